@@ -1,0 +1,88 @@
+// One typed configuration for `tenantgate serve`, from flags and TENANTGATE_* environment variables.
+// Files are read here, once, so no stage reads the disk on the request path.
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { loadKubeconfig, type ClusterCredentials } from './upstream/kubeconfig.ts';
+
+export interface ServeConfig {
+  host: string;
+  port: number;
+  tls: { certPem: string; keyPem: string };
+  /** CA that signs the client certificates tenantgate accepts. */
+  clientCaPem: string;
+  upstream: ClusterCredentials;
+  /** Conversion off for good: the bench baseline. */
+  passthrough: boolean;
+  http2: {
+    maxConcurrentStreams: number;
+    maxHeaderListBytes: number;
+  };
+}
+
+export const SERVE_OPTIONS = {
+  listen: { type: 'string', default: '127.0.0.1:6443', description: 'address:port to listen on (TENANTGATE_LISTEN)' },
+  'tls-cert-file': { type: 'string', description: 'serving certificate, PEM (TENANTGATE_TLS_CERT_FILE)' },
+  'tls-key-file': { type: 'string', description: 'serving key, PEM (TENANTGATE_TLS_KEY_FILE)' },
+  'client-ca-file': { type: 'string', description: 'CA of the client certificates to accept (TENANTGATE_CLIENT_CA_FILE)' },
+  'upstream-kubeconfig': { type: 'string', description: 'kubeconfig of the upstream kube-apiserver (TENANTGATE_UPSTREAM_KUBECONFIG)' },
+  passthrough: { type: 'boolean', default: false, description: 'forward without protocol conversion (bench baseline)' },
+  'max-concurrent-streams': { type: 'string', default: '1000', description: 'HTTP/2 streams per client connection' },
+  'max-header-bytes': { type: 'string', default: '65536', description: 'largest request header block accepted' },
+  help: { type: 'boolean', short: 'h', default: false, description: 'show this help' },
+} as const;
+
+function fromEnv(flag: string): string | undefined {
+  return process.env[`TENANTGATE_${flag.toUpperCase().replaceAll('-', '_')}`];
+}
+
+function required(values: Record<string, unknown>, flag: string): string {
+  const value = (values[flag] as string | undefined) ?? fromEnv(flag);
+  if (value === undefined || value === '') throw new Error(`--${flag} is required`);
+  return value;
+}
+
+function positiveInteger(value: string, flag: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${flag} must be a positive integer, got ${value}`);
+  return n;
+}
+
+export function parseListen(listen: string): { host: string; port: number } {
+  const colon = listen.lastIndexOf(':');
+  if (colon === -1) throw new Error(`--listen ${listen}: expected address:port`);
+  const host = listen.slice(0, colon).replace(/^\[|\]$/g, '');
+  const port = Number(listen.slice(colon + 1));
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--listen ${listen}: bad port`);
+  return { host, port };
+}
+
+export function parseServeConfig(args: string[]): ServeConfig | 'help' {
+  const { values } = parseArgs({ args, options: SERVE_OPTIONS, strict: true, allowPositionals: false });
+  if (values.help) return 'help';
+  const listen = fromEnv('listen') ?? values.listen;
+  return {
+    ...parseListen(listen),
+    tls: {
+      certPem: readFileSync(required(values, 'tls-cert-file'), 'utf8'),
+      keyPem: readFileSync(required(values, 'tls-key-file'), 'utf8'),
+    },
+    clientCaPem: readFileSync(required(values, 'client-ca-file'), 'utf8'),
+    upstream: loadKubeconfig(required(values, 'upstream-kubeconfig')),
+    passthrough: values.passthrough || fromEnv('passthrough') === 'true',
+    http2: {
+      maxConcurrentStreams: positiveInteger(values['max-concurrent-streams'], 'max-concurrent-streams'),
+      maxHeaderListBytes: positiveInteger(values['max-header-bytes'], 'max-header-bytes'),
+    },
+  };
+}
+
+/** `--flag  description` lines for a command's help. */
+export function describeOptions(options: Record<string, { type: string; description: string; default?: unknown }>): string {
+  return Object.entries(options)
+    .map(([name, o]) => {
+      const flag = `--${name}${o.type === 'string' ? ' VALUE' : ''}`;
+      const dflt = o.default === undefined || o.default === false ? '' : ` (default ${String(o.default)})`;
+      return `  ${flag.padEnd(30)} ${o.description}${dflt}`;
+    })
+    .join('\n');
+}

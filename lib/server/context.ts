@@ -1,0 +1,12 @@
+// The state one request carries through the pipeline: kept small and flat, one object per request.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
+import type { Identity } from '../auth/identity.ts';
+
+export interface RequestContext {
+  req: Http2ServerRequest | IncomingMessage;
+  res: Http2ServerResponse | ServerResponse;
+  /** The request target (path and query) as validated by the pipeline. */
+  path: string;
+  identity: Identity | null;
+}

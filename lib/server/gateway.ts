@@ -1,0 +1,90 @@
+// Assembles a running tenantgate: the TLS listener (HTTP/2, HTTP/1.1 allowed), the pipeline and the upstream pool.
+// Limits on streams, headers and resets are set here, at the edge, before any request reaches a stage.
+import http2, { type Http2SecureServer } from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { ServeConfig } from '../config.ts';
+import { UpstreamPool } from '../upstream/pool.ts';
+import { HealthChecks } from './health.ts';
+import { limitStreamResets } from './rapid-reset.ts';
+import { buildPipeline, handleRequest, handleUpgrade } from './pipeline.ts';
+import { badRequest, headersTooLarge, writeRawStatus } from './status.ts';
+
+export interface Gateway {
+  server: Http2SecureServer;
+  pool: UpstreamPool;
+  host: string;
+  port: number;
+  url: string;
+  close(): Promise<void>;
+}
+
+function onClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  // Malformed HTTP/1.1 (oversized or broken headers): answer with a Status where the socket still takes it.
+  // The client may still be sending: closing with unread input resets the connection (TCP RST) and the client
+  // would never see the Status. So answer, discard what still comes, and close once the client is done or 1 s on.
+  writeRawStatus(socket, error.code === 'HPE_HEADER_OVERFLOW' ? headersTooLarge() : badRequest('malformed HTTP request'), false);
+  socket.resume();
+  socket.once('end', () => socket.end());
+  setTimeout(() => socket.destroy(), 1000).unref();
+}
+
+export async function startGateway(config: ServeConfig): Promise<Gateway> {
+  const pool = new UpstreamPool(config.upstream);
+  const stages = buildPipeline({ pool, health: new HealthChecks(pool) });
+  const server = http2.createSecureServer({
+    cert: config.tls.certPem,
+    key: config.tls.keyPem,
+    ca: config.clientCaPem,
+    requestCert: true,
+    rejectUnauthorized: false, // unauthenticated callers still reach /healthz; other paths answer 401
+    allowHTTP1: true,
+    maxHeaderSize: config.http2.maxHeaderListBytes,
+    settings: {
+      maxConcurrentStreams: config.http2.maxConcurrentStreams,
+      maxHeaderListSize: config.http2.maxHeaderListBytes,
+    },
+    // Rapid reset (CVE-2023-44487): nghttp2's own limit, and limitStreamResets() below for cancelled requests.
+    streamResetBurst: 1000,
+    streamResetRate: 100,
+    maxSessionRejectedStreams: 100,
+    maxSessionInvalidFrames: 1000,
+  } as http2.SecureServerOptions);
+  server.on('request', (req, res) => handleRequest(stages, req, res));
+  server.on('upgrade', (req, socket: Duplex, head: Buffer) => handleUpgrade(req, socket, head, config.upstream));
+  server.on('clientError', onClientError);
+  server.on('sessionError', () => {}); // the session is torn down by node; nothing else to do
+  server.on('session', (session) => {
+    session.on('error', () => {});
+    limitStreamResets(session);
+  });
+  // Watches would hold close() open forever: remember connections so close() can end them.
+  const connections = new Set<Duplex>();
+  server.on('secureConnection', (socket: Duplex) => {
+    connections.add(socket);
+    socket.once('close', () => connections.delete(socket));
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const hostInUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
+  return {
+    server,
+    pool,
+    host: config.host,
+    port,
+    url: `https://${hostInUrl}:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        pool.close();
+        server.close(() => resolve());
+        for (const socket of connections) socket.destroy();
+      }),
+  };
+}

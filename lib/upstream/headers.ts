@@ -1,0 +1,90 @@
+// Which request and response headers cross the proxy. Client credentials, impersonation and hop-by-hop headers
+// never reach the upstream: they are dropped before tenantgate adds its own impersonation headers.
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
+import type { Identity } from '../auth/identity.ts';
+
+/** Headers that describe one hop (RFC 9110 §7.6.1) or the client's own credentials: never forwarded. */
+const DROPPED_REQUEST_HEADERS = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'host',
+  'http2-settings',
+  'authorization',
+]);
+
+/** Prefixes that let a caller claim another identity upstream (capsule-proxy and kcp advisories). */
+const DROPPED_REQUEST_PREFIXES = ['impersonate-', 'x-remote-'];
+
+const DROPPED_RESPONSE_HEADERS = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+]);
+
+function namesListedInConnection(value: string | string[] | undefined): Set<string> | null {
+  if (value === undefined) return null;
+  const names = new Set<string>();
+  for (const part of (Array.isArray(value) ? value.join(',') : value).split(',')) {
+    const name = part.trim().toLowerCase();
+    if (name !== '') names.add(name);
+  }
+  return names;
+}
+
+function isDroppedRequestHeader(name: string, listedInConnection: Set<string> | null): boolean {
+  if (name.charCodeAt(0) === 58 /* ':' pseudo-header */) return true;
+  if (DROPPED_REQUEST_HEADERS.has(name)) return true;
+  if (listedInConnection !== null && listedInConnection.has(name)) return true;
+  for (const prefix of DROPPED_REQUEST_PREFIXES) if (name.startsWith(prefix)) return true;
+  return false;
+}
+
+export interface UpstreamCredentialsHeader {
+  /** `Bearer <token>` when the upstream kubeconfig uses a token; client certificates travel in TLS instead. */
+  authorization?: string;
+}
+
+/**
+ * Headers for the upstream request: the client's headers minus everything dropped above,
+ * then tenantgate's own credentials and impersonation of `identity`.
+ */
+export function upstreamRequestHeaders(
+  incoming: IncomingHttpHeaders,
+  identity: Identity,
+  credentials: UpstreamCredentialsHeader,
+): OutgoingHttpHeaders {
+  const listedInConnection = namesListedInConnection(incoming.connection);
+  const out: OutgoingHttpHeaders = {};
+  for (const name in incoming) {
+    if (isDroppedRequestHeader(name, listedInConnection)) continue;
+    out[name] = incoming[name];
+  }
+  if (credentials.authorization !== undefined) out.authorization = credentials.authorization;
+  out['impersonate-user'] = identity.user;
+  if (identity.groups.length > 0) out['impersonate-group'] = identity.groups;
+  if (identity.extra !== undefined) {
+    for (const key in identity.extra) out[`impersonate-extra-${encodeURIComponent(key)}`] = identity.extra[key];
+  }
+  return out;
+}
+
+/** Response headers for the client: the upstream's, minus pseudo and hop-by-hop headers. */
+export function clientResponseHeaders(upstream: IncomingHttpHeaders): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  for (const name in upstream) {
+    if (name.charCodeAt(0) === 58 || DROPPED_RESPONSE_HEADERS.has(name)) continue;
+    out[name] = upstream[name];
+  }
+  return out;
+}
