@@ -1,0 +1,89 @@
+#!/usr/bin/env -S node --max-semi-space-size=1
+// (The shebang's Node flag: see TENANTGATE_NODE_FLAGS in runtime.ts.)
+// The `tenantgate` command: serve, dev, rig. Parses arguments and hands over; no logic of its own.
+import { parseArgs } from 'node:util';
+import { describeOptions, parseServeConfig, SERVE_OPTIONS } from './config.ts';
+import { runDev } from './dev.ts';
+import { log } from './log.ts';
+import { ensureRigBinaries } from './rig/build.ts';
+import { startGateway } from './server/gateway.ts';
+
+const DEV_OPTIONS = {
+  dir: { type: 'string', default: '.tenantgate/dev', description: 'where kubeconfigs and certificates are written' },
+  port: { type: 'string', default: '6443', description: 'port tenantgate listens on (127.0.0.1)' },
+  passthrough: { type: 'boolean', default: false, description: 'forward without protocol conversion' },
+  help: { type: 'boolean', short: 'h', default: false, description: 'show this help' },
+} as const;
+
+const RIG_OPTIONS = {
+  help: { type: 'boolean', short: 'h', default: false, description: 'show this help' },
+} as const;
+
+const USAGE = `tenantgate: multi-tenancy for Kubernetes by protocol conversion
+
+Usage: tenantgate <command> [flags]
+
+Commands:
+  serve   run tenantgate in front of an upstream kube-apiserver
+  dev     start a local etcd, kube-apiserver and kube-controller-manager with tenantgate in front
+  rig     build (or reuse) etcd, kube-apiserver, kube-controller-manager and kubectl, and print their paths
+
+Run 'tenantgate <command> --help' for a command's flags.
+`;
+
+async function serve(args: string[]): Promise<void> {
+  const config = parseServeConfig(args);
+  if (config === 'help') {
+    process.stdout.write(`Usage: tenantgate serve [flags]\n\n${describeOptions(SERVE_OPTIONS)}\n`);
+    return;
+  }
+  const gateway = await startGateway(config);
+  log.info('tenantgate serving', { url: gateway.url, upstream: config.upstream.server, passthrough: config.passthrough });
+  const stop = (signal: string) => {
+    log.info('stopping', { signal });
+    void gateway.close().then(() => process.exit(0));
+  };
+  process.once('SIGINT', () => stop('SIGINT'));
+  process.once('SIGTERM', () => stop('SIGTERM'));
+}
+
+async function dev(args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: DEV_OPTIONS, strict: true });
+  if (values.help) {
+    process.stdout.write(`Usage: tenantgate dev [flags]\n\n${describeOptions(DEV_OPTIONS)}\n`);
+    return;
+  }
+  await runDev({ dir: values.dir, port: Number(values.port), passthrough: values.passthrough });
+}
+
+async function rig(args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: RIG_OPTIONS, strict: true });
+  if (values.help) {
+    process.stdout.write(`Usage: tenantgate rig\n\nBuilds the rig's binaries with go build (cached), then prints their paths.\n\n${describeOptions(RIG_OPTIONS)}\n`);
+    return;
+  }
+  const binaries = await ensureRigBinaries({ log: (line) => log.info(line) });
+  process.stdout.write(JSON.stringify(binaries, null, 2) + '\n');
+}
+
+const COMMANDS: Record<string, (args: string[]) => Promise<void>> = { serve, dev, rig };
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...args] = argv;
+  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(USAGE);
+    return;
+  }
+  const run = COMMANDS[command];
+  if (run === undefined) {
+    process.stderr.write(`tenantgate: unknown command ${command}\n\n${USAGE}`);
+    process.exitCode = 2;
+    return;
+  }
+  await run(args);
+}
+
+main(process.argv.slice(2)).catch((error: Error) => {
+  process.stderr.write(`tenantgate: ${error.message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,121 @@
+// `tenantgate dev`: a real kube-apiserver, etcd and kube-controller-manager on loopback with tenantgate in front,
+// and the files a person (or a test) needs to talk to either. Stops everything it started.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { createCertificateAuthority, issueCertificate, type CertificateAuthority, type IssuedCertificate } from './auth/pki.ts';
+import type { Identity } from './auth/identity.ts';
+import { startRig, type Rig } from './rig/harness.ts';
+import { startGateway, type Gateway } from './server/gateway.ts';
+import { loadKubeconfig, renderKubeconfig } from './upstream/kubeconfig.ts';
+import { log } from './log.ts';
+
+/** The identity `admin.kubeconfig` carries: full rights upstream through impersonation. */
+export const DEV_ADMIN: Identity = { user: 'tenantgate-admin', groups: ['system:masters'] };
+
+export interface GatewayFiles {
+  dir: string;
+  /** Signs tenantgate's serving certificate and the client certificates it accepts. */
+  ca: CertificateAuthority;
+  serving: IssuedCertificate;
+  caFile: string;
+  tlsCertFile: string;
+  tlsKeyFile: string;
+  upstreamKubeconfigPath: string;
+  /** Flags for `tenantgate serve` that use these files. */
+  serveArgs: string[];
+}
+
+/** Writes tenantgate's CA, serving certificate and the upstream kubeconfig into `dir`. */
+export function writeGatewayFiles(dir: string, rig: Rig): GatewayFiles {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const ca = createCertificateAuthority('tenantgate-ca');
+  const serving = issueCertificate(ca, {
+    commonName: 'tenantgate',
+    dnsNames: ['localhost'],
+    ipAddresses: ['127.0.0.1', '::1'],
+    usage: 'server',
+  });
+  const file = (name: string, text: string) => {
+    const path = join(dir, name);
+    writeFileSync(path, text, { mode: 0o600 });
+    return path;
+  };
+  const files = {
+    dir,
+    ca,
+    serving,
+    caFile: file('ca.crt', ca.certPem),
+    tlsCertFile: file('tls.crt', serving.certPem),
+    tlsKeyFile: file('tls.key', serving.keyPem),
+    upstreamKubeconfigPath: file('upstream.kubeconfig', renderKubeconfig(rig.admin, 'upstream')),
+  };
+  return {
+    ...files,
+    serveArgs: [
+      '--tls-cert-file', files.tlsCertFile,
+      '--tls-key-file', files.tlsKeyFile,
+      '--client-ca-file', files.caFile,
+      '--upstream-kubeconfig', files.upstreamKubeconfigPath,
+    ],
+  };
+}
+
+/** A kubeconfig for `identity`, pointing at tenantgate, signed by its CA. */
+export function writeClientKubeconfig(path: string, gatewayUrl: string, ca: CertificateAuthority, identity: Identity): string {
+  const client = issueCertificate(ca, { commonName: identity.user, organizations: identity.groups, usage: 'client' });
+  writeFileSync(path, renderKubeconfig({ server: gatewayUrl, caPem: ca.certPem, certPem: client.certPem, keyPem: client.keyPem }, 'tenantgate'), {
+    mode: 0o600,
+  });
+  return path;
+}
+
+export interface DevOptions {
+  dir: string;
+  port: number;
+  passthrough: boolean;
+}
+
+export async function runDev(options: DevOptions): Promise<void> {
+  const dir = resolve(options.dir);
+  log.info('starting the rig: etcd, kube-apiserver, kube-controller-manager (builds them on first use)');
+  const rig = await startRig({ log: (line) => log.info(line) });
+  let gateway: Gateway | undefined;
+  const stop = async (signal: string) => {
+    log.info('stopping', { signal });
+    await gateway?.close();
+    await rig.stop();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void stop('SIGINT'));
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+  try {
+    const files = writeGatewayFiles(dir, rig);
+    gateway = await startGateway({
+      host: '127.0.0.1',
+      port: options.port,
+      tls: files.serving,
+      clientCaPem: files.ca.certPem,
+      upstream: loadKubeconfig(files.upstreamKubeconfigPath),
+      passthrough: options.passthrough,
+      http2: { maxConcurrentStreams: 1000, maxHeaderListBytes: 65536 },
+    });
+    const adminKubeconfig = writeClientKubeconfig(join(dir, 'admin.kubeconfig'), gateway.url, files.ca, DEV_ADMIN);
+    log.info('tenantgate dev is ready', {
+      url: gateway.url,
+      adminKubeconfig,
+      upstreamKubeconfig: files.upstreamKubeconfigPath,
+      next: `kubectl --kubeconfig ${adminKubeconfig} get namespaces`,
+    });
+    process.stdout.write(
+      `\ntenantgate dev is ready at ${gateway.url}\n` +
+        `  through tenantgate:  kubectl --kubeconfig ${adminKubeconfig} get namespaces\n` +
+        `  upstream directly:   kubectl --kubeconfig ${files.upstreamKubeconfigPath} get namespaces\n` +
+        `  (kubectl built for the rig: ${rig.binaries.kubectl})\n` +
+        'Ctrl-C stops tenantgate, kube-apiserver, kube-controller-manager and etcd.\n',
+    );
+  } catch (error) {
+    await gateway?.close();
+    await rig.stop();
+    throw error;
+  }
+}
