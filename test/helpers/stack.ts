@@ -1,0 +1,127 @@
+// The test stack: a real rig (etcd, kube-apiserver, kube-controller-manager) with tenantgate in front,
+// tenantgate running as its own process (so its memory can be measured) from the compiled dist/.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { DEV_ADMIN, writeClientKubeconfig, writeGatewayFiles, type GatewayFiles } from '../../lib/dev.ts';
+import type { Identity } from '../../lib/auth/identity.ts';
+import { startRig, type Rig } from '../../lib/rig/harness.ts';
+import { TENANTGATE_NODE_FLAGS } from '../../lib/runtime.ts';
+
+const CLI = new URL('../../dist/lib/cli.js', import.meta.url).pathname;
+
+export interface KubectlResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface Stack {
+  rig: Rig;
+  files: GatewayFiles;
+  gatewayUrl: string;
+  gateway: ChildProcess;
+  /** tenantgate's log lines so far (JSON) */
+  gatewayLogs: string[];
+  /** kubeconfig with admin rights through tenantgate */
+  adminKubeconfig: string;
+  /** kubeconfig with admin rights straight to the upstream */
+  upstreamKubeconfig: string;
+  /** kubectl through tenantgate (admin, unless another kubeconfig is given) */
+  kubectl(args: string[], options?: { kubeconfig?: string; input?: string }): Promise<KubectlResult>;
+  /** kubectl straight to the upstream */
+  kubectlDirect(args: string[], options?: { input?: string }): Promise<KubectlResult>;
+  /** a kubeconfig for `identity` through tenantgate */
+  kubeconfigFor(identity: Identity): string;
+  /** tenantgate's resident memory now and at its peak (bytes), from /proc */
+  gatewayMemory(): { rss: number; peak: number };
+  stop(): Promise<void>;
+}
+
+/**
+ * The environment for a tenantgate child process: without tap's NODE_OPTIONS loaders and process tracking,
+ * which would otherwise run inside tenantgate and distort its memory and speed.
+ */
+export function productionEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (key === 'NODE_OPTIONS' || key.startsWith('TAP') || key.startsWith('_TAPJS_') || key.startsWith('TS_NODE_')) continue;
+    env[key] = value;
+  }
+  return env;
+}
+
+async function spawnGateway(files: GatewayFiles, extraArgs: string[]): Promise<{ child: ChildProcess; url: string; logs: string[] }> {
+  const child = spawn(process.execPath, [...TENANTGATE_NODE_FLAGS, CLI, 'serve', '--listen', '127.0.0.1:0', ...files.serveArgs, ...extraArgs], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: productionEnv(),
+  });
+  const lines = createInterface({ input: child.stderr! });
+  const logs: string[] = [];
+  lines.on('line', (line) => logs.length < 10_000 && logs.push(line));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('tenantgate did not start within 20 s')), 20_000);
+    child.once('exit', (code) => reject(new Error(`tenantgate exited with ${code} before serving`)));
+    lines.on('line', (line) => {
+      try {
+        const entry = JSON.parse(line) as { msg?: string; url?: string };
+        if (entry.msg === 'tenantgate serving' && entry.url !== undefined) {
+          clearTimeout(timer);
+          resolve(entry.url);
+        }
+      } catch {
+        // not a log line of ours
+      }
+    });
+  });
+  return { child, url, logs };
+}
+
+export interface StackOptions {
+  passthrough?: boolean;
+  controllers?: boolean;
+}
+
+export async function startStack(options: StackOptions = {}): Promise<Stack> {
+  const rig = await startRig({ controllers: options.controllers ?? true });
+  const dir = mkdtempSync(join(tmpdir(), 'tenantgate-test-'));
+  const files = writeGatewayFiles(dir, rig);
+  const extraArgs = options.passthrough === true ? ['--passthrough'] : [];
+  const { child, url, logs } = await spawnGateway(files, extraArgs);
+  const adminKubeconfig = writeClientKubeconfig(join(dir, 'admin.kubeconfig'), url, files.ca, DEV_ADMIN);
+  let counter = 0;
+  const stack: Stack = {
+    rig,
+    files,
+    gatewayUrl: url,
+    gateway: child,
+    gatewayLogs: logs,
+    adminKubeconfig,
+    upstreamKubeconfig: files.upstreamKubeconfigPath,
+    kubectl: (args, o = {}) => rig.kubectl(args, { kubeconfig: o.kubeconfig ?? adminKubeconfig, input: o.input }),
+    kubectlDirect: (args, o = {}) => rig.kubectl(args, { kubeconfig: files.upstreamKubeconfigPath, input: o.input }),
+    kubeconfigFor: (identity) => writeClientKubeconfig(join(dir, `client-${++counter}.kubeconfig`), url, files.ca, identity),
+    gatewayMemory() {
+      const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+      const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;
+      return { rss: kb('VmRSS'), peak: kb('VmHWM') };
+    },
+    async stop() {
+      await stopChild(child);
+      await rig.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return stack;
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(timer);
+}

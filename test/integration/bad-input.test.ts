@@ -1,0 +1,183 @@
+// Bad and hostile input gets a Kubernetes Status (or is dropped safely), and tenantgate keeps serving.
+import http2 from 'node:http2';
+import tls from 'node:tls';
+import t, { type Test } from 'tap';
+import { createCertificateAuthority, issueCertificate } from '../../lib/auth/pki.ts';
+import { connectH2, credentialsOf, h1Request, h2Request } from '../helpers/http.ts';
+import { startStack, type Stack } from '../helpers/stack.ts';
+
+let stack: Stack;
+t.before(async () => {
+  stack = await startStack({ controllers: false });
+});
+t.teardown(() => stack?.stop());
+
+/** A user with no rights upstream, to show whose identity the upstream saw. */
+const alice = { user: 'alice', groups: ['developers'] };
+
+function isStatus(t: Test, body: string, code: number, reason: string): any {
+  const status = JSON.parse(body);
+  t.equal(status.kind, 'Status');
+  t.equal(status.apiVersion, 'v1');
+  t.equal(status.status, 'Failure');
+  t.equal(status.code, code);
+  t.equal(status.reason, reason);
+  t.type(status.message, 'string');
+  return status;
+}
+
+async function stillServing(t: Test): Promise<void> {
+  const session = connectH2(credentialsOf(stack.adminKubeconfig));
+  const a = await h2Request(session, 'GET', '/api/v1/namespaces/default');
+  session.close();
+  t.equal(a.status, 200, 'tenantgate still serves');
+}
+
+t.test('malformed paths get a 400 Status over HTTP/2 and HTTP/1.1', async (t) => {
+  const admin = credentialsOf(stack.adminKubeconfig);
+  const session = connectH2(admin);
+  for (const path of ['/api/v1/namespaces/%zz', '/api/v1/namespaces/../secrets', '/api//v1']) {
+    const h2 = await h2Request(session, 'GET', path);
+    t.equal(h2.status, 400, `h2 ${path}`);
+    isStatus(t, h2.body, 400, 'BadRequest');
+    const h1 = await h1Request(admin, 'GET', path);
+    t.equal(h1.status, 400, `h1 ${path}`);
+    isStatus(t, h1.body, 400, 'BadRequest');
+  }
+  session.close();
+  await stillServing(t);
+});
+
+t.test('oversized headers are refused and tenantgate keeps serving', async (t) => {
+  const admin = credentialsOf(stack.adminKubeconfig);
+  const huge = 'x'.repeat(200_000);
+  const h1 = await h1Request(admin, 'GET', '/api/v1/namespaces', { headers: { 'x-huge': huge } }).catch((e: Error) => e);
+  if (h1 instanceof Error) t.fail(`HTTP/1.1 connection broke instead of answering: ${h1.message}`);
+  else {
+    t.equal(h1.status, 431);
+    isStatus(t, h1.body, 431, 'BadRequest');
+  }
+  const session = connectH2(admin);
+  const h2 = await h2Request(session, 'GET', '/api/v1/namespaces', { headers: { 'x-huge': huge } }).catch((e: Error) => e);
+  t.ok(h2 instanceof Error || h2.status === 431, 'the HTTP/2 stream is refused');
+  session.close();
+  await stillServing(t);
+});
+
+t.test('client impersonation headers are dropped: the upstream sees the certificate\'s user', async (t) => {
+  const kubeconfig = stack.kubeconfigFor(alice);
+  const creds = credentialsOf(kubeconfig);
+  const hostile = {
+    'impersonate-user': 'tenantgate-admin',
+    'impersonate-group': 'system:masters',
+    'x-remote-user': 'admin',
+    'x-remote-group': 'system:masters',
+  };
+  const session = connectH2(creds);
+  const h2 = await h2Request(session, 'GET', '/api/v1/secrets', { headers: hostile });
+  session.close();
+  t.equal(h2.status, 403);
+  const status = isStatus(t, h2.body, 403, 'Forbidden');
+  t.match(status.message, /User "alice" cannot list resource "secrets"/);
+  // capsule-proxy's advisory: naming the proxy's header in Connection must not strip tenantgate's own impersonation.
+  const h1 = await h1Request(creds, 'GET', '/api/v1/secrets', {
+    headers: { ...hostile, connection: 'Impersonate-User, Impersonate-Group' },
+  });
+  t.equal(h1.status, 403);
+  t.match(isStatus(t, h1.body, 403, 'Forbidden').message, /User "alice" cannot list/);
+  const whoami = await stack.kubectl(['auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}', '--as=tenantgate-admin'], { kubeconfig });
+  t.equal(whoami.stdout, 'alice', 'kubectl --as (an Impersonate-User header) is ignored too');
+});
+
+t.test('callers without a certificate from tenantgate\'s CA get 401', async (t) => {
+  const admin = credentialsOf(stack.adminKubeconfig);
+  const anonymous = await h1Request(admin, 'GET', '/api/v1/namespaces', { withCertificate: false });
+  t.equal(anonymous.status, 401);
+  isStatus(t, anonymous.body, 401, 'Unauthorized');
+  const strangerCa = createCertificateAuthority('stranger');
+  const stranger = issueCertificate(strangerCa, { commonName: 'tenantgate-admin', organizations: ['system:masters'], usage: 'client' });
+  const forged = await h1Request({ ...admin, certPem: stranger.certPem, keyPem: stranger.keyPem }, 'GET', '/api/v1/namespaces');
+  t.equal(forged.status, 401, 'a certificate signed by another CA is refused');
+  const health = await h1Request(admin, 'GET', '/readyz', { withCertificate: false });
+  t.equal(health.status, 200, 'health checks need no credentials');
+  t.equal(health.body, 'ok');
+});
+
+t.test('an unknown content type gets the upstream\'s 415 Status', async (t) => {
+  const session = connectH2(credentialsOf(stack.adminKubeconfig));
+  const a = await h2Request(session, 'POST', '/api/v1/namespaces/default/configmaps', {
+    headers: { 'content-type': 'application/x-made-up' },
+    body: 'whatever',
+  });
+  session.close();
+  t.equal(a.status, 415);
+  isStatus(t, a.body, 415, 'UnsupportedMediaType');
+  const direct = await stack.kubectlDirect(['get', 'configmaps', '-n', 'default', '-o', 'name']);
+  t.notMatch(direct.stdout, /whatever/, 'nothing was created');
+});
+
+t.test('exec upgrades are relayed, as the caller', async (t) => {
+  const pod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'shell', namespace: 'default' },
+    spec: { containers: [{ name: 'c', image: 'busybox' }] },
+  };
+  // No kube-controller-manager in this stack: make the ServiceAccount that admission wants for the pod.
+  await stack.kubectlDirect(['-n', 'default', 'create', 'serviceaccount', 'default']);
+  const created = await stack.kubectlDirect(['apply', '-f', '-'], { input: JSON.stringify(pod) });
+  t.equal(created.code, 0, created.stderr);
+  // No kubelet runs in the rig, so exec fails upstream; tenantgate must relay the same answer kubectl gets directly.
+  const viaGateway = await stack.kubectl(['exec', 'shell', '--', 'true']);
+  const direct = await stack.kubectlDirect(['exec', 'shell', '--', 'true']);
+  t.not(viaGateway.code, 0);
+  t.equal(viaGateway.stderr.replaceAll(/\d{4}-\S+|\d+:\d+:\d+\.\d+/g, ''), direct.stderr.replaceAll(/\d{4}-\S+|\d+:\d+:\d+\.\d+/g, ''));
+  // alice may read pods but not exec into them; her --as (an Impersonate-User header) must not change that.
+  await stack.kubectlDirect(['-n', 'default', 'create', 'role', 'pod-reader', '--verb=get', '--resource=pods']);
+  await stack.kubectlDirect(['-n', 'default', 'create', 'rolebinding', 'developers-read', '--role=pod-reader', '--group=developers']);
+  const denied = await stack.kubectl(['exec', 'shell', '--as=tenantgate-admin', '--as-group=system:masters', '--', 'true'], {
+    kubeconfig: stack.kubeconfigFor(alice),
+  });
+  t.not(denied.code, 0);
+  t.match(denied.stderr, /User "alice" cannot (create|get) resource "pods\/exec"/, 'exec runs as the certificate\'s user');
+});
+
+t.test('a flood of stream resets is cut off and other clients are unaffected', async (t) => {
+  const admin = credentialsOf(stack.adminKubeconfig);
+  const session = http2.connect(admin.server, { ca: admin.caPem, cert: admin.certPem, key: admin.keyPem });
+  session.on('error', () => {});
+  await new Promise((r) => session.once('connect', r));
+  const cutOff = () => stack.gatewayLogs.some((line) => line.includes('cancels streams too fast'));
+  const deadline = Date.now() + 10_000;
+  let sent = 0;
+  // Open requests and cancel each a moment later, as a rapid-reset attacker does: bounded in count and time.
+  while (!cutOff() && sent < 5000 && Date.now() < deadline) {
+    try {
+      const stream = session.request({ ':path': '/api/v1/namespaces' });
+      stream.on('error', () => {});
+      setTimeout(() => stream.close(http2.constants.NGHTTP2_CANCEL), 5);
+      sent++;
+    } catch {
+      break;
+    }
+    if (sent % 50 === 0) await new Promise((r) => setTimeout(r, 10));
+  }
+  await new Promise((r) => setTimeout(r, 500));
+  t.ok(cutOff(), `tenantgate closed the flooding connection (after ${sent} cancelled requests)`);
+  session.destroy();
+  await stillServing(t);
+});
+
+t.test('a TLS client that speaks no HTTP is dropped without harm', async (t) => {
+  const admin = credentialsOf(stack.adminKubeconfig);
+  const url = new URL(admin.server);
+  await new Promise<void>((resolve) => {
+    const socket = tls.connect({ host: url.hostname, port: Number(url.port), ca: admin.caPem, ALPNProtocols: ['h2'] }, () => {
+      socket.write(Buffer.from('this is not HTTP/2 at all\r\n\r\n'));
+    });
+    socket.on('error', () => resolve());
+    socket.on('close', () => resolve());
+    socket.resume();
+  });
+  await stillServing(t);
+});
