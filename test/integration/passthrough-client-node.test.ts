@@ -1,29 +1,13 @@
 // @kubernetes/client-node (HTTP/1.1) through tenantgate gives the same answers as straight to the kube-apiserver.
 import * as k8s from '@kubernetes/client-node';
 import t from 'tap';
+import { exampleCrd, webDeployment } from '../helpers/fixtures.ts';
 import { normalize, withoutRepeats } from '../helpers/normalize.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 
 const { PatchStrategy, setHeaderOptions } = k8s;
 
-const crd = {
-  apiVersion: 'apiextensions.k8s.io/v1',
-  kind: 'CustomResourceDefinition',
-  metadata: { name: 'gadgets.example.com' },
-  spec: {
-    group: 'example.com',
-    scope: 'Namespaced',
-    names: { plural: 'gadgets', singular: 'gadget', kind: 'Gadget', listKind: 'GadgetList' },
-    versions: [
-      {
-        name: 'v1',
-        served: true,
-        storage: true,
-        schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } } },
-      },
-    ],
-  },
-};
+const crd = exampleCrd('Gadget', 'gadgets');
 
 type Kind = 'ConfigMap' | 'Deployment' | 'Gadget';
 
@@ -33,16 +17,7 @@ function objectOf(kind: Kind, namespace: string): k8s.KubernetesObject & Record<
     case 'ConfigMap':
       return { apiVersion: 'v1', kind, metadata, data: { a: '1' } };
     case 'Deployment':
-      return {
-        apiVersion: 'apps/v1',
-        kind,
-        metadata,
-        spec: {
-          replicas: 1,
-          selector: { matchLabels: { app: 'web' } },
-          template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'web', image: 'nginx:1.27' }] } },
-        },
-      };
+      return webDeployment('thing', namespace);
     case 'Gadget':
       return { apiVersion: 'example.com/v1', kind, metadata, spec: { size: 1 } };
   }
