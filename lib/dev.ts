@@ -8,9 +8,10 @@ import { startRig, type Rig } from './rig/harness.ts';
 import { startGateway, type Gateway } from './server/gateway.ts';
 import { loadKubeconfig, renderKubeconfig } from './upstream/kubeconfig.ts';
 import { log } from './log.ts';
+import { toUpstreamName } from './convert/prefix.ts';
 
 /** The identity `admin.kubeconfig` carries: full rights upstream through impersonation. */
-export const DEV_ADMIN: Identity = { user: 'tenantgate-admin', groups: ['system:masters'] };
+export const DEV_ADMIN: Identity = { user: 'tenantgate-admin', groups: ['system:masters'], tenant: null };
 
 export interface GatewayFiles {
   dir: string;
@@ -62,7 +63,13 @@ export function writeGatewayFiles(dir: string, rig: Rig): GatewayFiles {
 
 /** A kubeconfig for `identity`, pointing at tenantgate, signed by its CA. */
 export function writeClientKubeconfig(path: string, gatewayUrl: string, ca: CertificateAuthority, identity: Identity): string {
-  const client = issueCertificate(ca, { commonName: identity.user, organizations: identity.groups, usage: 'client' });
+  const client = issueCertificate(ca, {
+    // A tenant's certificate carries its tenant in OU and its prefix in CN (KubeZoo's shape: CN=<id>-admin, OU=<id>).
+    commonName: identity.tenant === null ? identity.user : toUpstreamName(identity.user, identity.tenant),
+    organizations: identity.groups,
+    organizationalUnits: identity.tenant === null ? [] : [identity.tenant],
+    usage: 'client',
+  });
   writeFileSync(path, renderKubeconfig({ server: gatewayUrl, caPem: ca.certPem, certPem: client.certPem, keyPem: client.keyPem }, 'tenantgate'), {
     mode: 0o600,
   });

@@ -3,6 +3,7 @@
 import http2, { type ClientHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
 import type { ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream';
+import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import type { RequestContext } from '../server/context.ts';
 import { sendStatus, upstreamUnavailable } from '../server/status.ts';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.ts';
@@ -22,7 +23,7 @@ function hasNoBody(ctx: RequestContext): boolean {
 
 export function forwardToUpstream(ctx: RequestContext, pool: UpstreamPool): void {
   const { req, res } = ctx;
-  const headers = upstreamRequestHeaders(req.headers, ctx.identity!, pool);
+  const headers = upstreamRequestHeaders(req.headers, upstreamIdentityOf(ctx.identity!), pool);
   const endStream = hasNoBody(ctx);
   let upstream: ClientHttp2Stream;
   try {

@@ -1,7 +1,7 @@
 // Which request and response headers cross the proxy. Client credentials, impersonation and hop-by-hop headers
 // never reach the upstream: they are dropped before tenantgate adds its own impersonation headers.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
-import type { Identity } from '../auth/identity.ts';
+import type { UpstreamIdentity } from '../auth/impersonation.ts';
 
 /** Headers that describe one hop (RFC 9110 §7.6.1) or the client's own credentials: never forwarded. */
 const DROPPED_REQUEST_HEADERS = new Set([
@@ -61,7 +61,7 @@ export interface UpstreamCredentialsHeader {
  */
 export function upstreamRequestHeaders(
   incoming: IncomingHttpHeaders,
-  identity: Identity,
+  identity: UpstreamIdentity,
   credentials: UpstreamCredentialsHeader,
 ): OutgoingHttpHeaders {
   const listedInConnection = namesListedInConnection(incoming.connection);

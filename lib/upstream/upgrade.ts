@@ -4,6 +4,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import type { Identity } from '../auth/identity.ts';
+import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import { upstreamUnavailable, writeRawStatus } from '../server/status.ts';
 import { upstreamRequestHeaders } from './headers.ts';
 import type { ClusterCredentials } from './kubeconfig.ts';
@@ -30,7 +31,7 @@ export function forwardUpgrade(
   credentials: ClusterCredentials,
 ): void {
   const url = new URL(credentials.server);
-  const headers = upstreamRequestHeaders(req.headers as IncomingHttpHeaders, identity, {
+  const headers = upstreamRequestHeaders(req.headers as IncomingHttpHeaders, upstreamIdentityOf(identity), {
     authorization: credentials.token === undefined ? undefined : `Bearer ${credentials.token}`,
   });
   // The upgrade itself is the one hop-by-hop exchange this path must carry.

@@ -13,7 +13,7 @@ t.before(async () => {
 t.teardown(() => stack?.stop());
 
 /** A user with no rights upstream, to show whose identity the upstream saw. */
-const alice = { user: 'alice', groups: ['developers'] };
+const alice = { user: 'alice', groups: ['developers'], tenant: null };
 
 function isStatus(t: Test, body: string, code: number, reason: string): any {
   const status = JSON.parse(body);

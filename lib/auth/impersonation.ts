@@ -1,0 +1,23 @@
+// Whom tenantgate impersonates upstream for a caller (DESIGN §2 step 7): administrators as themselves,
+// tenants' users and groups under the tenant's prefix, so no tenant identity can equal another's or a system one.
+import { toUpstreamName } from '../convert/prefix.ts';
+import type { Identity } from './identity.ts';
+
+export interface UpstreamIdentity {
+  user: string;
+  groups: string[];
+  extra?: Record<string, string[]>;
+}
+
+/** Extra key that marks every tenant request upstream. */
+export const TENANT_EXTRA_KEY = 'tenant';
+
+export function upstreamIdentityOf(identity: Identity): UpstreamIdentity {
+  const { tenant } = identity;
+  if (tenant === null) return identity;
+  return {
+    user: toUpstreamName(identity.user, tenant),
+    groups: identity.groups.map((group) => `${tenant}:${group}`),
+    extra: { ...identity.extra, [TENANT_EXTRA_KEY]: [tenant] },
+  };
+}

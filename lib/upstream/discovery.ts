@@ -1,0 +1,83 @@
+// The upstream's resources and their scopes, from aggregated discovery (two requests for the whole API),
+// cached and refreshed: on a miss (a CRD created a moment ago), periodically, and when told a CRD changed.
+import type { UpstreamPool } from './pool.ts';
+import { upstreamJson } from './client.ts';
+
+export type Scope = 'Namespaced' | 'Cluster';
+
+const AGGREGATED_DISCOVERY = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
+const REFRESH_INTERVAL_MS = 30_000;
+const MIN_MISS_REFRESH_INTERVAL_MS = 1_000;
+
+interface DiscoveredResource {
+  resource: string;
+  scope: Scope;
+  responseKind?: { group: string; version: string; kind: string };
+}
+
+interface DiscoveryList {
+  items?: { metadata?: { name?: string }; versions?: { version: string; resources?: DiscoveredResource[] }[] }[];
+}
+
+export class DiscoveryCache {
+  private readonly pool: UpstreamPool;
+  /** `group/resource` → scope ("" is the core group). */
+  private scopes = new Map<string, Scope>();
+  /** `group/kind` → scope, for references that name a kind (ownerReferences, roleRefs). */
+  private kindScopes = new Map<string, Scope>();
+  private refreshedAt = 0;
+  private refreshing: Promise<void> | null = null;
+
+  constructor(pool: UpstreamPool) {
+    this.pool = pool;
+  }
+
+  scopeOf(group: string, resource: string): Scope | undefined {
+    return this.scopes.get(`${group}/${resource}`);
+  }
+
+  scopeOfKind(group: string, kind: string): Scope | undefined {
+    return this.kindScopes.get(`${group}/${kind}`);
+  }
+
+  /** The scope, refreshing discovery first if the resource is unknown or the cache is old. */
+  async resolveScope(group: string, resource: string): Promise<Scope | undefined> {
+    const known = this.scopeOf(group, resource);
+    const age = Date.now() - this.refreshedAt;
+    if (known !== undefined && age < REFRESH_INTERVAL_MS) return known;
+    if (known === undefined && age < MIN_MISS_REFRESH_INTERVAL_MS && this.refreshing === null) return undefined;
+    await this.refresh();
+    return this.scopeOf(group, resource);
+  }
+
+  /** A CRD was created, changed or deleted: the next lookup of an unknown resource refetches at once. */
+  invalidate(): void {
+    this.refreshedAt = 0;
+  }
+
+  refresh(): Promise<void> {
+    this.refreshing ??= this.fetch().finally(() => (this.refreshing = null));
+    return this.refreshing;
+  }
+
+  private async fetch(): Promise<void> {
+    const scopes = new Map<string, Scope>();
+    const kindScopes = new Map<string, Scope>();
+    for (const root of ['/api', '/apis']) {
+      const answer = await upstreamJson(this.pool, 'GET', root, undefined, { accept: AGGREGATED_DISCOVERY });
+      if (answer.status !== 200) throw new Error(`discovery ${root}: upstream answered ${answer.status}`);
+      for (const group of (answer.body as DiscoveryList).items ?? []) {
+        const groupName = group.metadata?.name ?? '';
+        for (const version of group.versions ?? []) {
+          for (const r of version.resources ?? []) {
+            scopes.set(`${groupName}/${r.resource}`, r.scope);
+            if (r.responseKind?.kind) kindScopes.set(`${groupName}/${r.responseKind.kind}`, r.scope);
+          }
+        }
+      }
+    }
+    this.scopes = scopes;
+    this.kindScopes = kindScopes;
+    this.refreshedAt = Date.now();
+  }
+}
