@@ -1,0 +1,267 @@
+// The one table of kinds: for every resource the kube-apiserver (1.36) serves, its scope, whether it is the
+// tenant's own, shared read-only or hidden, which conversion rule applies and how lists find it. Adding a kind is one row.
+// Never treats an unknown built-in resource as the tenant's: what the table does not know is not served.
+import { StatusError } from '../server/status.ts';
+
+export type Scope = 'Namespaced' | 'Cluster';
+
+/**
+ * tenant: each tenant has its own (prefixed upstream); shared-read-only: one upstream object every tenant reads
+ * under its real name and none may write; hidden: not served to tenants at all (404, absent from discovery).
+ */
+export type Tenancy = 'tenant' | 'shared-read-only' | 'hidden';
+
+/**
+ * How a cross-namespace (or cluster-scoped) list or watch finds the tenant's objects.
+ * label-filter: one upstream request with the tenant label selector merged in.
+ * per-namespace: some objects are made by upstream controllers without the label, so merge per-namespace requests.
+ * unfiltered: shared kinds, listed as they are. none: hidden kinds, never listed.
+ */
+export type ListPath = 'label-filter' | 'per-namespace' | 'unfiltered' | 'none';
+
+/** Names of the conversion rules in lib/convert/rules (the map there must have exactly these keys). */
+export type RuleName =
+  | 'generic'
+  | 'pod'
+  | 'workload'
+  | 'statefulset'
+  | 'cronjob'
+  | 'podtemplate'
+  | 'claimtemplate'
+  | 'namespace'
+  | 'event'
+  | 'endpoints'
+  | 'endpointslice'
+  | 'role'
+  | 'binding'
+  | 'crd'
+  | 'custom-resource'
+  | 'persistentvolume'
+  | 'persistentvolumeclaim'
+  | 'networkpolicy'
+  | 'webhook-configuration'
+  | 'admission-policy'
+  | 'admission-policy-binding'
+  | 'subjectaccessreview'
+  | 'selfsubjectaccessreview'
+  | 'selfsubjectrulesreview'
+  | 'tokenreview'
+  | 'selfsubjectreview'
+  | 'node'
+  | 'shared'
+  | 'hidden';
+
+export interface KindRow {
+  /** API group as the tenant names it ('' for core). */
+  readonly group: string;
+  /** Plural resource name, without subresource. */
+  readonly resource: string;
+  /** Kind; '' for a custom resource whose kind discovery did not tell. */
+  readonly kind: string;
+  readonly scope: Scope;
+  readonly tenancy: Tenancy;
+  readonly rule: RuleName;
+  readonly listPath: ListPath;
+}
+
+const N: Scope = 'Namespaced';
+const C: Scope = 'Cluster';
+
+function tenant(group: string, resource: string, kind: string, scope: Scope, rule: RuleName = 'generic', listPath: 'label-filter' | 'per-namespace' = 'label-filter'): KindRow {
+  return Object.freeze({ group, resource, kind, scope, tenancy: 'tenant', rule, listPath });
+}
+function shared(group: string, resource: string, kind: string, scope: Scope, rule: RuleName = 'shared'): KindRow {
+  return Object.freeze({ group, resource, kind, scope, tenancy: 'shared-read-only', rule, listPath: 'unfiltered' });
+}
+function hidden(group: string, resource: string, kind: string, scope: Scope): KindRow {
+  return Object.freeze({ group, resource, kind, scope, tenancy: 'hidden', rule: 'hidden', listPath: 'none' });
+}
+
+export const KINDS: readonly KindRow[] = Object.freeze([
+  // core
+  tenant('', 'pods', 'Pod', N, 'pod'),
+  tenant('', 'services', 'Service', N),
+  // Every namespace gets `kube-root-ca.crt` and the `default` ServiceAccount from upstream controllers, unlabelled.
+  tenant('', 'configmaps', 'ConfigMap', N, 'generic', 'per-namespace'),
+  tenant('', 'serviceaccounts', 'ServiceAccount', N, 'generic', 'per-namespace'),
+  tenant('', 'secrets', 'Secret', N),
+  // The endpoints and endpointslice controllers copy the Service's labels, tenant label included.
+  tenant('', 'endpoints', 'Endpoints', N, 'endpoints'),
+  // Events come from kubelets, schedulers and controllers upstream, none of which set the tenant label.
+  tenant('', 'events', 'Event', N, 'event', 'per-namespace'),
+  tenant('', 'namespaces', 'Namespace', C, 'namespace'),
+  // Nodes are the shared machines: readable so scheduling is understandable, never writable (cordon, taint, delete).
+  shared('', 'nodes', 'Node', C, 'node'),
+  tenant('', 'persistentvolumes', 'PersistentVolume', C, 'persistentvolume'),
+  tenant('', 'persistentvolumeclaims', 'PersistentVolumeClaim', N, 'persistentvolumeclaim'),
+  tenant('', 'replicationcontrollers', 'ReplicationController', N, 'workload'),
+  tenant('', 'resourcequotas', 'ResourceQuota', N),
+  tenant('', 'limitranges', 'LimitRange', N),
+  tenant('', 'podtemplates', 'PodTemplate', N, 'podtemplate'),
+  // Deprecated, and it reports the health of the upstream control plane.
+  hidden('', 'componentstatuses', 'ComponentStatus', C),
+  tenant('', 'bindings', 'Binding', N),
+
+  // apps: pod templates carry the tenant label so controller-made ReplicaSets, Pods and ControllerRevisions inherit it.
+  tenant('apps', 'deployments', 'Deployment', N, 'workload'),
+  tenant('apps', 'replicasets', 'ReplicaSet', N, 'workload'),
+  tenant('apps', 'statefulsets', 'StatefulSet', N, 'statefulset'),
+  tenant('apps', 'daemonsets', 'DaemonSet', N, 'workload'),
+  tenant('apps', 'controllerrevisions', 'ControllerRevision', N),
+
+  tenant('batch', 'jobs', 'Job', N, 'workload'),
+  tenant('batch', 'cronjobs', 'CronJob', N, 'cronjob'),
+  tenant('autoscaling', 'horizontalpodautoscalers', 'HorizontalPodAutoscaler', N),
+  tenant('policy', 'poddisruptionbudgets', 'PodDisruptionBudget', N),
+
+  tenant('rbac.authorization.k8s.io', 'roles', 'Role', N, 'role'),
+  tenant('rbac.authorization.k8s.io', 'clusterroles', 'ClusterRole', C, 'role'),
+  tenant('rbac.authorization.k8s.io', 'rolebindings', 'RoleBinding', N, 'binding'),
+  tenant('rbac.authorization.k8s.io', 'clusterrolebindings', 'ClusterRoleBinding', C, 'binding'),
+
+  tenant('networking.k8s.io', 'ingresses', 'Ingress', N),
+  // An IngressClass names an ingress controller the platform runs; tenants pick one by its real name.
+  shared('networking.k8s.io', 'ingressclasses', 'IngressClass', C),
+  tenant('networking.k8s.io', 'networkpolicies', 'NetworkPolicy', N, 'networkpolicy'),
+  // Cluster network plumbing: every Service's ClusterIP of every tenant, with parent references into their namespaces.
+  hidden('networking.k8s.io', 'ipaddresses', 'IPAddress', C),
+  hidden('networking.k8s.io', 'servicecidrs', 'ServiceCIDR', C),
+
+  tenant('discovery.k8s.io', 'endpointslices', 'EndpointSlice', N, 'endpointslice'),
+  tenant('events.k8s.io', 'events', 'Event', N, 'event', 'per-namespace'),
+
+  // StorageClasses name real provisioners and their parameters (including secret namespaces): defining them is the
+  // platform's job, so every tenant reads the same classes and PVCs name them unchanged. Same for attribute classes.
+  shared('storage.k8s.io', 'storageclasses', 'StorageClass', C),
+  shared('storage.k8s.io', 'volumeattributesclasses', 'VolumeAttributesClass', C),
+  shared('storage.k8s.io', 'csidrivers', 'CSIDriver', C),
+  shared('storage.k8s.io', 'csinodes', 'CSINode', C),
+  // Published by CSI drivers in their own (upstream) namespace; meaningless inside a tenant's namespaces.
+  hidden('storage.k8s.io', 'csistoragecapacities', 'CSIStorageCapacity', N),
+  // Made by the attach/detach controller for every tenant's volumes, naming nodes and PVs across tenants.
+  hidden('storage.k8s.io', 'volumeattachments', 'VolumeAttachment', C),
+
+  // Priority orders all tenants' pods against each other: a tenant-defined class could preempt everyone else.
+  // Tenants use the platform's classes by their real names (pod.spec.priorityClassName passes through).
+  shared('scheduling.k8s.io', 'priorityclasses', 'PriorityClass', C),
+  tenant('scheduling.k8s.io', 'workloads', 'Workload', N),
+  tenant('scheduling.k8s.io', 'podgroups', 'PodGroup', N),
+  // A RuntimeClass names a handler configured on the nodes by the platform; a tenant cannot install one.
+  // Tenants use them by real name (pod.spec.runtimeClassName passes through).
+  shared('node.k8s.io', 'runtimeclasses', 'RuntimeClass', C),
+
+  tenant('coordination.k8s.io', 'leases', 'Lease', N),
+  tenant('coordination.k8s.io', 'leasecandidates', 'LeaseCandidate', N),
+
+  // An approved CSR for the kube-apiserver-client signer is an upstream credential with any name and group.
+  hidden('certificates.k8s.io', 'certificatesigningrequests', 'CertificateSigningRequest', C),
+  // Public CA bundles by signer: harmless to read, the platform's to write.
+  shared('certificates.k8s.io', 'clustertrustbundles', 'ClusterTrustBundle', C),
+  // Made by kubelets for the tenant's pods, without the tenant label.
+  tenant('certificates.k8s.io', 'podcertificaterequests', 'PodCertificateRequest', N, 'generic', 'per-namespace'),
+
+  tenant('admissionregistration.k8s.io', 'validatingwebhookconfigurations', 'ValidatingWebhookConfiguration', C, 'webhook-configuration'),
+  tenant('admissionregistration.k8s.io', 'mutatingwebhookconfigurations', 'MutatingWebhookConfiguration', C, 'webhook-configuration'),
+  tenant('admissionregistration.k8s.io', 'validatingadmissionpolicies', 'ValidatingAdmissionPolicy', C, 'admission-policy'),
+  tenant('admissionregistration.k8s.io', 'validatingadmissionpolicybindings', 'ValidatingAdmissionPolicyBinding', C, 'admission-policy-binding'),
+  tenant('admissionregistration.k8s.io', 'mutatingadmissionpolicies', 'MutatingAdmissionPolicy', C, 'admission-policy'),
+  tenant('admissionregistration.k8s.io', 'mutatingadmissionpolicybindings', 'MutatingAdmissionPolicyBinding', C, 'admission-policy-binding'),
+
+  tenant('apiextensions.k8s.io', 'customresourcedefinitions', 'CustomResourceDefinition', C, 'crd'),
+  // The platform's aggregated API servers, and the apiserver's own traffic management.
+  hidden('apiregistration.k8s.io', 'apiservices', 'APIService', C),
+  hidden('flowcontrol.apiserver.k8s.io', 'flowschemas', 'FlowSchema', C),
+  hidden('flowcontrol.apiserver.k8s.io', 'prioritylevelconfigurations', 'PriorityLevelConfiguration', C),
+
+  tenant('authentication.k8s.io', 'tokenreviews', 'TokenReview', C, 'tokenreview'),
+  tenant('authentication.k8s.io', 'selfsubjectreviews', 'SelfSubjectReview', C, 'selfsubjectreview'),
+  tenant('authorization.k8s.io', 'subjectaccessreviews', 'SubjectAccessReview', C, 'subjectaccessreview'),
+  tenant('authorization.k8s.io', 'localsubjectaccessreviews', 'LocalSubjectAccessReview', N, 'subjectaccessreview'),
+  tenant('authorization.k8s.io', 'selfsubjectaccessreviews', 'SelfSubjectAccessReview', C, 'selfsubjectaccessreview'),
+  tenant('authorization.k8s.io', 'selfsubjectrulesreviews', 'SelfSubjectRulesReview', C, 'selfsubjectrulesreview'),
+
+  // Dynamic resource allocation: claims are the tenant's; device classes and slices describe the shared hardware.
+  tenant('resource.k8s.io', 'resourceclaims', 'ResourceClaim', N),
+  tenant('resource.k8s.io', 'resourceclaimtemplates', 'ResourceClaimTemplate', N, 'claimtemplate'),
+  shared('resource.k8s.io', 'deviceclasses', 'DeviceClass', C),
+  shared('resource.k8s.io', 'resourceslices', 'ResourceSlice', C),
+  hidden('resource.k8s.io', 'devicetaintrules', 'DeviceTaintRule', C),
+  hidden('resource.k8s.io', 'resourcepoolstatusrequests', 'ResourcePoolStatusRequest', C),
+
+  hidden('storagemigration.k8s.io', 'storageversionmigrations', 'StorageVersionMigration', C),
+  hidden('internal.apiserver.k8s.io', 'storageversions', 'StorageVersion', C),
+
+  // Aggregated by metrics-server when installed (kubectl top); PodMetrics carry the pod's labels.
+  tenant('metrics.k8s.io', 'pods', 'PodMetrics', N),
+  shared('metrics.k8s.io', 'nodes', 'NodeMetrics', C),
+
+  // Tenants are served to admins by tenantgate itself, never to tenants (KubeZoo's served private keys).
+  hidden('tenant.kubezoo.io', 'tenants', 'Tenant', C),
+]);
+
+// group → name → row: lookups on every reference allocate no key strings.
+const byResource = new Map<string, Map<string, KindRow>>();
+const byKind = new Map<string, Map<string, KindRow>>();
+for (const row of KINDS) {
+  if (!byResource.has(row.group)) {
+    byResource.set(row.group, new Map());
+    byKind.set(row.group, new Map());
+  }
+  byResource.get(row.group)!.set(row.resource, row);
+  byKind.get(row.group)!.set(row.kind, row);
+}
+
+/**
+ * Built-in groups without resources in the table: Table/PartialObjectMetadata, discovery, admission and audit
+ * payloads, and `extensions`, removed but still named by old owner references. None may be a tenant's CRD group.
+ */
+const RESOURCELESS_BUILTIN_GROUPS = ['meta.k8s.io', 'apidiscovery.k8s.io', 'admission.k8s.io', 'audit.k8s.io', 'imagepolicy.k8s.io', 'extensions'];
+const BUILTIN_GROUPS: ReadonlySet<string> = new Set([...KINDS.map((row) => row.group), ...RESOURCELESS_BUILTIN_GROUPS]);
+
+/** True for the groups Kubernetes (and tenantgate's Tenant API) define; every other group is a tenant's CRD group. */
+export function isBuiltinGroup(group: string): boolean {
+  return BUILTIN_GROUPS.has(group);
+}
+
+/** True for a group a tenant's CRD may define: not built in, not core, not a wildcard. Upstream it is `<id>-<group>`. */
+export function isTenantCrdGroup(group: string): boolean {
+  return group !== '' && group !== '*' && !BUILTIN_GROUPS.has(group);
+}
+
+/**
+ * The row for a resource as the tenant names it (group unprefixed, resource without subresource).
+ * Custom resources are tenant objects whose scope (and kind, when known) comes from discovery; without a discovered
+ * scope they do not exist (undefined). A built-in group's unknown resource is undefined too: not served.
+ */
+export function kindOf(group: string, resource: string, discoveredScope?: Scope, discoveredKind?: string): KindRow | undefined {
+  if (BUILTIN_GROUPS.has(group)) return byResource.get(group)?.get(resource);
+  if (group === '*' || discoveredScope === undefined) return undefined;
+  return { group, resource, kind: discoveredKind ?? '', scope: discoveredScope, tenancy: 'tenant', rule: 'custom-resource', listPath: 'label-filter' };
+}
+
+/** The row of a built-in kind by group and kind (for owner and object references); undefined for custom or unknown kinds. */
+export function builtinKindOf(group: string, kind: string): KindRow | undefined {
+  return byKind.get(group)?.get(kind);
+}
+
+const READ_VERBS: ReadonlySet<string> = new Set(['get', 'list', 'watch']);
+/** Subresources of a shared kind a tenant may read: `nodes/proxy` would reach every tenant's pods through the kubelet. */
+const SHARED_READABLE_SUBRESOURCES: ReadonlySet<string> = new Set(['', 'status']);
+
+/**
+ * Why a tenant may not do `verb` on this kind (a Status to answer with), or null when it may.
+ * Hidden and unknown kinds do not exist for tenants (404); shared kinds are read-only (403).
+ * Tenant kinds are left to upstream RBAC.
+ */
+export function accessRefusal(row: KindRow | undefined, verb: string, subresource = ''): StatusError | null {
+  if (row === undefined || row.tenancy === 'hidden') return new StatusError(404, 'NotFound', 'the server could not find the requested resource');
+  if (row.tenancy === 'tenant') return null;
+  if (READ_VERBS.has(verb) && SHARED_READABLE_SUBRESOURCES.has(subresource)) return null;
+  const resource = subresource === '' ? row.resource : row.resource + '/' + subresource;
+  return new StatusError(
+    403,
+    'Forbidden',
+    `${resource}${row.group === '' ? '' : '.' + row.group} is forbidden: ${row.resource} are shared by all tenants of this cluster and read-only`,
+    { group: row.group, kind: row.resource },
+  );
+}

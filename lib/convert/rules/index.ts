@@ -1,0 +1,108 @@
+// The conversion rules by name (the table of kinds points here) and the two entry points every object goes through:
+// generic rule plus the kind's own, to upstream and back. objectToTenant never returns an object not the tenant's.
+import { accessRefusal, type KindRow, type RuleName } from '../kinds.ts';
+import { badRequest } from '../../server/status.ts';
+import { admissionPolicy, admissionPolicyBinding, webhookConfiguration } from './admission.ts';
+import { crd, customResource } from './crd.ts';
+import { endpoints, endpointSlice } from './endpoints.ts';
+import { event } from './events.ts';
+import { genericToTenant, genericToUpstream } from './generic.ts';
+import { isObject } from './json.ts';
+import { namespace } from './namespace.ts';
+import { networkPolicy } from './network-policy.ts';
+import { binding, role } from './rbac.ts';
+import { selfSubjectAccessReview, selfSubjectReview, selfSubjectRulesReview, subjectAccessReview, tokenReview } from './reviews.ts';
+import type { ConvertContext, Json, KindRule } from './rule.ts';
+import { hidden, node, shared } from './shared.ts';
+import { persistentVolume, persistentVolumeClaim } from './storage.ts';
+import { claimTemplate, cronJob, pod, podTemplate, statefulSet, workload } from './workloads.ts';
+
+const generic: KindRule = {
+  toUpstream: (obj) => obj,
+  toTenant: (obj) => obj,
+};
+
+/** Every rule the table may name; the type makes a missing or extra one a compile error. */
+export const RULES: { readonly [name in RuleName]: KindRule } = {
+  generic,
+  pod,
+  workload,
+  statefulset: statefulSet,
+  cronjob: cronJob,
+  podtemplate: podTemplate,
+  claimtemplate: claimTemplate,
+  namespace,
+  event,
+  endpoints,
+  endpointslice: endpointSlice,
+  role,
+  binding,
+  crd,
+  'custom-resource': customResource,
+  persistentvolume: persistentVolume,
+  persistentvolumeclaim: persistentVolumeClaim,
+  networkpolicy: networkPolicy,
+  'webhook-configuration': webhookConfiguration,
+  'admission-policy': admissionPolicy,
+  'admission-policy-binding': admissionPolicyBinding,
+  subjectaccessreview: subjectAccessReview,
+  selfsubjectaccessreview: selfSubjectAccessReview,
+  selfsubjectrulesreview: selfSubjectRulesReview,
+  tokenreview: tokenReview,
+  selfsubjectreview: selfSubjectReview,
+  node,
+  shared,
+  hidden,
+};
+
+/**
+ * The upstream form of an object a tenant sends (create, update, apply). Mutates and returns `obj`.
+ * Throws a StatusError: 404 for hidden kinds, 403 for shared ones, 422 for names too long once prefixed or
+ * fields the tenant may not set, 400 for a body that is not an object.
+ */
+export function objectToUpstream(obj: unknown, ctx: ConvertContext, row: KindRow): Json {
+  const refusal = accessRefusal(row, 'create');
+  if (refusal !== null) throw refusal;
+  if (!isObject(obj)) throw badRequest('the request body must be a JSON object');
+  RULES[row.rule].toUpstream(obj, ctx);
+  return genericToUpstream(obj, ctx, row);
+}
+
+/**
+ * The tenant's view of an upstream object, or null when it is not the tenant's (outside its prefix, labelled for
+ * another tenant, referring outside the tenant, or of a hidden kind). Mutates `obj`; after null, discard it.
+ */
+export function objectToTenant(obj: unknown, ctx: ConvertContext, row: KindRow): Json | null {
+  if (!isObject(obj) || row.tenancy === 'hidden') return null;
+  if (row.tenancy === 'tenant' && !genericToTenant(obj, ctx, row)) return null;
+  return RULES[row.rule].toTenant(obj, ctx);
+}
+
+export type { ConvertContext, Json, KindRule } from './rule.ts';
+export {
+  RESERVED_TENANT_IDS,
+  authenticatedGroupsToTenant,
+  groupToTenant,
+  groupToUpstream,
+  identityToUpstream,
+  parseServiceAccountUser,
+  serviceAccountUser,
+  userToTenant,
+  userToUpstream,
+} from './identity.ts';
+export {
+  MAX_TENANT_NAME,
+  MAX_TENANT_NAMESPACE,
+  checkNameFits,
+  crdNameToTenant,
+  crdNameToUpstream,
+  nameMappingOfRow,
+  nameToTenant,
+  nameToUpstream,
+  namespaceToTenant,
+  namespaceToUpstream,
+  type NameMapping,
+} from './names.ts';
+export { apiGroupToTenant, apiGroupToUpstream, apiVersionToTenant, apiVersionToUpstream } from './api-groups.ts';
+export { NAMESPACE_NAME_LABEL, namespaceSelectorToUpstream, namespaceSelectorToTenant } from './label-selectors.ts';
+export { stripTenantPrefixes } from './text.ts';

@@ -1,0 +1,80 @@
+// How a tenant's names map to upstream names and back: namespaces and cluster-scoped names take the `<id>-` prefix,
+// CRD names prefix the group part; names that would not fit upstream are refused (422) before any upstream call.
+// Never returns a tenant name for an upstream name outside the tenant's exact prefix.
+import { MAX_UPSTREAM_NAME, MAX_UPSTREAM_NAMESPACE, PREFIX_LENGTH, toTenantName, toUpstreamName, type TenantId } from '../prefix.ts';
+import { StatusError } from '../../server/status.ts';
+import type { KindRow } from '../kinds.ts';
+
+/** Longest namespace and longest other name a tenant may use. */
+export const MAX_TENANT_NAMESPACE = MAX_UPSTREAM_NAMESPACE - PREFIX_LENGTH;
+export const MAX_TENANT_NAME = MAX_UPSTREAM_NAME - PREFIX_LENGTH;
+
+/**
+ * How a kind's `metadata.name` maps upstream. plain: unchanged (namespaced and shared kinds);
+ * prefix: `<id>-<name>` (the tenant's cluster-scoped kinds); crd: `<plural>.<id>-<group>`.
+ */
+export type NameMapping = 'plain' | 'prefix' | 'crd';
+
+export function nameMappingOfRow(row: KindRow): NameMapping {
+  if (row.tenancy !== 'tenant' || row.scope === 'Namespaced') return 'plain';
+  return row.rule === 'crd' ? 'crd' : 'prefix';
+}
+
+export function nameToUpstream(mapping: NameMapping, name: string, tenant: TenantId): string {
+  if (mapping === 'plain') return name;
+  if (mapping === 'prefix') return toUpstreamName(name, tenant);
+  return crdNameToUpstream(name, tenant);
+}
+
+export function nameToTenant(mapping: NameMapping, upstreamName: string, tenant: TenantId): string | null {
+  if (mapping === 'plain') return upstreamName;
+  if (mapping === 'prefix') return toTenantName(upstreamName, tenant);
+  return crdNameToTenant(upstreamName, tenant);
+}
+
+/** `widgets.example.com` → `widgets.abc123-example.com` (a CRD's name is `<plural>.<group>`). */
+export function crdNameToUpstream(name: string, tenant: TenantId): string {
+  const dot = name.indexOf('.');
+  if (dot < 0) return toUpstreamName(name, tenant); // not a CRD name: maps to a name no CRD can have
+  return name.slice(0, dot + 1) + toUpstreamName(name.slice(dot + 1), tenant);
+}
+
+export function crdNameToTenant(upstreamName: string, tenant: TenantId): string | null {
+  const dot = upstreamName.indexOf('.');
+  if (dot < 0) return null;
+  const group = toTenantName(upstreamName.slice(dot + 1), tenant);
+  return group === null ? null : upstreamName.slice(0, dot + 1) + group;
+}
+
+export function namespaceToUpstream(namespace: string, tenant: TenantId): string {
+  return toUpstreamName(namespace, tenant);
+}
+
+export function namespaceToTenant(upstreamNamespace: string, tenant: TenantId): string | null {
+  return toTenantName(upstreamNamespace, tenant);
+}
+
+/** A 422 Invalid in the apiserver's own words, so kubectl shows it like any validation error. */
+export function invalid(kind: string, group: string, name: string, field: string, value: string, why: string): StatusError {
+  const detail = `Invalid value: ${JSON.stringify(value)}: ${why}`;
+  return new StatusError(422, 'Invalid', `${kind || 'object'} ${JSON.stringify(name)} is invalid: ${field}: ${detail}`, {
+    name,
+    group,
+    kind,
+    causes: [{ reason: 'FieldValueInvalid', message: detail, field }],
+  });
+}
+
+/** Refuses (422) a namespace or cluster-scoped name that is too long once prefixed. */
+export function checkNameFits(row: KindRow, name: string): void {
+  if (nameMappingOfRow(row) === 'plain') return;
+  const limit = row.group === '' && row.resource === 'namespaces' ? MAX_TENANT_NAMESPACE : MAX_TENANT_NAME;
+  if (name.length > limit) throw invalid(row.kind, row.group, name, 'metadata.name', name, `must be no more than ${limit} characters`);
+}
+
+/** Refuses (422) an object's namespace that is too long once prefixed. */
+export function checkNamespaceFits(row: KindRow, name: string, namespace: string): void {
+  if (namespace.length > MAX_TENANT_NAMESPACE) {
+    throw invalid(row.kind, row.group, name, 'metadata.namespace', namespace, `must be no more than ${MAX_TENANT_NAMESPACE} characters`);
+  }
+}

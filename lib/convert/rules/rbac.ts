@@ -1,0 +1,150 @@
+// Roles and bindings. A policy rule's custom API groups take the prefix, and its resourceNames take it when the
+// resources are the tenant's cluster-scoped kinds (names of both forms when a rule mixes kinds or uses '*').
+// Aggregated ClusterRoles only aggregate the tenant's own roles; subjects are upstream identities.
+import { apiGroupToTenant, apiGroupToUpstream } from './api-groups.ts';
+import { builtinKindOf } from '../kinds.ts';
+import { groupToTenant, groupToUpstream, userToTenant, userToUpstream } from './identity.ts';
+import { eachObjectAt, everyObjectAt, isObject, mapStringAt } from './json.ts';
+import { objectSelectorToTenant, objectSelectorToUpstream } from './label-selectors.ts';
+import { nameMappingOfRow, namespaceToTenant, namespaceToUpstream, nameToTenant, nameToUpstream, type NameMapping } from './names.ts';
+import { nameMappingOfResource } from './referents.ts';
+import type { ConvertContext, Json, KindRule } from './rule.ts';
+
+const MAPPING_ORDER: readonly NameMapping[] = ['plain', 'prefix', 'crd'];
+
+function strings(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : [];
+}
+
+/**
+ * How a rule's resourceNames map upstream, in a fixed order: one mapping when every (group, resource) agrees,
+ * several when they differ or are unknown ('*'), in which case the upstream rule lists the names once per mapping.
+ * `apiGroups` are in the tenant's form.
+ */
+function nameMappingsOf(rule: Json, ctx: ConvertContext): NameMapping[] {
+  const found = new Set<NameMapping>();
+  for (const group of strings(rule.apiGroups)) {
+    for (const resource of strings(rule.resources)) {
+      const mapping = nameMappingOfResource(group, resource, ctx);
+      if (mapping === undefined) {
+        found.add('plain');
+        found.add('prefix');
+      } else if (mapping !== 'none') {
+        found.add(mapping);
+      }
+    }
+  }
+  return found.size === 0 ? ['plain'] : MAPPING_ORDER.filter((mapping) => found.has(mapping));
+}
+
+export function policyRuleToUpstream(rule: Json, ctx: ConvertContext): void {
+  const names = strings(rule.resourceNames);
+  if (names.length > 0) {
+    const mappings = nameMappingsOf(rule, ctx);
+    if (mappings.length !== 1 || mappings[0] !== 'plain') {
+      rule.resourceNames = mappings.flatMap((mapping) => names.map((name) => nameToUpstream(mapping, name, ctx.tenant)));
+    }
+  }
+  if (Array.isArray(rule.apiGroups)) rule.apiGroups = strings(rule.apiGroups).map((group) => apiGroupToUpstream(group, ctx.tenant));
+}
+
+/**
+ * Lenient: a rule is never the reason an object is not the tenant's. Groups and names the tenant could not have
+ * written stay as they are (they name nothing of another tenant's: aggregation only reaches the tenant's roles).
+ */
+export function policyRuleToTenant(rule: Json, ctx: ConvertContext): void {
+  if (Array.isArray(rule.apiGroups)) rule.apiGroups = strings(rule.apiGroups).map((group) => apiGroupToTenant(group, ctx.tenant) ?? group);
+  const names = strings(rule.resourceNames);
+  if (names.length === 0) return;
+  const mappings = nameMappingsOf(rule, ctx);
+  const [first] = mappings;
+  if (mappings.length === 1 && first !== undefined) {
+    rule.resourceNames = names.map((name) => nameToTenant(first, name, ctx.tenant) ?? name);
+    return;
+  }
+  // Several mappings: the names are written once per mapping; take them back only when that is exactly what is there.
+  if (first === undefined || names.length % mappings.length !== 0) return;
+  const count = names.length / mappings.length;
+  const mine: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const name = nameToTenant(first, names[i] as string, ctx.tenant);
+    if (name === null) return;
+    mine.push(name);
+  }
+  for (let m = 1; m < mappings.length; m++) {
+    for (let i = 0; i < count; i++) {
+      if (names[m * count + i] !== nameToUpstream(mappings[m] as NameMapping, mine[i] as string, ctx.tenant)) return;
+    }
+  }
+  rule.resourceNames = mine;
+}
+
+const RULES = ['rules', '*'];
+const AGGREGATION_SELECTORS = ['aggregationRule', 'clusterRoleSelectors', '*'];
+
+/** Role and ClusterRole. */
+export const role: KindRule = {
+  toUpstream(obj, ctx) {
+    eachObjectAt(obj, RULES, (rule) => policyRuleToUpstream(rule, ctx));
+    eachObjectAt(obj, AGGREGATION_SELECTORS, (selector) => objectSelectorToUpstream(selector, ctx.tenant));
+    return obj;
+  },
+  toTenant(obj, ctx) {
+    eachObjectAt(obj, RULES, (rule) => policyRuleToTenant(rule, ctx));
+    return everyObjectAt(obj, AGGREGATION_SELECTORS, (selector) => objectSelectorToTenant(selector, ctx.tenant)) ? obj : null;
+  },
+};
+
+/** ClusterRoles are the tenant's cluster-scoped objects; Roles are namespaced (names unchanged). */
+const CLUSTER_ROLE_NAMES = nameMappingOfRow(builtinKindOf('rbac.authorization.k8s.io', 'ClusterRole')!);
+
+function subjectToUpstream(subject: Json, ctx: ConvertContext): void {
+  const { tenant } = ctx;
+  switch (subject.kind) {
+    case 'User':
+      mapStringAt(subject, ['name'], (name) => userToUpstream(name, tenant));
+      break;
+    case 'Group':
+      mapStringAt(subject, ['name'], (name) => groupToUpstream(name, tenant));
+      break;
+    case 'ServiceAccount':
+      mapStringAt(subject, ['namespace'], (namespace) => namespaceToUpstream(namespace, tenant));
+      break;
+  }
+}
+
+function subjectToTenant(subject: Json, ctx: ConvertContext): boolean {
+  const { tenant } = ctx;
+  switch (subject.kind) {
+    case 'User':
+      return mapStringAt(subject, ['name'], (name) => userToTenant(name, tenant));
+    case 'Group':
+      return mapStringAt(subject, ['name'], (name) => groupToTenant(name, tenant));
+    case 'ServiceAccount':
+      return mapStringAt(subject, ['namespace'], (namespace) => namespaceToTenant(namespace, tenant));
+    default:
+      return true;
+  }
+}
+
+const SUBJECTS = ['subjects', '*'];
+
+/** RoleBinding and ClusterRoleBinding. */
+export const binding: KindRule = {
+  toUpstream(obj, ctx) {
+    eachObjectAt(obj, SUBJECTS, (subject) => subjectToUpstream(subject, ctx));
+    const roleRef = obj.roleRef;
+    if (isObject(roleRef) && roleRef.kind === 'ClusterRole') {
+      mapStringAt(roleRef, ['name'], (name) => nameToUpstream(CLUSTER_ROLE_NAMES, name, ctx.tenant));
+    }
+    return obj;
+  },
+  toTenant(obj, ctx) {
+    if (!everyObjectAt(obj, SUBJECTS, (subject) => subjectToTenant(subject, ctx))) return null;
+    const roleRef = obj.roleRef;
+    if (isObject(roleRef) && roleRef.kind === 'ClusterRole') {
+      if (!mapStringAt(roleRef, ['name'], (name) => nameToTenant(CLUSTER_ROLE_NAMES, name, ctx.tenant))) return null;
+    }
+    return obj;
+  },
+};

@@ -1,0 +1,30 @@
+// What every conversion rule is: a pure pair of functions over a parsed JSON object, and the context they may ask.
+// A rule never performs I/O; discovery answers come in through the context.
+import type { TenantId } from '../prefix.ts';
+import type { Scope } from '../kinds.ts';
+
+/** A parsed Kubernetes object (or any JSON object inside one). */
+export type Json = Record<string, unknown>;
+
+/**
+ * What a rule may know besides the object. The two lookups are asked only about custom (non built-in) groups,
+ * in their upstream form (`abc123-example.com`); built-in kinds are answered from the table of kinds.
+ * They should refresh discovery on a miss: an unknown owner kind is refused rather than guessed.
+ */
+export interface ConvertContext {
+  readonly tenant: TenantId;
+  /** Scope of an upstream resource: upstream group and plural resource. */
+  scopeOf(group: string, resource: string): Scope | undefined;
+  /** Scope of an upstream kind: upstream apiVersion (`abc123-example.com/v1`) and kind. */
+  kindScope(apiVersion: string, kind: string): Scope | undefined;
+}
+
+/**
+ * A kind-specific rule, applied on top of the generic one. Both functions mutate their argument.
+ * toUpstream returns the upstream object or throws a StatusError for input the tenant may not send;
+ * toTenant returns the tenant's view, or null when the object (or anything it refers to) is not the tenant's.
+ */
+export interface KindRule {
+  toUpstream(obj: Json, ctx: ConvertContext): Json;
+  toTenant(obj: Json, ctx: ConvertContext): Json | null;
+}

@@ -1,0 +1,101 @@
+// Pods and everything that stamps out pods or claims from a template. The tenant label is forced into each template's
+// metadata so controller-made children (ReplicaSets, Pods, Jobs, ControllerRevisions, PVCs, ResourceClaims) carry it;
+// pod affinity terms name namespaces (prefixed) and select namespaces (only the tenant's).
+// serviceAccountName, nodeName, priorityClassName and runtimeClassName pass through: the last two name shared kinds.
+import type { TenantId } from '../prefix.ts';
+import { forceTenantLabel, removeTenantLabel } from './labels.ts';
+import { namespaceSelectorToTenant, namespaceSelectorToUpstream } from './label-selectors.ts';
+import { eachObjectAt, ensureObject, everyObjectAt, mapStringsAt, objectAt } from './json.ts';
+import { namespaceToTenant, namespaceToUpstream } from './names.ts';
+import type { ConvertContext, Json, KindRule } from './rule.ts';
+
+/** Pod affinity terms, relative to a pod spec. */
+const AFFINITY_TERMS: readonly (readonly string[])[] = ['podAffinity', 'podAntiAffinity'].flatMap((affinity) => [
+  ['affinity', affinity, 'requiredDuringSchedulingIgnoredDuringExecution', '*'],
+  ['affinity', affinity, 'preferredDuringSchedulingIgnoredDuringExecution', '*', 'podAffinityTerm'],
+]);
+/** Templates of PVCs the ephemeral volume controller creates, relative to a pod spec. */
+const EPHEMERAL_CLAIM_TEMPLATES = ['volumes', '*', 'ephemeral', 'volumeClaimTemplate'];
+
+/** Forces the tenant label into a template's metadata, creating it: a Job's template may come without any. */
+function labelTemplate(template: Json, tenant: TenantId): void {
+  forceTenantLabel(ensureObject(template, 'metadata'), tenant);
+}
+
+/** Removes the tenant label from a template's metadata, and the metadata if nothing else was in it. */
+function unlabelTemplate(template: Json, tenant: TenantId): boolean {
+  const metadata = objectAt(template, 'metadata');
+  if (metadata === undefined) return true;
+  if (!removeTenantLabel(metadata, tenant)) return false;
+  for (const _ in metadata) return true;
+  delete template.metadata;
+  return true;
+}
+
+export function podSpecToUpstream(spec: Json, ctx: ConvertContext): void {
+  const { tenant } = ctx;
+  for (const path of AFFINITY_TERMS) {
+    eachObjectAt(spec, path, (term) => {
+      mapStringsAt(term, ['namespaces'], (namespace) => namespaceToUpstream(namespace, tenant));
+      const selector = objectAt(term, 'namespaceSelector');
+      if (selector !== undefined) namespaceSelectorToUpstream(selector, tenant);
+    });
+  }
+  eachObjectAt(spec, EPHEMERAL_CLAIM_TEMPLATES, (template) => labelTemplate(template, tenant));
+}
+
+export function podSpecToTenant(spec: Json, ctx: ConvertContext): boolean {
+  const { tenant } = ctx;
+  for (const path of AFFINITY_TERMS) {
+    const mine = everyObjectAt(spec, path, (term) => {
+      if (!mapStringsAt(term, ['namespaces'], (namespace) => namespaceToTenant(namespace, tenant))) return false;
+      const selector = objectAt(term, 'namespaceSelector');
+      return selector === undefined || namespaceSelectorToTenant(selector, tenant);
+    });
+    if (!mine) return false;
+  }
+  return everyObjectAt(spec, EPHEMERAL_CLAIM_TEMPLATES, (template) => unlabelTemplate(template, tenant));
+}
+
+export interface Templates {
+  /** Paths to each template (an object with `metadata`) whose children must carry the tenant label. */
+  readonly labelled: readonly (readonly string[])[];
+  /** Paths to each pod spec. */
+  readonly podSpecs: readonly (readonly string[])[];
+}
+
+/** A rule for a kind that holds templates: data in, rule out. */
+export function templatesRule(templates: Templates): KindRule {
+  return {
+    toUpstream(obj, ctx) {
+      for (const path of templates.labelled) eachObjectAt(obj, path, (template) => labelTemplate(template, ctx.tenant));
+      for (const path of templates.podSpecs) eachObjectAt(obj, path, (spec) => podSpecToUpstream(spec, ctx));
+      return obj;
+    },
+    toTenant(obj, ctx) {
+      for (const path of templates.labelled) {
+        if (!everyObjectAt(obj, path, (template) => unlabelTemplate(template, ctx.tenant))) return null;
+      }
+      for (const path of templates.podSpecs) {
+        if (!everyObjectAt(obj, path, (spec) => podSpecToTenant(spec, ctx))) return null;
+      }
+      return obj;
+    },
+  };
+}
+
+export const pod = templatesRule({ labelled: [], podSpecs: [['spec']] });
+/** Deployment, ReplicaSet, DaemonSet, Job, ReplicationController. */
+export const workload = templatesRule({ labelled: [['spec', 'template']], podSpecs: [['spec', 'template', 'spec']] });
+export const statefulSet = templatesRule({
+  labelled: [['spec', 'template'], ['spec', 'volumeClaimTemplates', '*']],
+  podSpecs: [['spec', 'template', 'spec']],
+});
+/** The CronJob controller copies jobTemplate.metadata onto the Jobs it makes; those copy their pod template. */
+export const cronJob = templatesRule({
+  labelled: [['spec', 'jobTemplate'], ['spec', 'jobTemplate', 'spec', 'template']],
+  podSpecs: [['spec', 'jobTemplate', 'spec', 'template', 'spec']],
+});
+export const podTemplate = templatesRule({ labelled: [['template']], podSpecs: [['template', 'spec']] });
+/** The resourceclaim controller copies spec.metadata onto the ResourceClaims it makes. */
+export const claimTemplate = templatesRule({ labelled: [['spec']], podSpecs: [] });
