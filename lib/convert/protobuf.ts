@@ -1,0 +1,552 @@
+// Protobuf request bodies (`application/vnd.kubernetes.protobuf`: what kubectl and client-go typed clients send for
+// built-in kinds since Kubernetes 1.31), converted for a tenant at the wire level, without .proto schemas. Every object
+// message has `ObjectMeta metadata = 1`; the metadata, pod templates and pod specs are rewritten at field paths checked
+// against k8s.io/api and k8s.io/apimachinery generated.proto (v0.36), and every other byte is copied as it came.
+// Kinds whose rules reach further into the body are refused (415: send them as JSON).
+// Never lets a field it interprets through in a form the apiserver could read differently: duplicated singular fields,
+// unexpected wire types, groups and out-of-range field numbers on the way are refused (400).
+import { accessRefusal, isTenantCrdGroup, type KindRow, type RuleName, type Scope } from './kinds.ts';
+import { TENANT_LABEL, toUpstreamName, type TenantId } from './prefix.ts';
+import { apiVersionToUpstream, groupOfApiVersion } from './rules/api-groups.ts';
+import { NAMESPACE_NAME_LABEL } from './rules/label-selectors.ts';
+import { checkNameFits, checkNamespaceFits, nameMappingOfRow, nameToUpstream, namespaceToUpstream } from './rules/names.ts';
+import { ownerReferencesToUpstream } from './rules/references.ts';
+import type { ConvertContext, Json } from './rules/rule.ts';
+import { badRequest, StatusError } from '../server/status.ts';
+
+export const PROTOBUF_MEDIA_TYPE = 'application/vnd.kubernetes.protobuf';
+
+/** True for a Content-Type of Kubernetes protobuf (parameters aside). */
+export function isProtobuf(contentType: string | undefined): boolean {
+  if (contentType === undefined) return false;
+  const semicolon = contentType.indexOf(';');
+  return (semicolon < 0 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase() === PROTOBUF_MEDIA_TYPE;
+}
+
+export interface ProtobufBodyOptions {
+  /** The request's verb (create, update; delete and deletecollection carry DeleteOptions, passed on unchanged). */
+  readonly verb: string;
+  /** '' or 'status' for a whole object; any other subresource body has only its metadata names converted. */
+  readonly subresource: string;
+  /**
+   * Scope of an upstream custom kind (as ConvertContext.kindScope), for owner references to custom resources;
+   * without it such a reference is refused (415).
+   */
+  readonly kindScope?: (apiVersion: string, kind: string) => Scope | undefined;
+}
+
+// ---- wire format: varints and length-delimited fields; nothing else is ever interpreted ----
+
+const MAGIC = Buffer.from('k8s\0', 'latin1');
+const EMPTY = Buffer.alloc(0);
+const VARINT = 0;
+const FIXED64 = 1;
+const LENGTH_DELIMITED = 2;
+const FIXED32 = 5;
+/** Larger field numbers would be truncated by the apiserver's int32 field number into another field. */
+const MAX_FIELD_NUMBER = 2 ** 29 - 1;
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+function malformed(what: string, why: string): StatusError {
+  return badRequest(`the protobuf request body is malformed: ${what}: ${why}`);
+}
+
+function unsupported(what: string): StatusError {
+  return new StatusError(415, 'UnsupportedMediaType', `tenantgate cannot convert ${what} sent as protobuf; send it as JSON (application/json)`);
+}
+
+interface Field {
+  readonly number: number;
+  readonly wireType: number;
+  /** Offsets in the message: the whole field from its tag, and the payload of a length-delimited field. */
+  readonly start: number;
+  readonly valueStart: number;
+  readonly end: number;
+}
+
+function readVarint(bytes: Buffer, at: { pos: number }, what: string): number {
+  let value = 0;
+  let scale = 1;
+  for (let i = 0; i < 10; i++) {
+    const byte = bytes[at.pos];
+    if (byte === undefined) throw malformed(what, 'a varint is cut off');
+    at.pos++;
+    value += (byte & 0x7f) * scale;
+    if (byte < 0x80) return value;
+    scale *= 128;
+  }
+  throw malformed(what, 'a varint is longer than 10 bytes');
+}
+
+function parseFields(bytes: Buffer, what: string): Field[] {
+  const fields: Field[] = [];
+  const at = { pos: 0 };
+  const skip = (length: number) => {
+    if (length > bytes.length - at.pos) throw malformed(what, 'a field runs past the end of its message');
+    at.pos += length;
+  };
+  while (at.pos < bytes.length) {
+    const start = at.pos;
+    const tag = readVarint(bytes, at, what);
+    const number = Math.floor(tag / 8);
+    const wireType = tag % 8;
+    if (number < 1 || number > MAX_FIELD_NUMBER) throw malformed(what, `field number ${number} is out of range`);
+    let valueStart = at.pos;
+    if (wireType === VARINT) readVarint(bytes, at, what);
+    else if (wireType === FIXED64) skip(8);
+    else if (wireType === FIXED32) skip(4);
+    else if (wireType === LENGTH_DELIMITED) {
+      const length = readVarint(bytes, at, what);
+      valueStart = at.pos;
+      skip(length);
+    } else throw malformed(what, `field ${number} has wire type ${wireType}, which Kubernetes does not use`);
+    fields.push({ number, wireType, start, valueStart, end: at.pos });
+  }
+  return fields;
+}
+
+function pushVarint(out: number[], value: number): void {
+  while (value >= 0x80) {
+    out.push((value % 0x80) | 0x80);
+    value = Math.floor(value / 0x80);
+  }
+  out.push(value);
+}
+
+function lengthDelimited(number: number, payload: Buffer): Buffer {
+  const head: number[] = [];
+  pushVarint(head, number * 8 + LENGTH_DELIMITED);
+  pushVarint(head, payload.length);
+  return Buffer.concat([Buffer.from(head), payload]);
+}
+
+/** A map<string, string> entry (labels, matchLabels): key = 1, value = 2. */
+function stringEntry(key: string, value: string): Buffer {
+  return Buffer.concat([lengthDelimited(1, Buffer.from(key)), lengthDelimited(2, Buffer.from(value))]);
+}
+
+/** One message being rewritten: fields replaced, removed or added; every other field copied byte for byte. */
+class MessageEdit {
+  readonly bytes: Buffer;
+  readonly what: string;
+  readonly fields: readonly Field[];
+  private readonly replaced = new Map<Field, Buffer>();
+  private readonly added: { number: number; bytes: Buffer }[] = [];
+
+  constructor(bytes: Buffer, what: string) {
+    this.bytes = bytes;
+    this.what = what;
+    this.fields = parseFields(bytes, what);
+  }
+
+  /** Every occurrence of a length-delimited field (repeated and map fields). */
+  all(number: number, name: string): Field[] {
+    const found = this.fields.filter((field) => field.number === number);
+    for (const field of found) {
+      if (field.wireType !== LENGTH_DELIMITED) throw malformed(this.what, `${name} (field ${number}) has wire type ${field.wireType}`);
+    }
+    return found;
+  }
+
+  /** The one occurrence of a singular length-delimited field, or undefined. */
+  single(number: number, name: string): Field | undefined {
+    const found = this.all(number, name);
+    if (found.length > 1) throw malformed(this.what, `${name} (field ${number}) appears ${found.length} times`);
+    return found[0];
+  }
+
+  payload(field: Field): Buffer {
+    return this.bytes.subarray(field.valueStart, field.end);
+  }
+
+  string(field: Field | undefined, name: string): string {
+    if (field === undefined) return '';
+    try {
+      return utf8.decode(this.payload(field));
+    } catch {
+      throw malformed(this.what, `${name} is not valid UTF-8`);
+    }
+  }
+
+  /** A singular string field ('' when absent). */
+  stringOf(number: number, name: string): string {
+    return this.string(this.single(number, name), name);
+  }
+
+  replace(field: Field, payload: Buffer): void {
+    this.replaced.set(field, lengthDelimited(field.number, payload));
+  }
+
+  replaceString(field: Field, value: string): void {
+    this.replace(field, Buffer.from(value));
+  }
+
+  /** Rewrites a field's payload; a rewrite that returns its argument changes nothing. */
+  rewrite(field: Field, rewrite: (payload: Buffer) => Buffer): void {
+    const payload = this.payload(field);
+    const result = rewrite(payload);
+    if (result !== payload) this.replace(field, result);
+  }
+
+  remove(field: Field): void {
+    this.replaced.set(field, EMPTY);
+  }
+
+  /** Adds a field before the first one with a higher number (after its kind, as encoders order them). */
+  add(number: number, payload: Buffer): void {
+    this.added.push({ number, bytes: lengthDelimited(number, payload) });
+  }
+
+  /** The rewritten message; the very same Buffer when nothing changed. */
+  finish(): Buffer {
+    if (this.replaced.size === 0 && this.added.length === 0) return this.bytes;
+    const added = [...this.added].sort((a, b) => a.number - b.number);
+    const parts: Buffer[] = [];
+    let next = 0;
+    for (const field of this.fields) {
+      while (next < added.length && added[next]!.number < field.number) parts.push(added[next++]!.bytes);
+      parts.push(this.replaced.get(field) ?? this.bytes.subarray(field.start, field.end));
+    }
+    while (next < added.length) parts.push(added[next++]!.bytes);
+    return Buffer.concat(parts);
+  }
+}
+
+/** A step of a field path: a field number, or '*' after a repeated field's number (every element). */
+type Step = number | '*';
+
+/** Rewrites every message found at `path` (length-delimited fields all the way); absent steps are skipped. */
+function rewriteAt(bytes: Buffer, path: readonly Step[], what: string, visit: (message: Buffer) => Buffer, from = 0): Buffer {
+  if (from === path.length) return visit(bytes);
+  const number = path[from] as number;
+  const repeated = path[from + 1] === '*';
+  const edit = new MessageEdit(bytes, what);
+  const name = `field ${path.slice(0, from + 1).join('.')}`;
+  const fields = repeated ? edit.all(number, name) : [edit.single(number, name)];
+  for (const field of fields) {
+    if (field !== undefined) edit.rewrite(field, (payload) => rewriteAt(payload, path, what, visit, from + (repeated ? 2 : 1)));
+  }
+  return edit.finish();
+}
+
+// ---- labels and ObjectMeta ----
+
+const TENANT_LABEL_BYTES = Buffer.from(TENANT_LABEL);
+const NAMESPACE_NAME_LABEL_BYTES = Buffer.from(NAMESPACE_NAME_LABEL);
+
+/** ObjectMeta (k8s.io/apimachinery pkg/apis/meta/v1/generated.proto). */
+const META = { name: 1, generateName: 2, namespace: 3, labels: 11, ownerReferences: 13, managedFields: 17 } as const;
+/** OwnerReference: kind = 1, name = 3, apiVersion = 5. ManagedFieldsEntry: apiVersion = 3. */
+const OWNER = { kind: 1, name: 3, apiVersion: 5 } as const;
+const MANAGED_FIELDS_API_VERSION = 3;
+
+/**
+ * Forces `kubezoo.io/tenant=<id>` into a map<string, string> field (labels, matchLabels): every entry with that key is
+ * dropped and the right one added. `renamed` maps the value of one other key (the namespace name label).
+ */
+function forceTenantEntry(edit: MessageEdit, number: number, name: string, tenant: TenantId, renamed?: (value: string) => string): void {
+  for (const field of edit.all(number, name)) {
+    const entry = new MessageEdit(edit.payload(field), `${edit.what}.${name}`);
+    const keyField = entry.single(1, 'key');
+    const valueField = entry.single(2, 'value');
+    const key = keyField === undefined ? EMPTY : entry.payload(keyField);
+    if (key.equals(TENANT_LABEL_BYTES)) edit.remove(field);
+    else if (renamed !== undefined && key.equals(NAMESPACE_NAME_LABEL_BYTES)) {
+      const value = entry.string(valueField, NAMESPACE_NAME_LABEL);
+      const mapped = renamed(value);
+      if (mapped !== value) edit.replace(field, stringEntry(NAMESPACE_NAME_LABEL, mapped));
+    }
+  }
+  edit.add(number, stringEntry(TENANT_LABEL, tenant));
+}
+
+/** Labels only: the metadata of a pod or claim template. */
+function labelMeta(meta: Buffer, tenant: TenantId, what: string): Buffer {
+  const edit = new MessageEdit(meta, what);
+  forceTenantEntry(edit, META.labels, 'labels', tenant);
+  return edit.finish();
+}
+
+/** A template (metadata = 1): the tenant label forced into its metadata, created when absent. */
+function labelTemplate(template: Buffer, tenant: TenantId, what: string): Buffer {
+  const edit = new MessageEdit(template, what);
+  const meta = edit.single(1, 'metadata');
+  if (meta === undefined) edit.add(1, labelMeta(EMPTY, tenant, `${what}.metadata`));
+  else edit.rewrite(meta, (payload) => labelMeta(payload, tenant, `${what}.metadata`));
+  return edit.finish();
+}
+
+interface Conversion {
+  readonly row: KindRow;
+  readonly tenant: TenantId;
+  readonly kindScope: ((apiVersion: string, kind: string) => Scope | undefined) | undefined;
+}
+
+/** Owner references, converted by the very rule JSON bodies take (same mapping, same 422 for unknown owner kinds). */
+function ownerReferencesToUpstreamWire(edit: MessageEdit, conversion: Conversion): void {
+  const fields = edit.all(META.ownerReferences, 'ownerReferences');
+  if (fields.length === 0) return;
+  const what = `${edit.what}.ownerReferences`;
+  const entries = fields.map((field) => new MessageEdit(edit.payload(field), what));
+  const before = entries.map((entry) => ({
+    apiVersion: entry.stringOf(OWNER.apiVersion, 'apiVersion'),
+    kind: entry.stringOf(OWNER.kind, 'kind'),
+    name: entry.stringOf(OWNER.name, 'name'),
+  }));
+  const { tenant, kindScope } = conversion;
+  if (kindScope === undefined && before.some((owner) => isTenantCrdGroup(groupOfApiVersion(owner.apiVersion)))) {
+    throw unsupported('an owner reference to a custom resource');
+  }
+  const after: Json[] = before.map((owner) => ({ ...owner }));
+  const ctx: ConvertContext = { tenant, scopeOf: () => undefined, kindScope: kindScope ?? (() => undefined) };
+  ownerReferencesToUpstream({ ownerReferences: after }, ctx);
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i]!;
+    for (const key of ['apiVersion', 'name'] as const) {
+      const value = after[i]![key] as string;
+      if (value === before[i]![key]) continue;
+      const field = entry.single(OWNER[key], key);
+      if (field === undefined) entry.add(OWNER[key], Buffer.from(value));
+      else entry.replaceString(field, value);
+    }
+    const rewritten = entry.finish();
+    if (rewritten !== entry.bytes) edit.replace(fields[i]!, rewritten);
+  }
+}
+
+function managedFieldsToUpstreamWire(edit: MessageEdit, tenant: TenantId): void {
+  for (const field of edit.all(META.managedFields, 'managedFields')) {
+    const entry = new MessageEdit(edit.payload(field), `${edit.what}.managedFields`);
+    const apiVersionField = entry.single(MANAGED_FIELDS_API_VERSION, 'apiVersion');
+    const apiVersion = entry.string(apiVersionField, 'apiVersion');
+    const upstream = apiVersionToUpstream(apiVersion, tenant);
+    if (apiVersionField === undefined || upstream === apiVersion) continue;
+    entry.replaceString(apiVersionField, upstream);
+    edit.replace(field, entry.finish());
+  }
+}
+
+/**
+ * The names of an object's metadata, as the JSON generic rule maps them: namespace (namespaced kinds), name and
+ * generateName (the tenant's cluster-scoped kinds); too long once prefixed → 422.
+ */
+function metaNamesToUpstream(edit: MessageEdit, conversion: Conversion, generateName: boolean): void {
+  const { row, tenant } = conversion;
+  const nameField = edit.single(META.name, 'name');
+  const name = edit.string(nameField, 'name');
+  if (row.scope === 'Namespaced') {
+    const namespaceField = edit.single(META.namespace, 'namespace');
+    const namespace = edit.string(namespaceField, 'namespace');
+    if (namespaceField !== undefined && namespace !== '') {
+      checkNamespaceFits(row, name, namespace);
+      edit.replaceString(namespaceField, namespaceToUpstream(namespace, tenant));
+    }
+    return;
+  }
+  const mapping = nameMappingOfRow(row);
+  if (nameField !== undefined && name !== '') {
+    checkNameFits(row, name);
+    edit.replaceString(nameField, nameToUpstream(mapping, name, tenant));
+  }
+  if (!generateName || mapping !== 'prefix') return;
+  const generateNameField = edit.single(META.generateName, 'generateName');
+  const prefix = edit.string(generateNameField, 'generateName');
+  // The apiserver truncates a long generateName itself, keeping the prefix at its start.
+  if (generateNameField !== undefined && prefix !== '') edit.replaceString(generateNameField, toUpstreamName(prefix, tenant));
+}
+
+/** A whole object's metadata: names, owner references, managed fields' apiVersions, the tenant label. */
+function objectMetaToUpstream(meta: Buffer, conversion: Conversion): Buffer {
+  const { row, tenant } = conversion;
+  const edit = new MessageEdit(meta, 'metadata');
+  metaNamesToUpstream(edit, conversion, true);
+  ownerReferencesToUpstreamWire(edit, conversion);
+  // A Namespace's `kubernetes.io/metadata.name` label follows its name (the namespace rule).
+  const renamed = row.rule === 'namespace' ? (value: string) => (value === '' ? value : namespaceToUpstream(value, tenant)) : undefined;
+  forceTenantEntry(edit, META.labels, 'labels', tenant, renamed);
+  managedFieldsToUpstreamWire(edit, tenant);
+  return edit.finish();
+}
+
+// ---- pod specs and templates (k8s.io/api core/v1, apps/v1, batch/v1 generated.proto) ----
+
+/**
+ * PodSpec.affinity = 18 → Affinity.podAffinity = 2 | podAntiAffinity = 3 → requiredDuringScheduling… = 1 (repeated
+ * PodAffinityTerm) | preferredDuringScheduling… = 2 (repeated WeightedPodAffinityTerm → podAffinityTerm = 2).
+ */
+const AFFINITY_TERMS: readonly (readonly Step[])[] = [2, 3].flatMap((affinity) => [
+  [18, affinity, 1, '*'],
+  [18, affinity, 2, '*', 2],
+]);
+/** PodAffinityTerm: namespaces = 2 (repeated string), namespaceSelector = 4 (LabelSelector). */
+const TERM = { namespaces: 2, namespaceSelector: 4 } as const;
+/** LabelSelector: matchLabels = 1 (map), matchExpressions = 2 (LabelSelectorRequirement: key = 1, values = 3). */
+const SELECTOR = { matchLabels: 1, matchExpressions: 2, key: 1, values: 3 } as const;
+/**
+ * PodSpec.volumes = 1 (repeated Volume) → volumeSource = 2 → VolumeSource.ephemeral = 29 →
+ * EphemeralVolumeSource.volumeClaimTemplate = 1 (PersistentVolumeClaimTemplate: metadata = 1).
+ */
+const EPHEMERAL_CLAIM_TEMPLATES: readonly Step[] = [1, '*', 2, 29, 1];
+
+/** A namespace selector only ever selects the tenant's namespaces; names on `kubernetes.io/metadata.name` take the prefix. */
+function namespaceSelectorToUpstreamWire(selector: Buffer, tenant: TenantId): Buffer {
+  const edit = new MessageEdit(selector, 'namespaceSelector');
+  const toUpstream = (namespace: string) => namespaceToUpstream(namespace, tenant);
+  for (const field of edit.all(SELECTOR.matchExpressions, 'matchExpressions')) {
+    edit.rewrite(field, (payload) => {
+      const expression = new MessageEdit(payload, 'namespaceSelector.matchExpressions');
+      const keyField = expression.single(SELECTOR.key, 'key');
+      if (keyField === undefined || !expression.payload(keyField).equals(NAMESPACE_NAME_LABEL_BYTES)) return payload;
+      for (const value of expression.all(SELECTOR.values, 'values')) expression.replaceString(value, toUpstream(expression.string(value, 'values')));
+      return expression.finish();
+    });
+  }
+  forceTenantEntry(edit, SELECTOR.matchLabels, 'matchLabels', tenant, toUpstream);
+  return edit.finish();
+}
+
+function affinityTermToUpstream(term: Buffer, tenant: TenantId): Buffer {
+  const edit = new MessageEdit(term, 'pod affinity term');
+  for (const field of edit.all(TERM.namespaces, 'namespaces')) edit.replaceString(field, namespaceToUpstream(edit.string(field, 'namespaces'), tenant));
+  const selector = edit.single(TERM.namespaceSelector, 'namespaceSelector');
+  if (selector !== undefined) edit.rewrite(selector, (payload) => namespaceSelectorToUpstreamWire(payload, tenant));
+  return edit.finish();
+}
+
+/** What the JSON rules do to a pod spec: affinity terms' namespaces, ephemeral volume claim templates labelled. */
+function podSpecToUpstream(spec: Buffer, tenant: TenantId): Buffer {
+  let result = spec;
+  for (const path of AFFINITY_TERMS) result = rewriteAt(result, path, 'pod spec', (term) => affinityTermToUpstream(term, tenant));
+  return rewriteAt(result, EPHEMERAL_CLAIM_TEMPLATES, 'pod spec', (template) => labelTemplate(template, tenant, 'volumeClaimTemplate'));
+}
+
+interface ProtobufTemplates {
+  /** The only apiVersion whose field numbers these are (the one the apiserver serves). */
+  readonly apiVersion: string;
+  /** Paths (from the object) to each template (metadata = 1) whose children must carry the tenant label. */
+  readonly labelled: readonly (readonly Step[])[];
+  /** Paths to each PodSpec. */
+  readonly podSpecs: readonly (readonly Step[])[];
+}
+
+/** The pod template of a workload at spec = 2 → template = n; a PodTemplateSpec is metadata = 1, spec = 2. */
+const workloadTemplate = (apiVersion: string, template: number): ProtobufTemplates => ({
+  apiVersion,
+  labelled: [[2, template]],
+  podSpecs: [[2, template, 2]],
+});
+
+/** By `<group>/<kind>`: the protobuf field paths of the JSON paths in rules/workloads.ts. */
+const TEMPLATES: ReadonlyMap<string, ProtobufTemplates> = new Map([
+  ['/Pod', { apiVersion: 'v1', labelled: [], podSpecs: [[2]] }],
+  ['/ReplicationController', workloadTemplate('v1', 3)],
+  ['/PodTemplate', { apiVersion: 'v1', labelled: [[2]], podSpecs: [[2, 2]] }],
+  ['apps/Deployment', workloadTemplate('apps/v1', 3)],
+  ['apps/ReplicaSet', workloadTemplate('apps/v1', 3)],
+  ['apps/DaemonSet', workloadTemplate('apps/v1', 2)],
+  // StatefulSetSpec.volumeClaimTemplates = 4: repeated PersistentVolumeClaim (metadata = 1).
+  ['apps/StatefulSet', { apiVersion: 'apps/v1', labelled: [[2, 3], [2, 4, '*']], podSpecs: [[2, 3, 2]] }],
+  ['batch/Job', workloadTemplate('batch/v1', 6)],
+  // CronJobSpec.jobTemplate = 5: JobTemplateSpec (metadata = 1, spec = 2 → JobSpec.template = 6).
+  ['batch/CronJob', { apiVersion: 'batch/v1', labelled: [[2, 5], [2, 5, 2, 6]], podSpecs: [[2, 5, 2, 6, 2]] }],
+]);
+
+/** Rules that touch nothing but metadata (or templates the table above knows): the only ones done on protobuf. */
+const METADATA_RULES: ReadonlySet<RuleName> = new Set(['generic', 'namespace', 'shared']);
+const TEMPLATE_RULES: ReadonlySet<RuleName> = new Set(['pod', 'workload', 'statefulset', 'cronjob', 'podtemplate']);
+
+const kindName = (row: KindRow) => `${row.kind || row.resource}${row.group === '' ? '' : '.' + row.group}`;
+
+/** The template paths of a whole object of this kind; throws 415 for a kind whose rule protobuf cannot follow. */
+function templatesOf(row: KindRow): ProtobufTemplates | undefined {
+  if (METADATA_RULES.has(row.rule)) return undefined;
+  const templates = TEMPLATE_RULES.has(row.rule) ? TEMPLATES.get(`${row.group}/${row.kind}`) : undefined;
+  if (templates === undefined) throw unsupported(`${kindName(row)} objects`);
+  return templates;
+}
+
+// ---- the envelope: `k8s\0` + runtime.Unknown { typeMeta = 1 { apiVersion = 1, kind = 2 }, raw = 2, contentEncoding = 3, contentType = 4 } ----
+
+interface Envelope {
+  readonly edit: MessageEdit;
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly rawField: Field | undefined;
+}
+
+function parseEnvelope(body: Buffer): Envelope {
+  if (body.length < MAGIC.length || !body.subarray(0, MAGIC.length).equals(MAGIC)) {
+    throw badRequest('the request body is not Kubernetes protobuf: it does not start with "k8s\\x00"');
+  }
+  if (body.length === MAGIC.length) throw malformed('envelope', 'the body is empty');
+  const edit = new MessageEdit(body.subarray(MAGIC.length), 'envelope');
+  const typeMetaField = edit.single(1, 'typeMeta');
+  const typeMeta = new MessageEdit(typeMetaField === undefined ? EMPTY : edit.payload(typeMetaField), 'typeMeta');
+  const rawField = edit.single(2, 'raw');
+  if (edit.stringOf(3, 'contentEncoding') !== '') throw unsupported('a body with a contentEncoding');
+  edit.single(4, 'contentType');
+  return { edit, apiVersion: typeMeta.stringOf(1, 'apiVersion'), kind: typeMeta.stringOf(2, 'kind'), rawField };
+}
+
+/** The apiserver decodes the object as the kind its envelope names: it must be the kind of the resource. */
+function checkKind(envelope: Envelope, row: KindRow, templates: ProtobufTemplates | undefined): void {
+  const { apiVersion, kind } = envelope;
+  if (kind !== '' && row.kind !== '' && kind !== row.kind) {
+    throw badRequest(`the protobuf request body is a ${kind}, but ${row.resource} are ${row.kind}`);
+  }
+  if (apiVersion !== '' && groupOfApiVersion(apiVersion) !== row.group) {
+    throw badRequest(`the protobuf request body's apiVersion ${apiVersion} is not of the group of ${row.resource} (${row.group || 'core'})`);
+  }
+  if (templates !== undefined && apiVersion !== '' && apiVersion !== templates.apiVersion) throw unsupported(`${kindName(row)} ${apiVersion} objects`);
+}
+
+function wholeObjectToUpstream(raw: Buffer, conversion: Conversion, templates: ProtobufTemplates | undefined): Buffer {
+  const edit = new MessageEdit(raw, 'object');
+  const meta = edit.single(1, 'metadata');
+  if (meta === undefined) edit.add(1, objectMetaToUpstream(EMPTY, conversion));
+  else edit.rewrite(meta, (payload) => objectMetaToUpstream(payload, conversion));
+  let result = edit.finish();
+  if (templates === undefined) return result;
+  const { tenant } = conversion;
+  for (const path of templates.labelled) result = rewriteAt(result, path, 'object', (template) => labelTemplate(template, tenant, 'template'));
+  for (const path of templates.podSpecs) result = rewriteAt(result, path, 'object', (spec) => podSpecToUpstream(spec, tenant));
+  return result;
+}
+
+/** A subresource's own object (Scale, Eviction, Binding...): only the names in its metadata. */
+function subresourceObjectToUpstream(raw: Buffer, conversion: Conversion): Buffer {
+  return rewriteAt(raw, [1], 'object', (meta) => {
+    const edit = new MessageEdit(meta, 'metadata');
+    metaNamesToUpstream(edit, conversion, false);
+    return edit.finish();
+  });
+}
+
+/**
+ * The upstream form of a tenant's protobuf request body for `row` (from the table of kinds): namespace and cluster-scoped
+ * names prefixed, the tenant label forced on the object and its templates, pod specs as the JSON rules convert them.
+ * Throws a StatusError: 404/403 for hidden and shared kinds, 415 for kinds (and verbs) only converted as JSON,
+ * 422 for names too long once prefixed, 400 for a malformed body.
+ */
+export function protobufBodyToUpstream(body: Buffer, row: KindRow, tenant: TenantId, options: ProtobufBodyOptions): Buffer {
+  const { verb, subresource } = options;
+  const refusal = accessRefusal(row, verb, subresource);
+  if (refusal !== null) throw refusal;
+  if (verb === 'delete' || verb === 'deletecollection') {
+    parseEnvelope(body); // DeleteOptions: preconditions and policies, no names
+    return body;
+  }
+  if (verb !== 'create' && verb !== 'update') throw unsupported(`${verb} request bodies`);
+  const wholeObject = subresource === '' || subresource === 'status';
+  const templates = wholeObject ? templatesOf(row) : undefined;
+  const envelope = parseEnvelope(body);
+  if (wholeObject) checkKind(envelope, row, templates);
+  const { edit, rawField } = envelope;
+  const conversion: Conversion = { row, tenant, kindScope: options.kindScope };
+  const raw = rawField === undefined ? EMPTY : edit.payload(rawField);
+  const converted = wholeObject ? wholeObjectToUpstream(raw, conversion, templates) : subresourceObjectToUpstream(raw, conversion);
+  if (converted === raw) return body;
+  if (rawField === undefined) edit.add(2, converted);
+  else edit.replace(rawField, converted);
+  return Buffer.concat([MAGIC, edit.finish()]);
+}

@@ -1,0 +1,464 @@
+import t from 'tap';
+import { KINDS, kindOf, type KindRow } from '../../lib/convert/kinds.ts';
+import { TENANT_LABEL } from '../../lib/convert/prefix.ts';
+import { isProtobuf, protobufBodyToUpstream, type ProtobufBodyOptions } from '../../lib/convert/protobuf.ts';
+import { objectToUpstream } from '../../lib/convert/rules/index.ts';
+import { StatusError } from '../../lib/server/status.ts';
+
+const TENANT = 'abc123';
+
+// ---- a tiny protobuf encoder and decoder, independent of the module under test ----
+
+const MAGIC = Buffer.from('k8s\0', 'latin1');
+
+function varint(value: number): Buffer {
+  const out: number[] = [];
+  while (value >= 0x80) {
+    out.push((value % 0x80) | 0x80);
+    value = Math.floor(value / 0x80);
+  }
+  out.push(value);
+  return Buffer.from(out);
+}
+/** A length-delimited field. */
+const ld = (number: number, payload: Buffer | string): Buffer => {
+  const bytes = typeof payload === 'string' ? Buffer.from(payload) : payload;
+  return Buffer.concat([varint(number * 8 + 2), varint(bytes.length), bytes]);
+};
+const vi = (number: number, value: number): Buffer => Buffer.concat([varint(number * 8), varint(value)]);
+const msg = (...parts: Buffer[]): Buffer => Buffer.concat(parts);
+const entry = (key: string, value: string): Buffer => msg(ld(1, key), ld(2, value));
+const labels = (map: Record<string, string>, number = 11): Buffer => msg(...Object.entries(map).map(([k, v]) => ld(number, entry(k, v))));
+const envelope = (apiVersion: string, kind: string, raw: Buffer | null, extra: Buffer = Buffer.alloc(0)): Buffer =>
+  msg(MAGIC, ld(1, msg(ld(1, apiVersion), ld(2, kind))), raw === null ? Buffer.alloc(0) : ld(2, raw), ld(3, ''), ld(4, ''), extra);
+
+interface Decoded {
+  readonly number: number;
+  readonly wireType: number;
+  /** The payload of a length-delimited field, or the value of a varint. */
+  readonly value: Buffer | number;
+  /** The whole field, tag included. */
+  readonly bytes: Buffer;
+}
+
+function readVarint(buf: Buffer, at: { pos: number }): number {
+  let value = 0;
+  for (let scale = 1; ; scale *= 128) {
+    const byte = buf[at.pos++];
+    if (byte === undefined) throw new Error('test decoder: varint cut off');
+    value += (byte & 0x7f) * scale;
+    if (byte < 0x80) return value;
+  }
+}
+
+function decode(buf: Buffer): Decoded[] {
+  const fields: Decoded[] = [];
+  const at = { pos: 0 };
+  while (at.pos < buf.length) {
+    const start = at.pos;
+    const tag = readVarint(buf, at);
+    const wireType = tag % 8;
+    let value: Buffer | number;
+    if (wireType === 0) value = readVarint(buf, at);
+    else if (wireType === 1 || wireType === 5) {
+      value = buf.subarray(at.pos, (at.pos += wireType === 1 ? 8 : 4));
+      if (at.pos > buf.length) throw new Error('test decoder: fixed field past the end');
+    }
+    else if (wireType === 2) {
+      const length = readVarint(buf, at);
+      value = buf.subarray(at.pos, at.pos + length);
+      if (value.length !== length) throw new Error('test decoder: length past the end');
+      at.pos += length;
+    } else throw new Error(`test decoder: wire type ${wireType}`);
+    fields.push({ number: Math.floor(tag / 8), wireType, value, bytes: buf.subarray(start, at.pos) });
+  }
+  return fields;
+}
+
+const all = (buf: Buffer, number: number): Buffer[] => decode(buf).filter((f) => f.number === number).map((f) => f.value as Buffer);
+function one(buf: Buffer, number: number): Buffer {
+  const found = all(buf, number);
+  if (found.length !== 1) throw new Error(`test decoder: field ${number} appears ${found.length} times`);
+  return found[0]!;
+}
+/** The message at a path of singular fields. */
+const at = (buf: Buffer, ...path: number[]): Buffer => path.reduce(one, buf);
+const str = (buf: Buffer, number: number): string | undefined => all(buf, number).at(-1)?.toString();
+const strs = (buf: Buffer, number: number): string[] => all(buf, number).map((b) => b.toString());
+/** A map<string, string> field as the apiserver reads it (later entries win), and how many entries carry the tenant label. */
+function mapOf(buf: Buffer, number = 11): { map: Record<string, string>; tenantEntries: number } {
+  const map: Record<string, string> = {};
+  let tenantEntries = 0;
+  for (const e of all(buf, number)) {
+    const key = str(e, 1) ?? '';
+    if (key === TENANT_LABEL) tenantEntries++;
+    map[key] = str(e, 2) ?? '';
+  }
+  return { map, tenantEntries };
+}
+/** Every field but the listed ones, byte for byte. */
+const others = (buf: Buffer, ...except: number[]): Buffer =>
+  Buffer.concat(
+    decode(buf)
+      .filter((f) => !except.includes(f.number))
+      .map((f) => f.bytes),
+  );
+
+function unwrap(out: Buffer): { raw: Buffer; envelope: Buffer } {
+  if (!out.subarray(0, 4).equals(MAGIC)) throw new Error('no magic');
+  const envelope = out.subarray(4);
+  return { envelope, raw: one(envelope, 2) };
+}
+
+function rowOf(group: string, resource: string): KindRow {
+  const row = kindOf(group, resource);
+  if (row === undefined) throw new Error(`no row for ${group}/${resource}`);
+  return row;
+}
+const CREATE: ProtobufBodyOptions = { verb: 'create', subresource: '' };
+const convert = (body: Buffer, group: string, resource: string, options: ProtobufBodyOptions = CREATE) =>
+  protobufBodyToUpstream(body, rowOf(group, resource), TENANT, options);
+
+function thrown(fn: () => unknown): StatusError {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof StatusError) return error;
+    throw error;
+  }
+  throw new Error('expected a StatusError');
+}
+
+// ---- golden bodies, as k8s.io/apimachinery v0.36.3's protobuf serializer (client-go's) encodes them ----
+
+/**
+ * ConfigMap cfg in default: labels {app: web, kubezoo.io/tenant: evil00}, annotation note, finalizer,
+ * ownerReferences [apps/v1 ReplicaSet rs, v1 Namespace default], one managedFields entry, data {a, b}, binaryData {bin}.
+ */
+const CONFIGMAP = Buffer.from(
+  '6b3873000a0f0a0276311209436f6e6669674d617012f7010ad5010a0363666712001a0764656661756c7422002a003200380042005a0a0a0361707012037765' +
+    '625a1b0a116b7562657a6f6f2e696f2f74656e616e7412066576696c3030620f0a046e6f746512076b656570206d656a1d0a0a5265706c6963615365741a0272' +
+    '73220275312a07617070732f76316a1c0a094e616d6573706163651a0764656661756c74220275322a027631720d6578616d706c652e636f6d2f668a01320a07' +
+    '6b75626563746c12065570646174651a02763132084669656c647356313a0f0a0d7b22663a64617461223a7b7d7d420012060a016112013112080a0162120374' +
+    '776f1a0b0a0362696e1204000102ff1a002200',
+  'hex',
+);
+
+/**
+ * Deployment web in default: template labels {app: web, kubezoo.io/tenant: zzzzzz}; pod spec with a container, an emptyDir
+ * and an ephemeral volume, podAffinity term (namespaces [backend, cache], namespaceSelector on kubernetes.io/metadata.name
+ * by label and by expression, spoofed tenant label) and a podAntiAffinity weighted term with an empty namespaceSelector.
+ */
+const DEPLOYMENT = Buffer.from(
+  '6b3873000a150a07617070732f7631120a4465706c6f796d656e741283040a260a0377656212001a0764656661756c7422002a003200380042005a0a0a036170' +
+    '70120377656212ca030802120c0a0a0a0361707012037765621aaf030a390a0012001a0022002a003200380042005a0a0a0361707012037765625a1b0a116b75' +
+    '62657a6f6f2e696f2f74656e616e7412067a7a7a7a7a7a12f1020a0f0a0773637261746368120412020a000a450a03657068123eea013b0a390a100a0012001a' +
+    '0022002a0032003800420012250a0d5265616457726974654f6e6365121212100a0773746f7261676512050a033147691a0012310a03617070120a6e67696e78' +
+    '3a312e323722062d2d706f7274220238302a0042006a007200800100880100900100a201001a00320042004a0052005800600068008201008a01009201c60112' +
+    'b3010ab0010a0b0a090a036170701202646212076261636b656e64120563616368651a166b756265726e657465732e696f2f686f73746e616d6522790a230a1b' +
+    '6b756265726e657465732e696f2f6d657461646174612e6e616d65120470726f640a1b0a116b7562657a6f6f2e696f2f74656e616e7412067a7a7a7a7a7a1227' +
+    '0a1b6b756265726e657465732e696f2f6d657461646174612e6e616d651202496e1a01611a0162120c0a03656e761202496e1a01781a0e120c080a12081a047a' +
+    '6f6e6522009a0100c2010022020a00280038001a0c0800100018002000280038001a002200',
+  'hex',
+);
+
+/** Namespace team-a, labels {kubernetes.io/metadata.name: team-a, kubezoo.io/tenant: other0, x: y}. */
+const NAMESPACE = Buffer.from(
+  '6b3873000a0f0a02763112094e616d657370616365126a0a620a067465616d2d6112001a0022002a003200380042005a250a1b6b756265726e657465732e696f' +
+    '2f6d657461646174612e6e616d6512067465616d2d615a1b0a116b7562657a6f6f2e696f2f74656e616e7412066f74686572305a060a017812017912001a020a' +
+    '001a002200',
+  'hex',
+);
+
+t.test('isProtobuf', async (t) => {
+  t.ok(isProtobuf('application/vnd.kubernetes.protobuf'));
+  t.ok(isProtobuf('Application/VND.Kubernetes.Protobuf; charset=binary'));
+  t.notOk(isProtobuf(undefined));
+  t.notOk(isProtobuf('application/json'));
+  t.notOk(isProtobuf('application/vnd.kubernetes.protobuf+json'));
+  t.notOk(isProtobuf('application/apply-patch+yaml'));
+});
+
+t.test('a ConfigMap as client-go encodes it: namespace prefixed, tenant label forced, everything else byte for byte', async (t) => {
+  const out = convert(CONFIGMAP, '', 'configmaps');
+  const before = unwrap(CONFIGMAP);
+  const after = unwrap(out);
+  t.same(others(after.envelope, 2), others(before.envelope, 2), 'typeMeta, contentEncoding, contentType unchanged');
+  t.same(others(after.raw, 1), others(before.raw, 1), 'data and binaryData byte for byte');
+  const meta = one(after.raw, 1);
+  const metaBefore = one(before.raw, 1);
+  t.equal(str(meta, 3), 'abc123-default');
+  t.equal(str(meta, 1), 'cfg', 'a namespaced kind keeps its name');
+  t.same(mapOf(meta), { map: { app: 'web', [TENANT_LABEL]: TENANT }, tenantEntries: 1 }, 'spoofed tenant label replaced');
+  t.same(others(meta, 3, 11, 13), others(metaBefore, 3, 11, 13), 'annotations, finalizers, managedFields and the rest byte for byte');
+  const owners = all(meta, 13);
+  t.same(owners[0], all(metaBefore, 13)[0], 'a namespaced owner is left as it is');
+  t.same([str(owners[1]!, 5), str(owners[1]!, 1), str(owners[1]!, 3), str(owners[1]!, 4)], ['v1', 'Namespace', 'abc123-default', 'u2'], 'a cluster-scoped owner takes the prefix');
+  // The same object as JSON takes the same names.
+  const json = objectToUpstream({ metadata: { namespace: 'default', labels: { [TENANT_LABEL]: 'evil00' } } }, { tenant: TENANT, scopeOf: () => undefined, kindScope: () => undefined }, rowOf('', 'configmaps'));
+  t.equal((json.metadata as { namespace: string }).namespace, str(meta, 3));
+});
+
+t.test('a Deployment: pod template labelled, affinity namespaces and namespace selectors scoped, claim templates labelled', async (t) => {
+  const out = convert(DEPLOYMENT, 'apps', 'deployments');
+  const before = unwrap(DEPLOYMENT).raw;
+  const raw = unwrap(out).raw;
+  t.equal(str(at(raw, 1), 3), 'abc123-default');
+  t.same(mapOf(at(raw, 1)).map, { app: 'web', [TENANT_LABEL]: TENANT });
+  t.same(others(at(raw, 2), 3), others(at(before, 2), 3), 'replicas and selector byte for byte');
+  const template = at(raw, 2, 3);
+  t.same(mapOf(at(template, 1)), { map: { app: 'web', [TENANT_LABEL]: TENANT }, tenantEntries: 1 }, 'template label forced, spoofed one dropped');
+  const spec = at(template, 2);
+  t.same(others(spec, 1, 18), others(at(before, 2, 3, 2), 1, 18), 'containers and every other pod spec field byte for byte');
+  const term = one(at(spec, 18, 2), 1);
+  t.same(strs(term, 2), ['abc123-backend', 'abc123-cache']);
+  const selector = at(term, 4);
+  t.same(mapOf(selector, 1), { map: { 'kubernetes.io/metadata.name': 'abc123-prod', [TENANT_LABEL]: TENANT }, tenantEntries: 1 });
+  const [byName, other] = all(selector, 2);
+  t.same(strs(byName!, 3), ['abc123-a', 'abc123-b']);
+  t.same(strs(other!, 3), ['x'], 'expressions on other keys unchanged');
+  t.same(one(term, 1), one(one(at(before, 2, 3, 2, 18, 2), 1), 1), 'the pod label selector unchanged');
+  const weighted = one(at(spec, 18, 3), 2);
+  t.same(mapOf(at(weighted, 2, 4), 1).map, { [TENANT_LABEL]: TENANT }, 'an empty namespace selector selects only the tenant');
+  const [emptyDir, ephemeral] = all(spec, 1);
+  t.same(emptyDir, all(at(before, 2, 3, 2), 1)[0]);
+  t.same(mapOf(at(ephemeral!, 2, 29, 1, 1)).map, { [TENANT_LABEL]: TENANT }, 'ephemeral volume claim template labelled');
+  t.same(others(one(out.subarray(4), 1), 0), others(one(DEPLOYMENT.subarray(4), 1), 0), 'typeMeta unchanged');
+});
+
+t.test('a Namespace: name and metadata.name label prefixed', async (t) => {
+  const raw = unwrap(convert(NAMESPACE, '', 'namespaces')).raw;
+  t.equal(str(at(raw, 1), 1), 'abc123-team-a');
+  t.same(mapOf(at(raw, 1)), { map: { 'kubernetes.io/metadata.name': 'abc123-team-a', [TENANT_LABEL]: TENANT, x: 'y' }, tenantEntries: 1 });
+  t.same(others(raw, 1), others(unwrap(NAMESPACE).raw, 1), 'spec and status byte for byte');
+  const generated = unwrap(convert(envelope('v1', 'Namespace', msg(ld(1, msg(ld(2, 'team-'))))), '', 'namespaces')).raw;
+  t.equal(str(at(generated, 1), 2), 'abc123-team-', 'generateName prefixed');
+  t.equal(str(at(generated, 1), 1), undefined);
+});
+
+const CLUSTER_THING: KindRow = { group: 'example.com', resource: 'things', kind: 'Thing', scope: 'Cluster', tenancy: 'tenant', rule: 'generic', listPath: 'label-filter' };
+
+t.test('cluster-scoped tenant kinds: name and generateName prefixed, namespace left alone', async (t) => {
+  const body = envelope('example.com/v1', 'Thing', msg(ld(1, msg(ld(1, 'one'), ld(2, 'gen-'), ld(3, 'ignored'))), ld(2, 'spec bytes')));
+  const raw = unwrap(protobufBodyToUpstream(body, CLUSTER_THING, TENANT, CREATE)).raw;
+  t.same([str(at(raw, 1), 1), str(at(raw, 1), 2), str(at(raw, 1), 3)], ['abc123-one', 'abc123-gen-', 'ignored']);
+  t.same(all(raw, 2), [Buffer.from('spec bytes')]);
+});
+
+t.test('pod templates of every workload kind', async (t) => {
+  const template = (extra: Record<string, string> = {}) => msg(ld(1, labels({ app: 'a', ...extra })), ld(2, msg(ld(2, 'container'))));
+  const labelsAt = (out: Buffer, ...path: number[]) => mapOf(at(unwrap(out).raw, ...path, 1)).map;
+  const want = { app: 'a', [TENANT_LABEL]: TENANT };
+  const meta = ld(1, msg(ld(1, 'w'), ld(3, 'default')));
+  const cases: [string, string, string, string, Buffer, number[]][] = [
+    ['apps', 'deployments', 'apps/v1', 'Deployment', ld(2, ld(3, template())), [2, 3]],
+    ['apps', 'replicasets', 'apps/v1', 'ReplicaSet', ld(2, ld(3, template())), [2, 3]],
+    ['apps', 'statefulsets', 'apps/v1', 'StatefulSet', ld(2, ld(3, template())), [2, 3]],
+    ['apps', 'daemonsets', 'apps/v1', 'DaemonSet', ld(2, ld(2, template())), [2, 2]],
+    ['', 'replicationcontrollers', 'v1', 'ReplicationController', ld(2, ld(3, template())), [2, 3]],
+    ['batch', 'jobs', 'batch/v1', 'Job', ld(2, ld(6, template())), [2, 6]],
+    ['batch', 'cronjobs', 'batch/v1', 'CronJob', ld(2, ld(5, msg(ld(1, Buffer.alloc(0)), ld(2, ld(6, template()))))), [2, 5, 2, 6]],
+    ['', 'podtemplates', 'v1', 'PodTemplate', ld(2, template({ [TENANT_LABEL]: 'zzzzzz' })), [2]],
+  ];
+  for (const [group, resource, apiVersion, kind, rest, path] of cases) {
+    const out = convert(envelope(apiVersion, kind, msg(meta, rest)), group, resource);
+    t.same(labelsAt(out, ...path), want, `${kind} template`);
+    t.same(at(unwrap(out).raw, ...path, 2), msg(ld(2, 'container')), `${kind} pod spec untouched`);
+  }
+  const cronJob = convert(envelope('batch/v1', 'CronJob', msg(meta, cases[6]![4])), 'batch', 'cronjobs');
+  t.same(labelsAt(cronJob, 2, 5), { [TENANT_LABEL]: TENANT }, 'CronJob jobTemplate metadata labelled');
+  const job = convert(envelope('batch/v1', 'Job', msg(meta, ld(2, ld(6, ld(2, ld(2, 'container')))))), 'batch', 'jobs');
+  t.same(labelsAt(job, 2, 6), { [TENANT_LABEL]: TENANT }, 'a template without metadata gets it');
+  const sts = convert(envelope('apps/v1', 'StatefulSet', msg(meta, ld(2, msg(ld(3, template()), ld(4, msg(ld(1, labels({ [TENANT_LABEL]: 'zzzzzz' })), ld(2, 'pvc spec'))), ld(4, ld(2, 'pvc2')))))), 'apps', 'statefulsets');
+  const claims = all(at(unwrap(sts).raw, 2), 4);
+  t.same(claims.map((c) => mapOf(at(c, 1))), [1, 2].map(() => ({ map: { [TENANT_LABEL]: TENANT }, tenantEntries: 1 })), 'volume claim templates labelled');
+  t.same(all(claims[0]!, 2), [Buffer.from('pvc spec')]);
+  const pod = convert(envelope('v1', 'Pod', msg(meta, ld(2, ld(18, ld(2, ld(1, ld(2, 'other-ns'))))))), '', 'pods');
+  t.same(strs(at(unwrap(pod).raw, 2, 18, 2, 1), 2), ['abc123-other-ns'], 'a Pod spec converts as a template pod spec does');
+  t.same(mapOf(at(unwrap(pod).raw, 1)).map, { [TENANT_LABEL]: TENANT }, 'a Pod is labelled');
+
+  for (const row of KINDS.filter((r) => ['pod', 'workload', 'statefulset', 'cronjob', 'podtemplate'].includes(r.rule))) {
+    t.doesNotThrow(() => protobufBodyToUpstream(envelope('', row.kind, msg(meta)), row, TENANT, CREATE), `${row.kind} is converted from protobuf`);
+  }
+  t.equal(thrown(() => convert(envelope('apps/v1beta2', 'Deployment', msg(meta)), 'apps', 'deployments')).code, 415, 'field numbers of other versions are not known');
+});
+
+t.test('the tenant label: appended once after the other labels, in every metadata', async (t) => {
+  const body = envelope('v1', 'ConfigMap', msg(ld(1, msg(ld(3, 'ns'), labels({ a: '1', [TENANT_LABEL]: 'xyz789', b: '2' }), ld(11, entry(TENANT_LABEL, TENANT)), ld(12, entry('note', 'n'))))));
+  const meta = at(unwrap(convert(body, '', 'configmaps')).raw, 1);
+  t.same(mapOf(meta), { map: { a: '1', b: '2', [TENANT_LABEL]: TENANT }, tenantEntries: 1 });
+  t.same(
+    decode(meta).map((f) => f.number),
+    [3, 11, 11, 11, 12],
+    'labels stay before annotations',
+  );
+  const bare = unwrap(convert(envelope('v1', 'ConfigMap', msg(ld(2, entry('k', 'v')))), '', 'configmaps')).raw;
+  t.same(mapOf(at(bare, 1)).map, { [TENANT_LABEL]: TENANT }, 'metadata created when absent');
+  t.same(all(bare, 2), [entry('k', 'v')]);
+  const noRaw = unwrap(convert(envelope('v1', 'ConfigMap', null), '', 'configmaps')).raw;
+  t.same(mapOf(at(noRaw, 1)).map, { [TENANT_LABEL]: TENANT }, 'raw created when absent');
+});
+
+t.test('names too long once prefixed: the same 422 as JSON', async (t) => {
+  const ctx = { tenant: TENANT, scopeOf: () => undefined, kindScope: () => undefined };
+  const jsonError = (obj: object, group: string, resource: string) => thrown(() => objectToUpstream(obj, ctx, rowOf(group, resource)));
+  const longNamespace = 'n'.repeat(57);
+  const cm = thrown(() => convert(envelope('v1', 'ConfigMap', msg(ld(1, msg(ld(1, 'cfg'), ld(3, longNamespace))))), '', 'configmaps'));
+  t.equal(cm.code, 422);
+  t.equal(cm.message, jsonError({ metadata: { name: 'cfg', namespace: longNamespace } }, '', 'configmaps').message);
+  t.doesNotThrow(() => convert(envelope('v1', 'ConfigMap', msg(ld(1, ld(3, 'n'.repeat(56))))), '', 'configmaps'));
+  const ns = thrown(() => convert(envelope('v1', 'Namespace', msg(ld(1, ld(1, longNamespace)))), '', 'namespaces'));
+  t.equal(ns.code, 422);
+  t.equal(ns.message, jsonError({ metadata: { name: longNamespace } }, '', 'namespaces').message);
+  t.doesNotThrow(() => convert(envelope('v1', 'Namespace', msg(ld(1, ld(1, 'n'.repeat(56))))), '', 'namespaces'));
+  const thing = thrown(() => protobufBodyToUpstream(envelope('', 'Thing', msg(ld(1, ld(1, 't'.repeat(247))))), CLUSTER_THING, TENANT, CREATE));
+  t.equal(thing.code, 422);
+  t.match(thing.message, /no more than 246 characters/);
+  const scale = thrown(() => convert(envelope('autoscaling/v1', 'Scale', msg(ld(1, msg(ld(1, 'web'), ld(3, longNamespace))))), 'apps', 'deployments', { verb: 'update', subresource: 'scale' }));
+  t.equal(scale.code, 422, 'subresource bodies too');
+});
+
+t.test('owner references', async (t) => {
+  const owner = (apiVersion: string, kind: string, name: string) => ld(13, msg(ld(1, kind), ld(3, name), ld(4, 'uid'), ld(5, apiVersion), vi(6, 1)));
+  const body = (...owners: Buffer[]) => envelope('v1', 'ConfigMap', msg(ld(1, msg(ld(3, 'ns'), ...owners))));
+  const owners = (out: Buffer) => all(at(unwrap(out).raw, 1), 13);
+  const clusterOwner = owners(convert(body(owner('v1', 'Namespace', 'ns')), '', 'configmaps'))[0]!;
+  t.same([str(clusterOwner, 3), str(clusterOwner, 5)], ['abc123-ns', 'v1']);
+  t.same(others(clusterOwner, 3), others(one(owner('v1', 'Namespace', 'ns'), 13), 3), 'kind, uid, apiVersion, controller byte for byte');
+  t.same(decode(clusterOwner).map((f) => f.number), [1, 3, 4, 5, 6], 'other fields kept, in place');
+  const rs = owner('apps/v1', 'ReplicaSet', 'rs');
+  t.same(owners(convert(body(rs), '', 'configmaps'))[0], one(rs, 13), 'namespaced owner byte for byte');
+  const unknown = thrown(() => convert(body(rs, owner('apps/v1', 'Nonsense', 'x')), '', 'configmaps'));
+  t.equal(unknown.code, 422);
+  t.match(unknown.message, /metadata\.ownerReferences\[1\]/);
+  const custom = owner('example.com/v1', 'ClusterWidget', 'w');
+  t.equal(thrown(() => convert(body(custom), '', 'configmaps')).code, 415, 'custom owners need discovery');
+  const withDiscovery = owners(
+    convert(body(custom), '', 'configmaps', { verb: 'create', subresource: '', kindScope: (apiVersion, kind) => (apiVersion === 'abc123-example.com/v1' && kind === 'ClusterWidget' ? 'Cluster' : undefined) }),
+  )[0]!;
+  t.same([str(withDiscovery, 3), str(withDiscovery, 5)], ['abc123-w', 'abc123-example.com/v1']);
+});
+
+t.test('subresources', async (t) => {
+  const scaleBody = envelope('autoscaling/v1', 'Scale', msg(ld(1, msg(ld(1, 'web'), ld(3, 'default'), labels({ [TENANT_LABEL]: 'zzzzzz' }))), ld(2, vi(1, 3))));
+  const scale = unwrap(convert(scaleBody, 'apps', 'deployments', { verb: 'update', subresource: 'scale' })).raw;
+  t.same([str(at(scale, 1), 1), str(at(scale, 1), 3)], ['web', 'abc123-default']);
+  t.same(all(at(scale, 1), 11), all(at(unwrap(scaleBody).raw, 1), 11), 'only names: labels untouched');
+  t.same(others(scale, 1), ld(2, vi(1, 3)));
+  const finalize = unwrap(convert(envelope('v1', 'Namespace', msg(ld(1, ld(1, 'team')), ld(2, ld(1, 'kubernetes')))), '', 'namespaces', { verb: 'update', subresource: 'finalize' })).raw;
+  t.equal(str(at(finalize, 1), 1), 'abc123-team', 'cluster-scoped names prefixed');
+  t.same(all(at(finalize, 1), 11), [], 'no label added');
+  const noNames = envelope('policy/v1', 'Eviction', msg(ld(2, vi(1, 0))));
+  t.equal(convert(noNames, '', 'pods', { verb: 'create', subresource: 'eviction' }), noNames, 'nothing to convert: the same body');
+  const status = unwrap(convert(envelope('apps/v1', 'Deployment', msg(ld(1, ld(3, 'default')), ld(2, ld(3, msg(ld(1, Buffer.alloc(0))))))), 'apps', 'deployments', { verb: 'update', subresource: 'status' })).raw;
+  t.same(mapOf(at(status, 2, 3, 1)).map, { [TENANT_LABEL]: TENANT }, 'status updates are whole objects');
+  t.equal(thrown(() => convert(envelope('rbac.authorization.k8s.io/v1', 'ClusterRole', msg()), 'rbac.authorization.k8s.io', 'clusterroles', { verb: 'update', subresource: 'status' })).code, 415);
+  const deleteOptions = envelope('meta.k8s.io/v1', 'DeleteOptions', msg(ld(3, ld(2, '5'))));
+  t.equal(convert(deleteOptions, 'apps', 'deployments', { verb: 'delete', subresource: '' }), deleteOptions, 'DeleteOptions pass as they are');
+  t.equal(thrown(() => convert(deleteOptions.subarray(0, 10), 'apps', 'deployments', { verb: 'deletecollection', subresource: '' })).code, 400);
+  t.equal(thrown(() => convert(CONFIGMAP, '', 'configmaps', { verb: 'patch', subresource: '' })).code, 415);
+});
+
+t.test('kinds converted only as JSON, and kinds not writable', async (t) => {
+  const cases: [string, string, string][] = [
+    ['rbac.authorization.k8s.io', 'roles', 'Role'],
+    ['rbac.authorization.k8s.io', 'clusterroles', 'ClusterRole'],
+    ['rbac.authorization.k8s.io', 'rolebindings', 'RoleBinding'],
+    ['rbac.authorization.k8s.io', 'clusterrolebindings', 'ClusterRoleBinding'],
+    ['admissionregistration.k8s.io', 'validatingwebhookconfigurations', 'ValidatingWebhookConfiguration'],
+    ['', 'events', 'Event'],
+    ['', 'persistentvolumes', 'PersistentVolume'],
+    ['networking.k8s.io', 'networkpolicies', 'NetworkPolicy'],
+    ['apiextensions.k8s.io', 'customresourcedefinitions', 'CustomResourceDefinition'],
+    ['authorization.k8s.io', 'subjectaccessreviews', 'SubjectAccessReview'],
+  ];
+  for (const [group, resource, kind] of cases) {
+    const error = thrown(() => convert(envelope('', kind, msg(ld(1, ld(1, 'x')))), group, resource));
+    t.equal(error.code, 415, kind);
+    t.equal(error.reason, 'UnsupportedMediaType');
+    t.match(error.message, /send it as JSON/);
+  }
+  t.equal(thrown(() => convert(NAMESPACE, '', 'nodes')).code, 403, 'shared kinds are read-only');
+  t.equal(thrown(() => convert(NAMESPACE, 'apiregistration.k8s.io', 'apiservices')).code, 404, 'hidden kinds do not exist');
+  t.equal(thrown(() => convert(envelope('v1', 'Secret', msg()), '', 'configmaps')).code, 400, 'a body of another kind');
+  t.equal(thrown(() => convert(envelope('apps/v1', 'ConfigMap', msg()), '', 'configmaps')).code, 400, 'a body of another group');
+  t.equal(thrown(() => convert(msg(MAGIC, ld(2, msg()), ld(3, 'gzip')), '', 'configmaps')).code, 415, 'contentEncoding');
+});
+
+t.test('malformed bodies: 400, never anything else', async (t) => {
+  const bad = (body: Buffer, why: string, group = '', resource = 'configmaps') => {
+    const error = thrown(() => convert(body, group, resource));
+    t.equal(error.code, 400, why);
+    t.equal(error.reason, 'BadRequest');
+    return error;
+  };
+  t.match(bad(Buffer.from('{"kind":"ConfigMap"}'), 'JSON').message, /does not start with/);
+  bad(MAGIC, 'only the magic');
+  bad(Buffer.alloc(0), 'empty');
+  bad(msg(MAGIC, Buffer.from([0x12, 0x05, 0x0a])), 'raw longer than the body');
+  bad(msg(MAGIC, Buffer.from([0x12])), 'tag without length');
+  bad(msg(MAGIC, Buffer.from([0x12, 0xff, 0xff])), 'varint cut off');
+  bad(msg(MAGIC, Buffer.from([0x08, ...Array(10).fill(0xff), 0x01])), 'varint longer than 10 bytes');
+  bad(envelope('v1', 'ConfigMap', vi(1, 5)), 'metadata as a varint');
+  bad(envelope('v1', 'ConfigMap', msg(ld(1, ld(3, 'a')), ld(1, ld(3, 'b')))), 'metadata twice (the apiserver would merge them)');
+  bad(envelope('v1', 'ConfigMap', ld(1, msg(ld(3, 'a'), ld(3, 'kube-system')))), 'namespace twice (the apiserver would take the last)');
+  bad(envelope('v1', 'ConfigMap', ld(1, vi(3, 7))), 'namespace as a varint');
+  bad(envelope('v1', 'ConfigMap', ld(1, ld(11, msg(vi(1, 3), ld(2, 'v'))))), 'a label key as a varint');
+  bad(envelope('v1', 'ConfigMap', ld(1, ld(11, msg(ld(1, TENANT_LABEL), ld(1, 'other'), ld(2, 'v'))))), 'a label entry with two keys');
+  bad(envelope('v1', 'ConfigMap', ld(1, Buffer.from([0x1b, 0x1c]))), 'a group');
+  // Field 2^32 + 3: an int32 field number would read it as field 3 (namespace).
+  bad(envelope('v1', 'ConfigMap', ld(1, msg(varint((2 ** 32 + 3) * 8 + 2), varint(1), Buffer.from('x')))), 'field number out of range');
+  bad(envelope('v1', 'ConfigMap', ld(1, ld(3, Buffer.from([0x66, 0xff, 0x6f])))), 'namespace not UTF-8');
+  bad(msg(MAGIC, ld(1, vi(1, 1))), 'typeMeta apiVersion as a varint');
+  bad(envelope('apps/v1', 'Deployment', msg(ld(2, ld(3, ld(1, 'a'))), ld(2, ld(3, ld(1, 'b'))))), 'spec twice', 'apps', 'deployments');
+  // Non-minimal varints are valid protobuf (the apiserver reads them): a length of 3 in two bytes.
+  const padded = envelope('v1', 'ConfigMap', ld(1, msg(Buffer.from([0x1a, 0x83, 0x00]), Buffer.from('dev'))));
+  t.equal(str(at(unwrap(convert(padded, '', 'configmaps')).raw, 1), 3), 'abc123-dev', 'non-minimal varints accepted');
+});
+
+t.test('fuzz: truncations, bit flips and splices of valid bodies', async (t) => {
+  let seed = 12345;
+  const random = (n: number) => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return Math.floor((seed / 2147483648) * n);
+  };
+  const targets: [Buffer, string, string][] = [
+    [CONFIGMAP, '', 'configmaps'],
+    [DEPLOYMENT, 'apps', 'deployments'],
+    [NAMESPACE, '', 'namespaces'],
+  ];
+  const outcomes: Record<string, number> = {};
+  let unexpected = 0;
+  for (let i = 0; i < 6000; i++) {
+    const [valid, group, resource] = targets[i % targets.length]!;
+    let body = Buffer.from(valid);
+    for (let n = 1 + random(3); n > 0; n--) {
+      const p = random(body.length);
+      const op = random(4);
+      if (op === 0) body = body.subarray(0, p);
+      else if (op === 1) body[p]! ^= 1 << random(8);
+      else if (op === 2) body[p] = random(256);
+      else {
+        const from = random(body.length);
+        body = Buffer.concat([body.subarray(0, p), body.subarray(from, from + random(32)), body.subarray(p)]);
+      }
+    }
+    try {
+      const out = convert(body, group, resource);
+      const meta = at(unwrap(out).raw, 1);
+      const { map, tenantEntries } = mapOf(meta);
+      if (map[TENANT_LABEL] !== TENANT || tenantEntries !== 1) unexpected++;
+      const namespace = resource === 'namespaces' ? str(meta, 1) : str(meta, 3);
+      if (namespace !== undefined && namespace !== '' && !namespace.startsWith('abc123-')) unexpected++;
+      outcomes.converted = (outcomes.converted ?? 0) + 1;
+    } catch (error) {
+      if (!(error instanceof StatusError) || ![400, 415, 422].includes(error.code)) {
+        t.fail(`unexpected ${String(error)} for ${body.toString('hex')}`);
+        return;
+      }
+      outcomes[error.code] = (outcomes[error.code] ?? 0) + 1;
+    }
+  }
+  t.equal(unexpected, 0, 'every converted body carries the tenant label once and a prefixed namespace');
+  t.ok((outcomes.converted ?? 0) > 100 && (outcomes['400'] ?? 0) > 1000, `both outcomes seen: ${JSON.stringify(outcomes)}`);
+});
