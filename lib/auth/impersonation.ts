@@ -1,6 +1,6 @@
 // Whom tenantgate impersonates upstream for a caller (DESIGN §2 step 7): administrators as themselves,
 // tenants' users and groups under the tenant's prefix, so no tenant identity can equal another's or a system one.
-import { toUpstreamName } from '../convert/prefix.ts';
+import { identityToUpstream } from '../convert/rules/index.ts';
 import type { Identity } from './identity.ts';
 
 export interface UpstreamIdentity {
@@ -15,9 +15,7 @@ export const TENANT_EXTRA_KEY = 'tenant';
 export function upstreamIdentityOf(identity: Identity): UpstreamIdentity {
   const { tenant } = identity;
   if (tenant === null) return identity;
-  return {
-    user: toUpstreamName(identity.user, tenant),
-    groups: identity.groups.map((group) => `${tenant}:${group}`),
-    extra: { ...identity.extra, [TENANT_EXTRA_KEY]: [tenant] },
-  };
+  // The tenant's own "authenticated" group, so a tenant's bindings to system:authenticated grant within the tenant only.
+  const { user, groups } = identityToUpstream(identity.user, [...identity.groups, 'system:authenticated'], tenant);
+  return { user, groups, extra: { ...identity.extra, [TENANT_EXTRA_KEY]: [tenant] } };
 }

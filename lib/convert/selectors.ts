@@ -98,6 +98,8 @@ export interface FieldSelectorScope {
   clusterScoped: boolean;
   /** The listed resource (plural), e.g. `namespaces`, `events`. */
   resource: string;
+  /** How `metadata.name` values map upstream when prefixed (CRD names prefix their group part). Default: `<id>-<name>`. */
+  nameToUpstream?: (name: string) => string;
   /**
    * Whether objects of a Kind are cluster-scoped tenant objects (prefixed upstream). Used for
    * `involvedObject.name` / `regarding.name` of events when the selector also says `involvedObject.kind`
@@ -134,7 +136,8 @@ export function rewriteFieldSelector(selector: string, tenant: TenantId, scope: 
       prefixed = kind !== null && scope.isPrefixedClusterKind(kind);
     }
     if (prefixed && term.value !== '') {
-      out.push(term.field + term.operator + escapeFieldSelectorValue(toUpstreamName(term.value, tenant)));
+      const upstream = term.field === 'metadata.name' && scope.nameToUpstream !== undefined ? scope.nameToUpstream(term.value) : toUpstreamName(term.value, tenant);
+      out.push(term.field + term.operator + escapeFieldSelectorValue(upstream));
     } else {
       out.push(term.raw);
     }

@@ -2,6 +2,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { Identity } from '../auth/identity.ts';
+import type { KindRow } from '../convert/kinds.ts';
+import type { RequestInfo } from '../convert/request-info.ts';
 
 export interface RequestContext {
   req: Http2ServerRequest | IncomingMessage;
@@ -9,4 +11,8 @@ export interface RequestContext {
   /** The request target (path and query) as validated by the pipeline. */
   path: string;
   identity: Identity | null;
+  /** A tenant's request as the apiserver would classify it (null for administrators, who pass through). */
+  info: RequestInfo | null;
+  /** The kind it names, from the table of kinds; null for non-resource requests (discovery). */
+  row: KindRow | null;
 }

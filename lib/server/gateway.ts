@@ -4,6 +4,7 @@ import http2, { type Http2SecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { ServeConfig } from '../config.ts';
+import { DiscoveryCache } from '../upstream/discovery.ts';
 import { UpstreamPool } from '../upstream/pool.ts';
 import { HealthChecks } from './health.ts';
 import { limitStreamResets } from './rapid-reset.ts';
@@ -31,7 +32,7 @@ function onClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
 
 export async function startGateway(config: ServeConfig): Promise<Gateway> {
   const pool = new UpstreamPool(config.upstream);
-  const stages = buildPipeline({ pool, health: new HealthChecks(pool) });
+  const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery: new DiscoveryCache(pool), passthrough: config.passthrough });
   const server = http2.createSecureServer({
     cert: config.tls.certPem,
     key: config.tls.keyPem,

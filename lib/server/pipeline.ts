@@ -1,27 +1,36 @@
 // The whole path of a request, one named stage after another in the order they run.
-// A stage answers the request (returns true) or passes it on; nothing after an answering stage runs.
+// A stage answers the request (returns true), passes it on (false), or finishes later (a promise of either).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { identityFromClientCertificate } from '../auth/identity.ts';
+import { accessRefusal, isBuiltinGroup, kindOf, type KindRow } from '../convert/kinds.ts';
+import { parseRequestInfo } from '../convert/request-info.ts';
+import { upstreamResourceTarget } from '../convert/request.ts';
+import { apiGroupToUpstream } from '../convert/rules/index.ts';
+import type { DiscoveryCache } from '../upstream/discovery.ts';
 import { forwardToUpstream } from '../upstream/forward.ts';
 import type { ClusterCredentials } from '../upstream/kubeconfig.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
+import { forwardTenantRequest } from '../upstream/tenant-forward.ts';
 import { forwardUpgrade } from '../upstream/upgrade.ts';
 import type { RequestContext } from './context.ts';
 import type { HealthChecks } from './health.ts';
 import { malformedRequestTarget } from './request-target.ts';
-import { sendStatus, unauthorized, writeRawStatus } from './status.ts';
+import { notFound, sendStatus, StatusError, unauthorized, writeRawStatus } from './status.ts';
 
 export interface Stage {
   name: string;
-  run(ctx: RequestContext): boolean;
+  run(ctx: RequestContext): boolean | Promise<boolean>;
 }
 
 export interface PipelineDeps {
   pool: UpstreamPool;
   health: HealthChecks;
+  discovery: DiscoveryCache;
+  /** Conversion off for everyone: tenants' requests pass through like an administrator's (bench baseline). */
+  passthrough: boolean;
 }
 
 function validateTarget(ctx: RequestContext): boolean {
@@ -36,14 +45,75 @@ function authenticate(ctx: RequestContext): boolean {
   return false;
 }
 
-/** The stages of `tenantgate serve`, in order. Conversion stages join this list in the tenant issues. */
-export function buildPipeline({ pool, health }: PipelineDeps): Stage[] {
+/** Paths outside the resource API that a tenant may use: discovery, version, OpenAPI. */
+const TENANT_NON_RESOURCE = /^\/(api|apis|version|openapi\/v3)(\/|$)/;
+
+/** Classify like the apiserver's RequestInfo, then find the kind (scope from discovery for custom resources). */
+function classify(discovery: DiscoveryCache): Stage['run'] {
+  return (ctx) => {
+    const queryStart = ctx.path.indexOf('?');
+    const path = queryStart === -1 ? ctx.path : ctx.path.slice(0, queryStart);
+    const info = parseRequestInfo(ctx.req.method ?? 'GET', path, new URLSearchParams(queryStart === -1 ? '' : ctx.path.slice(queryStart + 1)));
+    ctx.info = info;
+    if (!info.isResourceRequest) {
+      if (!TENANT_NON_RESOURCE.test(info.path)) throw notFound();
+      // Discovery answers are filtered with what discovery knows: make sure it knows something recent.
+      return info.path.startsWith('/apis') ? discovery.refreshIfStale().then(() => false) : false;
+    }
+    if (isBuiltinGroup(info.apiGroup)) {
+      ctx.row = kindOf(info.apiGroup, info.resource) ?? null;
+      return false;
+    }
+    // A custom resource: its scope comes from upstream discovery (refreshed when unknown: a CRD may be new).
+    return discovery.resolveScope(apiGroupToUpstream(info.apiGroup, ctx.identity!.tenant!), info.resource).then((scope) => {
+      ctx.row = kindOf(info.apiGroup, info.resource, scope) ?? null;
+      return false;
+    });
+  };
+}
+
+/** Hidden and unknown kinds do not exist for tenants; shared kinds are read-only. */
+function admit(ctx: RequestContext): boolean {
+  const info = ctx.info!;
+  if (!info.isResourceRequest) return false;
+  const refusal = accessRefusal(ctx.row ?? undefined, info.verb, info.subresource);
+  if (refusal !== null) throw refusal;
+  return false;
+}
+
+/** The stages of `tenantgate serve`, in order. */
+export function buildPipeline({ pool, health, discovery, passthrough }: PipelineDeps): Stage[] {
   return [
     { name: 'validate request target', run: validateTarget },
     { name: 'health checks', run: (ctx) => health.serve(ctx) },
     { name: 'authenticate', run: authenticate },
-    { name: 'forward upstream', run: (ctx) => (forwardToUpstream(ctx, pool), true) },
+    {
+      name: 'administrators pass through',
+      run: (ctx) => (ctx.identity!.tenant === null || passthrough ? (forwardToUpstream(ctx, pool), true) : false),
+    },
+    { name: 'classify', run: classify(discovery) },
+    { name: 'admit', run: admit },
+    { name: 'convert and forward', run: (ctx) => (forwardTenantRequest(ctx, { pool, discovery }), true) },
   ];
+}
+
+function runStages(stages: Stage[], ctx: RequestContext, from: number): void {
+  try {
+    for (let i = from; i < stages.length; i++) {
+      const outcome = stages[i]!.run(ctx);
+      if (outcome === true) return;
+      if (outcome !== false) {
+        outcome.then(
+          (answered) => answered || runStages(stages, ctx, i + 1),
+          (error: unknown) => sendStatus(ctx.res, error),
+        );
+        return;
+      }
+    }
+    sendStatus(ctx.res, notFound());
+  } catch (error) {
+    sendStatus(ctx.res, error);
+  }
 }
 
 export function handleRequest(
@@ -51,12 +121,7 @@ export function handleRequest(
   req: Http2ServerRequest | IncomingMessage,
   res: Http2ServerResponse | ServerResponse,
 ): void {
-  const ctx: RequestContext = { req, res, path: req.url ?? '', identity: null };
-  try {
-    for (let i = 0; i < stages.length; i++) if (stages[i]!.run(ctx)) return;
-  } catch (error) {
-    sendStatus(res, error);
-  }
+  runStages(stages, { req, res, path: req.url ?? '', identity: null, info: null, row: null as KindRow | null }, 0);
 }
 
 /** HTTP/1.1 Upgrade (exec, attach, port-forward): the same checks, then raw sockets both ways. */
@@ -67,5 +132,19 @@ export function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer
   if (problem !== null) return writeRawStatus(socket, problem);
   const identity = identityFromClientCertificate(req.socket as TLSSocket);
   if (identity === null) return writeRawStatus(socket, unauthorized());
-  forwardUpgrade(req, path, socket, head, identity, upstream);
+  let upstreamPath = path;
+  if (identity.tenant !== null) {
+    try {
+      const queryStart = path.indexOf('?');
+      const query = new URLSearchParams(queryStart === -1 ? '' : path.slice(queryStart + 1));
+      const info = parseRequestInfo(req.method ?? 'GET', queryStart === -1 ? path : path.slice(0, queryStart), query);
+      const row = info.isResourceRequest && isBuiltinGroup(info.apiGroup) ? kindOf(info.apiGroup, info.resource) : undefined;
+      const refusal = accessRefusal(row, info.verb, info.subresource);
+      if (refusal !== null) return writeRawStatus(socket, refusal);
+      upstreamPath = upstreamResourceTarget(info, row!, query, identity.tenant);
+    } catch (error) {
+      return writeRawStatus(socket, error);
+    }
+  }
+  forwardUpgrade(req, upstreamPath, socket, head, identity, upstream);
 }

@@ -3,6 +3,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Http2ServerResponse } from 'node:http2';
 import type { Duplex } from 'node:stream';
+import { log } from '../log.ts';
 
 /** The `reason` values of metav1.StatusReason that tenantgate uses. */
 export type StatusReason =
@@ -63,6 +64,8 @@ export const headersTooLarge = () => new StatusError(431, 'BadRequest', 'request
 
 function asStatusError(error: unknown): StatusError {
   if (error instanceof StatusError) return error;
+  // A bug, not bad input: the client learns nothing of it, the operator learns everything.
+  log.error('internal error', { error: error instanceof Error ? error.stack : String(error) });
   return new StatusError(500, 'InternalError', 'an internal error occurred in tenantgate');
 }
 

@@ -14,22 +14,23 @@ export function tenantAdminUser(tenant: TenantId): string {
 }
 
 /**
- * Cluster-wide rights a tenant admin needs for the cluster-scoped kinds it owns. RBAC cannot restrict by name
- * prefix, so these rules are only safe because tenants reach the upstream through tenantgate alone, whose
- * conversion confines every name to the tenant's prefix. Reads of shared kinds (nodes) are read-only.
+ * Cluster-wide rights a tenant admin needs: writes on the cluster-scoped kinds it owns, and reads everywhere so
+ * that cross-namespace lists (`kubectl get pods -A`) can be served. RBAC cannot restrict by name prefix or label,
+ * so these rules are only safe because tenants reach the upstream through tenantgate alone, whose conversion
+ * confines every path and name to the tenant's prefix and filters every list and watch item by it.
  */
 export const TENANT_CLUSTER_ROLE = {
   apiVersion: 'rbac.authorization.k8s.io/v1',
   kind: 'ClusterRole',
   metadata: { name: 'tenantgate:tenant-cluster-scope' },
   rules: [
+    { apiGroups: ['*'], resources: ['*'], verbs: ['get', 'list', 'watch'] },
     { apiGroups: [''], resources: ['namespaces', 'persistentvolumes'], verbs: ['*'] },
     { apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles', 'clusterrolebindings'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection'] },
     { apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions'], verbs: ['*'] },
     { apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: ['*'] },
     { apiGroups: ['scheduling.k8s.io'], resources: ['priorityclasses'], verbs: ['*'] },
     { apiGroups: ['admissionregistration.k8s.io'], resources: ['validatingwebhookconfigurations', 'mutatingwebhookconfigurations'], verbs: ['*'] },
-    { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
     { apiGroups: ['authorization.k8s.io'], resources: ['selfsubjectaccessreviews', 'selfsubjectrulesreviews', 'subjectaccessreviews'], verbs: ['create'] },
     { apiGroups: ['authentication.k8s.io'], resources: ['selfsubjectreviews', 'tokenreviews'], verbs: ['create'] },
   ],

@@ -2,6 +2,14 @@
 // cached and refreshed: on a miss (a CRD created a moment ago), periodically, and when told a CRD changed.
 import type { UpstreamPool } from './pool.ts';
 import { upstreamJson } from './client.ts';
+import { isBuiltinGroup, kindOf } from '../convert/kinds.ts';
+
+/** Custom groups are judged per tenant elsewhere; built-in resources by the table of kinds. */
+function isVisibleToTenants(group: string, resource: string): boolean {
+  if (!isBuiltinGroup(group)) return true;
+  const row = kindOf(group, resource);
+  return row !== undefined && row.tenancy !== 'hidden';
+}
 
 export type Scope = 'Namespaced' | 'Cluster';
 
@@ -25,6 +33,8 @@ export class DiscoveryCache {
   private scopes = new Map<string, Scope>();
   /** `group/kind` → scope, for references that name a kind (ownerReferences, roleRefs). */
   private kindScopes = new Map<string, Scope>();
+  /** `group/version` → the resources it serves. */
+  private resourcesByVersion = new Map<string, string[]>();
   private refreshedAt = 0;
   private refreshing: Promise<void> | null = null;
 
@@ -34,6 +44,13 @@ export class DiscoveryCache {
 
   scopeOf(group: string, resource: string): Scope | undefined {
     return this.scopes.get(`${group}/${resource}`);
+  }
+
+  /** True when the upstream group version serves at least one resource a tenant may see (per the table of kinds). */
+  servesTenantResources(group: string, version: string): boolean {
+    const resources = this.resourcesByVersion.get(`${group}/${version}`);
+    if (resources === undefined) return true; // not known yet: the APIResourceList itself is filtered anyway
+    return resources.some((resource) => isVisibleToTenants(group, resource));
   }
 
   scopeOfKind(group: string, kind: string): Scope | undefined {
@@ -50,6 +67,11 @@ export class DiscoveryCache {
     return this.scopeOf(group, resource);
   }
 
+  /** Refreshes when older than the refresh interval (discovery answers are filtered with what is cached). */
+  async refreshIfStale(): Promise<void> {
+    if (Date.now() - this.refreshedAt >= REFRESH_INTERVAL_MS) await this.refresh();
+  }
+
   /** A CRD was created, changed or deleted: the next lookup of an unknown resource refetches at once. */
   invalidate(): void {
     this.refreshedAt = 0;
@@ -63,12 +85,14 @@ export class DiscoveryCache {
   private async fetch(): Promise<void> {
     const scopes = new Map<string, Scope>();
     const kindScopes = new Map<string, Scope>();
+    const resourcesByVersion = new Map<string, string[]>();
     for (const root of ['/api', '/apis']) {
       const answer = await upstreamJson(this.pool, 'GET', root, undefined, { accept: AGGREGATED_DISCOVERY });
       if (answer.status !== 200) throw new Error(`discovery ${root}: upstream answered ${answer.status}`);
       for (const group of (answer.body as DiscoveryList).items ?? []) {
         const groupName = group.metadata?.name ?? '';
         for (const version of group.versions ?? []) {
+          resourcesByVersion.set(`${groupName}/${version.version}`, (version.resources ?? []).map((r) => r.resource));
           for (const r of version.resources ?? []) {
             scopes.set(`${groupName}/${r.resource}`, r.scope);
             if (r.responseKind?.kind) kindScopes.set(`${groupName}/${r.responseKind.kind}`, r.scope);
@@ -78,6 +102,7 @@ export class DiscoveryCache {
     }
     this.scopes = scopes;
     this.kindScopes = kindScopes;
+    this.resourcesByVersion = resourcesByVersion;
     this.refreshedAt = Date.now();
   }
 }

@@ -1,0 +1,252 @@
+// Forwards a tenant's classified request upstream under the tenant's prefix and converts the answer back:
+// lists and watches item by item as bytes arrive, single objects, Tables, Status errors and discovery whole.
+// Never sends the client a byte of an upstream object before it has been converted to the tenant's view.
+import type { ServerResponse } from 'node:http';
+import http2, { type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
+import { pipeline, type Readable } from 'node:stream';
+import { parse as parseYaml } from 'yaml';
+import { upstreamIdentityOf } from '../auth/impersonation.ts';
+import { discoveryToTenant, HIDDEN_GROUPS } from '../convert/discovery.ts';
+import { isTenantCrdGroup } from '../convert/kinds.ts';
+import { openapiGroupDocToTenant, openapiIndexToTenant } from '../convert/openapi.ts';
+import { isProtobuf, protobufBodyToUpstream } from '../convert/protobuf.ts';
+import type { KindRow } from '../convert/kinds.ts';
+import { TENANT_LABEL, type TenantId } from '../convert/prefix.ts';
+import { upstreamDiscoveryPath, upstreamResourceTarget } from '../convert/request.ts';
+import { nameMappingOfRow, nameToUpstream, namespaceToUpstream, objectToTenant, objectToUpstream, type ConvertContext } from '../convert/rules/index.ts';
+import { groupOfApiVersion } from '../convert/rules/api-groups.ts';
+import { statusToTenant } from '../convert/status.ts';
+import { isTable, tableToTenant } from '../convert/table.ts';
+import type { RequestContext } from '../server/context.ts';
+import { badRequest, notFound, sendStatus, StatusError, upstreamUnavailable } from '../server/status.ts';
+import { ListRewriter, WatchRewriter, type TenantViewSpec } from '../stream/tenant-view.ts';
+import { grantTenantNamespace } from '../tenants/bootstrap.ts';
+import { log } from '../log.ts';
+import type { DiscoveryCache } from './discovery.ts';
+import { clientResponseHeaders, upstreamRequestHeaders } from './headers.ts';
+import type { UpstreamPool } from './pool.ts';
+
+const { NGHTTP2_CANCEL } = http2.constants;
+/** The apiserver's own limit for a request body. */
+const MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024;
+const MAX_RESPONSE_BODY_BYTES = 64 * 1024 * 1024;
+
+export interface TenantForwardDeps {
+  pool: UpstreamPool;
+  discovery: DiscoveryCache;
+}
+
+function conversionContext(tenant: TenantId, discovery: DiscoveryCache): ConvertContext {
+  return {
+    tenant,
+    scopeOf: (group, resource) => discovery.scopeOf(group, resource),
+    kindScope: (apiVersion, kind) => discovery.scopeOfKind(groupOfApiVersion(apiVersion), kind),
+  };
+}
+
+/** Accept for the upstream: JSON only (protobuf is not converted yet), keeping Table negotiation. */
+function jsonAccept(accept: string | undefined, discovery: boolean): string {
+  if (discovery || accept === undefined) return 'application/json';
+  const kept = accept.split(',').filter((part) => part.trim().startsWith('application/json'));
+  return kept.length === 0 ? 'application/json' : kept.join(',');
+}
+
+function collect(stream: Readable, limit: number, tooLarge: () => Error): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    stream.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        stream.destroy();
+        reject(tooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    });
+    stream.on('end', () => resolve(Buffer.concat(chunks, size)));
+    stream.on('error', reject);
+  });
+}
+
+/** A JSON-patch may not touch what makes an object the tenant's. */
+const PROTECTED_PATCH_PATHS = ['/metadata/namespace', '/metadata/name', '/metadata/labels/' + TENANT_LABEL.replace('/', '~1')];
+
+function requestBodyToUpstream(text: string, contentType: string, ctx: RequestContext, convert: ConvertContext): string {
+  const info = ctx.info!;
+  const row = ctx.row!;
+  if (contentType.includes('json-patch')) {
+    let ops: unknown;
+    try {
+      ops = JSON.parse(text);
+    } catch {
+      throw badRequest('the JSON patch is not valid JSON');
+    }
+    if (!Array.isArray(ops)) throw badRequest('a JSON patch must be an array of operations');
+    for (const op of ops as { path?: unknown; from?: unknown }[]) {
+      for (const path of [op.path, op.from]) {
+        if (typeof path === 'string' && (path === '/metadata/labels' || path === '/metadata' || PROTECTED_PATCH_PATHS.some((p) => path === p || path.startsWith(p + '/')))) {
+          throw new StatusError(422, 'Invalid', `the JSON patch may not change ${path}: tenantgate manages it`);
+        }
+      }
+    }
+    return text;
+  }
+  let body: any;
+  try {
+    body = contentType.includes('yaml') ? parseYaml(text) : JSON.parse(text);
+  } catch {
+    throw badRequest(`the request body is not valid ${contentType.includes('yaml') ? 'YAML' : 'JSON'}`);
+  }
+  const wholeObject = info.verb !== 'patch' || contentType.includes('apply-patch');
+  if ((info.subresource === '' || info.subresource === 'status') && wholeObject) return JSON.stringify(objectToUpstream(body, convert, row));
+  // Partial objects (merge and strategic patches, subresource bodies): only the names they carry change.
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('the request body must be a JSON object');
+  const metadata = body.metadata;
+  if (typeof metadata === 'object' && metadata !== null) {
+    if (typeof metadata.labels === 'object' && metadata.labels !== null && TENANT_LABEL in metadata.labels) {
+      throw new StatusError(422, 'Invalid', `the label ${TENANT_LABEL} is managed by tenantgate`);
+    }
+    if (typeof metadata.namespace === 'string') metadata.namespace = namespaceToUpstream(metadata.namespace, convert.tenant);
+    if (typeof metadata.name === 'string') metadata.name = nameToUpstream(nameMappingOfRow(row), metadata.name, convert.tenant);
+  }
+  return JSON.stringify(body);
+}
+
+/** The tenant's view of one whole answer: an object, a Table, a Status or a discovery document. */
+function wholeBodyToTenant(body: any, status: number, ctx: RequestContext, convert: ConvertContext, visibleVersion: (group: string, version: string) => boolean): unknown {
+  const tenant = convert.tenant;
+  if (body?.kind === 'Status' || status >= 400) return statusToTenant(body, tenant);
+  const row = ctx.row;
+  if (row === null) {
+    const path = ctx.info!.path;
+    if (path === '/openapi/v3' || path === '/openapi/v3/') return openapiIndexToTenant(body, tenant, (group) => HIDDEN_GROUPS.has(group));
+    const group = /^\/openapi\/v3\/apis\/([^/]+)\//.exec(path)?.[1];
+    if (group !== undefined && isTenantCrdGroup(group)) return JSON.parse(openapiGroupDocToTenant(JSON.stringify(body), tenant, group));
+    return discoveryToTenant(body, tenant, visibleVersion);
+  }
+  if (isTable(body)) return tableToTenant(body, (object) => objectToTenant(object, convert, row));
+  if (Array.isArray(body?.items)) {
+    // A list answered whole (e.g. deletecollection): the same per-item view as a streamed list.
+    return { ...body, items: body.items.map((item: unknown) => objectToTenant(item, convert, row)).filter((item: unknown) => item !== null) };
+  }
+  const view = objectToTenant(body, convert, row);
+  if (view === null) throw notFound(`${row.resource} "${ctx.info!.name}" not found`);
+  return view;
+}
+
+function viewSpec(row: KindRow, convert: ConvertContext): TenantViewSpec {
+  const rewriteItem = (item: any) => (item?.kind === 'Table' ? tableToTenant(item, (o) => objectToTenant(o, convert, row)) : objectToTenant(item, convert, row));
+  const rewriteStatus = (status: any) => statusToTenant(status, convert.tenant);
+  if (row.tenancy !== 'tenant') return { tenant: convert.tenant, nameField: null, rewriteItem, rewriteStatus };
+  const nameField = row.scope === 'Namespaced' ? 'namespace' : row.rule === 'crd' ? null : 'name';
+  return { tenant: convert.tenant, nameField, rewriteItem, rewriteStatus };
+}
+
+export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDeps): void {
+  const { req, res } = ctx;
+  const identity = ctx.identity!;
+  const tenant = identity.tenant!;
+  const info = ctx.info!;
+  const row = ctx.row;
+  const convert = conversionContext(tenant, deps.discovery);
+  const queryStart = ctx.path.indexOf('?');
+  const query = new URLSearchParams(queryStart === -1 ? '' : ctx.path.slice(queryStart + 1));
+  const target =
+    row === null
+      ? upstreamDiscoveryPath(info.path, tenant) + (queryStart === -1 ? '' : ctx.path.slice(queryStart))
+      : upstreamResourceTarget(info, row, query, tenant);
+
+  const headers: OutgoingHttpHeaders = upstreamRequestHeaders(req.headers, upstreamIdentityOf(identity), deps.pool);
+  headers.accept = jsonAccept(req.headers.accept, row === null);
+  delete headers['accept-encoding']; // bodies are rewritten: they must arrive uncompressed
+  delete headers['content-length'];
+
+  // DeleteOptions bodies (delete, deletecollection) name nothing and pass as they are.
+  const hasBody = info.verb === 'create' || info.verb === 'update' || info.verb === 'patch';
+  const send = (body: string | Buffer | null) => {
+    let upstream: ClientHttp2Stream;
+    try {
+      upstream = deps.pool.request(req.method ?? 'GET', target, headers, body === null);
+    } catch (error) {
+      sendStatus(res, upstreamUnavailable((error as Error).message));
+      return;
+    }
+    let answering = false;
+    res.once('close', () => {
+      if (!upstream.closed) upstream.close(NGHTTP2_CANCEL);
+    });
+    upstream.on('error', (error: Error) => {
+      if (!res.headersSent) sendStatus(res, upstreamUnavailable(error.message));
+      else res.destroy();
+    });
+    upstream.once('close', () => {
+      if (!res.headersSent && !res.writableEnded && !answering) sendStatus(res, upstreamUnavailable(`the connection closed (HTTP/2 code ${upstream.rstCode})`));
+    });
+    upstream.once('response', (upstreamHeaders: IncomingHttpHeaders) => {
+      answering = true;
+      const status = Number(upstreamHeaders[':status'] ?? 502);
+      const responseHeaders = clientResponseHeaders(upstreamHeaders);
+      delete responseHeaders['content-length'];
+      const contentType = String(upstreamHeaders['content-type'] ?? '');
+      // Tables (what kubectl get asks for) are answered whole, even when a watch of Tables is streamed event by event.
+      const table = contentType.includes('as=Table') || String(headers.accept).includes('as=Table');
+      const streamed = status < 300 && row !== null && contentType.startsWith('application/json') && (info.verb === 'watch' || (info.verb === 'list' && !table));
+      if (streamed) {
+        (res as ServerResponse).writeHead(status, responseHeaders);
+        if ('flushHeaders' in res) res.flushHeaders();
+        const rewriter = info.verb === 'watch' ? new WatchRewriter(viewSpec(row, convert)) : new ListRewriter(viewSpec(row, convert));
+        pipeline(upstream, rewriter, res, (error) => {
+          if (error && !res.destroyed) log.warn('a list or watch could not be converted', { tenant, path: info.path, error: error.message });
+        });
+        return;
+      }
+      void collect(upstream, MAX_RESPONSE_BODY_BYTES, () => new StatusError(500, 'InternalError', 'the upstream answer is too large to convert'))
+        .then(async (buffer) => {
+          if (buffer.length === 0) {
+            // Nothing to convert (304 Not Modified to a cached discovery or OpenAPI document, 204).
+            (res as ServerResponse).writeHead(status, responseHeaders);
+            res.end();
+            return;
+          }
+          let body: unknown;
+          try {
+            body = JSON.parse(buffer.toString('utf8'));
+          } catch {
+            throw new StatusError(502, 'InternalError', 'the upstream answer is not JSON');
+          }
+          if (row !== null && status === 201 && info.verb === 'create' && info.resource === 'namespaces') {
+            // The tenant's admin gets its rights in a namespace before anyone learns the namespace exists.
+            await grantTenantNamespace(deps.pool, tenant, (body as { metadata: { name: string } }).metadata.name);
+          }
+          // (The rules convert in place: nothing reads the upstream body after this.)
+          const view = wholeBodyToTenant(body, status, ctx, convert, (group, version) => deps.discovery.servesTenantResources(group, version));
+          if (view === null) throw notFound();
+          if (row?.rule === 'crd' && info.verb !== 'get' && info.verb !== 'list' && info.verb !== 'watch') deps.discovery.invalidate();
+          const text = JSON.stringify(view);
+          responseHeaders['content-length'] = Buffer.byteLength(text);
+          (res as ServerResponse).writeHead(status, responseHeaders);
+          res.end(text);
+        })
+        .catch((error: unknown) => sendStatus(res, error));
+    });
+    if (body !== null) upstream.end(body);
+  };
+
+  if (!hasBody) {
+    send(null);
+    return;
+  }
+  collect(req, MAX_REQUEST_BODY_BYTES, () => new StatusError(413, 'RequestEntityTooLarge', `the request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes`))
+    .then((buffer) => {
+      const contentType = req.headers['content-type'] ?? 'application/json';
+      headers['content-type'] = contentType;
+      if (isProtobuf(contentType)) {
+        // Typed clients (kubectl create, client-go) send built-in kinds as protobuf: converted at the wire level.
+        send(protobufBodyToUpstream(buffer, ctx.row!, tenant, { verb: info.verb, subresource: info.subresource, kindScope: convert.kindScope }));
+        return;
+      }
+      send(requestBodyToUpstream(buffer.toString('utf8'), contentType, ctx, convert));
+    })
+    .catch((error: unknown) => sendStatus(res, error));
+}
