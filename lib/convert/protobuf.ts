@@ -1,7 +1,8 @@
 // Protobuf request bodies (`application/vnd.kubernetes.protobuf`: what kubectl and client-go typed clients send for
 // built-in kinds since Kubernetes 1.31), converted for a tenant at the wire level, without .proto schemas. Every object
-// message has `ObjectMeta metadata = 1`; the metadata, pod templates and pod specs are rewritten at field paths checked
-// against k8s.io/api and k8s.io/apimachinery generated.proto (v0.36), and every other byte is copied as it came.
+// message has `ObjectMeta metadata = 1`; the metadata, pod templates, pod specs, role rules and binding subjects are
+// rewritten at field paths checked against k8s.io/api and k8s.io/apimachinery generated.proto (v0.36), the values
+// mapped by the JSON rules' own functions, and every other byte is copied as it came.
 // Kinds whose rules reach further into the body are refused (415: send them as JSON).
 // Never lets a field it interprets through in a form the apiserver could read differently: duplicated singular fields,
 // unexpected wire types, groups and out-of-range field numbers on the way are refused (400).
@@ -10,6 +11,7 @@ import { TENANT_LABEL, toUpstreamName, type TenantId } from './prefix.ts';
 import { apiVersionToUpstream, groupOfApiVersion } from './rules/api-groups.ts';
 import { NAMESPACE_NAME_LABEL } from './rules/label-selectors.ts';
 import { checkNameFits, checkNamespaceFits, nameMappingOfRow, nameToUpstream, namespaceToUpstream } from './rules/names.ts';
+import { binding, policyRuleToUpstream } from './rules/rbac.ts';
 import { ownerReferencesToUpstream } from './rules/references.ts';
 import type { ConvertContext, Json } from './rules/rule.ts';
 import { badRequest, StatusError } from '../server/status.ts';
@@ -33,6 +35,11 @@ export interface ProtobufBodyOptions {
    * without it such a reference is refused (415).
    */
   readonly kindScope?: (apiVersion: string, kind: string) => Scope | undefined;
+  /**
+   * Scope of an upstream custom resource (as ConvertContext.scopeOf), for role rules naming resources of a custom
+   * group; without it such a rule with resourceNames is refused (415).
+   */
+  readonly scopeOf?: (group: string, resource: string) => Scope | undefined;
 }
 
 // ---- wire format: varints and length-delimited fields; nothing else is ever interpreted ----
@@ -188,8 +195,25 @@ class MessageEdit {
     if (result !== payload) this.replace(field, result);
   }
 
+  /** Puts a sub-message edited on its own back into its field, when it changed. */
+  replaceMessage(field: Field, message: MessageEdit): void {
+    const rewritten = message.finish();
+    if (rewritten !== message.bytes) this.replace(field, rewritten);
+  }
+
   remove(field: Field): void {
     this.replaced.set(field, EMPTY);
+  }
+
+  /** Replaces every occurrence of a repeated field by `payloads`, written where the first was (added when none was). */
+  replaceAll(fields: readonly Field[], number: number, payloads: readonly Buffer[]): void {
+    const [first, ...rest] = fields;
+    if (first === undefined) {
+      for (const payload of payloads) this.add(number, payload);
+      return;
+    }
+    this.replaced.set(first, Buffer.concat(payloads.map((payload) => lengthDelimited(number, payload))));
+    for (const field of rest) this.remove(field);
   }
 
   /** Adds a field before the first one with a higher number (after its kind, as encoders order them). */
@@ -210,6 +234,35 @@ class MessageEdit {
     while (next < added.length) parts.push(added[next++]!.bytes);
     return Buffer.concat(parts);
   }
+}
+
+/** The singular string fields `numbers` of a message, by name ('' when absent): a JSON object for a JSON rule to map. */
+function readStrings<K extends string>(edit: MessageEdit, numbers: Readonly<Record<K, number>>): Record<K, string> {
+  const values = {} as Record<K, string>;
+  for (const key of Object.keys(numbers) as K[]) values[key] = edit.stringOf(numbers[key], key);
+  return values;
+}
+
+/** Writes back the string fields a JSON rule changed in `after` (a field absent before is added). */
+function writeStrings<K extends string>(edit: MessageEdit, numbers: Readonly<Record<K, number>>, before: Record<K, string>, after: Json): void {
+  for (const key of Object.keys(numbers) as K[]) {
+    const value = after[key];
+    if (typeof value !== 'string' || value === before[key]) continue;
+    const field = edit.single(numbers[key], key);
+    if (field === undefined) edit.add(numbers[key], Buffer.from(value));
+    else edit.replaceString(field, value);
+  }
+}
+
+/** Sets a repeated string field to `values`: element by element when the count is kept, else all rewritten in order. */
+function writeRepeatedStrings(edit: MessageEdit, number: number, fields: readonly Field[], values: readonly string[]): void {
+  if (values.length !== fields.length) {
+    edit.replaceAll(fields, number, values.map((value) => Buffer.from(value)));
+    return;
+  }
+  fields.forEach((field, i) => {
+    if (edit.string(field, `field ${number}`) !== values[i]) edit.replaceString(field, values[i]!);
+  });
 }
 
 /** A step of a field path: a field number, or '*' after a repeated field's number (every element). */
@@ -280,6 +333,7 @@ interface Conversion {
   readonly row: KindRow;
   readonly tenant: TenantId;
   readonly kindScope: ((apiVersion: string, kind: string) => Scope | undefined) | undefined;
+  readonly scopeOf: ((group: string, resource: string) => Scope | undefined) | undefined;
 }
 
 /** Owner references, converted by the very rule JSON bodies take (same mapping, same 422 for unknown owner kinds). */
@@ -288,11 +342,7 @@ function ownerReferencesToUpstreamWire(edit: MessageEdit, conversion: Conversion
   if (fields.length === 0) return;
   const what = `${edit.what}.ownerReferences`;
   const entries = fields.map((field) => new MessageEdit(edit.payload(field), what));
-  const before = entries.map((entry) => ({
-    apiVersion: entry.stringOf(OWNER.apiVersion, 'apiVersion'),
-    kind: entry.stringOf(OWNER.kind, 'kind'),
-    name: entry.stringOf(OWNER.name, 'name'),
-  }));
+  const before = entries.map((entry) => readStrings(entry, OWNER));
   const { tenant, kindScope } = conversion;
   if (kindScope === undefined && before.some((owner) => isTenantCrdGroup(groupOfApiVersion(owner.apiVersion)))) {
     throw unsupported('an owner reference to a custom resource');
@@ -302,15 +352,8 @@ function ownerReferencesToUpstreamWire(edit: MessageEdit, conversion: Conversion
   ownerReferencesToUpstream({ ownerReferences: after }, ctx);
   for (let i = 0; i < entries.length; i++) {
     const entry = entries[i]!;
-    for (const key of ['apiVersion', 'name'] as const) {
-      const value = after[i]![key] as string;
-      if (value === before[i]![key]) continue;
-      const field = entry.single(OWNER[key], key);
-      if (field === undefined) entry.add(OWNER[key], Buffer.from(value));
-      else entry.replaceString(field, value);
-    }
-    const rewritten = entry.finish();
-    if (rewritten !== entry.bytes) edit.replace(fields[i]!, rewritten);
+    writeStrings(entry, OWNER, before[i]!, after[i]!);
+    edit.replaceMessage(fields[i]!, entry);
   }
 }
 
@@ -421,7 +464,6 @@ function podSpecToUpstream(spec: Buffer, tenant: TenantId): Buffer {
 }
 
 interface ProtobufTemplates {
-  /** The only apiVersion whose field numbers these are (the one the apiserver serves). */
   readonly apiVersion: string;
   /** Paths (from the object) to each template (metadata = 1) whose children must carry the tenant label. */
   readonly labelled: readonly (readonly Step[])[];
@@ -451,18 +493,114 @@ const TEMPLATES: ReadonlyMap<string, ProtobufTemplates> = new Map([
   ['batch/CronJob', { apiVersion: 'batch/v1', labelled: [[2, 5], [2, 5, 2, 6]], podSpecs: [[2, 5, 2, 6, 2]] }],
 ]);
 
-/** Rules that touch nothing but metadata (or templates the table above knows): the only ones done on protobuf. */
+function templatesToUpstream(object: Buffer, templates: ProtobufTemplates, tenant: TenantId): Buffer {
+  let result = object;
+  for (const path of templates.labelled) result = rewriteAt(result, path, 'object', (template) => labelTemplate(template, tenant, 'template'));
+  for (const path of templates.podSpecs) result = rewriteAt(result, path, 'object', (spec) => podSpecToUpstream(spec, tenant));
+  return result;
+}
+
+// ---- roles and bindings (k8s.io/api rbac/v1 generated.proto), every value mapped by the JSON rule (rules/rbac.ts) ----
+
+/** Role, ClusterRole: rules = 2 (repeated PolicyRule); ClusterRole only: aggregationRule = 3 → clusterRoleSelectors = 1 (repeated LabelSelector). */
+const ROLE_RULES: readonly Step[] = [2, '*'];
+const AGGREGATION_SELECTORS: readonly Step[] = [3, 1, '*'];
+/** PolicyRule: apiGroups = 2, resources = 3, resourceNames = 4 (verbs = 1 and nonResourceURLs = 5 are copied). */
+const POLICY_RULE = { apiGroups: 2, resources: 3, resourceNames: 4 } as const;
+/** RoleBinding, ClusterRoleBinding: subjects = 2 (repeated Subject), roleRef = 3. */
+const BINDING = { subjects: 2, roleRef: 3 } as const;
+/** Subject: kind = 1, name = 3, namespace = 4 (apiGroup = 2 is copied). RoleRef: kind = 2, name = 3 (apiGroup = 1 is copied). */
+const SUBJECT = { kind: 1, name: 3, namespace: 4 } as const;
+const ROLE_REF = { kind: 2, name: 3 } as const;
+
+function noScopeOf(): never {
+  throw unsupported('a role rule with resourceNames of a custom resource');
+}
+
+/** The context the JSON rules ask; a custom resource's scope without discovery is refused (415) rather than guessed. */
+function ruleContext(conversion: Conversion): ConvertContext {
+  const { tenant, kindScope, scopeOf } = conversion;
+  return { tenant, scopeOf: scopeOf ?? noScopeOf, kindScope: kindScope ?? (() => undefined) };
+}
+
+function policyRuleToUpstreamWire(rule: Buffer, ctx: ConvertContext): Buffer {
+  const edit = new MessageEdit(rule, 'rules');
+  const fields = {
+    apiGroups: edit.all(POLICY_RULE.apiGroups, 'apiGroups'),
+    resources: edit.all(POLICY_RULE.resources, 'resources'),
+    resourceNames: edit.all(POLICY_RULE.resourceNames, 'resourceNames'),
+  };
+  const json: Json = {};
+  for (const key of ['apiGroups', 'resources', 'resourceNames'] as const) json[key] = fields[key].map((field) => edit.string(field, key));
+  policyRuleToUpstream(json, ctx);
+  for (const key of ['apiGroups', 'resourceNames'] as const) writeRepeatedStrings(edit, POLICY_RULE[key], fields[key], json[key] as string[]);
+  return edit.finish();
+}
+
+/** Role and ClusterRole: rules' groups and resource names, aggregation selectors ANDed with the tenant label. */
+function roleToUpstreamWire(object: Buffer, conversion: Conversion): Buffer {
+  const ctx = ruleContext(conversion);
+  const result = rewriteAt(object, ROLE_RULES, 'object', (rule) => policyRuleToUpstreamWire(rule, ctx));
+  // A Role has no field 3: the apiserver skips it as unknown, so it is copied as it is.
+  if (conversion.row.kind !== 'ClusterRole') return result;
+  return rewriteAt(result, AGGREGATION_SELECTORS, 'object', (selector) => {
+    const edit = new MessageEdit(selector, 'clusterRoleSelectors');
+    forceTenantEntry(edit, SELECTOR.matchLabels, 'matchLabels', conversion.tenant);
+    return edit.finish();
+  });
+}
+
+/** RoleBinding and ClusterRoleBinding: subjects and roleRef read into JSON, mapped by the JSON rule, written back. */
+function bindingToUpstreamWire(object: Buffer, conversion: Conversion): Buffer {
+  const edit = new MessageEdit(object, 'object');
+  const subjects = edit.all(BINDING.subjects, 'subjects').map((field) => {
+    const message = new MessageEdit(edit.payload(field), 'subjects');
+    return { field, message, before: readStrings(message, SUBJECT) };
+  });
+  const roleRefField = edit.single(BINDING.roleRef, 'roleRef');
+  const roleRefMessage = roleRefField === undefined ? undefined : new MessageEdit(edit.payload(roleRefField), 'roleRef');
+  const roleRef = roleRefField && roleRefMessage && { field: roleRefField, message: roleRefMessage, before: readStrings(roleRefMessage, ROLE_REF) };
+  const after: Json = { subjects: subjects.map(({ before }) => ({ ...before })) };
+  if (roleRef !== undefined) after.roleRef = { ...roleRef.before };
+  binding.toUpstream(after, ruleContext(conversion));
+  subjects.forEach(({ field, message, before }, i) => {
+    writeStrings(message, SUBJECT, before, (after.subjects as Json[])[i]!);
+    edit.replaceMessage(field, message);
+  });
+  if (roleRef !== undefined) {
+    writeStrings(roleRef.message, ROLE_REF, roleRef.before, after.roleRef as Json);
+    edit.replaceMessage(roleRef.field, roleRef.message);
+  }
+  return edit.finish();
+}
+
+// ---- which kinds are converted from protobuf ----
+
+/** What a kind's JSON rule does beyond the metadata, at the wire level. */
+interface ProtobufKind {
+  /** The only apiVersion whose field numbers these are (the one the apiserver serves). */
+  readonly apiVersion: string;
+  readonly toUpstream: (object: Buffer, conversion: Conversion) => Buffer;
+}
+
+/** Rules that touch nothing but metadata. */
 const METADATA_RULES: ReadonlySet<RuleName> = new Set(['generic', 'namespace', 'shared']);
 const TEMPLATE_RULES: ReadonlySet<RuleName> = new Set(['pod', 'workload', 'statefulset', 'cronjob', 'podtemplate']);
+const RBAC: ReadonlyMap<RuleName, ProtobufKind> = new Map([
+  ['role', { apiVersion: 'rbac.authorization.k8s.io/v1', toUpstream: roleToUpstreamWire }],
+  ['binding', { apiVersion: 'rbac.authorization.k8s.io/v1', toUpstream: bindingToUpstreamWire }],
+]);
 
 const kindName = (row: KindRow) => `${row.kind || row.resource}${row.group === '' ? '' : '.' + row.group}`;
 
-/** The template paths of a whole object of this kind; throws 415 for a kind whose rule protobuf cannot follow. */
-function templatesOf(row: KindRow): ProtobufTemplates | undefined {
+/** How a whole object of this kind is converted besides its metadata; throws 415 for a kind whose rule protobuf cannot follow. */
+function protobufKindOf(row: KindRow): ProtobufKind | undefined {
   if (METADATA_RULES.has(row.rule)) return undefined;
+  const rbac = RBAC.get(row.rule);
+  if (rbac !== undefined) return rbac;
   const templates = TEMPLATE_RULES.has(row.rule) ? TEMPLATES.get(`${row.group}/${row.kind}`) : undefined;
   if (templates === undefined) throw unsupported(`${kindName(row)} objects`);
-  return templates;
+  return { apiVersion: templates.apiVersion, toUpstream: (object, { tenant }) => templatesToUpstream(object, templates, tenant) };
 }
 
 // ---- the envelope: `k8s\0` + runtime.Unknown { typeMeta = 1 { apiVersion = 1, kind = 2 }, raw = 2, contentEncoding = 3, contentType = 4 } ----
@@ -489,7 +627,7 @@ function parseEnvelope(body: Buffer): Envelope {
 }
 
 /** The apiserver decodes the object as the kind its envelope names: it must be the kind of the resource. */
-function checkKind(envelope: Envelope, row: KindRow, templates: ProtobufTemplates | undefined): void {
+function checkKind(envelope: Envelope, row: KindRow, protobufKind: ProtobufKind | undefined): void {
   const { apiVersion, kind } = envelope;
   if (kind !== '' && row.kind !== '' && kind !== row.kind) {
     throw badRequest(`the protobuf request body is a ${kind}, but ${row.resource} are ${row.kind}`);
@@ -497,20 +635,16 @@ function checkKind(envelope: Envelope, row: KindRow, templates: ProtobufTemplate
   if (apiVersion !== '' && groupOfApiVersion(apiVersion) !== row.group) {
     throw badRequest(`the protobuf request body's apiVersion ${apiVersion} is not of the group of ${row.resource} (${row.group || 'core'})`);
   }
-  if (templates !== undefined && apiVersion !== '' && apiVersion !== templates.apiVersion) throw unsupported(`${kindName(row)} ${apiVersion} objects`);
+  if (protobufKind !== undefined && apiVersion !== '' && apiVersion !== protobufKind.apiVersion) throw unsupported(`${kindName(row)} ${apiVersion} objects`);
 }
 
-function wholeObjectToUpstream(raw: Buffer, conversion: Conversion, templates: ProtobufTemplates | undefined): Buffer {
+function wholeObjectToUpstream(raw: Buffer, conversion: Conversion, protobufKind: ProtobufKind | undefined): Buffer {
   const edit = new MessageEdit(raw, 'object');
   const meta = edit.single(1, 'metadata');
   if (meta === undefined) edit.add(1, objectMetaToUpstream(EMPTY, conversion));
   else edit.rewrite(meta, (payload) => objectMetaToUpstream(payload, conversion));
-  let result = edit.finish();
-  if (templates === undefined) return result;
-  const { tenant } = conversion;
-  for (const path of templates.labelled) result = rewriteAt(result, path, 'object', (template) => labelTemplate(template, tenant, 'template'));
-  for (const path of templates.podSpecs) result = rewriteAt(result, path, 'object', (spec) => podSpecToUpstream(spec, tenant));
-  return result;
+  const result = edit.finish();
+  return protobufKind === undefined ? result : protobufKind.toUpstream(result, conversion);
 }
 
 /** A subresource's own object (Scale, Eviction, Binding...): only the names in its metadata. */
@@ -524,8 +658,8 @@ function subresourceObjectToUpstream(raw: Buffer, conversion: Conversion): Buffe
 
 /**
  * The upstream form of a tenant's protobuf request body for `row` (from the table of kinds): namespace and cluster-scoped
- * names prefixed, the tenant label forced on the object and its templates, pod specs as the JSON rules convert them.
- * Throws a StatusError: 404/403 for hidden and shared kinds, 415 for kinds (and verbs) only converted as JSON,
+ * names prefixed, the tenant label forced on the object and its templates; pod specs, role rules and binding subjects
+ * as the JSON rules convert them. Throws a StatusError: 404/403 for hidden and shared kinds, 415 for kinds (and verbs) only converted as JSON,
  * 422 for names too long once prefixed, 400 for a malformed body.
  */
 export function protobufBodyToUpstream(body: Buffer, row: KindRow, tenant: TenantId, options: ProtobufBodyOptions): Buffer {
@@ -538,13 +672,13 @@ export function protobufBodyToUpstream(body: Buffer, row: KindRow, tenant: Tenan
   }
   if (verb !== 'create' && verb !== 'update') throw unsupported(`${verb} request bodies`);
   const wholeObject = subresource === '' || subresource === 'status';
-  const templates = wholeObject ? templatesOf(row) : undefined;
+  const protobufKind = wholeObject ? protobufKindOf(row) : undefined;
   const envelope = parseEnvelope(body);
-  if (wholeObject) checkKind(envelope, row, templates);
+  if (wholeObject) checkKind(envelope, row, protobufKind);
   const { edit, rawField } = envelope;
-  const conversion: Conversion = { row, tenant, kindScope: options.kindScope };
+  const conversion: Conversion = { row, tenant, kindScope: options.kindScope, scopeOf: options.scopeOf };
   const raw = rawField === undefined ? EMPTY : edit.payload(rawField);
-  const converted = wholeObject ? wholeObjectToUpstream(raw, conversion, templates) : subresourceObjectToUpstream(raw, conversion);
+  const converted = wholeObject ? wholeObjectToUpstream(raw, conversion, protobufKind) : subresourceObjectToUpstream(raw, conversion);
   if (converted === raw) return body;
   if (rawField === undefined) edit.add(2, converted);
   else edit.replace(rawField, converted);

@@ -18,7 +18,7 @@ import { forwardUpgrade } from '../upstream/upgrade.ts';
 import type { RequestContext } from './context.ts';
 import type { HealthChecks } from './health.ts';
 import { malformedRequestTarget } from './request-target.ts';
-import { notFound, sendStatus, StatusError, unauthorized, writeRawStatus } from './status.ts';
+import { notFound, sendStatus, unauthorized, writeRawStatus } from './status.ts';
 
 export interface Stage {
   name: string;

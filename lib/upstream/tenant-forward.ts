@@ -243,7 +243,7 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
       headers['content-type'] = contentType;
       if (isProtobuf(contentType)) {
         // Typed clients (kubectl create, client-go) send built-in kinds as protobuf: converted at the wire level.
-        send(protobufBodyToUpstream(buffer, ctx.row!, tenant, { verb: info.verb, subresource: info.subresource, kindScope: convert.kindScope }));
+        send(protobufBodyToUpstream(buffer, ctx.row!, tenant, { verb: info.verb, subresource: info.subresource, kindScope: convert.kindScope, scopeOf: convert.scopeOf }));
         return;
       }
       send(requestBodyToUpstream(buffer.toString('utf8'), contentType, ctx, convert));

@@ -1,4 +1,5 @@
 import t from 'tap';
+import { isDeepStrictEqual } from 'node:util';
 import { KINDS, kindOf, type KindRow } from '../../lib/convert/kinds.ts';
 import { TENANT_LABEL } from '../../lib/convert/prefix.ts';
 import { isProtobuf, protobufBodyToUpstream, type ProtobufBodyOptions } from '../../lib/convert/protobuf.ts';
@@ -352,7 +353,7 @@ t.test('subresources', async (t) => {
   t.equal(convert(noNames, '', 'pods', { verb: 'create', subresource: 'eviction' }), noNames, 'nothing to convert: the same body');
   const status = unwrap(convert(envelope('apps/v1', 'Deployment', msg(ld(1, ld(3, 'default')), ld(2, ld(3, msg(ld(1, Buffer.alloc(0))))))), 'apps', 'deployments', { verb: 'update', subresource: 'status' })).raw;
   t.same(mapOf(at(status, 2, 3, 1)).map, { [TENANT_LABEL]: TENANT }, 'status updates are whole objects');
-  t.equal(thrown(() => convert(envelope('rbac.authorization.k8s.io/v1', 'ClusterRole', msg()), 'rbac.authorization.k8s.io', 'clusterroles', { verb: 'update', subresource: 'status' })).code, 415);
+  t.equal(thrown(() => convert(envelope('v1', 'PersistentVolume', msg()), '', 'persistentvolumes', { verb: 'update', subresource: 'status' })).code, 415);
   const deleteOptions = envelope('meta.k8s.io/v1', 'DeleteOptions', msg(ld(3, ld(2, '5'))));
   t.equal(convert(deleteOptions, 'apps', 'deployments', { verb: 'delete', subresource: '' }), deleteOptions, 'DeleteOptions pass as they are');
   t.equal(thrown(() => convert(deleteOptions.subarray(0, 10), 'apps', 'deployments', { verb: 'deletecollection', subresource: '' })).code, 400);
@@ -361,10 +362,6 @@ t.test('subresources', async (t) => {
 
 t.test('kinds converted only as JSON, and kinds not writable', async (t) => {
   const cases: [string, string, string][] = [
-    ['rbac.authorization.k8s.io', 'roles', 'Role'],
-    ['rbac.authorization.k8s.io', 'clusterroles', 'ClusterRole'],
-    ['rbac.authorization.k8s.io', 'rolebindings', 'RoleBinding'],
-    ['rbac.authorization.k8s.io', 'clusterrolebindings', 'ClusterRoleBinding'],
     ['admissionregistration.k8s.io', 'validatingwebhookconfigurations', 'ValidatingWebhookConfiguration'],
     ['', 'events', 'Event'],
     ['', 'persistentvolumes', 'PersistentVolume'],
@@ -383,6 +380,238 @@ t.test('kinds converted only as JSON, and kinds not writable', async (t) => {
   t.equal(thrown(() => convert(envelope('v1', 'Secret', msg()), '', 'configmaps')).code, 400, 'a body of another kind');
   t.equal(thrown(() => convert(envelope('apps/v1', 'ConfigMap', msg()), '', 'configmaps')).code, 400, 'a body of another group');
   t.equal(thrown(() => convert(msg(MAGIC, ld(2, msg()), ld(3, 'gzip')), '', 'configmaps')).code, 415, 'contentEncoding');
+});
+
+// ---- roles and bindings: the wire-level conversion against the JSON rule on the same object ----
+
+const RBAC_GROUP = 'rbac.authorization.k8s.io';
+const RBAC_V1 = 'rbac.authorization.k8s.io/v1';
+type Spec = Record<string, unknown>;
+const strings = (value: unknown): string[] => (Array.isArray(value) ? (value as string[]) : []);
+/** Drops undefined values and empty arrays (an empty repeated field is absent on the wire). */
+const compact = (obj: Spec): Spec => Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined && !(Array.isArray(v) && v.length === 0)));
+
+// rbac/v1 generated.proto: PolicyRule verbs = 1, apiGroups = 2, resources = 3, resourceNames = 4, nonResourceURLs = 5;
+// AggregationRule clusterRoleSelectors = 1 (LabelSelector matchLabels = 1, matchExpressions = 2 {key = 1, operator = 2, values = 3});
+// Subject kind = 1, apiGroup = 2, name = 3, namespace = 4; RoleRef apiGroup = 1, kind = 2, name = 3.
+const RULE_FIELDS = ['verbs', 'apiGroups', 'resources', 'resourceNames', 'nonResourceURLs'] as const;
+const SUBJECT_FIELDS = ['kind', 'apiGroup', 'name', 'namespace'] as const;
+const ROLE_REF_FIELDS = ['apiGroup', 'kind', 'name'] as const;
+const stringFields = (obj: Spec, names: readonly string[]) => msg(...names.flatMap((name, i) => (typeof obj[name] === 'string' ? [ld(i + 1, obj[name] as string)] : [])));
+const encodeRule = (rule: Spec) => msg(...RULE_FIELDS.flatMap((name, i) => strings(rule[name]).map((value) => ld(i + 1, value))));
+function encodeSelector(selector: Spec): Buffer {
+  const matchLabels = (selector.matchLabels ?? {}) as Record<string, string>;
+  const expressions = (selector.matchExpressions ?? []) as Spec[];
+  return msg(labels(matchLabels, 1), ...expressions.map((e) => ld(2, msg(ld(1, e.key as string), ld(2, e.operator as string), ...strings(e.values).map((v) => ld(3, v))))));
+}
+function encodeMeta(obj: Spec): Buffer {
+  const meta = (obj.metadata ?? {}) as Spec;
+  return ld(1, msg(stringFields(meta, ['name', 'generateName', 'namespace']), labels((meta.labels ?? {}) as Record<string, string>)));
+}
+function encodeRole(obj: Spec): Buffer {
+  const aggregation = obj.aggregationRule as Spec | undefined;
+  return msg(
+    encodeMeta(obj),
+    ...(obj.rules as Spec[]).map((rule) => ld(2, encodeRule(rule))),
+    ...(aggregation === undefined ? [] : [ld(3, msg(...(aggregation.clusterRoleSelectors as Spec[]).map((s) => ld(1, encodeSelector(s)))))]),
+  );
+}
+const encodeBinding = (obj: Spec): Buffer =>
+  msg(encodeMeta(obj), ...(obj.subjects as Spec[]).map((s) => ld(2, stringFields(s, SUBJECT_FIELDS))), ...(obj.roleRef === undefined ? [] : [ld(3, stringFields(obj.roleRef as Spec, ROLE_REF_FIELDS))]));
+
+/** What the apiserver reads of a role or binding (the test's own decoder), as JSON. */
+function rbacJsonOf(raw: Buffer, rule: 'role' | 'binding'): Spec {
+  const meta = at(raw, 1);
+  const metadata = compact({ name: str(meta, 1), namespace: str(meta, 3), labels: mapOf(meta).map });
+  const readStrings = (buf: Buffer, names: readonly string[]) => compact(Object.fromEntries(names.map((name, i) => [name, str(buf, i + 1)])));
+  if (rule === 'binding') {
+    const roleRef = all(raw, 3).at(-1);
+    return compact({ metadata, subjects: all(raw, 2).map((s) => readStrings(s, SUBJECT_FIELDS)), roleRef: roleRef && readStrings(roleRef, ROLE_REF_FIELDS) });
+  }
+  const rules = all(raw, 2).map((r) => compact(Object.fromEntries(RULE_FIELDS.map((name, i) => [name, strs(r, i + 1)]))));
+  const aggregation = all(raw, 3).at(-1);
+  const selectors = aggregation && {
+    clusterRoleSelectors: all(aggregation, 1).map((s) =>
+      compact({ matchLabels: Object.keys(mapOf(s, 1).map).length === 0 ? undefined : mapOf(s, 1).map, matchExpressions: all(s, 2).map((e) => compact({ key: str(e, 1), operator: str(e, 2), values: strs(e, 3) })) }),
+    ),
+  };
+  return compact({ metadata, rules, aggregationRule: selectors });
+}
+
+const WIDGETS_SCOPE = (group: string, resource: string) => (group === 'abc123-example.com' && resource === 'widgets' ? 'Cluster' : group === 'abc123-example.com' && resource === 'gadgets' ? 'Namespaced' : undefined);
+const RBAC_OPTIONS: ProtobufBodyOptions = { verb: 'create', subresource: '', scopeOf: WIDGETS_SCOPE };
+
+/** The JSON rule's output for `obj`, in the form rbacJsonOf reads (metadata: name, namespace, labels). */
+function jsonRuleOf(obj: Spec, resource: string, rule: 'role' | 'binding'): Spec {
+  const ctx = { tenant: TENANT, scopeOf: WIDGETS_SCOPE, kindScope: () => undefined };
+  const out = objectToUpstream(structuredClone(obj), ctx, rowOf(RBAC_GROUP, resource)) as Spec;
+  const meta = out.metadata as Spec;
+  const metadata = compact({ name: meta.name, namespace: meta.namespace, labels: meta.labels });
+  return rule === 'binding' ? compact({ metadata, subjects: out.subjects, roleRef: out.roleRef }) : compact({ metadata, rules: out.rules, aggregationRule: out.aggregationRule });
+}
+
+const RULES_SPEC: Spec[] = [
+  { verbs: ['get', 'list'], apiGroups: ['', 'apps'], resources: ['configmaps', 'deployments'] },
+  { verbs: ['get'], apiGroups: [''], resources: ['namespaces', 'namespaces/status'], resourceNames: ['team-a', 'team-b'] },
+  { verbs: ['get'], apiGroups: [''], resources: ['configmaps'], resourceNames: ['cfg'] },
+  { verbs: ['*'], apiGroups: ['*'], resources: ['*'], resourceNames: ['x'] },
+  { verbs: ['get'], apiGroups: ['', 'rbac.authorization.k8s.io'], resources: ['secrets', 'clusterroles'], resourceNames: ['s', 'r'] },
+  { verbs: ['get', 'update'], apiGroups: ['example.com'], resources: ['widgets'], resourceNames: ['w1'] },
+  { verbs: ['get'], apiGroups: ['example.com', 'apps'], resources: ['gadgets'], resourceNames: ['g1'] },
+  { verbs: ['get'], nonResourceURLs: ['/healthz', '/version'] },
+  { verbs: ['watch'], apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], resourceNames: ['fast'] },
+];
+const CLUSTER_ROLE: Spec = {
+  metadata: { name: 'reader', labels: { app: 'x', [TENANT_LABEL]: 'evil00' } },
+  rules: RULES_SPEC,
+  aggregationRule: {
+    clusterRoleSelectors: [
+      { matchLabels: { 'rbac.example.com/aggregate': 'true', [TENANT_LABEL]: 'evil00' } },
+      { matchExpressions: [{ key: 'tier', operator: 'In', values: ['a', 'b'] }] },
+    ],
+  },
+};
+const ROLE: Spec = { metadata: { name: 'pod-reader', namespace: 'dev' }, rules: RULES_SPEC };
+const SUBJECTS: Spec[] = [
+  { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'alice' },
+  { kind: 'User', name: 'system:serviceaccount:dev:builder' },
+  { kind: 'Group', apiGroup: 'rbac.authorization.k8s.io', name: 'devs' },
+  { kind: 'Group', name: 'system:serviceaccounts:dev' },
+  { kind: 'ServiceAccount', name: 'default', namespace: 'dev' },
+  { kind: 'ServiceAccount', name: 'no-namespace' },
+  { kind: 'User', name: 'bob', namespace: 'ignored' },
+  { kind: 'Robot', name: 'r2', namespace: 'd2' },
+  { name: 'nameless' },
+];
+const ROLE_BINDING: Spec = { metadata: { name: 'read-pods', namespace: 'dev' }, subjects: SUBJECTS, roleRef: { apiGroup: RBAC_GROUP, kind: 'ClusterRole', name: 'view' } };
+const ROLE_BINDING_TO_ROLE: Spec = { metadata: { name: 'read', namespace: 'dev' }, subjects: SUBJECTS.slice(0, 2), roleRef: { apiGroup: RBAC_GROUP, kind: 'Role', name: 'pod-reader' } };
+const CLUSTER_ROLE_BINDING: Spec = { metadata: { name: 'readers' }, subjects: SUBJECTS, roleRef: { apiGroup: RBAC_GROUP, kind: 'ClusterRole', name: 'reader' } };
+
+const RBAC_CASES: [string, string, 'role' | 'binding', Spec][] = [
+  ['ClusterRole', 'clusterroles', 'role', CLUSTER_ROLE],
+  ['Role', 'roles', 'role', ROLE],
+  ['RoleBinding', 'rolebindings', 'binding', ROLE_BINDING],
+  ['RoleBinding', 'rolebindings', 'binding', ROLE_BINDING_TO_ROLE],
+  ['ClusterRoleBinding', 'clusterrolebindings', 'binding', CLUSTER_ROLE_BINDING],
+];
+const rbacBody = (kind: string, rule: 'role' | 'binding', obj: Spec) => envelope(RBAC_V1, kind, rule === 'role' ? encodeRole(obj) : encodeBinding(obj));
+
+t.test('roles and bindings: converted on the wire exactly as the JSON rule converts the same object', async (t) => {
+  for (const [kind, resource, rule, obj] of RBAC_CASES) {
+    const body = rbacBody(kind, rule, obj);
+    const out = convert(body, RBAC_GROUP, resource, RBAC_OPTIONS);
+    const got = rbacJsonOf(unwrap(out).raw, rule);
+    const want = jsonRuleOf(obj, resource, rule);
+    t.same(got, want, `${kind} ${(obj.metadata as Spec).name}: the JSON rule's output`);
+    t.same(rbacJsonOf(unwrap(body).raw, rule), compact({ ...obj, metadata: compact({ ...(obj.metadata as Spec), labels: (obj.metadata as Spec).labels ?? {} }) }), `${kind}: the test's encoder and decoder agree`);
+    t.same(others(unwrap(out).envelope, 2), others(unwrap(body).envelope, 2), `${kind}: envelope byte for byte`);
+  }
+  // Spot checks of the expected values themselves (the JSON rule is the reference, these keep it honest).
+  const clusterRole = rbacJsonOf(unwrap(convert(rbacBody('ClusterRole', 'role', CLUSTER_ROLE), RBAC_GROUP, 'clusterroles', RBAC_OPTIONS)).raw, 'role');
+  const rules = clusterRole.rules as Spec[];
+  t.equal((clusterRole.metadata as Spec).name, 'abc123-reader');
+  t.same(rules[1]!.resourceNames, ['abc123-team-a', 'abc123-team-b'], 'names of cluster-scoped kinds prefixed');
+  t.same(rules[2]!.resourceNames, ['cfg'], 'names of namespaced kinds unchanged');
+  t.same(rules[3]!.resourceNames, ['x', 'abc123-x'], "'*': names of both forms");
+  t.same(rules[5], { verbs: ['get', 'update'], apiGroups: ['abc123-example.com'], resources: ['widgets'], resourceNames: ['abc123-w1'] }, 'custom group prefixed, cluster-scoped custom names too');
+  t.same(rules[6]!.apiGroups, ['abc123-example.com', 'apps'], 'built-in groups unchanged');
+  t.same(rules[8]!.resourceNames, ['fast'], 'shared kinds keep their names');
+  const selectors = (clusterRole.aggregationRule as Spec).clusterRoleSelectors as Spec[];
+  t.same(selectors.map((s) => s.matchLabels), [{ 'rbac.example.com/aggregate': 'true', [TENANT_LABEL]: TENANT }, { [TENANT_LABEL]: TENANT }], 'aggregation only of the tenant');
+  const bindingOut = rbacJsonOf(unwrap(convert(rbacBody('RoleBinding', 'binding', ROLE_BINDING), RBAC_GROUP, 'rolebindings', RBAC_OPTIONS)).raw, 'binding');
+  t.same(
+    (bindingOut.subjects as Spec[]).map((s) => [s.name, s.namespace]),
+    [
+      ['abc123-alice', undefined],
+      ['system:serviceaccount:abc123-dev:builder', undefined],
+      ['abc123:devs', undefined],
+      ['system:serviceaccounts:abc123-dev', undefined],
+      ['default', 'abc123-dev'],
+      ['no-namespace', undefined],
+      ['abc123-bob', 'ignored'],
+      ['r2', 'd2'],
+      ['nameless', undefined],
+    ],
+  );
+  t.same(bindingOut.roleRef, { apiGroup: RBAC_GROUP, kind: 'ClusterRole', name: 'abc123-view' });
+  t.same((bindingOut.metadata as Spec).namespace, 'abc123-dev');
+});
+
+t.test('roles and bindings: everything the rule does not map is copied byte for byte', async (t) => {
+  const unknownField = ld(15, 'future');
+  const rule = msg(ld(1, 'get'), ld(2, ''), ld(3, 'namespaces'), unknownField, ld(4, 'a'), vi(16, 7), ld(5, '/x'));
+  const body = envelope(RBAC_V1, 'ClusterRole', msg(ld(1, ld(1, 'r')), ld(2, rule), ld(3, msg(ld(1, Buffer.alloc(0)), ld(2, 'agg-extra'))), ld(9, 'object-extra')));
+  const raw = unwrap(convert(body, RBAC_GROUP, 'clusterroles')).raw;
+  const ruleOut = one(raw, 2);
+  t.same(decode(ruleOut).map((f) => f.number), [1, 2, 3, 15, 4, 16, 5], 'fields kept in place');
+  t.same(others(ruleOut, 4), others(rule, 4), 'verbs, groups, resources, unknown fields byte for byte');
+  t.same(strs(ruleOut, 4), ['abc123-a']);
+  t.same(all(one(raw, 3), 2), [Buffer.from('agg-extra')], 'unknown AggregationRule field kept');
+  t.same(all(raw, 9), [Buffer.from('object-extra')], 'unknown object field kept');
+  // Several mappings: resourceNames are written once per mapping, in order, where the first one was.
+  const star = msg(ld(2, '*'), ld(3, '*'), ld(4, 'a'), ld(4, 'b'), ld(1, 'get'));
+  const starOut = one(unwrap(convert(envelope(RBAC_V1, 'Role', msg(ld(1, ld(3, 'dev')), ld(2, star))), RBAC_GROUP, 'roles')).raw, 2);
+  t.same(decode(starOut).map((f) => f.number), [2, 3, 4, 4, 4, 4, 1]);
+  t.same(strs(starOut, 4), ['a', 'b', 'abc123-a', 'abc123-b']);
+  // A Role has no aggregationRule: field 3 is unknown to the apiserver and copied as it is.
+  const roleExtra = ld(3, ld(1, ld(1, entry(TENANT_LABEL, 'zzzzzz'))));
+  const roleRaw = unwrap(convert(envelope(RBAC_V1, 'Role', msg(ld(1, ld(3, 'dev')), roleExtra)), RBAC_GROUP, 'roles')).raw;
+  t.same(others(roleRaw, 1), roleExtra);
+  // Bindings: unknown subject and roleRef fields, and subjects with nothing to map.
+  const subject = msg(ld(1, 'ServiceAccount'), ld(3, 'sa'), ld(4, 'dev'), ld(9, 'x'));
+  const untouched = msg(ld(1, 'ServiceAccount'), ld(3, 'sa'), ld(9, 'y'));
+  const roleRef = msg(ld(1, RBAC_GROUP), ld(2, 'ClusterRole'), ld(3, 'edit'), ld(4, 'z'));
+  const bindingRaw = unwrap(convert(envelope(RBAC_V1, 'RoleBinding', msg(ld(1, ld(3, 'dev')), ld(2, subject), ld(2, untouched), ld(3, roleRef))), RBAC_GROUP, 'rolebindings')).raw;
+  const [subjectOut, untouchedOut] = all(bindingRaw, 2);
+  t.same(subjectOut, msg(ld(1, 'ServiceAccount'), ld(3, 'sa'), ld(4, 'abc123-dev'), ld(9, 'x')));
+  t.same(untouchedOut, untouched);
+  t.same(one(bindingRaw, 3), msg(ld(1, RBAC_GROUP), ld(2, 'ClusterRole'), ld(3, 'abc123-edit'), ld(4, 'z')));
+  const toRole = envelope(RBAC_V1, 'RoleBinding', msg(ld(1, ld(3, 'dev')), ld(3, msg(ld(2, 'Role'), ld(3, 'r')))));
+  t.same(one(unwrap(convert(toRole, RBAC_GROUP, 'rolebindings')).raw, 3), msg(ld(2, 'Role'), ld(3, 'r')), 'a Role reference unchanged');
+});
+
+t.test('roles and bindings: refusals', async (t) => {
+  const bad = (body: Buffer, resource: string, why: string) => {
+    const error = thrown(() => convert(body, RBAC_GROUP, resource, RBAC_OPTIONS));
+    t.equal(error.code, 400, why);
+    t.equal(error.reason, 'BadRequest', why);
+  };
+  const role = (...rules: Buffer[]) => envelope(RBAC_V1, 'ClusterRole', msg(ld(1, ld(1, 'r')), ...rules));
+  const rb = (...parts: Buffer[]) => envelope(RBAC_V1, 'RoleBinding', msg(ld(1, ld(3, 'dev')), ...parts));
+  bad(role(vi(2, 1)), 'clusterroles', 'a rule as a varint');
+  bad(role(ld(2, vi(2, 1))), 'clusterroles', 'apiGroups as a varint');
+  bad(role(ld(2, vi(3, 1))), 'clusterroles', 'resources as a varint');
+  bad(role(ld(2, msg(ld(3, 'namespaces'), vi(4, 1)))), 'clusterroles', 'resourceNames as a varint');
+  bad(role(ld(2, msg(ld(3, 'namespaces'), ld(4, Buffer.from([0xff]))))), 'clusterroles', 'resourceNames not UTF-8');
+  bad(role(ld(3, Buffer.alloc(0)), ld(3, Buffer.alloc(0))), 'clusterroles', 'aggregationRule twice');
+  bad(role(ld(3, vi(1, 1))), 'clusterroles', 'clusterRoleSelectors as a varint');
+  bad(role(ld(3, ld(1, vi(1, 1)))), 'clusterroles', 'matchLabels as a varint');
+  bad(role(ld(3, Buffer.from([0x0a, 0x05, 0x0a]))), 'clusterroles', 'a selector longer than its aggregationRule');
+  bad(role(ld(3, ld(1, ld(1, msg(ld(1, TENANT_LABEL), ld(1, 'x')))))), 'clusterroles', 'a matchLabels entry with two keys');
+  bad(rb(vi(2, 1)), 'rolebindings', 'a subject as a varint');
+  bad(rb(ld(2, msg(ld(1, 'User'), ld(1, 'Group'), ld(3, 'a')))), 'rolebindings', 'subject kind twice');
+  bad(rb(ld(2, msg(ld(1, 'User'), ld(3, 'a'), ld(3, 'b')))), 'rolebindings', 'subject name twice');
+  bad(rb(ld(2, msg(ld(1, 'ServiceAccount'), ld(4, 'a'), ld(4, 'b')))), 'rolebindings', 'subject namespace twice');
+  bad(rb(ld(2, msg(vi(1, 1), ld(3, 'a')))), 'rolebindings', 'subject kind as a varint');
+  bad(rb(ld(3, msg(ld(2, 'ClusterRole'), ld(3, 'a'))), ld(3, ld(3, 'b'))), 'rolebindings', 'roleRef twice');
+  bad(rb(ld(3, msg(ld(2, 'ClusterRole'), ld(3, 'a'), ld(3, 'b')))), 'rolebindings', 'roleRef name twice');
+  bad(rb(ld(3, msg(ld(2, 'ClusterRole'), ld(2, 'Role'), ld(3, 'a')))), 'rolebindings', 'roleRef kind twice');
+  bad(rb(ld(3, msg(vi(3, 1), ld(2, 'ClusterRole')))), 'rolebindings', 'roleRef name as a varint');
+
+  const custom = role(ld(2, msg(ld(2, 'example.com'), ld(3, 'widgets'), ld(4, 'w'))));
+  const noDiscovery = thrown(() => convert(custom, RBAC_GROUP, 'clusterroles'));
+  t.equal(noDiscovery.code, 415, 'resourceNames of a custom resource need discovery');
+  t.match(noDiscovery.message, /send it as JSON/);
+  t.doesNotThrow(() => convert(role(ld(2, msg(ld(2, 'example.com'), ld(3, 'widgets')))), RBAC_GROUP, 'clusterroles'), 'custom groups without names do not');
+  t.equal(thrown(() => convert(envelope('rbac.authorization.k8s.io/v1beta1', 'ClusterRole', msg()), RBAC_GROUP, 'clusterroles')).code, 415, 'other versions');
+  t.equal(thrown(() => convert(envelope(RBAC_V1, 'Role', msg()), RBAC_GROUP, 'clusterroles')).code, 400, 'a Role body for clusterroles');
+  // A tenant whose id upstream reserves cannot name groups: the JSON rule's 403, from protobuf too.
+  const group = rb(ld(2, msg(ld(1, 'Group'), ld(3, 'devs'))));
+  const ctx = { tenant: 'system', scopeOf: () => undefined, kindScope: () => undefined };
+  const jsonError = thrown(() => objectToUpstream({ metadata: { namespace: 'dev' }, subjects: [{ kind: 'Group', name: 'devs' }] }, ctx, rowOf(RBAC_GROUP, 'rolebindings')));
+  const wireError = thrown(() => protobufBodyToUpstream(group, rowOf(RBAC_GROUP, 'rolebindings'), 'system', CREATE));
+  t.same([wireError.code, wireError.message], [jsonError.code, jsonError.message]);
+  t.equal(jsonError.code, 403);
 });
 
 t.test('malformed bodies: 400, never anything else', async (t) => {
@@ -422,15 +651,17 @@ t.test('fuzz: truncations, bit flips and splices of valid bodies', async (t) => 
     seed = (seed * 1103515245 + 12345) % 2147483648;
     return Math.floor((seed / 2147483648) * n);
   };
-  const targets: [Buffer, string, string][] = [
+  const targets: [Buffer, string, string, ('role' | 'binding')?][] = [
     [CONFIGMAP, '', 'configmaps'],
     [DEPLOYMENT, 'apps', 'deployments'],
     [NAMESPACE, '', 'namespaces'],
+    ...RBAC_CASES.map(([kind, resource, rule, obj]): [Buffer, string, string, 'role' | 'binding'] => [rbacBody(kind, rule, obj), RBAC_GROUP, resource, rule]),
   ];
   const outcomes: Record<string, number> = {};
   let unexpected = 0;
-  for (let i = 0; i < 6000; i++) {
-    const [valid, group, resource] = targets[i % targets.length]!;
+  let compared = 0;
+  for (let i = 0; i < 16000; i++) {
+    const [valid, group, resource, rbacRule] = targets[i % targets.length]!;
     let body = Buffer.from(valid);
     for (let n = 1 + random(3); n > 0; n--) {
       const p = random(body.length);
@@ -444,13 +675,27 @@ t.test('fuzz: truncations, bit flips and splices of valid bodies', async (t) => 
       }
     }
     try {
-      const out = convert(body, group, resource);
+      const out = convert(body, group, resource, RBAC_OPTIONS);
       const meta = at(unwrap(out).raw, 1);
       const { map, tenantEntries } = mapOf(meta);
       if (map[TENANT_LABEL] !== TENANT || tenantEntries !== 1) unexpected++;
-      const namespace = resource === 'namespaces' ? str(meta, 1) : str(meta, 3);
-      if (namespace !== undefined && namespace !== '' && !namespace.startsWith('abc123-')) unexpected++;
+      const namespaced = rowOf(group, resource).scope === 'Namespaced';
+      const name = namespaced ? str(meta, 3) : str(meta, 1);
+      if (name !== undefined && name !== '' && !name.startsWith('abc123-')) unexpected++;
       outcomes.converted = (outcomes.converted ?? 0) + 1;
+      if (rbacRule !== undefined) {
+        // What the apiserver reads of the converted body is what the JSON rule makes of what it reads of the original.
+        let input: Spec;
+        try {
+          input = rbacJsonOf(unwrap(body).raw, rbacRule);
+        } catch {
+          continue; // metadata absent: nothing for the JSON rule to start from
+        }
+        compared++;
+        const got = rbacJsonOf(unwrap(out).raw, rbacRule);
+        const want = jsonRuleOf(input, resource, rbacRule);
+        if (!isDeepStrictEqual(got, want) && !t.same(got, want, `the JSON rule's output for ${body.toString('hex')}`)) return;
+      }
     } catch (error) {
       if (!(error instanceof StatusError) || ![400, 415, 422].includes(error.code)) {
         t.fail(`unexpected ${String(error)} for ${body.toString('hex')}`);
@@ -459,6 +704,7 @@ t.test('fuzz: truncations, bit flips and splices of valid bodies', async (t) => 
       outcomes[error.code] = (outcomes[error.code] ?? 0) + 1;
     }
   }
-  t.equal(unexpected, 0, 'every converted body carries the tenant label once and a prefixed namespace');
+  t.equal(unexpected, 0, 'every converted body carries the tenant label once and a prefixed namespace (or name)');
+  t.ok(compared > 500, `${compared} converted roles and bindings give the JSON rule's output`);
   t.ok((outcomes.converted ?? 0) > 100 && (outcomes['400'] ?? 0) > 1000, `both outcomes seen: ${JSON.stringify(outcomes)}`);
 });
