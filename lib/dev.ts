@@ -8,10 +8,13 @@ import { startRig, type Rig } from './rig/harness.ts';
 import { startGateway, type Gateway } from './server/gateway.ts';
 import { loadKubeconfig, renderKubeconfig } from './upstream/kubeconfig.ts';
 import { log } from './log.ts';
+import { bootstrapTenant } from './tenants/bootstrap.ts';
 import { toUpstreamName } from './convert/prefix.ts';
 
 /** The identity `admin.kubeconfig` carries: full rights upstream through impersonation. */
 export const DEV_ADMIN: Identity = { user: 'tenantgate-admin', groups: ['system:masters'], tenant: null };
+/** The demo tenant `tenantgate dev` sets up. */
+export const DEV_TENANT = 'demo01';
 
 export interface GatewayFiles {
   dir: string;
@@ -107,14 +110,24 @@ export async function runDev(options: DevOptions): Promise<void> {
       http2: { maxConcurrentStreams: 1000, maxHeaderListBytes: 65536 },
     });
     const adminKubeconfig = writeClientKubeconfig(join(dir, 'admin.kubeconfig'), gateway.url, files.ca, DEV_ADMIN);
+    // A demo tenant to try conversion with, until tenants come from the Tenant API.
+    await bootstrapTenant(gateway.pool, DEV_TENANT);
+    mkdirSync(join(dir, 'tenants'), { recursive: true, mode: 0o700 });
+    const tenantKubeconfig = writeClientKubeconfig(join(dir, 'tenants', `${DEV_TENANT}.kubeconfig`), gateway.url, files.ca, {
+      user: 'admin',
+      groups: [],
+      tenant: DEV_TENANT,
+    });
     log.info('tenantgate dev is ready', {
       url: gateway.url,
       adminKubeconfig,
       upstreamKubeconfig: files.upstreamKubeconfigPath,
+      tenantKubeconfig,
       next: `kubectl --kubeconfig ${adminKubeconfig} get namespaces`,
     });
     process.stdout.write(
       `\ntenantgate dev is ready at ${gateway.url}\n` +
+        `  as tenant ${DEV_TENANT}:     kubectl --kubeconfig ${tenantKubeconfig} get namespaces\n` +
         `  through tenantgate:  kubectl --kubeconfig ${adminKubeconfig} get namespaces\n` +
         `  upstream directly:   kubectl --kubeconfig ${files.upstreamKubeconfigPath} get namespaces\n` +
         `  (kubectl built for the rig: ${rig.binaries.kubectl})\n` +

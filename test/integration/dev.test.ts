@@ -59,6 +59,8 @@ t.test('tenantgate dev starts, serves kubectl through tenantgate, and stops ever
   t.not(server.stdout, upstreamServer.stdout, 'admin.kubeconfig points at tenantgate, upstream.kubeconfig at the kube-apiserver');
   const direct = await runCommand(kubectl, ['--kubeconfig', join(dir, 'upstream.kubeconfig'), 'get', 'namespace', 'kube-system', '-o', 'name']);
   t.equal(direct.stdout.trim(), 'namespace/kube-system', direct.stderr);
+  const tenantView = await runCommand(kubectl, ['--kubeconfig', join(dir, 'tenants', 'demo01.kubeconfig'), 'get', 'namespaces', '-o', 'name']);
+  t.same(tenantView.stdout.trim().split('\n').sort(), ['namespace/default', 'namespace/kube-node-lease', 'namespace/kube-public', 'namespace/kube-system'], 'the demo tenant sees a cluster of its own');
 
   const started = descendants(dev.pid!);
   t.ok(started.length >= 3, `dev runs its processes as children (${started.length})`);
