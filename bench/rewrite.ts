@@ -1,0 +1,326 @@
+// Benchmark of the list and watch rewriters against the obvious alternatives, in memory (no sockets, no files).
+// Run: node bench/rewrite.ts [--quick]   (under a minute; writes bench/results/rewrite.json)
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { Readable, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { fileURLToPath } from 'node:url';
+import { parserStream } from 'stream-json';
+import pick from 'stream-json/filters/pick.js';
+import streamArray from 'stream-json/streamers/stream-array.js';
+import streamValues from 'stream-json/streamers/stream-values.js';
+import { ListRewriter, TenantViewScanner, rewriteListBuffer, type TenantViewSpec } from '../lib/stream/tenant-view.ts';
+import { referenceListView, referenceTenantItem, referenceWatchView } from '../lib/stream/tenant-view-reference.ts';
+import { podListPayload, podWatchPayload } from './k8s-payloads.ts';
+
+const quick = process.argv.includes('--quick');
+
+const PODS = quick ? 1000 : 5000;
+const CHUNK = 64 * 1024;
+const TENANT = 'abc123';
+const fast: TenantViewSpec = { tenant: TENANT, nameField: 'namespace' };
+const slow: TenantViewSpec = { tenant: TENANT, nameField: 'namespace', rewriteItem: (item) => item };
+
+interface Run {
+  /** Milliseconds from the start of the run to the first output byte. */
+  firstByteMs: number;
+  outBytes: number;
+}
+
+interface Row {
+  payload: string;
+  approach: string;
+  runs: number;
+  mbPerSecond: number;
+  bestMbPerSecond: number;
+  cpuMbPerSecond: number;
+  firstByteMs: number;
+  /** The fastest first byte: without a collection of the previous case's garbage landing in the first chunk. */
+  minFirstByteMs: number;
+  outBytes: number;
+}
+
+const rows: Row[] = [];
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
+
+interface Case {
+  payload: string;
+  input: Buffer;
+  approach: string;
+  runs: number;
+  run: () => Run | Promise<Run>;
+}
+
+/**
+ * Runs the cases round-robin (one run of each in turn, `runs` times), so that load from other processes on this
+ * shared machine spreads over all of them instead of sinking whichever ran at the wrong moment.
+ */
+async function measureAll(cases: Case[]): Promise<void> {
+  // Warm up: the scanner reaches its fast code after a few runs (and forcing a full GC between runs set it back:
+  // V8 dropped optimized code that embedded collected objects), so every case runs twice before it counts.
+  for (const c of cases) {
+    await c.run();
+    if (c.runs > 2) await c.run();
+  }
+  const wall = cases.map((): number[] => []);
+  const cpu = cases.map((): number[] => []);
+  const first = cases.map((): number[] => []);
+  const outBytes = cases.map(() => 0);
+  const rounds = Math.max(...cases.map((c) => c.runs));
+  for (let round = 0; round < rounds; round++) {
+    for (const [i, c] of cases.entries()) {
+      if (round >= c.runs) continue;
+      const cpu0 = process.cpuUsage();
+      const t0 = performance.now();
+      const result = await c.run();
+      wall[i]!.push(performance.now() - t0);
+      const used = process.cpuUsage(cpu0);
+      cpu[i]!.push((used.user + used.system) / 1000);
+      first[i]!.push(result.firstByteMs);
+      outBytes[i] = result.outBytes;
+    }
+  }
+  for (const [i, c] of cases.entries()) {
+    const mb = c.input.length / 1e6;
+    const row: Row = {
+      payload: c.payload,
+      approach: c.approach,
+      runs: c.runs,
+      mbPerSecond: Math.round(mb / (median(wall[i]!) / 1000)),
+      bestMbPerSecond: Math.round(mb / (Math.min(...wall[i]!) / 1000)),
+      cpuMbPerSecond: Math.round(mb / (median(cpu[i]!) / 1000)),
+      firstByteMs: Number(median(first[i]!).toFixed(2)),
+      minFirstByteMs: Number(Math.min(...first[i]!).toFixed(2)),
+      outBytes: outBytes[i]!,
+    };
+    rows.push(row);
+    console.log(
+      `${c.payload.padEnd(6)} ${c.approach.padEnd(52)} ${String(row.mbPerSecond).padStart(6)} ${String(row.bestMbPerSecond).padStart(6)} ${String(row.cpuMbPerSecond).padStart(6)} ${row.firstByteMs.toFixed(2).padStart(9)} ${row.minFirstByteMs.toFixed(2).padStart(8)}`,
+    );
+  }
+}
+
+function chunksOf(input: Buffer): Buffer[] {
+  const chunks: Buffer[] = [];
+  for (let i = 0; i < input.length; i += CHUNK) chunks.push(input.subarray(i, i + CHUNK));
+  return chunks;
+}
+
+/** Drives a TenantViewScanner by hand, chunk by chunk, as the Transform does minus the stream machinery. */
+function scannerRun(kind: 'list' | 'watch', chunks: Buffer[], spec: TenantViewSpec): Run {
+  const t0 = performance.now();
+  const scanner = new TenantViewScanner(kind, spec);
+  let firstByteMs = -1;
+  let outBytes = 0;
+  for (const chunk of chunks) {
+    const out = scanner.write(chunk);
+    if (out.length > 0 && firstByteMs < 0) firstByteMs = performance.now() - t0;
+    outBytes += out.length;
+  }
+  outBytes += scanner.finish().length;
+  return { firstByteMs, outBytes };
+}
+
+function wholeRun(rewrite: () => Buffer): Run {
+  const t0 = performance.now();
+  const out = rewrite();
+  return { firstByteMs: performance.now() - t0, outBytes: out.length };
+}
+
+function rawCopyRun(chunks: Buffer[]): Run {
+  const t0 = performance.now();
+  let firstByteMs = -1;
+  let outBytes = 0;
+  for (const chunk of chunks) {
+    outBytes += Buffer.from(chunk).length;
+    if (firstByteMs < 0) firstByteMs = performance.now() - t0;
+  }
+  return { firstByteMs, outBytes };
+}
+
+const NAMESPACE_KEY = Buffer.from('"namespace":"');
+const PREFIX = Buffer.from(`${TENANT}-`);
+
+/**
+ * FACTS.md's "byte scanner looking for namespace keys": indexOf for `"namespace":"` and cut the prefix. Wrong
+ * (it rewrites nested and escaped keys, drops nothing), kept only to compare this machine with the one in FACTS.md.
+ */
+function keyScannerRun(input: Buffer): Run {
+  const t0 = performance.now();
+  const parts: Buffer[] = [];
+  let from = 0;
+  let at = 0;
+  while ((at = input.indexOf(NAMESPACE_KEY, at)) >= 0) {
+    const value = at + NAMESPACE_KEY.length;
+    if (input.compare(PREFIX, 0, PREFIX.length, value, value + PREFIX.length) === 0) {
+      parts.push(input.subarray(from, value));
+      from = value + PREFIX.length;
+    }
+    at = value;
+  }
+  parts.push(input.subarray(from));
+  const out = Buffer.concat(parts);
+  return { firstByteMs: performance.now() - t0, outBytes: out.length };
+}
+
+/** The floor of any byte-by-byte JavaScript scanner on this machine: read every byte, do nothing with it. */
+function readEveryByteRun(input: Buffer): Run {
+  const t0 = performance.now();
+  let sum = 0;
+  for (let i = 0; i < input.length; i++) sum = (sum + input[i]!) | 0;
+  return { firstByteMs: performance.now() - t0, outBytes: sum & 0 };
+}
+
+class Sink extends Writable {
+  firstByteMs = -1;
+  outBytes = 0;
+  private readonly t0: number;
+  constructor(t0: number) {
+    super({ objectMode: false });
+    this.t0 = t0;
+  }
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: () => void): void {
+    if (this.firstByteMs < 0) this.firstByteMs = performance.now() - this.t0;
+    this.outBytes += chunk.length;
+    callback();
+  }
+}
+
+async function transformRun(chunks: Buffer[]): Promise<Run> {
+  const t0 = performance.now();
+  const sink = new Sink(t0);
+  await pipeline(Readable.from(chunks), new ListRewriter(fast), sink);
+  return { firstByteMs: sink.firstByteMs, outBytes: sink.outBytes };
+}
+
+/** stream-json as FACTS.md measured it: parser (packed tokens only, its fastest mode), pick items, streamArray, JSON.stringify per kept item. */
+async function streamJsonListRun(chunks: Buffer[]): Promise<Run> {
+  const t0 = performance.now();
+  let firstByteMs = -1;
+  let outBytes = 0;
+  const items = new Writable({
+    objectMode: true,
+    write({ value }: { value: unknown }, _encoding, callback) {
+      const item = referenceTenantItem(value, fast);
+      if (item !== null) {
+        outBytes += Buffer.byteLength(JSON.stringify(item)) + 1;
+        if (firstByteMs < 0) firstByteMs = performance.now() - t0;
+      }
+      callback();
+    },
+  });
+  await pipeline(Readable.from(chunks), parserStream({ streamValues: false }), pick.asStream({ filter: 'items' }), streamArray.asStream(), items);
+  return { firstByteMs, outBytes };
+}
+
+async function streamJsonWatchRun(chunks: Buffer[]): Promise<Run> {
+  const t0 = performance.now();
+  let firstByteMs = -1;
+  let outBytes = 0;
+  const events = new Writable({
+    objectMode: true,
+    write({ value }: { value: any }, _encoding, callback) {
+      const object = value.type === 'BOOKMARK' || value.type === 'ERROR' ? value.object : referenceTenantItem(value.object, fast);
+      if (object !== null) {
+        outBytes += Buffer.byteLength(JSON.stringify({ type: value.type, object })) + 1;
+        if (firstByteMs < 0) firstByteMs = performance.now() - t0;
+      }
+      callback();
+    },
+  });
+  await pipeline(Readable.from(chunks), parserStream({ jsonStreaming: true, streamValues: false }), streamValues.asStream(), events);
+  return { firstByteMs, outBytes };
+}
+
+function checkAgreement(what: string, got: Buffer, want: Buffer): void {
+  if (JSON.stringify(JSON.parse(got.toString())) !== want.toString()) throw new Error(`${what}: the rewriter and the reference disagree`);
+}
+
+/** One payload's cases, in a process of its own (run by main), so that no payload runs on code the JIT tuned for the other. */
+async function runPayload(payload: 'list' | 'watch'): Promise<void> {
+  const many = quick ? 3 : 9;
+  const few = quick ? 1 : 3;
+  const once = quick ? 1 : 2;
+  if (payload === 'list') {
+    const list = podListPayload({ pods: PODS, tenant: TENANT, otherEvery: 10 });
+    const listChunks = chunksOf(list);
+    checkAgreement('list', rewriteListBuffer(list, fast), referenceListView(list, fast));
+    checkAgreement('list, slow path', rewriteListBuffer(list, slow), referenceListView(list, slow));
+    await measureAll([
+      { payload, input: list, approach: 'raw copy (64 KiB chunks)', runs: many, run: () => rawCopyRun(listChunks) },
+      { payload, input: list, approach: 'calibration: indexOf "namespace" scanner (unsafe)', runs: many, run: () => keyScannerRun(list) },
+      { payload, input: list, approach: 'calibration: JS loop reading every byte', runs: many, run: () => readEveryByteRun(list) },
+      { payload, input: list, approach: 'tenant-view fast path (64 KiB chunks)', runs: many, run: () => scannerRun('list', listChunks, fast) },
+      { payload, input: list, approach: 'tenant-view fast path (whole buffer)', runs: many, run: () => wholeRun(() => rewriteListBuffer(list, fast)) },
+      { payload, input: list, approach: 'tenant-view fast path, ListRewriter stream', runs: many, run: () => transformRun(listChunks) },
+      { payload, input: list, approach: 'tenant-view slow path, rewriteItem identity (chunks)', runs: few, run: () => scannerRun('list', listChunks, slow) },
+      { payload, input: list, approach: 'JSON.parse + edit + JSON.stringify', runs: few, run: () => wholeRun(() => referenceListView(list, fast)) },
+      { payload, input: list, approach: 'stream-json pick + streamArray + stringify (chunks)', runs: once, run: () => streamJsonListRun(listChunks) },
+    ]);
+  } else {
+    const watch = podWatchPayload({ pods: PODS, tenant: TENANT, otherEvery: 10 });
+    const watchChunks = chunksOf(watch);
+    await measureAll([
+      { payload, input: watch, approach: 'raw copy (64 KiB chunks)', runs: many, run: () => rawCopyRun(watchChunks) },
+      { payload, input: watch, approach: 'tenant-view fast path (64 KiB chunks)', runs: many, run: () => scannerRun('watch', watchChunks, fast) },
+      { payload, input: watch, approach: 'tenant-view slow path, rewriteItem identity (chunks)', runs: few, run: () => scannerRun('watch', watchChunks, slow) },
+      { payload, input: watch, approach: 'JSON.parse + edit + JSON.stringify per event', runs: few, run: () => wholeRun(() => referenceWatchView(watch, fast)) },
+      { payload, input: watch, approach: 'stream-json jsonStreaming + streamValues (chunks)', runs: once, run: () => streamJsonWatchRun(watchChunks) },
+    ]);
+  }
+  process.stdout.write(`${ROWS_MARK}${JSON.stringify(rows)}\n`);
+}
+
+const ROWS_MARK = 'rows: ';
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  const loadAtStart = os.loadavg();
+  const list = podListPayload({ pods: PODS, tenant: TENANT, otherEvery: 10 });
+  const watch = podWatchPayload({ pods: PODS, tenant: TENANT, otherEvery: 10 });
+  console.log(
+    `list: ${PODS} pods, ${(list.length / 1e6).toFixed(1)} MB (${Math.round(list.length / PODS)} B each, 1 in 10 another tenant's, 1 in 10 with last-applied-configuration)`,
+  );
+  console.log(`watch: ${PODS} events + bookmarks, ${(watch.length / 1e6).toFixed(1)} MB; input fed in ${CHUNK / 1024} KiB chunks where it says so`);
+  console.log(
+    `\n${'payload'.padEnd(6)} ${'approach'.padEnd(52)} ${'MB/s'.padStart(6)} ${'best'.padStart(6)} ${'cpu'.padStart(6)} ${'1st byte'.padStart(9)} ${'min'.padStart(8)}`,
+  );
+  const all: Row[] = [];
+  for (const payload of ['list', 'watch']) {
+    const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--payload', payload, ...(quick ? ['--quick'] : [])], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
+    if (child.status !== 0) throw new Error(`the ${payload} benchmark failed (${child.status ?? child.signal})`);
+    for (const line of child.stdout.split('\n')) {
+      if (line.startsWith(ROWS_MARK)) all.push(...(JSON.parse(line.slice(ROWS_MARK.length)) as Row[]));
+      else if (line !== '') console.log(line);
+    }
+  }
+
+  console.log('\nMB/s: input bytes over the median wall time; best: the fastest run; cpu: over the median CPU time (user+system,');
+  console.log('GC threads included); 1st byte: median ms from the start of a run to its first output byte; min: the fastest.');
+  const results = {
+    date: new Date().toISOString(),
+    node: process.version,
+    cpu: os.cpus()[0]?.model,
+    cores: os.cpus().length,
+    loadAverageAtStart: loadAtStart,
+    loadAverageAtEnd: os.loadavg(),
+    listBytes: list.length,
+    watchBytes: watch.length,
+    chunkBytes: CHUNK,
+    pods: PODS,
+    seconds: Math.round((performance.now() - started) / 1000),
+    rows: all,
+  };
+  mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
+  writeFileSync(new URL('./results/rewrite.json', import.meta.url), JSON.stringify(results, null, 2) + '\n');
+  console.log(`\nwrote bench/results/rewrite.json (${results.seconds} s, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
+}
+
+const payloadArg = process.argv[process.argv.indexOf('--payload') + 1];
+if (process.argv.includes('--payload')) await runPayload(payloadArg === 'watch' ? 'watch' : 'list');
+else await main();
