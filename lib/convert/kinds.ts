@@ -244,6 +244,14 @@ export function builtinKindOf(group: string, kind: string): KindRow | undefined 
   return byKind.get(group)?.get(kind);
 }
 
+/** Reviews are answered and forgotten, never stored; the apiserver refuses any metadata (a label) on them. */
+const REVIEW_RULES: ReadonlySet<RuleName> = new Set(['subjectaccessreview', 'selfsubjectaccessreview', 'selfsubjectrulesreview', 'tokenreview', 'selfsubjectreview']);
+
+/** True for kinds whose objects are stored and so carry the tenant label (every tenant kind but the reviews). */
+export function carriesTenantLabel(row: KindRow): boolean {
+  return row.tenancy === 'tenant' && !REVIEW_RULES.has(row.rule);
+}
+
 const READ_VERBS: ReadonlySet<string> = new Set(['get', 'list', 'watch']);
 /** Subresources of a shared kind a tenant may read: `nodes/proxy` would reach every tenant's pods through the kubelet. */
 const SHARED_READABLE_SUBRESOURCES: ReadonlySet<string> = new Set(['', 'status']);

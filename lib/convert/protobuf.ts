@@ -2,17 +2,19 @@
 // built-in kinds since Kubernetes 1.31), converted for a tenant at the wire level, without .proto schemas. Every object
 // message has `ObjectMeta metadata = 1`; the metadata, pod templates, pod specs, role rules and binding subjects are
 // rewritten at field paths checked against k8s.io/api and k8s.io/apimachinery generated.proto (v0.36), the values
-// mapped by the JSON rules' own functions, and every other byte is copied as it came.
+// mapped by the JSON rules' own functions, and every other byte is copied as it came. Access and token reviews (what
+// `kubectl auth can-i` and `kubectl auth whoami` send) have their resource attributes, users and groups mapped likewise.
 // Kinds whose rules reach further into the body are refused (415: send them as JSON).
 // Never lets a field it interprets through in a form the apiserver could read differently: duplicated singular fields,
 // unexpected wire types, groups and out-of-range field numbers on the way are refused (400).
-import { accessRefusal, isTenantCrdGroup, type KindRow, type RuleName, type Scope } from './kinds.ts';
+import { accessRefusal, carriesTenantLabel, isTenantCrdGroup, type KindRow, type RuleName, type Scope } from './kinds.ts';
 import { TENANT_LABEL, toUpstreamName, type TenantId } from './prefix.ts';
 import { apiVersionToUpstream, groupOfApiVersion } from './rules/api-groups.ts';
 import { NAMESPACE_NAME_LABEL } from './rules/label-selectors.ts';
 import { checkNameFits, checkNamespaceFits, nameMappingOfRow, nameToUpstream, namespaceToUpstream } from './rules/names.ts';
 import { binding, policyRuleToUpstream } from './rules/rbac.ts';
 import { ownerReferencesToUpstream } from './rules/references.ts';
+import { selfSubjectAccessReview, selfSubjectRulesReview, subjectAccessReview } from './rules/reviews.ts';
 import type { ConvertContext, Json } from './rules/rule.ts';
 import { badRequest, StatusError } from '../server/status.ts';
 
@@ -406,7 +408,7 @@ function objectMetaToUpstream(meta: Buffer, conversion: Conversion): Buffer {
   ownerReferencesToUpstreamWire(edit, conversion);
   // A Namespace's `kubernetes.io/metadata.name` label follows its name (the namespace rule).
   const renamed = row.rule === 'namespace' ? (value: string) => (value === '' ? value : namespaceToUpstream(value, tenant)) : undefined;
-  forceTenantEntry(edit, META.labels, 'labels', tenant, renamed);
+  if (carriesTenantLabel(row)) forceTenantEntry(edit, META.labels, 'labels', tenant, renamed);
   managedFieldsToUpstreamWire(edit, tenant);
   return edit.finish();
 }
@@ -574,6 +576,78 @@ function bindingToUpstreamWire(object: Buffer, conversion: Conversion): Buffer {
   return edit.finish();
 }
 
+// ---- access and token reviews (k8s.io/api authorization/v1, authentication/v1 generated.proto), mapped by rules/reviews.ts ----
+
+/**
+ * SelfSubjectAccessReview, SubjectAccessReview, LocalSubjectAccessReview: spec = 2. Their specs: resourceAttributes = 1
+ * (nonResourceAttributes = 2 is copied); SubjectAccessReviewSpec only: user = 3, groups = 4 (extra = 5 and uid = 6 are copied).
+ */
+const ACCESS_REVIEW_SPEC: readonly Step[] = [2];
+const ACCESS_REVIEW = { resourceAttributes: 1, user: 3, groups: 4 } as const;
+/**
+ * ResourceAttributes: the fields the JSON rule reads or maps (verb = 2, version = 4, subresource = 6, fieldSelector = 8
+ * and labelSelector = 9 are copied).
+ */
+const RESOURCE_ATTRIBUTES = { namespace: 1, group: 3, resource: 5, name: 7 } as const;
+/** SelfSubjectRulesReview: spec = 2 → SelfSubjectRulesReviewSpec.namespace = 1. */
+const RULES_REVIEW_SPEC: readonly Step[] = [2];
+const RULES_REVIEW = { namespace: 1 } as const;
+
+/**
+ * The JSON rule's context for resource attributes: a custom resource's scope decides how a name is asked about, so
+ * without discovery a named custom resource is refused (415); unnamed, its scope does not matter.
+ */
+function reviewContext(conversion: Conversion, name: string): ConvertContext {
+  if (conversion.scopeOf !== undefined || name !== '') return ruleContext(conversion);
+  return { ...ruleContext(conversion), scopeOf: () => undefined };
+}
+
+/** The spec of an access review read into JSON, mapped by the JSON rule, the changed fields written back. */
+function accessReviewSpecToUpstreamWire(spec: Buffer, conversion: Conversion, identity: boolean): Buffer {
+  const edit = new MessageEdit(spec, 'spec');
+  const attributesField = edit.single(ACCESS_REVIEW.resourceAttributes, 'resourceAttributes');
+  const attributes = attributesField && new MessageEdit(edit.payload(attributesField), 'spec.resourceAttributes');
+  const attributesBefore = attributes && readStrings(attributes, RESOURCE_ATTRIBUTES);
+  const json: Json = {};
+  if (attributesBefore !== undefined) json.resourceAttributes = { ...attributesBefore };
+  const user = identity ? readStrings(edit, { user: ACCESS_REVIEW.user }) : undefined;
+  const groupFields = identity ? edit.all(ACCESS_REVIEW.groups, 'groups') : [];
+  if (user !== undefined) {
+    json.user = user.user;
+    json.groups = groupFields.map((field) => edit.string(field, 'groups'));
+  }
+  const ctx = reviewContext(conversion, attributesBefore?.name ?? '');
+  (identity ? subjectAccessReview : selfSubjectAccessReview).toUpstream({ spec: json }, ctx);
+  if (attributes !== undefined && attributesField !== undefined && attributesBefore !== undefined) {
+    writeStrings(attributes, RESOURCE_ATTRIBUTES, attributesBefore, json.resourceAttributes as Json);
+    edit.replaceMessage(attributesField, attributes);
+  }
+  if (user !== undefined) {
+    writeStrings(edit, { user: ACCESS_REVIEW.user }, user, json);
+    writeRepeatedStrings(edit, ACCESS_REVIEW.groups, groupFields, json.groups as string[]);
+  }
+  return edit.finish();
+}
+
+function accessReviewToUpstreamWire(identity: boolean): (object: Buffer, conversion: Conversion) => Buffer {
+  return (object, conversion) => rewriteAt(object, ACCESS_REVIEW_SPEC, 'object', (spec) => accessReviewSpecToUpstreamWire(spec, conversion, identity));
+}
+
+/** SelfSubjectRulesReview: the namespace asked about. */
+function rulesReviewToUpstreamWire(object: Buffer, conversion: Conversion): Buffer {
+  return rewriteAt(object, RULES_REVIEW_SPEC, 'object', (spec) => {
+    const edit = new MessageEdit(spec, 'spec');
+    const before = readStrings(edit, RULES_REVIEW);
+    const json: Json = { ...before };
+    selfSubjectRulesReview.toUpstream({ spec: json }, ruleContext(conversion));
+    writeStrings(edit, RULES_REVIEW, before, json);
+    return edit.finish();
+  });
+}
+
+/** TokenReview (spec = 2: token = 1, audiences = 2) and SelfSubjectReview (no spec): the JSON rules map nothing but metadata. */
+const metadataOnly = (object: Buffer): Buffer => object;
+
 // ---- which kinds are converted from protobuf ----
 
 /** What a kind's JSON rule does beyond the metadata, at the wire level. */
@@ -586,9 +660,15 @@ interface ProtobufKind {
 /** Rules that touch nothing but metadata. */
 const METADATA_RULES: ReadonlySet<RuleName> = new Set(['generic', 'namespace', 'shared']);
 const TEMPLATE_RULES: ReadonlySet<RuleName> = new Set(['pod', 'workload', 'statefulset', 'cronjob', 'podtemplate']);
-const RBAC: ReadonlyMap<RuleName, ProtobufKind> = new Map([
+/** Kinds whose JSON rule maps fields the wire-level code reads into JSON and writes back. */
+const FIELD_RULES: ReadonlyMap<RuleName, ProtobufKind> = new Map([
   ['role', { apiVersion: 'rbac.authorization.k8s.io/v1', toUpstream: roleToUpstreamWire }],
   ['binding', { apiVersion: 'rbac.authorization.k8s.io/v1', toUpstream: bindingToUpstreamWire }],
+  ['selfsubjectaccessreview', { apiVersion: 'authorization.k8s.io/v1', toUpstream: accessReviewToUpstreamWire(false) }],
+  ['subjectaccessreview', { apiVersion: 'authorization.k8s.io/v1', toUpstream: accessReviewToUpstreamWire(true) }],
+  ['selfsubjectrulesreview', { apiVersion: 'authorization.k8s.io/v1', toUpstream: rulesReviewToUpstreamWire }],
+  ['tokenreview', { apiVersion: 'authentication.k8s.io/v1', toUpstream: metadataOnly }],
+  ['selfsubjectreview', { apiVersion: 'authentication.k8s.io/v1', toUpstream: metadataOnly }],
 ]);
 
 const kindName = (row: KindRow) => `${row.kind || row.resource}${row.group === '' ? '' : '.' + row.group}`;
@@ -596,8 +676,8 @@ const kindName = (row: KindRow) => `${row.kind || row.resource}${row.group === '
 /** How a whole object of this kind is converted besides its metadata; throws 415 for a kind whose rule protobuf cannot follow. */
 function protobufKindOf(row: KindRow): ProtobufKind | undefined {
   if (METADATA_RULES.has(row.rule)) return undefined;
-  const rbac = RBAC.get(row.rule);
-  if (rbac !== undefined) return rbac;
+  const fieldRule = FIELD_RULES.get(row.rule);
+  if (fieldRule !== undefined) return fieldRule;
   const templates = TEMPLATE_RULES.has(row.rule) ? TEMPLATES.get(`${row.group}/${row.kind}`) : undefined;
   if (templates === undefined) throw unsupported(`${kindName(row)} objects`);
   return { apiVersion: templates.apiVersion, toUpstream: (object, { tenant }) => templatesToUpstream(object, templates, tenant) };
@@ -658,8 +738,8 @@ function subresourceObjectToUpstream(raw: Buffer, conversion: Conversion): Buffe
 
 /**
  * The upstream form of a tenant's protobuf request body for `row` (from the table of kinds): namespace and cluster-scoped
- * names prefixed, the tenant label forced on the object and its templates; pod specs, role rules and binding subjects
- * as the JSON rules convert them. Throws a StatusError: 404/403 for hidden and shared kinds, 415 for kinds (and verbs) only converted as JSON,
+ * names prefixed, the tenant label forced on the object and its templates; pod specs, role rules, binding subjects and
+ * access reviews' attributes and identities as the JSON rules convert them. Throws a StatusError: 404/403 for hidden and shared kinds, 415 for kinds (and verbs) only converted as JSON,
  * 422 for names too long once prefixed, 400 for a malformed body.
  */
 export function protobufBodyToUpstream(body: Buffer, row: KindRow, tenant: TenantId, options: ProtobufBodyOptions): Buffer {

@@ -2,6 +2,7 @@
 // through kubectl against the real apiserver: get, list (-A and per namespace), watch, apply, delete, errors.
 import t from 'tap';
 import { exampleCrd, webDeployment } from '../helpers/fixtures.ts';
+import { connectH2, credentialsOf, h2Request } from '../helpers/http.ts';
 import { parseJsonStream } from '../helpers/normalize.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
@@ -206,4 +207,33 @@ t.test('kubectl\'s typed commands (protobuf bodies) create the tenant\'s objects
   t.same(await names(bravo, ['get', 'namespaces']), [...BUILTIN_NAMESPACES, 'shop'].map((n) => `namespace/${n}`).sort(), 'bravo sees none of it');
   const role = await alpha.kubectl(['get', 'clusterrole', 'typed-reader', '-o', 'name']);
   t.equal(role.stdout.trim(), 'clusterrole.rbac.authorization.k8s.io/typed-reader', 'RBAC kinds sent as protobuf are converted too');
+});
+
+t.test('another tenant\'s continue token and an old resourceVersion reveal nothing', async (t) => {
+  const alphaSession = connectH2(credentialsOf(alpha.kubeconfig));
+  const bravoSession = connectH2(credentialsOf(bravo.kubeconfig));
+  const firstPage = await h2Request(alphaSession, 'GET', '/api/v1/configmaps?limit=1');
+  t.equal(firstPage.status, 200);
+  const token = firstPage.json().metadata.continue as string;
+  t.ok(token, 'alpha got a continue token');
+  const stolen = await h2Request(bravoSession, 'GET', `/api/v1/configmaps?limit=500&continue=${encodeURIComponent(token)}`);
+  const stolenItems = stolen.status === 200 ? (stolen.json().items as { data?: Record<string, string> }[]) : [];
+  t.ok(stolenItems.every((item) => item.data?.owner !== 'alpha'), `bravo with alpha's token (answered ${stolen.status}) sees none of alpha's configmaps`);
+
+  // A watch from resourceVersion 1 replays history: only bravo's own objects may come out.
+  const replay = await h2Request(bravoSession, 'GET', '/api/v1/configmaps?watch=true&resourceVersion=1&allowWatchBookmarks=true&timeoutSeconds=2');
+  const events = replay.body.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as { type: string; object: { metadata?: { namespace?: string }; data?: Record<string, string> } });
+  t.ok(events.length > 0, 'the replay has events');
+  t.ok(events.every((e) => e.object.data?.owner !== 'alpha' && !String(e.object.metadata?.namespace ?? '').startsWith('alpha1')), 'none of them alpha\'s');
+  alphaSession.close();
+  bravoSession.close();
+});
+
+t.test('access reviews answer within the tenant', async (t) => {
+  const mine = await alpha.kubectl(['auth', 'can-i', 'delete', 'configmaps', '-n', 'shop']);
+  t.equal(mine.stdout.trim(), 'yes', 'the tenant admin may delete in its own namespace');
+  const nodes = await alpha.kubectl(['auth', 'can-i', 'delete', 'nodes']);
+  t.match(nodes.stdout.trim(), /^no\b/, 'but not shared nodes');
+  const whoami = await alpha.kubectl(['auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}']);
+  t.equal(whoami.stdout, 'admin', 'the tenant admin is "admin" to itself');
 });

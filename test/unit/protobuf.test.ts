@@ -1,6 +1,6 @@
 import t from 'tap';
 import { isDeepStrictEqual } from 'node:util';
-import { KINDS, kindOf, type KindRow } from '../../lib/convert/kinds.ts';
+import { carriesTenantLabel, KINDS, kindOf, type KindRow } from '../../lib/convert/kinds.ts';
 import { TENANT_LABEL } from '../../lib/convert/prefix.ts';
 import { isProtobuf, protobufBodyToUpstream, type ProtobufBodyOptions } from '../../lib/convert/protobuf.ts';
 import { objectToUpstream } from '../../lib/convert/rules/index.ts';
@@ -367,7 +367,7 @@ t.test('kinds converted only as JSON, and kinds not writable', async (t) => {
     ['', 'persistentvolumes', 'PersistentVolume'],
     ['networking.k8s.io', 'networkpolicies', 'NetworkPolicy'],
     ['apiextensions.k8s.io', 'customresourcedefinitions', 'CustomResourceDefinition'],
-    ['authorization.k8s.io', 'subjectaccessreviews', 'SubjectAccessReview'],
+    ['resource.k8s.io', 'resourceclaimtemplates', 'ResourceClaimTemplate'],
   ];
   for (const [group, resource, kind] of cases) {
     const error = thrown(() => convert(envelope('', kind, msg(ld(1, ld(1, 'x')))), group, resource));
@@ -614,6 +614,241 @@ t.test('roles and bindings: refusals', async (t) => {
   t.equal(jsonError.code, 403);
 });
 
+// ---- access and token reviews: the wire-level conversion against the JSON rules on the same object ----
+
+// authorization/v1 generated.proto: SelfSubjectAccessReview, SubjectAccessReview, LocalSubjectAccessReview, SelfSubjectRulesReview
+// metadata = 1, spec = 2, status = 3; SelfSubjectAccessReviewSpec resourceAttributes = 1, nonResourceAttributes = 2;
+// SubjectAccessReviewSpec also user = 3, groups = 4, extra = 5 (map<string, ExtraValue items = 1>), uid = 6;
+// ResourceAttributes namespace = 1, verb = 2, group = 3, version = 4, resource = 5, subresource = 6, name = 7,
+// fieldSelector = 8, labelSelector = 9 (rawSelector = 1); NonResourceAttributes path = 1, verb = 2; SelfSubjectRulesReviewSpec namespace = 1.
+// authentication/v1 generated.proto: TokenReview metadata = 1, spec = 2 (token = 1, audiences = 2), status = 3;
+// SelfSubjectReview metadata = 1, status = 2.
+const AUTHZ_GROUP = 'authorization.k8s.io';
+const AUTHN_GROUP = 'authentication.k8s.io';
+const RESOURCE_ATTRIBUTE_FIELDS = ['namespace', 'verb', 'group', 'version', 'resource', 'subresource', 'name'] as const;
+const NON_RESOURCE_ATTRIBUTE_FIELDS = ['path', 'verb'] as const;
+const SELECTOR_ATTRIBUTE_FIELDS: Record<string, number> = { fieldSelector: 8, labelSelector: 9 };
+type ReviewKind = 'SelfSubjectAccessReview' | 'SubjectAccessReview' | 'LocalSubjectAccessReview' | 'SelfSubjectRulesReview' | 'TokenReview' | 'SelfSubjectReview';
+const REVIEW_API_VERSION = (kind: ReviewKind) => (kind === 'TokenReview' || kind === 'SelfSubjectReview' ? `${AUTHN_GROUP}/v1` : `${AUTHZ_GROUP}/v1`);
+const REVIEW_RESOURCE: Record<ReviewKind, [string, string]> = {
+  SelfSubjectAccessReview: [AUTHZ_GROUP, 'selfsubjectaccessreviews'],
+  SubjectAccessReview: [AUTHZ_GROUP, 'subjectaccessreviews'],
+  LocalSubjectAccessReview: [AUTHZ_GROUP, 'localsubjectaccessreviews'],
+  SelfSubjectRulesReview: [AUTHZ_GROUP, 'selfsubjectrulesreviews'],
+  TokenReview: [AUTHN_GROUP, 'tokenreviews'],
+  SelfSubjectReview: [AUTHN_GROUP, 'selfsubjectreviews'],
+};
+const isAccessReview = (kind: ReviewKind) => kind.endsWith('AccessReview');
+const hasIdentity = (kind: ReviewKind) => kind === 'SubjectAccessReview' || kind === 'LocalSubjectAccessReview';
+
+function encodeReviewSpec(kind: ReviewKind, spec: Spec): Buffer {
+  if (kind === 'SelfSubjectRulesReview') return stringFields(spec, ['namespace']);
+  if (kind === 'TokenReview') return msg(stringFields(spec, ['token']), ...strings(spec.audiences).map((a) => ld(2, a)));
+  const attributes = spec.resourceAttributes as Spec | undefined;
+  const nonResource = spec.nonResourceAttributes as Spec | undefined;
+  const parts: Buffer[] = [];
+  if (attributes !== undefined) {
+    const selectors = Object.entries(SELECTOR_ATTRIBUTE_FIELDS).flatMap(([name, number]) => (attributes[name] === undefined ? [] : [ld(number, ld(1, (attributes[name] as Spec).rawSelector as string))]));
+    parts.push(ld(1, msg(stringFields(attributes, RESOURCE_ATTRIBUTE_FIELDS), ...selectors)));
+  }
+  if (nonResource !== undefined) parts.push(ld(2, stringFields(nonResource, NON_RESOURCE_ATTRIBUTE_FIELDS)));
+  if (hasIdentity(kind)) {
+    parts.push(stringFields(spec, ['', '', 'user']), ...strings(spec.groups).map((g) => ld(4, g)));
+    for (const [key, items] of Object.entries((spec.extra ?? {}) as Record<string, string[]>)) parts.push(ld(5, msg(ld(1, key), ld(2, msg(...items.map((item) => ld(1, item)))))));
+    parts.push(stringFields(spec, ['', '', '', '', '', 'uid']));
+  }
+  return msg(...parts);
+}
+
+/** A review as client-go encodes it; `status` (raw bytes) where the kind has it. */
+function encodeReview(kind: ReviewKind, obj: Spec): Buffer {
+  const status = obj.status === undefined ? [] : [ld(kind === 'SelfSubjectReview' ? 2 : 3, obj.status as Buffer)];
+  const spec = kind === 'SelfSubjectReview' || obj.spec === undefined ? [] : [ld(2, encodeReviewSpec(kind, obj.spec as Spec))];
+  return msg(encodeMeta(obj), ...spec, ...status);
+}
+const reviewBody = (kind: ReviewKind, obj: Spec) => envelope(REVIEW_API_VERSION(kind), kind, encodeReview(kind, obj));
+
+/** What the apiserver reads of a review's metadata and spec (the test's own decoder), as JSON. */
+function reviewJsonOf(raw: Buffer, kind: ReviewKind): Spec {
+  const meta = at(raw, 1);
+  const metadata = compact({ name: str(meta, 1), namespace: str(meta, 3), labels: mapOf(meta).map });
+  const specBytes = kind === 'SelfSubjectReview' ? undefined : all(raw, 2).at(-1);
+  if (specBytes === undefined) return { metadata };
+  const readStrings = (buf: Buffer, names: readonly string[]) => compact(Object.fromEntries(names.map((name, i) => [name, str(buf, i + 1)])));
+  if (kind === 'SelfSubjectRulesReview') return { metadata, spec: readStrings(specBytes, ['namespace']) };
+  if (kind === 'TokenReview') return { metadata, spec: compact({ token: str(specBytes, 1), audiences: strs(specBytes, 2) }) };
+  const attributes = all(specBytes, 1).at(-1);
+  const nonResource = all(specBytes, 2).at(-1);
+  const spec: Spec = compact({
+    resourceAttributes:
+      attributes &&
+      compact({
+        ...readStrings(attributes, RESOURCE_ATTRIBUTE_FIELDS),
+        ...Object.fromEntries(Object.entries(SELECTOR_ATTRIBUTE_FIELDS).map(([name, number]) => [name, all(attributes, number).at(-1) && { rawSelector: str(all(attributes, number).at(-1)!, 1) }])),
+      }),
+    nonResourceAttributes: nonResource && readStrings(nonResource, NON_RESOURCE_ATTRIBUTE_FIELDS),
+  });
+  if (hasIdentity(kind)) {
+    const extra = Object.fromEntries(all(specBytes, 5).map((e) => [str(e, 1) ?? '', strs(all(e, 2).at(-1) ?? Buffer.alloc(0), 1)]));
+    Object.assign(spec, compact({ user: str(specBytes, 3), groups: strs(specBytes, 4), extra: Object.keys(extra).length === 0 ? undefined : extra, uid: str(specBytes, 6) }));
+  }
+  return { metadata, spec };
+}
+
+/** The JSON rules' output for `obj` (objectToUpstream), in the form reviewJsonOf reads. */
+function reviewRuleOf(obj: Spec, kind: ReviewKind): Spec {
+  const ctx = { tenant: TENANT, scopeOf: WIDGETS_SCOPE, kindScope: () => undefined };
+  const [group, resource] = REVIEW_RESOURCE[kind];
+  const out = objectToUpstream(structuredClone(obj), ctx, rowOf(group, resource)) as Spec;
+  const meta = out.metadata as Spec;
+  // (The test's decoder shows absent labels as {}.)
+  const metadata = compact({ name: meta.name, namespace: meta.namespace, labels: meta.labels ?? {} });
+  return out.spec === undefined ? { metadata } : { metadata, spec: out.spec };
+}
+
+const attributesCases: Spec[] = [
+  { namespace: 'dev', verb: 'get', resource: 'configmaps', name: 'cfg' },
+  { verb: 'delete', resource: 'namespaces', name: 'team-a' },
+  { namespace: 'dev', verb: 'create', group: 'apps', version: 'v1', resource: 'deployments', subresource: 'scale', name: 'web' },
+  { verb: 'update', group: 'example.com', resource: 'widgets', name: 'w1', fieldSelector: { rawSelector: 'a=b' }, labelSelector: { rawSelector: 'x in (y)' } },
+  { namespace: 'dev', verb: 'get', group: 'example.com', resource: 'gadgets', name: 'g1' },
+  { verb: 'list', group: 'example.com', resource: 'unknowns', name: 'u' },
+  { verb: '*', group: '*', resource: '*', name: 'x' },
+  { verb: 'get', group: 'storage.k8s.io', resource: 'storageclasses', name: 'fast' },
+  { verb: 'get', group: 'rbac.authorization.k8s.io', resource: 'clusterroles', name: 'view' },
+  { verb: 'list', resource: 'pods' },
+  { verb: 'get', resource: 'nodes', name: 'n1' },
+  {},
+];
+const REVIEW_CASES: [ReviewKind, string, string, Spec][] = [
+  ...attributesCases.map((resourceAttributes): [ReviewKind, string, string, Spec] => [
+    'SelfSubjectAccessReview',
+    AUTHZ_GROUP,
+    'selfsubjectaccessreviews',
+    { metadata: {}, spec: { resourceAttributes } },
+  ]),
+  ['SelfSubjectAccessReview', AUTHZ_GROUP, 'selfsubjectaccessreviews', { metadata: { name: 'q', labels: { [TENANT_LABEL]: 'evil00' } }, spec: { nonResourceAttributes: { path: '/healthz', verb: 'get' } } }],
+  [
+    'SubjectAccessReview',
+    AUTHZ_GROUP,
+    'subjectaccessreviews',
+    {
+      metadata: {},
+      spec: { resourceAttributes: attributesCases[1], user: 'alice', groups: ['devs', 'system:serviceaccounts:dev', 'system:authenticated'], extra: { scopes: ['a', 'b'] }, uid: 'u-1' },
+    },
+  ],
+  ['SubjectAccessReview', AUTHZ_GROUP, 'subjectaccessreviews', { metadata: {}, spec: { nonResourceAttributes: { path: '/metrics', verb: 'get' }, user: 'system:serviceaccount:dev:builder' } }],
+  ['SubjectAccessReview', AUTHZ_GROUP, 'subjectaccessreviews', { metadata: {}, spec: { resourceAttributes: attributesCases[3], groups: ['ops'] } }],
+  ['LocalSubjectAccessReview', AUTHZ_GROUP, 'localsubjectaccessreviews', { metadata: { namespace: 'dev' }, spec: { resourceAttributes: attributesCases[0], user: 'bob', groups: ['devs'] } }],
+  ['SelfSubjectRulesReview', AUTHZ_GROUP, 'selfsubjectrulesreviews', { metadata: {}, spec: { namespace: 'dev' } }],
+  ['SelfSubjectRulesReview', AUTHZ_GROUP, 'selfsubjectrulesreviews', { metadata: {}, spec: {} }],
+  ['TokenReview', AUTHN_GROUP, 'tokenreviews', { metadata: {}, spec: { token: 'eyJhbGciOi.x.y', audiences: ['https://kubernetes.default.svc', 'vault'] } }],
+  ['SelfSubjectReview', AUTHN_GROUP, 'selfsubjectreviews', { metadata: {} }],
+];
+const REVIEW_OPTIONS = RBAC_OPTIONS;
+
+t.test('access and token reviews: converted on the wire exactly as the JSON rules convert the same object', async (t) => {
+  for (const [kind, group, resource, obj] of REVIEW_CASES) {
+    const body = reviewBody(kind, obj);
+    const out = convert(body, group, resource, REVIEW_OPTIONS);
+    const label = `${kind} ${JSON.stringify(obj.spec ?? {})}`;
+    t.same(reviewJsonOf(unwrap(out).raw, kind), reviewRuleOf(obj, kind), `${label}: the JSON rule's output`);
+    const metadata = obj.metadata as Spec;
+    t.same(reviewJsonOf(unwrap(body).raw, kind), compact({ metadata: compact({ ...metadata, labels: metadata.labels ?? {} }), spec: obj.spec }), `${label}: the test's encoder and decoder agree`);
+    t.same(others(unwrap(out).envelope, 2), others(unwrap(body).envelope, 2), `${label}: envelope byte for byte`);
+  }
+  // Spot checks of the expected values themselves (the JSON rules are the reference, these keep them honest).
+  const ssar = (attributes: Spec) =>
+    reviewJsonOf(unwrap(convert(reviewBody('SelfSubjectAccessReview', { spec: { resourceAttributes: attributes } }), AUTHZ_GROUP, 'selfsubjectaccessreviews', REVIEW_OPTIONS)).raw, 'SelfSubjectAccessReview').spec as Spec;
+  t.same(ssar(attributesCases[0]!).resourceAttributes, { namespace: 'abc123-dev', verb: 'get', resource: 'configmaps', name: 'cfg' }, 'namespace prefixed, namespaced name not');
+  t.same(ssar(attributesCases[1]!).resourceAttributes, { verb: 'delete', resource: 'namespaces', name: 'abc123-team-a' }, 'a namespace name prefixed');
+  t.same(ssar(attributesCases[3]!).resourceAttributes, { ...attributesCases[3], group: 'abc123-example.com', name: 'abc123-w1' }, 'custom group and cluster-scoped custom name prefixed, selectors kept');
+  t.same(ssar(attributesCases[7]!).resourceAttributes, attributesCases[7], 'shared kinds asked about as they are');
+  t.same(ssar({}).resourceAttributes, {}, 'empty attributes stay empty');
+  const sarObject = REVIEW_CASES.find(([kind]) => kind === 'SubjectAccessReview')![3];
+  const sar = reviewJsonOf(unwrap(convert(reviewBody('SubjectAccessReview', sarObject), AUTHZ_GROUP, 'subjectaccessreviews', REVIEW_OPTIONS)).raw, 'SubjectAccessReview').spec as Spec;
+  t.same([sar.user, sar.groups, sar.extra, sar.uid], ['abc123-alice', ['abc123:devs', 'system:serviceaccounts:abc123-dev', 'abc123:system:authenticated'], { scopes: ['a', 'b'] }, 'u-1'], 'user and groups mapped, extra and uid kept');
+  const local = reviewJsonOf(unwrap(convert(reviewBody('LocalSubjectAccessReview', { metadata: { namespace: 'dev' }, spec: { resourceAttributes: { namespace: 'dev', resource: 'pods' } } }), AUTHZ_GROUP, 'localsubjectaccessreviews')).raw, 'LocalSubjectAccessReview');
+  t.same([(local.metadata as Spec).namespace, ((local.spec as Spec).resourceAttributes as Spec).namespace], ['abc123-dev', 'abc123-dev'], 'a local review: both namespaces prefixed alike');
+  const rules = reviewJsonOf(unwrap(convert(reviewBody('SelfSubjectRulesReview', { spec: { namespace: 'dev' } }), AUTHZ_GROUP, 'selfsubjectrulesreviews')).raw, 'SelfSubjectRulesReview');
+  t.same(rules.spec, { namespace: 'abc123-dev' });
+  const whoami = unwrap(convert(envelope(`${AUTHN_GROUP}/v1`, 'SelfSubjectReview', msg(ld(1, Buffer.alloc(0)), ld(2, ld(1, ld(1, 'spoofed'))))), AUTHN_GROUP, 'selfsubjectreviews')).raw;
+  t.same(mapOf(at(whoami, 1)).map, {}, 'kubectl auth whoami: no label (reviews are never stored, and the apiserver refuses metadata on them)');
+  t.same(all(whoami, 2), [ld(1, ld(1, 'spoofed'))], 'its status copied as it came');
+});
+
+t.test('access and token reviews: everything the rules do not map is copied byte for byte', async (t) => {
+  const status = msg(vi(1, 1), ld(2, 'because'), ld(3, ''), vi(4, 0));
+  const attributes = msg(ld(1, 'dev'), ld(2, 'get'), ld(5, 'configmaps'), ld(6, ''), ld(7, 'cfg'), ld(8, msg(ld(1, 'a=b'), ld(2, ld(1, 'a')))), ld(9, ld(1, 'x')), ld(15, 'future'), vi(16, 3));
+  const spec = msg(ld(1, attributes), ld(2, msg(ld(1, '/x'), ld(2, 'get'))), ld(3, 'alice'), ld(4, 'g'), ld(5, msg(ld(1, 'k'), ld(2, ld(1, 'v')))), ld(6, 'uid'), ld(12, 'spec-extra'));
+  const body = envelope(`${AUTHZ_GROUP}/v1`, 'SubjectAccessReview', msg(ld(1, Buffer.alloc(0)), ld(2, spec), ld(3, status), ld(9, 'object-extra')));
+  const raw = unwrap(convert(body, AUTHZ_GROUP, 'subjectaccessreviews')).raw;
+  t.same(decode(raw).map((f) => f.number), [1, 2, 3, 9], 'fields kept in place');
+  t.same(one(raw, 3), status, 'status byte for byte');
+  t.same(all(raw, 9), [Buffer.from('object-extra')], 'unknown object field kept');
+  const specOut = one(raw, 2);
+  t.same(decode(specOut).map((f) => f.number), [1, 2, 3, 4, 5, 6, 12]);
+  t.same(others(specOut, 1, 3, 4), others(spec, 1, 3, 4), 'nonResourceAttributes, extra, uid and unknown fields byte for byte');
+  t.same([str(specOut, 3), strs(specOut, 4)], ['abc123-alice', ['abc123:g']]);
+  const attributesOut = one(specOut, 1);
+  t.same(attributesOut, msg(ld(1, 'abc123-dev'), ld(2, 'get'), ld(5, 'configmaps'), ld(6, ''), ld(7, 'cfg'), ld(8, msg(ld(1, 'a=b'), ld(2, ld(1, 'a')))), ld(9, ld(1, 'x')), ld(15, 'future'), vi(16, 3)));
+  // A group absent from the attributes is added by no one; a namespace absent stays absent.
+  const bare = one(one(unwrap(convert(envelope('', 'SelfSubjectAccessReview', msg(ld(2, ld(1, ld(5, 'pods'))))), AUTHZ_GROUP, 'selfsubjectaccessreviews')).raw, 2), 1);
+  t.same(bare, ld(5, 'pods'));
+  const token = msg(ld(1, 'tok'), ld(2, 'aud'), ld(7, 'x'));
+  const tokenRaw = unwrap(convert(envelope(`${AUTHN_GROUP}/v1`, 'TokenReview', msg(ld(2, token), ld(3, 'st'))), AUTHN_GROUP, 'tokenreviews')).raw;
+  t.same(others(tokenRaw, 1), msg(ld(2, token), ld(3, 'st')), 'a TokenReview: spec and status byte for byte');
+  // Unnamed custom resources need no discovery; named ones do (their scope decides the name).
+  const custom = (name?: string) => envelope('', 'SelfSubjectAccessReview', msg(ld(2, ld(1, msg(ld(3, 'example.com'), ld(5, 'widgets'), ...(name === undefined ? [] : [ld(7, name)]))))));
+  const unnamed = one(one(unwrap(convert(custom(), AUTHZ_GROUP, 'selfsubjectaccessreviews')).raw, 2), 1);
+  t.same(unnamed, msg(ld(3, 'abc123-example.com'), ld(5, 'widgets')));
+  const noDiscovery = thrown(() => convert(custom('w'), AUTHZ_GROUP, 'selfsubjectaccessreviews'));
+  t.equal(noDiscovery.code, 415);
+  t.match(noDiscovery.message, /send it as JSON/);
+});
+
+t.test('access and token reviews: refusals', async (t) => {
+  const bad = (body: Buffer, resource: string, why: string, group = AUTHZ_GROUP) => {
+    const error = thrown(() => convert(body, group, resource, REVIEW_OPTIONS));
+    t.equal(error.code, 400, why);
+    t.equal(error.reason, 'BadRequest', why);
+  };
+  const ssar = (...spec: Buffer[]) => envelope(`${AUTHZ_GROUP}/v1`, 'SelfSubjectAccessReview', msg(...spec));
+  const sar = (...spec: Buffer[]) => envelope(`${AUTHZ_GROUP}/v1`, 'SubjectAccessReview', ld(2, msg(...spec)));
+  const ssrr = (...spec: Buffer[]) => envelope(`${AUTHZ_GROUP}/v1`, 'SelfSubjectRulesReview', ld(2, msg(...spec)));
+  bad(ssar(ld(2, Buffer.alloc(0)), ld(2, Buffer.alloc(0))), 'selfsubjectaccessreviews', 'spec twice');
+  bad(ssar(vi(2, 1)), 'selfsubjectaccessreviews', 'spec as a varint');
+  bad(ssar(ld(2, msg(ld(1, ld(5, 'pods')), ld(1, ld(1, 'kube-system'))))), 'selfsubjectaccessreviews', 'resourceAttributes twice');
+  bad(ssar(ld(2, vi(1, 1))), 'selfsubjectaccessreviews', 'resourceAttributes as a varint');
+  for (const [number, name] of [[1, 'namespace'], [3, 'group'], [5, 'resource'], [7, 'name']] as const) {
+    bad(ssar(ld(2, ld(1, msg(ld(number, 'a'), ld(number, 'b'))))), 'selfsubjectaccessreviews', `${name} twice`);
+    bad(ssar(ld(2, ld(1, vi(number, 1)))), 'selfsubjectaccessreviews', `${name} as a varint`);
+  }
+  bad(ssar(ld(2, ld(1, ld(1, Buffer.from([0xff]))))), 'selfsubjectaccessreviews', 'namespace not UTF-8');
+  bad(sar(ld(3, 'a'), ld(3, 'b')), 'subjectaccessreviews', 'user twice');
+  bad(sar(vi(3, 1)), 'subjectaccessreviews', 'user as a varint');
+  bad(sar(vi(4, 1)), 'subjectaccessreviews', 'groups as a varint');
+  bad(sar(ld(4, Buffer.from([0xc3]))), 'subjectaccessreviews', 'a group not UTF-8');
+  bad(sar(ld(1, ld(7, 'a')), ld(1, ld(7, 'b'))), 'subjectaccessreviews', 'resourceAttributes twice in a SubjectAccessReview');
+  bad(ssrr(ld(1, 'a'), ld(1, 'b')), 'selfsubjectrulesreviews', 'rules review namespace twice');
+  bad(ssrr(vi(1, 1)), 'selfsubjectrulesreviews', 'rules review namespace as a varint');
+  bad(envelope(`${AUTHZ_GROUP}/v1`, 'SelfSubjectRulesReview', msg(ld(2, ld(1, 'a')), ld(2, ld(1, 'b')))), 'selfsubjectrulesreviews', 'rules review spec twice');
+  bad(envelope(`${AUTHZ_GROUP}/v1`, 'SelfSubjectAccessReview', msg()), 'subjectaccessreviews', 'a SelfSubjectAccessReview body for subjectaccessreviews');
+  bad(envelope(`${AUTHN_GROUP}/v1`, 'SelfSubjectAccessReview', msg()), 'selfsubjectaccessreviews', 'a body of another group');
+  for (const [kind, [group, resource]] of Object.entries(REVIEW_RESOURCE)) {
+    const version = group === AUTHZ_GROUP || kind === 'TokenReview' ? 'v1beta1' : 'v1alpha1';
+    const error = thrown(() => convert(envelope(`${group}/${version}`, kind, msg()), group, resource, REVIEW_OPTIONS));
+    t.equal(error.code, 415, `${kind} ${version}: field numbers of other versions are not known`);
+    t.doesNotThrow(() => convert(envelope('', kind, msg()), group, resource, REVIEW_OPTIONS), `${kind}: an envelope without apiVersion is read as the served version`);
+  }
+  // A tenant whose id upstream reserves cannot name groups: the JSON rule's 403, from protobuf too.
+  const ctx = { tenant: 'system', scopeOf: () => undefined, kindScope: () => undefined };
+  const jsonError = thrown(() => objectToUpstream({ spec: { groups: ['devs'] } }, ctx, rowOf(AUTHZ_GROUP, 'subjectaccessreviews')));
+  const wireError = thrown(() => protobufBodyToUpstream(sar(ld(4, 'devs')), rowOf(AUTHZ_GROUP, 'subjectaccessreviews'), 'system', CREATE));
+  t.same([wireError.code, wireError.message], [jsonError.code, jsonError.message]);
+  t.equal(jsonError.code, 403);
+});
+
 t.test('malformed bodies: 400, never anything else', async (t) => {
   const bad = (body: Buffer, why: string, group = '', resource = 'configmaps') => {
     const error = thrown(() => convert(body, group, resource));
@@ -651,17 +886,34 @@ t.test('fuzz: truncations, bit flips and splices of valid bodies', async (t) => 
     seed = (seed * 1103515245 + 12345) % 2147483648;
     return Math.floor((seed / 2147483648) * n);
   };
-  const targets: [Buffer, string, string, ('role' | 'binding')?][] = [
+  /** What the apiserver reads of a body as JSON, and the JSON rule's output for it, for kinds compared with the JSON rule. */
+  interface Compared {
+    readonly read: (raw: Buffer) => Spec;
+    readonly want: (input: Spec) => Spec;
+  }
+  const targets: [Buffer, string, string, Compared?][] = [
     [CONFIGMAP, '', 'configmaps'],
     [DEPLOYMENT, 'apps', 'deployments'],
     [NAMESPACE, '', 'namespaces'],
-    ...RBAC_CASES.map(([kind, resource, rule, obj]): [Buffer, string, string, 'role' | 'binding'] => [rbacBody(kind, rule, obj), RBAC_GROUP, resource, rule]),
+    ...RBAC_CASES.map(([kind, resource, rule, obj]): [Buffer, string, string, Compared] => [
+      rbacBody(kind, rule, obj),
+      RBAC_GROUP,
+      resource,
+      { read: (raw) => rbacJsonOf(raw, rule), want: (input) => jsonRuleOf(input, resource, rule) },
+    ]),
+    ...REVIEW_CASES.map(([kind, group, resource, obj]): [Buffer, string, string, Compared] => [
+      reviewBody(kind, obj),
+      group,
+      resource,
+      { read: (raw) => reviewJsonOf(raw, kind), want: (input) => reviewRuleOf(input, kind) },
+    ]),
   ];
+  let reviewsCompared = 0;
   const outcomes: Record<string, number> = {};
   let unexpected = 0;
   let compared = 0;
-  for (let i = 0; i < 16000; i++) {
-    const [valid, group, resource, rbacRule] = targets[i % targets.length]!;
+  for (let i = 0; i < 2000 * targets.length; i++) {
+    const [valid, group, resource, compare] = targets[i % targets.length]!;
     let body = Buffer.from(valid);
     for (let n = 1 + random(3); n > 0; n--) {
       const p = random(body.length);
@@ -676,24 +928,28 @@ t.test('fuzz: truncations, bit flips and splices of valid bodies', async (t) => 
     }
     try {
       const out = convert(body, group, resource, RBAC_OPTIONS);
-      const meta = at(unwrap(out).raw, 1);
-      const { map, tenantEntries } = mapOf(meta);
-      if (map[TENANT_LABEL] !== TENANT || tenantEntries !== 1) unexpected++;
-      const namespaced = rowOf(group, resource).scope === 'Namespaced';
-      const name = namespaced ? str(meta, 3) : str(meta, 1);
-      if (name !== undefined && name !== '' && !name.startsWith('abc123-')) unexpected++;
+      // Reviews are never stored: no tenant label, and their metadata passes as sent (the apiserver refuses any).
+      if (carriesTenantLabel(rowOf(group, resource))) {
+        const meta = at(unwrap(out).raw, 1);
+        const { map, tenantEntries } = mapOf(meta);
+        if (map[TENANT_LABEL] !== TENANT || tenantEntries !== 1) unexpected++;
+        const namespaced = rowOf(group, resource).scope === 'Namespaced';
+        const name = namespaced ? str(meta, 3) : str(meta, 1);
+        if (name !== undefined && name !== '' && !name.startsWith('abc123-')) unexpected++;
+      }
       outcomes.converted = (outcomes.converted ?? 0) + 1;
-      if (rbacRule !== undefined) {
+      if (compare !== undefined) {
         // What the apiserver reads of the converted body is what the JSON rule makes of what it reads of the original.
         let input: Spec;
         try {
-          input = rbacJsonOf(unwrap(body).raw, rbacRule);
+          input = compare.read(unwrap(body).raw);
         } catch {
           continue; // metadata absent: nothing for the JSON rule to start from
         }
-        compared++;
-        const got = rbacJsonOf(unwrap(out).raw, rbacRule);
-        const want = jsonRuleOf(input, resource, rbacRule);
+        if (group === RBAC_GROUP) compared++;
+        else reviewsCompared++;
+        const got = compare.read(unwrap(out).raw);
+        const want = compare.want(input);
         if (!isDeepStrictEqual(got, want) && !t.same(got, want, `the JSON rule's output for ${body.toString('hex')}`)) return;
       }
     } catch (error) {
@@ -706,5 +962,6 @@ t.test('fuzz: truncations, bit flips and splices of valid bodies', async (t) => 
   }
   t.equal(unexpected, 0, 'every converted body carries the tenant label once and a prefixed namespace (or name)');
   t.ok(compared > 500, `${compared} converted roles and bindings give the JSON rule's output`);
+  t.ok(reviewsCompared > 500, `${reviewsCompared} converted reviews give the JSON rule's output`);
   t.ok((outcomes.converted ?? 0) > 100 && (outcomes['400'] ?? 0) > 1000, `both outcomes seen: ${JSON.stringify(outcomes)}`);
 });

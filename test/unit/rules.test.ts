@@ -637,7 +637,7 @@ const cases: Case[] = [
       status: { allowed: true, reason: 'RBAC: allowed by RoleBinding "devs/default" of ClusterRole "edit" to User "alice"' },
     },
     upstream: {
-      metadata: { labels: L },
+      metadata: {},
       spec: {
         user: 'abc123-alice',
         groups: ['abc123:devs', 'abc123:system:authenticated'],
@@ -655,7 +655,7 @@ const cases: Case[] = [
       spec: { user: 'system:serviceaccount:default:bot', resourceAttributes: { namespace: 'default', verb: 'list', resource: 'pods' } },
     },
     upstream: {
-      metadata: { namespace: 'abc123-default', labels: L },
+      metadata: { namespace: 'abc123-default' },
       spec: { user: 'system:serviceaccount:abc123-default:bot', resourceAttributes: { namespace: 'abc123-default', verb: 'list', resource: 'pods' } },
     },
   },
@@ -664,21 +664,21 @@ const cases: Case[] = [
     group: 'authorization.k8s.io',
     resource: 'selfsubjectaccessreviews',
     tenant: { spec: { resourceAttributes: { verb: 'delete', resource: 'namespaces', name: 'ops' } }, status: { allowed: true } },
-    upstream: { metadata: { labels: L }, spec: { resourceAttributes: { verb: 'delete', resource: 'namespaces', name: 'abc123-ops' } }, status: { allowed: true } },
+    upstream: { metadata: {}, spec: { resourceAttributes: { verb: 'delete', resource: 'namespaces', name: 'abc123-ops' } }, status: { allowed: true } },
   },
   {
     behaviour: 'kubectl auth can-i --list asks in the tenant’s namespace',
     group: 'authorization.k8s.io',
     resource: 'selfsubjectrulesreviews',
     tenant: { spec: { namespace: 'default' } },
-    upstream: { metadata: { labels: L }, spec: { namespace: 'abc123-default' } },
+    upstream: { metadata: {}, spec: { namespace: 'abc123-default' } },
   },
   {
     behaviour: 'a TokenReview sends the token as it is',
     group: 'authentication.k8s.io',
     resource: 'tokenreviews',
     tenant: { spec: { token: 'eyJ...', audiences: ['api'] } },
-    upstream: { metadata: { labels: L }, spec: { token: 'eyJ...', audiences: ['api'] } },
+    upstream: { metadata: {}, spec: { token: 'eyJ...', audiences: ['api'] } },
   },
   {
     behaviour: 'a pod binding targets a shared node by its real name',

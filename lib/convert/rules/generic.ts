@@ -2,7 +2,7 @@
 // generateName) prefixed, owner references mapped, the tenant label forced; and the way back, where an object
 // outside the tenant's prefix, labelled for another tenant or owned from outside is not the tenant's (false).
 import { toTenantName, toUpstreamName } from '../prefix.ts';
-import type { KindRow } from '../kinds.ts';
+import { carriesTenantLabel, type KindRow } from '../kinds.ts';
 import { ensureObject, isObject, objectAt, stringAt } from './json.ts';
 import { forceTenantLabel, removeTenantLabel } from './labels.ts';
 import { managedFieldsToTenant, managedFieldsToUpstream } from './managed-fields.ts';
@@ -37,7 +37,7 @@ export function genericToUpstream(obj: Json, ctx: ConvertContext, row: KindRow):
     if (generateName && mapping === 'prefix') metadata.generateName = toUpstreamName(generateName, tenant);
   }
   ownerReferencesToUpstream(metadata, ctx);
-  forceTenantLabel(metadata, tenant);
+  if (carriesTenantLabel(row)) forceTenantLabel(metadata, tenant);
   managedFieldsToUpstream(metadata, tenant);
   return obj;
 }
