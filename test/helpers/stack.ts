@@ -53,7 +53,8 @@ export function productionEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-async function spawnGateway(files: GatewayFiles, extraArgs: string[]): Promise<{ child: ChildProcess; url: string; logs: string[] }> {
+/** Starts `tenantgate serve` as its own process with these files; resolves once it serves. */
+export async function spawnGateway(files: GatewayFiles, extraArgs: string[]): Promise<{ child: ChildProcess; url: string; logs: string[] }> {
   const child = spawn(process.execPath, [...TENANTGATE_NODE_FLAGS, CLI, 'serve', '--listen', '127.0.0.1:0', ...files.serveArgs, ...extraArgs], {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: productionEnv(),
@@ -117,7 +118,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   return stack;
 }
 
-async function stopChild(child: ChildProcess): Promise<void> {
+export async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((resolve) => child.once('exit', resolve));
   child.kill('SIGTERM');
