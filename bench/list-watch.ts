@@ -94,6 +94,7 @@ async function main(): Promise<void> {
       latencies.set(target.name, []);
       pending.set(target.name, new Map());
       const watch = target.session.request({ ':path': `${target.watchPath}?watch=true&fieldSelector=metadata.name%3Dticker` });
+      watch.on('error', () => {}); // the watch ends when the stack stops
       let buffered = '';
       watch.setEncoding('utf8');
       watch.on('data', (chunk: string) => {
