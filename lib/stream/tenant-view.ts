@@ -927,13 +927,13 @@ export class TenantViewScanner {
   }
 }
 
-/** A list response (`{"kind":"...List","metadata":{...},"items":[...]}`) in, the tenant's view of it out. */
-export class ListRewriter extends Transform {
+/** A Transform over one TenantViewScanner: upstream bytes in, the tenant's view out, with backpressure. */
+class TenantViewTransform extends Transform {
   private readonly scanner: TenantViewScanner;
 
-  constructor(spec: TenantViewSpec) {
+  constructor(kind: 'list' | 'watch', spec: TenantViewSpec) {
     super();
-    this.scanner = new TenantViewScanner('list', spec);
+    this.scanner = new TenantViewScanner(kind, spec);
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
@@ -945,21 +945,17 @@ export class ListRewriter extends Transform {
   }
 }
 
-/** A JSON watch stream (one event per line) in, the tenant's events out, one per line. */
-export class WatchRewriter extends Transform {
-  private readonly scanner: TenantViewScanner;
-
+/** A list response (`{"kind":"...List","metadata":{...},"items":[...]}`) in, the tenant's view of it out. */
+export class ListRewriter extends TenantViewTransform {
   constructor(spec: TenantViewSpec) {
-    super();
-    this.scanner = new TenantViewScanner('watch', spec);
+    super('list', spec);
   }
+}
 
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    pushThrough(this, this.scanner, chunk, callback);
-  }
-
-  override _flush(callback: TransformCallback): void {
-    pushThrough(this, this.scanner, null, callback);
+/** A JSON watch stream (one event per line) in, the tenant's events out, one per line. */
+export class WatchRewriter extends TenantViewTransform {
+  constructor(spec: TenantViewSpec) {
+    super('watch', spec);
   }
 }
 

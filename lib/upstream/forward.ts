@@ -1,6 +1,6 @@
 // Forwards one request upstream and streams the answer back, both ways with backpressure.
 // A client that goes away cancels the upstream stream; an upstream that fails before answering becomes a 503 Status.
-import http2, { type ClientHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
+import http2, { type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
 import type { ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
@@ -21,18 +21,28 @@ function hasNoBody(ctx: RequestContext): boolean {
   return req.headers['transfer-encoding'] === undefined && (length === undefined || length === '0');
 }
 
-export function forwardToUpstream(ctx: RequestContext, pool: UpstreamPool): void {
-  const { req, res } = ctx;
-  const headers = upstreamRequestHeaders(req.headers, upstreamIdentityOf(ctx.identity!), pool);
-  const endStream = hasNoBody(ctx);
+/**
+ * Opens the upstream stream for a client's request and ties their fates: a client that goes away cancels it; an
+ * upstream that fails or closes before `onResponse` ran becomes a 503 Status. Null when no stream could be opened
+ * (the client has its 503 already).
+ */
+export function openUpstreamStream(
+  res: RequestContext['res'],
+  pool: UpstreamPool,
+  method: string,
+  path: string,
+  headers: OutgoingHttpHeaders,
+  endStream: boolean,
+  onResponse: (upstreamHeaders: IncomingHttpHeaders) => void,
+): ClientHttp2Stream | null {
   let upstream: ClientHttp2Stream;
   try {
-    upstream = pool.request(req.method ?? 'GET', ctx.path, headers, endStream);
+    upstream = pool.request(method, path, headers, endStream);
   } catch (error) {
     sendStatus(res, upstreamUnavailable((error as Error).message));
-    return;
+    return null;
   }
-
+  let responded = false;
   res.once('close', () => {
     // The client went away (or the response ended): make sure the upstream stream is gone too.
     if (!upstream.closed) upstream.close(NGHTTP2_CANCEL);
@@ -43,15 +53,27 @@ export function forwardToUpstream(ctx: RequestContext, pool: UpstreamPool): void
   });
   // A session that dies (upstream crash, GOAWAY past this stream) may close its streams without an 'error'.
   upstream.once('close', () => {
-    if (!res.headersSent && !res.writableEnded) sendStatus(res, upstreamUnavailable(`the connection closed (HTTP/2 code ${upstream.rstCode})`));
+    if (!responded && !res.headersSent && !res.writableEnded) sendStatus(res, upstreamUnavailable(`the connection closed (HTTP/2 code ${upstream.rstCode})`));
   });
   upstream.once('response', (upstreamHeaders: IncomingHttpHeaders) => {
+    responded = true;
+    onResponse(upstreamHeaders);
+  });
+  return upstream;
+}
+
+export function forwardToUpstream(ctx: RequestContext, pool: UpstreamPool): void {
+  const { req, res } = ctx;
+  const headers = upstreamRequestHeaders(req.headers, upstreamIdentityOf(ctx.identity!), pool);
+  const endStream = hasNoBody(ctx);
+  const upstream = openUpstreamStream(res, pool, req.method ?? 'GET', ctx.path, headers, endStream, (upstreamHeaders) => {
     const status = Number(upstreamHeaders[':status'] ?? 502);
     (res as ServerResponse).writeHead(status, clientResponseHeaders(upstreamHeaders));
     // Watches must reach the client event by event, not when a buffer fills.
     if ('flushHeaders' in res) res.flushHeaders();
-    pipeline(upstream, res, ignoreError);
+    pipeline(upstream!, res, ignoreError);
   });
+  if (upstream === null) return;
   if (!endStream) {
     // pipe, not pipeline: a failed upstream must not destroy the client's request before its 503 is written.
     req.on('error', () => upstream.close(NGHTTP2_CANCEL));

@@ -2,10 +2,11 @@
 // lists and watches item by item as bytes arrive, single objects, Tables, Status errors and discovery whole.
 // Never sends the client a byte of an upstream object before it has been converted to the tenant's view.
 import type { ServerResponse } from 'node:http';
-import http2, { type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
+import type { OutgoingHttpHeaders } from 'node:http2';
 import { pipeline, type Readable } from 'node:stream';
 import { parse as parseYaml } from 'yaml';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
+import { openUpstreamStream } from './forward.ts';
 import { discoveryToTenant, HIDDEN_GROUPS } from '../convert/discovery.ts';
 import { isTenantCrdGroup } from '../convert/kinds.ts';
 import { openapiGroupDocToTenant, openapiIndexToTenant } from '../convert/openapi.ts';
@@ -18,7 +19,7 @@ import { groupOfApiVersion } from '../convert/rules/api-groups.ts';
 import { statusToTenant } from '../convert/status.ts';
 import { isTable, tableToTenant } from '../convert/table.ts';
 import type { RequestContext } from '../server/context.ts';
-import { badRequest, notFound, sendStatus, StatusError, upstreamUnavailable } from '../server/status.ts';
+import { badRequest, notFound, sendStatus, StatusError } from '../server/status.ts';
 import { ListRewriter, WatchRewriter, type TenantViewSpec } from '../stream/tenant-view.ts';
 import { grantTenantNamespace } from '../tenants/bootstrap.ts';
 import { log } from '../log.ts';
@@ -26,7 +27,6 @@ import type { DiscoveryCache } from './discovery.ts';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.ts';
 import type { UpstreamPool } from './pool.ts';
 
-const { NGHTTP2_CANCEL } = http2.constants;
 /** The apiserver's own limit for a request body. */
 const MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024;
 const MAX_RESPONSE_BODY_BYTES = 64 * 1024 * 1024;
@@ -165,26 +165,7 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
   // DeleteOptions bodies (delete, deletecollection) name nothing and pass as they are.
   const hasBody = info.verb === 'create' || info.verb === 'update' || info.verb === 'patch';
   const send = (body: string | Buffer | null) => {
-    let upstream: ClientHttp2Stream;
-    try {
-      upstream = deps.pool.request(req.method ?? 'GET', target, headers, body === null);
-    } catch (error) {
-      sendStatus(res, upstreamUnavailable((error as Error).message));
-      return;
-    }
-    let answering = false;
-    res.once('close', () => {
-      if (!upstream.closed) upstream.close(NGHTTP2_CANCEL);
-    });
-    upstream.on('error', (error: Error) => {
-      if (!res.headersSent) sendStatus(res, upstreamUnavailable(error.message));
-      else res.destroy();
-    });
-    upstream.once('close', () => {
-      if (!res.headersSent && !res.writableEnded && !answering) sendStatus(res, upstreamUnavailable(`the connection closed (HTTP/2 code ${upstream.rstCode})`));
-    });
-    upstream.once('response', (upstreamHeaders: IncomingHttpHeaders) => {
-      answering = true;
+    const upstream = openUpstreamStream(res, deps.pool, req.method ?? 'GET', target, headers, body === null, (upstreamHeaders) => {
       const status = Number(upstreamHeaders[':status'] ?? 502);
       const responseHeaders = clientResponseHeaders(upstreamHeaders);
       delete responseHeaders['content-length'];
@@ -196,12 +177,12 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
         (res as ServerResponse).writeHead(status, responseHeaders);
         if ('flushHeaders' in res) res.flushHeaders();
         const rewriter = info.verb === 'watch' ? new WatchRewriter(viewSpec(row, convert)) : new ListRewriter(viewSpec(row, convert));
-        pipeline(upstream, rewriter, res, (error) => {
+        pipeline(upstream!, rewriter, res, (error) => {
           if (error && !res.destroyed) log.warn('a list or watch could not be converted', { tenant, path: info.path, error: error.message });
         });
         return;
       }
-      void collect(upstream, MAX_RESPONSE_BODY_BYTES, () => new StatusError(500, 'InternalError', 'the upstream answer is too large to convert'))
+      void collect(upstream!, MAX_RESPONSE_BODY_BYTES, () => new StatusError(500, 'InternalError', 'the upstream answer is too large to convert'))
         .then(async (buffer) => {
           if (buffer.length === 0) {
             // Nothing to convert (304 Not Modified to a cached discovery or OpenAPI document, 204).
@@ -230,7 +211,7 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
         })
         .catch((error: unknown) => sendStatus(res, error));
     });
-    if (body !== null) upstream.end(body);
+    if (upstream !== null && body !== null) upstream.end(body);
   };
 
   if (!hasBody) {

@@ -638,7 +638,6 @@ const REVIEW_RESOURCE: Record<ReviewKind, [string, string]> = {
   TokenReview: [AUTHN_GROUP, 'tokenreviews'],
   SelfSubjectReview: [AUTHN_GROUP, 'selfsubjectreviews'],
 };
-const isAccessReview = (kind: ReviewKind) => kind.endsWith('AccessReview');
 const hasIdentity = (kind: ReviewKind) => kind === 'SubjectAccessReview' || kind === 'LocalSubjectAccessReview';
 
 function encodeReviewSpec(kind: ReviewKind, spec: Spec): Buffer {
