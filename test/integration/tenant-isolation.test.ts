@@ -237,3 +237,63 @@ t.test('access reviews answer within the tenant', async (t) => {
   const whoami = await alpha.kubectl(['auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}']);
   t.equal(whoami.stdout, 'admin', 'the tenant admin is "admin" to itself');
 });
+
+t.test('RBAC bindings name the tenant\'s roles and users, upstream under its prefix', async (t) => {
+  const binding = {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name: 'readers', namespace: 'shop' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'reader' },
+    subjects: [
+      { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'bob' },
+      { kind: 'ServiceAccount', name: 'builder', namespace: 'shop' },
+    ],
+  };
+  const r = await alpha.kubectl(['apply', '-f', '-'], { input: JSON.stringify(binding) });
+  t.equal(r.code, 0, r.stderr);
+  const upstream = JSON.parse((await stack.kubectlDirect(['-n', 'alpha1-shop', 'get', 'rolebinding', 'readers', '-o', 'json'])).stdout);
+  t.equal(upstream.roleRef.name, 'alpha1-reader', 'the roleRef names alpha\'s ClusterRole, not bravo\'s or a shared one');
+  t.same(upstream.subjects.map((s: { name: string; namespace?: string }) => `${s.name}/${s.namespace ?? ''}`), ['alpha1-bob/', 'builder/alpha1-shop']);
+  const seen = JSON.parse((await alpha.kubectl(['-n', 'shop', 'get', 'rolebinding', 'readers', '-o', 'json'])).stdout);
+  t.same(seen.roleRef, binding.roleRef, 'alpha sees the binding as it wrote it');
+  t.same(seen.subjects, binding.subjects);
+  t.same(await names(bravo, ['-n', 'shop', 'get', 'rolebindings']), [], 'bravo has no binding of that name');
+});
+
+t.test('bad input gets a 4xx Status and creates nothing', async (t) => {
+  const session = connectH2(credentialsOf(alpha.kubeconfig));
+  const malformed = await h2Request(session, 'POST', '/api/v1/namespaces/shop/configmaps', { headers: { 'content-type': 'application/json' }, body: '{"metadata": {"name": "broken"' });
+  t.equal(malformed.status, 400);
+  t.equal(malformed.json().kind, 'Status');
+  const yaml = await h2Request(session, 'PATCH', '/api/v1/namespaces/shop/configmaps/settings?fieldManager=t', {
+    headers: { 'content-type': 'application/apply-patch+yaml' },
+    body: 'metadata: [unclosed',
+  });
+  t.equal(yaml.status, 400, 'malformed YAML');
+  const unknown = await h2Request(session, 'GET', '/apis/nowhere.example/v1/namespaces/shop/things');
+  t.equal(unknown.status, 404, 'an unknown kind');
+  t.equal(unknown.json().kind, 'Status');
+  const hidden = await h2Request(session, 'GET', '/apis/apiregistration.k8s.io/v1/apiservices');
+  t.equal(hidden.status, 404, 'hidden kinds do not exist for tenants');
+  const otherPrefix = await h2Request(session, 'POST', '/api/v1/namespaces', {
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ metadata: { name: 'bravo2-shop' } }),
+  });
+  t.equal(otherPrefix.status, 201, 'a name that looks like another tenant\'s is just a name of alpha\'s');
+  session.close();
+  const upstream = await stack.kubectlDirect(['get', 'namespaces', '-o', 'name']);
+  t.match(upstream.stdout, /namespace\/alpha1-bravo2-shop/, 'created under alpha\'s prefix');
+  t.notMatch(upstream.stdout, /broken/);
+  const bravoCm = await bravo.kubectl(['-n', 'shop', 'get', 'configmap', 'settings', '-o', 'jsonpath={.data.owner}']);
+  t.equal(bravoCm.stdout, 'bravo', 'bravo\'s namespace was not touched');
+});
+
+t.test('kubectl get all -A and describe show only the tenant\'s objects', async (t) => {
+  const all = await bravo.kubectl(['get', 'all', '-A']);
+  t.equal(all.code, 0, all.stderr);
+  t.notMatch(all.stdout, /alpha|typed/, 'nothing of alpha\'s');
+  const described = await alpha.kubectl(['-n', 'shop', 'describe', 'configmap', 'settings']);
+  t.equal(described.code, 0, described.stderr);
+  t.match(described.stdout, /Namespace:\s+shop/);
+  t.notMatch(described.stdout, /alpha1-|bravo/);
+});
