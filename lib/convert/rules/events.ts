@@ -3,7 +3,7 @@
 import { stringAt } from './json.ts';
 import { objectReferencesRule } from './references.ts';
 import type { KindRule } from './rule.ts';
-import { stripTenantPrefixes } from './text.ts';
+import { stripTenantPrefixes } from '../status.ts';
 
 /** core: involvedObject, related, message; events.k8s.io: regarding, related, note. */
 const references = objectReferencesRule([['involvedObject'], ['regarding'], ['related']]);

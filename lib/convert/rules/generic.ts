@@ -9,7 +9,7 @@ import { managedFieldsToTenant, managedFieldsToUpstream } from './managed-fields
 import { checkNameFits, checkNamespaceFits, nameMappingOfRow, namespaceToTenant, namespaceToUpstream, nameToTenant, nameToUpstream } from './names.ts';
 import { ownerReferencesToTenant, ownerReferencesToUpstream } from './references.ts';
 import type { ConvertContext, Json } from './rule.ts';
-import { stripTenantPrefixes } from './text.ts';
+import { stripTenantPrefixes } from '../status.ts';
 
 function isEmpty(obj: Json): boolean {
   for (const _ in obj) return false;

@@ -105,4 +105,4 @@ export {
 } from './names.ts';
 export { apiGroupToTenant, apiGroupToUpstream, apiVersionToTenant, apiVersionToUpstream } from './api-groups.ts';
 export { NAMESPACE_NAME_LABEL, namespaceSelectorToUpstream, namespaceSelectorToTenant } from './label-selectors.ts';
-export { stripTenantPrefixes } from './text.ts';
+export { stripTenantPrefixes } from '../status.ts';

@@ -9,7 +9,7 @@ import { namespaceToTenant, namespaceToUpstream, nameToTenant, nameToUpstream, t
 import { policyRuleToTenant } from './rbac.ts';
 import { nameMappingOfResource } from './referents.ts';
 import type { ConvertContext, Json, KindRule } from './rule.ts';
-import { stripTenantPrefixes } from './text.ts';
+import { stripTenantPrefixes } from '../status.ts';
 
 const RESOURCE_ATTRIBUTES = ['spec', 'resourceAttributes'];
 
