@@ -9,7 +9,7 @@ import { mergeLabelSelector, rewriteFieldSelector } from './selectors.ts';
 const enc = encodeURIComponent;
 
 /** True when a list or watch of this kind spans more than one of the tenant's namespaces (or is cluster-scoped). */
-export function spansNamespaces(info: RequestInfo, row: KindRow): boolean {
+function spansNamespaces(info: RequestInfo, row: KindRow): boolean {
   return row.scope === 'Cluster' || info.namespace === '';
 }
 

@@ -1,5 +1,6 @@
 // /livez, /readyz and /healthz of tenantgate itself, answered without authentication (like the apiserver's).
 // Ready means the upstream answers its own /readyz; the answer is cached briefly so probes cost the upstream little.
+import type { ServerResponse } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http2';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import type { RequestContext } from './context.ts';
@@ -70,7 +71,7 @@ export class HealthChecks {
 function answer(ctx: RequestContext, status: number, text: string): void {
   const { res } = ctx;
   if (res.headersSent) return;
-  (res as import('node:http').ServerResponse).writeHead(status, {
+  (res as ServerResponse).writeHead(status, {
     'content-type': 'text/plain; charset=utf-8',
     'cache-control': 'no-cache, private',
     'x-content-type-options': 'nosniff',

@@ -5,7 +5,7 @@ import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { identityFromClientCertificate } from '../auth/identity.ts';
-import { accessRefusal, isBuiltinGroup, kindOf, type KindRow } from '../convert/kinds.ts';
+import { accessRefusal, isBuiltinGroup, kindOf } from '../convert/kinds.ts';
 import { parseRequestInfo } from '../convert/request-info.ts';
 import { upstreamResourceTarget } from '../convert/request.ts';
 import { apiGroupToUpstream } from '../convert/rules/index.ts';
@@ -121,7 +121,7 @@ export function handleRequest(
   req: Http2ServerRequest | IncomingMessage,
   res: Http2ServerResponse | ServerResponse,
 ): void {
-  runStages(stages, { req, res, path: req.url ?? '', identity: null, info: null, row: null as KindRow | null }, 0);
+  runStages(stages, { req, res, path: req.url ?? '', identity: null, info: null, row: null }, 0);
 }
 
 /** HTTP/1.1 Upgrade (exec, attach, port-forward): the same checks, then raw sockets both ways. */

@@ -2,8 +2,9 @@
 // policies, pod affinity) and object selectors (webhooks, aggregated ClusterRoles). Upstream they are ANDed with the
 // tenant label, so they only ever select the tenant's own namespaces and objects; namespace selectors on
 // `kubernetes.io/metadata.name` take the prefix.
-import { TENANT_LABEL, type TenantId } from '../prefix.ts';
-import { ensureObject, isObject } from './json.ts';
+import type { TenantId } from '../prefix.ts';
+import { isObject } from './json.ts';
+import { forceTenantEntry, removeTenantEntry } from './labels.ts';
 import { namespaceToTenant, namespaceToUpstream } from './names.ts';
 import type { Json } from './rule.ts';
 
@@ -12,18 +13,12 @@ export const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
 
 /** ANDs the tenant label into a selector. */
 export function objectSelectorToUpstream(selector: Json, tenant: TenantId): void {
-  ensureObject(selector, 'matchLabels')[TENANT_LABEL] = tenant;
+  forceTenantEntry(selector, 'matchLabels', tenant);
 }
 
 /** Removes the tenant label requirement; false when the selector requires another tenant's label. */
 export function objectSelectorToTenant(selector: Json, tenant: TenantId): boolean {
-  const matchLabels = selector.matchLabels;
-  if (!isObject(matchLabels) || !(TENANT_LABEL in matchLabels)) return true;
-  if (matchLabels[TENANT_LABEL] !== tenant) return false;
-  delete matchLabels[TENANT_LABEL];
-  for (const _ in matchLabels) return true;
-  delete selector.matchLabels;
-  return true;
+  return removeTenantEntry(selector, 'matchLabels', tenant);
 }
 
 function mapNamespaceNames(selector: Json, map: (name: string) => string | null): boolean {

@@ -4,21 +4,31 @@ import { TENANT_LABEL, type TenantId } from '../prefix.ts';
 import { ensureObject, isObject } from './json.ts';
 import type { Json } from './rule.ts';
 
-/** Sets the tenant label in an object's metadata (or any ObjectMeta, e.g. a pod template's). */
-export function forceTenantLabel(metadata: Json, tenant: TenantId): void {
-  ensureObject(metadata, 'labels')[TENANT_LABEL] = tenant;
+/** Sets `<mapKey>[kubezoo.io/tenant] = <id>` on `owner` (metadata's labels, a selector's matchLabels). */
+export function forceTenantEntry(owner: Json, mapKey: string, tenant: TenantId): void {
+  ensureObject(owner, mapKey)[TENANT_LABEL] = tenant;
 }
 
 /**
- * Removes the tenant label from metadata (and an emptied labels map). False when the label names another tenant:
- * the object is not this tenant's.
+ * Removes the tenant entry from `owner[mapKey]` (and the map, once emptied). False when it names another tenant:
+ * the object (or selector) is not this tenant's.
  */
-export function removeTenantLabel(metadata: Json, tenant: TenantId): boolean {
-  const labels = metadata.labels;
-  if (!isObject(labels) || !(TENANT_LABEL in labels)) return true;
-  if (labels[TENANT_LABEL] !== tenant) return false;
-  delete labels[TENANT_LABEL];
-  for (const _ in labels) return true;
-  delete metadata.labels;
+export function removeTenantEntry(owner: Json, mapKey: string, tenant: TenantId): boolean {
+  const map = owner[mapKey];
+  if (!isObject(map) || !(TENANT_LABEL in map)) return true;
+  if (map[TENANT_LABEL] !== tenant) return false;
+  delete map[TENANT_LABEL];
+  for (const _ in map) return true;
+  delete owner[mapKey];
   return true;
+}
+
+/** Sets the tenant label in an object's metadata (or any ObjectMeta, e.g. a pod template's). */
+export function forceTenantLabel(metadata: Json, tenant: TenantId): void {
+  forceTenantEntry(metadata, 'labels', tenant);
+}
+
+/** Removes the tenant label from metadata; false when the label names another tenant. */
+export function removeTenantLabel(metadata: Json, tenant: TenantId): boolean {
+  return removeTenantEntry(metadata, 'labels', tenant);
 }
