@@ -82,9 +82,10 @@ export function realisticPod(random: () => number, index: number, namespace: str
   };
   const annotations: Record<string, string> = { 'prometheus.io/scrape': 'true', 'prometheus.io/port': '8080' };
   if (index % 10 === 0) {
-    // What `kubectl apply` leaves: the applied object as escaped JSON, with its own "namespace" inside.
+    // What `kubectl apply` leaves: the applied object as escaped JSON, with its own "namespace" inside, as the
+    // tenant wrote it (kubectl sets the annotation; tenantgate prefixes only the object's own namespace).
     annotations['kubectl.kubernetes.io/last-applied-configuration'] =
-      JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: namespace, labels: { app } }, spec: { containers } }) + '\n';
+      JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: namespace.slice(7), labels: { app } }, spec: { containers } }) + '\n';
   }
   return {
     metadata: {
@@ -107,7 +108,7 @@ export function realisticPod(random: () => number, index: number, namespace: str
           time,
           fieldsType: 'FieldsV1',
           fieldsV1: {
-            'f:metadata': { 'f:generateName': {}, 'f:labels': { '.': {}, 'f:app': {}, 'f:pod-template-hash': {} }, 'f:ownerReferences': { '.': {}, [`k:{"uid":"${uid(random)}"}`]: {} } },
+            'f:metadata': { 'f:generateName': {}, 'f:labels': { '.': {}, 'f:app': {}, 'f:kubezoo.io/tenant': {}, 'f:pod-template-hash': {} }, 'f:ownerReferences': { '.': {}, [`k:{"uid":"${uid(random)}"}`]: {} } },
             'f:spec': { 'f:containers': { [`k:{"name":"${app}"}`]: { '.': {}, 'f:args': {}, 'f:env': {}, 'f:image': {}, 'f:name': {} } }, 'f:dnsPolicy': {}, 'f:restartPolicy': {} },
           },
         },

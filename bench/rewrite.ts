@@ -12,6 +12,8 @@ import streamArray from 'stream-json/streamers/stream-array.js';
 import streamValues from 'stream-json/streamers/stream-values.js';
 import { ListRewriter, TenantViewScanner, rewriteListBuffer, type TenantViewSpec } from '../lib/stream/tenant-view.ts';
 import { referenceListView, referenceTenantItem, referenceWatchView } from '../lib/stream/tenant-view-reference.ts';
+import { kindOf } from '../lib/convert/kinds.ts';
+import { tenantViewSpecOf } from '../lib/stream/view-spec.ts';
 import { podListPayload, podWatchPayload } from './k8s-payloads.ts';
 
 const quick = process.argv.includes('--quick');
@@ -19,8 +21,10 @@ const quick = process.argv.includes('--quick');
 const PODS = quick ? 1000 : 5000;
 const CHUNK = 64 * 1024;
 const TENANT = 'abc123';
-const fast: TenantViewSpec = { tenant: TENANT, nameField: 'namespace' };
-const slow: TenantViewSpec = { tenant: TENANT, nameField: 'namespace', rewriteItem: (item) => item };
+// Pods as the proxy rewrites them: the byte-level fast path, and the pod rule applied to every item (the slow path).
+const PODS_ROW = kindOf('', 'pods')!;
+const fast: TenantViewSpec = tenantViewSpecOf(PODS_ROW, { tenant: TENANT, scopeOf: () => undefined, kindScope: () => undefined });
+const slow: TenantViewSpec = { ...fast, tenantMetadata: undefined };
 
 interface Run {
   /** Milliseconds from the start of the run to the first output byte. */
@@ -254,8 +258,8 @@ async function runPayload(payload: 'list' | 'watch'): Promise<void> {
       { payload, input: list, approach: 'tenant-view fast path (64 KiB chunks)', runs: many, run: () => scannerRun('list', listChunks, fast) },
       { payload, input: list, approach: 'tenant-view fast path (whole buffer)', runs: many, run: () => wholeRun(() => rewriteListBuffer(list, fast)) },
       { payload, input: list, approach: 'tenant-view fast path, ListRewriter stream', runs: many, run: () => transformRun(listChunks) },
-      { payload, input: list, approach: 'tenant-view slow path, rewriteItem identity (chunks)', runs: few, run: () => scannerRun('list', listChunks, slow) },
-      { payload, input: list, approach: 'JSON.parse + edit + JSON.stringify', runs: few, run: () => wholeRun(() => referenceListView(list, fast)) },
+      { payload, input: list, approach: 'tenant-view slow path, pod rule per item (chunks)', runs: few, run: () => scannerRun('list', listChunks, slow) },
+      { payload, input: list, approach: 'JSON.parse + pod rule + JSON.stringify', runs: few, run: () => wholeRun(() => referenceListView(list, fast)) },
       { payload, input: list, approach: 'stream-json pick + streamArray + stringify (chunks)', runs: once, run: () => streamJsonListRun(listChunks) },
     ]);
   } else {
@@ -264,8 +268,8 @@ async function runPayload(payload: 'list' | 'watch'): Promise<void> {
     await measureAll([
       { payload, input: watch, approach: 'raw copy (64 KiB chunks)', runs: many, run: () => rawCopyRun(watchChunks) },
       { payload, input: watch, approach: 'tenant-view fast path (64 KiB chunks)', runs: many, run: () => scannerRun('watch', watchChunks, fast) },
-      { payload, input: watch, approach: 'tenant-view slow path, rewriteItem identity (chunks)', runs: few, run: () => scannerRun('watch', watchChunks, slow) },
-      { payload, input: watch, approach: 'JSON.parse + edit + JSON.stringify per event', runs: few, run: () => wholeRun(() => referenceWatchView(watch, fast)) },
+      { payload, input: watch, approach: 'tenant-view slow path, pod rule per item (chunks)', runs: few, run: () => scannerRun('watch', watchChunks, slow) },
+      { payload, input: watch, approach: 'JSON.parse + pod rule + JSON.stringify per event', runs: few, run: () => wholeRun(() => referenceWatchView(watch, fast)) },
       { payload, input: watch, approach: 'stream-json jsonStreaming + streamValues (chunks)', runs: once, run: () => streamJsonWatchRun(watchChunks) },
     ]);
   }

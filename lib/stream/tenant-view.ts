@@ -1,7 +1,7 @@
 // Rewrites upstream list and watch JSON into a tenant's view byte by byte, as chunks arrive, holding at most one item.
 // Never emits an object outside the tenant's prefix, nor any byte of an item before the whole item has been checked.
 import { Transform, type TransformCallback } from 'node:stream';
-import { PREFIX_LENGTH, isTenantId, tenantPrefix, toTenantName, type TenantId } from '../convert/prefix.ts';
+import { PREFIX_LENGTH, TENANT_LABEL, isTenantId, tenantPrefix, toTenantName, type TenantId } from '../convert/prefix.ts';
 
 /**
  * What a tenant may see of a list or watch, and how its objects change on the way out.
@@ -16,14 +16,32 @@ import { PREFIX_LENGTH, isTenantId, tenantPrefix, toTenantName, type TenantId } 
  *   passed the `nameField` check is JSON.parse'd, given to it as the upstream object, and its result
  *   JSON.stringify'd in its place; it returns `null` to drop the object. It must strip the prefix itself.
  * - `rewriteStatus`: applied to the `Status` object of watch `ERROR` events (default: unchanged bytes).
+ * - `tenantMetadata` (with `rewriteItem`): the fast path for kinds whose rule touches only the object's own metadata.
+ *   An item keeps its bytes but for the name prefix, the tenant label (an item labelled for another tenant is
+ *   dropped), the tenant label's fields in managedFields, and ownerReferences; an item holding the tenant id
+ *   followed by `-` or `:` anywhere but its name field, or any of the kind's markers, goes to `rewriteItem`.
  */
 export interface TenantViewSpec {
   tenant: TenantId;
   nameField: 'namespace' | 'name' | null;
   rewriteItem?: ((item: any) => any) | undefined;
   rewriteStatus?: ((status: any) => any) | undefined;
+  tenantMetadata?: TenantMetadataView | undefined;
   /** Largest unfinished item (or watch event, or list head before `items`) held from one chunk to the next. Default 16 MiB. */
   maxItemBytes?: number | undefined;
+}
+
+/** What the fast path asks of the kind's rule, for the parts of an item's metadata it does not edit in place. */
+export interface TenantMetadataView {
+  /** The tenant's view of `metadata.ownerReferences` (parsed), or null when an owner is not the tenant's. */
+  ownerReferences(owners: unknown[]): unknown[] | null;
+  /** The tenant's view of `metadata.managedFields` (parsed), for field sets the byte edit does not recognise. */
+  managedFields(entries: unknown[]): unknown[];
+  /**
+   * By member of `spec`: byte strings that send an item holding any of them there to the slow path (fields deep in
+   * the body the rule rewrites). Sound because kube-apiserver's encoder never escapes the characters of a key.
+   */
+  slowPathMarkers: { readonly [specMember: string]: readonly string[] };
 }
 
 /** The upstream response cannot be rewritten safely: malformed JSON, truncated, not a list, an odd watch event. */
@@ -89,6 +107,10 @@ const ROLE_ITEM = 5; // an item, or a watch event's object: looks for "metadata"
 const ROLE_ITEM_METADATA = 6; // an item's own metadata: looks for the name field
 const ROLE_EVENT = 7; // a watch event: looks for "type" and "object"
 const ROLE_NON_OBJECT_ITEM = 8; // an array inside items: dropped when it ends
+const ROLE_LABELS = 9; // an item's metadata.labels: looks for the tenant label
+const ROLE_SPAN = 10; // a member whose bytes the fast path looks at once it is whole: only its end is noted
+const ROLE_SPEC = 11; // an item's spec: looks for the members the kind's markers are searched in
+const ROLE_MARKED = 12; // such a member: searched for the markers when it ends
 
 // What the next value is, when it matters.
 const SLOT_NONE = 0;
@@ -100,6 +122,21 @@ const SLOT_ITEM_METADATA = 5;
 const SLOT_NAME = 6;
 const SLOT_EVENT_TYPE = 7;
 const SLOT_EVENT_OBJECT = 8;
+const SLOT_LABELS = 9;
+const SLOT_TENANT_LABEL = 10;
+const SLOT_MANAGED_FIELDS = 11;
+const SLOT_OWNER_REFERENCES = 12;
+const SLOT_SPEC = 13;
+const SLOT_STATUS = 14;
+const SLOT_MARKED = 15;
+
+// The members whose extent the fast path notes (index into the span arrays).
+const SPAN_METADATA = 0;
+const SPAN_MANAGED_FIELDS = 1;
+const SPAN_OWNERS = 2;
+const SPAN_STATUS = 3;
+const SPAN_MARKED = 4;
+const SPAN_COUNT = 5;
 
 // What was found at the name field of the current item.
 const NAME_MISSING = 0;
@@ -110,6 +147,15 @@ const KEY_ITEMS = Buffer.from('items');
 const KEY_METADATA = Buffer.from('metadata');
 const KEY_TYPE = Buffer.from('type');
 const KEY_OBJECT = Buffer.from('object');
+const KEY_LABELS = Buffer.from('labels');
+const KEY_MANAGED_FIELDS = Buffer.from('managedFields');
+const KEY_OWNER_REFERENCES = Buffer.from('ownerReferences');
+const KEY_SPEC = Buffer.from('spec');
+const KEY_STATUS = Buffer.from('status');
+const KEY_TENANT_LABEL = Buffer.from(TENANT_LABEL);
+const KEY_FIELDS_V1 = Buffer.from('"fieldsV1"');
+/** How the tenant label appears in a managedFields field set (as a key, whose value is the empty set). */
+const MANAGED_TENANT_LABEL = Buffer.from(`"f:${TENANT_LABEL}"`);
 const TYPE_BOOKMARK = Buffer.from('BOOKMARK');
 const TYPE_ERROR = Buffer.from('ERROR');
 const COMMA = Buffer.from(',');
@@ -142,6 +188,17 @@ function plainRunEnd(buf: Buffer, view: DataView, from: number, end: number): nu
   return i;
 }
 
+/** The opening quote of the JSON string whose closing quote is at `close` (searching no lower than `floor`), or -1. */
+function openingQuote(buf: Buffer, close: number, floor: number): number {
+  for (let i = close - 1; i >= floor; i--) {
+    if (buf[i] !== 0x22) continue;
+    let backslashes = 0;
+    while (i - 1 - backslashes >= floor && buf[i - 1 - backslashes] === 0x5c) backslashes++;
+    if (backslashes % 2 === 0) return i;
+  }
+  return -1;
+}
+
 function describeByte(c: number): string {
   return c >= 0x20 && c < 0x7f ? `'${String.fromCharCode(c)}'` : `byte 0x${c.toString(16).padStart(2, '0')}`;
 }
@@ -159,6 +216,11 @@ export class TenantViewScanner {
   private readonly rewriteItem: ((item: any) => any) | undefined;
   private readonly rewriteStatus: ((status: any) => any) | undefined;
   private readonly maxItemBytes: number;
+  private readonly tenantMetadata: TenantMetadataView | null;
+  private readonly tenantBytes: Buffer;
+  private readonly tenantValue: Buffer;
+  private readonly markedKeys: Buffer[];
+  private readonly markers: Buffer[][];
 
   // The bytes being scanned: the chunk itself, or `work` holding retained bytes followed by the chunk.
   private buf: Buffer = EMPTY;
@@ -207,6 +269,33 @@ export class TenantViewScanner {
   private objectCount = 0;
   private objectStart = -1;
   private objectEnd = -1;
+  // The current item's metadata members the fast path edits (tenantMetadata only).
+  private labelsCount = 0;
+  private labelsKeyStart = -1;
+  private labelsEnd = -1;
+  private labelsIsObject = false;
+  private labelEntries = 0;
+  private tenantLabelCount = 0;
+  private tenantLabelKeyStart = -1;
+  private tenantLabelStart = -1;
+  private tenantLabelEnd = -1;
+  private tenantLabelIsString = false;
+  private tenantLabelEscaped = false;
+  private managedFieldsCount = 0;
+  private ownersCount = 0;
+  private specCount = 0;
+  private statusCount = 0;
+  // Where each noted member's value starts and ends; bit (1 << SPAN_x) of spansSeen once it has ended.
+  private readonly spanStart = new Int32Array(SPAN_COUNT);
+  private readonly spanEnd = new Int32Array(SPAN_COUNT);
+  private spansSeen = 0;
+  private openSpan = 0; // the SPAN_x of the ROLE_SPAN container open now (they never nest)
+  private markedMember = -1; // which of the kind's marked spec members is open now
+  private markerFound = false;
+  // The current unit's edits for the fast path: [from, to) replaced by `with` (null: removed), in document order.
+  private editFrom: number[] = [];
+  private editTo: number[] = [];
+  private editWith: (Buffer | null)[] = [];
 
   constructor(kind: 'list' | 'watch', spec: TenantViewSpec) {
     if (!isTenantId(spec.tenant)) throw new TypeError(`not a tenant id: ${JSON.stringify(spec.tenant)}`);
@@ -220,6 +309,15 @@ export class TenantViewScanner {
     this.rewriteItem = spec.rewriteItem;
     this.rewriteStatus = spec.rewriteStatus;
     this.maxItemBytes = spec.maxItemBytes ?? DEFAULT_MAX_ITEM_BYTES;
+    this.tenantMetadata = spec.tenantMetadata ?? null;
+    if (this.tenantMetadata !== null && (spec.nameField === null || spec.rewriteItem === undefined)) {
+      throw new TypeError('tenantMetadata needs a nameField and rewriteItem (for the items the fast path leaves to it)');
+    }
+    this.tenantBytes = Buffer.from(spec.tenant);
+    this.tenantValue = Buffer.from(JSON.stringify(spec.tenant));
+    const marked = Object.entries(this.tenantMetadata?.slowPathMarkers ?? {});
+    this.markedKeys = marked.map(([key]) => Buffer.from(key));
+    this.markers = marked.map(([, markers]) => markers.map((marker) => Buffer.from(marker)));
   }
 
   /** Scans one chunk; returns the bytes that are ready to send (possibly none). */
@@ -341,6 +439,15 @@ export class TenantViewScanner {
       this.typeEnd -= from;
       this.objectStart -= from;
       this.objectEnd -= from;
+      this.labelsKeyStart -= from;
+      this.labelsEnd -= from;
+      this.tenantLabelKeyStart -= from;
+      this.tenantLabelStart -= from;
+      this.tenantLabelEnd -= from;
+      for (let k = 0; k < SPAN_COUNT; k++) {
+        this.spanStart[k]! -= from;
+        this.spanEnd[k]! -= from;
+      }
     }
   }
 
@@ -658,12 +765,49 @@ export class TenantViewScanner {
         if (this.nameKey !== null && this.keyIs(start, close, escaped, KEY_METADATA)) {
           if (++this.metadataCount > 1) this.ambiguous = true;
           this.slot = SLOT_ITEM_METADATA;
+        } else if (this.tenantMetadata !== null) {
+          if (this.keyIs(start, close, escaped, KEY_SPEC)) {
+            if (++this.specCount > 1) this.ambiguous = true;
+            this.slot = SLOT_SPEC;
+          } else if (this.keyIs(start, close, escaped, KEY_STATUS)) {
+            if (++this.statusCount > 1) this.ambiguous = true;
+            this.slot = SLOT_STATUS;
+          }
         }
         return;
       case ROLE_ITEM_METADATA:
         if (this.keyIs(start, close, escaped, this.nameKey!)) {
           if (++this.nameCount > 1) this.ambiguous = true;
           this.slot = SLOT_NAME;
+        } else if (this.tenantMetadata !== null) {
+          if (this.keyIs(start, close, escaped, KEY_LABELS)) {
+            if (++this.labelsCount > 1) this.ambiguous = true;
+            this.labelsKeyStart = start;
+            this.slot = SLOT_LABELS;
+          } else if (this.keyIs(start, close, escaped, KEY_MANAGED_FIELDS)) {
+            if (++this.managedFieldsCount > 1) this.ambiguous = true;
+            this.slot = SLOT_MANAGED_FIELDS;
+          } else if (this.keyIs(start, close, escaped, KEY_OWNER_REFERENCES)) {
+            if (++this.ownersCount > 1) this.ambiguous = true;
+            this.slot = SLOT_OWNER_REFERENCES;
+          }
+        }
+        return;
+      case ROLE_SPEC:
+        for (let k = 0; k < this.markedKeys.length; k++) {
+          if (this.keyIs(start, close, escaped, this.markedKeys[k]!)) {
+            this.markedMember = k;
+            this.slot = SLOT_MARKED;
+          }
+        }
+        return;
+      case ROLE_LABELS:
+        this.labelEntries++;
+        if (this.keyIs(start, close, escaped, KEY_TENANT_LABEL)) {
+          if (++this.tenantLabelCount > 1) this.ambiguous = true;
+          this.tenantLabelKeyStart = start;
+          this.tenantLabelIsString = false;
+          this.slot = SLOT_TENANT_LABEL;
         }
         return;
       case ROLE_EVENT:
@@ -692,6 +836,12 @@ export class TenantViewScanner {
     this.typeEscaped = false;
     this.objectCount = 0;
     this.objectStart = this.objectEnd = -1;
+    if (this.tenantMetadata !== null) {
+      this.labelsCount = this.labelEntries = this.tenantLabelCount = this.managedFieldsCount = this.ownersCount = 0;
+      this.specCount = this.statusCount = this.spansSeen = 0;
+      this.markerFound = false;
+      this.labelsIsObject = this.tenantLabelIsString = false;
+    }
     // Separators and whitespace before an item are not copied: the comma is re-added when the item is kept.
     this.flushedUpTo = at;
   }
@@ -720,7 +870,9 @@ export class TenantViewScanner {
         this.flushedUpTo = at + 1;
         return ROLE_ITEMS;
       case SLOT_ITEM_METADATA:
-        return isArray ? ROLE_OTHER : ROLE_ITEM_METADATA;
+        if (isArray) return ROLE_OTHER;
+        this.spanStart[SPAN_METADATA] = at;
+        return ROLE_ITEM_METADATA;
       case SLOT_NAME:
         this.nameState = NAME_NOT_STRING;
         return ROLE_OTHER;
@@ -730,9 +882,33 @@ export class TenantViewScanner {
         if (isArray) throw new TenantViewError('a watch event\'s "object" is not a JSON object', this.bufOffset + at);
         this.objectStart = at;
         return ROLE_ITEM;
+      case SLOT_LABELS:
+        this.labelsIsObject = !isArray;
+        return isArray ? ROLE_OTHER : ROLE_LABELS;
+      case SLOT_MANAGED_FIELDS:
+        return isArray ? this.openSpanOf(SPAN_MANAGED_FIELDS, at) : ROLE_OTHER;
+      case SLOT_OWNER_REFERENCES:
+        return isArray ? this.openSpanOf(SPAN_OWNERS, at) : ROLE_OTHER;
+      case SLOT_SPEC:
+        return isArray || this.markedKeys.length === 0 ? ROLE_OTHER : ROLE_SPEC;
+      case SLOT_MARKED:
+        this.spanStart[SPAN_MARKED] = at;
+        return ROLE_MARKED;
+      case SLOT_STATUS:
+        return this.openSpanOf(SPAN_STATUS, at);
       default:
         return ROLE_OTHER;
     }
+  }
+
+  private openSpanOf(span: number, at: number): number {
+    this.spanStart[span] = at;
+    this.openSpan = span;
+    return ROLE_SPAN;
+  }
+
+  private spanHas(span: number): boolean {
+    return (this.spansSeen & (1 << span)) !== 0;
   }
 
   /** A scalar value [start, end) of a slot. */
@@ -771,6 +947,12 @@ export class TenantViewScanner {
         return;
       case SLOT_EVENT_OBJECT:
         throw new TenantViewError('a watch event\'s "object" is not a JSON object', this.bufOffset + start);
+      case SLOT_TENANT_LABEL:
+        this.tenantLabelIsString = isString;
+        this.tenantLabelStart = start;
+        this.tenantLabelEnd = end;
+        this.tenantLabelEscaped = escaped;
+        return;
     }
   }
 
@@ -791,6 +973,22 @@ export class TenantViewScanner {
         return;
       case ROLE_EVENT:
         this.finishWatchEvent(end);
+        return;
+      case ROLE_LABELS:
+        this.labelsEnd = end;
+        return;
+      case ROLE_ITEM_METADATA:
+        this.spanEnd[SPAN_METADATA] = end;
+        this.spansSeen |= 1 << SPAN_METADATA;
+        return;
+      case ROLE_MARKED: {
+        const member = this.buf.subarray(this.spanStart[SPAN_MARKED], end);
+        for (const marker of this.markers[this.markedMember]!) if (member.indexOf(marker) !== -1) this.markerFound = true;
+        return;
+      }
+      case ROLE_SPAN:
+        this.spanEnd[this.openSpan] = end;
+        this.spansSeen |= 1 << this.openSpan;
         return;
     }
   }
@@ -819,23 +1017,158 @@ export class TenantViewScanner {
     return name === null ? null : Buffer.from(JSON.stringify(name));
   }
 
-  /** Emits [from, to) of the unit with the name field turned into the tenant's (verdict from nameVerdict). */
-  private emitWithTenantName(from: number, to: number, verdict: number): boolean {
-    if (this.nameKey === null) {
-      this.emit(from, to);
-      return true;
+  /**
+   * Whether an item that passed the name check may skip the rule. With tenantMetadata: unless the tenant's id
+   * followed by '-' or ':' stands in its metadata (but for the name field) or status, where the generic rule would
+   * rewrite it (owner names, generateName, condition messages), or a marker of the kind stands in its spec.
+   */
+  private fastPathApplies(): boolean {
+    const view = this.tenantMetadata;
+    if (view === null) return this.rewriteItem === undefined;
+    return !this.markerFound && !this.namesTenant(SPAN_METADATA, this.nameStart + 1) && !this.namesTenant(SPAN_STATUS, -1);
+  }
+
+  /** Whether a noted member holds the tenant's id followed by '-' or ':' anywhere but at `except`. */
+  private namesTenant(span: number, except: number): boolean {
+    if (!this.spanHas(span)) return false;
+    const from = this.spanStart[span]!;
+    const bytes = this.buf.subarray(from, this.spanEnd[span]);
+    const id = this.tenantBytes;
+    for (let i = bytes.indexOf(id); i !== -1; i = bytes.indexOf(id, i + 1)) {
+      const next = bytes[i + id.length];
+      if ((next === 0x2d /* - */ || next === 0x3a) /* : */ && from + i !== except) return true;
     }
-    if (verdict === 1) {
-      this.emit(from, this.nameStart + 1);
-      this.emit(this.nameStart + 1 + PREFIX_LENGTH, to);
-      return true;
+    return false;
+  }
+
+  /**
+   * The edits that turn the unit into the tenant's view on the fast path (verdict from nameVerdict): the name,
+   * and with tenantMetadata the label, owners and field sets. False when the object is not the tenant's.
+   */
+  private collectFastEdits(verdict: number): boolean {
+    this.editFrom.length = this.editTo.length = this.editWith.length = 0;
+    if (this.nameKey !== null) {
+      if (verdict === 1) this.addEdit(this.nameStart + 1, this.nameStart + 1 + PREFIX_LENGTH, null);
+      else {
+        const name = this.decodedTenantName();
+        if (name === null) return false;
+        this.addEdit(this.nameStart, this.nameEnd, name);
+      }
     }
-    const name = this.decodedTenantName();
-    if (name === null) return false;
-    this.emit(from, this.nameStart);
-    this.output.push(name);
-    this.emit(this.nameEnd, to);
+    const view = this.tenantMetadata;
+    if (view === null) return true;
+    if (this.tenantLabelCount > 0) {
+      if (!this.tenantLabelIsString || !this.tenantLabelIsOurs()) return false;
+      // Removed with the labels map when it was the only label, as the rule does.
+      if (this.labelEntries === 1) this.addMemberRemoval(this.labelsKeyStart, this.labelsEnd);
+      else this.addMemberRemoval(this.tenantLabelKeyStart, this.tenantLabelEnd);
+    }
+    if (this.spanHas(SPAN_OWNERS)) {
+      const [from, to] = [this.spanStart[SPAN_OWNERS]!, this.spanEnd[SPAN_OWNERS]!];
+      // Only the verdict counts: without the tenant's id in them (fastPathApplies), the rule has nothing to un-prefix.
+      if (view.ownerReferences(JSON.parse(this.buf.toString('utf8', from, to))) === null) return false;
+    }
+    if (this.spanHas(SPAN_MANAGED_FIELDS)) {
+      const [from, to] = [this.spanStart[SPAN_MANAGED_FIELDS]!, this.spanEnd[SPAN_MANAGED_FIELDS]!];
+      const cuts = this.managedFieldsCuts(from, to);
+      if (cuts !== null) for (let k = 0; k < cuts.length; k += 2) this.addEdit(cuts[k]!, cuts[k + 1]!, null);
+      else {
+        const entries = view.managedFields(JSON.parse(this.buf.toString('utf8', from, to)));
+        this.addEdit(from, to, Buffer.from(JSON.stringify(entries)));
+      }
+    }
     return true;
+  }
+
+  /** Adds an edit, keeping the list in document order (members come in any order; there are a handful). */
+  private addEdit(from: number, to: number, replacement: Buffer | null): void {
+    const froms = this.editFrom;
+    let k = froms.length;
+    froms.push(from);
+    this.editTo.push(to);
+    this.editWith.push(replacement);
+    for (; k > 0 && froms[k - 1]! > from; k--) {
+      froms[k] = froms[k - 1]!;
+      this.editTo[k] = this.editTo[k - 1]!;
+      this.editWith[k] = this.editWith[k - 1]!;
+      froms[k - 1] = from;
+      this.editTo[k - 1] = to;
+      this.editWith[k - 1] = replacement;
+    }
+  }
+
+  /** Removes an object member [keyStart, valueEnd) with the comma after it, or else the one before it. */
+  private addMemberRemoval(keyStart: number, valueEnd: number): void {
+    const buf = this.buf;
+    let after = valueEnd;
+    while (CHAR_CLASS[buf[after]!] === C_SPACE) after++;
+    if (buf[after] === 0x2c /* , */) return this.addEdit(keyStart, after + 1, null);
+    let before = keyStart - 1;
+    while (CHAR_CLASS[buf[before]!] === C_SPACE) before--;
+    this.addEdit(buf[before] === 0x2c ? before : keyStart, valueEnd, null);
+  }
+
+  private tenantLabelIsOurs(): boolean {
+    const { buf, tenantLabelStart: from, tenantLabelEnd: to } = this;
+    if (this.tenantLabelEscaped) return JSON.parse(buf.toString('utf8', from, to)) === this.tenant;
+    const value = this.tenantValue;
+    return to - from === value.length && buf.compare(value, 0, value.length, from, to) === 0;
+  }
+
+  /**
+   * Cuts (flat [from, to) pairs, in order) removing every `"f:kubezoo.io/tenant":{}` from managedFields, with the
+   * field sets that held nothing else (fieldsV1 itself stays), as the rule does; null when the bytes are not the
+   * plain compact shape kube-apiserver writes, or two cuts would share a comma: then the rule does it.
+   */
+  private managedFieldsCuts(floor: number, end: number): number[] | null {
+    const buf = this.buf;
+    const span = buf.subarray(floor, end);
+    const cuts: number[] = [];
+    for (let at = span.indexOf(MANAGED_TENANT_LABEL); at !== -1; at = span.indexOf(MANAGED_TENANT_LABEL, at + 1)) {
+      let from = floor + at;
+      let to = from + MANAGED_TENANT_LABEL.length;
+      if (buf[to] !== 0x3a /* : */ || buf[to + 1] !== 0x7b /* { */ || buf[to + 2] !== 0x7d /* } */) return null;
+      to += 3;
+      for (;;) {
+        const before = buf[from - 1];
+        const after = buf[to];
+        if (before === 0x2c /* , */) {
+          cuts.push(from - 1, to);
+          break;
+        }
+        if (before !== 0x7b /* { */) return null;
+        if (after === 0x2c) {
+          cuts.push(from, to + 1);
+          break;
+        }
+        if (after !== 0x7d /* } */) return null;
+        // The field set around it holds nothing else: it goes too, unless it is fieldsV1 itself.
+        const keyClose = from - 3;
+        if (buf[from - 2] !== 0x3a /* : */ || buf[keyClose] !== 0x22) return null;
+        const keyStart = openingQuote(buf, keyClose, floor);
+        if (keyStart < 0) return null;
+        if (keyClose + 1 - keyStart === KEY_FIELDS_V1.length && buf.compare(KEY_FIELDS_V1, 0, KEY_FIELDS_V1.length, keyStart, keyClose + 1) === 0) {
+          cuts.push(from, to);
+          break;
+        }
+        from = keyStart;
+        to++;
+      }
+    }
+    for (let k = 2; k < cuts.length; k += 2) if (cuts[k]! < cuts[k - 1]!) return null;
+    return cuts;
+  }
+
+  /** Emits [from, to) of the unit with the collected edits applied. */
+  private emitEdited(from: number, to: number): void {
+    let at = from;
+    for (let k = 0; k < this.editFrom.length; k++) {
+      this.emit(at, this.editFrom[k]!);
+      const replacement = this.editWith[k];
+      if (replacement !== null && replacement !== undefined) this.output.push(replacement);
+      at = this.editTo[k]!;
+    }
+    this.emit(at, to);
   }
 
   /** The caller's rewrite of [from, to), or null to drop it. */
@@ -853,19 +1186,16 @@ export class TenantViewScanner {
     this.flushedUpTo = end;
     const verdict = this.nameVerdict();
     if (verdict < 0) return;
-    if (this.rewriteItem !== undefined) {
+    if (this.fastPathApplies()) {
+      if (!this.collectFastEdits(verdict)) return;
+      if (this.keptItems > 0) this.output.push(COMMA);
+      this.emitEdited(start, end);
+    } else {
       if (verdict === 0 && this.decodedTenantName() === null) return;
       const item = this.rewritten(start, end);
       if (item === null) return;
       if (this.keptItems > 0) this.output.push(COMMA);
       this.output.push(item);
-    } else {
-      const mark = this.output.length;
-      if (this.keptItems > 0) this.output.push(COMMA);
-      if (!this.emitWithTenantName(start, end, verdict)) {
-        this.output.length = mark;
-        return;
-      }
     }
     this.keptItems++;
   }
@@ -896,15 +1226,16 @@ export class TenantViewScanner {
     } else {
       const verdict = this.nameVerdict();
       if (verdict < 0) return;
-      if (this.rewriteItem !== undefined) {
+      if (this.fastPathApplies()) {
+        if (!this.collectFastEdits(verdict)) return;
+        this.emitEdited(start, end);
+      } else {
         if (verdict === 0 && this.decodedTenantName() === null) return;
         const object = this.rewritten(this.objectStart, this.objectEnd);
         if (object === null) return;
         this.emit(start, this.objectStart);
         this.output.push(object);
         this.emit(this.objectEnd, end);
-      } else if (!this.emitWithTenantName(start, end, verdict)) {
-        return;
       }
     }
     this.output.push(NEWLINE);

@@ -20,7 +20,8 @@ import { statusToTenant } from '../convert/status.ts';
 import { isTable, tableToTenant } from '../convert/table.ts';
 import type { RequestContext } from '../server/context.ts';
 import { badRequest, notFound, sendStatus, StatusError } from '../server/status.ts';
-import { ListRewriter, WatchRewriter, type TenantViewSpec } from '../stream/tenant-view.ts';
+import { ListRewriter, WatchRewriter } from '../stream/tenant-view.ts';
+import { tenantViewSpecOf } from '../stream/view-spec.ts';
 import { grantTenantNamespace } from '../tenants/bootstrap.ts';
 import { log } from '../log.ts';
 import type { DiscoveryCache } from './discovery.ts';
@@ -135,14 +136,6 @@ function wholeBodyToTenant(body: any, status: number, ctx: RequestContext, conve
   return view;
 }
 
-function viewSpec(row: KindRow, convert: ConvertContext): TenantViewSpec {
-  const rewriteItem = (item: any) => (item?.kind === 'Table' ? tableToTenant(item, (o) => objectToTenant(o, convert, row)) : objectToTenant(item, convert, row));
-  const rewriteStatus = (status: any) => statusToTenant(status, convert.tenant);
-  if (row.tenancy !== 'tenant') return { tenant: convert.tenant, nameField: null, rewriteItem, rewriteStatus };
-  const nameField = row.scope === 'Namespaced' ? 'namespace' : row.rule === 'crd' ? null : 'name';
-  return { tenant: convert.tenant, nameField, rewriteItem, rewriteStatus };
-}
-
 export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDeps): void {
   const { req, res } = ctx;
   const identity = ctx.identity!;
@@ -176,7 +169,7 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
       if (streamed) {
         (res as ServerResponse).writeHead(status, responseHeaders);
         if ('flushHeaders' in res) res.flushHeaders();
-        const rewriter = info.verb === 'watch' ? new WatchRewriter(viewSpec(row, convert)) : new ListRewriter(viewSpec(row, convert));
+        const rewriter = info.verb === 'watch' ? new WatchRewriter(tenantViewSpecOf(row, convert)) : new ListRewriter(tenantViewSpecOf(row, convert));
         pipeline(upstream!, rewriter, res, (error) => {
           if (error && !res.destroyed) log.warn('a list or watch could not be converted', { tenant, path: info.path, error: error.message });
         });

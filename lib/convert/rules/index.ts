@@ -56,6 +56,16 @@ export const RULES: { readonly [name in RuleName]: KindRule } = {
 };
 
 /**
+ * Rules whose whole tenant view the list and watch rewriter applies at byte level (lib/stream/tenant-view.ts,
+ * tenantMetadata) because they touch nothing but the object's own metadata and status messages; for each, by
+ * member of `spec`, the keys that send an item holding them there to the rule itself.
+ */
+export const BYTE_LEVEL_RULES: { readonly [name in RuleName]?: { readonly [specMember: string]: readonly string[] } } = {
+  generic: {},
+  pod: { affinity: ['"podAffinity"', '"podAntiAffinity"'], volumes: ['"ephemeral"'] },
+};
+
+/**
  * The upstream form of an object a tenant sends (create, update, apply). Mutates and returns `obj`.
  * Throws a StatusError: 404 for hidden kinds, 403 for shared ones, 422 for names too long once prefixed or
  * fields the tenant may not set, 400 for a body that is not an object.

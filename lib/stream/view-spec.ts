@@ -1,0 +1,35 @@
+// What the list and watch rewriter does for one kind, from the table of kinds and the rules: which name field
+// proves an item the tenant's, and whether an item may take the byte-level fast path or goes through the rule.
+import type { KindRow } from '../convert/kinds.ts';
+import { BYTE_LEVEL_RULES, objectToTenant, type ConvertContext } from '../convert/rules/index.ts';
+import { managedFieldsToTenant } from '../convert/rules/managed-fields.ts';
+import { ownerReferencesToTenant } from '../convert/rules/references.ts';
+import { statusToTenant } from '../convert/status.ts';
+import { isTable, tableToTenant } from '../convert/table.ts';
+import type { TenantMetadataView, TenantViewSpec } from './tenant-view.ts';
+
+/** The rewriter's spec for lists and watches of `row` as `convert.tenant` sees them. */
+export function tenantViewSpecOf(row: KindRow, convert: ConvertContext): TenantViewSpec {
+  const rewriteItem = (item: any) => (isTable(item) ? tableToTenant(item, (o) => objectToTenant(o, convert, row)) : objectToTenant(item, convert, row));
+  const rewriteStatus = (status: any) => statusToTenant(status, convert.tenant);
+  if (row.tenancy !== 'tenant') return { tenant: convert.tenant, nameField: null, rewriteItem, rewriteStatus };
+  const nameField = row.scope === 'Namespaced' ? 'namespace' : row.rule === 'crd' ? null : 'name';
+  const markers = BYTE_LEVEL_RULES[row.rule];
+  const tenantMetadata = nameField !== null && markers !== undefined ? metadataView(convert, markers) : undefined;
+  return { tenant: convert.tenant, nameField, rewriteItem, rewriteStatus, tenantMetadata };
+}
+
+function metadataView(convert: ConvertContext, markers: TenantMetadataView['slowPathMarkers']): TenantMetadataView {
+  return {
+    ownerReferences(owners) {
+      const metadata = { ownerReferences: owners };
+      return ownerReferencesToTenant(metadata, convert) ? metadata.ownerReferences : null;
+    },
+    managedFields(entries) {
+      const metadata = { managedFields: entries };
+      managedFieldsToTenant(metadata, convert.tenant);
+      return metadata.managedFields;
+    },
+    slowPathMarkers: markers,
+  };
+}
