@@ -31,6 +31,14 @@ export interface TenantViewSpec {
   maxItemBytes?: number | undefined;
 }
 
+/**
+ * One list of several merged into one (per-namespace lists): only the items are emitted, after `itemsBefore` items
+ * already sent (so a comma leads the first); the list around them is kept for `envelope()`.
+ */
+export interface ItemsOnly {
+  itemsBefore: number;
+}
+
 /** What the fast path asks of the kind's rule, for the parts of an item's metadata it does not edit in place. */
 export interface TenantMetadataView {
   /** The tenant's view of `metadata.ownerReferences` (parsed), or null when an owner is not the tenant's. */
@@ -297,7 +305,13 @@ export class TenantViewScanner {
   private editTo: number[] = [];
   private editWith: (Buffer | null)[] = [];
 
-  constructor(kind: 'list' | 'watch', spec: TenantViewSpec) {
+  /** Items only: the list around them, kept aside (ItemsOnly). */
+  private readonly envelopeParts: Buffer[] | null;
+  private readonly itemsBefore: number;
+
+  constructor(kind: 'list' | 'watch', spec: TenantViewSpec, itemsOnly?: ItemsOnly) {
+    this.envelopeParts = itemsOnly === undefined ? null : [];
+    this.itemsBefore = itemsOnly?.itemsBefore ?? 0;
     if (!isTenantId(spec.tenant)) throw new TypeError(`not a tenant id: ${JSON.stringify(spec.tenant)}`);
     if (spec.nameField === null && spec.rewriteItem === undefined) {
       throw new TypeError('nameField null needs rewriteItem: without either, every object would pass unchecked');
@@ -396,8 +410,24 @@ export class TenantViewScanner {
     // Nothing goes out before "items" is seen: an object that is not a list must not leak.
     if (!this.sawItems || this.inItems || this.unitStart >= 0) return;
     const to = this.safeEnd();
-    this.emit(this.flushedUpTo, to);
+    this.emitEnvelope(this.flushedUpTo, to);
     this.flushedUpTo = to;
+  }
+
+  /** The list's own bytes (all but the items): emitted, or kept aside for envelope(). */
+  private emitEnvelope(from: number, to: number): void {
+    if (this.envelopeParts === null) this.emit(from, to);
+    else if (to > from) this.envelopeParts.push(Buffer.from(this.buf.subarray(from, to)));
+  }
+
+  /** Items only, once finished: the list without its items (`"items":[]`), e.g. for its metadata. */
+  envelope(): Buffer {
+    return Buffer.concat(this.envelopeParts ?? []);
+  }
+
+  /** The items emitted so far. */
+  get itemsKept(): number {
+    return this.keptItems;
   }
 
   /** Where the bytes scanned so far stop, short of a token cut by the chunk's end. */
@@ -866,7 +896,7 @@ export class TenantViewScanner {
         this.sawItems = true;
         this.inItems = true;
         this.keptItems = 0;
-        this.emit(this.flushedUpTo, at + 1);
+        this.emitEnvelope(this.flushedUpTo, at + 1);
         this.flushedUpTo = at + 1;
         return ROLE_ITEMS;
       case SLOT_ITEM_METADATA:
@@ -1188,13 +1218,13 @@ export class TenantViewScanner {
     if (verdict < 0) return;
     if (this.fastPathApplies()) {
       if (!this.collectFastEdits(verdict)) return;
-      if (this.keptItems > 0) this.output.push(COMMA);
+      if (this.keptItems + this.itemsBefore > 0) this.output.push(COMMA);
       this.emitEdited(start, end);
     } else {
       if (verdict === 0 && this.decodedTenantName() === null) return;
       const item = this.rewritten(start, end);
       if (item === null) return;
-      if (this.keptItems > 0) this.output.push(COMMA);
+      if (this.keptItems + this.itemsBefore > 0) this.output.push(COMMA);
       this.output.push(item);
     }
     this.keptItems++;
@@ -1260,11 +1290,11 @@ export class TenantViewScanner {
 
 /** A Transform over one TenantViewScanner: upstream bytes in, the tenant's view out, with backpressure. */
 class TenantViewTransform extends Transform {
-  private readonly scanner: TenantViewScanner;
+  readonly scanner: TenantViewScanner;
 
-  constructor(kind: 'list' | 'watch', spec: TenantViewSpec) {
+  constructor(kind: 'list' | 'watch', spec: TenantViewSpec, itemsOnly?: ItemsOnly) {
     super();
-    this.scanner = new TenantViewScanner(kind, spec);
+    this.scanner = new TenantViewScanner(kind, spec, itemsOnly);
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
@@ -1278,8 +1308,8 @@ class TenantViewTransform extends Transform {
 
 /** A list response (`{"kind":"...List","metadata":{...},"items":[...]}`) in, the tenant's view of it out. */
 export class ListRewriter extends TenantViewTransform {
-  constructor(spec: TenantViewSpec) {
-    super('list', spec);
+  constructor(spec: TenantViewSpec, itemsOnly?: ItemsOnly) {
+    super('list', spec, itemsOnly);
   }
 }
 

@@ -22,6 +22,7 @@ import type { RequestContext } from '../server/context.ts';
 import { badRequest, notFound, sendStatus, StatusError } from '../server/status.ts';
 import { ListRewriter, WatchRewriter } from '../stream/tenant-view.ts';
 import { tenantViewSpecOf } from '../stream/view-spec.ts';
+import { listAcrossNamespaces } from './merged-list.ts';
 import { grantTenantNamespace } from '../tenants/bootstrap.ts';
 import { log } from '../log.ts';
 import type { DiscoveryCache } from './discovery.ts';
@@ -154,6 +155,12 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
   headers.accept = jsonAccept(req.headers.accept, row === null);
   delete headers['accept-encoding']; // bodies are rewritten: they must arrive uncompressed
   delete headers['content-length'];
+
+  if (row !== null && row.listPath === 'per-namespace' && info.verb === 'list' && info.namespace === '') {
+    // Objects upstream controllers made without the tenant label: one list per tenant namespace, merged.
+    void listAcrossNamespaces({ res: res as ServerResponse, pool: deps.pool, info, row, query, convert, headers });
+    return;
+  }
 
   // DeleteOptions bodies (delete, deletecollection) name nothing and pass as they are.
   const hasBody = info.verb === 'create' || info.verb === 'update' || info.verb === 'patch';

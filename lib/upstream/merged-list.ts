@@ -1,0 +1,264 @@
+// A list across all of a tenant's namespaces of a kind whose objects upstream controllers make without the tenant
+// label (ConfigMaps, ServiceAccounts, Events): one upstream list per tenant namespace, in namespace order (the
+// order of one cluster-wide list), merged into one answer. `limit` and `continue` count only the tenant's objects;
+// the continue token is tenantgate's own, naming the tenant's namespace and the upstream token within it.
+// Items stream through as they arrive; Tables (what kubectl get asks for) are merged whole, page by page.
+import type { ServerResponse } from 'node:http';
+import type { ClientHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
+import { pipeline } from 'node:stream/promises';
+import type { KindRow } from '../convert/kinds.ts';
+import { TENANT_LABEL, toTenantName, type TenantId } from '../convert/prefix.ts';
+import type { RequestInfo } from '../convert/request-info.ts';
+import { upstreamResourceTarget } from '../convert/request.ts';
+import { objectToTenant, type ConvertContext } from '../convert/rules/index.ts';
+import { statusToTenant } from '../convert/status.ts';
+import { isTable, tableToTenant } from '../convert/table.ts';
+import { badRequest, sendStatus, StatusError, upstreamUnavailable, type StatusReason } from '../server/status.ts';
+import { ListRewriter } from '../stream/tenant-view.ts';
+import { tenantViewSpecOf } from '../stream/view-spec.ts';
+import type { UpstreamPool } from './pool.ts';
+
+const MAX_PAGE_BYTES = 64 * 1024 * 1024;
+
+/** Where a page ends: the tenant's (upstream) namespace to go on in, and the upstream's token within it. */
+interface Position {
+  namespace: string;
+  upstreamContinue: string;
+  resourceVersion: string;
+}
+
+function encodeToken(tenant: TenantId, position: Position): string {
+  return Buffer.from(JSON.stringify({ t: tenant, n: position.namespace, c: position.upstreamContinue, rv: position.resourceVersion })).toString('base64url');
+}
+
+/** The position a continue token names; 400 for a token not made by tenantgate for this tenant. */
+function decodeToken(token: string, tenant: TenantId): Position {
+  let parsed: any;
+  try {
+    parsed = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+  } catch {
+    parsed = null;
+  }
+  const valid =
+    parsed !== null &&
+    typeof parsed === 'object' &&
+    parsed.t === tenant &&
+    typeof parsed.n === 'string' &&
+    toTenantName(parsed.n, tenant) !== null &&
+    typeof parsed.c === 'string' &&
+    typeof parsed.rv === 'string' &&
+    /^[0-9]*$/.test(parsed.rv);
+  if (!valid) throw badRequest('the continue token is not valid: it was not issued for this list');
+  return { namespace: parsed.n, upstreamContinue: parsed.c, resourceVersion: parsed.rv };
+}
+
+export interface MergedListRequest {
+  res: ServerResponse;
+  pool: UpstreamPool;
+  info: RequestInfo;
+  row: KindRow;
+  query: URLSearchParams;
+  convert: ConvertContext;
+  /** Headers for every upstream request: the client's, with tenantgate's credentials and impersonation. */
+  headers: OutgoingHttpHeaders;
+}
+
+/** One upstream request's answer: status, headers and the stream of its body. */
+function request(pool: UpstreamPool, path: string, headers: OutgoingHttpHeaders): Promise<{ status: number; headers: IncomingHttpHeaders; body: ClientHttp2Stream }> {
+  return new Promise((resolve, reject) => {
+    let stream: ClientHttp2Stream;
+    try {
+      stream = pool.request('GET', path, headers, true);
+    } catch (error) {
+      reject(upstreamUnavailable((error as Error).message));
+      return;
+    }
+    stream.once('response', (h) => resolve({ status: Number(h[':status'] ?? 502), headers: h, body: stream }));
+    // Errors after the answer began reach whoever reads the body; until then they reject.
+    stream.on('error', (error) => reject(upstreamUnavailable(error.message)));
+    stream.once('close', () => reject(upstreamUnavailable(`the connection closed (HTTP/2 code ${stream.rstCode})`)));
+  });
+}
+
+async function readWhole(body: ClientHttp2Stream): Promise<any> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_PAGE_BYTES) {
+      body.destroy();
+      throw new StatusError(500, 'InternalError', 'the upstream answer is too large to convert');
+    }
+    chunks.push(chunk as Buffer);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch {
+    throw new StatusError(502, 'InternalError', 'the upstream answer is not JSON');
+  }
+}
+
+/** The upstream's error answer as the tenant's Status error. */
+async function upstreamError(status: number, body: ClientHttp2Stream, tenant: TenantId): Promise<StatusError> {
+  const parsed = await readWhole(body).catch(() => null);
+  const view = statusToTenant(parsed ?? {}, tenant) as { reason?: string; message?: string; details?: unknown };
+  // The upstream's reason is one of metav1's, relayed as it is.
+  return new StatusError(status, (view.reason ?? 'InternalError') as StatusReason, view.message ?? `the upstream answered ${status}`, view.details as never);
+}
+
+/** The tenant's namespaces as upstream names, sorted (the order of a cluster-wide list). */
+async function tenantNamespaces(pool: UpstreamPool, headers: OutgoingHttpHeaders, tenant: TenantId): Promise<string[]> {
+  const path = `/api/v1/namespaces?labelSelector=${encodeURIComponent(`${TENANT_LABEL}=${tenant}`)}`;
+  const answer = await request(pool, path, { ...headers, accept: 'application/json' });
+  if (answer.status !== 200) throw await upstreamError(answer.status, answer.body, tenant);
+  const list = await readWhole(answer.body);
+  const names: string[] = [];
+  for (const item of list?.items ?? []) {
+    const name = item?.metadata?.name;
+    if (typeof name === 'string' && toTenantName(name, tenant) !== null) names.push(name);
+  }
+  return names.sort();
+}
+
+/** Lists `row` across the tenant's namespaces into `res` (verb list, no namespace in the path). */
+export async function listAcrossNamespaces(req: MergedListRequest): Promise<void> {
+  const { res, pool, info, row, query, convert, headers } = req;
+  const tenant = convert.tenant;
+  try {
+    const token = query.get('continue');
+    const start = token ? decodeToken(token, tenant) : null;
+    const limitText = query.get('limit');
+    const limit = limitText === null || limitText === '' ? 0 : Number(limitText);
+    if (!Number.isInteger(limit) || limit < 0) throw badRequest(`limit must be a non-negative integer, not ${JSON.stringify(limitText)}`);
+    const namespaces = (await tenantNamespaces(pool, headers, tenant)).filter((ns) => start === null || ns >= start.namespace);
+    const table = String(headers.accept ?? '').includes('as=Table');
+    const merge = table ? new TableMerge(row, convert) : new StreamMerge(res, row, info, convert);
+
+    let resourceVersion = start?.resourceVersion ?? '';
+    let next: Position | null = null;
+    for (let i = 0; i < namespaces.length; i++) {
+      if (res.destroyed) return;
+      const namespace = namespaces[i]!;
+      const remaining = limit === 0 ? 0 : limit - merge.count;
+      const pageQuery = new URLSearchParams(query);
+      pageQuery.delete('continue');
+      pageQuery.delete('limit');
+      if (limit > 0) pageQuery.set('limit', String(remaining));
+      const upstreamContinue = start !== null && namespace === start.namespace ? start.upstreamContinue : '';
+      if (upstreamContinue !== '') {
+        pageQuery.set('continue', upstreamContinue);
+        pageQuery.delete('resourceVersion');
+        pageQuery.delete('resourceVersionMatch');
+      } else if (resourceVersion !== '') {
+        // Every namespace at the snapshot of the first: one consistent list, as a cluster-wide list would be.
+        pageQuery.set('resourceVersion', resourceVersion);
+        pageQuery.set('resourceVersionMatch', 'Exact');
+      }
+      const tenantNamespace = toTenantName(namespace, tenant)!;
+      const target = upstreamResourceTarget({ ...info, namespace: tenantNamespace }, row, pageQuery, tenant);
+      const answer = await request(pool, target, headers);
+      if (answer.status !== 200) {
+        const error = await upstreamError(answer.status, answer.body, tenant);
+        if (answer.status === 404 && !res.headersSent) continue; // the namespace went away meanwhile
+        throw error;
+      }
+      const page = await merge.add(answer.body);
+      if (resourceVersion === '') resourceVersion = page.resourceVersion;
+      if (page.upstreamContinue !== '') {
+        next = { namespace, upstreamContinue: page.upstreamContinue, resourceVersion };
+        break;
+      }
+      if (limit > 0 && merge.count >= limit && i + 1 < namespaces.length) {
+        next = { namespace: namespaces[i + 1]!, upstreamContinue: '', resourceVersion };
+        break;
+      }
+    }
+    const metadata: Record<string, string> = { resourceVersion };
+    if (next !== null) metadata.continue = encodeToken(tenant, next);
+    merge.end(res, metadata, listKind(row, info));
+  } catch (error) {
+    if (!res.headersSent) sendStatus(res, error);
+    else res.destroy(error as Error);
+  }
+}
+
+function listKind(row: KindRow, info: RequestInfo): { kind: string; apiVersion: string } {
+  return { kind: `${row.kind}List`, apiVersion: info.apiGroup === '' ? info.apiVersion : `${info.apiGroup}/${info.apiVersion}` };
+}
+
+interface Page {
+  resourceVersion: string;
+  upstreamContinue: string;
+}
+
+/** Items rewritten as they arrive, written to the client between the list's own head and tail. */
+class StreamMerge {
+  count = 0;
+  private started = false;
+  private readonly res: ServerResponse;
+  private readonly row: KindRow;
+  private readonly info: RequestInfo;
+  private readonly convert: ConvertContext;
+
+  constructor(res: ServerResponse, row: KindRow, info: RequestInfo, convert: ConvertContext) {
+    this.res = res;
+    this.row = row;
+    this.info = info;
+    this.convert = convert;
+  }
+
+  async add(body: ClientHttp2Stream): Promise<Page> {
+    if (!this.started) {
+      this.started = true;
+      this.res.writeHead(200, { 'content-type': 'application/json' });
+      const { kind, apiVersion } = listKind(this.row, this.info);
+      this.res.write(`{"kind":${JSON.stringify(kind)},"apiVersion":${JSON.stringify(apiVersion)},"items":[`);
+    }
+    const rewriter = new ListRewriter(tenantViewSpecOf(this.row, this.convert), { itemsBefore: this.count });
+    await pipeline(body, rewriter, this.res, { end: false });
+    this.count += rewriter.scanner.itemsKept;
+    const list = JSON.parse(rewriter.scanner.envelope().toString('utf8'));
+    return { resourceVersion: String(list?.metadata?.resourceVersion ?? ''), upstreamContinue: String(list?.metadata?.continue ?? '') };
+  }
+
+  end(res: ServerResponse, metadata: Record<string, string>, list: { kind: string; apiVersion: string }): void {
+    if (!this.started) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ ...list, metadata, items: [] }));
+      return;
+    }
+    res.end(`],"metadata":${JSON.stringify(metadata)}}`);
+  }
+}
+
+/** Table pages (bounded by kubectl's chunk size) converted whole; their rows appended in order. */
+class TableMerge {
+  count = 0;
+  private table: any = null;
+  private readonly row: KindRow;
+  private readonly convert: ConvertContext;
+
+  constructor(row: KindRow, convert: ConvertContext) {
+    this.row = row;
+    this.convert = convert;
+  }
+
+  async add(body: ClientHttp2Stream): Promise<Page> {
+    const page: unknown = await readWhole(body);
+    if (!isTable(page)) throw new StatusError(502, 'InternalError', 'the upstream did not answer with a Table');
+    const metadata = (page as { metadata?: { resourceVersion?: string; continue?: string } }).metadata;
+    // Rows arrive as the kind's objects; the rule of their kind converts them (or drops them).
+    const view: any = tableToTenant(page, (object) => objectToTenant(object, this.convert, this.row));
+    if (this.table === null) this.table = { ...view, rows: [] };
+    this.table.rows.push(...(view.rows ?? []));
+    this.count = this.table.rows.length;
+    return { resourceVersion: String(metadata?.resourceVersion ?? ''), upstreamContinue: String(metadata?.continue ?? '') };
+  }
+
+  end(res: ServerResponse, metadata: Record<string, string>): void {
+    const table = this.table ?? { kind: 'Table', apiVersion: 'meta.k8s.io/v1', columnDefinitions: [], rows: [] };
+    const text = JSON.stringify({ ...table, metadata });
+    res.writeHead(200, { 'content-type': 'application/json;as=Table;v=v1;g=meta.k8s.io', 'content-length': Buffer.byteLength(text) });
+    res.end(text);
+  }
+}
