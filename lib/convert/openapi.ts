@@ -1,8 +1,7 @@
 // The tenant's view of OpenAPI v3 (what kubectl validates and explains with): the index lists only groups the
 // tenant may see, its own CRD groups without the prefix; a tenant CRD group's document is rewritten to its names.
-import { isBuiltinGroup } from './kinds.ts';
 import { toUpstreamName, type TenantId } from './prefix.ts';
-import { apiGroupToTenant } from './rules/index.ts';
+import { visibleGroup } from './visibility.ts';
 
 const GROUP_PATH = /^apis\/([^/]+)\/([^/]+)$/;
 
@@ -10,8 +9,7 @@ interface OpenApiIndex {
   paths?: Record<string, { serverRelativeURL?: string }>;
 }
 
-/** `hidden(group)` says whether a built-in group is hidden from tenants. */
-export function openapiIndexToTenant(index: OpenApiIndex, tenant: TenantId, hidden: (group: string) => boolean): OpenApiIndex {
+export function openapiIndexToTenant(index: OpenApiIndex, tenant: TenantId): OpenApiIndex {
   const paths: Record<string, { serverRelativeURL?: string }> = {};
   for (const [path, entry] of Object.entries(index.paths ?? {})) {
     const match = GROUP_PATH.exec(path);
@@ -20,12 +18,12 @@ export function openapiIndexToTenant(index: OpenApiIndex, tenant: TenantId, hidd
       continue;
     }
     const upstreamGroup = match[1]!;
-    if (isBuiltinGroup(upstreamGroup)) {
-      if (!hidden(upstreamGroup)) paths[path] = entry;
+    const group = visibleGroup(upstreamGroup, tenant);
+    if (group === null) continue;
+    if (group === upstreamGroup) {
+      paths[path] = entry;
       continue;
     }
-    const group = apiGroupToTenant(upstreamGroup, tenant);
-    if (group === null) continue;
     const tenantPath = `apis/${group}/${match[2]}`;
     paths[tenantPath] = { ...entry, serverRelativeURL: entry.serverRelativeURL?.replace(`/${path}`, `/${tenantPath}`) };
   }

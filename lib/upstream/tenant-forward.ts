@@ -7,7 +7,7 @@ import { pipeline, type Readable } from 'node:stream';
 import { parse as parseYaml } from 'yaml';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import { openUpstreamStream } from './forward.ts';
-import { discoveryToTenant, HIDDEN_GROUPS } from '../convert/discovery.ts';
+import { discoveryToTenant } from '../convert/discovery.ts';
 import { isTenantCrdGroup } from '../convert/kinds.ts';
 import { openapiGroupDocToTenant, openapiIndexToTenant } from '../convert/openapi.ts';
 import { isProtobuf, protobufBodyToUpstream } from '../convert/protobuf.ts';
@@ -120,7 +120,7 @@ function wholeBodyToTenant(body: any, status: number, ctx: RequestContext, conve
   const row = ctx.row;
   if (row === null) {
     const path = ctx.info!.path;
-    if (path === '/openapi/v3' || path === '/openapi/v3/') return openapiIndexToTenant(body, tenant, (group) => HIDDEN_GROUPS.has(group));
+    if (path === '/openapi/v3' || path === '/openapi/v3/') return openapiIndexToTenant(body, tenant);
     const group = /^\/openapi\/v3\/apis\/([^/]+)\//.exec(path)?.[1];
     if (group !== undefined && isTenantCrdGroup(group)) return JSON.parse(openapiGroupDocToTenant(JSON.stringify(body), tenant, group));
     return discoveryToTenant(body, tenant, visibleVersion);
