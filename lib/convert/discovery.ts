@@ -1,6 +1,7 @@
-// The tenant's view of legacy discovery (APIGroupList, APIGroup, APIResourceList): other tenants' CRD groups,
-// custom groups of nobody, hidden groups and kinds removed; shared kinds with their read verbs only; the tenant's own
-// CRD groups shown without the prefix; versions left with nothing to show dropped.
+// The tenant's view of discovery, legacy (APIGroupList, APIGroup, APIResourceList) and aggregated
+// (apidiscovery.k8s.io/v2 APIGroupDiscoveryList), by the same rules: other tenants' CRD groups, custom groups of
+// nobody, hidden groups and kinds removed; shared kinds with their read verbs only; the tenant's own CRD groups
+// shown without the prefix; versions left with nothing to show dropped.
 import { StatusError } from '../server/status.ts';
 import { kindOf, tenantMay, type Scope } from './kinds.ts';
 import type { TenantId } from './prefix.ts';
@@ -8,6 +9,24 @@ import { groupOfApiVersion } from './rules/api-groups.ts';
 import { isObject } from './rules/json.ts';
 import type { Json } from './rules/rule.ts';
 import { groupVersionKindToTenant, visibleGroup } from './visibility.ts';
+
+/** What clients (client-go, kubectl) ask for aggregated discovery; the upstream answers with it as Content-Type. */
+export const AGGREGATED_DISCOVERY_MEDIA_TYPE = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
+
+/**
+ * True for a media range of an Accept header that asks aggregated discovery v2 as JSON. Parameters may come in any
+ * order; others (`q`, client-go's `profile=nopeer`) do not change the document's shape.
+ */
+export function isAggregatedDiscoveryJson(mediaRange: string): boolean {
+  const [type, ...parameters] = mediaRange.split(';');
+  if (type?.trim().toLowerCase() !== 'application/json') return false;
+  const values = new Map<string, string>();
+  for (const parameter of parameters) {
+    const eq = parameter.indexOf('=');
+    if (eq > 0) values.set(parameter.slice(0, eq).trim().toLowerCase(), parameter.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1'));
+  }
+  return values.get('g') === 'apidiscovery.k8s.io' && values.get('v') === 'v2' && values.get('as') === 'APIGroupDiscoveryList';
+}
 
 /**
  * The verbs of a discovered resource (or subresource) the tenant may use, or null when it may not see the entry:
@@ -29,6 +48,8 @@ function arrayOf(value: unknown): unknown[] {
 function malformed(what: string): StatusError {
   return new StatusError(502, 'InternalError', `the upstream ${what} is malformed`);
 }
+
+// ---- legacy discovery ----
 
 interface GroupVersion {
   groupVersion: string;
@@ -93,4 +114,63 @@ export function discoveryToTenant(body: unknown, tenant: TenantId, servesVisible
     return { ...body, groupVersion: group === '' ? version : `${group}/${version}`, resources: resources.filter((resource) => resource !== null) };
   }
   return body;
+}
+
+// ---- aggregated discovery (apidiscovery.k8s.io/v2) ----
+
+/** An APISubresourceDiscovery as the tenant sees it, or null. */
+function subresourceDiscoveryToTenant(entry: unknown, group: string, resource: string, scope: Scope, tenant: TenantId): Json | null {
+  if (!isObject(entry) || typeof entry.subresource !== 'string') return null;
+  const verbs = tenantVerbs(group, resource, entry.subresource, scope, entry.verbs);
+  if (verbs === null) return null;
+  const responseKind = groupVersionKindToTenant(entry.responseKind, tenant);
+  if (responseKind === null) return null;
+  const view: Json = { ...entry, verbs };
+  if (responseKind !== undefined) view.responseKind = responseKind;
+  if (Array.isArray(entry.acceptedTypes)) view.acceptedTypes = entry.acceptedTypes.map((type) => groupVersionKindToTenant(type, tenant)).filter((type) => type !== null);
+  return view;
+}
+
+/** An APIResourceDiscovery as the tenant sees it, or null. */
+function resourceDiscoveryToTenant(entry: unknown, group: string, tenant: TenantId): Json | null {
+  if (!isObject(entry) || typeof entry.resource !== 'string') return null;
+  const scope: Scope = entry.scope === 'Cluster' ? 'Cluster' : 'Namespaced';
+  const verbs = tenantVerbs(group, entry.resource, '', scope, entry.verbs);
+  if (verbs === null) return null;
+  const responseKind = groupVersionKindToTenant(entry.responseKind, tenant);
+  if (responseKind === null) return null;
+  const view: Json = { ...entry, verbs };
+  if (responseKind !== undefined) view.responseKind = responseKind;
+  if (Array.isArray(entry.subresources)) {
+    view.subresources = entry.subresources
+      .map((subresource) => subresourceDiscoveryToTenant(subresource, group, entry.resource as string, scope, tenant))
+      .filter((subresource) => subresource !== null);
+  }
+  return view;
+}
+
+/** An APIGroupDiscovery as the tenant sees it; null when hidden or left with no versions. Versions keep their order: the first is the preferred one. */
+function groupDiscoveryToTenant(entry: unknown, tenant: TenantId): Json | null {
+  if (!isObject(entry)) return null;
+  const metadata = isObject(entry.metadata) ? entry.metadata : {};
+  if (metadata.name !== undefined && typeof metadata.name !== 'string') return null;
+  const upstreamGroup = metadata.name ?? ''; // the core group has no name
+  const group = visibleGroup(upstreamGroup, tenant);
+  if (group === null) return null;
+  const versions: Json[] = [];
+  for (const version of arrayOf(entry.versions)) {
+    if (!isObject(version)) continue;
+    const resources = arrayOf(version.resources).map((resource) => resourceDiscoveryToTenant(resource, group, tenant));
+    const visible = resources.filter((resource) => resource !== null);
+    if (visible.length > 0) versions.push({ ...version, resources: visible });
+  }
+  if (versions.length === 0) return null;
+  return { ...entry, metadata: group === upstreamGroup ? metadata : { ...metadata, name: group }, versions };
+}
+
+/** The tenant's view of an APIGroupDiscoveryList, what `/api` and `/apis` answer to clients asking aggregated discovery. */
+export function aggregatedDiscoveryToTenant(body: unknown, tenant: TenantId): Json {
+  if (!isObject(body) || !Array.isArray(body.items)) throw malformed('APIGroupDiscoveryList');
+  const items = body.items.map((item) => groupDiscoveryToTenant(item, tenant));
+  return { ...body, items: items.filter((item) => item !== null) };
 }
