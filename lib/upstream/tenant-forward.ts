@@ -9,7 +9,7 @@ import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import { openUpstreamStream } from './forward.ts';
 import { aggregatedDiscoveryToTenant, discoveryToTenant, isAggregatedDiscoveryJson } from '../convert/discovery.ts';
 import { isTenantCrdGroup } from '../convert/kinds.ts';
-import { openapiGroupDocToTenant, openapiIndexToTenant } from '../convert/openapi.ts';
+import { openapiGroupDocToTenant, openapiIndexToTenant, openapiV2ToTenant } from '../convert/openapi.ts';
 import { isProtobuf, protobufBodyToUpstream } from '../convert/protobuf.ts';
 import type { KindRow } from '../convert/kinds.ts';
 import { TENANT_LABEL, type TenantId } from '../convert/prefix.ts';
@@ -125,6 +125,7 @@ function wholeBodyToTenant(body: any, status: number, ctx: RequestContext, conve
   const row = ctx.row;
   if (row === null) {
     const path = ctx.info!.path;
+    if (path === '/openapi/v2' || path === '/openapi/v2/') return openapiV2ToTenant(body, tenant);
     if (path === '/openapi/v3' || path === '/openapi/v3/') return openapiIndexToTenant(body, tenant);
     const group = /^\/openapi\/v3\/apis\/([^/]+)\//.exec(path)?.[1];
     if (group !== undefined && isTenantCrdGroup(group)) return JSON.parse(openapiGroupDocToTenant(JSON.stringify(body), tenant, group));
