@@ -10,28 +10,44 @@ import { isObject } from './rules/json.ts';
 import type { Json } from './rules/rule.ts';
 import { groupVersionKindToTenant, visibleGroup } from './visibility.ts';
 
-const GROUP_PATH = /^apis\/([^/]+)\/([^/]+)$/;
+/** `apis/<group>` and `apis/<group>/<version>` entries of the v3 index. */
+const GROUP_PATH = /^apis\/([^/]+)(?:\/([^/]+))?$/;
 
 interface OpenApiIndex {
   paths?: Record<string, { serverRelativeURL?: string }>;
 }
 
-export function openapiIndexToTenant(index: OpenApiIndex, tenant: TenantId): OpenApiIndex {
+/**
+ * The v3 index with only the group versions the tenant may see, under its names. `servesVisibleResources(upstreamGroup,
+ * version)` says whether a version has anything the tenant may see (certificates.k8s.io/v1 has only CSRs); a group's
+ * own entry goes with its last version.
+ */
+export function openapiIndexToTenant(
+  index: OpenApiIndex,
+  tenant: TenantId,
+  servesVisibleResources: (group: string, version: string) => boolean = () => true,
+): OpenApiIndex {
+  const entries = Object.entries(isObject(index.paths) ? index.paths : {});
+  const groupsWithVersions = new Set<string>();
+  for (const [path] of entries) {
+    const match = GROUP_PATH.exec(path);
+    if (match?.[2] !== undefined && servesVisibleResources(match[1]!, match[2])) groupsWithVersions.add(match[1]!);
+  }
   const paths: Record<string, { serverRelativeURL?: string }> = {};
-  for (const [path, entry] of Object.entries(index.paths ?? {})) {
+  for (const [path, entry] of entries) {
     const match = GROUP_PATH.exec(path);
     if (match === null) {
-      paths[path] = entry; // api/v1, version, .well-known...
+      paths[path] = entry; // api, api/v1, version, .well-known...
       continue;
     }
-    const upstreamGroup = match[1]!;
+    const [, upstreamGroup, version] = match as unknown as [string, string, string | undefined];
     const group = visibleGroup(upstreamGroup, tenant);
-    if (group === null) continue;
+    if (group === null || !groupsWithVersions.has(upstreamGroup) || (version !== undefined && !servesVisibleResources(upstreamGroup, version))) continue;
     if (group === upstreamGroup) {
       paths[path] = entry;
       continue;
     }
-    const tenantPath = `apis/${group}/${match[2]}`;
+    const tenantPath = `apis/${group}${version === undefined ? '' : '/' + version}`;
     paths[tenantPath] = { ...entry, serverRelativeURL: entry.serverRelativeURL?.replace(`/${path}`, `/${tenantPath}`) };
   }
   return { ...index, paths };

@@ -9,6 +9,7 @@ import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import { openUpstreamStream } from './forward.ts';
 import { aggregatedDiscoveryToTenant, discoveryToTenant, isAggregatedDiscoveryJson } from '../convert/discovery.ts';
 import { isTenantCrdGroup } from '../convert/kinds.ts';
+import { HIDDEN_GROUPS } from '../convert/visibility.ts';
 import { openapiGroupDocToTenant, openapiIndexToTenant, openapiV2ToTenant } from '../convert/openapi.ts';
 import { isProtobuf, protobufBodyToUpstream } from '../convert/protobuf.ts';
 import type { KindRow } from '../convert/kinds.ts';
@@ -126,8 +127,9 @@ function wholeBodyToTenant(body: any, status: number, ctx: RequestContext, conve
   if (row === null) {
     const path = ctx.info!.path;
     if (path === '/openapi/v2' || path === '/openapi/v2/') return openapiV2ToTenant(body, tenant);
-    if (path === '/openapi/v3' || path === '/openapi/v3/') return openapiIndexToTenant(body, tenant);
+    if (path === '/openapi/v3' || path === '/openapi/v3/') return openapiIndexToTenant(body, tenant, visibleVersion);
     const group = /^\/openapi\/v3\/apis\/([^/]+)\//.exec(path)?.[1];
+    if (group !== undefined && HIDDEN_GROUPS.has(group)) return null; // not found, as in the index
     if (group !== undefined && isTenantCrdGroup(group)) return JSON.parse(openapiGroupDocToTenant(JSON.stringify(body), tenant, group));
     if (body?.kind === 'APIGroupDiscoveryList') return aggregatedDiscoveryToTenant(body, tenant);
     return discoveryToTenant(body, tenant, visibleVersion);

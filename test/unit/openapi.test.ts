@@ -111,12 +111,28 @@ t.test('a malformed document is a Status error; malformed parts are skipped', as
   t.same(view.definitions, {});
 });
 
-t.test('OpenAPI v3 index: the tenant\'s groups under its names, nothing hidden or of others', async (t) => {
+t.test('OpenAPI v3 index: the tenant\'s groups under its names, nothing hidden, empty or of others', async (t) => {
+  // As the 1.36 apiserver lists them: a group entry and one per version (CRD groups have only versions).
   const entry = (path: string) => ({ serverRelativeURL: `/openapi/v3/${path}?hash=H` });
-  const paths = ['api/v1', 'apis/apps/v1', 'apis/flowcontrol.apiserver.k8s.io/v1', 'apis/alpha1-example.com/v1', 'apis/bravo2-example.com/v1', 'apis/example.org/v1'];
-  const view = openapiIndexToTenant({ paths: Object.fromEntries(paths.map((path) => [path, entry(path)])) }, 'alpha1');
+  const paths = [
+    'api',
+    'api/v1',
+    'apis/apps',
+    'apis/apps/v1',
+    'apis/certificates.k8s.io',
+    'apis/certificates.k8s.io/v1',
+    'apis/flowcontrol.apiserver.k8s.io',
+    'apis/flowcontrol.apiserver.k8s.io/v1',
+    'apis/alpha1-example.com/v1',
+    'apis/bravo2-example.com/v1',
+    'apis/example.org/v1',
+  ];
+  const onlyCsrs = (group: string, version: string) => !(group === 'certificates.k8s.io' && version === 'v1');
+  const view = openapiIndexToTenant({ paths: Object.fromEntries(paths.map((path) => [path, entry(path)])) }, 'alpha1', onlyCsrs);
   t.same(view.paths, {
+    api: entry('api'),
     'api/v1': entry('api/v1'),
+    'apis/apps': entry('apis/apps'),
     'apis/apps/v1': entry('apis/apps/v1'),
     'apis/example.com/v1': entry('apis/example.com/v1'),
   });
