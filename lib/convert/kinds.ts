@@ -257,14 +257,18 @@ const READ_VERBS: ReadonlySet<string> = new Set(['get', 'list', 'watch']);
 const SHARED_READABLE_SUBRESOURCES: ReadonlySet<string> = new Set(['', 'status']);
 
 /**
- * Why a tenant may not do `verb` on this kind (a Status to answer with), or null when it may.
- * Hidden and unknown kinds do not exist for tenants (404); shared kinds are read-only (403).
- * Tenant kinds are left to upstream RBAC.
+ * Whether tenantgate lets a tenant do `verb` on this kind (what discovery and OpenAPI show, too).
+ * Hidden and unknown kinds do not exist for tenants; shared kinds are read-only. Tenant kinds are left to upstream RBAC.
  */
+export function tenantMay(row: KindRow | undefined, verb: string, subresource = ''): boolean {
+  if (row === undefined || row.tenancy === 'hidden') return false;
+  return row.tenancy === 'tenant' || (READ_VERBS.has(verb) && SHARED_READABLE_SUBRESOURCES.has(subresource));
+}
+
+/** Why a tenant may not do `verb` on this kind (a Status to answer with: 404 hidden or unknown, 403 shared), or null when it may. */
 export function accessRefusal(row: KindRow | undefined, verb: string, subresource = ''): StatusError | null {
+  if (tenantMay(row, verb, subresource)) return null;
   if (row === undefined || row.tenancy === 'hidden') return new StatusError(404, 'NotFound', 'the server could not find the requested resource');
-  if (row.tenancy === 'tenant') return null;
-  if (READ_VERBS.has(verb) && SHARED_READABLE_SUBRESOURCES.has(subresource)) return null;
   const resource = subresource === '' ? row.resource : row.resource + '/' + subresource;
   return new StatusError(
     403,

@@ -46,7 +46,7 @@ function authenticate(ctx: RequestContext): boolean {
 }
 
 /** Paths outside the resource API that a tenant may use: discovery, version, OpenAPI. */
-const TENANT_NON_RESOURCE = /^\/(api|apis|version|openapi\/v3)(\/|$)/;
+const TENANT_NON_RESOURCE = /^\/(api|apis|version|openapi\/v2|openapi\/v3)(\/|$)/;
 
 /** Classify like the apiserver's RequestInfo, then find the kind (scope from discovery for custom resources). */
 function classify(discovery: DiscoveryCache): Stage['run'] {

@@ -2,6 +2,7 @@
 // cached and refreshed: on a miss (a CRD created a moment ago), periodically, and when told a CRD changed.
 import type { UpstreamPool } from './pool.ts';
 import { upstreamJson } from './client.ts';
+import { AGGREGATED_DISCOVERY_MEDIA_TYPE } from '../convert/discovery.ts';
 import { isBuiltinGroup, kindOf } from '../convert/kinds.ts';
 
 /** Custom groups are judged per tenant elsewhere; built-in resources by the table of kinds. */
@@ -13,7 +14,6 @@ function isVisibleToTenants(group: string, resource: string): boolean {
 
 export type Scope = 'Namespaced' | 'Cluster';
 
-const AGGREGATED_DISCOVERY = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
 const REFRESH_INTERVAL_MS = 30_000;
 const MIN_MISS_REFRESH_INTERVAL_MS = 1_000;
 
@@ -87,7 +87,7 @@ export class DiscoveryCache {
     const kindScopes = new Map<string, Scope>();
     const resourcesByVersion = new Map<string, string[]>();
     for (const root of ['/api', '/apis']) {
-      const answer = await upstreamJson(this.pool, 'GET', root, undefined, { accept: AGGREGATED_DISCOVERY });
+      const answer = await upstreamJson(this.pool, 'GET', root, undefined, { accept: AGGREGATED_DISCOVERY_MEDIA_TYPE });
       if (answer.status !== 200) throw new Error(`discovery ${root}: upstream answered ${answer.status}`);
       for (const group of (answer.body as DiscoveryList).items ?? []) {
         const groupName = group.metadata?.name ?? '';

@@ -7,9 +7,10 @@ import { pipeline, type Readable } from 'node:stream';
 import { parse as parseYaml } from 'yaml';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import { openUpstreamStream } from './forward.ts';
-import { discoveryToTenant, HIDDEN_GROUPS } from '../convert/discovery.ts';
+import { aggregatedDiscoveryToTenant, discoveryToTenant, isAggregatedDiscoveryJson } from '../convert/discovery.ts';
 import { isTenantCrdGroup } from '../convert/kinds.ts';
-import { openapiGroupDocToTenant, openapiIndexToTenant } from '../convert/openapi.ts';
+import { HIDDEN_GROUPS } from '../convert/visibility.ts';
+import { openapiGroupDocToTenant, openapiIndexToTenant, openapiV2ToTenant } from '../convert/openapi.ts';
 import { isProtobuf, protobufBodyToUpstream } from '../convert/protobuf.ts';
 import type { KindRow } from '../convert/kinds.ts';
 import { TENANT_LABEL, type TenantId } from '../convert/prefix.ts';
@@ -46,10 +47,15 @@ function conversionContext(tenant: TenantId, discovery: DiscoveryCache): Convert
   };
 }
 
-/** Accept for the upstream: JSON only (protobuf is not converted yet), keeping Table negotiation. */
+/**
+ * Accept for the upstream: JSON only (protobuf is not converted yet), keeping Table negotiation; for discovery and
+ * OpenAPI, plain JSON or aggregated discovery (v2) as JSON, the only forms their converters read.
+ */
 function jsonAccept(accept: string | undefined, discovery: boolean): string {
-  if (discovery || accept === undefined) return 'application/json';
-  const kept = accept.split(',').filter((part) => part.trim().startsWith('application/json'));
+  if (accept === undefined) return 'application/json';
+  const isPlainJson = (part: string) => part.split(';')[0]!.trim() === 'application/json' && !/;\s*(g|v|as)\s*=/.test(part);
+  const isJson = discovery ? (part: string) => isAggregatedDiscoveryJson(part) || isPlainJson(part) : (part: string) => part.trim().startsWith('application/json');
+  const kept = accept.split(',').filter(isJson);
   return kept.length === 0 ? 'application/json' : kept.join(',');
 }
 
@@ -122,9 +128,12 @@ function wholeBodyToTenant(body: any, status: number, ctx: RequestContext, conve
   const row = ctx.row;
   if (row === null) {
     const path = ctx.info!.path;
-    if (path === '/openapi/v3' || path === '/openapi/v3/') return openapiIndexToTenant(body, tenant, (group) => HIDDEN_GROUPS.has(group));
+    if (path === '/openapi/v2' || path === '/openapi/v2/') return openapiV2ToTenant(body, tenant);
+    if (path === '/openapi/v3' || path === '/openapi/v3/') return openapiIndexToTenant(body, tenant, visibleVersion);
     const group = /^\/openapi\/v3\/apis\/([^/]+)\//.exec(path)?.[1];
+    if (group !== undefined && HIDDEN_GROUPS.has(group)) return null; // not found, as in the index
     if (group !== undefined && isTenantCrdGroup(group)) return JSON.parse(openapiGroupDocToTenant(JSON.stringify(body), tenant, group));
+    if (body?.kind === 'APIGroupDiscoveryList') return aggregatedDiscoveryToTenant(body, tenant);
     return discoveryToTenant(body, tenant, visibleVersion);
   }
   if (isTable(body)) return tableToTenant(body, (object) => objectToTenant(object, convert, row));

@@ -1,0 +1,159 @@
+// What a tenant learns about the API: aggregated discovery (apidiscovery.k8s.io/v2), legacy discovery, and OpenAPI
+// v2 and v3, against the real apiserver. Two tenants create a CRD of the same group; each sees its own, un-prefixed,
+// and nothing of the other's, nor hidden groups and kinds.
+import type { ClientHttp2Session } from 'node:http2';
+import t from 'tap';
+import { exampleCrd } from '../helpers/fixtures.ts';
+import { connectH2, credentialsOf, h2Request } from '../helpers/http.ts';
+import { startStack, type Stack } from '../helpers/stack.ts';
+import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
+
+/** What client-go 1.36 (kubectl) sends for /api and /apis. */
+const KUBECTL_DISCOVERY_ACCEPT =
+  'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json';
+/** What client-go sends for /openapi/v2: protobuf only. */
+const KUBECTL_OPENAPI_V2_ACCEPT = 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf';
+
+let stack: Stack;
+let alpha: TestTenant;
+let bravo: TestTenant;
+const sessions = new Map<string, ClientHttp2Session>();
+
+function sessionOf(tenant: TestTenant): ClientHttp2Session {
+  let session = sessions.get(tenant.id);
+  if (session === undefined) {
+    session = connectH2(credentialsOf(tenant.kubeconfig));
+    sessions.set(tenant.id, session);
+  }
+  return session;
+}
+
+const get = (tenant: TestTenant, path: string, accept: string) => h2Request(sessionOf(tenant), 'GET', path, { headers: { accept } });
+
+interface DiscoveredGroup {
+  metadata: { name?: string };
+  versions: { version: string; resources: { resource: string; verbs: string[]; responseKind?: { group: string }; subresources?: { subresource: string }[] }[] }[];
+}
+
+async function aggregatedDiscovery(tenant: TestTenant, root: '/api' | '/apis'): Promise<DiscoveredGroup[]> {
+  const answer = await get(tenant, root, KUBECTL_DISCOVERY_ACCEPT);
+  if (answer.status !== 200) throw new Error(`${tenant.id} ${root}: ${answer.status} ${answer.body}`);
+  return answer.json().items;
+}
+
+/** Every `$ref` of an OpenAPI v2 document that points at nothing in it. */
+function danglingReferences(doc: any): string[] {
+  const dangling: string[] = [];
+  JSON.stringify(doc, (key, value) => {
+    if (key === '$ref' && typeof value === 'string') {
+      const [, section, name] = /^#\/(\w+)\/(.+)$/.exec(value) ?? [];
+      if (section === undefined || !Object.hasOwn(doc[section] ?? {}, name!)) dangling.push(value);
+    }
+    return value;
+  });
+  return dangling;
+}
+
+/** The apiserver publishes a new CRD in discovery and OpenAPI a moment after it is established. */
+async function eventually(what: string, check: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 60; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  throw new Error(`${what}: not within 30 s`);
+}
+
+t.before(async () => {
+  stack = await startStack();
+  alpha = await createTestTenant(stack, 'alpha1');
+  bravo = await createTestTenant(stack, 'bravo2');
+  for (const tenant of [alpha, bravo]) {
+    const crd = exampleCrd('Widget', 'widgets');
+    const created = await tenant.kubectl(['apply', '-f', '-'], { input: JSON.stringify(crd) });
+    if (created.code !== 0) throw new Error(`${tenant.id}: ${created.stderr}`);
+  }
+  for (const tenant of [alpha, bravo]) {
+    await eventually(`${tenant.id}'s widgets in OpenAPI v2`, async () => (await get(tenant, '/openapi/v2', 'application/json')).body.includes('"com.example.v1.Widget"'));
+  }
+});
+t.teardown(async () => {
+  for (const session of sessions.values()) session.close();
+  await stack?.stop();
+});
+
+t.test('aggregated discovery: answered as v2, the tenant\'s CRD group un-prefixed, nothing of the other tenant', async (t) => {
+  for (const [tenant, other] of [[alpha, bravo], [bravo, alpha]] as const) {
+    const answer = await get(tenant, '/apis', KUBECTL_DISCOVERY_ACCEPT);
+    t.equal(answer.status, 200);
+    t.match(String(answer.headers['content-type']), /^application\/json;.*as=APIGroupDiscoveryList/, 'the client is told it got v2');
+    t.equal(answer.json().kind, 'APIGroupDiscoveryList');
+    t.notMatch(answer.body, new RegExp(`${other.id}|${tenant.id}-`), `${tenant.id}: no prefix of either tenant anywhere`);
+    const groups: DiscoveredGroup[] = answer.json().items;
+    const names = groups.map((group) => group.metadata.name ?? '');
+    t.ok(names.includes('example.com'), `${tenant.id} sees example.com`);
+    for (const hidden of ['flowcontrol.apiserver.k8s.io', 'apiregistration.k8s.io', 'certificates.k8s.io']) t.notOk(names.includes(hidden), `${tenant.id}: no ${hidden}`);
+    const widgets = groups.find((group) => group.metadata.name === 'example.com')!.versions[0]!.resources.find((r) => r.resource === 'widgets');
+    t.equal(widgets?.responseKind?.group, 'example.com');
+  }
+});
+
+t.test('aggregated discovery of the core group: shared kinds read-only, hidden kinds absent', async (t) => {
+  const [core] = await aggregatedDiscovery(alpha, '/api');
+  const resources = core!.versions[0]!.resources;
+  const nodes = resources.find((r) => r.resource === 'nodes');
+  t.same(nodes?.verbs, ['get', 'list', 'watch']);
+  t.same(nodes?.subresources?.map((s) => s.subresource), ['status'], 'nodes/proxy is not offered');
+  t.notOk(resources.some((r) => r.resource === 'componentstatuses'));
+  t.ok(resources.some((r) => r.resource === 'pods'));
+});
+
+t.test('clients that ask no aggregated discovery get the legacy document, never protobuf', async (t) => {
+  const legacy = await get(alpha, '/apis', 'application/json');
+  t.equal(legacy.json().kind, 'APIGroupList');
+  t.ok(legacy.json().groups.some((group: { name: string }) => group.name === 'example.com'));
+  const protobuf = await get(alpha, '/apis', 'application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList');
+  t.equal(protobuf.status, 200);
+  t.match(String(protobuf.headers['content-type']), /^application\/json/);
+  t.equal(protobuf.json().kind, 'APIGroupList');
+});
+
+t.test('kubectl api-resources (aggregated discovery) shows the tenant\'s API and no more', async (t) => {
+  const r = await alpha.kubectl(['api-resources', '-o', 'wide', '-v=8']);
+  t.equal(r.code, 0, r.stderr.slice(-2000));
+  t.match(r.stderr, /Content-Type: application\/json;g=apidiscovery\.k8s\.io;v=v2;as=APIGroupDiscoveryList/, 'kubectl received aggregated discovery');
+  const lines = r.stdout.split('\n');
+  t.ok(lines.some((line) => /^widgets\s+example\.com\/v1\s+true\s+Widget\s/.test(line)), 'the CRD under the tenant\'s group');
+  t.match(lines.find((line) => line.startsWith('nodes ')), /^nodes\s+no\s+v1\s+false\s+Node\s+get,list,watch\s*$/, 'nodes, read-only');
+  t.notMatch(r.stdout, /flowschemas|apiservices|componentstatuses|certificatesigningrequests|bravo2|alpha1-/);
+});
+
+t.test('kubectl explain the tenant\'s CRD (OpenAPI v3)', async (t) => {
+  const r = await alpha.kubectl(['explain', 'widgets']);
+  t.equal(r.code, 0, r.stderr);
+  t.match(r.stdout, /GROUP:\s+example\.com/);
+  t.match(r.stdout, /KIND:\s+Widget/);
+});
+
+t.test('OpenAPI v2: JSON whatever was asked, the tenant\'s CRD under its group, nothing of the other tenant', async (t) => {
+  for (const [tenant, other] of [[alpha, bravo], [bravo, alpha]] as const) {
+    const answer = await get(tenant, '/openapi/v2', KUBECTL_OPENAPI_V2_ACCEPT);
+    t.equal(answer.status, 200);
+    t.match(String(answer.headers['content-type']), /^application\/json/, 'JSON, the only form converted');
+    t.notOk(answer.body.includes(`${other.id}-`), `${tenant.id}: "${other.id}-" appears nowhere in the document`);
+    t.notOk(answer.body.includes(`${tenant.id}-`), `${tenant.id}: nor its own prefix`);
+    const doc = answer.json();
+    t.ok(doc.paths['/apis/example.com/v1/namespaces/{namespace}/widgets'], 'the CRD\'s paths under the tenant\'s group');
+    t.same(doc.definitions['com.example.v1.Widget']?.['x-kubernetes-group-version-kind'], [{ group: 'example.com', kind: 'Widget', version: 'v1' }]);
+    t.notOk(Object.keys(doc.paths).some((path) => path.startsWith('/apis/flowcontrol.apiserver.k8s.io/')), 'no hidden group');
+    t.same(danglingReferences(doc), [], 'every reference resolves in the tenant\'s document');
+  }
+});
+
+t.test('OpenAPI v3: the tenant\'s group, not the other\'s, no hidden group', async (t) => {
+  const answer = await get(alpha, '/openapi/v3', 'application/json');
+  const paths = Object.keys(answer.json().paths);
+  t.ok(paths.includes('apis/example.com/v1'));
+  t.same(paths.filter((path) => /bravo2|alpha1-|flowcontrol|apiregistration|certificates/.test(path)), []);
+  t.equal((await get(alpha, '/openapi/v3/apis/flowcontrol.apiserver.k8s.io/v1', 'application/json')).status, 404, 'a hidden group\'s document is not served either');
+  t.equal((await get(alpha, '/openapi/v3/apis/bravo2-example.com/v1', 'application/json')).status, 404, 'nor another tenant\'s');
+});
