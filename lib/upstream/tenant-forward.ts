@@ -185,7 +185,7 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
       if (streamed) {
         (res as ServerResponse).writeHead(status, responseHeaders);
         if ('flushHeaders' in res) res.flushHeaders();
-        const rewriter = info.verb === 'watch' ? new WatchRewriter(tenantViewSpecOf(row, convert)) : new ListRewriter(tenantViewSpecOf(row, convert));
+        const rewriter = info.verb === 'watch' ? new WatchRewriter(tenantViewSpecOf(row, convert, table)) : new ListRewriter(tenantViewSpecOf(row, convert));
         pipeline(upstream!, rewriter, res, (error) => {
           if (error && !res.destroyed) log.warn('a list or watch could not be converted', { tenant, path: info.path, error: error.message });
         });

@@ -122,3 +122,14 @@ t.test('kubectl get events -A shows the tenant\'s events and none of another\'s'
   const serviceAccounts = (await ok(india, ['get', 'serviceaccounts', '-A', '-o', 'name', '--chunk-size=2'])).trim().split('\n');
   t.equal(serviceAccounts.length, NAMESPACES.length + 4, 'india8 lists a default ServiceAccount per namespace, in pages of 2');
 });
+
+t.test('kubectl get --watch prints the tenant\'s rows as they change', async (t) => {
+  const watch = hotel.kubectl(['get', 'configmaps', '-n', 'apps', '--watch', '--request-timeout=6s']);
+  await new Promise((resolve) => setTimeout(resolve, 2000));
+  await ok(hotel, ['-n', 'apps', 'create', 'configmap', 'four', '--from-literal=owner=hotel7']);
+  await ok(india, ['-n', 'apps', 'create', 'configmap', 'five', '--from-literal=owner=india8']);
+  const output = (await watch).stdout;
+  t.match(output, /^one\s/m, 'the rows there were at the start');
+  t.match(output, /^four\s/m, 'and the configmap created while watching');
+  t.notMatch(output, /^five\s/m, 'not india8\'s');
+});
