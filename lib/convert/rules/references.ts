@@ -39,7 +39,7 @@ export function ownerReferencesToTenant(metadata: Json, ctx: ConvertContext): bo
     const upstreamApiVersion = stringAt(owner, 'apiVersion') ?? '';
     const apiVersion = apiVersionToTenant(upstreamApiVersion, ctx.tenant);
     if (apiVersion === null) return false;
-    owner.apiVersion = apiVersion;
+    if (upstreamApiVersion !== '') owner.apiVersion = apiVersion; // nothing added that was not there
     const mapping = nameMappingOfKind(apiVersion, stringAt(owner, 'kind') ?? '', ctx) ?? 'plain';
     const name = stringAt(owner, 'name');
     if (name) {
