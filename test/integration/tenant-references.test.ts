@@ -20,8 +20,7 @@ const RBAC = 'rbac.authorization.k8s.io';
 
 /**
  * kubectl as `tenant`, with a discovery and HTTP cache of its own: kubectl keys its cache by server address only, and
- * both tenants reach the same tenantgate address (a shared cache would mix their discovery and OpenAPI; see
- * 'kubectl caches' below).
+ * both tenants reach the same tenantgate address (see 'kubectl caches' below for one cache shared).
  */
 function as(tenant: TestTenant, args: string[], input?: string): Promise<KubectlResult> {
   return tenant.kubectl([`--cache-dir=${join(scratch, 'cache', tenant.id)}`, ...args], { input });
@@ -358,6 +357,17 @@ t.test('kubectl explain shows each tenant its own schema of the same kind', asyn
     t.notMatch(explained, /echo05|foxtr6/);
     const kind = await as(tenant, ['explain', 'widgets']);
     t.match(kind.stdout, new RegExp(`A widget of ${tenant === echo ? 'echo' : 'foxtrot'}\\.`), 'the kind\'s own description');
+  }
+});
+
+t.test('kubectl caches: one person holding both tenants\' kubeconfigs still gets each tenant\'s own schema', async (t) => {
+  // One cache dir for both (kubectl's default, ~/.kube/cache): kubectl keys it by server address, which is the same.
+  const shared = (tenant: TestTenant, args: string[]) => tenant.kubectl([`--cache-dir=${join(scratch, 'cache', 'shared')}`, ...args]);
+  for (const [tenant, field, other] of [[echo, 'colour', 'flavour'], [foxtrot, 'flavour', 'colour'], [echo, 'colour', 'flavour']] as const) {
+    const r = await shared(tenant, ['explain', 'widgets.spec']);
+    t.equal(r.code, 0, r.stderr);
+    t.match(r.stdout, new RegExp(`${field}\\s+<string>`), `${tenant.id} sees its own field`);
+    t.notMatch(r.stdout, new RegExp(other), `and not the other tenant's, cached by the other's kubectl`);
   }
 });
 
