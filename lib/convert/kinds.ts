@@ -34,6 +34,7 @@ export type RuleName =
   | 'endpointslice'
   | 'role'
   | 'binding'
+  | 'clusterrolebinding'
   | 'crd'
   | 'custom-resource'
   | 'persistentvolume'
@@ -117,7 +118,8 @@ export const KINDS: readonly KindRow[] = Object.freeze([
   tenant('rbac.authorization.k8s.io', 'roles', 'Role', N, 'role'),
   tenant('rbac.authorization.k8s.io', 'clusterroles', 'ClusterRole', C, 'role'),
   tenant('rbac.authorization.k8s.io', 'rolebindings', 'RoleBinding', N, 'binding'),
-  tenant('rbac.authorization.k8s.io', 'clusterrolebindings', 'ClusterRoleBinding', C, 'binding'),
+  // Never to service accounts: their tokens reach the upstream without tenantgate (rules/rbac.ts).
+  tenant('rbac.authorization.k8s.io', 'clusterrolebindings', 'ClusterRoleBinding', C, 'clusterrolebinding'),
 
   tenant('networking.k8s.io', 'ingresses', 'Ingress', N),
   // An IngressClass names an ingress controller the platform runs; tenants pick one by its real name.

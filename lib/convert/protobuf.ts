@@ -12,10 +12,10 @@ import { TENANT_LABEL, toUpstreamName, type TenantId } from './prefix.ts';
 import { apiVersionToUpstream, groupOfApiVersion } from './rules/api-groups.ts';
 import { NAMESPACE_NAME_LABEL } from './rules/label-selectors.ts';
 import { checkNameFits, checkNamespaceFits, nameMappingOfRow, nameToUpstream, namespaceToUpstream } from './rules/names.ts';
-import { binding, policyRuleToUpstream } from './rules/rbac.ts';
+import { binding, clusterBinding, policyRuleToUpstream } from './rules/rbac.ts';
 import { ownerReferencesToUpstream } from './rules/references.ts';
 import { selfSubjectAccessReview, selfSubjectRulesReview, subjectAccessReview } from './rules/reviews.ts';
-import type { ConvertContext, Json } from './rules/rule.ts';
+import type { ConvertContext, Json, KindRule } from './rules/rule.ts';
 import { badRequest, StatusError } from '../server/status.ts';
 
 export const PROTOBUF_MEDIA_TYPE = 'application/vnd.kubernetes.protobuf';
@@ -553,7 +553,7 @@ function roleToUpstreamWire(object: Buffer, conversion: Conversion): Buffer {
 }
 
 /** RoleBinding and ClusterRoleBinding: subjects and roleRef read into JSON, mapped by the JSON rule, written back. */
-function bindingToUpstreamWire(object: Buffer, conversion: Conversion): Buffer {
+const bindingToUpstreamWire = (rule: KindRule) => (object: Buffer, conversion: Conversion): Buffer => {
   const edit = new MessageEdit(object, 'object');
   const subjects = edit.all(BINDING.subjects, 'subjects').map((field) => {
     const message = new MessageEdit(edit.payload(field), 'subjects');
@@ -564,7 +564,7 @@ function bindingToUpstreamWire(object: Buffer, conversion: Conversion): Buffer {
   const roleRef = roleRefField && roleRefMessage && { field: roleRefField, message: roleRefMessage, before: readStrings(roleRefMessage, ROLE_REF) };
   const after: Json = { subjects: subjects.map(({ before }) => ({ ...before })) };
   if (roleRef !== undefined) after.roleRef = { ...roleRef.before };
-  binding.toUpstream(after, ruleContext(conversion));
+  rule.toUpstream(after, ruleContext(conversion));
   subjects.forEach(({ field, message, before }, i) => {
     writeStrings(message, SUBJECT, before, (after.subjects as Json[])[i]!);
     edit.replaceMessage(field, message);
@@ -574,7 +574,7 @@ function bindingToUpstreamWire(object: Buffer, conversion: Conversion): Buffer {
     edit.replaceMessage(roleRef.field, roleRef.message);
   }
   return edit.finish();
-}
+};
 
 // ---- access and token reviews (k8s.io/api authorization/v1, authentication/v1 generated.proto), mapped by rules/reviews.ts ----
 
@@ -663,7 +663,8 @@ const TEMPLATE_RULES: ReadonlySet<RuleName> = new Set(['pod', 'workload', 'state
 /** Kinds whose JSON rule maps fields the wire-level code reads into JSON and writes back. */
 const FIELD_RULES: ReadonlyMap<RuleName, ProtobufKind> = new Map([
   ['role', { apiVersion: 'rbac.authorization.k8s.io/v1', toUpstream: roleToUpstreamWire }],
-  ['binding', { apiVersion: 'rbac.authorization.k8s.io/v1', toUpstream: bindingToUpstreamWire }],
+  ['binding', { apiVersion: 'rbac.authorization.k8s.io/v1', toUpstream: bindingToUpstreamWire(binding) }],
+  ['clusterrolebinding', { apiVersion: 'rbac.authorization.k8s.io/v1', toUpstream: bindingToUpstreamWire(clusterBinding) }],
   ['selfsubjectaccessreview', { apiVersion: 'authorization.k8s.io/v1', toUpstream: accessReviewToUpstreamWire(false) }],
   ['subjectaccessreview', { apiVersion: 'authorization.k8s.io/v1', toUpstream: accessReviewToUpstreamWire(true) }],
   ['selfsubjectrulesreview', { apiVersion: 'authorization.k8s.io/v1', toUpstream: rulesReviewToUpstreamWire }],

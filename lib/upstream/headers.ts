@@ -1,7 +1,7 @@
 // Which request and response headers cross the proxy. Client credentials, impersonation and hop-by-hop headers
 // never reach the upstream: they are dropped before tenantgate adds its own impersonation headers.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
-import type { UpstreamIdentity } from '../auth/impersonation.ts';
+import { TENANT_EXTRA_KEY, type UpstreamIdentity } from '../auth/impersonation.ts';
 
 /** Headers that describe one hop (RFC 9110 §7.6.1) or the client's own credentials: never forwarded. */
 const DROPPED_REQUEST_HEADERS = new Set([
@@ -50,6 +50,14 @@ function isDroppedRequestHeader(name: string, listedInConnection: Set<string> | 
   return false;
 }
 
+/**
+ * Conditions on the upstream's validators. A tenant's discovery and OpenAPI answers are converted per tenant while
+ * the upstream's ETag is the same for all: a 304 to one tenant's If-None-Match would confirm a body converted for
+ * another (a kubectl cache shared by two tenants' kubeconfigs, keyed by server address, then shows one tenant the
+ * other's API). Tenants' requests go unconditional; their answers are always their own.
+ */
+const CONDITIONAL_REQUEST_HEADERS = ['if-none-match', 'if-modified-since', 'if-match', 'if-unmodified-since', 'if-range'];
+
 export interface UpstreamCredentialsHeader {
   /** `Bearer <token>` when the upstream kubeconfig uses a token; client certificates travel in TLS instead. */
   authorization?: string;
@@ -70,6 +78,7 @@ export function upstreamRequestHeaders(
     if (isDroppedRequestHeader(name, listedInConnection)) continue;
     out[name] = incoming[name];
   }
+  if (identity.extra?.[TENANT_EXTRA_KEY] !== undefined) for (const name of CONDITIONAL_REQUEST_HEADERS) delete out[name];
   if (credentials.authorization !== undefined) out.authorization = credentials.authorization;
   out['impersonate-user'] = identity.user;
   if (identity.groups.length > 0) out['impersonate-group'] = identity.groups;

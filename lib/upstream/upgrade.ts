@@ -5,21 +5,40 @@ import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import type { Identity } from '../auth/identity.ts';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
+import type { TenantId } from '../convert/prefix.ts';
+import { statusToTenant } from '../convert/status.ts';
 import { upstreamUnavailable, writeRawStatus } from '../server/status.ts';
 import { upstreamRequestHeaders } from './headers.ts';
 import type { ClusterCredentials } from './kubeconfig.ts';
 
 const HOP_BY_HOP_RESPONSE = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'upgrade']);
 
-function responseHead(statusCode: number, statusMessage: string, rawHeaders: string[], keepHopByHop: boolean): string {
+function responseHead(statusCode: number, statusMessage: string, rawHeaders: string[], keepHopByHop: boolean, contentLength?: number): string {
   let head = `HTTP/1.1 ${statusCode} ${statusMessage}\r\n`;
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i]!;
     if (!keepHopByHop && HOP_BY_HOP_RESPONSE.has(name.toLowerCase())) continue;
     head += `${name}: ${rawHeaders[i + 1]}\r\n`;
   }
+  if (contentLength !== undefined) head += `Content-Length: ${contentLength}\r\n`;
   if (!keepHopByHop) head += 'Connection: close\r\n';
   return head + '\r\n';
+}
+
+/** A refusal is a short Status; anything longer is not relayed. */
+const MAX_REFUSAL_BYTES = 64 * 1024;
+
+/** The tenant's view of the upstream's JSON answer to a refused upgrade (a Status, usually). */
+export function refusalToTenant(body: Buffer, statusCode: number, tenant: TenantId): Buffer {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString('utf8'));
+  } catch {
+    // Not JSON after all: nothing of it can be shown safely.
+    const status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'the upstream refused the upgrade', code: statusCode };
+    return Buffer.from(JSON.stringify(status));
+  }
+  return Buffer.from(JSON.stringify(statusToTenant(parsed, tenant)));
 }
 
 export function forwardUpgrade(
@@ -37,6 +56,8 @@ export function forwardUpgrade(
   // The upgrade itself is the one hop-by-hop exchange this path must carry.
   headers.connection = 'Upgrade';
   headers.upgrade = req.headers.upgrade;
+  // A refusal is converted for tenants: it must arrive uncompressed.
+  delete headers['accept-encoding'];
   const upstreamRequest = https.request({
     host: url.hostname.replace(/^\[|\]$/g, ''),
     port: url.port === '' ? 443 : Number(url.port),
@@ -68,12 +89,35 @@ export function forwardUpgrade(
     upstreamSocket.pipe(clientSocket);
     clientSocket.pipe(upstreamSocket);
   });
-  // The upstream refused to upgrade (forbidden, no such pod, ...): relay its answer as is, then close.
+  // The upstream refused to upgrade (forbidden, no such pod, ...): relay its answer, then close. A tenant gets a
+  // Status in its own names (the upstream's message names the prefixed namespace and user); anything else as is.
   upstreamRequest.once('response', (upstreamResponse) => {
-    clientSocket.write(
-      responseHead(upstreamResponse.statusCode ?? 502, upstreamResponse.statusMessage ?? '', upstreamResponse.rawHeaders, false),
-    );
-    upstreamResponse.pipe(clientSocket);
+    const statusCode = upstreamResponse.statusCode ?? 502;
+    const statusMessage = upstreamResponse.statusMessage ?? '';
+    const isJson = String(upstreamResponse.headers['content-type'] ?? '').startsWith('application/json');
+    if (identity.tenant === null || !isJson) {
+      clientSocket.write(responseHead(statusCode, statusMessage, upstreamResponse.rawHeaders, false));
+      upstreamResponse.pipe(clientSocket);
+      return;
+    }
+    const tenant = identity.tenant;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    upstreamResponse.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_REFUSAL_BYTES) {
+        upstreamResponse.destroy();
+        writeRawStatus(clientSocket, upstreamUnavailable('the upstream refused the upgrade with an answer too large to convert'));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    upstreamResponse.once('end', () => {
+      const body = refusalToTenant(Buffer.concat(chunks), statusCode, tenant);
+      clientSocket.write(responseHead(statusCode, statusMessage, upstreamResponse.rawHeaders, false, body.length));
+      clientSocket.end(body);
+    });
+    upstreamResponse.once('error', () => clientSocket.destroy());
   });
   upstreamRequest.once('error', (error) => writeRawStatus(clientSocket, upstreamUnavailable(error.message)));
   upstreamRequest.end();

@@ -801,6 +801,25 @@ t.test('an owner of unknown kind is refused rather than guessed (the garbage col
   t.equal(error?.details?.causes?.[0]?.field, 'metadata.ownerReferences[0]');
 });
 
+t.test('a ClusterRoleBinding names no service account: its token reaches the upstream without tenantgate', async (t) => {
+  const binding = (subject: object) => ({ metadata: { name: 'b' }, subjects: [{ kind: 'User', name: 'alice' }, subject], roleRef: { kind: 'ClusterRole', name: 'reader' } });
+  for (const subject of [
+    { kind: 'ServiceAccount', name: 'sa', namespace: 'ci' },
+    { kind: 'ServiceAccount', name: 'sa' },
+    { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'system:serviceaccount:ci:sa' },
+    { kind: 'Group', apiGroup: 'rbac.authorization.k8s.io', name: 'system:serviceaccounts:ci' },
+  ]) {
+    const error = thrown(() => up(binding(subject), 'rbac.authorization.k8s.io', 'clusterrolebindings'));
+    t.equal(error?.code, 422, JSON.stringify(subject));
+    t.equal(error?.details?.causes?.[0]?.field, 'subjects[1]');
+    t.match(error?.message, /cannot name service accounts.*RoleBinding/);
+    t.ok(up(binding(subject), 'rbac.authorization.k8s.io', 'rolebindings') !== undefined, 'a RoleBinding may: it grants in one namespace');
+  }
+  // Not service accounts: the group of all of them is the tenant's own group of that name upstream.
+  const all = up(binding({ kind: 'Group', name: 'system:serviceaccounts' }), 'rbac.authorization.k8s.io', 'clusterrolebindings');
+  t.same((all.subjects as Json[])[1], { kind: 'Group', name: 'abc123:system:serviceaccounts' });
+});
+
 t.test('shared kinds cannot be written and hidden kinds do not exist', async (t) => {
   t.equal(thrown(() => up({ metadata: { name: 'node-1' } }, '', 'nodes'))?.code, 403);
   t.equal(thrown(() => up({ metadata: { name: 'high' } }, 'scheduling.k8s.io', 'priorityclasses'))?.code, 403);

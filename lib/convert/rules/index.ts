@@ -10,7 +10,7 @@ import { genericToTenant, genericToUpstream } from './generic.ts';
 import { isObject } from './json.ts';
 import { namespace } from './namespace.ts';
 import { networkPolicy } from './network-policy.ts';
-import { binding, role } from './rbac.ts';
+import { binding, clusterBinding, role } from './rbac.ts';
 import { selfSubjectAccessReview, selfSubjectReview, selfSubjectRulesReview, subjectAccessReview, tokenReview } from './reviews.ts';
 import type { ConvertContext, Json, KindRule } from './rule.ts';
 import { hidden, node, shared } from './shared.ts';
@@ -37,6 +37,7 @@ export const RULES: { readonly [name in RuleName]: KindRule } = {
   endpointslice: endpointSlice,
   role,
   binding,
+  clusterrolebinding: clusterBinding,
   crd,
   'custom-resource': customResource,
   persistentvolume: persistentVolume,

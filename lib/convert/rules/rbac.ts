@@ -1,9 +1,11 @@
 // Roles and bindings. A policy rule's custom API groups take the prefix, and its resourceNames take it when the
 // resources are the tenant's cluster-scoped kinds (names of both forms when a rule mixes kinds or uses '*').
 // Aggregated ClusterRoles only aggregate the tenant's own roles; subjects are upstream identities.
+// A ClusterRoleBinding never names a service account: see clusterBinding.
 import { apiGroupToTenant, apiGroupToUpstream } from './api-groups.ts';
 import { builtinKindOf } from '../kinds.ts';
-import { groupToTenant, groupToUpstream, userToTenant, userToUpstream } from './identity.ts';
+import { StatusError } from '../../server/status.ts';
+import { groupToTenant, groupToUpstream, parseServiceAccountUser, userToTenant, userToUpstream } from './identity.ts';
 import { eachObjectAt, everyObjectAt, isObject, mapStringAt } from './json.ts';
 import { objectSelectorToTenant, objectSelectorToUpstream } from './label-selectors.ts';
 import { nameMappingOfRow, namespaceToTenant, namespaceToUpstream, nameToTenant, nameToUpstream, type NameMapping } from './names.ts';
@@ -147,4 +149,42 @@ export const binding: KindRule = {
     }
     return obj;
   },
+};
+
+/** A subject that a service account's token authenticates as: the account itself, its user name, its namespace's group. */
+function namesServiceAccounts(subject: unknown): boolean {
+  if (!isObject(subject) || typeof subject.name !== 'string') return false;
+  switch (subject.kind) {
+    case 'ServiceAccount':
+      return true;
+    case 'User':
+      return parseServiceAccountUser(subject.name) !== null;
+    case 'Group':
+      return subject.name.startsWith('system:serviceaccounts:');
+    default:
+      return false;
+  }
+}
+
+/**
+ * ClusterRoleBinding: a binding, except that it may not name service accounts. Upstream it grants cluster-wide, and
+ * RBAC cannot confine cluster-wide rights to the tenant's prefix: that is tenantgate's job, and a tenant's users only
+ * ever reach the upstream through tenantgate. A service account's token (a pod's, `kubectl create token`'s) is
+ * accepted by the upstream directly, where `get secrets` in every namespace means every tenant's secrets.
+ */
+export const clusterBinding: KindRule = {
+  toUpstream(obj, ctx) {
+    const subjects = obj.subjects;
+    const index = Array.isArray(subjects) ? subjects.findIndex(namesServiceAccounts) : -1;
+    if (index !== -1) {
+      const field = `subjects[${index}]`;
+      const detail =
+        "Forbidden: a ClusterRoleBinding cannot name service accounts: their tokens are valid beyond this tenant's cluster; " +
+        'grant them rights with a RoleBinding in each namespace';
+      // No kind or name in the details: kubectl then says "The request is invalid: <field>: <detail>".
+      throw new StatusError(422, 'Invalid', `${field}: ${detail}`, { group: 'rbac.authorization.k8s.io', causes: [{ reason: 'FieldValueForbidden', message: detail, field }] });
+    }
+    return binding.toUpstream(obj, ctx);
+  },
+  toTenant: (obj, ctx) => binding.toTenant(obj, ctx),
 };
