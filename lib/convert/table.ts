@@ -1,5 +1,12 @@
 // The tenant's view of a meta.k8s.io Table (what `kubectl get` asks for): rows of objects that are not the
-// tenant's are dropped; each row's object and the cells that show its upstream name or namespace are un-prefixed.
+// tenant's are dropped; each row's object is converted by its kind's rule, and its cells lose the tenant's prefix
+// (names, namespaces, roles and subjects the printers show).
+import type { KindRow } from './kinds.ts';
+import { stripTenantPrefixes } from './status.ts';
+import { objectToTenant, type ConvertContext } from './rules/index.ts';
+
+/** What a client asked a Table's rows to carry (`includeObject`). */
+export type RowObjects = 'Object' | 'Metadata' | 'None';
 
 interface TableRow {
   cells?: unknown[];
@@ -16,27 +23,43 @@ export function isTable(body: unknown): body is Table {
 }
 
 /**
- * `objectToTenant` converts a row's object (usually PartialObjectMetadata) or returns null when it is not the
- * tenant's. Cells equal to the row's upstream name or namespace take the converted value.
+ * Which row objects the client asked for; sets `includeObject=Object` on the upstream query when the kind's rule
+ * must see the whole object to decide whether a row is the tenant's (the generic rule needs only metadata).
  */
-export function tableToTenant<T extends Table>(table: T, objectToTenant: (object: any) => any | null): T {
+export function rowObjectsFor(upstreamQuery: URLSearchParams, row: KindRow): RowObjects {
+  const asked = upstreamQuery.get('includeObject');
+  const rowObjects: RowObjects = asked === 'Object' || asked === 'None' ? asked : 'Metadata';
+  if (row.rule !== 'generic') upstreamQuery.set('includeObject', 'Object');
+  return rowObjects;
+}
+
+/**
+ * The tenant's view of a Table of `row`'s kind: rows whose object the rule refuses are dropped (a row without an
+ * object, unchecked, too), and each object is cut back to what the client asked for (`rowObjects`).
+ */
+export function tableToTenant<T extends Table>(table: T, convert: ConvertContext, row: KindRow, rowObjects: RowObjects = 'Object'): T {
   if (!Array.isArray(table.rows)) return table;
+  const tenant = convert.tenant;
   const rows: TableRow[] = [];
-  for (const row of table.rows) {
-    if (row.object === undefined || row.object === null) continue; // a row we cannot check is a row we do not show
-    const upstreamMeta = row.object.metadata ?? {};
+  for (const tableRow of table.rows) {
+    if (tableRow.object === undefined || tableRow.object === null) continue; // a row we cannot check is a row we do not show
+    const upstreamMeta = tableRow.object.metadata ?? {};
     const upstreamName = upstreamMeta.name;
     const upstreamNamespace = upstreamMeta.namespace;
-    const converted = objectToTenant(row.object);
+    const converted = objectToTenant(tableRow.object, convert, row);
     if (converted === null) continue;
     const meta = (converted as TableRow['object'])?.metadata ?? {};
-    const cells = row.cells?.map((cell) => {
+    const cells = tableRow.cells?.map((cell) => {
       if (typeof cell !== 'string') return cell;
       if (upstreamName !== undefined && cell === upstreamName) return meta.name;
       if (upstreamNamespace !== undefined && cell === upstreamNamespace) return meta.namespace;
-      return cell;
+      return stripTenantPrefixes(cell, tenant);
     });
-    rows.push({ ...row, cells, object: converted });
+    const { object: _, ...rest } = tableRow;
+    if (rowObjects === 'None') rows.push({ ...rest, cells });
+    else if (rowObjects === 'Metadata' && (converted as { kind?: string }).kind !== 'PartialObjectMetadata') {
+      rows.push({ ...rest, cells, object: { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: meta } as TableRow['object'] });
+    } else rows.push({ ...rest, cells, object: converted });
   }
   return { ...table, rows };
 }

@@ -292,7 +292,6 @@ export class TenantViewScanner {
   private labelsCount = 0;
   private labelsKeyStart = -1;
   private labelsEnd = -1;
-  private labelsIsObject = false;
   private labelEntries = 0;
   private tenantLabelCount = 0;
   private tenantLabelKeyStart = -1;
@@ -893,7 +892,7 @@ export class TenantViewScanner {
       this.labelsCount = this.labelEntries = this.tenantLabelCount = this.managedFieldsCount = this.ownersCount = 0;
       this.specCount = this.statusCount = this.conditionsCount = this.generateNameCount = this.spansSeen = 0;
       this.markerFound = false;
-      this.labelsIsObject = this.tenantLabelIsString = false;
+      this.tenantLabelIsString = false;
     }
     // Separators and whitespace before an item are not copied: the comma is re-added when the item is kept.
     this.flushedUpTo = at;
@@ -934,7 +933,6 @@ export class TenantViewScanner {
         this.objectStart = at;
         return ROLE_ITEM;
       case SLOT_LABELS:
-        this.labelsIsObject = !isArray;
         return isArray ? ROLE_OTHER : ROLE_LABELS;
       case SLOT_MANAGED_FIELDS:
         return isArray ? this.openSpanOf(SPAN_MANAGED_FIELDS, at) : ROLE_OTHER;

@@ -5,22 +5,22 @@ import { BYTE_LEVEL_RULES, objectToTenant, type ConvertContext } from '../conver
 import { managedFieldsToTenant } from '../convert/rules/managed-fields.ts';
 import { ownerReferencesToTenant } from '../convert/rules/references.ts';
 import { statusToTenant } from '../convert/status.ts';
-import { isTable, tableToTenant } from '../convert/table.ts';
+import { isTable, tableToTenant, type RowObjects } from '../convert/table.ts';
 import type { TenantMetadataView, TenantViewSpec } from './tenant-view.ts';
 
 /**
- * The rewriter's spec for lists and watches of `row` as `convert.tenant` sees them. `tables`: a watch whose events
- * carry Tables (kubectl get --watch), whose rows the table rule checks one by one.
+ * The rewriter's spec for lists and watches of `row` as `convert.tenant` sees them. `tableRows`: a watch whose
+ * events carry Tables (kubectl get --watch), whose rows the table rule checks one by one, with these row objects.
  */
-export function tenantViewSpecOf(row: KindRow, convert: ConvertContext, tables = false): TenantViewSpec {
+export function tenantViewSpecOf(row: KindRow, convert: ConvertContext, tableRows: RowObjects | null = null): TenantViewSpec {
   const rewriteItem = (item: any) => (isTable(item) ? tableEventToTenant(item) : objectToTenant(item, convert, row));
   // A watch event whose rows were all another tenant's is dropped whole: not even its timing is the tenant's.
   const tableEventToTenant = (table: any) => {
-    const view = tableToTenant(table, (o) => objectToTenant(o, convert, row));
+    const view = tableToTenant(table, convert, row, tableRows ?? 'Object');
     return Array.isArray(table.rows) && table.rows.length > 0 && view.rows.length === 0 ? null : view;
   };
   const rewriteStatus = (status: any) => statusToTenant(status, convert.tenant);
-  if (row.tenancy !== 'tenant' || tables) return { tenant: convert.tenant, nameField: null, rewriteItem, rewriteStatus };
+  if (row.tenancy !== 'tenant' || tableRows !== null) return { tenant: convert.tenant, nameField: null, rewriteItem, rewriteStatus };
   const nameField = row.scope === 'Namespaced' ? 'namespace' : row.rule === 'crd' ? null : 'name';
   const markers = BYTE_LEVEL_RULES[row.rule];
   const tenantMetadata = nameField !== null && markers !== undefined ? metadataView(convert, markers) : undefined;

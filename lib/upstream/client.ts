@@ -1,6 +1,6 @@
 // tenantgate's own calls to the upstream (bootstrap, reconcile, probes), made with its own identity:
 // small JSON requests, never a tenant's request and never impersonating anyone.
-import type { IncomingHttpHeaders } from 'node:http2';
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
 import type { UpstreamPool } from './pool.ts';
 
 export interface UpstreamAnswer {
@@ -10,9 +10,9 @@ export interface UpstreamAnswer {
 
 const TIMEOUT_MS = 10_000;
 
-export function upstreamJson(pool: UpstreamPool, method: string, path: string, body?: unknown, extraHeaders?: Record<string, string>): Promise<UpstreamAnswer> {
+export function upstreamJson(pool: UpstreamPool, method: string, path: string, body?: unknown, extraHeaders?: OutgoingHttpHeaders): Promise<UpstreamAnswer> {
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { accept: 'application/json', ...extraHeaders };
+    const headers: OutgoingHttpHeaders = { accept: 'application/json', ...extraHeaders };
     if (pool.authorization !== undefined) headers.authorization = pool.authorization;
     if (body !== undefined) headers['content-type'] = method === 'PATCH' ? 'application/merge-patch+json' : 'application/json';
     const stream = pool.request(method, path, headers, body === undefined);

@@ -10,9 +10,9 @@ import type { KindRow } from '../convert/kinds.ts';
 import { TENANT_LABEL, toTenantName, type TenantId } from '../convert/prefix.ts';
 import type { RequestInfo } from '../convert/request-info.ts';
 import { upstreamResourceTarget } from '../convert/request.ts';
-import { objectToTenant, type ConvertContext } from '../convert/rules/index.ts';
+import type { ConvertContext } from '../convert/rules/index.ts';
 import { statusToTenant } from '../convert/status.ts';
-import { isTable, tableToTenant } from '../convert/table.ts';
+import { isTable, tableToTenant, type RowObjects } from '../convert/table.ts';
 import { badRequest, sendStatus, StatusError, upstreamUnavailable, type StatusReason } from '../server/status.ts';
 import { ListRewriter } from '../stream/tenant-view.ts';
 import { tenantViewSpecOf } from '../stream/view-spec.ts';
@@ -61,6 +61,8 @@ export interface MergedListRequest {
   convert: ConvertContext;
   /** Headers for every upstream request: the client's, with tenantgate's credentials and impersonation. */
   headers: OutgoingHttpHeaders;
+  /** For Tables: the row objects the client asked for (the query already asks upstream for what the rule needs). */
+  rowObjects: RowObjects;
 }
 
 /** One upstream request's answer: status, headers and the stream of its body. */
@@ -132,7 +134,7 @@ export async function listAcrossNamespaces(req: MergedListRequest): Promise<void
     if (!Number.isInteger(limit) || limit < 0) throw badRequest(`limit must be a non-negative integer, not ${JSON.stringify(limitText)}`);
     const namespaces = (await tenantNamespaces(pool, headers, tenant)).filter((ns) => start === null || ns >= start.namespace);
     const table = String(headers.accept ?? '').includes('as=Table');
-    const merge = table ? new TableMerge(row, convert) : new StreamMerge(res, row, info, convert);
+    const merge = table ? new TableMerge(row, convert, req.rowObjects) : new StreamMerge(res, row, info, convert);
 
     let resourceVersion = start?.resourceVersion ?? '';
     let next: Position | null = null;
@@ -237,10 +239,12 @@ class TableMerge {
   private table: any = null;
   private readonly row: KindRow;
   private readonly convert: ConvertContext;
+  private readonly rowObjects: RowObjects;
 
-  constructor(row: KindRow, convert: ConvertContext) {
+  constructor(row: KindRow, convert: ConvertContext, rowObjects: RowObjects) {
     this.row = row;
     this.convert = convert;
+    this.rowObjects = rowObjects;
   }
 
   async add(body: ClientHttp2Stream): Promise<Page> {
@@ -248,7 +252,7 @@ class TableMerge {
     if (!isTable(page)) throw new StatusError(502, 'InternalError', 'the upstream did not answer with a Table');
     const metadata = (page as { metadata?: { resourceVersion?: string; continue?: string } }).metadata;
     // Rows arrive as the kind's objects; the rule of their kind converts them (or drops them).
-    const view: any = tableToTenant(page, (object) => objectToTenant(object, this.convert, this.row));
+    const view: any = tableToTenant(page, this.convert, this.row, this.rowObjects);
     if (this.table === null) this.table = { ...view, rows: [] };
     this.table.rows.push(...(view.rows ?? []));
     this.count = this.table.rows.length;

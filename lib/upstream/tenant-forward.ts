@@ -7,20 +7,22 @@ import { pipeline, type Readable } from 'node:stream';
 import { parse as parseYaml } from 'yaml';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import { openUpstreamStream } from './forward.ts';
+import { upstreamJson } from './client.ts';
+import { applyJsonPatch, parseJsonPatch } from '../convert/json-patch.ts';
+import type { RequestInfo } from '../convert/request-info.ts';
 import { aggregatedDiscoveryToTenant, discoveryToTenant, isAggregatedDiscoveryJson } from '../convert/discovery.ts';
 import { isTenantCrdGroup } from '../convert/kinds.ts';
 import { HIDDEN_GROUPS } from '../convert/visibility.ts';
 import { openapiGroupDocToTenant, openapiIndexToTenant, openapiV2ToTenant } from '../convert/openapi.ts';
 import { isProtobuf, protobufBodyToUpstream } from '../convert/protobuf.ts';
-import type { KindRow } from '../convert/kinds.ts';
 import { TENANT_LABEL, type TenantId } from '../convert/prefix.ts';
 import { upstreamDiscoveryPath, upstreamResourceTarget } from '../convert/request.ts';
 import { nameMappingOfRow, nameToUpstream, namespaceToUpstream, objectToTenant, objectToUpstream, type ConvertContext } from '../convert/rules/index.ts';
 import { groupOfApiVersion } from '../convert/rules/api-groups.ts';
 import { statusToTenant } from '../convert/status.ts';
-import { isTable, tableToTenant } from '../convert/table.ts';
+import { isTable, rowObjectsFor, tableToTenant, type RowObjects } from '../convert/table.ts';
 import type { RequestContext } from '../server/context.ts';
-import { badRequest, notFound, sendStatus, StatusError } from '../server/status.ts';
+import { badRequest, notFound, sendStatus, StatusError, type StatusReason } from '../server/status.ts';
 import { ListRewriter, WatchRewriter } from '../stream/tenant-view.ts';
 import { tenantViewSpecOf } from '../stream/view-spec.ts';
 import { listAcrossNamespaces } from './merged-list.ts';
@@ -80,18 +82,31 @@ function collect(stream: Readable, limit: number, tooLarge: () => Error): Promis
 /** A JSON-patch may not touch what makes an object the tenant's. */
 const PROTECTED_PATCH_PATHS = ['/metadata/namespace', '/metadata/name', '/metadata/labels/' + TENANT_LABEL.replace('/', '~1')];
 
+/** A merge or strategic merge patch may not delete what tenantgate forces (the tenant label, a webhook's selectors). */
+function refuseDeletingDirectives(value: unknown, inList: boolean, path: string): void {
+  if (typeof value !== 'object' || value === null) return;
+  if (Array.isArray(value)) {
+    value.forEach((item, i) => refuseDeletingDirectives(item, true, `${path}[${i}]`));
+    return;
+  }
+  for (const [key, child] of Object.entries(value)) {
+    // In a list, {"$patch": "delete"} removes one element; in an object it removes the whole object.
+    if (key === '$patch' && child === 'delete' && !inList) throw new StatusError(422, 'Invalid', `the patch may not delete ${path || 'the object'} with $patch: tenantgate keeps fields there`);
+    refuseDeletingDirectives(child, false, path === '' ? key : `${path}.${key}`);
+  }
+}
+
+/** Patches of the object itself (not of a subresource such as scale) go through the kind's rules. */
+function patchesTheObject(info: RequestInfo): boolean {
+  return info.verb === 'patch' && (info.subresource === '' || info.subresource === 'status');
+}
+
 function requestBodyToUpstream(text: string, contentType: string, ctx: RequestContext, convert: ConvertContext): string {
   const info = ctx.info!;
   const row = ctx.row!;
   if (contentType.includes('json-patch')) {
-    let ops: unknown;
-    try {
-      ops = JSON.parse(text);
-    } catch {
-      throw badRequest('the JSON patch is not valid JSON');
-    }
-    if (!Array.isArray(ops)) throw badRequest('a JSON patch must be an array of operations');
-    for (const op of ops as { path?: unknown; from?: unknown }[]) {
+    // Subresources (scale, ...) only: JSON patches of the object are applied by tenantgate (jsonPatchToUpdate).
+    for (const op of parseJsonPatch(text) as { path?: unknown; from?: unknown }[]) {
       for (const path of [op.path, op.from]) {
         if (typeof path === 'string' && (path === '/metadata/labels' || path === '/metadata' || PROTECTED_PATCH_PATHS.some((p) => path === p || path.startsWith(p + '/')))) {
           throw new StatusError(422, 'Invalid', `the JSON patch may not change ${path}: tenantgate manages it`);
@@ -107,22 +122,54 @@ function requestBodyToUpstream(text: string, contentType: string, ctx: RequestCo
     throw badRequest(`the request body is not valid ${contentType.includes('yaml') ? 'YAML' : 'JSON'}`);
   }
   const wholeObject = info.verb !== 'patch' || contentType.includes('apply-patch');
-  if ((info.subresource === '' || info.subresource === 'status') && wholeObject) return JSON.stringify(objectToUpstream(body, convert, row));
-  // Partial objects (merge and strategic patches, subresource bodies): only the names they carry change.
+  if ((info.subresource === '' || info.subresource === 'status') && wholeObject) return JSON.stringify(objectToUpstream(body, convert, row, info.verb === 'create' ? 'create' : 'update'));
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('the request body must be a JSON object');
   const metadata = body.metadata;
+  if (metadata === null || (typeof metadata === 'object' && metadata.labels === null)) {
+    throw new StatusError(422, 'Invalid', `the patch may not remove every label: tenantgate keeps ${TENANT_LABEL}; remove labels one by one`);
+  }
+  if (typeof metadata === 'object' && metadata !== undefined && typeof metadata.labels === 'object' && TENANT_LABEL in metadata.labels) {
+    throw new StatusError(422, 'Invalid', `the label ${TENANT_LABEL} is managed by tenantgate`);
+  }
+  if (patchesTheObject(info)) {
+    // A partial object: the kind's rules convert (and force) what it carries, as for a whole one.
+    refuseDeletingDirectives(body, false, '');
+    return JSON.stringify(objectToUpstream(body, convert, row, 'patch'));
+  }
+  // Subresource bodies (scale, eviction, binding...): only the names they carry change.
   if (typeof metadata === 'object' && metadata !== null) {
-    if (typeof metadata.labels === 'object' && metadata.labels !== null && TENANT_LABEL in metadata.labels) {
-      throw new StatusError(422, 'Invalid', `the label ${TENANT_LABEL} is managed by tenantgate`);
-    }
     if (typeof metadata.namespace === 'string') metadata.namespace = namespaceToUpstream(metadata.namespace, convert.tenant);
     if (typeof metadata.name === 'string') metadata.name = nameToUpstream(nameMappingOfRow(row), metadata.name, convert.tenant);
   }
   return JSON.stringify(body);
 }
 
+/**
+ * A JSON patch of the object names paths in the tenant's view, which the rules may rewrite upstream: tenantgate
+ * reads the object, applies the patch to the tenant's view, converts the result and writes it back (an update at
+ * the resourceVersion read, so a concurrent write answers 409 rather than being lost).
+ */
+async function jsonPatchToUpdate(text: string, target: string, headers: OutgoingHttpHeaders, ctx: RequestContext, pool: UpstreamPool, convert: ConvertContext): Promise<string> {
+  const ops = parseJsonPatch(text);
+  const current = await upstreamJson(pool, 'GET', target.split('?')[0]!, undefined, impersonationOf(headers));
+  if (current.status !== 200) {
+    const status = statusToTenant(current.body, convert.tenant) as { reason?: StatusReason; message?: string };
+    throw new StatusError(current.status, status.reason ?? 'InternalError', status.message ?? `the upstream answered ${current.status}`);
+  }
+  const view = objectToTenant(current.body, convert, ctx.row!);
+  if (view === null) throw notFound(`${ctx.row!.resource} "${ctx.info!.name}" not found`);
+  return JSON.stringify(objectToUpstream(applyJsonPatch(view, ops), convert, ctx.row!, 'update'));
+}
+
+/** The impersonation (and credentials) headers of an upstream request, for tenantgate's own calls on its behalf. */
+function impersonationOf(headers: OutgoingHttpHeaders): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  for (const name in headers) if (name.startsWith('impersonate-') || name === 'authorization') out[name] = headers[name];
+  return out;
+}
+
 /** The tenant's view of one whole answer: an object, a Table, a Status or a discovery document. */
-function wholeBodyToTenant(body: any, status: number, ctx: RequestContext, convert: ConvertContext, visibleVersion: (group: string, version: string) => boolean): unknown {
+function wholeBodyToTenant(body: any, status: number, ctx: RequestContext, convert: ConvertContext, visibleVersion: (group: string, version: string) => boolean, rowObjects: RowObjects): unknown {
   const tenant = convert.tenant;
   if (body?.kind === 'Status' || status >= 400) return statusToTenant(body, tenant);
   const row = ctx.row;
@@ -136,7 +183,7 @@ function wholeBodyToTenant(body: any, status: number, ctx: RequestContext, conve
     if (body?.kind === 'APIGroupDiscoveryList') return aggregatedDiscoveryToTenant(body, tenant);
     return discoveryToTenant(body, tenant, visibleVersion);
   }
-  if (isTable(body)) return tableToTenant(body, (object) => objectToTenant(object, convert, row));
+  if (isTable(body)) return tableToTenant(body, convert, row, rowObjects);
   if (Array.isArray(body?.items)) {
     // A list answered whole (e.g. deletecollection): the same per-item view as a streamed list.
     return { ...body, items: body.items.map((item: unknown) => objectToTenant(item, convert, row)).filter((item: unknown) => item !== null) };
@@ -155,6 +202,8 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
   const convert = conversionContext(tenant, deps.discovery);
   const queryStart = ctx.path.indexOf('?');
   const query = new URLSearchParams(queryStart === -1 ? '' : ctx.path.slice(queryStart + 1));
+  // kubectl get asks for Tables; kinds whose rule reads more than metadata need whole objects in the rows.
+  const rowObjects = row !== null && String(req.headers.accept ?? '').includes('as=Table') ? rowObjectsFor(query, row) : 'Object';
   const target =
     row === null
       ? upstreamDiscoveryPath(info.path, tenant) + (queryStart === -1 ? '' : ctx.path.slice(queryStart))
@@ -167,14 +216,14 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
 
   if (row !== null && row.listPath === 'per-namespace' && info.verb === 'list' && info.namespace === '') {
     // Objects upstream controllers made without the tenant label: one list per tenant namespace, merged.
-    void listAcrossNamespaces({ res: res as ServerResponse, pool: deps.pool, info, row, query, convert, headers });
+    void listAcrossNamespaces({ res: res as ServerResponse, pool: deps.pool, info, row, query, convert, headers, rowObjects });
     return;
   }
 
   // DeleteOptions bodies (delete, deletecollection) name nothing and pass as they are.
   const hasBody = info.verb === 'create' || info.verb === 'update' || info.verb === 'patch';
-  const send = (body: string | Buffer | null) => {
-    const upstream = openUpstreamStream(res, deps.pool, req.method ?? 'GET', target, headers, body === null, (upstreamHeaders) => {
+  const send = (body: string | Buffer | null, method = req.method ?? 'GET') => {
+    const upstream = openUpstreamStream(res, deps.pool, method, target, headers, body === null, (upstreamHeaders) => {
       const status = Number(upstreamHeaders[':status'] ?? 502);
       const responseHeaders = clientResponseHeaders(upstreamHeaders);
       delete responseHeaders['content-length'];
@@ -185,7 +234,7 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
       if (streamed) {
         (res as ServerResponse).writeHead(status, responseHeaders);
         if ('flushHeaders' in res) res.flushHeaders();
-        const rewriter = info.verb === 'watch' ? new WatchRewriter(tenantViewSpecOf(row, convert, table)) : new ListRewriter(tenantViewSpecOf(row, convert));
+        const rewriter = info.verb === 'watch' ? new WatchRewriter(tenantViewSpecOf(row, convert, table ? rowObjects : null)) : new ListRewriter(tenantViewSpecOf(row, convert));
         pipeline(upstream!, rewriter, res, (error) => {
           if (error && !res.destroyed) log.warn('a list or watch could not be converted', { tenant, path: info.path, error: error.message });
         });
@@ -210,7 +259,7 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
             await grantTenantNamespace(deps.pool, tenant, (body as { metadata: { name: string } }).metadata.name);
           }
           // (The rules convert in place: nothing reads the upstream body after this.)
-          const view = wholeBodyToTenant(body, status, ctx, convert, (group, version) => deps.discovery.servesTenantResources(group, version));
+          const view = wholeBodyToTenant(body, status, ctx, convert, (group, version) => deps.discovery.servesTenantResources(group, version), rowObjects);
           if (view === null) throw notFound();
           if (row?.rule === 'crd' && info.verb !== 'get' && info.verb !== 'list' && info.verb !== 'watch') deps.discovery.invalidate();
           const text = JSON.stringify(view);
@@ -235,6 +284,12 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
         // Typed clients (kubectl create, client-go) send built-in kinds as protobuf: converted at the wire level.
         send(protobufBodyToUpstream(buffer, ctx.row!, tenant, { verb: info.verb, subresource: info.subresource, kindScope: convert.kindScope, scopeOf: convert.scopeOf }));
         return;
+      }
+      if (contentType.includes('json-patch') && patchesTheObject(info)) {
+        return jsonPatchToUpdate(buffer.toString('utf8'), target, headers, ctx, deps.pool, convert).then((body) => {
+          headers['content-type'] = 'application/json';
+          send(body, 'PUT');
+        });
       }
       send(requestBodyToUpstream(buffer.toString('utf8'), contentType, ctx, convert));
     })

@@ -71,8 +71,8 @@ export const BYTE_LEVEL_RULES: { readonly [name in RuleName]?: { readonly [specM
  * Throws a StatusError: 404 for hidden kinds, 403 for shared ones, 422 for names too long once prefixed or
  * fields the tenant may not set, 400 for a body that is not an object.
  */
-export function objectToUpstream(obj: unknown, ctx: ConvertContext, row: KindRow): Json {
-  const refusal = accessRefusal(row, 'create');
+export function objectToUpstream(obj: unknown, ctx: ConvertContext, row: KindRow, verb: 'create' | 'update' | 'patch' = 'create'): Json {
+  const refusal = accessRefusal(row, verb);
   if (refusal !== null) throw refusal;
   if (!isObject(obj)) throw badRequest('the request body must be a JSON object');
   RULES[row.rule].toUpstream(obj, ctx);
