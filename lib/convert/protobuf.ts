@@ -12,7 +12,7 @@ import { TENANT_LABEL, toUpstreamName, type TenantId } from './prefix.ts';
 import { apiVersionToUpstream, groupOfApiVersion } from './rules/api-groups.ts';
 import { NAMESPACE_NAME_LABEL } from './rules/label-selectors.ts';
 import { checkNameFits, checkNamespaceFits, nameMappingOfRow, nameToUpstream, namespaceToUpstream } from './rules/names.ts';
-import { binding, clusterBinding, policyRuleToUpstream } from './rules/rbac.ts';
+import { aggregationKeyToUpstream, binding, clusterBinding, policyRuleToUpstream } from './rules/rbac.ts';
 import { ownerReferencesToUpstream } from './rules/references.ts';
 import { selfSubjectAccessReview, selfSubjectRulesReview, subjectAccessReview } from './rules/reviews.ts';
 import type { ConvertContext, Json, KindRule } from './rules/rule.ts';
@@ -299,7 +299,14 @@ const MANAGED_FIELDS_API_VERSION = 3;
  * Forces `kubezoo.io/tenant=<id>` into a map<string, string> field (labels, matchLabels): every entry with that key is
  * dropped and the right one added. `renamed` maps the value of one other key (the namespace name label).
  */
-function forceTenantEntry(edit: MessageEdit, number: number, name: string, tenant: TenantId, renamed?: (value: string) => string): void {
+function forceTenantEntry(
+  edit: MessageEdit,
+  number: number,
+  name: string,
+  tenant: TenantId,
+  renamed?: (value: string) => string,
+  renameKey?: (key: string) => string,
+): void {
   for (const field of edit.all(number, name)) {
     const entry = new MessageEdit(edit.payload(field), `${edit.what}.${name}`);
     const keyField = entry.single(1, 'key');
@@ -310,6 +317,10 @@ function forceTenantEntry(edit: MessageEdit, number: number, name: string, tenan
       const value = entry.string(valueField, NAMESPACE_NAME_LABEL);
       const mapped = renamed(value);
       if (mapped !== value) edit.replace(field, stringEntry(NAMESPACE_NAME_LABEL, mapped));
+    } else if (renameKey !== undefined) {
+      const keyText = entry.string(keyField, 'key');
+      const mapped = renameKey(keyText);
+      if (mapped !== keyText) edit.replace(field, stringEntry(mapped, entry.string(valueField, keyText)));
     }
   }
   edit.add(number, stringEntry(TENANT_LABEL, tenant));
@@ -408,7 +419,9 @@ function objectMetaToUpstream(meta: Buffer, conversion: Conversion): Buffer {
   ownerReferencesToUpstreamWire(edit, conversion);
   // A Namespace's `kubernetes.io/metadata.name` label follows its name (the namespace rule).
   const renamed = row.rule === 'namespace' ? (value: string) => (value === '' ? value : namespaceToUpstream(value, tenant)) : undefined;
-  if (carriesTenantLabel(row)) forceTenantEntry(edit, META.labels, 'labels', tenant, renamed);
+  // A ClusterRole's aggregate-to-* labels take the tenant's key (the role rule).
+  const renameKey = row.rule === 'role' ? (key: string) => aggregationKeyToUpstream(key, tenant) : undefined;
+  if (carriesTenantLabel(row)) forceTenantEntry(edit, META.labels, 'labels', tenant, renamed, renameKey);
   managedFieldsToUpstreamWire(edit, tenant);
   return edit.finish();
 }
@@ -545,9 +558,19 @@ function roleToUpstreamWire(object: Buffer, conversion: Conversion): Buffer {
   const result = rewriteAt(object, ROLE_RULES, 'object', (rule) => policyRuleToUpstreamWire(rule, ctx));
   // A Role has no field 3: the apiserver skips it as unknown, so it is copied as it is.
   if (conversion.row.kind !== 'ClusterRole') return result;
+  const renameKey = (key: string) => aggregationKeyToUpstream(key, conversion.tenant);
   return rewriteAt(result, AGGREGATION_SELECTORS, 'object', (selector) => {
     const edit = new MessageEdit(selector, 'clusterRoleSelectors');
-    forceTenantEntry(edit, SELECTOR.matchLabels, 'matchLabels', conversion.tenant);
+    forceTenantEntry(edit, SELECTOR.matchLabels, 'matchLabels', conversion.tenant, undefined, renameKey);
+    for (const field of edit.all(SELECTOR.matchExpressions, 'matchExpressions')) {
+      edit.rewrite(field, (payload) => {
+        const requirement = new MessageEdit(payload, 'matchExpressions');
+        const keyField = requirement.single(SELECTOR.key, 'key');
+        const key = requirement.string(keyField, 'key');
+        if (keyField !== undefined && renameKey(key) !== key) requirement.replaceString(keyField, renameKey(key));
+        return requirement.finish();
+      });
+    }
     return edit.finish();
   });
 }

@@ -460,3 +460,19 @@ t.test('kubectl create -f of a review validates', async (t) => {
   const r = await as(echo, ['create', '-f', '-', '-o', 'json'], review);
   t.equal(r.code, 0, r.stderr, { todo: 'kubectl validates kinds without an OpenAPI v3 schema against v2, which it asks as protobuf only; tenantgate serves v2 as JSON' });
 });
+
+t.test('a tenant\'s aggregate-to-view ClusterRole never feeds the upstream\'s own view role', async (t) => {
+  // (A tenant cannot make aggregated roles of its own: the upstream wants cluster-admin for an aggregationRule.)
+  const marker = 'echo-aggregated-marker';
+  await apply(echo, {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: 'feeds-view', labels: { 'rbac.authorization.k8s.io/aggregate-to-view': 'true' } },
+    rules: [{ apiGroups: [''], resources: ['secrets'], resourceNames: [marker], verbs: ['get'] }],
+  });
+  const labels = (await getJson(echo, ['clusterrole', 'feeds-view'])).metadata.labels;
+  t.same(labels, { 'rbac.authorization.k8s.io/aggregate-to-view': 'true' }, 'echo reads its label as it wrote it');
+  // The aggregation controller updates view within a second of a matching role; give it five.
+  const aggregated = await eventually(async () => (JSON.stringify((await upstreamJson(['clusterrole', 'view'])).rules).includes(marker) ? true : undefined), 5_000);
+  t.notOk(aggregated, 'the upstream\'s own view role did not aggregate echo\'s rule');
+});

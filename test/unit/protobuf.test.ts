@@ -462,12 +462,12 @@ const RULES_SPEC: Spec[] = [
   { verbs: ['watch'], apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], resourceNames: ['fast'] },
 ];
 const CLUSTER_ROLE: Spec = {
-  metadata: { name: 'reader', labels: { app: 'x', [TENANT_LABEL]: 'evil00' } },
+  metadata: { name: 'reader', labels: { app: 'x', [TENANT_LABEL]: 'evil00', 'rbac.authorization.k8s.io/aggregate-to-view': 'true' } },
   rules: RULES_SPEC,
   aggregationRule: {
     clusterRoleSelectors: [
-      { matchLabels: { 'rbac.example.com/aggregate': 'true', [TENANT_LABEL]: 'evil00' } },
-      { matchExpressions: [{ key: 'tier', operator: 'In', values: ['a', 'b'] }] },
+      { matchLabels: { 'rbac.example.com/aggregate': 'true', [TENANT_LABEL]: 'evil00', 'rbac.authorization.k8s.io/aggregate-to-edit': 'true' } },
+      { matchExpressions: [{ key: 'tier', operator: 'In', values: ['a', 'b'] }, { key: 'rbac.authorization.k8s.io/aggregate-to-admin', operator: 'Exists' }] },
     ],
   },
 };
@@ -519,7 +519,12 @@ t.test('roles and bindings: converted on the wire exactly as the JSON rule conve
   t.same(rules[6]!.apiGroups, ['abc123-example.com', 'apps'], 'built-in groups unchanged');
   t.same(rules[8]!.resourceNames, ['fast'], 'shared kinds keep their names');
   const selectors = (clusterRole.aggregationRule as Spec).clusterRoleSelectors as Spec[];
-  t.same(selectors.map((s) => s.matchLabels), [{ 'rbac.example.com/aggregate': 'true', [TENANT_LABEL]: TENANT }, { [TENANT_LABEL]: TENANT }], 'aggregation only of the tenant');
+  t.same(
+    selectors.map((s) => s.matchLabels),
+    [{ 'rbac.example.com/aggregate': 'true', 'abc123.aggregation.kubezoo.io/aggregate-to-edit': 'true', [TENANT_LABEL]: TENANT }, { [TENANT_LABEL]: TENANT }],
+    'aggregation only of the tenant, by its own aggregate-to keys',
+  );
+  t.equal((clusterRole.metadata as Spec & { labels: Spec }).labels['abc123.aggregation.kubezoo.io/aggregate-to-view'], 'true', 'the upstream\'s view role cannot select it');
   const bindingOut = rbacJsonOf(unwrap(convert(rbacBody('RoleBinding', 'binding', ROLE_BINDING), RBAC_GROUP, 'rolebindings', RBAC_OPTIONS)).raw, 'binding');
   t.same(
     (bindingOut.subjects as Spec[]).map((s) => [s.name, s.namespace]),

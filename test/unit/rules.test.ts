@@ -267,7 +267,8 @@ const cases: Case[] = [
     upstream: {
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'ClusterRole',
-      metadata: { name: 'abc123-reader', labels: { 'rbac.authorization.k8s.io/aggregate-to-view': 'true', ...L } },
+      // The upstream's own view role selects rbac.authorization.k8s.io/aggregate-to-view: the tenant's label may not match it.
+      metadata: { name: 'abc123-reader', labels: { 'abc123.aggregation.kubezoo.io/aggregate-to-view': 'true', ...L } },
       rules: [
         { apiGroups: [''], resources: ['pods', 'pods/log'], verbs: ['get'] },
         { apiGroups: ['abc123-example.com'], resources: ['widgets', 'clusterwidgets'], verbs: ['*'] },
@@ -285,13 +286,28 @@ const cases: Case[] = [
     },
   },
   {
-    behaviour: 'an aggregated ClusterRole aggregates only the tenant’s own roles',
+    behaviour: 'an aggregated ClusterRole aggregates only the tenant’s own roles, by their renamed labels',
     group: 'rbac.authorization.k8s.io',
     resource: 'clusterroles',
-    tenant: { metadata: { name: 'view' }, aggregationRule: { clusterRoleSelectors: [{ matchLabels: { 'rbac.authorization.k8s.io/aggregate-to-view': 'true' } }, {}] } },
+    tenant: {
+      metadata: { name: 'view' },
+      aggregationRule: {
+        clusterRoleSelectors: [
+          { matchLabels: { 'rbac.authorization.k8s.io/aggregate-to-view': 'true' } },
+          {},
+          { matchExpressions: [{ key: 'rbac.authorization.k8s.io/aggregate-to-edit', operator: 'Exists' }] },
+        ],
+      },
+    },
     upstream: {
       metadata: { name: 'abc123-view', labels: L },
-      aggregationRule: { clusterRoleSelectors: [{ matchLabels: { 'rbac.authorization.k8s.io/aggregate-to-view': 'true', ...L } }, { matchLabels: L }] },
+      aggregationRule: {
+        clusterRoleSelectors: [
+          { matchLabels: { 'abc123.aggregation.kubezoo.io/aggregate-to-view': 'true', ...L } },
+          { matchLabels: L },
+          { matchExpressions: [{ key: 'abc123.aggregation.kubezoo.io/aggregate-to-edit', operator: 'Exists' }], matchLabels: L },
+        ],
+      },
     },
   },
   {

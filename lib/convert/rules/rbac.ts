@@ -1,6 +1,8 @@
 // Roles and bindings. A policy rule's custom API groups take the prefix, and its resourceNames take it when the
 // resources are the tenant's cluster-scoped kinds (names of both forms when a rule mixes kinds or uses '*').
-// Aggregated ClusterRoles only aggregate the tenant's own roles; subjects are upstream identities.
+// Aggregated ClusterRoles only aggregate the tenant's own roles, and the upstream's own aggregated roles (admin,
+// edit, view) never aggregate a tenant's: its aggregate-to-* labels take a key of the tenant's upstream.
+// Subjects are upstream identities.
 // A ClusterRoleBinding never names a service account: see clusterBinding.
 import { apiGroupToTenant, apiGroupToUpstream } from './api-groups.ts';
 import { builtinKindOf } from '../kinds.ts';
@@ -83,17 +85,55 @@ export function policyRuleToTenant(rule: Json, ctx: ConvertContext): void {
 
 const RULES = ['rules', '*'];
 const AGGREGATION_SELECTORS = ['aggregationRule', 'clusterRoleSelectors', '*'];
+const AGGREGATION_EXPRESSIONS = ['aggregationRule', 'clusterRoleSelectors', '*', 'matchExpressions', '*'];
+
+/** The domain of the labels the upstream's own aggregated ClusterRoles select (aggregate-to-admin, -edit, -view). */
+const RBAC_LABEL_DOMAIN = 'rbac.authorization.k8s.io/';
+const AGGREGATION_LABEL = RBAC_LABEL_DOMAIN + 'aggregate-to-';
+
+function aggregationLabelsDomain(tenant: string): string {
+  return `${tenant}.aggregation.kubezoo.io/`;
+}
+
+/** A label key on a tenant's ClusterRole as the upstream holds it (aggregate-to-* in the tenant's own domain). */
+export function aggregationKeyToUpstream(key: string, tenant: string): string {
+  return key.startsWith(AGGREGATION_LABEL) ? aggregationLabelsDomain(tenant) + key.slice(RBAC_LABEL_DOMAIN.length) : key;
+}
+
+function aggregationKeyToTenant(key: string, tenant: string): string {
+  const domain = aggregationLabelsDomain(tenant);
+  return key.startsWith(domain) ? RBAC_LABEL_DOMAIN + key.slice(domain.length) : key;
+}
+
+/** Renames the keys of a label map in place (keeping their order). */
+function renameKeys(map: unknown, rename: (key: string) => string): void {
+  if (!isObject(map)) return;
+  for (const [key, value] of Object.entries(map)) {
+    delete map[key];
+    map[rename(key)] = value;
+  }
+}
+
+function aggregationLabelsTo(obj: Json, rename: (key: string) => string): void {
+  const metadata = obj.metadata;
+  if (isObject(metadata)) renameKeys(metadata.labels, rename);
+  eachObjectAt(obj, AGGREGATION_SELECTORS, (selector) => renameKeys(selector.matchLabels, rename));
+  eachObjectAt(obj, AGGREGATION_EXPRESSIONS, (expression) => mapStringAt(expression, ['key'], rename));
+}
 
 /** Role and ClusterRole. */
 export const role: KindRule = {
   toUpstream(obj, ctx) {
     eachObjectAt(obj, RULES, (rule) => policyRuleToUpstream(rule, ctx));
+    aggregationLabelsTo(obj, (key) => aggregationKeyToUpstream(key, ctx.tenant));
     eachObjectAt(obj, AGGREGATION_SELECTORS, (selector) => objectSelectorToUpstream(selector, ctx.tenant));
     return obj;
   },
   toTenant(obj, ctx) {
     eachObjectAt(obj, RULES, (rule) => policyRuleToTenant(rule, ctx));
-    return everyObjectAt(obj, AGGREGATION_SELECTORS, (selector) => objectSelectorToTenant(selector, ctx.tenant)) ? obj : null;
+    if (!everyObjectAt(obj, AGGREGATION_SELECTORS, (selector) => objectSelectorToTenant(selector, ctx.tenant))) return null;
+    aggregationLabelsTo(obj, (key) => aggregationKeyToTenant(key, ctx.tenant));
+    return obj;
   },
 };
 
