@@ -1,6 +1,8 @@
 // Which request and response headers cross the proxy. Client credentials, impersonation and hop-by-hop headers
 // never reach the upstream: they are dropped before tenantgate adds its own impersonation headers.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
+import type { TenantId } from '../convert/prefix.ts';
+import { stripTenantPrefixes } from '../convert/status.ts';
 import { TENANT_EXTRA_KEY, type UpstreamIdentity } from '../auth/impersonation.ts';
 
 /** Headers that describe one hop (RFC 9110 §7.6.1) or the client's own credentials: never forwarded. */
@@ -95,5 +97,19 @@ export function clientResponseHeaders(upstream: IncomingHttpHeaders): OutgoingHt
     if (name.charCodeAt(0) === 58 || DROPPED_RESPONSE_HEADERS.has(name)) continue;
     out[name] = upstream[name];
   }
+  return out;
+}
+
+/** Upstream internals a tenant does not see: the UIDs of the upstream's (hidden) FlowSchemas and PriorityLevels. */
+const UPSTREAM_ONLY_RESPONSE_HEADERS = ['x-kubernetes-pf-flowschema-uid', 'x-kubernetes-pf-prioritylevel-uid'];
+
+/** Response headers for a tenant: the client's, minus upstream internals, with warnings in the tenant's names. */
+export function tenantResponseHeaders(upstream: IncomingHttpHeaders, tenant: TenantId): OutgoingHttpHeaders {
+  const out = clientResponseHeaders(upstream);
+  for (const name of UPSTREAM_ONLY_RESPONSE_HEADERS) delete out[name];
+  const warning = out.warning;
+  // (Node types warning as one string; the upstream may send several.)
+  if (Array.isArray(warning)) (out as Record<string, unknown>).warning = warning.map((w: unknown) => stripTenantPrefixes(String(w), tenant));
+  else if (warning !== undefined) out.warning = stripTenantPrefixes(String(warning), tenant);
   return out;
 }

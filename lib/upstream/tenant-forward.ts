@@ -29,7 +29,7 @@ import { listAcrossNamespaces } from './merged-list.ts';
 import { grantTenantNamespace } from '../tenants/bootstrap.ts';
 import { log } from '../log.ts';
 import type { DiscoveryCache } from './discovery.ts';
-import { clientResponseHeaders, upstreamRequestHeaders } from './headers.ts';
+import { tenantResponseHeaders, upstreamRequestHeaders } from './headers.ts';
 import type { UpstreamPool } from './pool.ts';
 
 /** The apiserver's own limit for a request body. */
@@ -225,7 +225,7 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
   const send = (body: string | Buffer | null, method = req.method ?? 'GET') => {
     const upstream = openUpstreamStream(res, deps.pool, method, target, headers, body === null, (upstreamHeaders) => {
       const status = Number(upstreamHeaders[':status'] ?? 502);
-      const responseHeaders = clientResponseHeaders(upstreamHeaders);
+      const responseHeaders = tenantResponseHeaders(upstreamHeaders, tenant);
       delete responseHeaders['content-length'];
       const contentType = String(upstreamHeaders['content-type'] ?? '');
       // Tables (what kubectl get asks for) are answered whole, even when a watch of Tables is streamed event by event.

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http2';
 import t from 'tap';
-import { clientResponseHeaders, upstreamRequestHeaders } from '../../lib/upstream/headers.ts';
+import { clientResponseHeaders, tenantResponseHeaders, upstreamRequestHeaders } from '../../lib/upstream/headers.ts';
 
 const alice = { user: 'alice', groups: ['dev', 'ops'] };
 
@@ -68,4 +68,20 @@ t.test('a tenant\'s requests carry no conditions: the upstream\'s validators are
   t.equal(tenant.accept, 'application/json');
   const admin = upstreamRequestHeaders({ ...conditions }, alice, {});
   t.equal(admin['if-none-match'], '"E"', 'an administrator\'s conditions pass: it sees the upstream as it is');
+});
+
+t.test('a tenant sees no upstream flow-control UIDs, and warnings in its own names', async (t) => {
+  const out = tenantResponseHeaders(
+    {
+      ':status': 200,
+      'content-type': 'application/json',
+      'x-kubernetes-pf-flowschema-uid': 'f1',
+      'x-kubernetes-pf-prioritylevel-uid': 'p1',
+      warning: '299 - "configmap abc123-shop/settings is deprecated"',
+    } as unknown as IncomingHttpHeaders,
+    'abc123',
+  );
+  t.same(out, { 'content-type': 'application/json', warning: '299 - "configmap shop/settings is deprecated"' });
+  const admin = clientResponseHeaders({ 'x-kubernetes-pf-flowschema-uid': 'f1' } as unknown as IncomingHttpHeaders);
+  t.equal(admin['x-kubernetes-pf-flowschema-uid'], 'f1', 'an administrator still sees them');
 });
