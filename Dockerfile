@@ -5,7 +5,8 @@ COPY package.json package-lock.json ./
 RUN npm ci
 COPY tsconfig.json tsconfig.build.json ./
 COPY lib ./lib
-# Only the server is compiled (tsconfig.build.json); tests and bench stay out of the image.
+COPY workers ./workers
+# Only the server and its worker tasks are compiled (tsconfig.build.json); tests and bench stay out of the image.
 # Call tsc with the image's Node directly: npm scripts would prefer the node@24 binary from node_modules.
 RUN node node_modules/typescript/bin/tsc -p tsconfig.build.json && npm prune --omit=dev
 

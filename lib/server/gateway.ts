@@ -10,6 +10,7 @@ import { HealthChecks } from './health.ts';
 import { limitStreamResets } from './rapid-reset.ts';
 import { buildPipeline, handleRequest, handleUpgrade } from './pipeline.ts';
 import { badRequest, headersTooLarge, writeRawStatus } from './status.ts';
+import { closeOffload } from '../upstream/offload.ts';
 
 export interface Gateway {
   server: Http2SecureServer;
@@ -84,7 +85,7 @@ export async function startGateway(config: ServeConfig): Promise<Gateway> {
     close: () =>
       new Promise<void>((resolve) => {
         pool.close();
-        server.close(() => resolve());
+        server.close(() => void closeOffload().then(resolve));
         for (const socket of connections) socket.destroy();
       }),
   };

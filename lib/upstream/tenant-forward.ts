@@ -26,6 +26,7 @@ import { badRequest, notFound, sendStatus, StatusError, type StatusReason } from
 import { ListRewriter, WatchRewriter } from '../stream/tenant-view.ts';
 import { tenantViewSpecOf } from '../stream/view-spec.ts';
 import { listAcrossNamespaces } from './merged-list.ts';
+import { convertOffThread, OFFLOAD_MIN_BYTES } from './offload.ts';
 import { grantTenantNamespace } from '../tenants/bootstrap.ts';
 import { log } from '../log.ts';
 import type { DiscoveryCache } from './discovery.ts';
@@ -168,6 +169,10 @@ function impersonationOf(headers: OutgoingHttpHeaders): OutgoingHttpHeaders {
   return out;
 }
 
+function isOpenApiV2(path: string): boolean {
+  return path === '/openapi/v2' || path === '/openapi/v2/';
+}
+
 /** The tenant's view of one whole answer: an object, a Table, a Status or a discovery document. */
 function wholeBodyToTenant(body: any, status: number, ctx: RequestContext, convert: ConvertContext, visibleVersion: (group: string, version: string) => boolean, rowObjects: RowObjects): unknown {
   const tenant = convert.tenant;
@@ -175,7 +180,7 @@ function wholeBodyToTenant(body: any, status: number, ctx: RequestContext, conve
   const row = ctx.row;
   if (row === null) {
     const path = ctx.info!.path;
-    if (path === '/openapi/v2' || path === '/openapi/v2/') return openapiV2ToTenant(body, tenant);
+    if (isOpenApiV2(path)) return openapiV2ToTenant(body, tenant);
     if (path === '/openapi/v3' || path === '/openapi/v3/') return openapiIndexToTenant(body, tenant, visibleVersion);
     const group = /^\/openapi\/v3\/apis\/([^/]+)\//.exec(path)?.[1];
     if (group !== undefined && HIDDEN_GROUPS.has(group)) return null; // not found, as in the index
@@ -246,6 +251,14 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
             // Nothing to convert (304 Not Modified to a cached discovery or OpenAPI document, 204).
             (res as ServerResponse).writeHead(status, responseHeaders);
             res.end();
+            return;
+          }
+          if (row === null && status === 200 && isOpenApiV2(info.path) && buffer.length >= OFFLOAD_MIN_BYTES) {
+            // Tens of milliseconds of conversion: on a worker thread, so other tenants' requests go on meanwhile.
+            const view = await convertOffThread({ kind: 'openapi-v2', tenant, body: buffer });
+            responseHeaders['content-length'] = view.length;
+            (res as ServerResponse).writeHead(status, responseHeaders);
+            res.end(view);
             return;
           }
           let body: unknown;
