@@ -14,6 +14,7 @@ import { aggregatedDiscoveryToTenant, discoveryToTenant, isAggregatedDiscoveryJs
 import { isTenantCrdGroup } from '../convert/kinds.ts';
 import { HIDDEN_GROUPS } from '../convert/visibility.ts';
 import { openapiGroupDocToTenant, openapiIndexToTenant, openapiV2ToTenant } from '../convert/openapi.ts';
+import { OPENAPI_V2_PROTOBUF, openapiV2ToProtobuf, prefersOpenApiV2Protobuf } from '../convert/openapi-v2-protobuf.ts';
 import { isProtobuf, protobufBodyToUpstream } from '../convert/protobuf.ts';
 import { TENANT_LABEL, type TenantId } from '../convert/prefix.ts';
 import { upstreamDiscoveryPath, upstreamResourceTarget } from '../convert/request.ts';
@@ -216,6 +217,9 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
 
   const headers: OutgoingHttpHeaders = upstreamRequestHeaders(req.headers, upstreamIdentityOf(identity), deps.pool);
   headers.accept = jsonAccept(req.headers.accept, row === null);
+  // kubectl reads OpenAPI v2 as protobuf only. The upstream is still asked for JSON (its protobuf holds every
+  // tenant's schemas); the tenant's view of it is encoded.
+  const openapiV2AsProtobuf = row === null && (info.path === '/openapi/v2' || info.path === '/openapi/v2/') && prefersOpenApiV2Protobuf(req.headers.accept);
   delete headers['accept-encoding']; // bodies are rewritten: they must arrive uncompressed
   delete headers['content-length'];
 
@@ -275,6 +279,14 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
           const view = wholeBodyToTenant(body, status, ctx, convert, (group, version) => deps.discovery.servesTenantResources(group, version), rowObjects);
           if (view === null) throw notFound();
           if (row?.rule === 'crd' && info.verb !== 'get' && info.verb !== 'list' && info.verb !== 'watch') deps.discovery.invalidate();
+          if (openapiV2AsProtobuf && status < 300) {
+            const bytes = openapiV2ToProtobuf(view as Record<string, unknown>, buffer.length);
+            responseHeaders['content-type'] = OPENAPI_V2_PROTOBUF;
+            responseHeaders['content-length'] = bytes.length;
+            (res as ServerResponse).writeHead(status, responseHeaders);
+            res.end(bytes);
+            return;
+          }
           const text = JSON.stringify(view);
           responseHeaders['content-length'] = Buffer.byteLength(text);
           (res as ServerResponse).writeHead(status, responseHeaders);

@@ -134,11 +134,11 @@ t.test('kubectl explain the tenant\'s CRD (OpenAPI v3)', async (t) => {
   t.match(r.stdout, /KIND:\s+Widget/);
 });
 
-t.test('OpenAPI v2: JSON whatever was asked, the tenant\'s CRD under its group, nothing of the other tenant', async (t) => {
+t.test('OpenAPI v2, as JSON and as kubectl\'s protobuf: the tenant\'s CRD under its group, nothing of the other tenant', async (t) => {
   for (const [tenant, other] of [[alpha, bravo], [bravo, alpha]] as const) {
-    const answer = await get(tenant, '/openapi/v2', KUBECTL_OPENAPI_V2_ACCEPT);
+    const answer = await get(tenant, '/openapi/v2', 'application/json');
     t.equal(answer.status, 200);
-    t.match(String(answer.headers['content-type']), /^application\/json/, 'JSON, the only form converted');
+    t.match(String(answer.headers['content-type']), /^application\/json/);
     t.notOk(answer.body.includes(`${other.id}-`), `${tenant.id}: "${other.id}-" appears nowhere in the document`);
     t.notOk(answer.body.includes(`${tenant.id}-`), `${tenant.id}: nor its own prefix`);
     const doc = answer.json();
@@ -146,6 +146,15 @@ t.test('OpenAPI v2: JSON whatever was asked, the tenant\'s CRD under its group, 
     t.same(doc.definitions['com.example.v1.Widget']?.['x-kubernetes-group-version-kind'], [{ group: 'example.com', kind: 'Widget', version: 'v1' }]);
     t.notOk(Object.keys(doc.paths).some((path) => path.startsWith('/apis/flowcontrol.apiserver.k8s.io/')), 'no hidden group');
     t.same(danglingReferences(doc), [], 'every reference resolves in the tenant\'s document');
+
+    // The same document for kubectl, which reads only protobuf (the upstream is asked for JSON all the same).
+    const protobuf = await get(tenant, '/openapi/v2', KUBECTL_OPENAPI_V2_ACCEPT);
+    t.equal(protobuf.status, 200);
+    t.equal(protobuf.headers['content-type'], 'application/com.github.proto-openapi.spec.v2.v1.0+protobuf');
+    t.ok(protobuf.body.includes('/apis/example.com/v1/namespaces/{namespace}/widgets'), `${tenant.id}: the CRD's paths under its group`);
+    t.notOk(protobuf.body.includes(`${other.id}-`), `${tenant.id}: "${other.id}-" appears nowhere in the protobuf document`);
+    t.notOk(protobuf.body.includes(`${tenant.id}-`), `${tenant.id}: nor its own prefix`);
+    t.notOk(protobuf.body.includes('/apis/flowcontrol.apiserver.k8s.io/'), 'nor a hidden group');
   }
 });
 

@@ -1,11 +1,13 @@
 // Two tenants (echo05, foxtr6) use the same names everywhere; neither reaches the other's objects through anything
 // that refers to an object or an identity: owner references and garbage collection, RBAC subjects and roleRefs,
 // webhook configurations, access and token reviews (and the service-account tokens they review), kubectl explain of
-// a CRD both define, deletecollection, and the errors of exec. Against the real rig, through kubectl.
+// a CRD both define, kubectl's validation against OpenAPI v2 (read as protobuf), deletecollection, and the errors
+// of exec. Against the real rig, through kubectl.
 import t from 'tap';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { credentialsOf, h1Request } from '../helpers/http.ts';
 import { startStack, type KubectlResult, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
 
@@ -314,9 +316,8 @@ t.test('access reviews answer about the tenant\'s own users and namespaces', asy
   for (const args of [['create', 'configmaps', '-n', 'shop'], ['delete', 'clusterroles'], ['create', 'widgets.example.com', '-n', 'shop']]) {
     t.equal((await as(echo, ['auth', 'can-i', ...args])).stdout.trim(), 'yes', `echo's admin: can-i ${args.join(' ')}`);
   }
-  // (--validate=false: kubectl validates reviews against OpenAPI v2, asked as protobuf only; see the todo below.)
   const review = (spec: object) => JSON.stringify({ apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec });
-  const ask = async (tenant: TestTenant, spec: object) => JSON.parse(await ok(tenant, ['create', '-f', '-', '-o', 'json', '--validate=false'], review(spec)));
+  const ask = async (tenant: TestTenant, spec: object) => JSON.parse(await ok(tenant, ['create', '-f', '-', '-o', 'json'], review(spec)));
 
   const mine = await ask(echo, { user: 'x', resourceAttributes: { verb: 'list', resource: 'configmaps', namespace: 'shop' } });
   t.equal(mine.status.allowed, true, 'echo\'s user x may list configmaps in shop (the "readers" binding)');
@@ -455,10 +456,35 @@ t.test('a merge patch of owner references names the tenant\'s owner', async (t) 
   t.equal(upstream.stdout, 'echo05-patch-parent', 'upstream the owner is echo\'s ClusterRole (else the collector deletes the child)');
 });
 
+// kubectl validates kinds without an OpenAPI v3 schema (reviews, List) against OpenAPI v2, which it reads as protobuf only.
 t.test('kubectl create -f of a review validates', async (t) => {
   const review = JSON.stringify({ apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: { resourceAttributes: { verb: 'get', resource: 'pods', namespace: 'shop' } } });
   const r = await as(echo, ['create', '-f', '-', '-o', 'json'], review);
-  t.equal(r.code, 0, r.stderr, { todo: 'kubectl validates kinds without an OpenAPI v3 schema against v2, which it asks as protobuf only; tenantgate serves v2 as JSON' });
+  t.equal(r.code, 0, r.stderr);
+  t.equal(JSON.parse(r.stdout).status?.allowed, true, 'echo\'s admin may get pods in its shop');
+});
+
+t.test('kubectl apply -f of a List validates each item against the tenant\'s own schemas', async (t) => {
+  const list = (spec: object) =>
+    JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [configMap('listed', { from: 'a list' }), { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'listed', namespace: 'shop' }, spec }] });
+  const refused = await as(echo, ['apply', '-f', '-'], list({ flavour: 'foxtrot\'s field' }));
+  t.not(refused.code, 0, 'a widget with foxtrot\'s field is refused');
+  t.match(refused.stderr, /unknown field "flavour" in com\.example\.v1\.Widget\.spec/, 'by echo\'s own Widget schema, in echo\'s names');
+  t.notMatch(refused.stderr, /echo05|foxtr6/);
+  t.notOk(await exists(echo, ['-n', 'shop', 'configmap', 'listed']), 'before any item of the list was created');
+  const applied = await as(echo, ['apply', '-f', '-'], list({ colour: 'blue' }));
+  t.equal(applied.code, 0, applied.stderr);
+  t.equal((await getJson(echo, ['-n', 'shop', 'widget', 'listed'])).spec.colour, 'blue', 'a valid list is applied');
+  t.equal((await getJson(echo, ['-n', 'shop', 'configmap', 'listed'])).data.from, 'a list');
+});
+
+t.test('OpenAPI v2 as protobuf holds the tenant\'s own schemas and nothing of the other tenant', async (t) => {
+  const answer = await h1Request(credentialsOf(echo.kubeconfig), 'GET', '/openapi/v2', { headers: { accept: 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf' } });
+  t.equal(answer.status, 200);
+  t.equal(answer.headers['content-type'], 'application/com.github.proto-openapi.spec.v2.v1.0+protobuf', 'the type kube-apiserver answers with');
+  t.match(answer.body, /The colour of echo's widget\./, 'echo\'s widget schema');
+  t.notMatch(answer.body, /foxtr6|flavour|foxtrot/, 'nothing of foxtrot\'s');
+  t.notMatch(answer.body, /echo05-/, 'nor echo\'s upstream names');
 });
 
 t.test('a tenant\'s aggregate-to-view ClusterRole never feeds the upstream\'s own view role', async (t) => {
