@@ -219,7 +219,7 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
   headers.accept = jsonAccept(req.headers.accept, row === null);
   // kubectl reads OpenAPI v2 as protobuf only. The upstream is still asked for JSON (its protobuf holds every
   // tenant's schemas); the tenant's view of it is encoded.
-  const openapiV2AsProtobuf = row === null && (info.path === '/openapi/v2' || info.path === '/openapi/v2/') && prefersOpenApiV2Protobuf(req.headers.accept);
+  const openapiV2AsProtobuf = row === null && isOpenApiV2(info.path) && prefersOpenApiV2Protobuf(req.headers.accept);
   delete headers['accept-encoding']; // bodies are rewritten: they must arrive uncompressed
   delete headers['content-length'];
 
@@ -259,7 +259,8 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
           }
           if (row === null && status === 200 && isOpenApiV2(info.path) && buffer.length >= OFFLOAD_MIN_BYTES) {
             // Tens of milliseconds of conversion: on a worker thread, so other tenants' requests go on meanwhile.
-            const view = await convertOffThread({ kind: 'openapi-v2', tenant, body: buffer });
+            const view = await convertOffThread({ kind: 'openapi-v2', tenant, body: buffer, protobuf: openapiV2AsProtobuf });
+            if (openapiV2AsProtobuf) responseHeaders['content-type'] = OPENAPI_V2_PROTOBUF;
             responseHeaders['content-length'] = view.length;
             (res as ServerResponse).writeHead(status, responseHeaders);
             res.end(view);
