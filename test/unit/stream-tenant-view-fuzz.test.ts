@@ -353,6 +353,22 @@ t.test(`generated lists and watches of metadata-only kinds: the fast path agrees
   t.ok(fast > items / 4, `${fast} of them took the fast path`);
 });
 
+t.test('fast path owner verdicts are per apiVersion and kind: a ReplicaSet-owned pod stays, one owned by another tenant\'s ClusterRole goes', async (t) => {
+  const spec = tenantViewSpecOf(kindOf('', 'pods')!, RULE_CONTEXT);
+  const pod = (name: string, owners: object[]) => ({ metadata: { name, namespace: `${TENANT}-web`, ownerReferences: owners } });
+  const replicaSet = { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-1', uid: 'u1', controller: true, blockOwnerDeletion: true };
+  const items = [
+    pod('a', [replicaSet]),
+    pod('b', [{ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', name: 'zzz999-reader', uid: 'u2' }]),
+    pod('c', [replicaSet, { apiVersion: 'zzz999-example.com/v1', kind: 'Widget', name: 'w', uid: 'u3' }]),
+    pod('d', [{ ...replicaSet, name: 'web-2' }]),
+  ];
+  const input = Buffer.from(JSON.stringify({ kind: 'PodList', metadata: {}, items }));
+  const got = JSON.parse(rewriteInPieces('list', input, spec, [])).items.map((item: any) => item.metadata.name);
+  t.same(got, ['a', 'd'], 'owned from outside the tenant: not shown');
+  t.same(got, JSON.parse(referenceListView(input, spec).toString()).items.map((item: any) => item.metadata.name), 'as the rule decides');
+});
+
 const MUTATION_BYTES = Buffer.from('"{}[],:\\ \n0123456789-+.eEtrufalsn\u0000x');
 
 function mutate(input: Buffer): Buffer {
