@@ -210,6 +210,19 @@ function plainRunEnd(buf: Buffer, view: DataView, from: number, end: number): nu
   return i;
 }
 
+/**
+ * Whether `bytes` holds `needle`, searched by its tail after the first two bytes: markers start with a quote and a
+ * letter, and a search by the quote would stop at every string.
+ */
+function containsByTail(bytes: Buffer, needle: Buffer): boolean {
+  if (needle.length <= 4) return bytes.indexOf(needle) !== -1;
+  const tail = needle.subarray(2);
+  for (let at = bytes.indexOf(tail, 2); at !== -1; at = bytes.indexOf(tail, at + 1)) {
+    if (bytes[at - 2] === needle[0] && bytes[at - 1] === needle[1]) return true;
+  }
+  return false;
+}
+
 function hasByte(buf: Buffer, from: number, to: number, byte: number): boolean {
   for (let i = from; i < to; i++) if (buf[i] === byte) return true;
   return false;
@@ -1057,7 +1070,7 @@ export class TenantViewScanner {
         return;
       case ROLE_MARKED: {
         const member = this.buf.subarray(this.spanStart[SPAN_MARKED], end);
-        for (const marker of this.markers[this.markedMember]!) if (member.indexOf(marker) !== -1) this.markerFound = true;
+        for (const marker of this.markers[this.markedMember]!) if (containsByTail(member, marker)) this.markerFound = true;
         return;
       }
       case ROLE_SPAN:

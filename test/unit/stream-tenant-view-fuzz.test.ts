@@ -364,7 +364,7 @@ t.test('fast path owner verdicts are per apiVersion and kind: a ReplicaSet-owned
     pod('d', [{ ...replicaSet, name: 'web-2' }]),
   ];
   const input = Buffer.from(JSON.stringify({ kind: 'PodList', metadata: {}, items }));
-  const got = JSON.parse(rewriteInPieces('list', input, spec, [])).items.map((item: any) => item.metadata.name);
+  const got = JSON.parse(rewriteInPieces('list', input, spec, []).toString()).items.map((item: any) => item.metadata.name);
   t.same(got, ['a', 'd'], 'owned from outside the tenant: not shown');
   t.same(got, JSON.parse(referenceListView(input, spec).toString()).items.map((item: any) => item.metadata.name), 'as the rule decides');
 });
