@@ -11,12 +11,12 @@ import { TENANT_LABEL, toTenantName, type TenantId } from '../convert/prefix.ts'
 import type { RequestInfo } from '../convert/request-info.ts';
 import { upstreamResourceTarget } from '../convert/request.ts';
 import type { ConvertContext } from '../convert/rules/index.ts';
-import { statusToTenant } from '../convert/status.ts';
 import { isTable, tableToTenant, type RowObjects } from '../convert/table.ts';
-import { badRequest, sendStatus, StatusError, upstreamUnavailable, type StatusReason } from '../server/status.ts';
+import { badRequest, sendStatus, StatusError, upstreamUnavailable } from '../server/status.ts';
 import { ListRewriter } from '../stream/tenant-view.ts';
 import { tenantViewSpecOf } from '../stream/view-spec.ts';
 import type { UpstreamPool } from './pool.ts';
+import { readBody, tenantStatusError } from './read-body.ts';
 
 const MAX_PAGE_BYTES = 64 * 1024 * 1024;
 
@@ -82,19 +82,10 @@ function request(pool: UpstreamPool, path: string, headers: OutgoingHttpHeaders)
   });
 }
 
-async function readWhole(body: ClientHttp2Stream): Promise<any> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_PAGE_BYTES) {
-      body.destroy();
-      throw new StatusError(500, 'InternalError', 'the upstream answer is too large to convert');
-    }
-    chunks.push(chunk as Buffer);
-  }
+async function readWhole(body: ClientHttp2Stream): Promise<unknown> {
+  const bytes = await readBody(body, MAX_PAGE_BYTES, () => new StatusError(500, 'InternalError', 'the upstream answer is too large to convert'));
   try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    return JSON.parse(bytes.toString('utf8'));
   } catch {
     throw new StatusError(502, 'InternalError', 'the upstream answer is not JSON');
   }
@@ -102,10 +93,7 @@ async function readWhole(body: ClientHttp2Stream): Promise<any> {
 
 /** The upstream's error answer as the tenant's Status error. */
 async function upstreamError(status: number, body: ClientHttp2Stream, tenant: TenantId): Promise<StatusError> {
-  const parsed = await readWhole(body).catch(() => null);
-  const view = statusToTenant(parsed ?? {}, tenant) as { reason?: string; message?: string; details?: unknown };
-  // The upstream's reason is one of metav1's, relayed as it is.
-  return new StatusError(status, (view.reason ?? 'InternalError') as StatusReason, view.message ?? `the upstream answered ${status}`, view.details as never);
+  return tenantStatusError(status, await readWhole(body).catch(() => null), tenant);
 }
 
 /** The tenant's namespaces as upstream names, sorted (the order of a cluster-wide list). */
@@ -113,7 +101,7 @@ async function tenantNamespaces(pool: UpstreamPool, headers: OutgoingHttpHeaders
   const path = `/api/v1/namespaces?labelSelector=${encodeURIComponent(`${TENANT_LABEL}=${tenant}`)}`;
   const answer = await request(pool, path, { ...headers, accept: 'application/json' });
   if (answer.status !== 200) throw await upstreamError(answer.status, answer.body, tenant);
-  const list = await readWhole(answer.body);
+  const list = (await readWhole(answer.body)) as { items?: { metadata?: { name?: unknown } }[] } | null;
   const names: string[] = [];
   for (const item of list?.items ?? []) {
     const name = item?.metadata?.name;

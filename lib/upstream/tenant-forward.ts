@@ -3,7 +3,7 @@
 // Never sends the client a byte of an upstream object before it has been converted to the tenant's view.
 import type { ServerResponse } from 'node:http';
 import type { OutgoingHttpHeaders } from 'node:http2';
-import { pipeline, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream';
 import { parse as parseYaml } from 'yaml';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import { openUpstreamStream } from './forward.ts';
@@ -23,10 +23,11 @@ import { groupOfApiVersion } from '../convert/rules/api-groups.ts';
 import { statusToTenant } from '../convert/status.ts';
 import { isTable, rowObjectsFor, tableToTenant, type RowObjects } from '../convert/table.ts';
 import type { RequestContext } from '../server/context.ts';
-import { badRequest, notFound, sendStatus, StatusError, type StatusReason } from '../server/status.ts';
+import { badRequest, notFound, sendStatus, StatusError } from '../server/status.ts';
 import { ListRewriter, WatchRewriter } from '../stream/tenant-view.ts';
 import { tenantViewSpecOf } from '../stream/view-spec.ts';
 import { listAcrossNamespaces } from './merged-list.ts';
+import { readBody, tenantStatusError } from './read-body.ts';
 import { convertOffThread, OFFLOAD_MIN_BYTES } from './offload.ts';
 import { grantTenantNamespace } from '../tenants/bootstrap.ts';
 import { log } from '../log.ts';
@@ -61,24 +62,6 @@ function jsonAccept(accept: string | undefined, discovery: boolean): string {
   const isJson = discovery ? (part: string) => isAggregatedDiscoveryJson(part) || isPlainJson(part) : (part: string) => part.trim().startsWith('application/json');
   const kept = accept.split(',').filter(isJson);
   return kept.length === 0 ? 'application/json' : kept.join(',');
-}
-
-function collect(stream: Readable, limit: number, tooLarge: () => Error): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    stream.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        stream.destroy();
-        reject(tooLarge());
-        return;
-      }
-      chunks.push(chunk);
-    });
-    stream.on('end', () => resolve(Buffer.concat(chunks, size)));
-    stream.on('error', reject);
-  });
 }
 
 /** A JSON-patch may not touch what makes an object the tenant's. */
@@ -154,10 +137,7 @@ function requestBodyToUpstream(text: string, contentType: string, ctx: RequestCo
 async function jsonPatchToUpdate(text: string, target: string, headers: OutgoingHttpHeaders, ctx: RequestContext, pool: UpstreamPool, convert: ConvertContext): Promise<string> {
   const ops = parseJsonPatch(text);
   const current = await upstreamJson(pool, 'GET', target.split('?')[0]!, undefined, impersonationOf(headers));
-  if (current.status !== 200) {
-    const status = statusToTenant(current.body, convert.tenant) as { reason?: StatusReason; message?: string };
-    throw new StatusError(current.status, status.reason ?? 'InternalError', status.message ?? `the upstream answered ${current.status}`);
-  }
+  if (current.status !== 200) throw tenantStatusError(current.status, current.body, convert.tenant);
   const view = objectToTenant(current.body, convert, ctx.row!);
   if (view === null) throw notFound(`${ctx.row!.resource} "${ctx.info!.name}" not found`);
   return JSON.stringify(objectToUpstream(applyJsonPatch(view, ops), convert, ctx.row!, 'update'));
@@ -249,7 +229,7 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
         });
         return;
       }
-      void collect(upstream!, MAX_RESPONSE_BODY_BYTES, () => new StatusError(500, 'InternalError', 'the upstream answer is too large to convert'))
+      void readBody(upstream!, MAX_RESPONSE_BODY_BYTES, () => new StatusError(500, 'InternalError', 'the upstream answer is too large to convert'))
         .then(async (buffer) => {
           if (buffer.length === 0) {
             // Nothing to convert (304 Not Modified to a cached discovery or OpenAPI document, 204).
@@ -302,7 +282,7 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
     send(null);
     return;
   }
-  collect(req, MAX_REQUEST_BODY_BYTES, () => new StatusError(413, 'RequestEntityTooLarge', `the request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes`))
+  readBody(req, MAX_REQUEST_BODY_BYTES, () => new StatusError(413, 'RequestEntityTooLarge', `the request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes`))
     .then((buffer) => {
       const contentType = req.headers['content-type'] ?? 'application/json';
       headers['content-type'] = contentType;

@@ -7,8 +7,9 @@ import type { Identity } from '../auth/identity.ts';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import type { TenantId } from '../convert/prefix.ts';
 import { statusToTenant } from '../convert/status.ts';
-import { upstreamUnavailable, writeRawStatus } from '../server/status.ts';
+import { StatusError, upstreamUnavailable, writeRawStatus } from '../server/status.ts';
 import { upstreamRequestHeaders } from './headers.ts';
+import { readBody } from './read-body.ts';
 import type { ClusterCredentials } from './kubeconfig.ts';
 
 const HOP_BY_HOP_RESPONSE = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'upgrade']);
@@ -101,23 +102,15 @@ export function forwardUpgrade(
       return;
     }
     const tenant = identity.tenant;
-    const chunks: Buffer[] = [];
-    let size = 0;
-    upstreamResponse.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_REFUSAL_BYTES) {
-        upstreamResponse.destroy();
-        writeRawStatus(clientSocket, upstreamUnavailable('the upstream refused the upgrade with an answer too large to convert'));
-        return;
-      }
-      chunks.push(chunk);
-    });
-    upstreamResponse.once('end', () => {
-      const body = refusalToTenant(Buffer.concat(chunks), statusCode, tenant);
-      clientSocket.write(responseHead(statusCode, statusMessage, upstreamResponse.rawHeaders, false, body.length));
-      clientSocket.end(body);
-    });
-    upstreamResponse.once('error', () => clientSocket.destroy());
+    const tooLarge = () => upstreamUnavailable('the upstream refused the upgrade with an answer too large to convert');
+    readBody(upstreamResponse, MAX_REFUSAL_BYTES, tooLarge).then(
+      (refusal) => {
+        const body = refusalToTenant(refusal, statusCode, tenant);
+        clientSocket.write(responseHead(statusCode, statusMessage, upstreamResponse.rawHeaders, false, body.length));
+        clientSocket.end(body);
+      },
+      (error: unknown) => (error instanceof StatusError ? writeRawStatus(clientSocket, error) : clientSocket.destroy()),
+    );
   });
   upstreamRequest.once('error', (error) => writeRawStatus(clientSocket, upstreamUnavailable(error.message)));
   upstreamRequest.end();
