@@ -149,7 +149,7 @@ export async function listAcrossNamespaces(req: MergedListRequest): Promise<void
       const answer = await request(pool, target, headers);
       if (answer.status !== 200) {
         const error = await upstreamError(answer.status, answer.body, tenant);
-        if (answer.status === 404 && !res.headersSent) continue; // the namespace went away meanwhile
+        if (answer.status === 404) continue; // the namespace went away since the list of namespaces was read
         throw error;
       }
       const page = await merge.add(answer.body);
