@@ -122,7 +122,7 @@ export async function listAcrossNamespaces(req: MergedListRequest): Promise<void
     if (!Number.isInteger(limit) || limit < 0) throw badRequest(`limit must be a non-negative integer, not ${JSON.stringify(limitText)}`);
     const namespaces = (await tenantNamespaces(pool, headers, tenant)).filter((ns) => start === null || ns >= start.namespace);
     const table = String(headers.accept ?? '').includes('as=Table');
-    const merge = table ? new TableMerge(row, convert, req.rowObjects) : new StreamMerge(res, row, info, convert);
+    const merge = table ? new TableMerge(res, row, convert, req.rowObjects) : new StreamMerge(res, row, info, convert);
 
     let resourceVersion = start?.resourceVersion ?? '';
     let next: Position | null = null;
@@ -165,7 +165,7 @@ export async function listAcrossNamespaces(req: MergedListRequest): Promise<void
     }
     const metadata: Record<string, string> = { resourceVersion };
     if (next !== null) metadata.continue = encodeToken(tenant, next);
-    merge.end(res, metadata, listKind(row, info));
+    merge.end(metadata);
   } catch (error) {
     if (!res.headersSent) sendStatus(res, error);
     else res.destroy(error as Error);
@@ -211,13 +211,13 @@ class StreamMerge {
     return { resourceVersion: String(list?.metadata?.resourceVersion ?? ''), upstreamContinue: String(list?.metadata?.continue ?? '') };
   }
 
-  end(res: ServerResponse, metadata: Record<string, string>, list: { kind: string; apiVersion: string }): void {
+  end(metadata: Record<string, string>): void {
     if (!this.started) {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ ...list, metadata, items: [] }));
+      this.res.writeHead(200, { 'content-type': 'application/json' });
+      this.res.end(JSON.stringify({ ...listKind(this.row, this.info), metadata, items: [] }));
       return;
     }
-    res.end(`],"metadata":${JSON.stringify(metadata)}}`);
+    this.res.end(`],"metadata":${JSON.stringify(metadata)}}`);
   }
 }
 
@@ -228,8 +228,10 @@ class TableMerge {
   private readonly row: KindRow;
   private readonly convert: ConvertContext;
   private readonly rowObjects: RowObjects;
+  private readonly res: ServerResponse;
 
-  constructor(row: KindRow, convert: ConvertContext, rowObjects: RowObjects) {
+  constructor(res: ServerResponse, row: KindRow, convert: ConvertContext, rowObjects: RowObjects) {
+    this.res = res;
     this.row = row;
     this.convert = convert;
     this.rowObjects = rowObjects;
@@ -247,7 +249,8 @@ class TableMerge {
     return { resourceVersion: String(metadata?.resourceVersion ?? ''), upstreamContinue: String(metadata?.continue ?? '') };
   }
 
-  end(res: ServerResponse, metadata: Record<string, string>): void {
+  end(metadata: Record<string, string>): void {
+    const res = this.res;
     const table = this.table ?? { kind: 'Table', apiVersion: 'meta.k8s.io/v1', columnDefinitions: [], rows: [] };
     const text = JSON.stringify({ ...table, metadata });
     res.writeHead(200, { 'content-type': 'application/json;as=Table;v=v1;g=meta.k8s.io', 'content-length': Buffer.byteLength(text) });
