@@ -4,23 +4,13 @@ import t from 'tap';
 import { TenantViewError, TenantViewScanner, type TenantViewSpec } from '../../lib/stream/tenant-view.ts';
 import { referenceListView, referenceWatchView } from '../../lib/stream/tenant-view-reference.ts';
 import { tenantViewSpecOf } from '../../lib/stream/view-spec.ts';
+import { seededRandom } from '../../bench/k8s-payloads.ts';
 import { kindOf } from '../../lib/convert/kinds.ts';
 import type { ConvertContext } from '../../lib/convert/rules/index.ts';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261102);
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const random = mulberry32(SEED);
+const random = seededRandom(SEED);
 const int = (n: number) => Math.floor(random() * n);
 const chance = (p: number) => random() < p;
 const pick = <T>(values: readonly T[]): T => values[int(values.length)]!;
