@@ -1,0 +1,95 @@
+// The Tenant object (tenant.kubezoo.io/v1alpha1, cluster-scoped, name = tenant id) and the store that keeps it.
+// Shapes follow KubeZoo's Tenant (spec.id, spec.quota.hard, status.online) plus status.conditions.
+import { TENANT_ID_PATTERN, type TenantId } from '../convert/prefix.ts';
+
+export const TENANT_GROUP = 'tenant.kubezoo.io';
+export const TENANT_VERSION = 'v1alpha1';
+export const TENANT_API_VERSION = `${TENANT_GROUP}/${TENANT_VERSION}`;
+
+/** Per-tenant inflight limit (issue 5); KubeZoo's older key is accepted too. */
+export const MAX_INFLIGHT_ANNOTATIONS = ['tenant.kubezoo.io/max-requests-inflight', 'tce.kubezoo/max-requests-inflight'];
+
+export interface TenantCondition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason?: string;
+  message?: string;
+  lastTransitionTime: string;
+}
+
+export interface Tenant {
+  apiVersion: typeof TENANT_API_VERSION;
+  kind: 'Tenant';
+  metadata: {
+    name: TenantId;
+    uid: string;
+    resourceVersion: string;
+    creationTimestamp: string;
+    deletionTimestamp?: string;
+    generation?: number;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    finalizers?: string[];
+  };
+  spec: {
+    /** KubeZoo's numeric id; kept as given, never used to route. */
+    id?: number;
+    quota?: { hard?: Record<string, string> };
+  };
+  status?: {
+    online?: boolean;
+    conditions?: TenantCondition[];
+  };
+}
+
+/** Why an id cannot be a tenant's, or null when it can. */
+export function invalidTenantId(id: string): string | null {
+  return TENANT_ID_PATTERN.test(id) ? null : `a tenant's name must be exactly 6 characters of [a-z0-9], got ${JSON.stringify(id)}`;
+}
+
+/** A change seen by a store's watch. */
+export interface TenantEvent {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED';
+  tenant: Tenant;
+}
+
+/** The store cannot reach its backing storage: reads may still come from the index, writes answer 503. */
+export class TenantStoreUnavailable extends Error {}
+/** The write lost a race: the stored resourceVersion is not the one given (409 Conflict). */
+export class TenantConflict extends Error {}
+/** Create of an id that exists (409 AlreadyExists). */
+export class TenantExists extends Error {}
+/** Update or delete of an id that does not exist (404). */
+export class TenantMissing extends Error {}
+/** A watch from a resourceVersion the store no longer remembers (410 Gone). */
+export class TenantWatchExpired extends Error {}
+
+/**
+ * Where tenants live: etcd under one key prefix, or an embedded store when no etcd is configured.
+ * Every replica keeps an in-memory index fed by a watch of the prefix: `get` and `list` read the index only, so
+ * the request path never waits for storage and keeps serving while storage is down.
+ */
+export interface TenantStore {
+  /** Loads the index and starts watching; resolves once the index holds what storage held. */
+  start(): Promise<void>;
+  get(id: TenantId): Tenant | undefined;
+  /** Sorted by name. */
+  list(): Tenant[];
+  /** resourceVersion of the newest change the index has seen (for lists and watches). */
+  readonly resourceVersion: string;
+  /** Stores a new tenant; fills uid, resourceVersion, creationTimestamp. */
+  create(tenant: Omit<Tenant, 'metadata'> & { metadata: Partial<Tenant['metadata']> & { name: TenantId } }): Promise<Tenant>;
+  /** Replaces a tenant when `tenant.metadata.resourceVersion` is still the stored one. */
+  update(tenant: Tenant): Promise<Tenant>;
+  /** Removes the tenant for good (after its upstream objects are gone). */
+  remove(id: TenantId, resourceVersion?: string): Promise<void>;
+  /**
+   * Changes after `fromResourceVersion` (all current tenants as ADDED when omitted), then every change as it
+   * happens. Returns a function that stops the watch. A resourceVersion older than the store remembers throws
+   * TenantWatchExpired (410 Gone).
+   */
+  watch(onEvent: (event: TenantEvent) => void, fromResourceVersion?: string): () => void;
+  /** Called with every change the index applies, from any replica (for credentials, reconcile, metrics). */
+  onChange(listener: (event: TenantEvent) => void): () => void;
+  close(): Promise<void>;
+}
