@@ -114,6 +114,23 @@ t.test('what a tenant deletes of its bootstrap objects upstream comes back withi
   t.equal(await status(`${RBAC}/namespaces/life02x-apps/rolebindings/tenantgate:tenant-admin`), 404, 'no RoleBinding outside the prefix, label or not');
 });
 
+t.test('a tenant created while the upstream is down is Ready=False, then bootstrapped once it is back; watches resume', async (t) => {
+  await rig.stopApiserver('crash');
+  try {
+    await addTenant('life03');
+    await within('life03 Ready=False', 15_000, () => conditionOf(store.get('life03')!, 'Ready')?.status === 'False');
+    t.equal(conditionOf(store.get('life03')!, 'Ready')?.reason, 'BootstrapFailed', 'the reason says why');
+  } finally {
+    const restarting = performance.now();
+    await rig.startApiserver();
+    t.comment(`upstream ready again after ${Math.round(performance.now() - restarting)} ms`);
+  }
+  t.comment(`then life03 Ready=True after ${await within('life03 Ready', 60_000, () => isReady('life03'))} ms more`);
+  const bindingPath = `${RBAC}/clusterrolebindings/tenantgate:tenant:life01`;
+  t.equal((await upstreamJson(pool, 'DELETE', bindingPath)).status, 200);
+  t.comment(`after the restart, a deleted ClusterRoleBinding back in ${await within('binding back after restart', 30_000, async () => (await status(bindingPath)) === 200)} ms`);
+});
+
 /** The same set of objects for a tenant (or any prefix), labelled as that tenant's. */
 async function populate(id: string): Promise<void> {
   const labels = { [TENANT_LABEL]: id };
