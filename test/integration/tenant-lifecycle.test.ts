@@ -228,6 +228,25 @@ t.test('deleting a tenant removes all its upstream objects, the Tenant last, and
   t.equal(store.get('delb01')?.metadata.deletionTimestamp, undefined, 'tenant B still active');
 });
 
+t.test('two replicas following one store bootstrap and delete a tenant once, without fighting', async (t) => {
+  const replica = new TenantLifecycle({ store, pool, cleanupIntervalMs: 300 });
+  await replica.start();
+  try {
+    const writes: TenantEvent[] = [];
+    const unsubscribe = store.onChange((event) => event.tenant.metadata.name === 'rep001' && writes.push(event));
+    await addTenant('rep001');
+    await within('rep001 Ready', 10_000, () => isReady('rep001'));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    t.equal(writes.filter((event) => event.type === 'MODIFIED').length, 1, 'one status write for Ready, not one per replica or a ping-pong');
+    const { events } = await deleteAndWait('rep001', 60_000);
+    unsubscribe();
+    t.equal(events.filter((event) => event.type === 'DELETED').length, 1, 'removed once');
+    t.equal(await status('/api/v1/namespaces/rep001-default'), 404, 'its namespaces gone');
+  } finally {
+    await replica.stop();
+  }
+});
+
 t.test('tenants named "defaul" and "system" are deleted without touching "default" or system:* roles', async (t) => {
   for (const id of ['defaul', 'system']) {
     await addTenant(id);
