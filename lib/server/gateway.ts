@@ -11,6 +11,9 @@ import { limitStreamResets } from './rapid-reset.ts';
 import { buildPipeline, handleRequest, handleUpgrade } from './pipeline.ts';
 import { badRequest, headersTooLarge, writeRawStatus } from './status.ts';
 import { closeOffload } from '../upstream/offload.ts';
+import { ServiceAccountTokens, upstreamTokenReviewer } from '../auth/service-account-tokens.ts';
+import { MemoryTenantStore } from '../tenants/memory-store.ts';
+import type { TenantStore } from '../tenants/tenant.ts';
 
 export interface Gateway {
   server: Http2SecureServer;
@@ -18,6 +21,8 @@ export interface Gateway {
   host: string;
   port: number;
   url: string;
+  /** Service-account tokens seen (its counters show what reached the upstream). */
+  tokens: ServiceAccountTokens;
   close(): Promise<void>;
 }
 
@@ -31,9 +36,10 @@ function onClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
   setTimeout(() => socket.destroy(), 1000).unref();
 }
 
-export async function startGateway(config: ServeConfig): Promise<Gateway> {
+export async function startGateway(config: ServeConfig, tenants: TenantStore = new MemoryTenantStore()): Promise<Gateway> {
   const pool = new UpstreamPool(config.upstream);
-  const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery: new DiscoveryCache(pool), passthrough: config.passthrough });
+  const tokens = new ServiceAccountTokens(upstreamTokenReviewer(pool), (id) => tenants.get(id)?.metadata.uid);
+  const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery: new DiscoveryCache(pool), passthrough: config.passthrough, tenants, tokens });
   const server = http2.createSecureServer({
     cert: config.tls.certPem,
     key: config.tls.keyPem,
@@ -53,7 +59,7 @@ export async function startGateway(config: ServeConfig): Promise<Gateway> {
     maxSessionInvalidFrames: 1000,
   } as http2.SecureServerOptions);
   server.on('request', (req, res) => handleRequest(stages, req, res));
-  server.on('upgrade', (req, socket: Duplex, head: Buffer) => handleUpgrade(req, socket, head, config.upstream));
+  server.on('upgrade', (req, socket: Duplex, head: Buffer) => handleUpgrade(req, socket, head, { upstream: config.upstream, tenants, tokens }));
   server.on('clientError', onClientError);
   server.on('sessionError', () => {}); // the session is torn down by node; nothing else to do
   server.on('session', (session) => {
@@ -82,6 +88,7 @@ export async function startGateway(config: ServeConfig): Promise<Gateway> {
     host: config.host,
     port,
     url: `https://${hostInUrl}:${port}`,
+    tokens,
     close: () =>
       new Promise<void>((resolve) => {
         pool.close();
