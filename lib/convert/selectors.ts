@@ -193,6 +193,32 @@ export function mergeLabelSelector(selector: string | null, tenant: TenantId): s
   return requirements.length === 0 ? own : `${own},${selector}`;
 }
 
+/** Whether an object's labels satisfy every requirement (labels.Selector.Matches), for objects tenantgate serves itself. */
+export function labelsMatch(requirements: readonly LabelRequirement[], labels: Readonly<Record<string, string>> | undefined): boolean {
+  return requirements.every(({ key, operator, values }) => {
+    const value = labels?.[key];
+    switch (operator) {
+      case '=':
+      case '==':
+      case 'in':
+        return value !== undefined && values.includes(value);
+      case '!=':
+      case 'notin':
+        return value === undefined || !values.includes(value);
+      case 'exists':
+        return value !== undefined;
+      case '!':
+        return value === undefined;
+      case 'gt':
+      case 'lt': {
+        const number = Number(value);
+        if (value === undefined || !/^-?\d+$/.test(value)) return false;
+        return operator === 'gt' ? number > Number(values[0]) : number < Number(values[0]);
+      }
+    }
+  });
+}
+
 // Lexer and parser: a transcription of apimachinery's labels.Lexer and labels.Parser, error texts included.
 
 // Token kinds of the label selector lexer (labels.Token).

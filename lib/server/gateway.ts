@@ -14,6 +14,7 @@ import { closeOffload } from '../upstream/offload.ts';
 import { ServiceAccountTokens, upstreamTokenReviewer } from '../auth/service-account-tokens.ts';
 import { MemoryTenantStore } from '../tenants/memory-store.ts';
 import type { TenantStore } from '../tenants/tenant.ts';
+import type { IssueKubeconfig } from './tenant-api.ts';
 
 export interface Gateway {
   server: Http2SecureServer;
@@ -36,10 +37,11 @@ function onClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
   setTimeout(() => socket.destroy(), 1000).unref();
 }
 
-export async function startGateway(config: ServeConfig, tenants: TenantStore = new MemoryTenantStore()): Promise<Gateway> {
+/** `issueKubeconfig` serves GET .../tenants/<id>/kubeconfig; without one that answers 503. */
+export async function startGateway(config: ServeConfig, tenants: TenantStore = new MemoryTenantStore(), issueKubeconfig: IssueKubeconfig | null = null): Promise<Gateway> {
   const pool = new UpstreamPool(config.upstream);
   const tokens = new ServiceAccountTokens(upstreamTokenReviewer(pool), (id) => tenants.get(id)?.metadata.uid);
-  const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery: new DiscoveryCache(pool), passthrough: config.passthrough, tenants, tokens });
+  const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery: new DiscoveryCache(pool), passthrough: config.passthrough, tenants, tokens, issueKubeconfig });
   const server = http2.createSecureServer({
     cert: config.tls.certPem,
     key: config.tls.keyPem,

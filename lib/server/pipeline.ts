@@ -23,6 +23,7 @@ import type { RequestContext } from './context.ts';
 import type { HealthChecks } from './health.ts';
 import { malformedRequestTarget } from './request-target.ts';
 import { notFound, sendStatus, unauthorized, writeRawStatus } from './status.ts';
+import { tenantApi, type IssueKubeconfig } from './tenant-api.ts';
 
 export interface Stage {
   name: string;
@@ -39,6 +40,8 @@ export interface PipelineDeps {
   tenants: TenantStore;
   /** Bearer tokens of tenants' service accounts, reviewed upstream and cached. */
   tokens: ServiceAccountTokens;
+  /** Issues a tenant admin's kubeconfig for the Tenant API; null when this tenantgate has no tenant CA. */
+  issueKubeconfig: IssueKubeconfig | null;
 }
 
 function validateTarget(ctx: RequestContext): boolean {
@@ -97,11 +100,13 @@ function admit(ctx: RequestContext): boolean {
 }
 
 /** The stages of `tenantgate serve`, in order. */
-export function buildPipeline({ pool, health, discovery, passthrough, tenants, tokens }: PipelineDeps): Stage[] {
+export function buildPipeline({ pool, health, discovery, passthrough, tenants, tokens, issueKubeconfig }: PipelineDeps): Stage[] {
   return [
     { name: 'validate request target', run: validateTarget },
     { name: 'health checks', run: (ctx) => health.serve(ctx) },
     { name: 'authenticate', run: authenticate(tokens) },
+    // Before tenant resolution: any tenant identity, valid or not, is refused the group alike (403).
+    { name: 'Tenant API (administrators)', run: tenantApi({ pool, tenants, issueKubeconfig }) },
     { name: 'resolve tenant', run: (ctx) => (resolveTenant(ctx.identity!, tenants), false) },
     {
       name: 'administrators pass through',

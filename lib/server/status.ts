@@ -11,6 +11,9 @@ export type StatusReason =
   | 'Unauthorized'
   | 'Forbidden'
   | 'NotFound'
+  | 'AlreadyExists'
+  | 'Conflict'
+  | 'Expired'
   | 'MethodNotAllowed'
   | 'RequestEntityTooLarge'
   | 'UnsupportedMediaType'
@@ -91,6 +94,9 @@ const REASON_PHRASES: Record<number, string> = {
   400: 'Bad Request',
   401: 'Unauthorized',
   403: 'Forbidden',
+  404: 'Not Found',
+  409: 'Conflict',
+  410: 'Gone',
   431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',
   502: 'Bad Gateway',

@@ -56,7 +56,7 @@ function conversionContext(tenant: TenantId, discovery: DiscoveryCache): Convert
  * Accept for the upstream: JSON only (protobuf is not converted yet), keeping Table negotiation; for discovery and
  * OpenAPI, plain JSON or aggregated discovery (v2) as JSON, the only forms their converters read.
  */
-function jsonAccept(accept: string | undefined, discovery: boolean): string {
+export function jsonAccept(accept: string | undefined, discovery: boolean): string {
   if (accept === undefined) return 'application/json';
   const isPlainJson = (part: string) => part.split(';')[0]!.trim() === 'application/json' && !/;\s*(g|v|as)\s*=/.test(part);
   const isJson = discovery ? (part: string) => isAggregatedDiscoveryJson(part) || isPlainJson(part) : (part: string) => part.trim().startsWith('application/json');

@@ -1,0 +1,68 @@
+// Checks what a client sends as a Tenant (create, update, the result of a patch) before the store sees it.
+// Never trusts or fills server-owned fields (uid, resourceVersion, timestamps): it accepts the shape or refuses it.
+import { invalid } from '../convert/rules/names.ts';
+import { badRequest } from '../server/status.ts';
+import { invalidTenantId, TENANT_API_VERSION, TENANT_GROUP, type Tenant } from './tenant.ts';
+
+const CONDITION_STATUSES = new Set(['True', 'False', 'Unknown']);
+
+function isPlainObject(value: unknown): value is Record<string, any> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isStringMap(value: unknown): boolean {
+  return value === undefined || (isPlainObject(value) && Object.values(value).every((v) => typeof v === 'string'));
+}
+
+/**
+ * The body as a Tenant, or a Status: 400 for what is not a Tenant at all (not an object, another kind or version, a
+ * name other than the URL's), 422 Invalid naming the field for a Tenant with a bad value (an id that is not 6 of
+ * [a-z0-9], labels that are not strings, ...). Quota quantities written as numbers become strings, as Kubernetes does.
+ */
+export function validateTenant(body: unknown, nameInPath: string | null): Tenant {
+  if (!isPlainObject(body)) throw badRequest('the request body must be a Tenant object');
+  if (body.apiVersion !== TENANT_API_VERSION) {
+    throw badRequest(`the API version in the data (${String(body.apiVersion ?? '')}) does not match the expected API version (${TENANT_API_VERSION})`);
+  }
+  if (body.kind !== 'Tenant') throw badRequest(`the kind in the data (${String(body.kind ?? '')}) does not match the expected kind (Tenant)`);
+  const metadata = body.metadata;
+  if (!isPlainObject(metadata)) throw badRequest('the Tenant has no metadata');
+  const name = typeof metadata.name === 'string' ? metadata.name : '';
+  const fail = (field: string, value: unknown, why: string) => invalid('Tenant', TENANT_GROUP, name, field, typeof value === 'string' ? value : JSON.stringify(value) ?? '', why);
+  if (nameInPath !== null && name !== nameInPath) throw badRequest(`the name of the object (${name}) does not match the name on the URL (${nameInPath})`);
+  if (name === '' && typeof metadata.generateName === 'string') throw fail('metadata.generateName', metadata.generateName, 'a Tenant is named by its id: set metadata.name');
+  const why = invalidTenantId(name);
+  if (why !== null) throw fail('metadata.name', name, why);
+  if (!isStringMap(metadata.labels)) throw fail('metadata.labels', metadata.labels, 'labels must map strings to strings');
+  if (!isStringMap(metadata.annotations)) throw fail('metadata.annotations', metadata.annotations, 'annotations must map strings to strings');
+  if (metadata.finalizers !== undefined && !(Array.isArray(metadata.finalizers) && metadata.finalizers.every((f: unknown) => typeof f === 'string'))) {
+    throw fail('metadata.finalizers', metadata.finalizers, 'finalizers must be a list of strings');
+  }
+  const spec = body.spec ?? {};
+  if (!isPlainObject(spec)) throw fail('spec', spec, 'spec must be an object');
+  if (spec.id !== undefined && !Number.isSafeInteger(spec.id)) throw fail('spec.id', spec.id, 'spec.id must be an integer');
+  if (spec.quota !== undefined) {
+    if (!isPlainObject(spec.quota)) throw fail('spec.quota', spec.quota, 'spec.quota must be an object');
+    const hard = spec.quota.hard;
+    if (hard !== undefined) {
+      if (!isPlainObject(hard)) throw fail('spec.quota.hard', hard, 'spec.quota.hard must map resource names to quantities');
+      for (const [resource, quantity] of Object.entries(hard)) {
+        if (typeof quantity === 'number' && Number.isFinite(quantity)) hard[resource] = String(quantity);
+        else if (typeof quantity !== 'string' || quantity === '') throw fail(`spec.quota.hard[${resource}]`, quantity, 'a quantity must be a string such as "4" or "8Gi"');
+      }
+    }
+  }
+  const status = body.status;
+  if (status !== undefined) {
+    if (!isPlainObject(status)) throw fail('status', status, 'status must be an object');
+    if (status.online !== undefined && typeof status.online !== 'boolean') throw fail('status.online', status.online, 'status.online must be true or false');
+    if (status.conditions !== undefined) {
+      if (!Array.isArray(status.conditions)) throw fail('status.conditions', status.conditions, 'status.conditions must be a list');
+      status.conditions.forEach((condition: unknown, i: number) => {
+        if (!isPlainObject(condition) || typeof condition.type !== 'string' || condition.type === '') throw fail(`status.conditions[${i}].type`, condition, 'a condition needs a type');
+        if (!CONDITION_STATUSES.has(condition.status)) throw fail(`status.conditions[${i}].status`, condition.status, 'must be True, False or Unknown');
+      });
+    }
+  }
+  return { ...body, spec } as Tenant;
+}
