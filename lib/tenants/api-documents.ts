@@ -62,11 +62,32 @@ const ref = (name: string) => ({ allOf: [{ $ref: `#/components/schemas/${name}` 
 const text = (description: string) => ({ type: 'string', description });
 const stringMap = (description: string) => ({ type: 'object', description, additionalProperties: { type: 'string', default: '' } });
 
+const GVK = { group: TENANT_GROUP, version: TENANT_VERSION, kind: 'Tenant' };
+/** An operation as the apiserver describes it; kubectl explain finds a resource's schema through its GET. */
+const operation = (action: string, schema: string, description: string) => ({
+  description,
+  'x-kubernetes-action': action,
+  'x-kubernetes-group-version-kind': GVK,
+  responses: { '200': { description: 'OK', content: { 'application/json': { schema: { $ref: `#/components/schemas/${schema}` } } } } },
+});
+
 /** The OpenAPI v3 document of tenant.kubezoo.io/v1alpha1: what `kubectl explain tenant` reads. */
 export const OPENAPI_V3_DOCUMENT = JSON.stringify({
   openapi: '3.0.0',
   info: { title: 'tenantgate', version: TENANT_VERSION },
-  paths: {},
+  paths: {
+    [`/apis/${TENANT_API_VERSION}/${TENANT_RESOURCE}`]: {
+      get: operation('list', `${TENANT_SCHEMA}List`, 'list or watch tenants'),
+      post: operation('post', TENANT_SCHEMA, 'create a tenant'),
+    },
+    [`/apis/${TENANT_API_VERSION}/${TENANT_RESOURCE}/{name}`]: {
+      get: operation('get', TENANT_SCHEMA, 'read a tenant'),
+      put: operation('put', TENANT_SCHEMA, 'replace a tenant'),
+      patch: operation('patch', TENANT_SCHEMA, 'partially update a tenant'),
+      delete: operation('delete', TENANT_SCHEMA, 'mark a tenant for deletion'),
+      parameters: [{ name: 'name', in: 'path', required: true, description: 'the tenant id', schema: { type: 'string' } }],
+    },
+  },
   components: {
     schemas: {
       [TENANT_SCHEMA]: {
@@ -113,7 +134,7 @@ export const OPENAPI_V3_DOCUMENT = JSON.stringify({
         },
         'x-kubernetes-group-version-kind': [{ group: TENANT_GROUP, kind: 'Tenant', version: TENANT_VERSION }],
       },
-      'io.kubezoo.tenant.v1alpha1.TenantList': {
+      [`${TENANT_SCHEMA}List`]: {
         type: 'object',
         description: 'A list of tenants.',
         required: ['items'],
