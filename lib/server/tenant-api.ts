@@ -64,6 +64,7 @@ const DEFAULT_WATCH_SECONDS = 1800;
 /** Patches without a resourceVersion retry a lost race this many times, as the apiserver's GuaranteedUpdate does. */
 const PATCH_ATTEMPTS = 5;
 const GROUP_PATH = /^\/(?:apis|openapi\/v3\/apis)\/tenant\.kubezoo\.io(?:\/|$)/;
+const ADMIN_DISCOVERY_PATH = /^\/(?:apis|openapi\/v3)\/?$/;
 const TABLE_CONTENT_TYPE = 'application/json;as=Table;v=v1;g=meta.k8s.io';
 const QUALIFIED = `${TENANT_RESOURCE}.${TENANT_GROUP}`;
 
@@ -445,9 +446,13 @@ function addOpenApiPath(doc: any): void {
 export function tenantApi(deps: TenantApiDeps): (ctx: RequestContext) => boolean | Promise<boolean> {
   return (ctx) => {
     const queryStart = ctx.path.indexOf('?');
-    const query = new URLSearchParams(queryStart === -1 ? '' : ctx.path.slice(queryStart + 1));
-    const info = parseRequestInfo(ctx.req.method ?? 'GET', queryStart === -1 ? ctx.path : ctx.path.slice(0, queryStart), query);
+    const rawPath = queryStart === -1 ? ctx.path : ctx.path.slice(0, queryStart);
     const isAdmin = ctx.identity!.tenant === null;
+    // Most requests are neither for the group nor an administrator's discovery: they leave before any parsing.
+    // (A percent-encoded path is decoded first: `tenant%2Ekubezoo.io` is the group too.)
+    if (!rawPath.includes('%') && !GROUP_PATH.test(rawPath) && !(isAdmin && ADMIN_DISCOVERY_PATH.test(rawPath))) return false;
+    const query = new URLSearchParams(queryStart === -1 ? '' : ctx.path.slice(queryStart + 1));
+    const info = parseRequestInfo(ctx.req.method ?? 'GET', rawPath, query);
     if (GROUP_PATH.test(info.path)) {
       if (!isAdmin) throw forbiddenForTenants(info);
       const path = info.path.replace(/\/+$/, '');
