@@ -40,7 +40,7 @@ async function startTestGateway(store: TenantStore): Promise<{ gateway: Gateway;
       passthrough: false,
       http2: { maxConcurrentStreams: 100, maxHeaderListBytes: 65536 },
     },
-    { tenants: store },
+    store,
   );
   const sessions: ClientHttp2Session[] = [];
   t.teardown(async () => {
