@@ -86,6 +86,15 @@ export class TenantIndex {
     this.#advance(revision);
   }
 
+  /**
+   * The first read of storage at `revision`: its tenants come in as ADDED (listeners registered before hear them),
+   * and no watch may resume from before it, since the index never saw what happened then.
+   */
+  load(stored: Tenant[], revision: number): void {
+    this.replaceAll(stored, revision);
+    this.#resumableFrom = Math.max(this.#resumableFrom, revision);
+  }
+
   watch(onEvent: (event: TenantEvent) => void, fromResourceVersion?: string): () => void {
     if (fromResourceVersion === undefined || fromResourceVersion === '' || fromResourceVersion === '0') {
       for (const tenant of this.list()) onEvent({ type: 'ADDED', tenant });
