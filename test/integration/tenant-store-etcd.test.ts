@@ -139,8 +139,11 @@ t.test('etcd stopped: reads keep answering and writes fail fast with 503; etcd b
   );
 });
 
-/** A TCP relay to etcd that the test can cut (every connection dropped, new ones refused) and mend. */
-async function cuttableRelay(target: string): Promise<{ endpoint: string; cut(): void; mend(): Promise<void>; close(): void }> {
+/**
+ * A TCP relay to etcd that the test can cut (every connection dropped, new ones refused) and mend, or stall
+ * (connections stay open and nothing goes through: an etcd that hangs).
+ */
+async function cuttableRelay(target: string): Promise<{ endpoint: string; cut(): void; mend(): Promise<void>; stall(): void; close(): void }> {
   const { hostname, port } = new URL(target);
   const sockets = new Set<Socket>();
   let server: Server | undefined;
@@ -170,8 +173,14 @@ async function cuttableRelay(target: string): Promise<{ endpoint: string; cut():
     server = undefined;
     for (const socket of sockets) socket.destroy();
   };
+  const stall = () => {
+    for (const socket of sockets) {
+      socket.unpipe();
+      socket.pause();
+    }
+  };
   await listen();
-  return { endpoint: `http://127.0.0.1:${listenPort}`, cut, mend: listen, close: cut };
+  return { endpoint: `http://127.0.0.1:${listenPort}`, cut, mend: listen, stall, close: cut };
 }
 
 t.test('a store cut off from etcd past a compaction reads everything again and misses no create, update or delete', async (t) => {
@@ -209,6 +218,25 @@ t.test('a store cut off from etcd past a compaction reads everything again and m
   const afterwards = await writer.create(tenantSpec('after1'));
   await eventually(() => cutOff.get('after1') !== undefined, 'a change after the re-read', 2_000);
   t.same(cutOff.get('after1'), afterwards);
+});
+
+t.test('an etcd that stops answering (connection open, nothing comes back): writes fail within the timeout, reads answer', async (t) => {
+  const prefix = freshPrefix();
+  const relay = await cuttableRelay(etcd.endpoint);
+  t.teardown(relay.close);
+  const store = new EtcdTenantStore({ endpoints: [relay.endpoint], prefix, timeoutMs: 1_000 });
+  stores.add(store);
+  await store.start();
+  const created = await store.create(tenantSpec('abc123'));
+  relay.stall();
+  const started = Date.now();
+  await t.rejects(store.create(tenantSpec('zzz999')), TenantStoreUnavailable);
+  const took = Date.now() - started;
+  t.ok(took >= 900 && took < 2_500, `the write failed after ${took} ms, at its 1 s timeout`);
+  t.same(store.get('abc123'), created, 'get still answers');
+  const closing = Date.now();
+  await store.close();
+  t.ok(Date.now() - closing < 2_000, 'close does not hang on a stalled etcd');
 });
 
 t.test('1,000 tenants created (20 at a time) and listed; a new store loads them all', async (t) => {
