@@ -2,6 +2,7 @@
 // Files are read here, once, so no stage reads the disk on the request path.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { DEFAULT_TENANT_STORE_OPTIONS, type TenantStoreOptions } from './tenants/store.ts';
 import { loadKubeconfig, type ClusterCredentials } from './upstream/kubeconfig.ts';
 
 export interface ServeConfig {
@@ -17,6 +18,8 @@ export interface ServeConfig {
     maxConcurrentStreams: number;
     maxHeaderListBytes: number;
   };
+  /** Where tenants live; omitted: the embedded store. */
+  tenantStore?: TenantStoreOptions;
 }
 
 export const SERVE_OPTIONS = {
@@ -28,6 +31,8 @@ export const SERVE_OPTIONS = {
   passthrough: { type: 'boolean', default: false, description: 'forward without protocol conversion (bench baseline)' },
   'max-concurrent-streams': { type: 'string', default: '1000', description: 'HTTP/2 streams per client connection' },
   'max-header-bytes': { type: 'string', default: '65536', description: 'largest request header block accepted' },
+  'etcd-endpoints': { type: 'string', description: 'comma-separated etcd client URLs for tenants; none: embedded store, one replica (TENANTGATE_ETCD_ENDPOINTS)' },
+  'etcd-prefix': { type: 'string', default: DEFAULT_TENANT_STORE_OPTIONS.etcdPrefix, description: 'etcd key prefix of the tenants (TENANTGATE_ETCD_PREFIX)' },
   help: { type: 'boolean', short: 'h', default: false, description: 'show this help' },
 } as const;
 
@@ -72,6 +77,13 @@ export function parseServeConfig(args: string[]): ServeConfig | 'help' {
     http2: {
       maxConcurrentStreams: positiveInteger(values['max-concurrent-streams'], 'max-concurrent-streams'),
       maxHeaderListBytes: positiveInteger(values['max-header-bytes'], 'max-header-bytes'),
+    },
+    tenantStore: {
+      etcdEndpoints: ((values['etcd-endpoints'] as string | undefined) ?? fromEnv('etcd-endpoints') ?? '')
+        .split(',')
+        .map((endpoint) => endpoint.trim())
+        .filter((endpoint) => endpoint !== ''),
+      etcdPrefix: fromEnv('etcd-prefix') ?? values['etcd-prefix'],
     },
   };
 }

@@ -11,10 +11,13 @@ import { limitStreamResets } from './rapid-reset.ts';
 import { buildPipeline, handleRequest, handleUpgrade } from './pipeline.ts';
 import { badRequest, headersTooLarge, writeRawStatus } from './status.ts';
 import { closeOffload } from '../upstream/offload.ts';
+import { createTenantStore, DEFAULT_TENANT_STORE_OPTIONS } from '../tenants/store.ts';
+import type { TenantStore } from '../tenants/tenant.ts';
 
 export interface Gateway {
   server: Http2SecureServer;
   pool: UpstreamPool;
+  tenants: TenantStore;
   host: string;
   port: number;
   url: string;
@@ -32,6 +35,9 @@ function onClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
 }
 
 export async function startGateway(config: ServeConfig): Promise<Gateway> {
+  // Tenants are loaded before the listener opens: no request is judged against an empty index.
+  const tenants = createTenantStore(config.tenantStore ?? DEFAULT_TENANT_STORE_OPTIONS);
+  await tenants.start();
   const pool = new UpstreamPool(config.upstream);
   const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery: new DiscoveryCache(pool), passthrough: config.passthrough });
   const server = http2.createSecureServer({
@@ -68,9 +74,10 @@ export async function startGateway(config: ServeConfig): Promise<Gateway> {
   });
 
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    const onListenError = (error: Error) => void tenants.close().finally(() => reject(error));
+    server.once('error', onListenError);
     server.listen(config.port, config.host, () => {
-      server.off('error', reject);
+      server.off('error', onListenError);
       resolve();
     });
   });
@@ -79,13 +86,14 @@ export async function startGateway(config: ServeConfig): Promise<Gateway> {
   return {
     server,
     pool,
+    tenants,
     host: config.host,
     port,
     url: `https://${hostInUrl}:${port}`,
     close: () =>
       new Promise<void>((resolve) => {
         pool.close();
-        server.close(() => void closeOffload().then(resolve));
+        server.close(() => void Promise.all([closeOffload(), tenants.close()]).then(() => resolve()));
         for (const socket of connections) socket.destroy();
       }),
   };
