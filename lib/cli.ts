@@ -1,12 +1,13 @@
 #!/usr/bin/env -S node --max-semi-space-size=1
 // (The shebang's Node flag: see TENANTGATE_NODE_FLAGS in runtime.ts.)
-// The `tenantgate` command: serve, dev, rig. Parses arguments and hands over; no logic of its own.
+// The `tenantgate` command: serve, dev, tenant, rig. Parses arguments and hands over; no logic of its own.
 import { parseArgs } from 'node:util';
 import { describeOptions, parseServeConfig, SERVE_OPTIONS } from './config.ts';
 import { runDev } from './dev.ts';
 import { log } from './log.ts';
 import { ensureRigBinaries } from './rig/build.ts';
 import { startGateway } from './server/gateway.ts';
+import { runTenantCommand } from './tenants/tenant-command.ts';
 
 const DEV_OPTIONS = {
   dir: { type: 'string', default: '.tenantgate/dev', description: 'where kubeconfigs and certificates are written' },
@@ -26,6 +27,7 @@ Usage: tenantgate <command> [flags]
 Commands:
   serve   run tenantgate in front of an upstream kube-apiserver
   dev     start a local etcd, kube-apiserver and kube-controller-manager with tenantgate in front
+  tenant  create, get, list or delete tenants, and issue their kubeconfigs (talks to a running tenantgate)
   rig     build (or reuse) etcd, kube-apiserver, kube-controller-manager and kubectl, and print their paths
 
 Run 'tenantgate <command> --help' for a command's flags.
@@ -66,7 +68,7 @@ async function rig(args: string[]): Promise<void> {
   process.stdout.write(JSON.stringify(binaries, null, 2) + '\n');
 }
 
-const COMMANDS: Record<string, (args: string[]) => Promise<void>> = { serve, dev, rig };
+const COMMANDS: Record<string, (args: string[]) => Promise<void>> = { serve, dev, tenant: runTenantCommand, rig };
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...args] = argv;

@@ -10,6 +10,9 @@ import { loadKubeconfig, renderKubeconfig } from './upstream/kubeconfig.ts';
 import { log } from './log.ts';
 import { bootstrapTenant } from './tenants/bootstrap.ts';
 import { toUpstreamName } from './convert/prefix.ts';
+import { issueTenantKubeconfig } from './tenants/credentials.ts';
+import { MemoryTenantStore } from './tenants/memory-store.ts';
+import { TENANT_API_VERSION } from './tenants/tenant.ts';
 
 /** The identity `admin.kubeconfig` carries: full rights upstream through impersonation. */
 export const DEV_ADMIN: Identity = { user: 'tenantgate-admin', groups: ['system:masters'], tenant: null };
@@ -100,6 +103,7 @@ export async function runDev(options: DevOptions): Promise<void> {
   process.once('SIGTERM', () => void stop('SIGTERM'));
   try {
     const files = writeGatewayFiles(dir, rig);
+    const tenants = new MemoryTenantStore();
     gateway = await startGateway({
       host: '127.0.0.1',
       port: options.port,
@@ -108,16 +112,15 @@ export async function runDev(options: DevOptions): Promise<void> {
       upstream: loadKubeconfig(files.upstreamKubeconfigPath),
       passthrough: options.passthrough,
       http2: { maxConcurrentStreams: 1000, maxHeaderListBytes: 65536 },
-    });
+    }, tenants);
     const adminKubeconfig = writeClientKubeconfig(join(dir, 'admin.kubeconfig'), gateway.url, files.ca, DEV_ADMIN);
     // A demo tenant to try conversion with, until tenants come from the Tenant API.
     await bootstrapTenant(gateway.pool, DEV_TENANT);
     mkdirSync(join(dir, 'tenants'), { recursive: true, mode: 0o700 });
-    const tenantKubeconfig = writeClientKubeconfig(join(dir, 'tenants', `${DEV_TENANT}.kubeconfig`), gateway.url, files.ca, {
-      user: 'admin',
-      groups: [],
-      tenant: DEV_TENANT,
-    });
+    // Tenant certificates are bound to the tenant's uid: the demo tenant is in the store before its kubeconfig is issued.
+    const demo = await tenants.create({ apiVersion: TENANT_API_VERSION, kind: 'Tenant', metadata: { name: DEV_TENANT }, spec: {} });
+    const tenantKubeconfig = join(dir, 'tenants', `${DEV_TENANT}.kubeconfig`);
+    writeFileSync(tenantKubeconfig, await issueTenantKubeconfig(files.ca, gateway.url, demo), { mode: 0o600 });
     log.info('tenantgate dev is ready', {
       url: gateway.url,
       adminKubeconfig,

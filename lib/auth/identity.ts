@@ -1,5 +1,5 @@
-// Who is calling: the identity tenantgate proves from a client certificate.
-// A connection that presents no certificate signed by the client CA never gets an identity.
+// Who is calling: the identity tenantgate proves from a client certificate (tokens: service-account-tokens.ts).
+// A connection that presents no certificate signed by the client CA never gets an identity from it.
 import type { TLSSocket } from 'node:tls';
 import { isTenantId, toTenantName, type TenantId } from '../convert/prefix.ts';
 
@@ -11,7 +11,15 @@ export interface Identity {
   extra?: Record<string, string[]>;
   /** The caller's tenant, or null for tenantgate's own administrators (who see the upstream as it is). */
   tenant: TenantId | null;
+  /** How the identity was proven; the resolve stage checks a tenant's proof against the tenant it names. */
+  proof?: IdentityProof;
 }
+
+export type IdentityProof =
+  /** A client certificate, by serial number (hex as Node reports it). */
+  | { kind: 'certificate'; serial: string }
+  /** A service-account token the upstream reviewed, and the uid the tenant had then (undefined: no such tenant). */
+  | { kind: 'token'; tenantUid: string | undefined };
 
 // One TLS connection carries many HTTP/2 streams: prove its identity once per connection.
 const identityBySocket = new WeakMap<TLSSocket, Identity | null>();
@@ -30,7 +38,8 @@ export function identityFromClientCertificate(socket: TLSSocket): Identity | nul
   if (known !== undefined) return known;
   let identity: Identity | null = null;
   if (socket.authorized === true) {
-    const subject = socket.getPeerCertificate().subject as Record<string, string | string[] | undefined> | undefined;
+    const certificate = socket.getPeerCertificate();
+    const subject = certificate.subject as Record<string, string | string[] | undefined> | undefined;
     const commonName = subject?.CN;
     if (typeof commonName === 'string' && commonName !== '') {
       const units = asList(subject?.OU);
@@ -39,6 +48,7 @@ export function identityFromClientCertificate(socket: TLSSocket): Identity | nul
         user: tenant === null ? commonName : (toTenantName(commonName, tenant) ?? commonName),
         groups: asList(subject?.O),
         tenant,
+        proof: { kind: 'certificate', serial: certificate.serialNumber },
       };
     }
   }

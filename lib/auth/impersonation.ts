@@ -16,6 +16,8 @@ export function upstreamIdentityOf(identity: Identity): UpstreamIdentity {
   const { tenant } = identity;
   if (tenant === null) return identity;
   // The tenant's own "authenticated" group, so a tenant's bindings to system:authenticated grant within the tenant only.
-  const { user, groups } = identityToUpstream(identity.user, [...identity.groups, 'system:authenticated'], tenant);
+  // (Service-account identities already carry it from their token review: never twice.)
+  const tenantGroups = identity.groups.includes('system:authenticated') ? identity.groups : [...identity.groups, 'system:authenticated'];
+  const { user, groups } = identityToUpstream(identity.user, tenantGroups, tenant);
   return { user, groups, extra: { ...identity.extra, [TENANT_EXTRA_KEY]: [tenant] } };
 }

@@ -11,6 +11,7 @@ import { limitStreamResets } from './rapid-reset.ts';
 import { buildPipeline, handleRequest, handleUpgrade } from './pipeline.ts';
 import { badRequest, headersTooLarge, writeRawStatus } from './status.ts';
 import { closeOffload } from '../upstream/offload.ts';
+import { ServiceAccountTokens, upstreamTokenReviewer } from '../auth/service-account-tokens.ts';
 import { createTenantStore, DEFAULT_TENANT_STORE_OPTIONS } from '../tenants/store.ts';
 import type { TenantStore } from '../tenants/tenant.ts';
 
@@ -21,6 +22,8 @@ export interface Gateway {
   host: string;
   port: number;
   url: string;
+  /** Service-account tokens seen (its counters show what reached the upstream). */
+  tokens: ServiceAccountTokens;
   close(): Promise<void>;
 }
 
@@ -34,12 +37,17 @@ function onClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
   setTimeout(() => socket.destroy(), 1000).unref();
 }
 
-export async function startGateway(config: ServeConfig): Promise<Gateway> {
-  // Tenants are loaded before the listener opens: no request is judged against an empty index.
-  const tenants = createTenantStore(config.tenantStore ?? DEFAULT_TENANT_STORE_OPTIONS);
-  await tenants.start();
+/**
+ * `tenants`: a store the caller started and will close (dev); without one the gateway makes the configured store,
+ * loads it before it listens (no request is judged against an empty index) and closes it on close().
+ */
+export async function startGateway(config: ServeConfig, given?: TenantStore): Promise<Gateway> {
+  const tenants = given ?? createTenantStore(config.tenantStore ?? DEFAULT_TENANT_STORE_OPTIONS);
+  const closeTenants = () => (given === undefined ? tenants.close() : Promise.resolve());
+  if (given === undefined) await tenants.start();
   const pool = new UpstreamPool(config.upstream);
-  const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery: new DiscoveryCache(pool), passthrough: config.passthrough });
+  const tokens = new ServiceAccountTokens(upstreamTokenReviewer(pool), (id) => tenants.get(id)?.metadata.uid);
+  const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery: new DiscoveryCache(pool), passthrough: config.passthrough, tenants, tokens });
   const server = http2.createSecureServer({
     cert: config.tls.certPem,
     key: config.tls.keyPem,
@@ -59,7 +67,7 @@ export async function startGateway(config: ServeConfig): Promise<Gateway> {
     maxSessionInvalidFrames: 1000,
   } as http2.SecureServerOptions);
   server.on('request', (req, res) => handleRequest(stages, req, res));
-  server.on('upgrade', (req, socket: Duplex, head: Buffer) => handleUpgrade(req, socket, head, config.upstream));
+  server.on('upgrade', (req, socket: Duplex, head: Buffer) => handleUpgrade(req, socket, head, { upstream: config.upstream, tenants, tokens }));
   server.on('clientError', onClientError);
   server.on('sessionError', () => {}); // the session is torn down by node; nothing else to do
   server.on('session', (session) => {
@@ -74,7 +82,7 @@ export async function startGateway(config: ServeConfig): Promise<Gateway> {
   });
 
   await new Promise<void>((resolve, reject) => {
-    const onListenError = (error: Error) => void tenants.close().finally(() => reject(error));
+    const onListenError = (error: Error) => void closeTenants().finally(() => reject(error));
     server.once('error', onListenError);
     server.listen(config.port, config.host, () => {
       server.off('error', onListenError);
@@ -90,10 +98,11 @@ export async function startGateway(config: ServeConfig): Promise<Gateway> {
     host: config.host,
     port,
     url: `https://${hostInUrl}:${port}`,
+    tokens,
     close: () =>
       new Promise<void>((resolve) => {
         pool.close();
-        server.close(() => void Promise.all([closeOffload(), tenants.close()]).then(() => resolve()));
+        server.close(() => void Promise.all([closeOffload(), closeTenants()]).then(() => resolve()));
         for (const socket of connections) socket.destroy();
       }),
   };

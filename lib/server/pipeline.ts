@@ -4,7 +4,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
-import { identityFromClientCertificate } from '../auth/identity.ts';
+import { authenticateCaller } from '../auth/authenticate.ts';
+import type { Identity } from '../auth/identity.ts';
+import type { ServiceAccountTokens } from '../auth/service-account-tokens.ts';
+import { resolveTenant } from '../auth/tenant-resolution.ts';
 import { accessRefusal, isBuiltinGroup, kindOf } from '../convert/kinds.ts';
 import { parseRequestInfo } from '../convert/request-info.ts';
 import { upstreamResourceTarget } from '../convert/request.ts';
@@ -13,6 +16,7 @@ import type { DiscoveryCache } from '../upstream/discovery.ts';
 import { forwardToUpstream } from '../upstream/forward.ts';
 import type { ClusterCredentials } from '../upstream/kubeconfig.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
+import type { TenantStore } from '../tenants/tenant.ts';
 import { forwardTenantRequest } from '../upstream/tenant-forward.ts';
 import { forwardUpgrade } from '../upstream/upgrade.ts';
 import type { RequestContext } from './context.ts';
@@ -31,6 +35,10 @@ export interface PipelineDeps {
   discovery: DiscoveryCache;
   /** Conversion off for everyone: tenants' requests pass through like an administrator's (bench baseline). */
   passthrough: boolean;
+  /** The tenants' in-memory index: a tenant identity counts only while its tenant is there. */
+  tenants: TenantStore;
+  /** Bearer tokens of tenants' service accounts, reviewed upstream and cached. */
+  tokens: ServiceAccountTokens;
 }
 
 function validateTarget(ctx: RequestContext): boolean {
@@ -39,10 +47,17 @@ function validateTarget(ctx: RequestContext): boolean {
   return false;
 }
 
-function authenticate(ctx: RequestContext): boolean {
-  ctx.identity = identityFromClientCertificate(ctx.req.socket as TLSSocket);
-  if (ctx.identity === null) throw unauthorized();
-  return false;
+function authenticate(tokens: ServiceAccountTokens): Stage['run'] {
+  const accept = (ctx: RequestContext, identity: Identity | null) => {
+    if (identity === null) throw unauthorized();
+    ctx.identity = identity;
+    return false;
+  };
+  return (ctx) => {
+    const identity = authenticateCaller(ctx.req.socket as TLSSocket, ctx.req.headers.authorization, tokens);
+    // A certificate or a cached token answers at once; only a token's first review waits.
+    return identity instanceof Promise ? identity.then((reviewed) => accept(ctx, reviewed)) : accept(ctx, identity);
+  };
 }
 
 /** Paths outside the resource API that a tenant may use: discovery, version, OpenAPI. */
@@ -82,11 +97,12 @@ function admit(ctx: RequestContext): boolean {
 }
 
 /** The stages of `tenantgate serve`, in order. */
-export function buildPipeline({ pool, health, discovery, passthrough }: PipelineDeps): Stage[] {
+export function buildPipeline({ pool, health, discovery, passthrough, tenants, tokens }: PipelineDeps): Stage[] {
   return [
     { name: 'validate request target', run: validateTarget },
     { name: 'health checks', run: (ctx) => health.serve(ctx) },
-    { name: 'authenticate', run: authenticate },
+    { name: 'authenticate', run: authenticate(tokens) },
+    { name: 'resolve tenant', run: (ctx) => (resolveTenant(ctx.identity!, tenants), false) },
     {
       name: 'administrators pass through',
       run: (ctx) => (ctx.identity!.tenant === null || passthrough ? (forwardToUpstream(ctx, pool), true) : false),
@@ -124,14 +140,36 @@ export function handleRequest(
   runStages(stages, { req, res, path: req.url ?? '', identity: null, info: null, row: null }, 0);
 }
 
+export interface UpgradeDeps {
+  upstream: ClusterCredentials;
+  tenants: TenantStore;
+  tokens: ServiceAccountTokens;
+}
+
 /** HTTP/1.1 Upgrade (exec, attach, port-forward): the same checks, then raw sockets both ways. */
-export function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: ClusterCredentials): void {
+export function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, deps: UpgradeDeps): void {
   socket.on('error', () => socket.destroy());
   const path = req.url ?? '';
   const problem = malformedRequestTarget(path);
   if (problem !== null) return writeRawStatus(socket, problem);
-  const identity = identityFromClientCertificate(req.socket as TLSSocket);
+  const identity = authenticateCaller(req.socket as TLSSocket, req.headers.authorization, deps.tokens);
+  if (identity instanceof Promise) {
+    identity.then(
+      (reviewed) => upgradeAs(reviewed, req, path, socket, head, deps),
+      (error: unknown) => writeRawStatus(socket, error),
+    );
+  } else {
+    upgradeAs(identity, req, path, socket, head, deps);
+  }
+}
+
+function upgradeAs(identity: Identity | null, req: IncomingMessage, path: string, socket: Duplex, head: Buffer, deps: UpgradeDeps): void {
   if (identity === null) return writeRawStatus(socket, unauthorized());
+  try {
+    resolveTenant(identity, deps.tenants);
+  } catch (error) {
+    return writeRawStatus(socket, error);
+  }
   let upstreamPath = path;
   if (identity.tenant !== null) {
     try {
@@ -146,5 +184,5 @@ export function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer
       return writeRawStatus(socket, error);
     }
   }
-  forwardUpgrade(req, upstreamPath, socket, head, identity, upstream);
+  forwardUpgrade(req, upstreamPath, socket, head, identity, deps.upstream);
 }

@@ -182,6 +182,8 @@ const TYPE_ERROR = Buffer.from('ERROR');
 const COMMA = Buffer.from(',');
 const NEWLINE = Buffer.from('\n');
 const EMPTY = Buffer.alloc(0);
+/** Bytes of a chunk first copied behind held bytes; doubled until the held item ends. */
+const FIRST_PIECE = 4096;
 
 /**
  * For four bytes read little-endian: 0 when none ends a string's plain run (quote, backslash, control byte), else
@@ -289,6 +291,9 @@ export class TenantViewScanner {
   private pos = 0;
   private failed: TenantViewError | null = null;
   private output: Buffer[] = [];
+  /** Set while completing held bytes: scan() returns when the held item ends. */
+  private stopAtUnitEnd = false;
+  private stoppedAtUnitEnd = false;
 
   // Scanner state.
   private depth = 0;
@@ -390,24 +395,53 @@ export class TenantViewScanner {
   /** Scans one chunk; returns the bytes that are ready to send (possibly none). */
   write(chunk: Buffer): Buffer {
     if (this.failed !== null) throw this.failed;
+    if (chunk.length === 0) return EMPTY; // the held bytes were scanned as far as they go
     try {
-      if (this.retained === 0) {
-        this.buf = chunk;
-        this.end = chunk.length;
-      } else {
-        this.reserveWork(this.retained + chunk.length);
-        chunk.copy(this.work, this.retained);
+      // Bytes held from the last chunk (an item it cut) are completed from this chunk's head, in growing pieces
+      // copied after them; once nothing is held, the rest of the chunk is scanned where it lies. Copying the whole
+      // chunk behind them copied nearly every byte a second time (bench: 38.8 of 38.9 MB; now 6.9 MB).
+      let at = 0;
+      let before: Buffer | null = null;
+      for (let piece = FIRST_PIECE; this.retained > 0 && at < chunk.length; piece *= 2) {
+        const to = Math.min(chunk.length, at + piece);
+        this.reserveWork(this.retained + to - at);
+        chunk.copy(this.work, this.retained, at, to);
         this.buf = this.work;
-        this.end = this.retained + chunk.length;
+        this.end = this.retained + to - at;
+        at = to;
+        this.stopAtUnitEnd = true;
+        this.scanAndFlush();
+        this.stopAtUnitEnd = false;
+        if (this.stoppedAtUnitEnd) {
+          // The held item is whole: the piece's bytes after it are scanned again where they lie in the chunk.
+          this.stoppedAtUnitEnd = false;
+          at -= this.end - this.pos;
+          this.end = this.pos;
+        }
+        // What went out points into `work`, which the next piece overwrites: copied now.
+        const out = this.takeOutput();
+        before = before === null ? out : Buffer.concat([before, out]);
+        this.retainTail();
       }
-      this.scan();
-      this.flushBetweenItems();
+      if (at < chunk.length) {
+        this.buf = at === 0 ? chunk : chunk.subarray(at);
+        this.end = this.buf.length;
+        this.scanAndFlush();
+        if (before !== null && before.length > 0) this.output.unshift(before);
+      } else if (before !== null) {
+        return before;
+      }
       const out = this.takeOutput();
       this.retainTail();
       return out;
     } catch (error) {
       throw this.fail(error);
     }
+  }
+
+  private scanAndFlush(): void {
+    this.scan();
+    this.flushBetweenItems();
   }
 
   /** Checks that the response ended where it may; returns the last bytes to send. */
@@ -677,6 +711,11 @@ export class TenantViewScanner {
         if (closed !== ROLE_OTHER) {
           this.pos = pos;
           this.onClose(closed, role, pos);
+          if (this.stopAtUnitEnd && this.unitStart < 0) {
+            this.stoppedAtUnitEnd = true;
+            expect = depth === 0 ? afterTopValue : EXPECT_COMMA_OR_CLOSE;
+            break;
+          }
         }
         if (depth === 0) expect = afterTopValue;
         else if (pos < end && buf[pos] === 0x2c /* , */) {

@@ -47,30 +47,49 @@ async function ensure(pool: UpstreamPool, collectionPath: string, object: Upstre
   throw new Error(`bootstrap: creating ${collectionPath}/${object.metadata.name} answered ${created.status}: ${JSON.stringify(created.body).slice(0, 300)}`);
 }
 
+/** Name of the RoleBinding that makes the tenant admin cluster-admin in each of its upstream namespaces. */
+export const TENANT_ADMIN_BINDING = 'tenantgate:tenant-admin';
+
+/** Name of the ClusterRoleBinding of a tenant's admin to TENANT_CLUSTER_ROLE. */
+export function tenantClusterRoleBindingName(tenant: TenantId): string {
+  return `tenantgate:tenant:${tenant}`;
+}
+
 /** Full power inside one of the tenant's upstream namespaces: cluster-admin, bound in that namespace only. */
 export async function grantTenantNamespace(pool: UpstreamPool, tenant: TenantId, upstreamNamespace: string): Promise<void> {
   await ensure(pool, `/apis/rbac.authorization.k8s.io/v1/namespaces/${upstreamNamespace}/rolebindings`, {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'RoleBinding',
-    metadata: { name: 'tenantgate:tenant-admin', namespace: upstreamNamespace, labels: { [TENANT_LABEL]: tenant } },
+    metadata: { name: TENANT_ADMIN_BINDING, namespace: upstreamNamespace, labels: { [TENANT_LABEL]: tenant } },
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
     subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: tenantAdminUser(tenant) }],
   });
 }
 
-/** Creates (or confirms) the tenant's built-in namespaces and RBAC upstream. Idempotent. */
-export async function bootstrapTenant(pool: UpstreamPool, tenant: TenantId): Promise<void> {
+/** The ClusterRole every tenant admin is bound to (shared by all tenants). */
+export async function ensureTenantClusterRole(pool: UpstreamPool): Promise<void> {
   await ensure(pool, '/apis/rbac.authorization.k8s.io/v1/clusterroles', TENANT_CLUSTER_ROLE);
+}
+
+export async function ensureTenantClusterRoleBinding(pool: UpstreamPool, tenant: TenantId): Promise<void> {
   await ensure(pool, '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRoleBinding',
-    metadata: { name: `tenantgate:tenant:${tenant}`, labels: { [TENANT_LABEL]: tenant } },
+    metadata: { name: tenantClusterRoleBindingName(tenant), labels: { [TENANT_LABEL]: tenant } },
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: TENANT_CLUSTER_ROLE.metadata.name },
     subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: tenantAdminUser(tenant) }],
   });
-  for (const namespace of BUILTIN_NAMESPACES) {
-    const upstreamNamespace = toUpstreamName(namespace, tenant);
-    await ensure(pool, '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: upstreamNamespace, labels: { [TENANT_LABEL]: tenant } } });
-    await grantTenantNamespace(pool, tenant, upstreamNamespace);
-  }
+}
+
+/** One of the tenant's upstream namespaces, labelled as its own, with its admin's RoleBinding in it. */
+export async function ensureTenantNamespace(pool: UpstreamPool, tenant: TenantId, upstreamNamespace: string): Promise<void> {
+  await ensure(pool, '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: upstreamNamespace, labels: { [TENANT_LABEL]: tenant } } });
+  await grantTenantNamespace(pool, tenant, upstreamNamespace);
+}
+
+/** Creates (or confirms) the tenant's built-in namespaces and RBAC upstream. Idempotent. */
+export async function bootstrapTenant(pool: UpstreamPool, tenant: TenantId): Promise<void> {
+  await ensureTenantClusterRole(pool);
+  await ensureTenantClusterRoleBinding(pool, tenant);
+  for (const namespace of BUILTIN_NAMESPACES) await ensureTenantNamespace(pool, tenant, toUpstreamName(namespace, tenant));
 }

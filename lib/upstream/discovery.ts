@@ -20,11 +20,20 @@ const MIN_MISS_REFRESH_INTERVAL_MS = 1_000;
 interface DiscoveredResource {
   resource: string;
   scope: Scope;
+  verbs?: string[];
   responseKind?: { group: string; version: string; kind: string };
 }
 
 interface DiscoveryList {
   items?: { metadata?: { name?: string }; versions?: { version: string; resources?: DiscoveredResource[] }[] }[];
+}
+
+/** A cluster-scoped resource the upstream serves, at its group's preferred version that serves it. */
+export interface ClusterResource {
+  group: string;
+  version: string;
+  resource: string;
+  verbs: readonly string[];
 }
 
 export class DiscoveryCache {
@@ -35,6 +44,7 @@ export class DiscoveryCache {
   private kindScopes = new Map<string, Scope>();
   /** `group/version` → the resources it serves. */
   private resourcesByVersion = new Map<string, string[]>();
+  private clusterResourceList: ClusterResource[] = [];
   private refreshedAt = 0;
   private refreshing: Promise<void> | null = null;
 
@@ -55,6 +65,11 @@ export class DiscoveryCache {
 
   scopeOfKind(group: string, kind: string): Scope | undefined {
     return this.kindScopes.get(`${group}/${kind}`);
+  }
+
+  /** Every cluster-scoped resource of every group (custom ones included), as of the last refresh. */
+  clusterResources(): readonly ClusterResource[] {
+    return this.clusterResourceList;
   }
 
   /** The scope, refreshing discovery first if the resource is unknown or the cache is old. */
@@ -86,6 +101,7 @@ export class DiscoveryCache {
     const scopes = new Map<string, Scope>();
     const kindScopes = new Map<string, Scope>();
     const resourcesByVersion = new Map<string, string[]>();
+    const clusterResources = new Map<string, ClusterResource>();
     for (const root of ['/api', '/apis']) {
       const answer = await upstreamJson(this.pool, 'GET', root, undefined, { accept: AGGREGATED_DISCOVERY_MEDIA_TYPE });
       if (answer.status !== 200) throw new Error(`discovery ${root}: upstream answered ${answer.status}`);
@@ -96,6 +112,11 @@ export class DiscoveryCache {
           for (const r of version.resources ?? []) {
             scopes.set(`${groupName}/${r.resource}`, r.scope);
             if (r.responseKind?.kind) kindScopes.set(`${groupName}/${r.responseKind.kind}`, r.scope);
+            // Versions come preferred first: keep the first version that serves the resource.
+            const key = `${groupName}/${r.resource}`;
+            if (r.scope === 'Cluster' && !clusterResources.has(key)) {
+              clusterResources.set(key, { group: groupName, version: version.version, resource: r.resource, verbs: r.verbs ?? [] });
+            }
           }
         }
       }
@@ -103,6 +124,7 @@ export class DiscoveryCache {
     this.scopes = scopes;
     this.kindScopes = kindScopes;
     this.resourcesByVersion = resourcesByVersion;
+    this.clusterResourceList = [...clusterResources.values()];
     this.refreshedAt = Date.now();
   }
 }

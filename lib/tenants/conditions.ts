@@ -1,0 +1,26 @@
+// status.conditions of a Tenant, set the way Kubernetes controllers set theirs: one condition per type,
+// lastTransitionTime moves only when the status changes. Never writes to a store: callers decide when to save.
+import type { Tenant, TenantCondition } from './tenant.ts';
+
+export function conditionOf(tenant: Tenant, type: string): TenantCondition | undefined {
+  return tenant.status?.conditions?.find((condition) => condition.type === type);
+}
+
+/** Sets (or replaces) the condition of its type on `tenant`; returns false when nothing changed (no write needed). */
+export function setCondition(tenant: Tenant, condition: Omit<TenantCondition, 'lastTransitionTime'>, now = new Date()): boolean {
+  const status = (tenant.status ??= {});
+  const conditions = (status.conditions ??= []);
+  const index = conditions.findIndex((existing) => existing.type === condition.type);
+  const existing = index === -1 ? undefined : conditions[index];
+  if (existing !== undefined && existing.status === condition.status && existing.reason === condition.reason && existing.message === condition.message) {
+    return false;
+  }
+  const lastTransitionTime =
+    existing !== undefined && existing.status === condition.status ? existing.lastTransitionTime : now.toISOString().replace(/\.\d+Z$/, 'Z');
+  const next: TenantCondition = { type: condition.type, status: condition.status, lastTransitionTime };
+  if (condition.reason !== undefined) next.reason = condition.reason;
+  if (condition.message !== undefined) next.message = condition.message;
+  if (index === -1) conditions.push(next);
+  else conditions[index] = next;
+  return true;
+}

@@ -1,0 +1,386 @@
+// Follows the tenant store and the upstream: bootstraps each new tenant upstream and marks it Ready, puts back
+// whatever of its bootstrap objects goes missing, and removes all of a deleted tenant's upstream objects before the
+// Tenant itself. Never creates anything for a tenant being deleted, nor deletes outside a tenant's exact prefix.
+import { isTenantId, TENANT_LABEL, toUpstreamName, type TenantId } from '../convert/prefix.ts';
+import { log } from '../log.ts';
+import { upstreamJson } from '../upstream/client.ts';
+import { DiscoveryCache } from '../upstream/discovery.ts';
+import { listUpstream, watchUpstream, type WatchEvent } from '../upstream/own-watch.ts';
+import type { UpstreamPool } from '../upstream/pool.ts';
+import {
+  bootstrapTenant,
+  BUILTIN_NAMESPACES,
+  ensureTenantClusterRole,
+  ensureTenantClusterRoleBinding,
+  ensureTenantNamespace,
+  grantTenantNamespace,
+  TENANT_ADMIN_BINDING,
+  TENANT_CLUSTER_ROLE,
+  tenantClusterRoleBindingName,
+} from './bootstrap.ts';
+import { cleanupDone, deleteTenantObjects, type CleanupProgress } from './cleanup.ts';
+import { conditionOf, setCondition } from './conditions.ts';
+import { TenantConflict, TenantMissing, type Tenant, type TenantEvent, type TenantStore } from './tenant.ts';
+
+/** Set by the Tenant API with deletionTimestamp; dropped here once the tenant's upstream objects are gone. */
+export const CLEANUP_FINALIZER = 'tenant.kubezoo.io/cleanup';
+
+export interface TenantLifecycleOptions {
+  store: TenantStore;
+  pool: UpstreamPool;
+  discovery?: DiscoveryCache;
+  /** Full reconcile of every tenant, a safety net behind the upstream watches. */
+  resyncIntervalMs?: number;
+  /** How often a deleted tenant's cleanup looks again while namespaces and CRDs finalize. */
+  cleanupIntervalMs?: number;
+  /** Longest wait before retrying a failed bootstrap or cleanup. */
+  maxBackoffMs?: number;
+}
+
+type Phase = 'bootstrap' | 'cleanup' | 'idle';
+
+/** One tenant's bootstrap or cleanup: never two steps of one tenant at once. */
+interface TenantWork {
+  phase: Phase;
+  running: Promise<void> | null;
+  again: boolean;
+  failures: number;
+  timer: NodeJS.Timeout | undefined;
+}
+
+const FIRST_BACKOFF_MS = 500;
+const RECONCILE_DEBOUNCE_MS = 100;
+/** Past this many tenants to look at, one pass over all is cheaper than selectors naming each. */
+const MAX_SELECTOR_TENANTS = 50;
+const STATUS_WRITE_ATTEMPTS = 10;
+
+const RBAC = '/apis/rbac.authorization.k8s.io/v1';
+
+function wantedPhase(tenant: Tenant): Phase {
+  if (tenant.metadata.deletionTimestamp !== undefined) return 'cleanup';
+  return conditionOf(tenant, 'Ready')?.status === 'True' ? 'idle' : 'bootstrap';
+}
+
+function progressMessage(progress: CleanupProgress): string {
+  const unlisted = progress.unlisted.length === 0 ? '' : `; cannot list ${progress.unlisted.join(', ')} yet`;
+  return `deleting ${progress.namespaces} namespaces, ${progress.clusterObjects} cluster-scoped objects remaining${unlisted}`;
+}
+
+/** The tenant an upstream namespace name is under, if it is a tenant's at all. */
+function tenantOfNamespace(namespace: string | undefined): TenantId | undefined {
+  if (namespace === undefined || namespace.charCodeAt(6) !== 45 /* '-' */) return undefined;
+  const id = namespace.slice(0, 6);
+  return isTenantId(id) ? id : undefined;
+}
+
+export class TenantLifecycle {
+  readonly #store: TenantStore;
+  readonly #pool: UpstreamPool;
+  readonly #discovery: DiscoveryCache;
+  readonly #resyncIntervalMs: number;
+  readonly #cleanupIntervalMs: number;
+  readonly #maxBackoffMs: number;
+  readonly #work = new Map<TenantId, TenantWork>();
+  readonly #stoppers: (() => void)[] = [];
+  #stopped = false;
+  #resyncTimer: NodeJS.Timeout | undefined;
+  // Reconcile: tenants whose upstream objects changed, coalesced into one pass.
+  readonly #dirty = new Set<TenantId>();
+  #dirtyAll = false;
+  #flushTimer: NodeJS.Timeout | undefined;
+  #reconciling: Promise<void> | null = null;
+
+  constructor(options: TenantLifecycleOptions) {
+    this.#store = options.store;
+    this.#pool = options.pool;
+    this.#discovery = options.discovery ?? new DiscoveryCache(options.pool);
+    this.#resyncIntervalMs = options.resyncIntervalMs ?? 30_000;
+    this.#cleanupIntervalMs = options.cleanupIntervalMs ?? 1_000;
+    this.#maxBackoffMs = options.maxBackoffMs ?? 30_000;
+  }
+
+  async start(): Promise<void> {
+    this.#stoppers.push(this.#store.onChange((event) => this.#onTenantEvent(event)));
+    for (const tenant of this.#store.list()) this.#follow(tenant);
+    this.#watchUpstream();
+    this.#resyncTimer = setInterval(() => this.#markDirty('all'), this.#resyncIntervalMs);
+    this.#resyncTimer.unref();
+  }
+
+  /** Ends every watch and timer, and waits for the steps under way. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    for (const stop of this.#stoppers.splice(0)) stop();
+    clearInterval(this.#resyncTimer);
+    clearTimeout(this.#flushTimer);
+    const running: Promise<void>[] = [];
+    for (const work of this.#work.values()) {
+      clearTimeout(work.timer);
+      if (work.running !== null) running.push(work.running);
+    }
+    if (this.#reconciling !== null) running.push(this.#reconciling);
+    await Promise.allSettled(running);
+    this.#work.clear();
+  }
+
+  // ---- the store's side: bootstrap and cleanup, one tenant at a time ----
+
+  #onTenantEvent(event: TenantEvent): void {
+    const id = event.tenant.metadata.name;
+    if (event.type === 'DELETED') {
+      const work = this.#work.get(id);
+      if (work !== undefined && work.running === null) {
+        clearTimeout(work.timer);
+        this.#work.delete(id);
+      }
+      return;
+    }
+    this.#follow(event.tenant);
+  }
+
+  /** Starts the tenant's bootstrap or cleanup unless it is already under way (our own status writes land here too). */
+  #follow(tenant: Tenant): void {
+    const phase = wantedPhase(tenant);
+    const work = this.#work.get(tenant.metadata.name);
+    if (work !== undefined && work.phase === phase && (work.running !== null || work.timer !== undefined)) return;
+    if (phase === 'idle' && work === undefined) return;
+    this.#kick(tenant.metadata.name);
+  }
+
+  #kick(id: TenantId): void {
+    if (this.#stopped) return;
+    let work = this.#work.get(id);
+    if (work === undefined) {
+      work = { phase: 'idle', running: null, again: false, failures: 0, timer: undefined };
+      this.#work.set(id, work);
+    }
+    if (work.running !== null) {
+      work.again = true;
+      return;
+    }
+    clearTimeout(work.timer);
+    work.timer = undefined;
+    const current = work;
+    current.running = this.#step(id, current).then((delayMs) => {
+      current.running = null;
+      if (this.#stopped) return;
+      if (current.again) {
+        current.again = false;
+        this.#kick(id);
+      } else if (delayMs !== null) {
+        current.timer = setTimeout(() => this.#kick(id), delayMs);
+      } else if (this.#work.get(id) === current && current.phase === 'idle') {
+        this.#work.delete(id);
+      }
+    });
+  }
+
+  /** One step of the tenant's bootstrap or cleanup; resolves to when to look again (null: done). Never rejects. */
+  async #step(id: TenantId, work: TenantWork): Promise<number | null> {
+    const tenant = this.#store.get(id);
+    if (tenant === undefined) {
+      work.phase = 'idle';
+      return null;
+    }
+    work.phase = wantedPhase(tenant);
+    try {
+      if (work.phase === 'cleanup') {
+        const done = await this.#cleanup(id);
+        work.failures = 0;
+        return done ? null : this.#cleanupIntervalMs;
+      }
+      if (work.phase === 'bootstrap') await this.#bootstrap(id);
+      work.failures = 0;
+      work.phase = 'idle';
+      return null;
+    } catch (error) {
+      const message = (error as Error).message;
+      log.warn('tenant lifecycle step failed', { tenant: id, phase: work.phase, error: message });
+      const reason = work.phase === 'cleanup' ? 'CleanupFailed' : 'BootstrapFailed';
+      const type = work.phase === 'cleanup' ? 'Terminating' : 'Ready';
+      await this.#writeStatus(id, (t) => setCondition(t, { type, status: type === 'Ready' ? 'False' : 'True', reason, message: message.slice(0, 500) })).catch(
+        () => {}, // the store is unavailable too: the retry will tell
+      );
+      const delay = Math.min(FIRST_BACKOFF_MS * 2 ** work.failures, this.#maxBackoffMs);
+      work.failures++;
+      return delay;
+    }
+  }
+
+  async #bootstrap(id: TenantId): Promise<void> {
+    await bootstrapTenant(this.#pool, id);
+    await this.#writeStatus(id, (tenant) => {
+      if (tenant.metadata.deletionTimestamp !== undefined) return false;
+      const changed = setCondition(tenant, { type: 'Ready', status: 'True', reason: 'Bootstrapped', message: 'built-in namespaces and RBAC are in place upstream' });
+      if (tenant.status!.online === true) return changed;
+      tenant.status!.online = true;
+      return true;
+    });
+  }
+
+  /** One cleanup pass; true once the Tenant is removed (or already was). */
+  async #cleanup(id: TenantId): Promise<boolean> {
+    const progress = await deleteTenantObjects(this.#pool, this.#discovery, id);
+    if (!cleanupDone(progress)) {
+      await this.#writeStatus(id, (tenant) => {
+        let changed = setCondition(tenant, { type: 'Terminating', status: 'True', reason: 'DeletingUpstreamObjects', message: progressMessage(progress) });
+        changed = setCondition(tenant, { type: 'Ready', status: 'False', reason: 'Terminating', message: 'the tenant is being deleted' }) || changed;
+        if (tenant.status!.online !== false) {
+          tenant.status!.online = false;
+          changed = true;
+        }
+        return changed;
+      });
+      return false;
+    }
+    // Nothing is left upstream: the Tenant goes last, first its finalizer, then the object.
+    const final = await this.#writeStatus(id, (tenant) => {
+      const finalizers = tenant.metadata.finalizers ?? [];
+      const changed = setCondition(tenant, { type: 'Terminating', status: 'True', reason: 'UpstreamObjectsRemoved', message: 'no upstream objects of the tenant remain' });
+      if (!finalizers.includes(CLEANUP_FINALIZER)) return changed;
+      tenant.metadata.finalizers = finalizers.filter((finalizer) => finalizer !== CLEANUP_FINALIZER);
+      return true;
+    });
+    if (final === undefined) return true;
+    try {
+      await this.#store.remove(id, final.metadata.resourceVersion);
+    } catch (error) {
+      if (error instanceof TenantMissing) return true; // another replica was first
+      throw error;
+    }
+    log.info('tenant deleted', { tenant: id });
+    return true;
+  }
+
+  /**
+   * Applies `mutate` to the stored tenant and writes it when it says something changed, re-reading on conflict
+   * (another replica, or the Tenant API, wrote first). Resolves to the tenant as stored, undefined when it is gone.
+   */
+  async #writeStatus(id: TenantId, mutate: (tenant: Tenant) => boolean): Promise<Tenant | undefined> {
+    for (let attempt = 1; ; attempt++) {
+      const stored = this.#store.get(id);
+      if (stored === undefined) return undefined;
+      const tenant = structuredClone(stored);
+      if (!mutate(tenant)) return stored;
+      try {
+        return await this.#store.update(tenant);
+      } catch (error) {
+        if (error instanceof TenantMissing) return undefined;
+        if (!(error instanceof TenantConflict) || attempt >= STATUS_WRITE_ATTEMPTS) throw error;
+        // The index may not have the newer version yet (etcd): give its watch a moment.
+        await new Promise((resolve) => setTimeout(resolve, 20 * attempt));
+      }
+    }
+  }
+
+  // ---- the upstream's side: put back what active tenants lack ----
+
+  #watchUpstream(): void {
+    const onError = (error: Error) => log.debug('tenant lifecycle watch', { error: error.message });
+    const onResync = () => this.#markDirty('all');
+    const watch = (path: string, onEvent: (event: WatchEvent) => void) => this.#stoppers.push(watchUpstream(this.#pool, path, { onEvent, onResync, onError }));
+    const byLabel = `labelSelector=${encodeURIComponent(TENANT_LABEL)}`;
+
+    // New namespaces need their RoleBinding; deleted ones may be built-in ones to put back.
+    watch(`/api/v1/namespaces?${byLabel}`, (event) => {
+      if (event.type !== 'MODIFIED') this.#markDirty(event.object.metadata.labels?.[TENANT_LABEL]);
+    });
+    watch(`${RBAC}/rolebindings?fieldSelector=${encodeURIComponent(`metadata.name=${TENANT_ADMIN_BINDING}`)}`, (event) => {
+      if (event.type === 'DELETED') this.#markDirty(event.object.metadata.labels?.[TENANT_LABEL] ?? tenantOfNamespace(event.object.metadata.namespace));
+    });
+    watch(`${RBAC}/clusterrolebindings?${byLabel}`, (event) => {
+      if (event.type === 'DELETED') this.#markDirty(event.object.metadata.labels?.[TENANT_LABEL]);
+    });
+    watch(`${RBAC}/clusterroles?fieldSelector=${encodeURIComponent(`metadata.name=${TENANT_CLUSTER_ROLE.metadata.name}`)}`, (event) => {
+      if (event.type === 'DELETED') this.#markDirty('all');
+    });
+  }
+
+  #markDirty(id: TenantId | 'all' | undefined): void {
+    if (this.#stopped || id === undefined) return;
+    if (id === 'all') this.#dirtyAll = true;
+    else if (isTenantId(id)) this.#dirty.add(id);
+    else return;
+    if (this.#flushTimer === undefined && this.#reconciling === null) {
+      this.#flushTimer = setTimeout(() => this.#flush(), RECONCILE_DEBOUNCE_MS);
+    }
+  }
+
+  #flush(): void {
+    this.#flushTimer = undefined;
+    if (this.#stopped) return;
+    const all = this.#dirtyAll || this.#dirty.size > MAX_SELECTOR_TENANTS;
+    const ids = [...this.#dirty];
+    this.#dirtyAll = false;
+    this.#dirty.clear();
+    this.#reconciling = this.#reconcile(all ? 'all' : ids)
+      .catch((error: Error) => {
+        log.warn('tenant reconcile failed', { error: error.message });
+        // Try again on the next change or resync; mark everything so nothing is forgotten.
+        this.#dirtyAll = true;
+      })
+      .finally(() => {
+        this.#reconciling = null;
+        if (this.#stopped || (!this.#dirtyAll && this.#dirty.size === 0)) return;
+        this.#flushTimer = setTimeout(() => this.#flush(), this.#dirtyAll && this.#dirty.size === 0 ? this.#cleanupIntervalMs : RECONCILE_DEBOUNCE_MS);
+      });
+  }
+
+  /**
+   * Re-creates what active tenants lack upstream: the shared ClusterRole, each tenant's ClusterRoleBinding, its
+   * built-in namespaces, and the admin RoleBinding in every namespace labelled as its own. A namespace being deleted
+   * is left to finish; a built-in one comes back once it is gone (its watch's DELETED event brings us here again).
+   */
+  async #reconcile(which: TenantId[] | 'all'): Promise<void> {
+    const tenants = (which === 'all' ? this.#store.list() : which.map((id) => this.#store.get(id)).filter((t) => t !== undefined)).filter(
+      (tenant) => tenant.metadata.deletionTimestamp === undefined,
+    );
+    if (tenants.length === 0) return;
+    const ids = tenants.map((tenant) => tenant.metadata.name);
+    const selector = which === 'all' ? TENANT_LABEL : `${TENANT_LABEL} in (${ids.join(',')})`;
+    const bySelector = `labelSelector=${encodeURIComponent(selector)}`;
+    const repairs: Promise<void>[] = [];
+    const repair = (what: string, id: TenantId, action: () => Promise<void>) =>
+      repairs.push(
+        action().then(
+          () => log.info('tenant reconcile restored', { tenant: id, what }),
+          (error: Error) => log.warn('tenant reconcile could not restore', { tenant: id, what, error: error.message }),
+        ),
+      );
+
+    const role = await upstreamJson(this.#pool, 'GET', `${RBAC}/clusterroles/${encodeURIComponent(TENANT_CLUSTER_ROLE.metadata.name)}`);
+    if (role.status === 404) repair(`clusterrole ${TENANT_CLUSTER_ROLE.metadata.name}`, ids[0]!, () => ensureTenantClusterRole(this.#pool));
+
+    const bindings = new Set((await listUpstream(this.#pool, `${RBAC}/clusterrolebindings?${bySelector}`)).map((item) => item.metadata.name));
+    for (const id of ids) {
+      if (!bindings.has(tenantClusterRoleBindingName(id))) repair(`clusterrolebinding ${tenantClusterRoleBindingName(id)}`, id, () => ensureTenantClusterRoleBinding(this.#pool, id));
+    }
+
+    const namespaces = await listUpstream(this.#pool, `/api/v1/namespaces?${bySelector}`);
+    const adminBindings = `fieldSelector=${encodeURIComponent(`metadata.name=${TENANT_ADMIN_BINDING}`)}${which === 'all' ? '' : '&' + bySelector}`;
+    const granted = new Set((await listUpstream(this.#pool, `${RBAC}/rolebindings?${adminBindings}`)).map((item) => item.metadata.namespace));
+    const namespacesOf = new Map<TenantId, typeof namespaces>();
+    for (const namespace of namespaces) {
+      const id = namespace.metadata.labels?.[TENANT_LABEL];
+      // A label is not enough: only a namespace under the tenant's own prefix is the tenant's.
+      if (id === undefined || tenantOfNamespace(namespace.metadata.name) !== id) continue;
+      const list = namespacesOf.get(id) ?? [];
+      list.push(namespace);
+      namespacesOf.set(id, list);
+    }
+    for (const id of ids) {
+      const mine = namespacesOf.get(id) ?? [];
+      const present = new Set(mine.map((namespace) => namespace.metadata.name));
+      for (const builtin of BUILTIN_NAMESPACES) {
+        const name = toUpstreamName(builtin, id);
+        if (!present.has(name)) repair(`namespace ${name}`, id, () => ensureTenantNamespace(this.#pool, id, name));
+      }
+      for (const namespace of mine) {
+        const terminating = namespace.metadata.deletionTimestamp !== undefined || namespace.status?.phase === 'Terminating';
+        if (terminating || granted.has(namespace.metadata.name)) continue;
+        repair(`rolebinding ${namespace.metadata.name}/${TENANT_ADMIN_BINDING}`, id, () => grantTenantNamespace(this.#pool, id, namespace.metadata.name));
+      }
+    }
+    await Promise.all(repairs);
+  }
+}

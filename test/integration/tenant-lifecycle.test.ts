@@ -1,0 +1,274 @@
+// The tenant lifecycle against a real kube-apiserver and kube-controller-manager, driven in-process:
+// bootstrap and Ready, what is deleted upstream comes back, and deletion removes exactly the tenant's objects.
+import t from 'tap';
+import { startRig, type Rig } from '../../lib/rig/harness.ts';
+import { TENANT_LABEL } from '../../lib/convert/prefix.ts';
+import { upstreamJson } from '../../lib/upstream/client.ts';
+import { UpstreamPool } from '../../lib/upstream/pool.ts';
+import { conditionOf } from '../../lib/tenants/conditions.ts';
+import { CLEANUP_FINALIZER, TenantLifecycle } from '../../lib/tenants/lifecycle.ts';
+import { MemoryTenantStore } from '../../lib/tenants/memory-store.ts';
+import { TENANT_API_VERSION, type Tenant, type TenantEvent } from '../../lib/tenants/tenant.ts';
+
+let rig: Rig;
+let pool: UpstreamPool;
+let store: MemoryTenantStore;
+let lifecycle: TenantLifecycle;
+
+t.before(async () => {
+  rig = await startRig({ controllers: true });
+  pool = new UpstreamPool(rig.admin);
+  store = new MemoryTenantStore();
+  lifecycle = new TenantLifecycle({ store, pool, resyncIntervalMs: 30_000, cleanupIntervalMs: 500 });
+  await lifecycle.start();
+});
+t.teardown(async () => {
+  await lifecycle?.stop();
+  pool?.close();
+  await rig?.stop();
+});
+
+const RBAC = '/apis/rbac.authorization.k8s.io/v1';
+
+async function status(path: string): Promise<number> {
+  return (await upstreamJson(pool, 'GET', path)).status;
+}
+
+async function create(path: string, body: object): Promise<void> {
+  const answer = await upstreamJson(pool, 'POST', path, body);
+  if (answer.status !== 201) throw new Error(`POST ${path}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`);
+}
+
+/** Polls until `check` is true; returns the milliseconds it took. */
+async function within(what: string, timeoutMs: number, check: () => boolean | Promise<boolean>): Promise<number> {
+  const started = performance.now();
+  for (;;) {
+    if (await check()) return Math.round(performance.now() - started);
+    if (performance.now() - started > timeoutMs) throw new Error(`not within ${timeoutMs} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+function addTenant(id: string): Promise<Tenant> {
+  return store.create({ apiVersion: TENANT_API_VERSION, kind: 'Tenant', metadata: { name: id, finalizers: [CLEANUP_FINALIZER] }, spec: {} });
+}
+
+/** What the Tenant API does on `kubectl delete tenant`: deletionTimestamp set, finalizer kept. */
+async function markDeleted(id: string): Promise<void> {
+  const tenant = structuredClone(store.get(id)!);
+  tenant.metadata.deletionTimestamp = new Date().toISOString();
+  await store.update(tenant);
+}
+
+const isReady = (id: string) => conditionOf(store.get(id) ?? ({} as Tenant), 'Ready')?.status === 'True';
+
+t.test('a new tenant is bootstrapped upstream and Ready within seconds', async (t) => {
+  await addTenant('life01');
+  const ms = await within('life01 Ready', 10_000, () => isReady('life01'));
+  t.comment(`create → Ready=True: ${ms} ms`);
+  const tenant = store.get('life01')!;
+  t.equal(tenant.status?.online, true, 'status.online');
+  t.equal(conditionOf(tenant, 'Ready')?.reason, 'Bootstrapped');
+  for (const ns of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) {
+    const answer = await upstreamJson(pool, 'GET', `/api/v1/namespaces/life01-${ns}`);
+    t.equal(answer.status, 200, `namespace life01-${ns} exists`);
+    t.equal(answer.body.metadata.labels[TENANT_LABEL], 'life01', 'with the tenant label');
+    t.equal(await status(`${RBAC}/namespaces/life01-${ns}/rolebindings/tenantgate:tenant-admin`), 200, `admin RoleBinding in life01-${ns}`);
+  }
+  t.equal(await status(`${RBAC}/clusterrolebindings/tenantgate:tenant:life01`), 200, 'the ClusterRoleBinding');
+  t.equal(await status(`${RBAC}/clusterroles/tenantgate:tenant-cluster-scope`), 200, 'the shared ClusterRole');
+});
+
+t.test('what a tenant deletes of its bootstrap objects upstream comes back within seconds', async (t) => {
+  await addTenant('life02');
+  await within('life02 Ready', 10_000, () => isReady('life02'));
+
+  const bindingPath = `${RBAC}/namespaces/life02-default/rolebindings/tenantgate:tenant-admin`;
+  t.equal((await upstreamJson(pool, 'DELETE', bindingPath)).status, 200);
+  t.comment(`admin RoleBinding back in ${await within('RoleBinding back', 10_000, async () => (await status(bindingPath)) === 200)} ms`);
+
+  const clusterBindingPath = `${RBAC}/clusterrolebindings/tenantgate:tenant:life02`;
+  t.equal((await upstreamJson(pool, 'DELETE', clusterBindingPath)).status, 200);
+  t.comment(`ClusterRoleBinding back in ${await within('ClusterRoleBinding back', 10_000, async () => (await status(clusterBindingPath)) === 200)} ms`);
+
+  const rolePath = `${RBAC}/clusterroles/tenantgate:tenant-cluster-scope`;
+  t.equal((await upstreamJson(pool, 'DELETE', rolePath)).status, 200);
+  t.comment(`shared ClusterRole back in ${await within('ClusterRole back', 10_000, async () => (await status(rolePath)) === 200)} ms`);
+
+  // A namespace the tenant made later, whose RoleBinding the request path failed to create.
+  await create('/api/v1/namespaces', { metadata: { name: 'life02-apps', labels: { [TENANT_LABEL]: 'life02' } } });
+  t.comment(`RoleBinding in a later namespace in ${await within('RoleBinding in life02-apps', 10_000, async () => (await status(`${RBAC}/namespaces/life02-apps/rolebindings/tenantgate:tenant-admin`)) === 200)} ms`);
+  // A namespace labelled as the tenant's but outside its prefix gets nothing.
+  await create('/api/v1/namespaces', { metadata: { name: 'life02x-apps', labels: { [TENANT_LABEL]: 'life02' } } });
+
+  const namespacePath = '/api/v1/namespaces/life02-default';
+  const deleting = await upstreamJson(pool, 'DELETE', namespacePath);
+  t.equal(deleting.status, 200);
+  const uid = deleting.body.metadata.uid;
+  const ms = await within('life02-default back', 60_000, async () => {
+    const answer = await upstreamJson(pool, 'GET', namespacePath);
+    return answer.status === 200 && answer.body.metadata.uid !== uid && answer.body.status.phase === 'Active';
+  });
+  t.comment(`deleted built-in namespace back (after it finished terminating) in ${ms} ms`);
+  t.equal(await within('its RoleBinding back', 10_000, async () => (await status(bindingPath)) === 200) >= 0, true, 'with its RoleBinding');
+  t.equal(await status(`${RBAC}/namespaces/life02x-apps/rolebindings/tenantgate:tenant-admin`), 404, 'no RoleBinding outside the prefix, label or not');
+});
+
+t.test('a tenant created while the upstream is down is Ready=False, then bootstrapped once it is back; watches resume', async (t) => {
+  await rig.stopApiserver('crash');
+  try {
+    await addTenant('life03');
+    await within('life03 Ready=False', 15_000, () => conditionOf(store.get('life03')!, 'Ready')?.status === 'False');
+    t.equal(conditionOf(store.get('life03')!, 'Ready')?.reason, 'BootstrapFailed', 'the reason says why');
+  } finally {
+    const restarting = performance.now();
+    await rig.startApiserver();
+    t.comment(`upstream ready again after ${Math.round(performance.now() - restarting)} ms`);
+  }
+  t.comment(`then life03 Ready=True after ${await within('life03 Ready', 60_000, () => isReady('life03'))} ms more`);
+  const bindingPath = `${RBAC}/clusterrolebindings/tenantgate:tenant:life01`;
+  t.equal((await upstreamJson(pool, 'DELETE', bindingPath)).status, 200);
+  t.comment(`after the restart, a deleted ClusterRoleBinding back in ${await within('binding back after restart', 30_000, async () => (await status(bindingPath)) === 200)} ms`);
+});
+
+/** The same set of objects for a tenant (or any prefix), labelled as that tenant's. */
+async function populate(id: string): Promise<void> {
+  const labels = { [TENANT_LABEL]: id };
+  await create('/api/v1/namespaces', { metadata: { name: `${id}-apps`, labels } });
+  for (const ns of [`${id}-default`, `${id}-apps`]) {
+    await create(`/api/v1/namespaces/${ns}/configmaps`, { metadata: { name: 'settings', labels }, data: { a: '1' } });
+  }
+  await create(`${RBAC}/clusterroles`, { metadata: { name: `${id}-reader`, labels }, rules: [] });
+  await create(`${RBAC}/clusterrolebindings`, {
+    metadata: { name: `${id}-reader`, labels },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `${id}-reader` },
+    subjects: [{ kind: 'User', name: `${id}-someone`, apiGroup: 'rbac.authorization.k8s.io' }],
+  });
+  await create('/apis/scheduling.k8s.io/v1/priorityclasses', { metadata: { name: `${id}-high`, labels }, value: 1000 });
+  const group = `${id}-example.com`;
+  await create('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {
+    metadata: { name: `widgets.${group}`, labels },
+    spec: {
+      group,
+      scope: 'Namespaced',
+      names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
+      versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+    },
+  });
+  await within(`CRD widgets.${group} established`, 20_000, async () => {
+    const answer = await upstreamJson(pool, 'GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.${group}`);
+    return answer.body?.status?.conditions?.some((c: { type: string; status: string }) => c.type === 'Established' && c.status === 'True') === true;
+  });
+  await within(`widgets.${group} served`, 20_000, async () => {
+    const answer = await upstreamJson(pool, 'POST', `/apis/${group}/v1/namespaces/${id}-apps/widgets`, { apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'w1', labels } });
+    return answer.status === 201 || answer.status === 409;
+  });
+}
+
+function objectsOf(id: string): string[] {
+  return [
+    `/api/v1/namespaces/${id}-default/configmaps/settings`,
+    `/api/v1/namespaces/${id}-apps/configmaps/settings`,
+    `/apis/${id}-example.com/v1/namespaces/${id}-apps/widgets/w1`,
+    `/api/v1/namespaces/${id}-default`,
+    `/api/v1/namespaces/${id}-apps`,
+    `${RBAC}/clusterroles/${id}-reader`,
+    `${RBAC}/clusterrolebindings/${id}-reader`,
+    `${RBAC}/clusterrolebindings/tenantgate:tenant:${id}`,
+    '/apis/scheduling.k8s.io/v1/priorityclasses/' + `${id}-high`,
+    `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.${id}-example.com`,
+  ];
+}
+
+/** Deletes the tenant and waits until the store has removed it; returns its events meanwhile. */
+async function deleteAndWait(id: string, timeoutMs = 120_000): Promise<{ events: TenantEvent[]; ms: number }> {
+  const events: TenantEvent[] = [];
+  const unsubscribe = store.onChange((event) => event.tenant.metadata.name === id && events.push(event));
+  try {
+    await markDeleted(id);
+    const ms = await within(`tenant ${id} removed`, timeoutMs, () => store.get(id) === undefined);
+    return { events, ms };
+  } finally {
+    unsubscribe();
+  }
+}
+
+t.test('deleting a tenant removes all its upstream objects, the Tenant last, and nothing of tenant B or the upstream', async (t) => {
+  for (const id of ['dela01', 'delb01']) {
+    await addTenant(id);
+    await within(`${id} Ready`, 10_000, () => isReady(id));
+    await populate(id);
+  }
+  // Near misses: a namespace and a ClusterRole that share the first characters but not the exact prefix.
+  await create('/api/v1/namespaces', { metadata: { name: 'dela01x-y', labels: { [TENANT_LABEL]: 'dela01' } } });
+  await create(`${RBAC}/clusterroles`, { metadata: { name: 'dela01', labels: { [TENANT_LABEL]: 'dela01' } }, rules: [] });
+  // A platform PriorityClass under the prefix but not labelled as the tenant's: tenants cannot write PriorityClasses.
+  await create('/apis/scheduling.k8s.io/v1/priorityclasses', { metadata: { name: 'dela01-platform' }, value: 10 });
+
+  const { events, ms } = await deleteAndWait('dela01');
+  t.comment(`tenant with 2 namespaces, a CRD and 4 cluster-scoped objects deleted in ${ms} ms`);
+
+  for (const path of objectsOf('dela01')) t.equal(await status(path), 404, `gone: ${path}`);
+  for (const path of objectsOf('delb01')) t.equal(await status(path), 200, `tenant B untouched: ${path}`);
+  t.equal(await status('/api/v1/namespaces/dela01x-y'), 200, 'near miss dela01x-y untouched');
+  t.equal(await status(`${RBAC}/clusterroles/dela01`), 200, 'ClusterRole "dela01" (no dash) untouched');
+  t.equal(await status('/apis/scheduling.k8s.io/v1/priorityclasses/dela01-platform'), 200, 'unlabelled platform PriorityClass untouched');
+  for (const path of ['/api/v1/namespaces/default', '/api/v1/namespaces/kube-system', `${RBAC}/clusterroles/system:controller:namespace-controller`, `${RBAC}/clusterroles/tenantgate:tenant-cluster-scope`]) {
+    t.equal(await status(path), 200, `upstream's own untouched: ${path}`);
+  }
+
+  const progress = events.flatMap((event) => event.tenant.status?.conditions?.filter((c) => c.type === 'Terminating') ?? []).map((c) => c.message ?? '');
+  t.ok(
+    progress.some((message) => /^deleting [1-9]\d* namespaces, \d+ cluster-scoped objects remaining/.test(message)),
+    `conditions showed progress: ${JSON.stringify([...new Set(progress)])}`,
+  );
+  const last = events.at(-1)!;
+  t.equal(last.type, 'DELETED', 'the Tenant went last, after every upstream object');
+  t.notOk(events.at(-2)?.tenant.metadata.finalizers?.includes(CLEANUP_FINALIZER), 'its finalizer dropped before it was removed');
+  t.equal(store.get('delb01')?.metadata.deletionTimestamp, undefined, 'tenant B still active');
+});
+
+t.test('two replicas following one store bootstrap and delete a tenant once, without fighting', async (t) => {
+  const replica = new TenantLifecycle({ store, pool, cleanupIntervalMs: 300 });
+  await replica.start();
+  try {
+    const writes: TenantEvent[] = [];
+    const unsubscribe = store.onChange((event) => event.tenant.metadata.name === 'rep001' && writes.push(event));
+    await addTenant('rep001');
+    await within('rep001 Ready', 10_000, () => isReady('rep001'));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    t.equal(writes.filter((event) => event.type === 'MODIFIED').length, 1, 'one status write for Ready, not one per replica or a ping-pong');
+    const { events } = await deleteAndWait('rep001', 60_000);
+    unsubscribe();
+    t.equal(events.filter((event) => event.type === 'DELETED').length, 1, 'removed once');
+    t.equal(await status('/api/v1/namespaces/rep001-default'), 404, 'its namespaces gone');
+  } finally {
+    await replica.stop();
+  }
+});
+
+t.test('tenants named "defaul" and "system" are deleted without touching "default" or system:* roles', async (t) => {
+  for (const id of ['defaul', 'system']) {
+    await addTenant(id);
+    await within(`${id} Ready`, 10_000, () => isReady(id));
+  }
+  const before = {
+    roles: (await upstreamJson(pool, 'GET', `${RBAC}/clusterroles`)).body.items.filter((r: { metadata: { name: string } }) => r.metadata.name.startsWith('system:')).length,
+    bindings: (await upstreamJson(pool, 'GET', `${RBAC}/clusterrolebindings`)).body.items.filter((r: { metadata: { name: string } }) => r.metadata.name.startsWith('system:')).length,
+  };
+  const defaultUid = (await upstreamJson(pool, 'GET', '/api/v1/namespaces/default')).body.metadata.uid;
+  await Promise.all([deleteAndWait('defaul'), deleteAndWait('system')]);
+
+  const namespace = await upstreamJson(pool, 'GET', '/api/v1/namespaces/default');
+  t.equal(namespace.status, 200, 'namespace default still there');
+  t.equal(namespace.body.metadata.uid, defaultUid, 'the same one, never deleted');
+  t.equal(namespace.body.metadata.deletionTimestamp, undefined, 'and not terminating');
+  const after = {
+    roles: (await upstreamJson(pool, 'GET', `${RBAC}/clusterroles`)).body.items.filter((r: { metadata: { name: string } }) => r.metadata.name.startsWith('system:')).length,
+    bindings: (await upstreamJson(pool, 'GET', `${RBAC}/clusterrolebindings`)).body.items.filter((r: { metadata: { name: string } }) => r.metadata.name.startsWith('system:')).length,
+  };
+  t.ok(before.roles > 10, `the upstream has system:* roles (${before.roles})`);
+  t.same(after, before, 'every system:* ClusterRole and ClusterRoleBinding still there');
+  t.equal(await status('/api/v1/namespaces/defaul-default'), 404, "tenant defaul's own namespaces are gone");
+  t.equal(await status('/api/v1/namespaces/system-kube-system'), 404, "tenant system's own namespaces are gone");
+});
