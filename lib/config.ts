@@ -2,6 +2,8 @@
 // Files are read here, once, so no stage reads the disk on the request path.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { DEFAULT_TENANT_STORE_OPTIONS, type TenantStoreOptions } from './tenants/store.ts';
+import type { CertificateAuthority } from './auth/pki.ts';
 import { loadKubeconfig, type ClusterCredentials } from './upstream/kubeconfig.ts';
 
 export interface ServeConfig {
@@ -10,6 +12,10 @@ export interface ServeConfig {
   tls: { certPem: string; keyPem: string };
   /** CA that signs the client certificates tenantgate accepts. */
   clientCaPem: string;
+  /** The client CA with its key: tenantgate then issues tenant admin kubeconfigs (Tenant API, `tenantgate tenant`). */
+  tenantCa?: CertificateAuthority;
+  /** Validity of the tenant admin certificates tenantgate issues (default 365 days). */
+  tenantCertificateDays?: number;
   upstream: ClusterCredentials;
   /** Conversion off for good: the bench baseline. */
   passthrough: boolean;
@@ -17,6 +23,8 @@ export interface ServeConfig {
     maxConcurrentStreams: number;
     maxHeaderListBytes: number;
   };
+  /** Where tenants live; omitted: the embedded store. */
+  tenantStore?: TenantStoreOptions;
 }
 
 export const SERVE_OPTIONS = {
@@ -24,10 +32,14 @@ export const SERVE_OPTIONS = {
   'tls-cert-file': { type: 'string', description: 'serving certificate, PEM (TENANTGATE_TLS_CERT_FILE)' },
   'tls-key-file': { type: 'string', description: 'serving key, PEM (TENANTGATE_TLS_KEY_FILE)' },
   'client-ca-file': { type: 'string', description: 'CA of the client certificates to accept (TENANTGATE_CLIENT_CA_FILE)' },
+  'client-ca-key-file': { type: 'string', description: "the client CA's key, to issue tenant kubeconfigs (TENANTGATE_CLIENT_CA_KEY_FILE)" },
+  'tenant-certificate-days': { type: 'string', default: '365', description: 'validity of issued tenant admin certificates' },
   'upstream-kubeconfig': { type: 'string', description: 'kubeconfig of the upstream kube-apiserver (TENANTGATE_UPSTREAM_KUBECONFIG)' },
   passthrough: { type: 'boolean', default: false, description: 'forward without protocol conversion (bench baseline)' },
   'max-concurrent-streams': { type: 'string', default: '1000', description: 'HTTP/2 streams per client connection' },
   'max-header-bytes': { type: 'string', default: '65536', description: 'largest request header block accepted' },
+  'etcd-endpoints': { type: 'string', description: 'comma-separated etcd client URLs for tenants; none: embedded store, one replica (TENANTGATE_ETCD_ENDPOINTS)' },
+  'etcd-prefix': { type: 'string', default: DEFAULT_TENANT_STORE_OPTIONS.etcdPrefix, description: 'etcd key prefix of the tenants (TENANTGATE_ETCD_PREFIX)' },
   help: { type: 'boolean', short: 'h', default: false, description: 'show this help' },
 } as const;
 
@@ -60,18 +72,29 @@ export function parseServeConfig(args: string[]): ServeConfig | 'help' {
   const { values } = parseArgs({ args, options: SERVE_OPTIONS, strict: true, allowPositionals: false });
   if (values.help) return 'help';
   const listen = fromEnv('listen') ?? values.listen;
+  const clientCaPem = readFileSync(required(values, 'client-ca-file'), 'utf8');
+  const caKeyFile = values['client-ca-key-file'] ?? fromEnv('client-ca-key-file');
   return {
     ...parseListen(listen),
     tls: {
       certPem: readFileSync(required(values, 'tls-cert-file'), 'utf8'),
       keyPem: readFileSync(required(values, 'tls-key-file'), 'utf8'),
     },
-    clientCaPem: readFileSync(required(values, 'client-ca-file'), 'utf8'),
+    clientCaPem,
+    tenantCa: caKeyFile === undefined || caKeyFile === '' ? undefined : { certPem: clientCaPem, keyPem: readFileSync(caKeyFile, 'utf8') },
+    tenantCertificateDays: positiveInteger(fromEnv('tenant-certificate-days') ?? values['tenant-certificate-days'], 'tenant-certificate-days'),
     upstream: loadKubeconfig(required(values, 'upstream-kubeconfig')),
     passthrough: values.passthrough || fromEnv('passthrough') === 'true',
     http2: {
       maxConcurrentStreams: positiveInteger(values['max-concurrent-streams'], 'max-concurrent-streams'),
       maxHeaderListBytes: positiveInteger(values['max-header-bytes'], 'max-header-bytes'),
+    },
+    tenantStore: {
+      etcdEndpoints: ((values['etcd-endpoints'] as string | undefined) ?? fromEnv('etcd-endpoints') ?? '')
+        .split(',')
+        .map((endpoint) => endpoint.trim())
+        .filter((endpoint) => endpoint !== ''),
+      etcdPrefix: fromEnv('etcd-prefix') ?? values['etcd-prefix'],
     },
   };
 }

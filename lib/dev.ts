@@ -5,13 +5,14 @@ import { join, resolve } from 'node:path';
 import { createCertificateAuthority, issueCertificate, type CertificateAuthority, type IssuedCertificate } from './auth/pki.ts';
 import type { Identity } from './auth/identity.ts';
 import { startRig, type Rig } from './rig/harness.ts';
+import type { ServeConfig } from './config.ts';
 import { startGateway, type Gateway } from './server/gateway.ts';
 import { loadKubeconfig, renderKubeconfig } from './upstream/kubeconfig.ts';
 import { log } from './log.ts';
-import { bootstrapTenant } from './tenants/bootstrap.ts';
 import { toUpstreamName } from './convert/prefix.ts';
+import { whenReady } from './tenants/conditions.ts';
 import { issueTenantKubeconfig } from './tenants/credentials.ts';
-import { MemoryTenantStore } from './tenants/memory-store.ts';
+import { DEFAULT_TENANT_STORE_OPTIONS } from './tenants/store.ts';
 import { TENANT_API_VERSION } from './tenants/tenant.ts';
 
 /** The identity `admin.kubeconfig` carries: full rights upstream through impersonation. */
@@ -25,9 +26,13 @@ export interface GatewayFiles {
   ca: CertificateAuthority;
   serving: IssuedCertificate;
   caFile: string;
+  /** The CA's key: tenantgate issues tenant admin kubeconfigs with it. */
+  caKeyFile: string;
   tlsCertFile: string;
   tlsKeyFile: string;
   upstreamKubeconfigPath: string;
+  /** The rig's etcd, where tenants are kept too (under their own prefix). */
+  etcdEndpoint: string;
   /** Flags for `tenantgate serve` that use these files. */
   serveArgs: string[];
 }
@@ -52,9 +57,11 @@ export function writeGatewayFiles(dir: string, rig: Rig): GatewayFiles {
     ca,
     serving,
     caFile: file('ca.crt', ca.certPem),
+    caKeyFile: file('ca.key', ca.keyPem),
     tlsCertFile: file('tls.crt', serving.certPem),
     tlsKeyFile: file('tls.key', serving.keyPem),
     upstreamKubeconfigPath: file('upstream.kubeconfig', renderKubeconfig(rig.admin, 'upstream')),
+    etcdEndpoint: rig.etcdEndpoint,
   };
   return {
     ...files,
@@ -62,14 +69,33 @@ export function writeGatewayFiles(dir: string, rig: Rig): GatewayFiles {
       '--tls-cert-file', files.tlsCertFile,
       '--tls-key-file', files.tlsKeyFile,
       '--client-ca-file', files.caFile,
+      '--client-ca-key-file', files.caKeyFile,
       '--upstream-kubeconfig', files.upstreamKubeconfigPath,
+      '--etcd-endpoints', files.etcdEndpoint,
     ],
   };
 }
 
-/** A kubeconfig for `identity`, pointing at tenantgate, signed by its CA. */
-export function writeClientKubeconfig(path: string, gatewayUrl: string, ca: CertificateAuthority, identity: Identity): string {
+/** What `tenantgate serve ...serveArgs` would run with, for a tenantgate started in this process. */
+export function serveConfigOf(files: GatewayFiles, overrides: Partial<ServeConfig> = {}): ServeConfig {
+  return {
+    host: '127.0.0.1',
+    port: 0,
+    tls: files.serving,
+    clientCaPem: files.ca.certPem,
+    tenantCa: files.ca,
+    upstream: loadKubeconfig(files.upstreamKubeconfigPath),
+    passthrough: false,
+    http2: { maxConcurrentStreams: 1000, maxHeaderListBytes: 65536 },
+    tenantStore: { etcdEndpoints: [files.etcdEndpoint], etcdPrefix: DEFAULT_TENANT_STORE_OPTIONS.etcdPrefix },
+    ...overrides,
+  };
+}
+
+/** A kubeconfig for `identity`, pointing at tenantgate, signed by its CA (a tenant's binds it by `serialNumberHex`). */
+export function writeClientKubeconfig(path: string, gatewayUrl: string, ca: CertificateAuthority, identity: Identity, serialNumberHex?: string): string {
   const client = issueCertificate(ca, {
+    serialNumberHex,
     // A tenant's certificate carries its tenant in OU and its prefix in CN (KubeZoo's shape: CN=<id>-admin, OU=<id>).
     commonName: identity.tenant === null ? identity.user : toUpstreamName(identity.user, identity.tenant),
     organizations: identity.groups,
@@ -103,24 +129,14 @@ export async function runDev(options: DevOptions): Promise<void> {
   process.once('SIGTERM', () => void stop('SIGTERM'));
   try {
     const files = writeGatewayFiles(dir, rig);
-    const tenants = new MemoryTenantStore();
-    gateway = await startGateway({
-      host: '127.0.0.1',
-      port: options.port,
-      tls: files.serving,
-      clientCaPem: files.ca.certPem,
-      upstream: loadKubeconfig(files.upstreamKubeconfigPath),
-      passthrough: options.passthrough,
-      http2: { maxConcurrentStreams: 1000, maxHeaderListBytes: 65536 },
-    }, tenants);
+    gateway = await startGateway(serveConfigOf(files, { port: options.port, passthrough: options.passthrough }));
     const adminKubeconfig = writeClientKubeconfig(join(dir, 'admin.kubeconfig'), gateway.url, files.ca, DEV_ADMIN);
-    // A demo tenant to try conversion with, until tenants come from the Tenant API.
-    await bootstrapTenant(gateway.pool, DEV_TENANT);
+    // The demo tenant, kept in the rig's etcd like any other; the lifecycle controller sets it up upstream.
+    const demo = await gateway.tenants.create({ apiVersion: TENANT_API_VERSION, kind: 'Tenant', metadata: { name: DEV_TENANT }, spec: {} });
     mkdirSync(join(dir, 'tenants'), { recursive: true, mode: 0o700 });
-    // Tenant certificates are bound to the tenant's uid: the demo tenant is in the store before its kubeconfig is issued.
-    const demo = await tenants.create({ apiVersion: TENANT_API_VERSION, kind: 'Tenant', metadata: { name: DEV_TENANT }, spec: {} });
     const tenantKubeconfig = join(dir, 'tenants', `${DEV_TENANT}.kubeconfig`);
     writeFileSync(tenantKubeconfig, await issueTenantKubeconfig(files.ca, gateway.url, demo), { mode: 0o600 });
+    await whenReady(gateway.tenants, DEV_TENANT);
     log.info('tenantgate dev is ready', {
       url: gateway.url,
       adminKubeconfig,

@@ -250,6 +250,47 @@ function controllerManagerArgs(files: RigFiles, kubeconfigPath: string): string[
   ];
 }
 
+function waitForEtcd(etcd: SupervisedProcess, endpoint: string): Promise<void> {
+  return waitUntil('etcd /health', etcd, ETCD_READY_TIMEOUT_MS, async () => {
+    const { status, body } = await httpGet(`${endpoint}/health`);
+    return status === 200 && body.includes('"true"') ? true : `${status} ${body}`;
+  });
+}
+
+export interface StandaloneEtcd {
+  /** http://127.0.0.1:port, the same across restarts. */
+  endpoint: string;
+  /** Stops etcd ('crash': SIGKILL); its data stays. */
+  stop(how?: 'graceful' | 'crash'): Promise<void>;
+  /** Starts it again on the same data and port, and waits until it is healthy. */
+  start(): Promise<void>;
+}
+
+/** etcd alone (for the tenant store's tests), with its data in `dir`/etcd-data, which it empties first. */
+export async function startEtcd(dir: string): Promise<StandaloneEtcd> {
+  const binaries = await ensureRigBinaries();
+  installShutdownHooks();
+  const dataDir = join(dir, 'etcd-data');
+  rmSync(dataDir, { recursive: true, force: true });
+  const [clientPort, peerPort] = await Promise.all([freePort(), freePort()]);
+  const endpoint = `http://127.0.0.1:${clientPort}`;
+  const args = etcdArgs(dataDir, endpoint, `http://127.0.0.1:${peerPort}`);
+  let etcd: SupervisedProcess | undefined;
+  const start = async () => {
+    etcd = await startSupervised('etcd', binaries.etcd, args, { logPath: join(dir, 'etcd.log') });
+    await waitForEtcd(etcd, endpoint);
+  };
+  const stop = async (how: 'graceful' | 'crash' = 'graceful') => {
+    const running = etcd;
+    etcd = undefined;
+    if (running === undefined) return;
+    if (how === 'crash') process.kill(running.pid, 'SIGKILL');
+    await running.stop();
+  };
+  await start();
+  return { endpoint, start, stop };
+}
+
 /** Starts etcd, kube-apiserver and (unless `controllers: false`) kube-controller-manager, and waits until they serve. */
 export async function startRig(options: StartRigOptions = {}): Promise<Rig> {
   const log = options.log ?? (() => {});
@@ -287,10 +328,7 @@ export async function startRig(options: StartRigOptions = {}): Promise<Rig> {
     });
     processes.push(etcd);
     const files = writeCertificates(dir); // etcd needs none of them: make them (~0.7 s of RSA) while it starts
-    await waitUntil('etcd /health', etcd, ETCD_READY_TIMEOUT_MS, async () => {
-      const { status, body } = await httpGet(`${etcdEndpoint}/health`);
-      return status === 200 && body.includes('"true"') ? true : `${status} ${body}`;
-    });
+    await waitForEtcd(etcd, etcdEndpoint);
     log(`rig: etcd ${binaries.etcdVersion} ready at ${etcdEndpoint} (${Date.now() - started} ms)`);
 
     const apiserverPort = await freePort();

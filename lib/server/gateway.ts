@@ -1,4 +1,5 @@
-// Assembles a running tenantgate: the TLS listener (HTTP/2, HTTP/1.1 allowed), the pipeline and the upstream pool.
+// Assembles a running tenantgate: the TLS listener (HTTP/2, HTTP/1.1 allowed), the pipeline, the upstream pool, the
+// tenant store and the lifecycle controller that keeps tenants' upstream objects.
 // Limits on streams, headers and resets are set here, at the edge, before any request reaches a stage.
 import http2, { type Http2SecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
@@ -12,7 +13,10 @@ import { buildPipeline, handleRequest, handleUpgrade } from './pipeline.ts';
 import { badRequest, headersTooLarge, writeRawStatus } from './status.ts';
 import { closeOffload } from '../upstream/offload.ts';
 import { ServiceAccountTokens, upstreamTokenReviewer } from '../auth/service-account-tokens.ts';
-import { MemoryTenantStore } from '../tenants/memory-store.ts';
+import { RsaKeyPool } from '../auth/key-pool.ts';
+import { issueTenantKubeconfig } from '../tenants/credentials.ts';
+import { TenantLifecycle } from '../tenants/lifecycle.ts';
+import { createTenantStore, DEFAULT_TENANT_STORE_OPTIONS } from '../tenants/store.ts';
 import type { TenantStore } from '../tenants/tenant.ts';
 import type { IssueKubeconfig } from './tenant-api.ts';
 
@@ -22,6 +26,7 @@ export interface Gateway {
   host: string;
   port: number;
   url: string;
+  tenants: TenantStore;
   /** Service-account tokens seen (its counters show what reached the upstream). */
   tokens: ServiceAccountTokens;
   close(): Promise<void>;
@@ -37,11 +42,30 @@ function onClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
   setTimeout(() => socket.destroy(), 1000).unref();
 }
 
-/** `issueKubeconfig` serves GET .../tenants/<id>/kubeconfig; without one that answers 503. */
-export async function startGateway(config: ServeConfig, tenants: TenantStore = new MemoryTenantStore(), issueKubeconfig: IssueKubeconfig | null = null): Promise<Gateway> {
+export interface GatewayParts {
+  /** A store the caller started and will close; without one the gateway makes the configured store. */
+  tenants?: TenantStore;
+  /** Run the tenant lifecycle controller (bootstrap, reconcile, deletion). Default true. */
+  lifecycle?: boolean;
+}
+
+export async function startGateway(config: ServeConfig, parts: GatewayParts = {}): Promise<Gateway> {
   const pool = new UpstreamPool(config.upstream);
+  const tenants = parts.tenants ?? createTenantStore(config.tenantStore ?? DEFAULT_TENANT_STORE_OPTIONS);
+  // Loaded before it listens: no request is judged against an empty index.
+  if (parts.tenants === undefined) await tenants.start();
+  const discovery = new DiscoveryCache(pool);
+  const lifecycle = parts.lifecycle === false ? null : new TenantLifecycle({ store: tenants, pool, discovery });
+  await lifecycle?.start();
+  // Keys made ahead of need keep tenant creation in milliseconds (RSA-2048 generation is ~50 ms).
+  const keyPool = config.tenantCa === undefined ? null : new RsaKeyPool();
+  let url = '';
+  const issueKubeconfig: IssueKubeconfig | null =
+    config.tenantCa === undefined
+      ? null
+      : (tenant) => issueTenantKubeconfig(config.tenantCa!, url, tenant, { keyPool: keyPool!, validityDays: config.tenantCertificateDays });
   const tokens = new ServiceAccountTokens(upstreamTokenReviewer(pool), (id) => tenants.get(id)?.metadata.uid);
-  const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery: new DiscoveryCache(pool), passthrough: config.passthrough, tenants, tokens, issueKubeconfig });
+  const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery, passthrough: config.passthrough, tenants, tokens, issueKubeconfig });
   const server = http2.createSecureServer({
     cert: config.tls.certPem,
     key: config.tls.keyPem,
@@ -84,18 +108,24 @@ export async function startGateway(config: ServeConfig, tenants: TenantStore = n
   });
   const { port } = server.address() as AddressInfo;
   const hostInUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
+  url = `https://${hostInUrl}:${port}`;
   return {
     server,
     pool,
     host: config.host,
     port,
-    url: `https://${hostInUrl}:${port}`,
+    url,
+    tenants,
     tokens,
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async () => {
+      await lifecycle?.stop();
+      keyPool?.close();
+      if (parts.tenants === undefined) await tenants.close();
+      await new Promise<void>((resolve) => {
         pool.close();
         server.close(() => void closeOffload().then(resolve));
         for (const socket of connections) socket.destroy();
-      }),
+      });
+    },
   };
 }

@@ -26,12 +26,12 @@ import {
   OPENAPI_V3_DOCUMENT,
   OPENAPI_V3_HASH,
   OPENAPI_V3_PATH,
-  TENANT_FINALIZER,
   TENANT_RESOURCE,
   tenantTable,
 } from '../tenants/api-documents.ts';
 import {
   TENANT_API_VERSION,
+  TENANT_CLEANUP_FINALIZER,
   TENANT_GROUP,
   TENANT_VERSION,
   TenantConflict,
@@ -346,7 +346,7 @@ async function remove(ctx: RequestContext, tenants: TenantStore, info: RequestIn
     }
     tenant.metadata.deletionTimestamp = now();
     const finalizers = tenant.metadata.finalizers ?? [];
-    if (!finalizers.includes(TENANT_FINALIZER)) tenant.metadata.finalizers = [...finalizers, TENANT_FINALIZER];
+    if (!finalizers.includes(TENANT_CLEANUP_FINALIZER)) tenant.metadata.finalizers = [...finalizers, TENANT_CLEANUP_FINALIZER];
     try {
       sendTenant(ctx, 200, isDryRun(query) ? tenant : await tenants.update(tenant), query);
       return;

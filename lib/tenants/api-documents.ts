@@ -5,7 +5,6 @@ import type { RowObjects } from '../convert/table.ts';
 import { TENANT_API_VERSION, TENANT_GROUP, TENANT_VERSION, type Tenant } from './tenant.ts';
 
 export const TENANT_RESOURCE = 'tenants';
-export const TENANT_FINALIZER = 'tenant.kubezoo.io/cleanup';
 const OBJECT_VERBS = ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'];
 const STATUS_VERBS = ['get', 'patch', 'update'];
 const KUBECONFIG_VERBS = ['get'];

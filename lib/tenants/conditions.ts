@@ -1,6 +1,6 @@
 // status.conditions of a Tenant, set the way Kubernetes controllers set theirs: one condition per type,
 // lastTransitionTime moves only when the status changes. Never writes to a store: callers decide when to save.
-import type { Tenant, TenantCondition } from './tenant.ts';
+import type { Tenant, TenantCondition, TenantStore } from './tenant.ts';
 
 export function conditionOf(tenant: Tenant, type: string): TenantCondition | undefined {
   return tenant.status?.conditions?.find((condition) => condition.type === type);
@@ -23,4 +23,26 @@ export function setCondition(tenant: Tenant, condition: Omit<TenantCondition, 'l
   if (index === -1) conditions.push(next);
   else conditions[index] = next;
   return true;
+}
+
+export function isReady(tenant: Tenant): boolean {
+  return conditionOf(tenant, 'Ready')?.status === 'True';
+}
+
+/** Resolves once the store's tenant `id` is Ready (the lifecycle controller has set it up upstream). */
+export function whenReady(store: Pick<TenantStore, 'get' | 'onChange'>, id: string, timeoutMs = 30_000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const done = (error?: Error) => {
+      stop();
+      clearTimeout(timer);
+      if (error === undefined) resolve();
+      else reject(error);
+    };
+    const stop = store.onChange((event) => {
+      if (event.tenant.metadata.name === id && event.type !== 'DELETED' && isReady(event.tenant)) done();
+    });
+    const timer = setTimeout(() => done(new Error(`tenant ${id} was not Ready within ${timeoutMs} ms`)), timeoutMs);
+    const now = store.get(id);
+    if (now !== undefined && isReady(now)) done();
+  });
 }

@@ -20,10 +20,7 @@ import {
 } from './bootstrap.ts';
 import { cleanupDone, deleteTenantObjects, type CleanupProgress } from './cleanup.ts';
 import { conditionOf, setCondition } from './conditions.ts';
-import { TenantConflict, TenantMissing, type Tenant, type TenantEvent, type TenantStore } from './tenant.ts';
-
-/** Set by the Tenant API with deletionTimestamp; dropped here once the tenant's upstream objects are gone. */
-export const CLEANUP_FINALIZER = 'tenant.kubezoo.io/cleanup';
+import { TENANT_CLEANUP_FINALIZER, TenantConflict, TenantMissing, type Tenant, type TenantEvent, type TenantStore } from './tenant.ts';
 
 export interface TenantLifecycleOptions {
   store: TenantStore;
@@ -237,8 +234,8 @@ export class TenantLifecycle {
     const final = await this.#writeStatus(id, (tenant) => {
       const finalizers = tenant.metadata.finalizers ?? [];
       const changed = setCondition(tenant, { type: 'Terminating', status: 'True', reason: 'UpstreamObjectsRemoved', message: 'no upstream objects of the tenant remain' });
-      if (!finalizers.includes(CLEANUP_FINALIZER)) return changed;
-      tenant.metadata.finalizers = finalizers.filter((finalizer) => finalizer !== CLEANUP_FINALIZER);
+      if (!finalizers.includes(TENANT_CLEANUP_FINALIZER)) return changed;
+      tenant.metadata.finalizers = finalizers.filter((finalizer) => finalizer !== TENANT_CLEANUP_FINALIZER);
       return true;
     });
     if (final === undefined) return true;

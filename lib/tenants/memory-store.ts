@@ -1,97 +1,56 @@
 // The embedded tenant store: one process, nothing on disk. The default when no etcd is configured (dev, unit tests).
-// Keeps a bounded history of changes so watches can resume from a recent resourceVersion, as etcd's would.
-import { randomUUID } from 'node:crypto';
+// Keeps a bounded history of changes (TenantIndex) so watches can resume from a recent resourceVersion, as etcd's would.
 import type { TenantId } from '../convert/prefix.ts';
-import {
-  TenantConflict,
-  TenantExists,
-  TenantMissing,
-  TenantWatchExpired,
-  type Tenant,
-  type TenantEvent,
-  type TenantStore,
-} from './tenant.ts';
-
-/** Changes a watch can resume from; older resourceVersions get 410 Gone. */
-const HISTORY_LIMIT = 1000;
+import { newTenant, updatedTenant } from './stored-tenant.ts';
+import { TenantIndex } from './tenant-index.ts';
+import { TenantConflict, TenantExists, TenantMissing, type Tenant, type TenantEvent, type TenantStore } from './tenant.ts';
 
 export class MemoryTenantStore implements TenantStore {
-  readonly #tenants = new Map<TenantId, Tenant>();
-  readonly #history: { revision: number; event: TenantEvent }[] = [];
-  readonly #listeners = new Set<(event: TenantEvent) => void>();
-  #revision = 1;
+  readonly #index = new TenantIndex();
 
   async start(): Promise<void> {}
 
   get resourceVersion(): string {
-    return String(this.#revision);
+    return String(this.#index.revision);
   }
 
   get(id: TenantId): Tenant | undefined {
-    return this.#tenants.get(id);
+    return this.#index.get(id);
   }
 
   list(): Tenant[] {
-    return [...this.#tenants.values()].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
+    return this.#index.list();
   }
 
   async create(tenant: Parameters<TenantStore['create']>[0]): Promise<Tenant> {
     const id = tenant.metadata.name;
-    if (this.#tenants.has(id)) throw new TenantExists(`tenant ${id} already exists`);
-    const stored: Tenant = structuredClone({
-      ...tenant,
-      metadata: {
-        ...tenant.metadata,
-        uid: randomUUID(),
-        resourceVersion: '',
-        creationTimestamp: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
-        generation: 1,
-      },
-    }) as Tenant;
-    this.#commit('ADDED', stored);
-    return structuredClone(stored);
+    if (this.#index.get(id) !== undefined) throw new TenantExists(`tenant ${id} already exists`);
+    return this.#commit('ADDED', newTenant(tenant));
   }
 
   async update(tenant: Tenant): Promise<Tenant> {
     const current = this.#current(tenant.metadata.name, tenant.metadata.resourceVersion);
-    const stored = structuredClone(tenant);
-    // Identity fields are the store's, not the writer's.
-    stored.metadata.uid = current.metadata.uid;
-    stored.metadata.creationTimestamp = current.metadata.creationTimestamp;
-    this.#commit('MODIFIED', stored);
-    return structuredClone(stored);
+    return this.#commit('MODIFIED', updatedTenant(tenant, current));
   }
 
   async remove(id: TenantId, resourceVersion?: string): Promise<void> {
-    const current = this.#current(id, resourceVersion);
-    this.#tenants.delete(id);
-    this.#commit('DELETED', structuredClone(current), false);
+    this.#commit('DELETED', structuredClone(this.#current(id, resourceVersion)));
   }
 
   watch(onEvent: (event: TenantEvent) => void, fromResourceVersion?: string): () => void {
-    if (fromResourceVersion === undefined || fromResourceVersion === '' || fromResourceVersion === '0') {
-      for (const tenant of this.list()) onEvent({ type: 'ADDED', tenant: structuredClone(tenant) });
-    } else {
-      const from = Number(fromResourceVersion);
-      if (!Number.isInteger(from) || from < 0) throw new TenantWatchExpired(`invalid resourceVersion ${fromResourceVersion}`);
-      const oldest = this.#history[0]?.revision ?? this.#revision + 1;
-      if (from < oldest - 1 && from < this.#revision) throw new TenantWatchExpired(`too old resource version: ${from} (${oldest - 1})`);
-      for (const { revision, event } of this.#history) if (revision > from) onEvent(structuredClone(event));
-    }
-    return this.onChange(onEvent);
+    return this.#index.watch(onEvent, fromResourceVersion);
   }
 
   onChange(listener: (event: TenantEvent) => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+    return this.#index.onChange(listener);
   }
 
   async close(): Promise<void> {
-    this.#listeners.clear();
+    this.#index.clearListeners();
   }
 
   #current(id: TenantId, resourceVersion: string | undefined): Tenant {
-    const current = this.#tenants.get(id);
+    const current = this.#index.get(id);
     if (current === undefined) throw new TenantMissing(`tenant ${id} not found`);
     if (resourceVersion !== undefined && resourceVersion !== '' && resourceVersion !== current.metadata.resourceVersion) {
       throw new TenantConflict(`tenant ${id} was modified: resourceVersion ${resourceVersion} is not the latest (${current.metadata.resourceVersion})`);
@@ -99,13 +58,11 @@ export class MemoryTenantStore implements TenantStore {
     return current;
   }
 
-  #commit(type: TenantEvent['type'], tenant: Tenant, keep = true): void {
-    this.#revision++;
-    tenant.metadata.resourceVersion = String(this.#revision);
-    if (keep) this.#tenants.set(tenant.metadata.name, tenant);
-    const event: TenantEvent = { type, tenant };
-    this.#history.push({ revision: this.#revision, event });
-    if (this.#history.length > HISTORY_LIMIT) this.#history.shift();
-    for (const listener of [...this.#listeners]) listener(structuredClone(event));
+  /** Gives the caller its own copy: the index's is frozen. */
+  #commit(type: TenantEvent['type'], tenant: Tenant): Tenant {
+    const revision = this.#index.revision + 1;
+    tenant.metadata.resourceVersion = String(revision);
+    this.#index.apply(type, tenant, revision);
+    return structuredClone(tenant);
   }
 }

@@ -6,6 +6,9 @@ export const TENANT_GROUP = 'tenant.kubezoo.io';
 export const TENANT_VERSION = 'v1alpha1';
 export const TENANT_API_VERSION = `${TENANT_GROUP}/${TENANT_VERSION}`;
 
+/** Set with deletionTimestamp by the Tenant API; the lifecycle controller drops it once the tenant's upstream objects are gone. */
+export const TENANT_CLEANUP_FINALIZER = 'tenant.kubezoo.io/cleanup';
+
 /** Per-tenant inflight limit (issue 5); KubeZoo's older key is accepted too. */
 export const MAX_INFLIGHT_ANNOTATIONS = ['tenant.kubezoo.io/max-requests-inflight', 'tce.kubezoo/max-requests-inflight'];
 
@@ -54,15 +57,25 @@ export interface TenantEvent {
 }
 
 /** The store cannot reach its backing storage: reads may still come from the index, writes answer 503. */
-export class TenantStoreUnavailable extends Error {}
+export class TenantStoreUnavailable extends Error {
+  override name = 'TenantStoreUnavailable';
+}
 /** The write lost a race: the stored resourceVersion is not the one given (409 Conflict). */
-export class TenantConflict extends Error {}
+export class TenantConflict extends Error {
+  override name = 'TenantConflict';
+}
 /** Create of an id that exists (409 AlreadyExists). */
-export class TenantExists extends Error {}
+export class TenantExists extends Error {
+  override name = 'TenantExists';
+}
 /** Update or delete of an id that does not exist (404). */
-export class TenantMissing extends Error {}
+export class TenantMissing extends Error {
+  override name = 'TenantMissing';
+}
 /** A watch from a resourceVersion the store no longer remembers (410 Gone). */
-export class TenantWatchExpired extends Error {}
+export class TenantWatchExpired extends Error {
+  override name = 'TenantWatchExpired';
+}
 
 /**
  * Where tenants live: etcd under one key prefix, or an embedded store when no etcd is configured.

@@ -9,6 +9,8 @@ import { DEV_ADMIN, writeClientKubeconfig, writeGatewayFiles, type GatewayFiles 
 import type { Identity } from '../../lib/auth/identity.ts';
 import { startRig, type Rig } from '../../lib/rig/harness.ts';
 import { TENANTGATE_NODE_FLAGS } from '../../lib/runtime.ts';
+import { tenantCertificateSerial } from '../../lib/tenants/credentials.ts';
+import type { Tenant } from '../../lib/tenants/tenant.ts';
 
 const CLI = new URL('../../dist/lib/cli.js', import.meta.url).pathname;
 
@@ -20,6 +22,10 @@ export interface KubectlResult {
 
 export interface Stack {
   rig: Rig;
+  /** Scratch directory for this stack's files (removed by stop()). */
+  dir: string;
+  /** Tenants created through the Tenant API (test/helpers/tenants.ts), by id. */
+  tenants: Map<string, Tenant>;
   files: GatewayFiles;
   gatewayUrl: string;
   gateway: ChildProcess;
@@ -33,7 +39,7 @@ export interface Stack {
   kubectl(args: string[], options?: { kubeconfig?: string; input?: string }): Promise<KubectlResult>;
   /** kubectl straight to the upstream */
   kubectlDirect(args: string[], options?: { input?: string }): Promise<KubectlResult>;
-  /** a kubeconfig for `identity` through tenantgate */
+  /** a kubeconfig for `identity` through tenantgate; a tenant's is bound to the tenant when it was created here */
   kubeconfigFor(identity: Identity): string;
   /** tenantgate's resident memory now and at its peak (bytes), from /proc */
   gatewayMemory(): { rss: number; peak: number };
@@ -93,8 +99,11 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const { child, url, logs } = await spawnGateway(files, extraArgs);
   const adminKubeconfig = writeClientKubeconfig(join(dir, 'admin.kubeconfig'), url, files.ca, DEV_ADMIN);
   let counter = 0;
+  const tenants = new Map<string, Tenant>();
   const stack: Stack = {
     rig,
+    dir,
+    tenants,
     files,
     gatewayUrl: url,
     gateway: child,
@@ -103,7 +112,11 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     upstreamKubeconfig: files.upstreamKubeconfigPath,
     kubectl: (args, o = {}) => rig.kubectl(args, { kubeconfig: o.kubeconfig ?? adminKubeconfig, input: o.input }),
     kubectlDirect: (args, o = {}) => rig.kubectl(args, { kubeconfig: files.upstreamKubeconfigPath, input: o.input }),
-    kubeconfigFor: (identity) => writeClientKubeconfig(join(dir, `client-${++counter}.kubeconfig`), url, files.ca, identity),
+    kubeconfigFor: (identity) => {
+      const tenant = identity.tenant === null ? undefined : tenants.get(identity.tenant);
+      const serial = tenant === undefined ? undefined : tenantCertificateSerial(tenant);
+      return writeClientKubeconfig(join(dir, `client-${++counter}.kubeconfig`), url, files.ca, identity, serial);
+    },
     gatewayMemory() {
       const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
       const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;

@@ -1,23 +1,54 @@
-// Tenants for tests until the Tenant API exists: an admin certificate from tenantgate's CA
-// (CN=<id>-admin, OU=<id>) and the tenant's upstream bootstrap (built-in namespaces, RBAC).
-import { bootstrapTenant } from '../../lib/tenants/bootstrap.ts';
+// Tenants for tests, made the way an administrator makes them: a Tenant created through tenantgate's Tenant API,
+// ready once the lifecycle controller has bootstrapped it upstream, with the admin kubeconfig the API issues.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { upstreamJson } from '../../lib/upstream/client.ts';
 import { loadKubeconfig } from '../../lib/upstream/kubeconfig.ts';
 import { UpstreamPool } from '../../lib/upstream/pool.ts';
+import { TENANT_API_VERSION, type Tenant } from '../../lib/tenants/tenant.ts';
 import type { KubectlResult, Stack } from './stack.ts';
 
 export interface TestTenant {
   id: string;
   kubeconfig: string;
+  tenant: Tenant;
   kubectl(args: string[], options?: { input?: string }): Promise<KubectlResult>;
 }
 
-export async function createTestTenant(stack: Stack, id: string): Promise<TestTenant> {
-  const pool = new UpstreamPool(loadKubeconfig(stack.upstreamKubeconfig));
+const TENANTS_PATH = `/apis/${TENANT_API_VERSION}/tenants`;
+const READY_WITHIN_MS = 30_000;
+
+/** tenantgate's Tenant API as the stack's administrator. */
+export async function withAdmin<T>(stack: Stack, use: (pool: UpstreamPool) => Promise<T>): Promise<T> {
+  const pool = new UpstreamPool(loadKubeconfig(stack.adminKubeconfig));
   try {
-    await bootstrapTenant(pool, id);
+    return await use(pool);
   } finally {
     pool.close();
   }
-  const kubeconfig = stack.kubeconfigFor({ user: 'admin', groups: [], tenant: id });
-  return { id, kubeconfig, kubectl: (args, options = {}) => stack.kubectl(args, { kubeconfig, input: options.input }) };
+}
+
+/** Waits until the tenant's Ready condition is True; returns the tenant as stored then. */
+export async function waitUntilReady(pool: UpstreamPool, id: string): Promise<Tenant> {
+  const deadline = Date.now() + READY_WITHIN_MS;
+  for (;;) {
+    const got = await upstreamJson(pool, 'GET', `${TENANTS_PATH}/${id}`);
+    if (got.status === 200 && (got.body as Tenant).status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) return got.body as Tenant;
+    if (Date.now() > deadline) throw new Error(`tenant ${id} not Ready within ${READY_WITHIN_MS} ms: ${got.status} ${JSON.stringify(got.body).slice(0, 400)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+export async function createTestTenant(stack: Stack, id: string): Promise<TestTenant> {
+  return withAdmin(stack, async (pool) => {
+    const created = await upstreamJson(pool, 'POST', TENANTS_PATH, { apiVersion: TENANT_API_VERSION, kind: 'Tenant', metadata: { name: id }, spec: {} });
+    if (created.status !== 201) throw new Error(`creating tenant ${id}: ${created.status} ${JSON.stringify(created.body).slice(0, 400)}`);
+    const tenant = await waitUntilReady(pool, id);
+    const issued = await upstreamJson(pool, 'GET', `${TENANTS_PATH}/${id}/kubeconfig`);
+    if (issued.status !== 200 || typeof issued.body !== 'string') throw new Error(`kubeconfig of tenant ${id}: ${issued.status}`);
+    const kubeconfig = join(stack.dir, `tenant-${id}.kubeconfig`);
+    writeFileSync(kubeconfig, issued.body, { mode: 0o600 });
+    stack.tenants.set(id, tenant);
+    return { id, kubeconfig, tenant, kubectl: (args, options = {}) => stack.kubectl(args, { kubeconfig, input: options.input }) };
+  });
 }

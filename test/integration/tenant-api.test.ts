@@ -6,13 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { parse as parseYaml } from 'yaml';
-import { bootstrapTenant } from '../../lib/tenants/bootstrap.ts';
-import { issueTenantKubeconfig } from '../../lib/tenants/credentials.ts';
-import { UpstreamPool } from '../../lib/upstream/pool.ts';
-import { startGateway } from '../../lib/server/gateway.ts';
-import { MemoryTenantStore } from '../../lib/tenants/memory-store.ts';
 import type { Tenant } from '../../lib/tenants/tenant.ts';
-import { loadKubeconfig, renderKubeconfig } from '../../lib/upstream/kubeconfig.ts';
 import { productionEnv, startStack } from '../helpers/stack.ts';
 
 const stack = await startStack({ controllers: false });
@@ -38,7 +32,7 @@ t.test('kubectl apply, get, patch (merge, strategic, json), server-side apply an
   const table = await kubectl(['get', 'tenants']);
   t.equal(table.code, 0, table.stderr);
   t.match(table.stdout, /^NAME\s+STATUS\s+AGE\n/);
-  t.match(table.stdout, /\nabc123\s+Pending\s+\d+s\n/);
+  t.match(table.stdout, /\nabc123\s+(Pending|Ready)\s+\d+s\n/);
 
   const yaml = await kubectl(['get', 'tenant', 'abc123', '-o', 'yaml']);
   const tenant = parseYaml(yaml.stdout) as Tenant;
@@ -178,31 +172,12 @@ t.test("a tenant's credentials get 403 on every verb of the group", async (t) =>
 });
 
 t.test("the kubeconfig an administrator gets works as the tenant's admin, who does not discover the group; none once it is deleted", async (t) => {
-  // An in-process tenantgate on the same upstream, given the credentials issuer (the CLI has no tenant CA flag yet).
   const { files } = stack;
-  let gatewayUrl = '';
-  const gateway = await startGateway(
-    {
-      host: '127.0.0.1',
-      port: 0,
-      tls: files.serving,
-      clientCaPem: files.ca.certPem,
-      upstream: loadKubeconfig(files.upstreamKubeconfigPath),
-      passthrough: false,
-      http2: { maxConcurrentStreams: 100, maxHeaderListBytes: 65536 },
-    },
-    new MemoryTenantStore(),
-    (tenant) => issueTenantKubeconfig(files.ca, gatewayUrl, tenant),
-  );
-  gatewayUrl = gateway.url;
-  t.teardown(() => gateway.close());
-  const adminKubeconfig = join(files.dir, 'inproc-admin.kubeconfig');
-  writeFileSync(adminKubeconfig, renderKubeconfig({ ...loadKubeconfig(stack.adminKubeconfig), server: gateway.url }));
-  const admin = (args: string[], input?: string) => stack.rig.kubectl(args, { kubeconfig: adminKubeconfig, input });
+  const admin = (args: string[], input?: string) => stack.kubectl(args, { input });
 
   t.equal((await admin(['create', '-f', '-'], tenantYaml('kcf001', 1))).code, 0);
-  const pool = new UpstreamPool(loadKubeconfig(files.upstreamKubeconfigPath));
-  await bootstrapTenant(pool, 'kcf001').finally(() => pool.close()); // the lifecycle controller's job, not wired here
+  const ready = await admin(['wait', '--for=condition=Ready', 'tenant/kcf001', '--timeout=30s']);
+  t.equal(ready.code, 0, `the lifecycle controller sets the tenant up upstream: ${ready.stderr}`);
   const issued = await admin(['get', '--raw', '/apis/tenant.kubezoo.io/v1alpha1/tenants/kcf001/kubeconfig']);
   t.equal(issued.code, 0, issued.stderr);
   const tenantKubeconfig = join(files.dir, 'kcf001.kubeconfig');

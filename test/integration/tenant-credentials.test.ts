@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { writeClientKubeconfig, writeGatewayFiles } from '../../lib/dev.ts';
+import { serveConfigOf, writeClientKubeconfig, writeGatewayFiles } from '../../lib/dev.ts';
 import { RsaKeyPool } from '../../lib/auth/key-pool.ts';
 import { startRig } from '../../lib/rig/harness.ts';
 import { startGateway } from '../../lib/server/gateway.ts';
@@ -19,18 +19,8 @@ const rig = await startRig();
 const dir = mkdtempSync(join(tmpdir(), 'tenantgate-credentials-'));
 const files = writeGatewayFiles(dir, rig);
 const tenants = new MemoryTenantStore();
-const gateway = await startGateway(
-  {
-    host: '127.0.0.1',
-    port: 0,
-    tls: files.serving,
-    clientCaPem: files.ca.certPem,
-    upstream: loadKubeconfig(files.upstreamKubeconfigPath),
-    passthrough: false,
-    http2: { maxConcurrentStreams: 1000, maxHeaderListBytes: 65536 },
-  },
-  tenants,
-);
+// Tenants are put into the store and bootstrapped by the test itself: no lifecycle controller.
+const gateway = await startGateway(serveConfigOf(files), { tenants, lifecycle: false });
 const keyPool = new RsaKeyPool(4);
 t.teardown(async () => {
   keyPool.close();

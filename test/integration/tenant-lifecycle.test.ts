@@ -6,9 +6,9 @@ import { TENANT_LABEL } from '../../lib/convert/prefix.ts';
 import { upstreamJson } from '../../lib/upstream/client.ts';
 import { UpstreamPool } from '../../lib/upstream/pool.ts';
 import { conditionOf } from '../../lib/tenants/conditions.ts';
-import { CLEANUP_FINALIZER, TenantLifecycle } from '../../lib/tenants/lifecycle.ts';
+import { TenantLifecycle } from '../../lib/tenants/lifecycle.ts';
 import { MemoryTenantStore } from '../../lib/tenants/memory-store.ts';
-import { TENANT_API_VERSION, type Tenant, type TenantEvent } from '../../lib/tenants/tenant.ts';
+import { TENANT_API_VERSION, TENANT_CLEANUP_FINALIZER, type Tenant, type TenantEvent } from '../../lib/tenants/tenant.ts';
 
 let rig: Rig;
 let pool: UpstreamPool;
@@ -50,7 +50,7 @@ async function within(what: string, timeoutMs: number, check: () => boolean | Pr
 }
 
 function addTenant(id: string): Promise<Tenant> {
-  return store.create({ apiVersion: TENANT_API_VERSION, kind: 'Tenant', metadata: { name: id, finalizers: [CLEANUP_FINALIZER] }, spec: {} });
+  return store.create({ apiVersion: TENANT_API_VERSION, kind: 'Tenant', metadata: { name: id, finalizers: [TENANT_CLEANUP_FINALIZER] }, spec: {} });
 }
 
 /** What the Tenant API does on `kubectl delete tenant`: deletionTimestamp set, finalizer kept. */
@@ -224,7 +224,7 @@ t.test('deleting a tenant removes all its upstream objects, the Tenant last, and
   );
   const last = events.at(-1)!;
   t.equal(last.type, 'DELETED', 'the Tenant went last, after every upstream object');
-  t.notOk(events.at(-2)?.tenant.metadata.finalizers?.includes(CLEANUP_FINALIZER), 'its finalizer dropped before it was removed');
+  t.notOk(events.at(-2)?.tenant.metadata.finalizers?.includes(TENANT_CLEANUP_FINALIZER), 'its finalizer dropped before it was removed');
   t.equal(store.get('delb01')?.metadata.deletionTimestamp, undefined, 'tenant B still active');
 });
 

@@ -40,7 +40,7 @@ async function startTestGateway(store: TenantStore): Promise<{ gateway: Gateway;
       passthrough: false,
       http2: { maxConcurrentStreams: 100, maxHeaderListBytes: 65536 },
     },
-    store,
+    { tenants: store, lifecycle: false }, // no upstream here
   );
   const sessions: ClientHttp2Session[] = [];
   t.teardown(async () => {
