@@ -119,10 +119,12 @@ export async function runTenantCommand(args: string[]): Promise<void> {
   }
 }
 
-async function fetchKubeconfig(pool: UpstreamPool, id: string): Promise<string> {
+/** A newly issued admin kubeconfig of the tenant, from tenantgate's Tenant API. */
+export async function fetchKubeconfig(pool: UpstreamPool, id: string): Promise<string> {
   const answer = await upstreamJson(pool, 'GET', `${TENANTS_PATH}/${id}/kubeconfig`);
-  if (answer.status !== 200 || typeof answer.body !== 'string') throw failure(`issuing a kubeconfig for tenant ${id}`, answer);
-  return answer.body;
+  if (answer.status !== 200) throw failure(`issuing a kubeconfig for tenant ${id}`, answer);
+  // A kubeconfig written as JSON (valid YAML) arrives parsed.
+  return typeof answer.body === 'string' ? answer.body : `${JSON.stringify(answer.body, null, 2)}\n`;
 }
 
 async function waitUntilGone(pool: UpstreamPool, id: string): Promise<void> {

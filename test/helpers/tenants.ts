@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { upstreamJson } from '../../lib/upstream/client.ts';
 import { loadKubeconfig } from '../../lib/upstream/kubeconfig.ts';
 import { UpstreamPool } from '../../lib/upstream/pool.ts';
+import { fetchKubeconfig } from '../../lib/tenants/tenant-command.ts';
 import { TENANT_API_VERSION, type Tenant } from '../../lib/tenants/tenant.ts';
 import type { KubectlResult, Stack } from './stack.ts';
 
@@ -44,10 +45,8 @@ export async function createTestTenant(stack: Stack, id: string): Promise<TestTe
     const created = await upstreamJson(pool, 'POST', TENANTS_PATH, { apiVersion: TENANT_API_VERSION, kind: 'Tenant', metadata: { name: id }, spec: {} });
     if (created.status !== 201) throw new Error(`creating tenant ${id}: ${created.status} ${JSON.stringify(created.body).slice(0, 400)}`);
     const tenant = await waitUntilReady(pool, id);
-    const issued = await upstreamJson(pool, 'GET', `${TENANTS_PATH}/${id}/kubeconfig`);
-    if (issued.status !== 200 || typeof issued.body !== 'string') throw new Error(`kubeconfig of tenant ${id}: ${issued.status}`);
     const kubeconfig = join(stack.dir, `tenant-${id}.kubeconfig`);
-    writeFileSync(kubeconfig, issued.body, { mode: 0o600 });
+    writeFileSync(kubeconfig, await fetchKubeconfig(pool, id), { mode: 0o600 });
     stack.tenants.set(id, tenant);
     return { id, kubeconfig, tenant, kubectl: (args, options = {}) => stack.kubectl(args, { kubeconfig, input: options.input }) };
   });
