@@ -1,6 +1,7 @@
 // The Tenant object (tenant.kubezoo.io/v1alpha1, cluster-scoped, name = tenant id) and the store that keeps it.
 // Shapes follow KubeZoo's Tenant (spec.id, spec.quota.hard, status.online) plus status.conditions.
 import { TENANT_ID_PATTERN, type TenantId } from '../convert/prefix.ts';
+import { RESERVED_TENANT_IDS } from '../convert/rules/identity.ts';
 
 export const TENANT_GROUP = 'tenant.kubezoo.io';
 export const TENANT_VERSION = 'v1alpha1';
@@ -47,7 +48,9 @@ export interface Tenant {
 
 /** Why an id cannot be a tenant's, or null when it can. */
 export function invalidTenantId(id: string): string | null {
-  return TENANT_ID_PATTERN.test(id) ? null : `a tenant's name must be exactly 6 characters of [a-z0-9], got ${JSON.stringify(id)}`;
+  if (!TENANT_ID_PATTERN.test(id)) return `a tenant's name must be exactly 6 characters of [a-z0-9], got ${JSON.stringify(id)}`;
+  if (RESERVED_TENANT_IDS.has(id)) return `the tenant name ${JSON.stringify(id)} is reserved: Kubernetes gives users and groups named ${id}:* powers of its own`;
+  return null;
 }
 
 /** A change seen by a store's watch. */

@@ -10,7 +10,7 @@ const SA_GROUP = 'system:serviceaccounts:';
 /**
  * Tenant ids whose prefixes collide with names Kubernetes reserves: `system:<group>` is the form of the upstream's
  * own groups (`system:masters` is cluster-admin), so tenant `system` can never carry groups. Tenant validation
- * should refuse these ids outright.
+ * refuses these ids (invalidTenantId).
  */
 export const RESERVED_TENANT_IDS: ReadonlySet<string> = new Set(['system']);
 
