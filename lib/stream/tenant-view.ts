@@ -198,11 +198,19 @@ function stringStopIn(x: number): number {
 
 /**
  * The index of the first byte from `from` on that ends a string's plain run (quote, backslash, control byte), or
- * `end`. Four bytes at a time: string bodies are 80% of a Kubernetes object (measured: the whole scan ~8% faster).
+ * `end`. Four bytes at a time: string bodies are 80% of a Kubernetes object (measured: the whole scan ~8% faster);
+ * two words per turn of the loop (measured: 0–5% more, in three alternating runs of the bench's pods).
  */
 function plainRunEnd(buf: Buffer, view: DataView, from: number, end: number): number {
   let i = from;
-  while (i + 4 <= end) {
+  while (i + 8 <= end) {
+    let stop = stringStopIn(view.getInt32(i, true));
+    if (stop !== 0) return i + ((31 - Math.clz32(stop & -stop)) >> 3);
+    stop = stringStopIn(view.getInt32(i + 4, true));
+    if (stop !== 0) return i + 4 + ((31 - Math.clz32(stop & -stop)) >> 3);
+    i += 8;
+  }
+  if (i + 4 <= end) {
     const stop = stringStopIn(view.getInt32(i, true));
     if (stop !== 0) return i + ((31 - Math.clz32(stop & -stop)) >> 3);
     i += 4;
