@@ -64,7 +64,7 @@ const APISERVER_DNS_NAMES = ['localhost', 'kubernetes', 'kubernetes.default', 'k
 const APISERVER_IPS = ['127.0.0.1', '10.0.0.1']; // 10.0.0.1: first address of the service range, the `kubernetes` Service
 
 /** A free loopback port: listen on port 0 and give it back. (Another process could take it before we use it; unlikely.) */
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolvePort, reject) => {
     const server = createServer();
     server.once('error', reject);
