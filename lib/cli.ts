@@ -40,6 +40,8 @@ async function serve(args: string[]): Promise<void> {
     return;
   }
   const gateway = await startGateway(config);
+  // Before 'tenantgate serving': whoever waits for that line finds the metrics address already logged.
+  if (gateway.metricsUrl !== null) log.info('tenantgate metrics', { url: gateway.metricsUrl });
   log.info('tenantgate serving', { url: gateway.url, upstream: config.upstream.server, passthrough: config.passthrough });
   const stop = (signal: string) => {
     log.info('stopping', { signal });

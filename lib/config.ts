@@ -5,6 +5,8 @@ import { parseArgs } from 'node:util';
 import { DEFAULT_TENANT_STORE_OPTIONS, type TenantStoreOptions } from './tenants/store.ts';
 import type { CertificateAuthority } from './auth/pki.ts';
 import { loadKubeconfig, type ClusterCredentials } from './upstream/kubeconfig.ts';
+import { DEFAULT_TENANT_SERIES } from './metrics/metrics.ts';
+import { REQUEST_LOG_LEVELS, type RequestLogLevel } from './server/request-end.ts';
 
 export interface ServeConfig {
   host: string;
@@ -25,6 +27,15 @@ export interface ServeConfig {
   };
   /** Where tenants live; omitted: the embedded store. */
   tenantStore?: TenantStoreOptions;
+  /** Prometheus metrics; omitted: none are kept. */
+  metrics?: {
+    /** The metrics listener's address; null: metrics are kept but not served. */
+    listen: { host: string; port: number } | null;
+    /** Tenants with a `tenant` label value of their own (first by name); the rest are `_other`. */
+    tenantSeries: number;
+  };
+  /** Level of the one log line per request; omitted: 'off'. */
+  requestLogLevel?: RequestLogLevel;
 }
 
 export const SERVE_OPTIONS = {
@@ -40,6 +51,9 @@ export const SERVE_OPTIONS = {
   'max-header-bytes': { type: 'string', default: '65536', description: 'largest request header block accepted' },
   'etcd-endpoints': { type: 'string', description: 'comma-separated etcd client URLs for tenants; none: embedded store, one replica (TENANTGATE_ETCD_ENDPOINTS)' },
   'etcd-prefix': { type: 'string', default: DEFAULT_TENANT_STORE_OPTIONS.etcdPrefix, description: 'etcd key prefix of the tenants (TENANTGATE_ETCD_PREFIX)' },
+  'metrics-listen': { type: 'string', default: '127.0.0.1:9464', description: "address:port of the Prometheus /metrics listener; '' disables it (TENANTGATE_METRICS_LISTEN)" },
+  'metrics-tenant-series': { type: 'string', default: String(DEFAULT_TENANT_SERIES), description: 'tenants with metrics series of their own (first by name); the rest are tenant="_other"' },
+  'request-log-level': { type: 'string', default: 'info', description: `level of the one log line per request: ${REQUEST_LOG_LEVELS.join(', ')} (TENANTGATE_REQUEST_LOG_LEVEL)` },
   help: { type: 'boolean', short: 'h', default: false, description: 'show this help' },
 } as const;
 
@@ -51,6 +65,17 @@ function required(values: Record<string, unknown>, flag: string): string {
   const value = (values[flag] as string | undefined) ?? fromEnv(flag);
   if (value === undefined || value === '') throw new Error(`--${flag} is required`);
   return value;
+}
+
+function nonNegativeInteger(value: string, flag: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`--${flag} must be a non-negative integer, got ${value}`);
+  return n;
+}
+
+function requestLogLevel(value: string): RequestLogLevel {
+  if (!(REQUEST_LOG_LEVELS as readonly string[]).includes(value)) throw new Error(`--request-log-level must be one of ${REQUEST_LOG_LEVELS.join(', ')}, got ${value}`);
+  return value as RequestLogLevel;
 }
 
 function positiveInteger(value: string, flag: string): number {
@@ -74,6 +99,7 @@ export function parseServeConfig(args: string[]): ServeConfig | 'help' {
   const listen = fromEnv('listen') ?? values.listen;
   const clientCaPem = readFileSync(required(values, 'client-ca-file'), 'utf8');
   const caKeyFile = values['client-ca-key-file'] ?? fromEnv('client-ca-key-file');
+  const metricsListen = fromEnv('metrics-listen') ?? values['metrics-listen'];
   return {
     ...parseListen(listen),
     tls: {
@@ -96,6 +122,11 @@ export function parseServeConfig(args: string[]): ServeConfig | 'help' {
         .filter((endpoint) => endpoint !== ''),
       etcdPrefix: fromEnv('etcd-prefix') ?? values['etcd-prefix'],
     },
+    metrics: {
+      listen: metricsListen === '' ? null : parseListen(metricsListen),
+      tenantSeries: nonNegativeInteger(values['metrics-tenant-series'], 'metrics-tenant-series'),
+    },
+    requestLogLevel: requestLogLevel(fromEnv('request-log-level') ?? values['request-log-level']),
   };
 }
 

@@ -72,6 +72,8 @@ export function writeGatewayFiles(dir: string, rig: Rig): GatewayFiles {
       '--client-ca-key-file', files.caKeyFile,
       '--upstream-kubeconfig', files.upstreamKubeconfigPath,
       '--etcd-endpoints', files.etcdEndpoint,
+      // A free port: several tenantgates (tests, replicas) run side by side on one machine.
+      '--metrics-listen', '127.0.0.1:0',
     ],
   };
 }

@@ -1,5 +1,6 @@
 // Structured logs: one JSON object per line on stderr. Never pass credentials, tokens or bodies to it.
-type Level = 'debug' | 'info' | 'warn' | 'error';
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+type Level = LogLevel;
 const LEVELS: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 const threshold = LEVELS[(process.env.TENANTGATE_LOG_LEVEL as Level | undefined) ?? 'info'] ?? LEVELS.info;
 

@@ -4,6 +4,7 @@ import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { Identity } from '../auth/identity.ts';
 import type { KindRow } from '../convert/kinds.ts';
 import type { RequestInfo } from '../convert/request-info.ts';
+import type { RewriteCounters } from '../metrics/metrics.ts';
 
 export interface RequestContext {
   req: Http2ServerRequest | IncomingMessage;
@@ -15,4 +16,8 @@ export interface RequestContext {
   info: RequestInfo | null;
   /** The kind it names, from the table of kinds; null for non-resource requests (discovery). */
   row: KindRow | null;
+  /** performance.now() when the request arrived (request duration, the request log line). */
+  startedAt: number;
+  /** The list or watch rewriter the response streams through, if any (bytes sent, for the request log line). */
+  rewrite: RewriteCounters | null;
 }

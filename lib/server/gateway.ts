@@ -11,7 +11,10 @@ import { HealthChecks } from './health.ts';
 import { limitStreamResets } from './rapid-reset.ts';
 import { buildPipeline, handleRequest, handleUpgrade } from './pipeline.ts';
 import { badRequest, headersTooLarge, writeRawStatus } from './status.ts';
-import { closeOffload } from '../upstream/offload.ts';
+import { closeOffload, offloadQueueSize } from '../upstream/offload.ts';
+import { startMetricsListener, type MetricsListener } from '../metrics/listener.ts';
+import { TenantgateMetrics } from '../metrics/metrics.ts';
+import { RequestObserver } from './request-end.ts';
 import { ServiceAccountTokens, upstreamTokenReviewer } from '../auth/service-account-tokens.ts';
 import { RsaKeyPool } from '../auth/key-pool.ts';
 import { issueTenantKubeconfig } from '../tenants/credentials.ts';
@@ -29,6 +32,9 @@ export interface Gateway {
   tenants: TenantStore;
   /** Service-account tokens seen (its counters show what reached the upstream). */
   tokens: ServiceAccountTokens;
+  /** The Prometheus metrics (null when the config asks for none), and where they are served (null: nowhere). */
+  metrics: TenantgateMetrics | null;
+  metricsUrl: string | null;
   close(): Promise<void>;
 }
 
@@ -55,7 +61,9 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   // Loaded before it listens: no request is judged against an empty index.
   if (parts.tenants === undefined) await tenants.start();
   const discovery = new DiscoveryCache(pool);
-  const lifecycle = parts.lifecycle === false ? null : new TenantLifecycle({ store: tenants, pool, discovery });
+  const metrics = config.metrics === undefined ? null : new TenantgateMetrics({ tenantSeries: config.metrics.tenantSeries, tenants, workerPoolQueue: offloadQueueSize });
+  const recordOperation = metrics?.recordTenantOperation;
+  const lifecycle = parts.lifecycle === false ? null : new TenantLifecycle({ store: tenants, pool, discovery, recordOperation });
   await lifecycle?.start();
   // Keys made ahead of need keep tenant creation in milliseconds (RSA-2048 generation is ~50 ms).
   const keyPool = config.tenantCa === undefined ? null : new RsaKeyPool();
@@ -65,7 +73,9 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
       ? null
       : (tenant) => issueTenantKubeconfig(config.tenantCa!, url, tenant, { keyPool: keyPool!, validityDays: config.tenantCertificateDays });
   const tokens = new ServiceAccountTokens(upstreamTokenReviewer(pool), (id) => tenants.get(id)?.metadata.uid);
-  const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery, passthrough: config.passthrough, tenants, tokens, issueKubeconfig });
+  const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery, passthrough: config.passthrough, tenants, tokens, issueKubeconfig, metrics, recordOperation });
+  const requestLogLevel = config.requestLogLevel ?? 'off';
+  const observer = metrics === null && requestLogLevel === 'off' ? undefined : new RequestObserver(metrics, requestLogLevel);
   const server = http2.createSecureServer({
     cert: config.tls.certPem,
     key: config.tls.keyPem,
@@ -84,7 +94,7 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
     maxSessionRejectedStreams: 100,
     maxSessionInvalidFrames: 1000,
   } as http2.SecureServerOptions);
-  server.on('request', (req, res) => handleRequest(stages, req, res));
+  server.on('request', (req, res) => handleRequest(stages, req, res, observer));
   server.on('upgrade', (req, socket: Duplex, head: Buffer) => handleUpgrade(req, socket, head, { upstream: config.upstream, tenants, tokens }));
   server.on('clientError', onClientError);
   server.on('sessionError', () => {}); // the session is torn down by node; nothing else to do
@@ -106,6 +116,9 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
       resolve();
     });
   });
+  // Its own listener: scrapers need no client certificate, and tenants' connections never reach it.
+  const metricsListener: MetricsListener | null =
+    metrics === null || config.metrics?.listen == null ? null : await startMetricsListener(metrics, config.metrics.listen.host, config.metrics.listen.port);
   const { port } = server.address() as AddressInfo;
   const hostInUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
   url = `https://${hostInUrl}:${port}`;
@@ -117,7 +130,11 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
     url,
     tenants,
     tokens,
+    metrics,
+    metricsUrl: metricsListener?.url ?? null,
     close: async () => {
+      await metricsListener?.close();
+      metrics?.close();
       await lifecycle?.stop();
       keyPool?.close();
       if (parts.tenants === undefined) await tenants.close();

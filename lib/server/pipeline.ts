@@ -17,10 +17,12 @@ import { forwardToUpstream } from '../upstream/forward.ts';
 import type { ClusterCredentials } from '../upstream/kubeconfig.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import type { TenantStore } from '../tenants/tenant.ts';
+import type { RecordTenantOperation, TenantgateMetrics } from '../metrics/metrics.ts';
 import { forwardTenantRequest } from '../upstream/tenant-forward.ts';
 import { forwardUpgrade } from '../upstream/upgrade.ts';
 import type { RequestContext } from './context.ts';
 import type { HealthChecks } from './health.ts';
+import type { RequestObserver } from './request-end.ts';
 import { malformedRequestTarget } from './request-target.ts';
 import { notFound, sendStatus, unauthorized, writeRawStatus } from './status.ts';
 import { tenantApi, type IssueKubeconfig } from './tenant-api.ts';
@@ -42,6 +44,10 @@ export interface PipelineDeps {
   tokens: ServiceAccountTokens;
   /** Issues a tenant admin's kubeconfig for the Tenant API; null when this tenantgate has no tenant CA. */
   issueKubeconfig: IssueKubeconfig | null;
+  /** Where upstream latency and list/watch rewrites are counted; null: not counted. */
+  metrics?: TenantgateMetrics | null;
+  /** Counts the Tenant API's creates and deletes. */
+  recordOperation?: RecordTenantOperation | undefined;
 }
 
 function validateTarget(ctx: RequestContext): boolean {
@@ -100,21 +106,22 @@ function admit(ctx: RequestContext): boolean {
 }
 
 /** The stages of `tenantgate serve`, in order. */
-export function buildPipeline({ pool, health, discovery, passthrough, tenants, tokens, issueKubeconfig }: PipelineDeps): Stage[] {
+export function buildPipeline({ pool, health, discovery, passthrough, tenants, tokens, issueKubeconfig, metrics = null, recordOperation }: PipelineDeps): Stage[] {
+  const forwardDeps = { pool, discovery, metrics };
   return [
     { name: 'validate request target', run: validateTarget },
     { name: 'health checks', run: (ctx) => health.serve(ctx) },
     { name: 'authenticate', run: authenticate(tokens) },
     // Before tenant resolution: any tenant identity, valid or not, is refused the group alike (403).
-    { name: 'Tenant API (administrators)', run: tenantApi({ pool, tenants, issueKubeconfig }) },
+    { name: 'Tenant API (administrators)', run: tenantApi({ pool, tenants, issueKubeconfig, recordOperation }) },
     { name: 'resolve tenant', run: (ctx) => (resolveTenant(ctx.identity!, tenants), false) },
     {
       name: 'administrators pass through',
-      run: (ctx) => (ctx.identity!.tenant === null || passthrough ? (forwardToUpstream(ctx, pool), true) : false),
+      run: (ctx) => (ctx.identity!.tenant === null || passthrough ? (forwardToUpstream(ctx, pool, metrics), true) : false),
     },
     { name: 'classify', run: classify(discovery) },
     { name: 'admit', run: admit },
-    { name: 'convert and forward', run: (ctx) => (forwardTenantRequest(ctx, { pool, discovery }), true) },
+    { name: 'convert and forward', run: (ctx) => (forwardTenantRequest(ctx, forwardDeps), true) },
   ];
 }
 
@@ -141,8 +148,12 @@ export function handleRequest(
   stages: Stage[],
   req: Http2ServerRequest | IncomingMessage,
   res: Http2ServerResponse | ServerResponse,
+  observer?: RequestObserver,
 ): void {
-  runStages(stages, { req, res, path: req.url ?? '', identity: null, info: null, row: null }, 0);
+  const ctx: RequestContext = { req, res, path: req.url ?? '', identity: null, info: null, row: null, startedAt: 0, rewrite: null };
+  // Metrics and the request log line, once the response ends.
+  observer?.begin(ctx);
+  runStages(stages, ctx, 0);
 }
 
 export interface UpgradeDeps {

@@ -44,6 +44,7 @@ import {
   type TenantStore,
 } from '../tenants/tenant.ts';
 import { validateTenant } from '../tenants/validation.ts';
+import type { RecordTenantOperation, TenantOperation } from '../metrics/metrics.ts';
 import type { RequestContext } from './context.ts';
 import { badRequest, notFound, sendStatus, StatusError } from './status.ts';
 
@@ -55,6 +56,14 @@ export interface TenantApiDeps {
   tenants: TenantStore;
   /** null: this tenantgate has no credentials issuer, and .../kubeconfig answers 503. */
   issueKubeconfig: IssueKubeconfig | null;
+  /** Counts creates and deletes (metrics); absent: not counted. */
+  recordOperation?: RecordTenantOperation | undefined;
+}
+
+/** `work`, counted as one Tenant operation that succeeded or failed. */
+function counted(deps: TenantApiDeps, operation: TenantOperation, work: Promise<void>): Promise<void> {
+  const record = deps.recordOperation;
+  return record === undefined ? work : work.then(() => record(operation, true), (error: unknown) => (record(operation, false), Promise.reject(error)));
 }
 
 const MAX_BODY_BYTES = 3 * 1024 * 1024;
@@ -381,7 +390,7 @@ async function serveResource(ctx: RequestContext, deps: TenantApiDeps, info: Req
       return sendTenant(ctx, 200, current(tenants, info.name), query);
     case 'create':
       if (info.name !== '') break;
-      return create(ctx, tenants, (await readJsonOrYaml(ctx)).body, query);
+      return counted(deps, 'create', readJsonOrYaml(ctx).then(({ body }) => create(ctx, tenants, body, query)));
     case 'update': {
       return update(ctx, tenants, info, (await readJsonOrYaml(ctx)).body, query);
     }
@@ -392,7 +401,7 @@ async function serveResource(ctx: RequestContext, deps: TenantApiDeps, info: Req
     case 'delete': {
       if (subresource !== '') break;
       const hasBody = ctx.req.headers['content-length'] !== undefined && ctx.req.headers['content-length'] !== '0';
-      return remove(ctx, tenants, info, hasBody ? (await readJsonOrYaml(ctx)).body : undefined, query);
+      return counted(deps, 'delete', (hasBody ? readJsonOrYaml(ctx).then(({ body }) => body) : Promise.resolve(undefined)).then((body) => remove(ctx, tenants, info, body, query)));
     }
   }
   throw new StatusError(405, 'MethodNotAllowed', `the server does not allow this method on the requested resource (${method} ${QUALIFIED})`);

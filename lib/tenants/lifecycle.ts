@@ -3,6 +3,7 @@
 // Tenant itself. Never creates anything for a tenant being deleted, nor deletes outside a tenant's exact prefix.
 import { isTenantId, TENANT_LABEL, toUpstreamName, type TenantId } from '../convert/prefix.ts';
 import { log } from '../log.ts';
+import type { RecordTenantOperation } from '../metrics/metrics.ts';
 import { upstreamJson } from '../upstream/client.ts';
 import { DiscoveryCache } from '../upstream/discovery.ts';
 import { listUpstream, watchUpstream, type WatchEvent } from '../upstream/own-watch.ts';
@@ -32,6 +33,8 @@ export interface TenantLifecycleOptions {
   cleanupIntervalMs?: number;
   /** Longest wait before retrying a failed bootstrap or cleanup. */
   maxBackoffMs?: number;
+  /** Counts bootstraps and cleanups (metrics): a finished one as ok, each failed step as an error. */
+  recordOperation?: RecordTenantOperation | undefined;
 }
 
 type Phase = 'bootstrap' | 'cleanup' | 'idle';
@@ -77,6 +80,7 @@ export class TenantLifecycle {
   readonly #resyncIntervalMs: number;
   readonly #cleanupIntervalMs: number;
   readonly #maxBackoffMs: number;
+  readonly #recordOperation: RecordTenantOperation | undefined;
   readonly #work = new Map<TenantId, TenantWork>();
   readonly #stoppers: (() => void)[] = [];
   #stopped = false;
@@ -94,6 +98,7 @@ export class TenantLifecycle {
     this.#resyncIntervalMs = options.resyncIntervalMs ?? 30_000;
     this.#cleanupIntervalMs = options.cleanupIntervalMs ?? 1_000;
     this.#maxBackoffMs = options.maxBackoffMs ?? 30_000;
+    this.#recordOperation = options.recordOperation;
   }
 
   async start(): Promise<void> {
@@ -184,15 +189,20 @@ export class TenantLifecycle {
       if (work.phase === 'cleanup') {
         const done = await this.#cleanup(id);
         work.failures = 0;
+        if (done) this.#recordOperation?.('cleanup', true);
         return done ? null : this.#cleanupIntervalMs;
       }
-      if (work.phase === 'bootstrap') await this.#bootstrap(id);
+      if (work.phase === 'bootstrap') {
+        await this.#bootstrap(id);
+        this.#recordOperation?.('bootstrap', true);
+      }
       work.failures = 0;
       work.phase = 'idle';
       return null;
     } catch (error) {
       const message = (error as Error).message;
       log.warn('tenant lifecycle step failed', { tenant: id, phase: work.phase, error: message });
+      if (work.phase !== 'idle') this.#recordOperation?.(work.phase, false);
       const reason = work.phase === 'cleanup' ? 'CleanupFailed' : 'BootstrapFailed';
       const type = work.phase === 'cleanup' ? 'Terminating' : 'Ready';
       await this.#writeStatus(id, (t) => setCondition(t, { type, status: type === 'Ready' ? 'False' : 'True', reason, message: message.slice(0, 500) })).catch(

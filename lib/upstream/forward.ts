@@ -4,7 +4,10 @@ import http2, { type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingH
 import type { ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
+import { performance } from 'node:perf_hooks';
+import type { TenantgateMetrics } from '../metrics/metrics.ts';
 import type { RequestContext } from '../server/context.ts';
+import { verbOf } from '../server/request-end.ts';
 import { sendStatus, upstreamUnavailable } from '../server/status.ts';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.ts';
 import type { UpstreamPool } from './pool.ts';
@@ -62,11 +65,13 @@ export function openUpstreamStream(
   return upstream;
 }
 
-export function forwardToUpstream(ctx: RequestContext, pool: UpstreamPool): void {
+export function forwardToUpstream(ctx: RequestContext, pool: UpstreamPool, metrics: TenantgateMetrics | null = null): void {
   const { req, res } = ctx;
   const headers = upstreamRequestHeaders(req.headers, upstreamIdentityOf(ctx.identity!), pool);
   const endStream = hasNoBody(ctx);
+  const sentAt = performance.now();
   const upstream = openUpstreamStream(res, pool, req.method ?? 'GET', ctx.path, headers, endStream, (upstreamHeaders) => {
+    metrics?.upstreamResponded(verbOf(ctx), (performance.now() - sentAt) / 1000);
     const status = Number(upstreamHeaders[':status'] ?? 502);
     (res as ServerResponse).writeHead(status, clientResponseHeaders(upstreamHeaders));
     // Watches must reach the client event by event, not when a buffer fills.

@@ -37,6 +37,11 @@ export async function convertOffThread(task: ConvertDocumentTask): Promise<Buffe
   return Buffer.from(result.view.buffer, result.view.byteOffset, result.view.byteLength);
 }
 
+/** Conversions waiting for a worker thread now (the metrics read it at scrape time). */
+export function offloadQueueSize(): number {
+  return pool?.queueSize ?? 0;
+}
+
 /** Stops the pool's threads (tenantgate shutting down). */
 export async function closeOffload(): Promise<void> {
   const closing = pool;

@@ -2,6 +2,7 @@
 // lists and watches item by item as bytes arrive, single objects, Tables, Status errors and discovery whole.
 // Never sends the client a byte of an upstream object before it has been converted to the tenant's view.
 import type { ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import type { OutgoingHttpHeaders } from 'node:http2';
 import { pipeline } from 'node:stream';
 import { parse as parseYaml } from 'yaml';
@@ -31,6 +32,7 @@ import { readBody, tenantStatusError } from './read-body.ts';
 import { convertOffThread, OFFLOAD_MIN_BYTES } from './offload.ts';
 import { grantTenantNamespace } from '../tenants/bootstrap.ts';
 import { log } from '../log.ts';
+import type { TenantgateMetrics } from '../metrics/metrics.ts';
 import type { DiscoveryCache } from './discovery.ts';
 import { tenantResponseHeaders, upstreamRequestHeaders } from './headers.ts';
 import type { UpstreamPool } from './pool.ts';
@@ -42,6 +44,8 @@ const MAX_RESPONSE_BODY_BYTES = 64 * 1024 * 1024;
 export interface TenantForwardDeps {
   pool: UpstreamPool;
   discovery: DiscoveryCache;
+  /** Where upstream latency, watches and rewrites are counted; null: not counted. */
+  metrics?: TenantgateMetrics | null;
 }
 
 function conversionContext(tenant: TenantId, discovery: DiscoveryCache): ConvertContext {
@@ -211,8 +215,11 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
 
   // DeleteOptions bodies (delete, deletecollection) name nothing and pass as they are.
   const hasBody = info.verb === 'create' || info.verb === 'update' || info.verb === 'patch';
+  const metrics = deps.metrics ?? null;
   const send = (body: string | Buffer | null, method = req.method ?? 'GET') => {
+    const sentAt = performance.now();
     const upstream = openUpstreamStream(res, deps.pool, method, target, headers, body === null, (upstreamHeaders) => {
+      metrics?.upstreamResponded(info.verb, (performance.now() - sentAt) / 1000);
       const status = Number(upstreamHeaders[':status'] ?? 502);
       const responseHeaders = tenantResponseHeaders(upstreamHeaders, tenant);
       delete responseHeaders['content-length'];
@@ -224,7 +231,10 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
         (res as ServerResponse).writeHead(status, responseHeaders);
         if ('flushHeaders' in res) res.flushHeaders();
         const rewriter = info.verb === 'watch' ? new WatchRewriter(tenantViewSpecOf(row, convert, table ? rowObjects : null)) : new ListRewriter(tenantViewSpecOf(row, convert));
+        ctx.rewrite = rewriter;
+        const rewriteEnded = metrics?.rewriteStarted(tenant, info.verb === 'watch' ? 'watch' : 'list', rewriter);
         pipeline(upstream!, rewriter, res, (error) => {
+          rewriteEnded?.();
           if (error && !res.destroyed) log.warn('a list or watch could not be converted', { tenant, path: info.path, error: error.message });
         });
         return;

@@ -28,6 +28,8 @@ export interface Stack {
   tenants: Map<string, Tenant>;
   files: GatewayFiles;
   gatewayUrl: string;
+  /** tenantgate's /metrics URL (its metrics listener, on a free port) */
+  metricsUrl: string;
   gateway: ChildProcess;
   /** tenantgate's log lines so far (JSON) */
   gatewayLogs: string[];
@@ -60,7 +62,7 @@ export function productionEnv(): NodeJS.ProcessEnv {
 }
 
 /** Starts `tenantgate serve` as its own process with these files; resolves once it serves. */
-export async function spawnGateway(files: GatewayFiles, extraArgs: string[]): Promise<{ child: ChildProcess; url: string; logs: string[] }> {
+export async function spawnGateway(files: GatewayFiles, extraArgs: string[]): Promise<{ child: ChildProcess; url: string; metricsUrl: string; logs: string[] }> {
   const child = spawn(process.execPath, [...TENANTGATE_NODE_FLAGS, CLI, 'serve', '--listen', '127.0.0.1:0', ...files.serveArgs, ...extraArgs], {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: productionEnv(),
@@ -68,12 +70,14 @@ export async function spawnGateway(files: GatewayFiles, extraArgs: string[]): Pr
   const lines = createInterface({ input: child.stderr! });
   const logs: string[] = [];
   lines.on('line', (line) => logs.length < 10_000 && logs.push(line));
+  let metricsUrl = '';
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('tenantgate did not start within 20 s')), 20_000);
     child.once('exit', (code) => reject(new Error(`tenantgate exited with ${code} before serving`)));
     lines.on('line', (line) => {
       try {
         const entry = JSON.parse(line) as { msg?: string; url?: string };
+        if (entry.msg === 'tenantgate metrics' && entry.url !== undefined) metricsUrl = entry.url;
         if (entry.msg === 'tenantgate serving' && entry.url !== undefined) {
           clearTimeout(timer);
           resolve(entry.url);
@@ -83,22 +87,20 @@ export async function spawnGateway(files: GatewayFiles, extraArgs: string[]): Pr
       }
     });
   });
-  return { child, url, logs };
+  return { child, url, metricsUrl, logs };
 }
 
 export interface StackOptions {
   passthrough?: boolean;
   controllers?: boolean;
-  /** More `tenantgate serve` flags (e.g. `--metrics-listen`). */
-  gatewayArgs?: string[];
 }
 
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const rig = await startRig({ controllers: options.controllers ?? true });
   const dir = mkdtempSync(join(tmpdir(), 'tenantgate-test-'));
   const files = writeGatewayFiles(dir, rig);
-  const extraArgs = [...(options.passthrough === true ? ['--passthrough'] : []), ...(options.gatewayArgs ?? [])];
-  const { child, url, logs } = await spawnGateway(files, extraArgs);
+  const extraArgs = options.passthrough === true ? ['--passthrough'] : [];
+  const { child, url, metricsUrl, logs } = await spawnGateway(files, extraArgs);
   const adminKubeconfig = writeClientKubeconfig(join(dir, 'admin.kubeconfig'), url, files.ca, DEV_ADMIN);
   let counter = 0;
   const tenants = new Map<string, Tenant>();
@@ -108,6 +110,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     tenants,
     files,
     gatewayUrl: url,
+    metricsUrl,
     gateway: child,
     gatewayLogs: logs,
     adminKubeconfig,
