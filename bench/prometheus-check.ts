@@ -23,9 +23,11 @@ const NOISY_LIMIT = 2;
 const BURST_REQUESTS = 300;
 const BURST_CONCURRENCY = 60;
 const RATE_INTERVAL = '30s';
+const ROUNDS = 3;
+const ROUND_GAP_MS = 1_500;
 const READY_WITHIN_MS = 30_000;
-/** Scrapes to wait for after the traffic, so every counter has moved within the rate window. */
-const SETTLE_MS = 4_000;
+/** Scrapes to wait for after the traffic, so its last counts are in Prometheus. */
+const SETTLE_MS = 3_000;
 /** The whole check, rig start included, ends within this. */
 const DEADLINE_MS = 5 * 60_000;
 
@@ -40,7 +42,7 @@ interface PrometheusRun {
   dir: string;
 }
 
-async function startPrometheus(metricsTarget: string): Promise<PrometheusRun> {
+async function startPrometheus(metrics: URL): Promise<PrometheusRun> {
   const dir = mkdtempSync(join(tmpdir(), 'tenantgate-prometheus-'));
   const config = join(dir, 'prometheus.yml');
   writeFileSync(
@@ -49,7 +51,8 @@ async function startPrometheus(metricsTarget: string): Promise<PrometheusRun> {
       'global: { scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s }',
       'scrape_configs:',
       '  - job_name: tenantgate',
-      `    static_configs: [{ targets: ['${metricsTarget}'] }]`,
+      `    metrics_path: '${metrics.pathname}'`,
+      `    static_configs: [{ targets: ['${metrics.host}'] }]`,
       '',
     ].join('\n'),
   );
@@ -111,35 +114,58 @@ function openWatch(pool: UpstreamPool): { stream: ClientHttp2Stream; received: (
 }
 
 interface TrafficReport {
+  /** Answers by tenant and status; the first message of each non-2xx status by path. */
   statuses: Record<string, Record<number, number>>;
+  messages: Record<string, string>;
   retryAfterSeen: boolean;
   watchBytes: Record<string, number>;
 }
 
-/** GET, LIST, create, update (watch events), a 404, a 503 through the service proxy, and the noisy tenant's burst. */
-async function generateTraffic(tenants: TestTenant[], noisy: TestTenant, watches: ReturnType<typeof openWatch>[]): Promise<TrafficReport> {
-  const statuses: Record<string, Record<number, number>> = {};
-  const count = (id: string, status: number) => {
-    const byStatus = (statuses[id] ??= {});
-    byStatus[status] = (byStatus[status] ?? 0) + 1;
-  };
-  for (const tenant of tenants) {
-    const { pool, call } = tenantClient(tenant);
-    pools.push(pool); // closed at the end: the watch stays open on its session until the check is done
-    watches.push(openWatch(pool));
-    const exchange = async (method: string, path: string, body?: unknown) => count(tenant.id, (await call(method, path, body)).status);
-    await exchange('GET', '/api/v1/namespaces/default');
-    await exchange('GET', CONFIGMAPS);
-    for (let i = 0; i < 5; i++) {
-      await exchange('POST', CONFIGMAPS, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `check-${i}` }, data: { n: '0' } });
-      await exchange('PATCH', `${CONFIGMAPS}/check-${i}`, { data: { n: '1' } });
-    }
-    await exchange('GET', CONFIGMAPS);
-    await exchange('GET', '/api/v1/configmaps');
-    await exchange('GET', `${CONFIGMAPS}/no-such-configmap`);
-    // A Service without endpoints: the apiserver's service proxy answers 503, a real server error end to end.
+class TrafficLog {
+  statuses: Record<string, Record<number, number>> = {};
+  messages: Record<string, string> = {};
+  record(id: string, path: string, answer: { status: number; body: any }): void {
+    const byStatus = (this.statuses[id] ??= {});
+    byStatus[answer.status] = (byStatus[answer.status] ?? 0) + 1;
+    if (answer.status >= 300) this.messages[`${answer.status} ${path}`] ??= String(answer.body?.message ?? answer.body).slice(0, 200);
+  }
+}
+
+/** One round of a tenant's ordinary traffic: GET, LIST, create, patch (watch events), a 404, a 503 through the service proxy. */
+async function tenantRound(tenant: TestTenant, call: ReturnType<typeof tenantClient>['call'], round: number, log: TrafficLog): Promise<void> {
+  const exchange = async (method: string, path: string, body?: unknown) => log.record(tenant.id, path, await call(method, path, body));
+  await exchange('GET', '/api/v1/namespaces/default');
+  await exchange('GET', CONFIGMAPS);
+  for (let i = 0; i < 3; i++) {
+    await exchange('POST', CONFIGMAPS, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `check-${round}-${i}` }, data: { n: '0' } });
+    await exchange('PATCH', `${CONFIGMAPS}/check-${round}-${i}`, { data: { n: '1' } });
+  }
+  await exchange('GET', '/api/v1/configmaps');
+  await exchange('GET', `${CONFIGMAPS}/no-such-configmap`);
+  // A Service whose Endpoints are empty: the apiserver's service proxy answers 503, a real server error end to end
+  // (without an Endpoints object at all it answers 404).
+  if (round === 0) {
     await exchange('POST', '/api/v1/namespaces/default/services', { apiVersion: 'v1', kind: 'Service', metadata: { name: 'no-endpoints' }, spec: { ports: [{ port: 80 }] } });
-    await exchange('GET', '/api/v1/namespaces/default/services/no-endpoints:80/proxy/');
+    await exchange('POST', '/api/v1/namespaces/default/endpoints', { apiVersion: 'v1', kind: 'Endpoints', metadata: { name: 'no-endpoints' }, subsets: [] });
+  }
+  await exchange('GET', '/api/v1/namespaces/default/services/no-endpoints:80/proxy/');
+}
+
+/**
+ * Both tenants' ordinary traffic in rounds a few scrapes apart (so every counter moves inside the rate window, not
+ * only between its first two scrapes), with their configmap watches open; then the noisy tenant's burst.
+ */
+async function generateTraffic(tenants: TestTenant[], noisy: TestTenant, watches: ReturnType<typeof openWatch>[]): Promise<TrafficReport> {
+  const log = new TrafficLog();
+  const clients = tenants.map((tenant) => {
+    const client = tenantClient(tenant);
+    pools.push(client.pool); // closed at the end: the watch stays open on its session until the check is done
+    watches.push(openWatch(client.pool));
+    return client;
+  });
+  for (let round = 0; round < ROUNDS; round++) {
+    if (round > 0) await sleep(ROUND_GAP_MS);
+    await Promise.all(tenants.map((tenant, i) => tenantRound(tenant, clients[i]!.call, round, log)));
   }
   let retryAfterSeen = false;
   const { pool, call } = tenantClient(noisy);
@@ -149,12 +175,13 @@ async function generateTraffic(tenants: TestTenant[], noisy: TestTenant, watches
     while (next < BURST_REQUESTS) {
       next++;
       const answer = await call('GET', CONFIGMAPS);
-      count(noisy.id, answer.status);
-      if (answer.status === 429) retryAfterSeen ||= (answer.body as { details?: { retryAfterSeconds?: number } })?.details?.retryAfterSeconds !== undefined;
+      log.record(noisy.id, CONFIGMAPS, answer);
+      // the Status' retryAfterSeconds is what tenantgate turns into the Retry-After header (lib/server/status.ts)
+      if (answer.status === 429) retryAfterSeen ||= answer.body?.details?.retryAfterSeconds !== undefined;
     }
   };
   await Promise.all(Array.from({ length: BURST_CONCURRENCY }, worker));
-  return { statuses, retryAfterSeen, watchBytes: Object.fromEntries(tenants.map((t, i) => [t.id, watches[i]!.received()])) };
+  return { statuses: log.statuses, messages: log.messages, retryAfterSeen, watchBytes: Object.fromEntries(tenants.map((t, i) => [t.id, watches[i]!.received()])) };
 }
 
 async function setInflightLimit(stack: Stack, id: string, limit: number): Promise<void> {
@@ -175,13 +202,12 @@ async function main(): Promise<number> {
   }, DEADLINE_MS);
   deadline.unref();
 
-  const metricsPort = await freePort();
-  const metricsTarget = `127.0.0.1:${metricsPort}`;
-  const stack = await startStack({ controllers: true, gatewayArgs: ['--metrics-listen', metricsTarget] });
+  const stack = await startStack({ controllers: true });
   let prometheus: PrometheusRun | undefined;
   const watches: ReturnType<typeof openWatch>[] = [];
   try {
-    prometheus = await startPrometheus(metricsTarget);
+    if (stack.metricsUrl === '') throw new Error('tenantgate announced no metrics listener');
+    prometheus = await startPrometheus(new URL(stack.metricsUrl));
     await waitForScrapes(prometheus);
     const quiet = await createTestTenant(stack, QUIET);
     const noisy = await createTestTenant(stack, NOISY);
@@ -200,7 +226,8 @@ async function main(): Promise<number> {
       const query = expandVariables(expr, { tenants: [QUIET, NOISY], rateInterval: RATE_INTERVAL });
       let verdict: string;
       try {
-        const result = await instantQuery(prometheus, query);
+        // NaN (a quantile of no observations in the window) is a gap on the panel, not data.
+        const result = (await instantQuery(prometheus, query)).filter((sample) => !Number.isNaN(Number(sample.value[1])));
         verdict = result.length === 0 ? 'NO DATA' : `${result.length} series, e.g. ${JSON.stringify(result[0]!.metric)} = ${result[0]!.value[1]}`;
         if (result.length === 0) empty.push(`${panel} ${refId}: ${query}`);
       } catch (error) {
