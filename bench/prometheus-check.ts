@@ -171,16 +171,20 @@ async function generateTraffic(tenants: TestTenant[], noisy: TestTenant, watches
   const { pool, call } = tenantClient(noisy);
   pools.push(pool);
   let next = 0;
-  const worker = async () => {
-    while (next < BURST_REQUESTS) {
-      next++;
-      const answer = await call('GET', CONFIGMAPS);
-      log.record(noisy.id, CONFIGMAPS, answer);
-      // the Status' retryAfterSeconds is what tenantgate turns into the Retry-After header (lib/server/status.ts)
-      if (answer.status === 429) retryAfterSeen ||= answer.body?.details?.retryAfterSeconds !== undefined;
-    }
-  };
-  await Promise.all(Array.from({ length: BURST_CONCURRENCY }, worker));
+  // Two halves a few scrapes apart: the 429 and rejection counters then rise inside the rate window.
+  for (const until of [BURST_REQUESTS / 2, BURST_REQUESTS]) {
+    if (until > BURST_REQUESTS / 2) await sleep(ROUND_GAP_MS);
+    const worker = async () => {
+      while (next < until) {
+        next++;
+        const answer = await call('GET', CONFIGMAPS);
+        log.record(noisy.id, CONFIGMAPS, answer);
+        // the Status' retryAfterSeconds is what tenantgate turns into the Retry-After header (lib/server/status.ts)
+        if (answer.status === 429) retryAfterSeen ||= answer.body?.details?.retryAfterSeconds !== undefined;
+      }
+    };
+    await Promise.all(Array.from({ length: BURST_CONCURRENCY }, worker));
+  }
   return { statuses: log.statuses, messages: log.messages, retryAfterSeen, watchBytes: Object.fromEntries(tenants.map((t, i) => [t.id, watches[i]!.received()])) };
 }
 
