@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { DEFAULT_TENANT_STORE_OPTIONS, type TenantStoreOptions } from './tenants/store.ts';
 import type { CertificateAuthority } from './auth/pki.ts';
+import { DEFAULT_FLOW_CONTROL, type FlowControlOptions } from './flowcontrol/limits.ts';
 import { loadKubeconfig, type ClusterCredentials } from './upstream/kubeconfig.ts';
 
 export interface ServeConfig {
@@ -25,6 +26,8 @@ export interface ServeConfig {
   };
   /** Where tenants live; omitted: the embedded store. */
   tenantStore?: TenantStoreOptions;
+  /** Per-tenant seats and fair queuing; omitted: DEFAULT_FLOW_CONTROL. */
+  flowControl?: FlowControlOptions;
 }
 
 export const SERVE_OPTIONS = {
@@ -40,6 +43,11 @@ export const SERVE_OPTIONS = {
   'max-header-bytes': { type: 'string', default: '65536', description: 'largest request header block accepted' },
   'etcd-endpoints': { type: 'string', description: 'comma-separated etcd client URLs for tenants; none: embedded store, one replica (TENANTGATE_ETCD_ENDPOINTS)' },
   'etcd-prefix': { type: 'string', default: DEFAULT_TENANT_STORE_OPTIONS.etcdPrefix, description: 'etcd key prefix of the tenants (TENANTGATE_ETCD_PREFIX)' },
+  'max-inflight': { type: 'string', default: String(DEFAULT_FLOW_CONTROL.maxInflight), description: "seats for all tenants' requests together; past it they queue fairly (TENANTGATE_MAX_INFLIGHT)" },
+  'tenant-max-inflight': { type: 'string', default: String(DEFAULT_FLOW_CONTROL.tenantMaxInflight), description: 'read-only requests in flight per tenant, unless its Tenant says otherwise (TENANTGATE_TENANT_MAX_INFLIGHT)' },
+  'tenant-max-mutating-inflight': { type: 'string', default: String(DEFAULT_FLOW_CONTROL.tenantMaxMutatingInflight), description: 'mutating requests in flight per tenant (TENANTGATE_TENANT_MAX_MUTATING_INFLIGHT)' },
+  'tenant-queue-length': { type: 'string', default: String(DEFAULT_FLOW_CONTROL.tenantQueueLength), description: "a tenant's requests waiting for a seat; more get 429 (TENANTGATE_TENANT_QUEUE_LENGTH)" },
+  'queue-wait': { type: 'string', default: `${DEFAULT_FLOW_CONTROL.queueWaitMs / 1000}s`, description: 'longest wait for a seat before 429, e.g. 5s or 500ms (TENANTGATE_QUEUE_WAIT)' },
   help: { type: 'boolean', short: 'h', default: false, description: 'show this help' },
 } as const;
 
@@ -57,6 +65,32 @@ function positiveInteger(value: string, flag: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n <= 0) throw new Error(`--${flag} must be a positive integer, got ${value}`);
   return n;
+}
+
+function nonNegativeInteger(value: string, flag: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || value.trim() === '') throw new Error(`--${flag} must be a non-negative integer, got ${value}`);
+  return n;
+}
+
+/** `5s`, `500ms` or a number of seconds → milliseconds. */
+export function parseDurationMs(value: string, flag: string): number {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s)?\s*$/.exec(value);
+  if (match === null) throw new Error(`--${flag} must be a duration such as 5s or 500ms, got ${value}`);
+  const ms = Number(match[1]) * (match[2] === 'ms' ? 1 : 1000);
+  if (ms <= 0) throw new Error(`--${flag} must be longer than zero, got ${value}`);
+  return ms;
+}
+
+function flowControlOf(values: Record<string, unknown>): FlowControlOptions {
+  const get = (flag: string) => fromEnv(flag) ?? (values[flag] as string);
+  return {
+    maxInflight: positiveInteger(get('max-inflight'), 'max-inflight'),
+    tenantMaxInflight: positiveInteger(get('tenant-max-inflight'), 'tenant-max-inflight'),
+    tenantMaxMutatingInflight: positiveInteger(get('tenant-max-mutating-inflight'), 'tenant-max-mutating-inflight'),
+    tenantQueueLength: nonNegativeInteger(get('tenant-queue-length'), 'tenant-queue-length'),
+    queueWaitMs: parseDurationMs(get('queue-wait'), 'queue-wait'),
+  };
 }
 
 export function parseListen(listen: string): { host: string; port: number } {
@@ -96,6 +130,7 @@ export function parseServeConfig(args: string[]): ServeConfig | 'help' {
         .filter((endpoint) => endpoint !== ''),
       etcdPrefix: fromEnv('etcd-prefix') ?? values['etcd-prefix'],
     },
+    flowControl: flowControlOf(values),
   };
 }
 

@@ -19,6 +19,9 @@ import { TenantLifecycle } from '../tenants/lifecycle.ts';
 import { createTenantStore, DEFAULT_TENANT_STORE_OPTIONS } from '../tenants/store.ts';
 import type { TenantStore } from '../tenants/tenant.ts';
 import type { IssueKubeconfig } from './tenant-api.ts';
+import { FlowController } from '../flowcontrol/dispatcher.ts';
+import type { FlowControlEvents } from '../flowcontrol/events.ts';
+import { DEFAULT_FLOW_CONTROL } from '../flowcontrol/limits.ts';
 
 export interface Gateway {
   server: Http2SecureServer;
@@ -47,6 +50,8 @@ export interface GatewayParts {
   tenants?: TenantStore;
   /** Run the tenant lifecycle controller (bootstrap, reconcile, deletion). Default true. */
   lifecycle?: boolean;
+  /** Who hears of flow control's admissions and rejections (metrics); default: nobody. */
+  flowEvents?: FlowControlEvents;
 }
 
 export async function startGateway(config: ServeConfig, parts: GatewayParts = {}): Promise<Gateway> {
@@ -65,7 +70,9 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
       ? null
       : (tenant) => issueTenantKubeconfig(config.tenantCa!, url, tenant, { keyPool: keyPool!, validityDays: config.tenantCertificateDays });
   const tokens = new ServiceAccountTokens(upstreamTokenReviewer(pool), (id) => tenants.get(id)?.metadata.uid);
-  const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery, passthrough: config.passthrough, tenants, tokens, issueKubeconfig });
+  const flow = new FlowController(config.flowControl ?? DEFAULT_FLOW_CONTROL, (id) => tenants.get(id), parts.flowEvents);
+  const stopFollowingTenants = flow.follow(tenants);
+  const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery, passthrough: config.passthrough, tenants, tokens, issueKubeconfig, flow });
   const server = http2.createSecureServer({
     cert: config.tls.certPem,
     key: config.tls.keyPem,
@@ -119,6 +126,7 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
     tokens,
     close: async () => {
       await lifecycle?.stop();
+      stopFollowingTenants();
       keyPool?.close();
       if (parts.tenants === undefined) await tenants.close();
       await new Promise<void>((resolve) => {

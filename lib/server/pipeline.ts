@@ -8,6 +8,8 @@ import { authenticateCaller } from '../auth/authenticate.ts';
 import type { Identity } from '../auth/identity.ts';
 import type { ServiceAccountTokens } from '../auth/service-account-tokens.ts';
 import { resolveTenant } from '../auth/tenant-resolution.ts';
+import type { FlowController } from '../flowcontrol/dispatcher.ts';
+import { flowControl } from '../flowcontrol/stage.ts';
 import { accessRefusal, isBuiltinGroup, kindOf } from '../convert/kinds.ts';
 import { parseRequestInfo } from '../convert/request-info.ts';
 import { upstreamResourceTarget } from '../convert/request.ts';
@@ -42,6 +44,8 @@ export interface PipelineDeps {
   tokens: ServiceAccountTokens;
   /** Issues a tenant admin's kubeconfig for the Tenant API; null when this tenantgate has no tenant CA. */
   issueKubeconfig: IssueKubeconfig | null;
+  /** Per-tenant seats and fair queuing (administrators are exempt). */
+  flow: FlowController;
 }
 
 function validateTarget(ctx: RequestContext): boolean {
@@ -100,7 +104,7 @@ function admit(ctx: RequestContext): boolean {
 }
 
 /** The stages of `tenantgate serve`, in order. */
-export function buildPipeline({ pool, health, discovery, passthrough, tenants, tokens, issueKubeconfig }: PipelineDeps): Stage[] {
+export function buildPipeline({ pool, health, discovery, passthrough, tenants, tokens, issueKubeconfig, flow }: PipelineDeps): Stage[] {
   return [
     { name: 'validate request target', run: validateTarget },
     { name: 'health checks', run: (ctx) => health.serve(ctx) },
@@ -108,6 +112,8 @@ export function buildPipeline({ pool, health, discovery, passthrough, tenants, t
     // Before tenant resolution: any tenant identity, valid or not, is refused the group alike (403).
     { name: 'Tenant API (administrators)', run: tenantApi({ pool, tenants, issueKubeconfig }) },
     { name: 'resolve tenant', run: (ctx) => (resolveTenant(ctx.identity!, tenants), false) },
+    // Before any work for the request: a tenant over its share waits or gets 429 here, cheaply.
+    { name: 'flow control', run: flowControl(flow) },
     {
       name: 'administrators pass through',
       run: (ctx) => (ctx.identity!.tenant === null || passthrough ? (forwardToUpstream(ctx, pool), true) : false),

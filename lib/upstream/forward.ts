@@ -4,6 +4,7 @@ import http2, { type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingH
 import type { ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
+import { releaseStartSeat } from '../flowcontrol/stage.ts';
 import type { RequestContext } from '../server/context.ts';
 import { sendStatus, upstreamUnavailable } from '../server/status.ts';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.ts';
@@ -57,6 +58,7 @@ export function openUpstreamStream(
   });
   upstream.once('response', (upstreamHeaders: IncomingHttpHeaders) => {
     responded = true;
+    releaseStartSeat(res); // a watch holds its flow-control seat only while it starts
     onResponse(upstreamHeaders);
   });
   return upstream;
