@@ -67,7 +67,6 @@ export class FlowController implements SeatOwner {
       this.backlogged.add(flow);
     }
     seat.timer = setTimeout(this.timedOut, this.options.queueWaitMs, seat);
-    seat.timer.unref();
     return seat;
   }
 

@@ -11,10 +11,15 @@ type Response = RequestContext['res'];
 type HoldsSeat = Response & { [SEAT]?: Seat };
 
 /** Requests the apiserver counts as long-running: a watch, and pods' and services' log, proxy, exec, attach, port-forward. */
-const LONG_RUNNING = /^\/api(?:s\/[^/]+)?\/[^/]+\/(?:watch\/|.*\/(?:log|proxy|exec|attach|portforward)(?:[/?]|$))|[?&]watch=(?:1|true)(?:&|$)/;
+const LONG_RUNNING = /^\/api(?:s\/[^/]+)?\/[^/]+\/watch\/|\/(?:pods|services|nodes)\/[^/?]+\/(?:log|proxy|exec|attach|portforward)(?:[/?]|$)|[?&]watch=(?:1|true)(?:&|$)/;
 
 export function seatKindOf(method: string | undefined): SeatKind {
   return method === 'GET' || method === 'HEAD' || method === 'OPTIONS' ? 'readonly' : 'mutating';
+}
+
+/** True when the request holds its seat only until its response starts. */
+export function isLongRunning(method: string | undefined, path: string): boolean {
+  return method === 'GET' && LONG_RUNNING.test(path);
 }
 
 /** Seats held per request by a `this`-bound listener: no closure per request on the path that admits at once. */
@@ -47,7 +52,7 @@ export function flowControl(controller: FlowController): (ctx: RequestContext) =
     // a noisy tenant's limit, while tenants saturate tenantgate.
     if (tenant === null) return false;
     const method = ctx.req.method;
-    const seat = controller.acquire(tenant, seatKindOf(method), method === 'GET' && LONG_RUNNING.test(ctx.path));
+    const seat = controller.acquire(tenant, seatKindOf(method), isLongRunning(method, ctx.path));
     if (typeof seat === 'string') throw refusal(seat);
     const res = ctx.res as HoldsSeat;
     res[SEAT] = seat;
