@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { DEFAULT_TENANT_STORE_OPTIONS, type TenantStoreOptions } from './tenants/store.ts';
 import type { CertificateAuthority } from './auth/pki.ts';
+import { DEFAULT_FLOW_CONTROL, type FlowControlOptions } from './flowcontrol/limits.ts';
 import { loadKubeconfig, type ClusterCredentials } from './upstream/kubeconfig.ts';
 import { DEFAULT_TENANT_SERIES } from './metrics/metrics.ts';
 import { REQUEST_LOG_LEVELS, type RequestLogLevel } from './server/request-end.ts';
@@ -36,6 +37,8 @@ export interface ServeConfig {
   };
   /** Level of the one log line per request; omitted: 'off'. */
   requestLogLevel?: RequestLogLevel;
+  /** Per-tenant seats and fair queuing; omitted: DEFAULT_FLOW_CONTROL. */
+  flowControl?: FlowControlOptions;
 }
 
 export const SERVE_OPTIONS = {
@@ -54,6 +57,11 @@ export const SERVE_OPTIONS = {
   'metrics-listen': { type: 'string', default: '127.0.0.1:9464', description: "address:port of the Prometheus /metrics listener; '' disables it (TENANTGATE_METRICS_LISTEN)" },
   'metrics-tenant-series': { type: 'string', default: String(DEFAULT_TENANT_SERIES), description: 'tenants with metrics series of their own (first by name); the rest are tenant="_other"' },
   'request-log-level': { type: 'string', default: 'info', description: `level of the one log line per request: ${REQUEST_LOG_LEVELS.join(', ')} (TENANTGATE_REQUEST_LOG_LEVEL)` },
+  'max-inflight': { type: 'string', default: String(DEFAULT_FLOW_CONTROL.maxInflight), description: "seats for all tenants' requests together; past it they queue fairly (TENANTGATE_MAX_INFLIGHT)" },
+  'tenant-max-inflight': { type: 'string', default: String(DEFAULT_FLOW_CONTROL.tenantMaxInflight), description: 'read-only requests in flight per tenant, unless its Tenant says otherwise (TENANTGATE_TENANT_MAX_INFLIGHT)' },
+  'tenant-max-mutating-inflight': { type: 'string', default: String(DEFAULT_FLOW_CONTROL.tenantMaxMutatingInflight), description: 'mutating requests in flight per tenant (TENANTGATE_TENANT_MAX_MUTATING_INFLIGHT)' },
+  'tenant-queue-length': { type: 'string', default: String(DEFAULT_FLOW_CONTROL.tenantQueueLength), description: "a tenant's requests waiting for a seat; more get 429 (TENANTGATE_TENANT_QUEUE_LENGTH)" },
+  'queue-wait': { type: 'string', default: `${DEFAULT_FLOW_CONTROL.queueWaitMs / 1000}s`, description: 'longest wait for a seat before 429, e.g. 5s or 500ms (TENANTGATE_QUEUE_WAIT)' },
   help: { type: 'boolean', short: 'h', default: false, description: 'show this help' },
 } as const;
 
@@ -67,12 +75,6 @@ function required(values: Record<string, unknown>, flag: string): string {
   return value;
 }
 
-function nonNegativeInteger(value: string, flag: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`--${flag} must be a non-negative integer, got ${value}`);
-  return n;
-}
-
 function requestLogLevel(value: string): RequestLogLevel {
   if (!(REQUEST_LOG_LEVELS as readonly string[]).includes(value)) throw new Error(`--request-log-level must be one of ${REQUEST_LOG_LEVELS.join(', ')}, got ${value}`);
   return value as RequestLogLevel;
@@ -82,6 +84,32 @@ function positiveInteger(value: string, flag: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n <= 0) throw new Error(`--${flag} must be a positive integer, got ${value}`);
   return n;
+}
+
+function nonNegativeInteger(value: string, flag: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || value.trim() === '') throw new Error(`--${flag} must be a non-negative integer, got ${value}`);
+  return n;
+}
+
+/** `5s`, `500ms` or a number of seconds → milliseconds. */
+export function parseDurationMs(value: string, flag: string): number {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s)?\s*$/.exec(value);
+  if (match === null) throw new Error(`--${flag} must be a duration such as 5s or 500ms, got ${value}`);
+  const ms = Number(match[1]) * (match[2] === 'ms' ? 1 : 1000);
+  if (ms <= 0) throw new Error(`--${flag} must be longer than zero, got ${value}`);
+  return ms;
+}
+
+function flowControlOf(values: Record<string, unknown>): FlowControlOptions {
+  const get = (flag: string) => fromEnv(flag) ?? (values[flag] as string);
+  return {
+    maxInflight: positiveInteger(get('max-inflight'), 'max-inflight'),
+    tenantMaxInflight: positiveInteger(get('tenant-max-inflight'), 'tenant-max-inflight'),
+    tenantMaxMutatingInflight: positiveInteger(get('tenant-max-mutating-inflight'), 'tenant-max-mutating-inflight'),
+    tenantQueueLength: nonNegativeInteger(get('tenant-queue-length'), 'tenant-queue-length'),
+    queueWaitMs: parseDurationMs(get('queue-wait'), 'queue-wait'),
+  };
 }
 
 export function parseListen(listen: string): { host: string; port: number } {
@@ -127,6 +155,7 @@ export function parseServeConfig(args: string[]): ServeConfig | 'help' {
       tenantSeries: nonNegativeInteger(values['metrics-tenant-series'], 'metrics-tenant-series'),
     },
     requestLogLevel: requestLogLevel(fromEnv('request-log-level') ?? values['request-log-level']),
+    flowControl: flowControlOf(values),
   };
 }
 

@@ -22,6 +22,9 @@ import { TenantLifecycle } from '../tenants/lifecycle.ts';
 import { createTenantStore, DEFAULT_TENANT_STORE_OPTIONS } from '../tenants/store.ts';
 import type { TenantStore } from '../tenants/tenant.ts';
 import type { IssueKubeconfig } from './tenant-api.ts';
+import { FlowController } from '../flowcontrol/dispatcher.ts';
+import type { FlowControlEvents } from '../flowcontrol/events.ts';
+import { DEFAULT_FLOW_CONTROL } from '../flowcontrol/limits.ts';
 
 export interface Gateway {
   server: Http2SecureServer;
@@ -53,6 +56,8 @@ export interface GatewayParts {
   tenants?: TenantStore;
   /** Run the tenant lifecycle controller (bootstrap, reconcile, deletion). Default true. */
   lifecycle?: boolean;
+  /** Who hears of flow control's admissions and rejections (metrics); default: nobody. */
+  flowEvents?: FlowControlEvents;
 }
 
 export async function startGateway(config: ServeConfig, parts: GatewayParts = {}): Promise<Gateway> {
@@ -73,7 +78,9 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
       ? null
       : (tenant) => issueTenantKubeconfig(config.tenantCa!, url, tenant, { keyPool: keyPool!, validityDays: config.tenantCertificateDays });
   const tokens = new ServiceAccountTokens(upstreamTokenReviewer(pool), (id) => tenants.get(id)?.metadata.uid);
-  const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery, passthrough: config.passthrough, tenants, tokens, issueKubeconfig, metrics, recordOperation });
+  const flow = new FlowController(config.flowControl ?? DEFAULT_FLOW_CONTROL, (id) => tenants.get(id), parts.flowEvents ?? metrics?.flowControlEvents);
+  const stopFollowingTenants = flow.follow(tenants);
+  const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery, passthrough: config.passthrough, tenants, tokens, issueKubeconfig, flow, metrics, recordOperation });
   const requestLogLevel = config.requestLogLevel ?? 'off';
   const observer = metrics === null && requestLogLevel === 'off' ? undefined : new RequestObserver(metrics, requestLogLevel);
   const server = http2.createSecureServer({
@@ -136,6 +143,7 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
       await metricsListener?.close();
       metrics?.close();
       await lifecycle?.stop();
+      stopFollowingTenants();
       keyPool?.close();
       if (parts.tenants === undefined) await tenants.close();
       await new Promise<void>((resolve) => {

@@ -8,6 +8,8 @@ import { authenticateCaller } from '../auth/authenticate.ts';
 import type { Identity } from '../auth/identity.ts';
 import type { ServiceAccountTokens } from '../auth/service-account-tokens.ts';
 import { resolveTenant } from '../auth/tenant-resolution.ts';
+import type { FlowController } from '../flowcontrol/dispatcher.ts';
+import { flowControl } from '../flowcontrol/stage.ts';
 import { accessRefusal, isBuiltinGroup, kindOf } from '../convert/kinds.ts';
 import { parseRequestInfo } from '../convert/request-info.ts';
 import { upstreamResourceTarget } from '../convert/request.ts';
@@ -48,6 +50,8 @@ export interface PipelineDeps {
   metrics?: TenantgateMetrics | null;
   /** Counts the Tenant API's creates and deletes. */
   recordOperation?: RecordTenantOperation | undefined;
+  /** Per-tenant seats and fair queuing (administrators are exempt). */
+  flow: FlowController;
 }
 
 function validateTarget(ctx: RequestContext): boolean {
@@ -106,7 +110,7 @@ function admit(ctx: RequestContext): boolean {
 }
 
 /** The stages of `tenantgate serve`, in order. */
-export function buildPipeline({ pool, health, discovery, passthrough, tenants, tokens, issueKubeconfig, metrics = null, recordOperation }: PipelineDeps): Stage[] {
+export function buildPipeline({ pool, health, discovery, passthrough, tenants, tokens, issueKubeconfig, flow, metrics = null, recordOperation }: PipelineDeps): Stage[] {
   const forwardDeps = { pool, discovery, metrics };
   return [
     { name: 'validate request target', run: validateTarget },
@@ -115,6 +119,8 @@ export function buildPipeline({ pool, health, discovery, passthrough, tenants, t
     // Before tenant resolution: any tenant identity, valid or not, is refused the group alike (403).
     { name: 'Tenant API (administrators)', run: tenantApi({ pool, tenants, issueKubeconfig, recordOperation }) },
     { name: 'resolve tenant', run: (ctx) => (resolveTenant(ctx.identity!, tenants), false) },
+    // Before any work for the request: a tenant over its share waits or gets 429 here, cheaply.
+    { name: 'flow control', run: flowControl(flow) },
     {
       name: 'administrators pass through',
       run: (ctx) => (ctx.identity!.tenant === null || passthrough ? (forwardToUpstream(ctx, pool, metrics), true) : false),

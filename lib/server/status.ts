@@ -63,6 +63,8 @@ export const unauthorized = (message = 'Unauthorized') => new StatusError(401, '
 export const notFound = (message = 'the server could not find the requested resource') => new StatusError(404, 'NotFound', message);
 export const upstreamUnavailable = (why: string) =>
   new StatusError(503, 'ServiceUnavailable', `the upstream API server is unavailable: ${why}`, { retryAfterSeconds: 1 });
+/** Flow control's refusal: the client may retry after `retryAfterSeconds` (Retry-After header and details). */
+export const tooManyRequests = (message: string, retryAfterSeconds = 1) => new StatusError(429, 'TooManyRequests', message, { retryAfterSeconds });
 export const headersTooLarge = () => new StatusError(431, 'BadRequest', 'request header fields too large');
 
 function asStatusError(error: unknown): StatusError {
@@ -97,6 +99,7 @@ const REASON_PHRASES: Record<number, string> = {
   404: 'Not Found',
   409: 'Conflict',
   410: 'Gone',
+  429: 'Too Many Requests',
   431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',
   502: 'Bad Gateway',

@@ -6,6 +6,7 @@ import { pipeline } from 'node:stream';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import { performance } from 'node:perf_hooks';
 import type { TenantgateMetrics } from '../metrics/metrics.ts';
+import { releaseStartSeat } from '../flowcontrol/stage.ts';
 import type { RequestContext } from '../server/context.ts';
 import { verbOf } from '../server/request-end.ts';
 import { sendStatus, upstreamUnavailable } from '../server/status.ts';
@@ -60,6 +61,7 @@ export function openUpstreamStream(
   });
   upstream.once('response', (upstreamHeaders: IncomingHttpHeaders) => {
     responded = true;
+    releaseStartSeat(res); // a watch holds its flow-control seat only while it starts
     onResponse(upstreamHeaders);
   });
   return upstream;

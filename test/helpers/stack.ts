@@ -93,13 +93,15 @@ export async function spawnGateway(files: GatewayFiles, extraArgs: string[]): Pr
 export interface StackOptions {
   passthrough?: boolean;
   controllers?: boolean;
+  /** More `tenantgate serve` flags (e.g. flow-control bounds). */
+  gatewayArgs?: string[];
 }
 
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const rig = await startRig({ controllers: options.controllers ?? true });
   const dir = mkdtempSync(join(tmpdir(), 'tenantgate-test-'));
   const files = writeGatewayFiles(dir, rig);
-  const extraArgs = options.passthrough === true ? ['--passthrough'] : [];
+  const extraArgs = [...(options.passthrough === true ? ['--passthrough'] : []), ...(options.gatewayArgs ?? [])];
   const { child, url, metricsUrl, logs } = await spawnGateway(files, extraArgs);
   const adminKubeconfig = writeClientKubeconfig(join(dir, 'admin.kubeconfig'), url, files.ca, DEV_ADMIN);
   let counter = 0;

@@ -1,0 +1,65 @@
+// The flow-control stage: a tenant's request takes a seat before it costs anything upstream, or waits, or gets 429.
+// Never leaves a seat behind: every seat is given back when its response closes, however the request ended.
+import type { RequestContext } from '../server/context.ts';
+import { tooManyRequests } from '../server/status.ts';
+import type { FlowController } from './dispatcher.ts';
+import type { RejectionReason, SeatKind } from './events.ts';
+import { SEAT_HELD, type Seat } from './tenant-flow.ts';
+
+const SEAT = Symbol('tenantgate.flowcontrol.seat');
+type Response = RequestContext['res'];
+type HoldsSeat = Response & { [SEAT]?: Seat };
+
+/** Requests the apiserver counts as long-running: a watch, and pods' and services' log, proxy, exec, attach, port-forward. */
+const LONG_RUNNING = /^\/api(?:s\/[^/]+)?\/[^/]+\/watch\/|\/(?:pods|services|nodes)\/[^/?]+\/(?:log|proxy|exec|attach|portforward)(?:[/?]|$)|[?&]watch=(?:1|true)(?:&|$)/;
+
+export function seatKindOf(method: string | undefined): SeatKind {
+  return method === 'GET' || method === 'HEAD' || method === 'OPTIONS' ? 'readonly' : 'mutating';
+}
+
+/** True when the request holds its seat only until its response starts. */
+export function isLongRunning(method: string | undefined, path: string): boolean {
+  return method === 'GET' && LONG_RUNNING.test(path);
+}
+
+/** Seats held per request by a `this`-bound listener: no closure per request on the path that admits at once. */
+function releaseOnClose(this: HoldsSeat): void {
+  const seat = this[SEAT]!;
+  seat.owner.release(seat);
+}
+
+/** A watch (or other long-running request) gives its seat back once its response starts: called as headers arrive. */
+export function releaseStartSeat(res: Response): void {
+  const seat = (res as HoldsSeat)[SEAT];
+  if (seat !== undefined && seat.startOnly && seat.state === SEAT_HELD) seat.owner.release(seat);
+}
+
+function refusal(reason: RejectionReason): Error {
+  switch (reason) {
+    case 'inflight-limit':
+      return tooManyRequests("too many requests in flight for this tenant: its limit is set by the Tenant's tenant.kubezoo.io/max-requests-inflight annotation");
+    case 'queue-full':
+      return tooManyRequests('tenantgate is busy and too many of this tenant\'s requests are waiting');
+    case 'queue-timeout':
+      return tooManyRequests('the request waited too long for a seat');
+  }
+}
+
+export function flowControl(controller: FlowController): (ctx: RequestContext) => boolean | Promise<boolean> {
+  return (ctx) => {
+    const tenant = ctx.identity!.tenant;
+    // Administrators are exempt (like the apiserver's exempt priority level): they must be able to act, e.g. lower
+    // a noisy tenant's limit, while tenants saturate tenantgate.
+    if (tenant === null) return false;
+    const method = ctx.req.method;
+    const seat = controller.acquire(tenant, seatKindOf(method), isLongRunning(method, ctx.path));
+    if (typeof seat === 'string') throw refusal(seat);
+    const res = ctx.res as HoldsSeat;
+    res[SEAT] = seat;
+    res.on('close', releaseOnClose);
+    if (seat.state === SEAT_HELD) return false;
+    return new Promise<boolean>((resolve, reject) => {
+      seat.decided = (reason) => (reason === null ? resolve(false) : reject(refusal(reason)));
+    });
+  };
+}

@@ -1,0 +1,263 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import t from 'tap';
+import { FlowController } from '../../lib/flowcontrol/dispatcher.ts';
+import type { FlowControlEvents, RejectionReason, SeatKind } from '../../lib/flowcontrol/events.ts';
+import { DEFAULT_FLOW_CONTROL, FLOW_WEIGHT_ANNOTATION, limitsOf, type FlowControlOptions } from '../../lib/flowcontrol/limits.ts';
+import { flowControl, isLongRunning, releaseStartSeat, seatKindOf } from '../../lib/flowcontrol/stage.ts';
+import { Seat, SEAT_HELD, SEAT_QUEUED } from '../../lib/flowcontrol/tenant-flow.ts';
+import type { RequestContext } from '../../lib/server/context.ts';
+import { sendStatus, StatusError } from '../../lib/server/status.ts';
+import type { Tenant } from '../../lib/tenants/tenant.ts';
+
+function tenant(name: string, annotations?: Record<string, string>): Tenant {
+  return {
+    apiVersion: 'tenant.kubezoo.io/v1alpha1',
+    kind: 'Tenant',
+    metadata: { name, uid: `uid-${name}`, resourceVersion: '1', creationTimestamp: '2026-01-01T00:00:00Z', annotations },
+    spec: {},
+  };
+}
+
+/** Records what flow control reports, in order. */
+class Recorder implements FlowControlEvents {
+  admissions: { tenant: string; kind: SeatKind; queuedSeconds: number }[] = [];
+  rejections: { tenant: string; reason: RejectionReason }[] = [];
+  releases = 0;
+  admitted(tenant: string, kind: SeatKind, queuedSeconds: number) {
+    this.admissions.push({ tenant, kind, queuedSeconds });
+  }
+  released() {
+    this.releases++;
+  }
+  rejected(tenant: string, _kind: SeatKind, reason: RejectionReason) {
+    this.rejections.push({ tenant, reason });
+  }
+}
+
+function controllerWith(options: Partial<FlowControlOptions>, tenants: Record<string, Tenant> = {}) {
+  const events = new Recorder();
+  const controller = new FlowController({ ...DEFAULT_FLOW_CONTROL, ...options }, (id) => tenants[id], events);
+  return { controller, events };
+}
+
+function seat(outcome: Seat | RejectionReason): Seat {
+  if (!(outcome instanceof Seat)) throw new Error(`expected a seat, got ${outcome}`);
+  return outcome;
+}
+
+t.test('max-requests-inflight: N is N read-only and N/2 mutating seats, R,M sets both, bad values leave the defaults', async (t) => {
+  const defaults = { ...DEFAULT_FLOW_CONTROL, tenantMaxInflight: 7, tenantMaxMutatingInflight: 3 };
+  const cases: [Record<string, string> | undefined, { readonly: number; mutating: number; weight: number }][] = [
+    [undefined, { readonly: 7, mutating: 3, weight: 1 }],
+    [{ 'tenant.kubezoo.io/max-requests-inflight': '10' }, { readonly: 10, mutating: 5, weight: 1 }],
+    [{ 'tenant.kubezoo.io/max-requests-inflight': '1' }, { readonly: 1, mutating: 1, weight: 1 }],
+    [{ 'tenant.kubezoo.io/max-requests-inflight': '12,2' }, { readonly: 12, mutating: 2, weight: 1 }],
+    [{ 'tce.kubezoo/max-requests-inflight': '4' }, { readonly: 4, mutating: 2, weight: 1 }],
+    [{ 'tenant.kubezoo.io/max-requests-inflight': '6', 'tce.kubezoo/max-requests-inflight': '4' }, { readonly: 6, mutating: 3, weight: 1 }],
+    [{ 'tenant.kubezoo.io/max-requests-inflight': 'many', 'tce.kubezoo/max-requests-inflight': '4' }, { readonly: 4, mutating: 2, weight: 1 }],
+    [{ [FLOW_WEIGHT_ANNOTATION]: '2.5' }, { readonly: 7, mutating: 3, weight: 2.5 }],
+  ];
+  for (const bad of ['', '0', '-1', '1.5', '1,2,3', '3,', 'ten', '99999999999999999999']) {
+    cases.push([{ 'tenant.kubezoo.io/max-requests-inflight': bad }, { readonly: 7, mutating: 3, weight: 1 }]);
+  }
+  for (const bad of ['0', '-1', 'heavy', '1e9']) cases.push([{ [FLOW_WEIGHT_ANNOTATION]: bad }, { readonly: 7, mutating: 3, weight: 1 }]);
+  for (const [annotations, expected] of cases) t.same(limitsOf(tenant('abc123', annotations), defaults), expected, JSON.stringify(annotations));
+});
+
+t.test('requests are read-only or mutating by method; watches and logs hold a seat only while they start', async (t) => {
+  t.equal(seatKindOf('GET'), 'readonly');
+  t.equal(seatKindOf('HEAD'), 'readonly');
+  for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) t.equal(seatKindOf(method), 'mutating');
+  const longRunning = [
+    '/api/v1/namespaces/default/pods?watch=true',
+    '/api/v1/pods?labelSelector=a&watch=1',
+    '/api/v1/watch/namespaces/default/pods',
+    '/apis/apps/v1/namespaces/default/deployments?watch=true&resourceVersion=5',
+    '/api/v1/namespaces/default/pods/web/log?follow=true',
+    '/api/v1/namespaces/default/services/web/proxy/healthz',
+  ];
+  const short = ['/api/v1/namespaces/default/pods', '/api/v1/namespaces/default/pods/watch', '/api/v1/namespaces/default/configmaps/log', '/api/v1/pods?watch=false', '/apis/apps/v1/deployments?fieldSelector=watch%3Dtrue'];
+  for (const path of longRunning) t.ok(isLongRunning('GET', path), path);
+  for (const path of short) t.notOk(isLongRunning('GET', path), path);
+  t.notOk(isLongRunning('POST', longRunning[0]!), 'only reads are long-running');
+});
+
+t.test('a tenant over its limit queues in order, and a full queue refuses with inflight-limit', async (t) => {
+  const { controller, events } = controllerWith({ tenantQueueLength: 2 }, { noisy1: tenant('noisy1', { 'tenant.kubezoo.io/max-requests-inflight': '1' }) });
+  const held = seat(controller.acquire('noisy1', 'readonly', false));
+  const first = seat(controller.acquire('noisy1', 'readonly', false));
+  const second = seat(controller.acquire('noisy1', 'readonly', false));
+  t.equal(controller.acquire('noisy1', 'readonly', false), 'inflight-limit');
+  t.same(events.rejections, [{ tenant: 'noisy1', reason: 'inflight-limit' }]);
+  const order: Seat[] = [];
+  first.decided = () => order.push(first);
+  second.decided = () => order.push(second);
+  controller.release(held);
+  t.same(order, [first], 'the oldest waiter gets the freed seat');
+  controller.release(first);
+  t.same(order, [first, second]);
+  controller.release(second);
+  t.equal(controller.inflightTotal, 0);
+  t.equal(events.releases, 3);
+  // A mutating seat is counted apart: a tenant at its read-only limit may still write.
+  const reads = seat(controller.acquire('noisy1', 'readonly', false));
+  t.equal(reads.state, SEAT_HELD);
+  t.equal(seat(controller.acquire('noisy1', 'mutating', false)).state, SEAT_HELD);
+});
+
+t.test('when tenantgate is saturated, queued tenants share seats by weight', async (t) => {
+  const tenants = { heavy1: tenant('heavy1', { [FLOW_WEIGHT_ANNOTATION]: '3' }), light1: tenant('light1'), idle01: tenant('idle01') };
+  const { controller, events } = controllerWith({ maxInflight: 2, tenantQueueLength: 1000 }, tenants);
+  const running: Seat[] = [seat(controller.acquire('light1', 'readonly', false)), seat(controller.acquire('light1', 'readonly', false))];
+  const waiting = new Map<Seat, string>();
+  // light1 floods first, heavy1 comes later with fewer requests queued: arrival order must not decide.
+  for (let i = 0; i < 300; i++) waiting.set(seat(controller.acquire('light1', 'readonly', false)), 'light1');
+  for (let i = 0; i < 200; i++) waiting.set(seat(controller.acquire('heavy1', 'readonly', false)), 'heavy1');
+  for (const [s] of waiting) s.decided = () => running.push(s);
+  events.admissions.length = 0;
+  for (let i = 0; i < 200; i++) controller.release(running.shift()!);
+  const served = (id: string) => events.admissions.filter((a) => a.tenant === id).length;
+  t.equal(served('heavy1') + served('light1'), 200);
+  t.ok(Math.abs(served('heavy1') - 150) <= 3, `weight 3 against 1 gets three quarters of the seats: ${served('heavy1')} of 200`);
+  // A tenant that was idle does not bank credit: it joins at the current virtual time and gets its share, no more.
+  for (let i = 0; i < 50; i++) {
+    const idle = seat(controller.acquire('idle01', 'readonly', false));
+    idle.decided = () => running.push(idle);
+  }
+  events.admissions.length = 0;
+  for (let i = 0; i < 50; i++) controller.release(running.shift()!);
+  const idleServed = events.admissions.filter((a) => a.tenant === 'idle01').length;
+  t.ok(idleServed >= 8 && idleServed <= 12, `weight 1 of 5 in total gets a fifth of 50 seats: ${idleServed}`);
+  t.ok(events.admissions.every((a) => a.queuedSeconds >= 0));
+});
+
+t.test('a queue at the global budget refuses with queue-full; a wait past the bound refuses with queue-timeout', async (t) => {
+  const { controller, events } = controllerWith({ maxInflight: 1, tenantQueueLength: 1, queueWaitMs: 40 });
+  const held = seat(controller.acquire('abc123', 'readonly', false));
+  const waiting = seat(controller.acquire('other1', 'mutating', false));
+  t.equal(controller.acquire('other1', 'readonly', false), 'queue-full', 'the tenant has room of its own: tenantgate is what is full');
+  const started = performance.now();
+  const outcome = await new Promise<RejectionReason | null>((resolve) => (waiting.decided = resolve));
+  t.equal(outcome, 'queue-timeout');
+  t.ok(performance.now() - started >= 35, 'not before the bound');
+  t.same(events.rejections.map((r) => r.reason), ['queue-full', 'queue-timeout']);
+  controller.release(held);
+  t.equal(controller.inflightTotal, 0, 'a timed-out request never takes a seat');
+  t.equal(seat(controller.acquire('other1', 'readonly', false)).state, SEAT_HELD, 'and the tenant is served again');
+});
+
+t.test("a change to a Tenant's annotation applies at once; a deleted tenant's flow is dropped", async (t) => {
+  const tenants: Record<string, Tenant> = { abc123: tenant('abc123', { 'tenant.kubezoo.io/max-requests-inflight': '1' }) };
+  const { controller } = controllerWith({}, tenants);
+  const held = seat(controller.acquire('abc123', 'readonly', false));
+  const queued = seat(controller.acquire('abc123', 'readonly', false));
+  let granted = false;
+  queued.decided = (refusal) => (granted = refusal === null);
+  tenants.abc123 = tenant('abc123', { 'tenant.kubezoo.io/max-requests-inflight': '3' });
+  controller.tenantChanged({ type: 'MODIFIED', tenant: tenants.abc123 });
+  t.ok(granted, 'a raised limit admits the waiting request at once');
+  t.equal(controller.flowState('abc123')!.limits.readonly, 3);
+  controller.tenantChanged({ type: 'MODIFIED', tenant: tenant('abc123', { 'tenant.kubezoo.io/max-requests-inflight': '2' }) });
+  t.equal(seat(controller.acquire('abc123', 'readonly', false)).state, SEAT_QUEUED, 'a lowered limit queues the next one');
+  controller.tenantChanged({ type: 'DELETED', tenant: tenants.abc123 });
+  t.equal(controller.flowState('abc123'), undefined);
+  controller.release(held);
+  controller.release(queued);
+  t.equal(controller.inflightTotal, 1, 'seats of the deleted tenant still come back (one request was still queued behind the lowered limit and took one)');
+});
+
+/** A real HTTP server whose handler is the flow-control stage, then a response held until `finish` is called. */
+async function serverWithStage(controller: FlowController, tenantOf: (req: http.IncomingMessage) => string | null) {
+  const pending: http.ServerResponse[] = [];
+  const stage = flowControl(controller);
+  const server = http.createServer((req, res) => {
+    const ctx = { req, res, path: req.url ?? '', identity: { user: 'u', groups: [], tenant: tenantOf(req) }, info: null, row: null, startedAt: 0, rewrite: null } as RequestContext;
+    const proceed = () => {
+      if (req.url?.includes('watch=true')) {
+        releaseStartSeat(res); // what forward.ts does when the upstream's headers arrive
+        res.writeHead(200);
+        res.write('{}\n');
+        pending.push(res);
+        return;
+      }
+      pending.push(res);
+    };
+    try {
+      const outcome = stage(ctx);
+      if (outcome === false) proceed();
+      else if (outcome !== true) outcome.then((answered) => answered || proceed(), (error: unknown) => sendStatus(res, error));
+    } catch (error) {
+      sendStatus(res, error);
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return { server, port, pending };
+}
+
+function get(port: number, path: string, tenantHeader: string): { req: http.ClientRequest; answer: Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> } {
+  const req = http.get({ host: '127.0.0.1', port, path, headers: { 'x-tenant': tenantHeader }, agent: false });
+  const answer = new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }>((resolve, reject) => {
+    req.on('response', (res) => {
+      let body = '';
+      res.on('data', (chunk) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
+    });
+    req.on('error', reject);
+  });
+  return { req, answer };
+}
+
+async function until(condition: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 3000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(5);
+  }
+}
+
+t.test('over a real socket: clients that reset mid-request give their seats back; 429 carries Retry-After', async (t) => {
+  const tenants = { abc123: tenant('abc123', { 'tenant.kubezoo.io/max-requests-inflight': '2' }) };
+  const controller = new FlowController({ ...DEFAULT_FLOW_CONTROL, tenantQueueLength: 1, queueWaitMs: 2000 }, (id) => tenants[id as 'abc123']);
+  const { server, port, pending } = await serverWithStage(controller, (req) => (req.headers['x-tenant'] === 'admin' ? null : String(req.headers['x-tenant'])));
+  t.teardown(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  for (let round = 0; round < 5; round++) {
+    const clients = [get(port, '/api/v1/pods', 'abc123'), get(port, '/api/v1/pods', 'abc123'), get(port, '/api/v1/pods', 'abc123')];
+    for (const c of clients) c.answer.catch(() => {});
+    await until(() => controller.inflightTotal === 2 && controller.flowState('abc123')!.queuedReadonly.length === 1, 'two held and one queued');
+    for (const c of clients) c.req.destroy(); // mid-request: no response yet, held or queued
+    await until(() => controller.inflightTotal === 0 && controller.flowState('abc123')!.queued === 0, 'every seat back after the resets');
+    pending.length = 0;
+  }
+  // Limit 2, queue 1: the fourth concurrent request is refused with a Status the client can act on.
+  const held = [get(port, '/api/v1/pods', 'abc123'), get(port, '/api/v1/pods', 'abc123'), get(port, '/api/v1/pods', 'abc123')];
+  for (const c of held) c.answer.catch(() => {});
+  await until(() => controller.inflightTotal === 2, 'two held');
+  const refused = await get(port, '/api/v1/pods', 'abc123').answer;
+  t.equal(refused.status, 429);
+  t.equal(refused.headers['retry-after'], '1');
+  const status = JSON.parse(refused.body);
+  t.match(status, { kind: 'Status', reason: 'TooManyRequests', code: 429, details: { retryAfterSeconds: 1 } });
+  t.ok(new StatusError(429, 'TooManyRequests', '').code === status.code);
+  // Administrators are exempt: they are not counted and never wait.
+  const admin = get(port, '/api/v1/pods', 'admin');
+  admin.answer.catch(() => {});
+  await until(() => pending.length === 3, 'the administrator served at once');
+  t.equal(controller.inflightTotal, 2);
+  // A response that ends gives its seat to the queued request.
+  pending[0]!.end('{}');
+  await until(() => pending.length === 4, 'the queued request admitted');
+  for (const res of pending) res.end('{}');
+  await until(() => controller.inflightTotal === 0, 'all seats back');
+  // Watches: their seat comes back once the response starts, while the watch goes on.
+  const watches = [get(port, '/api/v1/pods?watch=true', 'abc123'), get(port, '/api/v1/pods?watch=true', 'abc123'), get(port, '/api/v1/pods?watch=true', 'abc123')];
+  for (const w of watches) w.answer.catch(() => {});
+  await until(() => pending.length === 7, 'three watches open');
+  t.equal(controller.inflightTotal, 0, 'open watches hold no seats');
+  for (const w of watches) w.req.destroy();
+});
