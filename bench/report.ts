@@ -31,22 +31,20 @@ export interface ScenarioReport extends ScenarioResult {
   chartFiles: string[];
 }
 
-/** A file name for a chart: the scenario, then the title in lowercase words joined by dashes. */
+/** A file name for a chart: the scenario, then the title in lowercase words joined by dashes (the scenario once). */
 export function chartFileName(scenario: string, chart: Chart): string {
   const slug = chart.title
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, '-')
     .replace(/^-+|-+$/g, '');
-  return `${scenario}-${slug}.svg`;
+  return slug.startsWith(`${scenario}-`) ? `${slug}.svg` : `${scenario}-${slug}.svg`;
 }
 
-/** Figures in a table: three significant digits for small ones, whole numbers from 100 up. */
+/** Figures in a table: three significant digits (no trailing zeros) below 100, whole numbers from 100 up. */
 export function formatFigure(value: number): string {
   if (!Number.isFinite(value)) return String(value);
-  const size = Math.abs(value);
-  if (size >= 100) return Math.round(value).toLocaleString('en-US');
-  if (size >= 10) return value.toFixed(1);
-  return value.toFixed(size >= 1 || size === 0 ? 2 : 3);
+  if (Math.abs(value) >= 100) return Math.round(value).toLocaleString('en-US');
+  return String(Number(value.toPrecision(3)));
 }
 
 function escapeXml(text: string): string {

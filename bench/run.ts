@@ -10,12 +10,12 @@ import { profileGatewaysInto, profilesIn, readProfile, topSelfTime, type SelfTim
 import { barChartSvg, chartFileName, renderSummary, type Machine, type ScenarioReport, type Versions } from './report.ts';
 import type { Scenario, ScenarioResult } from './scenario.ts';
 import { listScenario } from './scenarios/list.ts';
-
+import { manyTenantsScenario } from './scenarios/many-tenants.ts';
 import { rewriteScenario } from './scenarios/rewrite.ts';
 import { smallGetScenario } from './scenarios/small-get.ts';
 
 /** In the order they run: issue 6's numbering. */
-const SCENARIOS: Scenario[] = [smallGetScenario, listScenario, rewriteScenario];
+const SCENARIOS: Scenario[] = [smallGetScenario, listScenario, rewriteScenario, manyTenantsScenario];
 
 /** A scenario that runs longer than this has hung: it is reported as failed and the runner goes on. */
 const SCENARIO_LIMIT_MS = { quick: 150_000, full: 30 * 60_000 };
