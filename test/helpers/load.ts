@@ -1,5 +1,5 @@
 // Bounded load through tenantgate as one tenant: closed loops of requests for a fixed time, every answer recorded
-// (status, Retry-After, latency). Used by the flow-control test and bench/fairness.ts alike.
+// (status, Retry-After, latency). Used by the flow-control test and bench/scenarios/noisy-neighbour.ts alike.
 import type { IncomingHttpHeaders } from 'node:http2';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { loadKubeconfig } from '../../lib/upstream/kubeconfig.ts';

@@ -61,9 +61,16 @@ export function productionEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-/** Starts `tenantgate serve` as its own process with these files; resolves once it serves. */
-export async function spawnGateway(files: GatewayFiles, extraArgs: string[]): Promise<{ child: ChildProcess; url: string; metricsUrl: string; logs: string[] }> {
-  const child = spawn(process.execPath, [...TENANTGATE_NODE_FLAGS, CLI, 'serve', '--listen', '127.0.0.1:0', ...files.serveArgs, ...extraArgs], {
+/**
+ * Starts `tenantgate serve` as its own process with these files; resolves once it serves. `nodeFlags` go to Node
+ * before tenantgate's own (the bench's `--cpu-prof`).
+ */
+export async function spawnGateway(
+  files: GatewayFiles,
+  extraArgs: string[],
+  nodeFlags: string[] = [],
+): Promise<{ child: ChildProcess; url: string; metricsUrl: string; logs: string[] }> {
+  const child = spawn(process.execPath, [...TENANTGATE_NODE_FLAGS, ...nodeFlags, CLI, 'serve', '--listen', '127.0.0.1:0', ...files.serveArgs, ...extraArgs], {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: productionEnv(),
   });
@@ -95,6 +102,8 @@ export interface StackOptions {
   controllers?: boolean;
   /** More `tenantgate serve` flags (e.g. flow-control bounds). */
   gatewayArgs?: string[];
+  /** Node flags for the stack's tenantgate process (e.g. `--cpu-prof`). */
+  gatewayNodeFlags?: string[];
 }
 
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
@@ -102,7 +111,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const dir = mkdtempSync(join(tmpdir(), 'tenantgate-test-'));
   const files = writeGatewayFiles(dir, rig);
   const extraArgs = [...(options.passthrough === true ? ['--passthrough'] : []), ...(options.gatewayArgs ?? [])];
-  const { child, url, metricsUrl, logs } = await spawnGateway(files, extraArgs);
+  const { child, url, metricsUrl, logs } = await spawnGateway(files, extraArgs, options.gatewayNodeFlags);
   const adminKubeconfig = writeClientKubeconfig(join(dir, 'admin.kubeconfig'), url, files.ca, DEV_ADMIN);
   let counter = 0;
   const tenants = new Map<string, Tenant>();
