@@ -4,6 +4,7 @@
 import http2, { type Http2SecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { TLSSocket } from 'node:tls';
 import type { ServeConfig } from '../config.ts';
 import { DiscoveryCache } from '../upstream/discovery.ts';
 import { UpstreamPool } from '../upstream/pool.ts';
@@ -111,7 +112,10 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   });
   // Watches would hold close() open forever: remember connections so close() can end them.
   const connections = new Set<Duplex>();
-  server.on('secureConnection', (socket: Duplex) => {
+  server.on('secureConnection', (socket: TLSSocket) => {
+    // Responses go out as several writes (headers, then body chunks); with Nagle's algorithm a small second write
+    // waits for the client's delayed ACK (~40 ms over HTTP/1.1).
+    socket.setNoDelay(true);
     connections.add(socket);
     socket.once('close', () => connections.delete(socket));
   });
