@@ -117,11 +117,20 @@ async function createTenants(stack: Stack, count: number, readyWithinMs: number,
   }
 }
 
+/** A tenantgate's V8 heap and the memory outside it (Buffers, nghttp2 and OpenSSL state), from its metrics listener. */
+async function gatewayHeap(metricsUrl: string): Promise<{ heapUsedBytes: number; externalBytes: number }> {
+  const text = await (await fetch(metricsUrl)).text(); // the listener logs its URL with /metrics
+  const sample = (name: string) => Number(new RegExp(`^tenantgate_${name} (\\S+)`, 'm').exec(text)?.[1] ?? NaN);
+  return { heapUsedBytes: sample('nodejs_heap_size_used_bytes'), externalBytes: sample('nodejs_external_memory_bytes') };
+}
+
 /** Where a target's watchers connect and what they watch. */
 interface WatchTarget {
   name: 'direct' | 'passthrough' | 'tenantgate';
   /** The process whose memory and CPU are measured. */
   pid: number;
+  /** Its metrics listener, for a tenantgate: where per-watcher memory goes (heap or outside it). */
+  metricsUrl: string | null;
   credentialsOf(tenant: string): ClusterCredentials;
   watchPathOf(tenant: string): string;
 }
@@ -140,6 +149,11 @@ interface TargetFigures {
   rssPerIdleWatcherBytes: number;
   /** (RSS with idle watchers − RSS before any connection) / watchers: the connections' share included */
   rssPerIdleWatcherWithConnectionsBytes: number;
+  /** V8 heap used and memory outside the heap, per idle watcher (a tenantgate only; NaN for the direct upstream) */
+  heapUsedPerIdleWatcherBytes: number;
+  externalPerIdleWatcherBytes: number;
+  writeRoundTripP50Ms: number;
+  writeRoundTripP99Ms: number;
   writesIssued: number;
   writesFailed: number;
   achievedEventsPerSecond: number;
@@ -246,18 +260,29 @@ async function openWatch(session: ClientHttp2Session, path: string, onChunk: (ch
 }
 
 /** Upstream ConfigMap writes at a steady rate, round robin over the tenants, each carrying its write time. */
-async function writeSteadily(writer: UpstreamPool, tenants: string[], size: FanoutSize): Promise<{ issued: number; failed: number; seconds: number }> {
+async function writeSteadily(
+  writer: UpstreamPool,
+  tenants: string[],
+  size: FanoutSize,
+): Promise<{ issued: number; failed: number; seconds: number; roundTripP50Ms: number; roundTripP99Ms: number }> {
+  // The write's own round trip: how much of a delivery's latency the upstream's write path takes before any watch sees it.
+  const roundTrips = new Float64Array(Math.ceil(size.eventsPerSecond * size.steadySeconds) + 1);
   let issued = 0;
   let failed = 0;
   let inflight = 0;
+  let answered = 0;
   const started = performance.now();
   const endsAt = started + size.steadySeconds * 1000;
   const write = (tenant: string) => {
     inflight++;
-    const body = `{"data":{"${SENT_AT_KEY}":"${now().toFixed(3)}"}}`;
+    const sentAt = now();
+    const body = `{"data":{"${SENT_AT_KEY}":"${sentAt.toFixed(3)}"}}`;
     const stream = writer.request('PATCH', `/api/v1/namespaces/${upstreamNamespaceOf(tenant)}/configmaps/${CONFIGMAP}`, { 'content-type': 'application/merge-patch+json' }, false);
     let status = 0;
-    stream.once('response', (headers) => (status = Number(headers[':status'])));
+    stream.once('response', (headers) => {
+      status = Number(headers[':status']);
+      if (answered < roundTrips.length) roundTrips[answered++] = now() - sentAt;
+    });
     stream.on('error', () => {});
     stream.resume();
     stream.once('close', () => {
@@ -273,7 +298,8 @@ async function writeSteadily(writer: UpstreamPool, tenants: string[], size: Fano
   }
   const seconds = (performance.now() - started) / 1000;
   while (inflight > 0) await sleep(5);
-  return { issued, failed, seconds };
+  const sorted = roundTrips.slice(0, answered).sort();
+  return { issued, failed, seconds, roundTripP50Ms: round(percentile(sorted, 50)), roundTripP99Ms: round(percentile(sorted, 99)) };
 }
 
 async function measureTarget(target: WatchTarget, tenants: string[], size: FanoutSize, writer: UpstreamPool, log: (line: string) => void): Promise<TargetFigures> {
@@ -282,6 +308,7 @@ async function measureTarget(target: WatchTarget, tenants: string[], size: Fanou
   const sessions = await runBounded(tenants.length, WATCH_OPEN_CONCURRENCY, (index) => connect(target.credentialsOf(tenants[index]!)));
   await sleep(SETTLE_MS);
   const rssWithConnections = rssOf(target.pid);
+  const heapWithConnections = target.metricsUrl === null ? null : await gatewayHeap(target.metricsUrl);
   const latencies = new WatchLatencies();
   const failures: Record<string, number> = {};
   let opened = 0;
@@ -314,6 +341,9 @@ async function measureTarget(target: WatchTarget, tenants: string[], size: Fanou
     log(`watch-fanout: ${target.name}: ${opened} of ${wanted} watchers open in ${openSeconds.toFixed(1)} s, ${latencies.synced} synced`);
     await sleep(SETTLE_MS);
     const rssWithIdleWatchers = rssOf(target.pid);
+    const heapWithIdleWatchers = target.metricsUrl === null ? null : await gatewayHeap(target.metricsUrl);
+    const perWatcher = (before: number | undefined, after: number | undefined) =>
+      before === undefined || after === undefined || opened === 0 ? NaN : Math.round((after - before) / opened);
 
     latencies.steadyFrom = now();
     const cpuBefore = cpuSecondsOf(target.pid);
@@ -339,6 +369,10 @@ async function measureTarget(target: WatchTarget, tenants: string[], size: Fanou
       rssWithIdleWatchersBytes: rssWithIdleWatchers,
       rssPerIdleWatcherBytes: opened === 0 ? NaN : Math.round((rssWithIdleWatchers - rssWithConnections) / opened),
       rssPerIdleWatcherWithConnectionsBytes: opened === 0 ? NaN : Math.round((rssWithIdleWatchers - rssBeforeConnections) / opened),
+      heapUsedPerIdleWatcherBytes: perWatcher(heapWithConnections?.heapUsedBytes, heapWithIdleWatchers?.heapUsedBytes),
+      externalPerIdleWatcherBytes: perWatcher(heapWithConnections?.externalBytes, heapWithIdleWatchers?.externalBytes),
+      writeRoundTripP50Ms: writes.roundTripP50Ms,
+      writeRoundTripP99Ms: writes.roundTripP99Ms,
       writesIssued: writes.issued,
       writesFailed: writes.failed,
       achievedEventsPerSecond: round((writes.issued - writes.failed) / writes.seconds, 1),
@@ -405,6 +439,7 @@ export async function runWatchFanout(size: FanoutSize, options: ScenarioOptions)
         {
           name: 'tenantgate',
           pid: stack.gateway.pid!,
+          metricsUrl: stack.metricsUrl,
           credentialsOf: (id) => tenantCredentials.get(id)!,
           watchPathOf: () => `/api/v1/namespaces/default/configmaps${watchQuery}`,
         },
@@ -422,6 +457,7 @@ export async function runWatchFanout(size: FanoutSize, options: ScenarioOptions)
         {
           name: 'passthrough',
           pid: passthrough.child.pid!,
+          metricsUrl: passthrough.metricsUrl,
           credentialsOf: (id) => ({ ...tenantCredentials.get(id)!, server: passthroughUrl }),
           watchPathOf: (id) => `/api/v1/namespaces/${upstreamNamespaceOf(id)}/configmaps${watchQuery}`,
         },
@@ -438,6 +474,7 @@ export async function runWatchFanout(size: FanoutSize, options: ScenarioOptions)
         {
           name: 'direct',
           pid: apiserverPid,
+          metricsUrl: null,
           credentialsOf: () => stack.rig.admin,
           watchPathOf: (id) => `/api/v1/namespaces/${upstreamNamespaceOf(id)}/configmaps${watchQuery}`,
         },
