@@ -42,6 +42,7 @@ const WATCH_OPEN_ATTEMPTS = 5;
 /** Opening stops after this many failures: past a limit every further watch would wait out its timeout too. */
 const WATCH_OPEN_GIVE_UP_AFTER = WATCH_OPEN_CONCURRENCY;
 const SETTLE_MS = 2000;
+const LATE_DELIVERIES_WAIT_MS = 20_000;
 const CLOCK_TICKS_PER_SECOND = 100; // Linux USER_HZ
 
 const now = () => performance.timeOrigin + performance.now();
@@ -351,9 +352,9 @@ async function measureTarget(target: WatchTarget, tenants: string[], size: Fanou
     const writes = await writeSteadily(writer, tenants, size);
     const cpuSeconds = cpuSecondsOf(target.pid) - cpuBefore;
     const clientCpu = process.cpuUsage(clientCpuBefore);
-    // Deliveries still on their way when the writes stop.
+    // Deliveries still on their way when the writes stop (on a loaded machine seconds late: late is not lost).
     const expected = (writes.issued - writes.failed) * (opened / tenants.length);
-    const waitUntil = performance.now() + SETTLE_MS * 2;
+    const waitUntil = performance.now() + LATE_DELIVERIES_WAIT_MS;
     while (latencies.count < expected && performance.now() < waitUntil) await sleep(50);
     const sorted = latencies.latencies.slice(0, latencies.count).sort();
     log(`watch-fanout: ${target.name}: ${latencies.count} deliveries of ${writes.issued} writes, p50 ${percentile(sorted, 50).toFixed(1)} ms, p99 ${percentile(sorted, 99).toFixed(1)} ms`);
