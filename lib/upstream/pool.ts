@@ -15,7 +15,12 @@ export interface UpstreamPoolOptions {
 interface PooledSession {
   session: ClientHttp2Session;
   streams: number;
+  /** The server's SETTINGS arrived: its stream limit is known. */
+  settled: boolean;
 }
+
+/** Streams a session takes before the server said its limit: HTTP/2's recommended minimum, and kube-apiserver's. */
+const STREAMS_BEFORE_SETTINGS = 100;
 
 export class UpstreamPool {
   readonly url: URL;
@@ -24,6 +29,8 @@ export class UpstreamPool {
   private readonly maxSessions: number;
   private readonly sessions: PooledSession[] = [];
   private closed = false;
+  /** The server's stream limit as the last session learned it: a new session is filled to it before its own SETTINGS. */
+  private serverStreamLimit: number | undefined;
   /** Upstream streams open right now (a gauge for metrics and tests). */
   activeStreams = 0;
 
@@ -32,7 +39,10 @@ export class UpstreamPool {
     this.url = new URL(credentials.server);
     if (this.url.protocol !== 'https:') throw new Error(`upstream ${credentials.server}: only https is supported`);
     this.maxStreamsPerSession = options.maxStreamsPerSession ?? 500;
-    this.maxSessions = options.maxSessions ?? 32;
+    // Every tenant watch holds an upstream stream, and kube-apiserver allows 100 per connection: 32 sessions held
+    // 3,200 watches, and past that a new stream waited in nghttp2's queue for a slot that a watch never frees
+    // (measured with bench/scenarios/watch-fanout.ts). Sessions open only on demand, so the cap costs nothing idle.
+    this.maxSessions = options.maxSessions ?? 1024;
   }
 
   /** The bearer authorization to send upstream, when the credentials carry a token. */
@@ -78,7 +88,8 @@ export class UpstreamPool {
   }
 
   private streamLimit(pooled: PooledSession): number {
-    const serverLimit = pooled.session.remoteSettings?.maxConcurrentStreams;
+    // A burst of watches on a session whose SETTINGS have not arrived would be refused past the server's limit.
+    const serverLimit = pooled.settled ? pooled.session.remoteSettings?.maxConcurrentStreams : (this.serverStreamLimit ?? STREAMS_BEFORE_SETTINGS);
     return serverLimit === undefined ? this.maxStreamsPerSession : Math.min(serverLimit, this.maxStreamsPerSession);
   }
 
@@ -93,7 +104,11 @@ export class UpstreamPool {
       // Lists can be large: let the upstream send a lot before waiting for WINDOW_UPDATE, as kubectl does.
       settings: { initialWindowSize: 1024 * 1024 },
     });
-    const pooled: PooledSession = { session, streams: 0 };
+    const pooled: PooledSession = { session, streams: 0, settled: false };
+    session.once('remoteSettings', (settings) => {
+      pooled.settled = true;
+      this.serverStreamLimit = settings.maxConcurrentStreams;
+    });
     const leave = () => {
       const index = this.sessions.indexOf(pooled);
       if (index !== -1) this.sessions.splice(index, 1);
