@@ -14,9 +14,10 @@ import { manyTenantsScenario } from './scenarios/many-tenants.ts';
 import { noisyNeighbourScenario } from './scenarios/noisy-neighbour.ts';
 import { rewriteScenario } from './scenarios/rewrite.ts';
 import { smallGetScenario } from './scenarios/small-get.ts';
+import { watchFanout } from './scenarios/watch-fanout.ts';
 
 /** In the order they run: issue 6's numbering. */
-const SCENARIOS: Scenario[] = [smallGetScenario, listScenario, rewriteScenario, manyTenantsScenario, noisyNeighbourScenario];
+const SCENARIOS: Scenario[] = [smallGetScenario, listScenario, watchFanout, rewriteScenario, manyTenantsScenario, noisyNeighbourScenario];
 
 /** A scenario that runs longer than this has hung: it is reported as failed and the runner goes on. */
 const SCENARIO_LIMIT_MS = { quick: 150_000, full: 30 * 60_000 };
