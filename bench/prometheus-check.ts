@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../lib/rig/harness.ts';
 import { startSupervised, tailFile, type SupervisedProcess } from '../lib/rig/process.ts';
-import { MAX_INFLIGHT_ANNOTATIONS, TENANT_API_VERSION } from '../lib/tenants/tenant.ts';
+import { MAX_INFLIGHT_ANNOTATIONS, TENANTS_PATH } from '../lib/tenants/tenant.ts';
 import { upstreamJson } from '../lib/upstream/client.ts';
 import { loadKubeconfig } from '../lib/upstream/kubeconfig.ts';
 import { UpstreamPool } from '../lib/upstream/pool.ts';
@@ -190,7 +190,7 @@ async function generateTraffic(tenants: TestTenant[], noisy: TestTenant, watches
 
 async function setInflightLimit(stack: Stack, id: string, limit: number): Promise<void> {
   await withAdmin(stack, async (pool) => {
-    const patched = await upstreamJson(pool, 'PATCH', `/apis/${TENANT_API_VERSION}/tenants/${id}`, { metadata: { annotations: { [MAX_INFLIGHT_ANNOTATIONS[0]!]: String(limit) } } });
+    const patched = await upstreamJson(pool, 'PATCH', `${TENANTS_PATH}/${id}`, { metadata: { annotations: { [MAX_INFLIGHT_ANNOTATIONS[0]!]: String(limit) } } });
     if (patched.status !== 200) throw new Error(`annotating tenant ${id}: ${patched.status} ${JSON.stringify(patched.body).slice(0, 300)}`);
   });
 }

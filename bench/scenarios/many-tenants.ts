@@ -7,7 +7,7 @@ import { tenantRefusal } from '../../lib/auth/tenant-resolution.ts';
 import { tenantCertificateSerial } from '../../lib/tenants/credentials.ts';
 import { MemoryTenantStore } from '../../lib/tenants/memory-store.ts';
 import { fetchKubeconfig } from '../../lib/tenants/tenant-command.ts';
-import { TENANT_API_VERSION, type Tenant } from '../../lib/tenants/tenant.ts';
+import { TENANT_API_VERSION, TENANTS_PATH, type Tenant } from '../../lib/tenants/tenant.ts';
 import { upstreamJson } from '../../lib/upstream/client.ts';
 import { loadKubeconfig } from '../../lib/upstream/kubeconfig.ts';
 import { UpstreamPool } from '../../lib/upstream/pool.ts';
@@ -22,7 +22,6 @@ import { percentile, rounded } from '../stats.ts';
 /** A kubectl that fails is tried again until this long after the create (bootstrap still running). */
 const FIRST_CALL_LIMIT_MS = 30_000;
 const LOOKUP_TENANTS = 1000;
-const PATH = `/apis/${TENANT_API_VERSION}/tenants`;
 /** Tenants are made this many at a time after the sample (the Tenant API and the lifecycle controller in parallel). */
 const CREATE_CONCURRENCY = 8;
 const TRAFFIC_CONCURRENCY = 16;
@@ -46,7 +45,7 @@ async function createToFirstCall(stack: Stack, pool: UpstreamPool, ids: string[]
   }
   for (const id of ids) {
     const t0 = performance.now();
-    const answer = await upstreamJson(pool, 'POST', PATH, { apiVersion: TENANT_API_VERSION, kind: 'Tenant', metadata: { name: id }, spec: {} });
+    const answer = await upstreamJson(pool, 'POST', TENANTS_PATH, { apiVersion: TENANT_API_VERSION, kind: 'Tenant', metadata: { name: id }, spec: {} });
     if (answer.status !== 201) throw new Error(`create ${id}: ${answer.status} ${JSON.stringify(answer.body)}`);
     const t1 = performance.now();
     const file = join(stack.dir, `${id}.kubeconfig`);
@@ -84,7 +83,7 @@ async function createMany(pool: UpstreamPool, ids: string[]): Promise<Record<str
     while (next < ids.length) {
       const id = ids[next++]!;
       const started = performance.now();
-      const answer = await upstreamJson(pool, 'POST', PATH, { apiVersion: TENANT_API_VERSION, kind: 'Tenant', metadata: { name: id }, spec: {} });
+      const answer = await upstreamJson(pool, 'POST', TENANTS_PATH, { apiVersion: TENANT_API_VERSION, kind: 'Tenant', metadata: { name: id }, spec: {} });
       if (answer.status !== 201) throw new Error(`create ${id}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`);
       await waitUntilReady(pool, id);
       readyMs.push(performance.now() - started);

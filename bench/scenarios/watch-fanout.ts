@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { issueCertificate, newRsaKeyPair } from '../../lib/auth/pki.ts';
 import { TENANT_LABEL } from '../../lib/convert/prefix.ts';
 import { tenantCertificateSerial } from '../../lib/tenants/credentials.ts';
-import { TENANT_API_VERSION, type Tenant } from '../../lib/tenants/tenant.ts';
+import { isReady } from '../../lib/tenants/conditions.ts';
+import { TENANT_API_VERSION, TENANTS_PATH, type Tenant } from '../../lib/tenants/tenant.ts';
 import { upstreamJson } from '../../lib/upstream/client.ts';
 import { loadKubeconfig, type ClusterCredentials } from '../../lib/upstream/kubeconfig.ts';
 import { UpstreamPool } from '../../lib/upstream/pool.ts';
@@ -27,7 +28,6 @@ export interface FanoutSize {
 export const FULL_SIZE: FanoutSize = { tenants: 1000, watchersPerTenant: 10, eventsPerSecond: 1000, steadySeconds: 20 };
 export const QUICK_SIZE: FanoutSize = { tenants: 20, watchersPerTenant: 10, eventsPerSecond: 100, steadySeconds: 4 };
 
-const TENANTS_PATH = `/apis/${TENANT_API_VERSION}/tenants`;
 const CONFIGMAP = 'fanout';
 /** The data key carrying the write's timestamp (ms since the epoch); found in each event by indexOf, not parsed. */
 const SENT_AT_KEY = 'fanoutSentAt';
@@ -106,7 +106,7 @@ async function createTenants(stack: Stack, count: number, readyWithinMs: number,
     for (;;) {
       const list = await upstreamJson(admin, 'GET', TENANTS_PATH);
       if (list.status !== 200) throw new Error(`listing tenants: ${list.status}`);
-      const ready = (list.body.items as Tenant[]).filter((tenant) => tenant.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+      const ready = (list.body.items as Tenant[]).filter(isReady);
       if (ready.length >= count || performance.now() > deadline) {
         ready.sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
         return { ready, createSeconds, readySeconds: (performance.now() - started) / 1000 };

@@ -7,7 +7,7 @@ import { describeOptions } from '../config.ts';
 import { upstreamJson, type UpstreamAnswer } from '../upstream/client.ts';
 import { loadKubeconfig } from '../upstream/kubeconfig.ts';
 import { UpstreamPool } from '../upstream/pool.ts';
-import { invalidTenantId, TENANT_API_VERSION, type Tenant } from './tenant.ts';
+import { invalidTenantId, TENANT_API_VERSION, TENANTS_PATH, type Tenant } from './tenant.ts';
 
 export const TENANT_COMMAND_OPTIONS = {
   kubeconfig: {
@@ -31,7 +31,6 @@ export const TENANT_COMMAND_USAGE = `Usage: tenantgate tenant <create|get|list|d
 ${describeOptions(TENANT_COMMAND_OPTIONS)}
 `;
 
-const TENANTS_PATH = `/apis/${TENANT_API_VERSION}/tenants`;
 const WAIT_LIMIT_MS = 5 * 60_000;
 
 /** The answer's Status message, for errors the server explains. */

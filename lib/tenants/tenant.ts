@@ -6,6 +6,8 @@ import { RESERVED_TENANT_IDS } from '../convert/rules/identity.ts';
 export const TENANT_GROUP = 'tenant.kubezoo.io';
 export const TENANT_VERSION = 'v1alpha1';
 export const TENANT_API_VERSION = `${TENANT_GROUP}/${TENANT_VERSION}`;
+/** The Tenant API's collection, on tenantgate itself (administrators only). */
+export const TENANTS_PATH = `/apis/${TENANT_API_VERSION}/tenants`;
 
 /** Set with deletionTimestamp by the Tenant API; the lifecycle controller drops it once the tenant's upstream objects are gone. */
 export const TENANT_CLEANUP_FINALIZER = 'tenant.kubezoo.io/cleanup';

@@ -6,7 +6,8 @@ import { upstreamJson } from '../../lib/upstream/client.ts';
 import { loadKubeconfig } from '../../lib/upstream/kubeconfig.ts';
 import { UpstreamPool } from '../../lib/upstream/pool.ts';
 import { fetchKubeconfig } from '../../lib/tenants/tenant-command.ts';
-import { TENANT_API_VERSION, type Tenant } from '../../lib/tenants/tenant.ts';
+import { isReady } from '../../lib/tenants/conditions.ts';
+import { TENANT_API_VERSION, TENANTS_PATH, type Tenant } from '../../lib/tenants/tenant.ts';
 import type { KubectlResult, Stack } from './stack.ts';
 
 export interface TestTenant {
@@ -16,7 +17,6 @@ export interface TestTenant {
   kubectl(args: string[], options?: { input?: string }): Promise<KubectlResult>;
 }
 
-const TENANTS_PATH = `/apis/${TENANT_API_VERSION}/tenants`;
 const READY_WITHIN_MS = 30_000;
 
 /** tenantgate's Tenant API as the stack's administrator. */
@@ -34,7 +34,7 @@ export async function waitUntilReady(pool: UpstreamPool, id: string): Promise<Te
   const deadline = Date.now() + READY_WITHIN_MS;
   for (;;) {
     const got = await upstreamJson(pool, 'GET', `${TENANTS_PATH}/${id}`);
-    if (got.status === 200 && (got.body as Tenant).status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) return got.body as Tenant;
+    if (got.status === 200 && isReady(got.body as Tenant)) return got.body as Tenant;
     if (Date.now() > deadline) throw new Error(`tenant ${id} not Ready within ${READY_WITHIN_MS} ms: ${got.status} ${JSON.stringify(got.body).slice(0, 400)}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }

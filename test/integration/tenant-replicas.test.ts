@@ -12,7 +12,7 @@ import { startEtcd, startRig } from '../../lib/rig/harness.ts';
 import { runCommand, type CommandResult } from '../../lib/rig/process.ts';
 import { TENANTGATE_NODE_FLAGS } from '../../lib/runtime.ts';
 import { DEFAULT_ETCD_PREFIX } from '../../lib/tenants/etcd-store.ts';
-import { TENANT_API_VERSION, type Tenant } from '../../lib/tenants/tenant.ts';
+import { TENANT_API_VERSION, TENANTS_PATH, type Tenant } from '../../lib/tenants/tenant.ts';
 import { upstreamJson } from '../../lib/upstream/client.ts';
 import { loadKubeconfig } from '../../lib/upstream/kubeconfig.ts';
 import { UpstreamPool } from '../../lib/upstream/pool.ts';
@@ -21,7 +21,6 @@ import { productionEnv, spawnGateway, stopChild } from '../helpers/stack.ts';
 import { waitUntilReady } from '../helpers/tenants.ts';
 
 const CLI = new URL('../../dist/lib/cli.js', import.meta.url).pathname;
-const TENANTS_PATH = `/apis/${TENANT_API_VERSION}/tenants`;
 
 const dir = mkdtempSync(join(tmpdir(), 'tenantgate-replicas-'));
 const rig = await startRig({ controllers: true });
