@@ -13,7 +13,7 @@ import { loadKubeconfig } from '../lib/upstream/kubeconfig.ts';
 import { UpstreamPool } from '../lib/upstream/pool.ts';
 import { dashboardQueries, expandVariables, readDashboard } from '../test/helpers/grafana-dashboard.ts';
 import { startStack, type Stack } from '../test/helpers/stack.ts';
-import { createTestTenant, withAdmin, type TestTenant } from '../test/helpers/tenants.ts';
+import { createTestTenant, withClient, type TestTenant } from '../test/helpers/tenants.ts';
 
 const PROMETHEUS = process.env.TENANTGATE_PROMETHEUS ?? '/usr/bin/prometheus';
 const QUIET = 'promqt';
@@ -189,7 +189,7 @@ async function generateTraffic(tenants: TestTenant[], noisy: TestTenant, watches
 }
 
 async function setInflightLimit(stack: Stack, id: string, limit: number): Promise<void> {
-  await withAdmin(stack, async (pool) => {
+  await withClient(stack.adminKubeconfig, async (pool) => {
     const patched = await upstreamJson(pool, 'PATCH', `${TENANTS_PATH}/${id}`, { metadata: { annotations: { [MAX_INFLIGHT_ANNOTATIONS[0]!]: String(limit) } } });
     if (patched.status !== 200) throw new Error(`annotating tenant ${id}: ${patched.status} ${JSON.stringify(patched.body).slice(0, 300)}`);
   });

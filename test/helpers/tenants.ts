@@ -19,9 +19,9 @@ export interface TestTenant {
 
 const READY_WITHIN_MS = 30_000;
 
-/** tenantgate's Tenant API as the stack's administrator. */
-export async function withAdmin<T>(stack: Stack, use: (pool: UpstreamPool) => Promise<T>): Promise<T> {
-  const pool = new UpstreamPool(loadKubeconfig(stack.adminKubeconfig));
+/** An HTTP/2 client with this kubeconfig's credentials (e.g. an administrator's, for the Tenant API), closed after `use`. */
+export async function withClient<T>(kubeconfig: string, use: (pool: UpstreamPool) => Promise<T>): Promise<T> {
+  const pool = new UpstreamPool(loadKubeconfig(kubeconfig));
   try {
     return await use(pool);
   } finally {
@@ -41,7 +41,7 @@ export async function waitUntilReady(pool: UpstreamPool, id: string): Promise<Te
 }
 
 export async function createTestTenant(stack: Stack, id: string): Promise<TestTenant> {
-  return withAdmin(stack, async (pool) => {
+  return withClient(stack.adminKubeconfig, async (pool) => {
     const created = await upstreamJson(pool, 'POST', TENANTS_PATH, { apiVersion: TENANT_API_VERSION, kind: 'Tenant', metadata: { name: id }, spec: {} });
     if (created.status !== 201) throw new Error(`creating tenant ${id}: ${created.status} ${JSON.stringify(created.body).slice(0, 400)}`);
     const tenant = await waitUntilReady(pool, id);

@@ -15,10 +15,9 @@ import { DEFAULT_ETCD_PREFIX } from '../../lib/tenants/etcd-store.ts';
 import { TENANT_API_VERSION, TENANTS_PATH, type Tenant } from '../../lib/tenants/tenant.ts';
 import { upstreamJson } from '../../lib/upstream/client.ts';
 import { loadKubeconfig } from '../../lib/upstream/kubeconfig.ts';
-import { UpstreamPool } from '../../lib/upstream/pool.ts';
 import { h1Request } from '../helpers/http.ts';
 import { productionEnv, spawnGateway, stopChild } from '../helpers/stack.ts';
-import { waitUntilReady } from '../helpers/tenants.ts';
+import { waitUntilReady, withClient } from '../helpers/tenants.ts';
 
 const CLI = new URL('../../dist/lib/cli.js', import.meta.url).pathname;
 
@@ -93,23 +92,14 @@ async function statusOf(kubeconfig: string): Promise<number> {
   return (await h1Request(loadKubeconfig(kubeconfig), 'GET', '/api/v1/namespaces')).status;
 }
 
-async function withAdminOf<T>(replica: Replica, use: (pool: UpstreamPool) => Promise<T>): Promise<T> {
-  const pool = new UpstreamPool(loadKubeconfig(replica.admin));
-  try {
-    return await use(pool);
-  } finally {
-    pool.close();
-  }
-}
-
 async function tenantOn(replica: Replica, id: string): Promise<Tenant | undefined> {
-  return withAdminOf(replica, async (pool) => {
+  return withClient(replica.admin, async (pool) => {
     const got = await upstreamJson(pool, 'GET', `${TENANTS_PATH}/${id}`);
     return got.status === 200 ? (got.body as Tenant) : undefined;
   });
 }
 
-const readyOn = (replica: Replica, id: string) => withAdminOf(replica, (pool) => waitUntilReady(pool, id));
+const readyOn = (replica: Replica, id: string) => withClient(replica.admin, (pool) => waitUntilReady(pool, id));
 
 /** Polls `check` every 20 ms until it holds; resolves to how long that took, rejects after `limitMs`. */
 async function within(limitMs: number, what: string, check: () => Promise<boolean>): Promise<number> {
@@ -272,7 +262,7 @@ t.test('ids that are not 6 of [a-z0-9], and the reserved `system`, are refused b
     const cli = await tenantCli(a, 'create', id, '-o', join(dir, 'never.kubeconfig'));
     t.not(cli.code, 0, `CLI refuses ${id}`);
     t.match(cli.stderr, why);
-    const api = await withAdminOf(b, (pool) => upstreamJson(pool, 'POST', TENANTS_PATH, { apiVersion: TENANT_API_VERSION, kind: 'Tenant', metadata: { name: id }, spec: {} }));
+    const api = await withClient(b.admin, (pool) => upstreamJson(pool, 'POST', TENANTS_PATH, { apiVersion: TENANT_API_VERSION, kind: 'Tenant', metadata: { name: id }, spec: {} }));
     t.equal(api.status, 422, `API refuses ${id}`);
     t.equal(api.body.reason, 'Invalid');
   }
@@ -322,7 +312,7 @@ t.test('ids that are not 6 of [a-z0-9], and the reserved `system`, are refused b
 });
 
 t.test('the tenant etcd stopped: tenants keep working on both replicas, creates fail with 503; etcd back: creates work, nothing lost', async (t) => {
-  const before = (await withAdminOf(a, (pool) => upstreamJson(pool, 'GET', TENANTS_PATH))).body.items.map((x: Tenant) => `${x.metadata.name}/${x.metadata.uid}`);
+  const before = (await withClient(a.admin, (pool) => upstreamJson(pool, 'GET', TENANTS_PATH))).body.items.map((x: Tenant) => `${x.metadata.name}/${x.metadata.uid}`);
   t.ok(before.length >= 4, `${before.length} tenants before the outage`);
 
   await tenantEtcd.stop('crash');
@@ -371,7 +361,7 @@ t.test('the tenant etcd stopped: tenants keep working on both replicas, creates 
   t.equal(fresh.code, 0, fresh.stderr);
 
   for (const replica of [a, b]) {
-    const now = (await withAdminOf(replica, (pool) => upstreamJson(pool, 'GET', TENANTS_PATH))).body.items.map((x: Tenant) => `${x.metadata.name}/${x.metadata.uid}`);
+    const now = (await withClient(replica.admin, (pool) => upstreamJson(pool, 'GET', TENANTS_PATH))).body.items.map((x: Tenant) => `${x.metadata.name}/${x.metadata.uid}`);
     t.same(
       now.filter((entry: string) => !entry.startsWith('back01/')),
       before,
@@ -382,11 +372,11 @@ t.test('the tenant etcd stopped: tenants keep working on both replicas, creates 
 
 t.test('a restarted replica has every tenant, and the kubeconfigs issued before work against it', async (t) => {
   const before = (await tenantOn(b, 'rep001'))!;
-  const ids = (await withAdminOf(b, (pool) => upstreamJson(pool, 'GET', TENANTS_PATH))).body.items.map((x: Tenant) => x.metadata.name);
+  const ids = (await withClient(b.admin, (pool) => upstreamJson(pool, 'GET', TENANTS_PATH))).body.items.map((x: Tenant) => x.metadata.name);
   await stopChild(a.child);
   replicas.delete(a);
   a = await startReplica('a2');
-  const listed = await withAdminOf(a, (pool) => upstreamJson(pool, 'GET', TENANTS_PATH));
+  const listed = await withClient(a.admin, (pool) => upstreamJson(pool, 'GET', TENANTS_PATH));
   t.same(
     listed.body.items.map((x: Tenant) => x.metadata.name),
     ids,
