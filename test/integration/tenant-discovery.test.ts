@@ -74,6 +74,8 @@ t.before(async () => {
   }
   for (const tenant of [alpha, bravo]) {
     await eventually(`${tenant.id}'s widgets in OpenAPI v2`, async () => (await get(tenant, '/openapi/v2', 'application/json')).body.includes('"com.example.v1.Widget"'));
+    // kubectl explain reads OpenAPI v3, which the apiserver publishes on its own schedule.
+    await eventually(`${tenant.id}'s widgets in OpenAPI v3`, async () => (await get(tenant, '/openapi/v3/apis/example.com/v1', 'application/json')).body.includes('"com.example.v1.Widget"'));
   }
 });
 t.teardown(async () => {
