@@ -8,7 +8,7 @@ COPY lib ./lib
 COPY workers ./workers
 # Only the server and its worker tasks are compiled (tsconfig.build.json); tests and bench stay out of the image.
 # Call tsc with the image's Node directly: npm scripts would prefer the node@24 binary from node_modules.
-RUN node node_modules/typescript/bin/tsc -p tsconfig.build.json && npm prune --omit=dev
+RUN node node_modules/typescript/bin/tsc -p tsconfig.build.json && node lib/assemble-wasm.ts && npm prune --omit=dev
 
 FROM node:24-bookworm-slim
 ENV NODE_ENV=production

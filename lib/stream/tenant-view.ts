@@ -2,6 +2,7 @@
 // Never emits an object outside the tenant's prefix, nor any byte of an item before the whole item has been checked.
 import { performance } from 'node:perf_hooks';
 import { Transform, type TransformCallback } from 'node:stream';
+import { containerEnd, newSkipEpoch } from './json-skip.ts';
 import { PREFIX_LENGTH, TENANT_LABEL, isTenantId, tenantPrefix, toTenantName, type TenantId } from '../convert/prefix.ts';
 
 /**
@@ -274,7 +275,8 @@ function describeByte(c: number): string {
 /**
  * The incremental rewriter under ListRewriter and WatchRewriter: `write()` each chunk, then `finish()`; each returns
  * the bytes ready to send. A validating JSON scanner whose state survives chunk boundaries; it keeps in memory
- * only the current item (or watch event) and the chunk it is in. Throws TenantViewError, after which it is unusable.
+ * only the current item (or watch event) and the chunk it is in. Containers it does not look into are skipped by
+ * WebAssembly (json-skip.ts), which validates them as this scanner would. Throws TenantViewError, after which it is unusable.
  */
 export class TenantViewScanner {
   private readonly watch: boolean;
@@ -604,6 +606,10 @@ export class TenantViewScanner {
     // What a ',' leads to in the current container: a value in an array, a key in an object.
     let afterComma = depth > 0 && (stack[depth - 1]! & 1) === 1 ? EXPECT_VALUE : EXPECT_KEY;
     const view = new DataView(buf.buffer, buf.byteOffset, end);
+    const epoch = newSkipEpoch();
+    // Containers opening before this are scanned here, not skipped: a skip that stopped short got this far (so a
+    // cut or malformed container costs one skip, not one per level of nesting).
+    let skipFloor = 0;
 
     if (this.inString) {
       const close = this.scanString(buf, view, this.stringResume, end);
@@ -751,6 +757,17 @@ export class TenantViewScanner {
         if (role !== ROLE_OTHER) {
           this.pos = pos;
           newRole = this.onOpen(this.takeSlot(role), isArray, pos);
+        }
+        // A container nobody looks into is skipped whole by WebAssembly, when it lies in the bytes at hand and is
+        // valid; otherwise it is scanned here, up to where the skip stopped.
+        if (newRole === ROLE_OTHER && pos >= skipFloor) {
+          const after = containerEnd(epoch, buf, end, pos);
+          if (after >= 0) {
+            pos = after;
+            expect = depth === 0 ? afterTopValue : EXPECT_COMMA_OR_CLOSE;
+            continue;
+          }
+          skipFloor = -1 - after;
         }
         if (depth === stack.length) {
           const deeper = new Uint8Array(stack.length * 2);
