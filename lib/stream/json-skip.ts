@@ -16,7 +16,10 @@ interface WasmMemory {
 const WASM = new URL('./json-skip.wasm', import.meta.url);
 const WAT = new URL('./json-skip.wat', import.meta.url);
 
-/** The module's memory: byte classes, then the bytes to scan from here on. */
+/** Where the module's memory holds the needle for find(), and how long it may be. */
+const NEEDLE = 512;
+const MAX_NEEDLE = 512;
+/** The module's memory: byte classes, a needle, then the bytes to scan from here on. */
 const BASE = 1024;
 /** Bytes of the scanned buffer copied into the module's memory at a time: containers longer than half are scanned in JavaScript. */
 const WINDOW = 256 * 1024;
@@ -39,7 +42,13 @@ const BYTE_CLASSES: [bytes: string, byteClass: number][] = [
 const HEX_DIGIT = 1;
 const SIMPLE_ESCAPE = 2;
 
-function load(): { skip: (at: number, end: number) => number; memory: WasmMemory } {
+interface JsonSkip {
+  skip(at: number, end: number): number;
+  find(from: number, to: number, length: number): number;
+  memory: WasmMemory;
+}
+
+function load(): JsonSkip {
   let wasm: Buffer;
   try {
     wasm = readFileSync(WASM);
@@ -57,16 +66,18 @@ function load(): { skip: (at: number, end: number) => number; memory: WasmMemory
   for (const [chars, byteClass] of BYTE_CLASSES) for (const char of chars) bytes[char.charCodeAt(0)] = byteClass;
   for (const char of '0123456789abcdefABCDEF') bytes[256 + char.charCodeAt(0)]! |= HEX_DIGIT;
   for (const char of '"\\/bfnrt') bytes[256 + char.charCodeAt(0)]! |= SIMPLE_ESCAPE;
-  return { skip: instance.exports.skip as (at: number, end: number) => number, memory };
+  return { skip: instance.exports.skip as JsonSkip['skip'], find: instance.exports.find as JsonSkip['find'], memory };
 }
 
-const { skip, memory } = load();
+const { skip, find, memory } = load();
 let bytes = new Uint8Array(memory.buffer);
 // The window of the scanned buffer now in memory: buf[windowStart, windowEnd) at BASE, copied under windowEpoch.
 let windowEpoch = 0;
 let windowStart = 0;
 let windowEnd = 0;
 let epochs = 0;
+/** The needle now at NEEDLE (needles are constants of the scanners: compared by identity). */
+let loadedNeedle: Uint8Array | null = null;
 
 /**
  * A new epoch for one scan of one buffer. A window copied under another epoch is copied again: the buffer may since
@@ -97,4 +108,24 @@ export function containerEnd(epoch: number, buf: Uint8Array, end: number, at: nu
   const shift = BASE - windowStart;
   const after = skip(at + shift, windowEnd + shift);
   return after >= 0 ? after - shift : after + shift;
+}
+
+/**
+ * Where `needle` first stands wholly inside `buf[from, to)`, or -1: searched by WebAssembly in the window when the
+ * window holds those bytes (an item's members, right after their skip), else by Buffer.indexOf. The needle must
+ * not change once searched for.
+ */
+export function indexWithin(epoch: number, buf: Buffer, from: number, to: number, needle: Buffer): number {
+  if (windowEpoch === epoch && from >= windowStart && to <= windowEnd && needle.length > 0 && needle.length <= MAX_NEEDLE) {
+    if (loadedNeedle !== needle) {
+      bytes.set(needle, NEEDLE);
+      loadedNeedle = needle;
+    }
+    const shift = BASE - windowStart;
+    const at = find(from + shift, to + shift, needle.length);
+    return at < 0 ? -1 : at - shift;
+  }
+  if (to - from < needle.length) return -1;
+  const at = buf.subarray(from, to).indexOf(needle);
+  return at < 0 ? -1 : from + at;
 }

@@ -1,13 +1,39 @@
 ;; Finds where a JSON container ends, validating every byte of it as the scanner in tenant-view.ts does: the
 ;; rewriter's way past the containers it neither edits nor looks into. Assembled by lib/assemble-wasm.ts.
 ;;
+;; Also searches those bytes for a needle (find).
+;;
 ;; Memory: [0, 256) the class of each byte outside strings, [256, 512) bit 1 for hex digits and bit 2 for the
-;; letters of simple escapes (both filled by json-skip.ts); the bytes to scan from 1024 on.
+;; letters of simple escapes (both filled by json-skip.ts), [512, 1024) a needle; the bytes to scan from 1024 on.
 (module
   (memory (export "memory") 1)
 
+  ;; The index after the escape at $i (a backslash), -1 when it is not one JSON allows, -2 when the bytes end
+  ;; inside it: \" \\ \/ \b \f \n \r \t, or \u and four hex digits.
+  (func $escapeEnd (param $i i32) (param $end i32) (result i32)
+    (local $c i32)
+    (if (i32.ge_u (i32.add (local.get $i) (i32.const 1)) (local.get $end)) (then (return (i32.const -2))))
+    (local.set $c (i32.load8_u offset=1 (local.get $i)))
+    (if (i32.eq (local.get $c) (i32.const 0x75))
+      (then
+        (if (i32.gt_u (i32.add (local.get $i) (i32.const 6)) (local.get $end)) (then (return (i32.const -2))))
+        (if (i32.eqz
+              (i32.and
+                (i32.and
+                  (i32.load8_u offset=256 (i32.load8_u offset=2 (local.get $i)))
+                  (i32.load8_u offset=256 (i32.load8_u offset=3 (local.get $i))))
+                (i32.and
+                  (i32.and
+                    (i32.load8_u offset=256 (i32.load8_u offset=4 (local.get $i)))
+                    (i32.load8_u offset=256 (i32.load8_u offset=5 (local.get $i))))
+                  (i32.const 1))))
+          (then (return (i32.const -1))))
+        (return (i32.add (local.get $i) (i32.const 6)))))
+    (if (i32.eqz (i32.and (i32.load8_u offset=256 (local.get $c)) (i32.const 2))) (then (return (i32.const -1))))
+    (i32.add (local.get $i) (i32.const 2)))
+
   ;; The closing quote of a string from $i (inside its body), -1 when the body is malformed (a control byte, a bad
-  ;; escape), -2 when the bytes end first. Byte by byte: the SIMD loop in $skip has found an escape or is near $end.
+  ;; escape), -2 when the bytes end first. Byte by byte: for the last bytes before $end, where 16 do not fit.
   (func $stringEnd (param $i i32) (param $end i32) (result i32)
     (local $c i32)
     (loop $next
@@ -19,28 +45,9 @@
         (then
           (local.set $i (i32.add (local.get $i) (i32.const 1)))
           (br $next)))
-      ;; an escape: \" \\ \/ \b \f \n \r \t or \u and four hex digits
-      (if (i32.ge_u (i32.add (local.get $i) (i32.const 1)) (local.get $end)) (then (return (i32.const -2))))
-      (local.set $c (i32.load8_u offset=1 (local.get $i)))
-      (if (i32.eq (local.get $c) (i32.const 0x75))
-        (then
-          (if (i32.gt_u (i32.add (local.get $i) (i32.const 6)) (local.get $end)) (then (return (i32.const -2))))
-          (if (i32.eqz
-                (i32.and
-                  (i32.and
-                    (i32.load8_u offset=256 (i32.load8_u offset=2 (local.get $i)))
-                    (i32.load8_u offset=256 (i32.load8_u offset=3 (local.get $i))))
-                  (i32.and
-                    (i32.and
-                      (i32.load8_u offset=256 (i32.load8_u offset=4 (local.get $i)))
-                      (i32.load8_u offset=256 (i32.load8_u offset=5 (local.get $i))))
-                    (i32.const 1))))
-            (then (return (i32.const -1))))
-          (local.set $i (i32.add (local.get $i) (i32.const 6)))
-          (br $next)))
-      (if (i32.eqz (i32.and (i32.load8_u offset=256 (local.get $c)) (i32.const 2))) (then (return (i32.const -1))))
-      (local.set $i (i32.add (local.get $i) (i32.const 2)))
-      (br $next))
+      (local.set $i (call $escapeEnd (local.get $i) (local.get $end)))
+      (br_if $next (i32.ge_s (local.get $i) (i32.const 0)))
+      (return (local.get $i)))
     (unreachable))
 
   (func $digitsEnd (param $i i32) (param $end i32) (result i32)
@@ -131,8 +138,17 @@
                         (local.set $at (i32.add (local.get $at) (i32.const 16)))
                         (br $plain)))
                     (local.set $at (i32.add (local.get $at) (i32.ctz (local.get $mask))))
-                    (br_if $quoteFound (i32.eq (i32.load8_u (local.get $at)) (i32.const 0x22)))))
-                ;; an escape, a control byte, or the string's last bytes near $end
+                    (br_if $quoteFound (i32.eq (i32.load8_u (local.get $at)) (i32.const 0x22)))
+                    ;; an escape (the 16-byte steps go on after it; kubectl's last-applied-configuration is full
+                    ;; of them), or a control byte
+                    (if (i32.eq (i32.load8_u (local.get $at)) (i32.const 0x5c))
+                      (then
+                        (local.set $at (call $escapeEnd (local.get $at) (local.get $end)))
+                        (br_if $plain (i32.ge_s (local.get $at) (i32.const 0)))
+                        (br_if $stop (i32.eq (local.get $at) (i32.const -2)))
+                        (br $invalid)))
+                    (br $invalid)))
+                ;; the string's last bytes near $end
                 (local.set $at (call $stringEnd (local.get $at) (local.get $end)))
                 (br_if $quoteFound (i32.ge_s (local.get $at) (i32.const 0)))
                 (br_if $stop (i32.eq (local.get $at) (i32.const -2)))
@@ -232,4 +248,51 @@
         (br $next)))
     ;; the bytes end first
     (i32.sub (i32.const -1) (local.get $end)))
+
+  ;; find($from, $to, $length): the first index from $from at which the needle (the $length bytes at 512) stands
+  ;; wholly before $to, or -1. Candidates are where the needle's first and last bytes both match, 16 starts at a
+  ;; time; each is then compared whole.
+  (func (export "find") (param $from i32) (param $to i32) (param $length i32) (result i32)
+    (local $first v128) (local $last v128) (local $mask i32) (local $at i32) (local $lastStart i32) (local $step i32)
+    (local.set $first (i8x16.splat (i32.load8_u (i32.const 512))))
+    (local.set $last (i8x16.splat (i32.load8_u offset=511 (local.get $length))))
+    (local.set $lastStart (i32.sub (local.get $to) (local.get $length)))
+    (block $none
+      (loop $starts
+        (br_if $none (i32.gt_s (local.get $from) (local.get $lastStart)))
+        (if (i32.le_s (i32.add (local.get $from) (i32.const 15)) (local.get $lastStart))
+          (then
+            ;; both loads end at or before $to
+            (local.set $mask
+              (i8x16.bitmask
+                (v128.and
+                  (i8x16.eq (v128.load (local.get $from)) (local.get $first))
+                  (i8x16.eq (v128.load offset=0 (i32.add (local.get $from) (i32.sub (local.get $length) (i32.const 1)))) (local.get $last)))))
+            (local.set $step (i32.const 16)))
+          (else
+            (local.set $mask
+              (i32.and
+                (i32.eq (i32.load8_u (local.get $from)) (i32.load8_u (i32.const 512)))
+                (i32.eq (i32.load8_u (i32.add (local.get $from) (i32.sub (local.get $length) (i32.const 1)))) (i32.load8_u offset=511 (local.get $length)))))
+            (local.set $step (i32.const 1))))
+        (loop $candidates
+          (if (local.get $mask)
+            (then
+              (local.set $at (i32.add (local.get $from) (i32.ctz (local.get $mask))))
+              (if (call $needleAt (local.get $at) (local.get $length)) (then (return (local.get $at))))
+              (local.set $mask (i32.and (local.get $mask) (i32.sub (local.get $mask) (i32.const 1))))
+              (br $candidates))))
+        (local.set $from (i32.add (local.get $from) (local.get $step)))
+        (br $starts)))
+    (i32.const -1))
+
+  (func $needleAt (param $at i32) (param $length i32) (result i32)
+    (local $k i32)
+    (block $differs
+      (loop $next
+        (if (i32.ge_u (local.get $k) (local.get $length)) (then (return (i32.const 1))))
+        (br_if $differs (i32.ne (i32.load8_u (i32.add (local.get $at) (local.get $k))) (i32.load8_u offset=512 (local.get $k))))
+        (local.set $k (i32.add (local.get $k) (i32.const 1)))
+        (br $next)))
+    (i32.const 0))
 )

@@ -2,7 +2,7 @@
 // Never emits an object outside the tenant's prefix, nor any byte of an item before the whole item has been checked.
 import { performance } from 'node:perf_hooks';
 import { Transform, type TransformCallback } from 'node:stream';
-import { containerEnd, newSkipEpoch } from './json-skip.ts';
+import { containerEnd, indexWithin, newSkipEpoch } from './json-skip.ts';
 import { PREFIX_LENGTH, TENANT_LABEL, isTenantId, tenantPrefix, toTenantName, type TenantId } from '../convert/prefix.ts';
 
 /**
@@ -235,10 +235,10 @@ function tailNeedle(whole: Buffer, head: number): TailNeedle {
   return { whole, head, tail: whole.subarray(head) };
 }
 
-/** Where the whole needle starts in `bytes`, at or after `from`; -1 when it is not there. */
-function indexByTail(bytes: Buffer, needle: TailNeedle, from: number): number {
-  for (let at = bytes.indexOf(needle.tail, from + needle.head); at !== -1; at = bytes.indexOf(needle.tail, at + 1)) {
-    if (startsWith(bytes, at - needle.head, needle.whole)) return at - needle.head;
+/** Where the whole needle starts in `buf[from, to)`; -1 when it is not there. `epoch`: the scan's (json-skip.ts). */
+function indexByTail(epoch: number, buf: Buffer, from: number, to: number, needle: TailNeedle): number {
+  for (let at = indexWithin(epoch, buf, from + needle.head, to, needle.tail); at !== -1; at = indexWithin(epoch, buf, at + 1, to, needle.tail)) {
+    if (startsWith(buf, at - needle.head, needle.whole)) return at - needle.head;
   }
   return -1;
 }
@@ -373,6 +373,9 @@ export class TenantViewScanner {
   private editWith: (Buffer | null)[] = [];
   /** The rule's verdicts on owners by apiVersion and kind (see ownersAreTenants). */
   private readonly ownerVerdicts: { version: Buffer; kind: Buffer; verdict: boolean }[] = [];
+
+  /** The current scan's epoch for json-skip.ts: its window of `buf` serves the searches at the item's end too. */
+  private skipEpoch = 0;
 
   /** Items only: the list around them, kept aside (ItemsOnly). */
   private readonly envelopeParts: Buffer[] | null;
@@ -606,7 +609,7 @@ export class TenantViewScanner {
     // What a ',' leads to in the current container: a value in an array, a key in an object.
     let afterComma = depth > 0 && (stack[depth - 1]! & 1) === 1 ? EXPECT_VALUE : EXPECT_KEY;
     const view = new DataView(buf.buffer, buf.byteOffset, end);
-    const epoch = newSkipEpoch();
+    const epoch = (this.skipEpoch = newSkipEpoch());
     // Containers opening before this are scanned here, not skipped: a skip that stopped short got this far (so a
     // cut or malformed container costs one skip, not one per level of nesting).
     let skipFloor = 0;
@@ -1148,8 +1151,8 @@ export class TenantViewScanner {
         this.labelsEnd = end;
         return;
       case ROLE_MARKED: {
-        const member = this.buf.subarray(this.spanStart[SPAN_MARKED], end);
-        for (const marker of this.markers[this.markedMember]!) if (indexByTail(member, marker, 0) !== -1) this.markerFound = true;
+        const from = this.spanStart[SPAN_MARKED]!;
+        for (const marker of this.markers[this.markedMember]!) if (indexByTail(this.skipEpoch, this.buf, from, end, marker) !== -1) this.markerFound = true;
         return;
       }
       case ROLE_SPAN:
@@ -1196,10 +1199,10 @@ export class TenantViewScanner {
   /** Whether a noted member holds the tenant's id followed by '-' or ':'. */
   private namesTenant(span: number): boolean {
     if (!this.spanHas(span)) return false;
-    const bytes = this.buf.subarray(this.spanStart[span], this.spanEnd[span]);
-    const id = this.tenantBytes;
-    for (let i = bytes.indexOf(id); i !== -1; i = bytes.indexOf(id, i + 1)) {
-      const next = bytes[i + id.length];
+    const { buf, tenantBytes: id } = this;
+    const to = this.spanEnd[span]!;
+    for (let i = indexWithin(this.skipEpoch, buf, this.spanStart[span]!, to, id); i !== -1; i = indexWithin(this.skipEpoch, buf, i + 1, to, id)) {
+      const next = i + id.length < to ? buf[i + id.length] : -1;
       if (next === 0x2d /* - */ || next === 0x3a /* : */) return true;
     }
     return false;
@@ -1338,10 +1341,9 @@ export class TenantViewScanner {
    */
   private managedFieldsCuts(floor: number, end: number): number[] | null {
     const buf = this.buf;
-    const span = buf.subarray(floor, end);
     const cuts: number[] = [];
-    for (let at = indexByTail(span, MANAGED_TENANT_LABEL_NEEDLE, 0); at !== -1; at = indexByTail(span, MANAGED_TENANT_LABEL_NEEDLE, at + 1)) {
-      let from = floor + at;
+    for (let at = indexByTail(this.skipEpoch, buf, floor, end, MANAGED_TENANT_LABEL_NEEDLE); at !== -1; at = indexByTail(this.skipEpoch, buf, at + 1, end, MANAGED_TENANT_LABEL_NEEDLE)) {
+      let from = at;
       let to = from + MANAGED_TENANT_LABEL.length;
       if (buf[to] !== 0x3a /* : */ || buf[to + 1] !== 0x7b /* { */ || buf[to + 2] !== 0x7d /* } */) return null;
       to += 3;

@@ -1,7 +1,7 @@
 // The WebAssembly container skip against JSON.parse: it finds the end of every valid container, and never claims
 // one for bytes that are cut, malformed or not JSON (the rewriter would then pass broken bytes on unchecked).
 import t from 'tap';
-import { containerEnd, newSkipEpoch } from '../../lib/stream/json-skip.ts';
+import { containerEnd, indexWithin, newSkipEpoch } from '../../lib/stream/json-skip.ts';
 import { TenantViewScanner } from '../../lib/stream/tenant-view.ts';
 import { seededRandom } from '../../bench/k8s-payloads.ts';
 
@@ -156,4 +156,32 @@ t.test('containers longer than half the window are left to the caller, up to whe
   t.ok(got < 0 && -1 - got < long.length, `stopped at ${-1 - got} of ${long.length} bytes`);
   const small = Buffer.from(JSON.stringify(Array.from({ length: 100 }, (_, i) => `item-${i}`)));
   t.equal(endOf(small), small.length);
+});
+
+t.test(`needle search agrees with Buffer.indexOf, in the window and outside it (seed ${SEED})`, async (t) => {
+  const needles = ['abc123', 'abc123-', '"f:kubezoo.io/tenant"', 'a', 'zz', '"podAffinity"'].map((text) => Buffer.from(text));
+  let found = 0;
+  for (let n = 0; n < 2000; n++) {
+    // A container first, so that a skip copies the window the searches then run in; sometimes a search runs with a
+    // stale epoch and falls back to Buffer.indexOf.
+    const filler = Array.from({ length: int(60) }, () => pick(['abc', 'abc12', 'abc123', '-', ':', 'z', '"', 'f:kubezoo.io/tenant', 'podAffinity'])).join('');
+    const bytes = Buffer.from(JSON.stringify([filler]));
+    const epoch = newSkipEpoch();
+    if (containerEnd(epoch, bytes, bytes.length, 0) !== bytes.length) {
+      t.fail(`${bytes.toString()} not skipped`);
+      return;
+    }
+    const needle = pick(needles);
+    const from = int(bytes.length);
+    const to = from + int(bytes.length - from + 1);
+    const within = bytes.subarray(from, to).indexOf(needle);
+    const want = within < 0 ? -1 : from + within;
+    const got = indexWithin(int(4) === 0 ? newSkipEpoch() : epoch, bytes, from, to, needle);
+    if (got !== want) {
+      t.equal(got, want, `${needle.toString()} in ${JSON.stringify(bytes.subarray(from, to).toString())}`);
+      return;
+    }
+    if (got >= 0) found++;
+  }
+  t.ok(found > 200, `found in ${found} of 2000 searches, and absent in the rest, as Buffer.indexOf says`);
 });
