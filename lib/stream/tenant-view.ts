@@ -301,7 +301,15 @@ export class TenantViewScanner {
   private bufOffset = 0;
   private pos = 0;
   private failed: TenantViewError | null = null;
-  private output: Buffer[] = [];
+  /**
+   * The bytes ready to send, copied in as they are emitted into one buffer per write(), sized for the held bytes
+   * and the chunk: collecting the parts and concatenating them once cost about 1.7x as much (a pod list has ~45
+   * parts per 64 KiB).
+   */
+  private out: Buffer = EMPTY;
+  private outLength = 0;
+  /** What this write() may emit, without edits that lengthen: the size of the buffer allocated at its first emit. */
+  private outSizeHint = 0;
   /** Set while completing held bytes: scan() returns when the held item ends. */
   private stopAtUnitEnd = false;
   private stoppedAtUnitEnd = false;
@@ -415,8 +423,8 @@ export class TenantViewScanner {
       // Bytes held from the last chunk (an item it cut) are completed from this chunk's head, in growing pieces
       // copied after them; once nothing is held, the rest of the chunk is scanned where it lies. Copying the whole
       // chunk behind them copied nearly every byte a second time (bench: 38.8 of 38.9 MB; now 6.9 MB).
+      this.outSizeHint = this.retained + chunk.length + 1024;
       let at = 0;
-      let before: Buffer | null = null;
       for (let piece = FIRST_PIECE; this.retained > 0 && at < chunk.length; piece *= 2) {
         const to = Math.min(chunk.length, at + piece);
         this.reserveWork(this.retained + to - at);
@@ -433,22 +441,15 @@ export class TenantViewScanner {
           at -= this.end - this.pos;
           this.end = this.pos;
         }
-        // What went out points into `work`, which the next piece overwrites: copied now.
-        const out = this.takeOutput();
-        before = before === null ? out : Buffer.concat([before, out]);
         this.retainTail();
       }
       if (at < chunk.length) {
         this.buf = at === 0 ? chunk : chunk.subarray(at);
         this.end = this.buf.length;
         this.scanAndFlush();
-        if (before !== null && before.length > 0) this.output.unshift(before);
-      } else if (before !== null) {
-        return before;
+        this.retainTail();
       }
-      const out = this.takeOutput();
-      this.retainTail();
-      return out;
+      return this.takeOutput();
     } catch (error) {
       throw this.fail(error);
     }
@@ -479,7 +480,7 @@ export class TenantViewScanner {
   }
 
   private fail(error: unknown): TenantViewError {
-    this.output = [];
+    this.outLength = 0;
     this.failed =
       error instanceof TenantViewError
         ? error
@@ -491,16 +492,34 @@ export class TenantViewScanner {
     return new TenantViewError(`malformed JSON: ${what}`, this.bufOffset + at);
   }
 
+  /** The bytes emitted since the last call: the rest of the buffer they are in is not used again. */
   private takeOutput(): Buffer {
-    const parts = this.output;
-    if (parts.length === 0) return EMPTY;
-    this.output = [];
-    // Always a copy: the parts may point into `work`, which the next chunk overwrites.
-    return parts.length === 1 ? Buffer.from(parts[0]!) : Buffer.concat(parts);
+    if (this.outLength === 0) return EMPTY;
+    const out = this.out.subarray(0, this.outLength);
+    this.out = EMPTY;
+    this.outLength = 0;
+    return out;
+  }
+
+  /** Makes room for `size` more bytes of output. */
+  private reserveOut(size: number): void {
+    if (this.outLength + size <= this.out.length) return;
+    const bigger = Buffer.allocUnsafe(Math.max(this.outLength + size, this.out.length * 2));
+    this.out.copy(bigger, 0, 0, this.outLength);
+    this.out = bigger;
   }
 
   private emit(from: number, to: number): void {
-    if (to > from) this.output.push(this.buf.subarray(from, to));
+    if (to > from) this.append(this.buf, from, to);
+  }
+
+  private emitBytes(bytes: Buffer): void {
+    this.append(bytes, 0, bytes.length);
+  }
+
+  private append(source: Buffer, from: number, to: number): void {
+    if (this.outLength + to - from > this.out.length) this.reserveOut(Math.max(to - from, this.outSizeHint - this.outLength));
+    this.outLength += source.copy(this.out, this.outLength, from, to);
   }
 
   /** Outside items, list bytes (kind, apiVersion, the list's metadata, the brackets) go out as soon as they are scanned. */
@@ -1383,7 +1402,7 @@ export class TenantViewScanner {
     for (let k = 0; k < this.editFrom.length; k++) {
       this.emit(at, this.editFrom[k]!);
       const replacement = this.editWith[k];
-      if (replacement !== null && replacement !== undefined) this.output.push(replacement);
+      if (replacement !== null && replacement !== undefined) this.emitBytes(replacement);
       at = this.editTo[k]!;
     }
     this.emit(at, to);
@@ -1406,14 +1425,14 @@ export class TenantViewScanner {
     if (verdict < 0) return;
     if (this.fastPathApplies()) {
       if (!this.collectFastEdits(verdict)) return;
-      if (this.keptItems + this.itemsBefore > 0) this.output.push(COMMA);
+      if (this.keptItems + this.itemsBefore > 0) this.emitBytes(COMMA);
       this.emitEdited(start, end);
     } else {
       if (verdict === 0 && this.decodedTenantName() === null) return;
       const item = this.rewritten(start, end);
       if (item === null) return;
-      if (this.keptItems + this.itemsBefore > 0) this.output.push(COMMA);
-      this.output.push(item);
+      if (this.keptItems + this.itemsBefore > 0) this.emitBytes(COMMA);
+      this.emitBytes(item);
     }
     this.keptItems++;
   }
@@ -1438,7 +1457,7 @@ export class TenantViewScanner {
           | undefined;
         if (status === undefined) throw new TypeError('rewriteStatus returned undefined');
         this.emit(start, this.objectStart);
-        this.output.push(Buffer.from(status));
+        this.emitBytes(Buffer.from(status));
         this.emit(this.objectEnd, end);
       }
     } else {
@@ -1452,11 +1471,11 @@ export class TenantViewScanner {
         const object = this.rewritten(this.objectStart, this.objectEnd);
         if (object === null) return;
         this.emit(start, this.objectStart);
-        this.output.push(object);
+        this.emitBytes(object);
         this.emit(this.objectEnd, end);
       }
     }
-    this.output.push(NEWLINE);
+    this.emitBytes(NEWLINE);
     this.keptEvents++;
   }
 
