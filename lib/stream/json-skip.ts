@@ -1,6 +1,7 @@
 // Where a JSON container ends, found by WebAssembly with SIMD (json-skip.wat): the rewriter's way past the containers
 // whose contents it neither edits nor looks at, most of an object's bytes. It validates as the JavaScript scanner
-// does, at about three times the speed a JavaScript loop can merely read bytes (bench: rewrite).
+// does, faster than a JavaScript loop can merely read the bytes (measured on the bench's pods: 1.3-1.5 GB/s against
+// 0.4-0.9 GB/s for such a loop, bench: rewrite).
 import { readFileSync, statSync } from 'node:fs';
 
 // TypeScript declares WebAssembly only in its DOM library, which this project does not load: the part used here.
