@@ -25,9 +25,16 @@ const BASE = 1024;
 /** Bytes of the scanned buffer copied into the module's memory at a time: containers longer than half are scanned in JavaScript. */
 const WINDOW = 256 * 1024;
 
+/** JSON's bytes, for both scanners (this one and tenant-view.ts's), so that they accept the same input. */
+export const JSON_SPACE = ' \t\n\r';
+export const JSON_NUMBER_START = '-0123456789';
+export const JSON_HEX_DIGITS = '0123456789abcdefABCDEF';
+/** The letters after a backslash, but for `u`. */
+export const JSON_SIMPLE_ESCAPES = '"\\/bfnrt';
+
 // Byte classes outside strings, in the order of the br_table in json-skip.wat.
 const BYTE_CLASSES: [bytes: string, byteClass: number][] = [
-  [' \t\n\r', 1],
+  [JSON_SPACE, 1],
   ['"', 2],
   [',', 3],
   [':', 4],
@@ -35,7 +42,7 @@ const BYTE_CLASSES: [bytes: string, byteClass: number][] = [
   ['[', 6],
   ['}', 7],
   [']', 8],
-  ['-0123456789', 9],
+  [JSON_NUMBER_START, 9],
   ['t', 10],
   ['f', 11],
   ['n', 12],
@@ -65,8 +72,8 @@ function load(): JsonSkip {
   const memory = instance.exports.memory as WasmMemory;
   const bytes = new Uint8Array(memory.buffer);
   for (const [chars, byteClass] of BYTE_CLASSES) for (const char of chars) bytes[char.charCodeAt(0)] = byteClass;
-  for (const char of '0123456789abcdefABCDEF') bytes[256 + char.charCodeAt(0)]! |= HEX_DIGIT;
-  for (const char of '"\\/bfnrt') bytes[256 + char.charCodeAt(0)]! |= SIMPLE_ESCAPE;
+  for (const char of JSON_HEX_DIGITS) bytes[256 + char.charCodeAt(0)]! |= HEX_DIGIT;
+  for (const char of JSON_SIMPLE_ESCAPES) bytes[256 + char.charCodeAt(0)]! |= SIMPLE_ESCAPE;
   return { skip: instance.exports.skip as JsonSkip['skip'], find: instance.exports.find as JsonSkip['find'], memory };
 }
 

@@ -2,7 +2,15 @@
 // Never emits an object outside the tenant's prefix, nor any byte of an item before the whole item has been checked.
 import { performance } from 'node:perf_hooks';
 import { Transform, type TransformCallback } from 'node:stream';
-import { containerEnd, indexWithin, newSkipEpoch } from './json-skip.ts';
+import {
+  JSON_HEX_DIGITS,
+  JSON_NUMBER_START,
+  JSON_SIMPLE_ESCAPES,
+  JSON_SPACE,
+  containerEnd,
+  indexWithin,
+  newSkipEpoch,
+} from './json-skip.ts';
 import { PREFIX_LENGTH, TENANT_LABEL, isTenantId, tenantPrefix, toTenantName, type TenantId } from '../convert/prefix.ts';
 
 /**
@@ -76,8 +84,8 @@ const C_NUMBER = 2;
 const C_LITERAL = 3;
 
 const CHAR_CLASS = new Uint8Array(256).fill(C_INVALID);
-for (const c of ' \t\n\r') CHAR_CLASS[c.charCodeAt(0)] = C_SPACE;
-for (const c of '-0123456789') CHAR_CLASS[c.charCodeAt(0)] = C_NUMBER;
+for (const c of JSON_SPACE) CHAR_CLASS[c.charCodeAt(0)] = C_SPACE;
+for (const c of JSON_NUMBER_START) CHAR_CLASS[c.charCodeAt(0)] = C_NUMBER;
 for (const c of 'tfn') CHAR_CLASS[c.charCodeAt(0)] = C_LITERAL;
 
 // Bytes that stop the scan inside a string: the closing quote, a backslash, or a control byte JSON forbids there.
@@ -87,9 +95,9 @@ STRING_STOP[0x22] = 1;
 STRING_STOP[0x5c] = 1;
 
 const HEX = new Uint8Array(256);
-for (const c of '0123456789abcdefABCDEF') HEX[c.charCodeAt(0)] = 1;
+for (const c of JSON_HEX_DIGITS) HEX[c.charCodeAt(0)] = 1;
 const SIMPLE_ESCAPE = new Uint8Array(256);
-for (const c of '"\\/bfnrt') SIMPLE_ESCAPE[c.charCodeAt(0)] = 1;
+for (const c of JSON_SIMPLE_ESCAPES) SIMPLE_ESCAPE[c.charCodeAt(0)] = 1;
 
 // What the scanner expects next: a set of these bits, so each check is one test.
 const ALLOW_VALUE = 1;
@@ -244,16 +252,13 @@ function indexByTail(epoch: number, buf: Buffer, from: number, to: number, needl
 }
 
 /**
- * The closing quote of a string whose body starts at `from`, before `to`; -1 at a backslash or when there is none.
- * A loop, not Buffer.indexOf: for the few bytes of an owner's fields the call into C++ cost more (measured).
+ * The closing quote of a string whose body starts at `from`, before `to`; -1 at a backslash or a control byte, or
+ * when there is none. plainRunEnd, not Buffer.indexOf: for the few bytes of an owner's fields the call into C++
+ * cost more (measured).
  */
-function plainStringEnd(buf: Buffer, from: number, to: number): number {
-  for (let i = from; i < to; i++) {
-    const c = buf[i];
-    if (c === 0x22) return i;
-    if (c === 0x5c) return -1;
-  }
-  return -1;
+function plainStringEnd(buf: Buffer, view: DataView, from: number, to: number): number {
+  const stop = plainRunEnd(buf, view, from, to);
+  return stop < to && buf[stop] === 0x22 ? stop : -1;
 }
 
 /**
@@ -1288,14 +1293,15 @@ export class TenantViewScanner {
     const buf = this.buf;
     const parsed = (): boolean => this.tenantMetadata!.ownerReferences(JSON.parse(buf.toString('utf8', from, to))) !== null;
     if (buf[from] !== 0x5b /* [ */ || buf[to - 1] !== 0x5d /* ] */) return parsed();
+    const view = new DataView(buf.buffer, buf.byteOffset, to);
     let at = from + 1;
     while (at < to - 1) {
       if (!startsWith(buf, at, OWNER_HEAD)) return parsed();
       const versionStart = at + OWNER_HEAD.length;
-      const versionEnd = plainStringEnd(buf, versionStart, to);
+      const versionEnd = plainStringEnd(buf, view, versionStart, to);
       if (versionEnd < 0 || !startsWith(buf, versionEnd, OWNER_KIND)) return parsed();
       const kindStart = versionEnd + OWNER_KIND.length;
-      const kindEnd = plainStringEnd(buf, kindStart, to);
+      const kindEnd = plainStringEnd(buf, view, kindStart, to);
       if (kindEnd < 0) return parsed();
       // The rest of the owner: strings without escapes and literals, up to its '}'.
       let i = kindEnd + 1;
@@ -1303,7 +1309,7 @@ export class TenantViewScanner {
         const c = buf[i]!;
         if (c === 0x5c /* \\ */ || c === 0x7b /* { */ || c === 0x5b /* [ */) return parsed();
         if (c === 0x22) {
-          i = plainStringEnd(buf, i + 1, to);
+          i = plainStringEnd(buf, view, i + 1, to);
           if (i < 0) return parsed();
         } else if (c === 0x7d /* } */) break;
         i++;
