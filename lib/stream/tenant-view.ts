@@ -3,13 +3,20 @@
 import { performance } from 'node:perf_hooks';
 import { Transform, type TransformCallback } from 'node:stream';
 import {
+  FOUND,
+  ITEM_CUT,
+  ITEM_KEY,
   JSON_HEX_DIGITS,
   JSON_NUMBER_START,
   JSON_SIMPLE_ESCAPES,
   JSON_SPACE,
   containerEnd,
   indexWithin,
+  itemWalkKeys,
   newSkipEpoch,
+  walkItem,
+  walked,
+  walkedAt,
 } from './json-skip.ts';
 import { PREFIX_LENGTH, TENANT_LABEL, isTenantId, tenantPrefix, toTenantName, type TenantId } from '../convert/prefix.ts';
 
@@ -194,6 +201,11 @@ const NEWLINE = Buffer.from('\n');
 const EMPTY = Buffer.alloc(0);
 /** Bytes of a chunk first copied behind held bytes; doubled until the held item ends. */
 const FIRST_PIECE = 4096;
+/**
+ * An item cut by the chunk's end is walked again whole with more bytes (walkItem) while this much of it has come;
+ * past that, the scanner goes on through it here, so a big item is not walked again at every piece.
+ */
+const REWALK_LIMIT = 32 * 1024;
 
 /**
  * For four bytes read little-endian: 0 when none ends a string's plain run (quote, backslash, control byte), else
@@ -397,6 +409,8 @@ export class TenantViewScanner {
 
   /** The current scan's epoch for json-skip.ts: its window of `buf` serves the searches at the item's end too. */
   private skipEpoch = 0;
+  /** The keys walkItem() looks for in this scanner's items, or null: then it walks them itself. */
+  private readonly itemKeys: Uint8Array | null;
 
   /** Items only: the list around them, kept aside (ItemsOnly). */
   private readonly envelopeParts: Buffer[] | null;
@@ -426,6 +440,33 @@ export class TenantViewScanner {
     this.markedKeys = marked.map(([key]) => Buffer.from(key));
     // Markers start with a quote and a letter: searched from their third byte.
     this.markers = marked.map(([, markers]) => markers.map((marker) => tailNeedle(Buffer.from(marker), marker.length > 4 ? 2 : 0)));
+    this.itemKeys = this.itemWalkKeys();
+  }
+
+  /** What onKey() looks for, for walkItem(): the same keys in the same places. */
+  private itemWalkKeys(): Uint8Array | null {
+    const withMetadata = this.tenantMetadata !== null;
+    const nameKey = this.nameKey;
+    return itemWalkKeys({
+      item: [
+        ...(nameKey !== null ? [[KEY_METADATA, ITEM_KEY.metadata] as const] : []),
+        ...(withMetadata ? [[KEY_SPEC, ITEM_KEY.spec] as const, [KEY_STATUS, ITEM_KEY.status] as const] : []),
+      ],
+      metadata: [
+        ...(nameKey !== null ? [[nameKey, ITEM_KEY.nameField] as const] : []),
+        ...(withMetadata
+          ? [
+              [KEY_LABELS, ITEM_KEY.labels] as const,
+              [KEY_MANAGED_FIELDS, ITEM_KEY.managedFields] as const,
+              [KEY_OWNER_REFERENCES, ITEM_KEY.ownerReferences] as const,
+              ...(nameKey === KEY_NAME ? [[KEY_GENERATE_NAME, ITEM_KEY.generateName] as const] : []),
+            ]
+          : []),
+      ],
+      labels: withMetadata ? [[KEY_TENANT_LABEL, ITEM_KEY.tenantLabel] as const] : [],
+      spec: this.markedKeys.map((key, k) => [key, ITEM_KEY.marked + k] as const),
+      status: withMetadata ? [[KEY_CONDITIONS, ITEM_KEY.conditions] as const] : [],
+    });
   }
 
   /** Scans one chunk; returns the bytes that are ready to send (possibly none). */
@@ -800,6 +841,34 @@ export class TenantViewScanner {
           this.pos = pos;
           newRole = this.onOpen(this.takeSlot(role), isArray, pos);
         }
+        // An item (or a watch event's object) is walked whole by WebAssembly, which notes the members onKey()
+        // would; otherwise (escaped keys, malformed or huge items) it is scanned here.
+        if (newRole === ROLE_ITEM && this.itemKeys !== null) {
+          const after = walkItem(epoch, buf, end, pos, this.itemKeys);
+          if (after >= 0) {
+            this.takeWalkedItem();
+            pos = after;
+            this.pos = pos;
+            this.onClose(ROLE_ITEM, role, pos);
+            if (this.stopAtUnitEnd && this.unitStart < 0) {
+              this.stoppedAtUnitEnd = true;
+              expect = EXPECT_COMMA_OR_CLOSE;
+              break;
+            }
+            if (pos < end && buf[pos] === 0x2c /* , */) {
+              pos++;
+              expect = afterComma;
+            } else {
+              expect = EXPECT_COMMA_OR_CLOSE;
+            }
+            continue;
+          }
+          if (after === ITEM_CUT && end - pos < REWALK_LIMIT) {
+            // Walked again from its '{' with the next chunk; a watch object's slot is taken again then.
+            if (role === ROLE_EVENT) this.slot = SLOT_EVENT_OBJECT;
+            break;
+          }
+        }
         // A container nobody looks into is skipped whole by WebAssembly, when it lies in the bytes at hand and is
         // valid; otherwise it is scanned here, up to where the skip stopped.
         if (newRole === ROLE_OTHER && pos >= skipFloor) {
@@ -1105,6 +1174,42 @@ export class TenantViewScanner {
         return this.openSpanOf(SPAN_GENERATE_NAME, at);
       default:
         return ROLE_OTHER;
+    }
+  }
+
+  /** Takes what walkItem() noted of the item, as onKey(), onScalar() and onClose() would have while scanning it. */
+  private takeWalkedItem(): void {
+    if (walked(FOUND.ambiguous) !== 0) this.ambiguous = true;
+    this.nameState = walked(FOUND.nameState);
+    if (this.nameState === NAME_STRING) {
+      this.nameStart = walkedAt(FOUND.nameStart);
+      this.nameEnd = walkedAt(FOUND.nameEnd);
+      this.nameEscaped = walked(FOUND.nameEscaped) !== 0;
+    }
+    if (this.tenantMetadata === null) return;
+    this.tenantLabelCount = walked(FOUND.tenantLabelCount);
+    if (this.tenantLabelCount > 0) {
+      this.labelsKeyStart = walkedAt(FOUND.labelsKeyStart);
+      this.labelsEnd = walkedAt(FOUND.labelsEnd);
+      this.labelEntries = walked(FOUND.labelEntries);
+      this.tenantLabelKeyStart = walkedAt(FOUND.tenantLabelKeyStart);
+      this.tenantLabelIsString = walked(FOUND.tenantLabelIsString) !== 0;
+      this.tenantLabelStart = walkedAt(FOUND.tenantLabelStart);
+      this.tenantLabelEnd = walkedAt(FOUND.tenantLabelEnd);
+      this.tenantLabelEscaped = walked(FOUND.tenantLabelEscaped) !== 0;
+    }
+    const spans = (this.spansSeen = walked(FOUND.spansSeen));
+    for (let span = 0; span < SPAN_COUNT; span++) {
+      if ((spans & (1 << span)) === 0) continue;
+      this.spanStart[span] = walkedAt(FOUND.spanStart + span);
+      this.spanEnd[span] = walkedAt(FOUND.spanEnd + span);
+    }
+    const marked = walked(FOUND.markedCount);
+    for (let m = 0; m < marked && !this.markerFound; m++) {
+      const member = walked(FOUND.marked + 3 * m);
+      const from = walkedAt(FOUND.marked + 3 * m + 1);
+      const to = walkedAt(FOUND.marked + 3 * m + 2);
+      for (const marker of this.markers[member]!) if (indexByTail(this.skipEpoch, this.buf, from, to, marker) !== -1) this.markerFound = true;
     }
   }
 

@@ -11,6 +11,9 @@ import {
   rewriteWatchBuffer,
   type TenantViewSpec,
 } from '../../lib/stream/tenant-view.ts';
+import { tenantViewSpecOf } from '../../lib/stream/view-spec.ts';
+import { kindOf } from '../../lib/convert/kinds.ts';
+import { TENANT_LABEL } from '../../lib/convert/prefix.ts';
 
 const namespaced: TenantViewSpec = { tenant: 'abc123', nameField: 'namespace' };
 const clusterScoped: TenantViewSpec = { tenant: 'abc123', nameField: 'name' };
@@ -287,6 +290,37 @@ t.test('watch events: the tenant\'s are rewritten, others dropped whole, bookmar
   const whole = watch(bytes.toString());
   for (let cut = 0; cut <= bytes.length; cut++) t.equal(inPieces('watch', bytes, [cut]), whole, `cut at ${cut}`);
   t.equal(inPieces('watch', bytes, Array.from({ length: bytes.length }, (_, i) => i)), whole, 'one byte at a time');
+});
+
+t.test('an item with a member it is judged by written twice is dropped: a client reads the last one, the check the first', async (t) => {
+  const pods = tenantViewSpecOf(kindOf('', 'pods')!, { tenant: 'abc123', scopeOf: () => undefined, kindScope: () => undefined });
+  const label = JSON.stringify(TENANT_LABEL);
+  const owner = '{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"rs","uid":"u"}';
+  const field = '{"manager":"m","operation":"Update","fieldsV1":{}}';
+  const ns = '"namespace":"abc123-a"';
+  // What is written twice, the item with it once, the item with it twice, and the specs that judge by it.
+  const cases: [string, string, string, TenantViewSpec[]][] = [
+    ['metadata', `{"metadata":{${ns}}}`, `{"metadata":{${ns}},"metadata":{"namespace":"zzz999-a"}}`, [namespaced, pods]],
+    ['namespace', `{"metadata":{${ns}}}`, `{"metadata":{${ns},"namespace":"zzz999-a"}}`, [namespaced, pods]],
+    ['an escaped namespace', `{"metadata":{${ns}}}`, `{"metadata":{${ns},"n\\u0061mespace":"zzz999-a"}}`, [namespaced, pods]],
+    ['labels', `{"metadata":{${ns},"labels":{"app":"x"}}}`, `{"metadata":{${ns},"labels":{"app":"x"},"labels":{${label}:"zzz999"}}}`, [pods]],
+    ['the tenant label', `{"metadata":{${ns},"labels":{${label}:"abc123"}}}`, `{"metadata":{${ns},"labels":{${label}:"abc123",${label}:"zzz999"}}}`, [pods]],
+    ['ownerReferences', `{"metadata":{${ns},"ownerReferences":[${owner}]}}`, `{"metadata":{${ns},"ownerReferences":[${owner}],"ownerReferences":[]}}`, [pods]],
+    ['managedFields', `{"metadata":{${ns},"managedFields":[${field}]}}`, `{"metadata":{${ns},"managedFields":[${field}],"managedFields":[]}}`, [pods]],
+    ['spec', `{"metadata":{${ns}},"spec":{"nodeName":"n"}}`, `{"metadata":{${ns}},"spec":{"nodeName":"n"},"spec":{}}`, [pods]],
+    ['status', `{"metadata":{${ns}},"status":{"phase":"Running"}}`, `{"metadata":{${ns}},"status":{"phase":"Running"},"status":{}}`, [pods]],
+    ['conditions', `{"metadata":{${ns}},"status":{"conditions":[]}}`, `{"metadata":{${ns}},"status":{"conditions":[],"conditions":[]}}`, [pods]],
+  ];
+  for (const [what, once, twice, specs] of cases) {
+    for (const spec of specs) {
+      const name = spec === pods ? 'pods' : 'namespace only';
+      t.not(list(listOf(once), spec), listOf(), `${what} once (${name}): the item is kept`);
+      t.equal(list(listOf(twice), spec), listOf(), `${what} twice (${name}): the item is dropped from a list`);
+      t.equal(watch(`{"type":"ADDED","object":${twice}}`, spec), '', `${what} twice (${name}): the event is dropped`);
+      const bytes = Buffer.from(listOf(twice));
+      for (let cut = 1; cut < bytes.length; cut += 5) t.equal(inPieces('list', bytes, [cut], spec), listOf(), `${what} twice (${name}), cut at ${cut}`);
+    }
+  }
 });
 
 t.test('odd watch streams end in a TenantViewError', async (t) => {
