@@ -335,6 +335,10 @@ export class TenantViewScanner {
   private outLength = 0;
   /** What this write() may emit, without edits that lengthen: the size of the buffer allocated at its first emit. */
   private outSizeHint = 0;
+  /** Whether `out` is the chunk being scanned, whose bytes move down as they are emitted (writeOwned). */
+  private inPlace = false;
+  /** writeOwned(): what this write() emitted before it began writing over the chunk. */
+  private readonly ownedParts: Buffer[] = [];
   /** Set while completing held bytes: scan() returns when the held item ends. */
   private stopAtUnitEnd = false;
   private stoppedAtUnitEnd = false;
@@ -473,6 +477,26 @@ export class TenantViewScanner {
   write(chunk: Buffer): Buffer {
     if (this.failed !== null) throw this.failed;
     if (chunk.length === 0) return EMPTY; // the held bytes were scanned as far as they go
+    this.scanChunk(chunk, false);
+    return this.takeOutput();
+  }
+
+  /**
+   * write() for a chunk the caller gives up (an upstream response's): the bytes to send are moved down within the
+   * chunk itself where it can, instead of copied into new memory, which cost a fifth to a third of the rewrite
+   * (bench: rewrite). Returns them in up to two buffers: the end of an item the last chunk cut, then the chunk's.
+   */
+  writeOwned(chunk: Buffer): Buffer[] {
+    if (this.failed !== null) throw this.failed;
+    if (chunk.length === 0) return [];
+    this.scanChunk(chunk, true);
+    const last = this.takeOutput();
+    if (last.length === 0) return this.ownedParts.splice(0);
+    this.ownedParts.push(last);
+    return this.ownedParts.splice(0);
+  }
+
+  private scanChunk(chunk: Buffer, owned: boolean): void {
     try {
       // Bytes held from the last chunk (an item it cut) are completed from this chunk's head, in growing pieces
       // copied after them; once nothing is held, the rest of the chunk is scanned where it lies. Copying the whole
@@ -500,10 +524,15 @@ export class TenantViewScanner {
       if (at < chunk.length) {
         this.buf = at === 0 ? chunk : chunk.subarray(at);
         this.end = this.buf.length;
+        if (owned) {
+          // What the held item gave goes first, in a buffer of its own; the rest is written over the chunk.
+          if (this.outLength > 0) this.ownedParts.push(this.takeOutput());
+          this.out = this.buf;
+          this.inPlace = true;
+        }
         this.scanAndFlush();
         this.retainTail();
       }
-      return this.takeOutput();
     } catch (error) {
       throw this.fail(error);
     }
@@ -548,30 +577,49 @@ export class TenantViewScanner {
 
   /** The bytes emitted since the last call: the rest of the buffer they are in is not used again. */
   private takeOutput(): Buffer {
-    if (this.outLength === 0) return EMPTY;
+    this.inPlace = false;
+    if (this.outLength === 0) {
+      this.out = EMPTY;
+      return EMPTY;
+    }
     const out = this.out.subarray(0, this.outLength);
     this.out = EMPTY;
     this.outLength = 0;
     return out;
   }
 
-  /** Makes room for `size` more bytes of output. */
+  /** Makes room for `size` more bytes of output (in new memory: this also ends writing over the chunk). */
   private reserveOut(size: number): void {
-    if (this.outLength + size <= this.out.length) return;
-    const bigger = Buffer.allocUnsafe(Math.max(this.outLength + size, this.out.length * 2));
+    if (this.outLength + size <= this.out.length && !this.inPlace) return;
+    const bigger = Buffer.allocUnsafe(Math.max(this.outLength + size, this.out.length * 2, this.outSizeHint));
     this.out.copy(bigger, 0, 0, this.outLength);
     this.out = bigger;
+    this.inPlace = false;
   }
 
   private emit(from: number, to: number): void {
     if (to > from) this.append(this.buf, from, to);
   }
 
-  private emitBytes(bytes: Buffer): void {
+  /**
+   * Emits bytes that are not the scanned bytes at hand (a comma, a newline, a replacement). `next`: the index of
+   * the first scanned byte any later emit of this write() reads; over the chunk, the bytes must end before it.
+   */
+  private emitBytes(bytes: Buffer, next: number): void {
+    if (this.inPlace && this.outLength + bytes.length > next) this.reserveOut(bytes.length);
     this.append(bytes, 0, bytes.length);
   }
 
   private append(source: Buffer, from: number, to: number): void {
+    if (this.inPlace) {
+      if (source === this.out && this.outLength <= from) {
+        // Over the chunk: the bytes move down (or stay where they are).
+        if (this.outLength !== from) this.out.copyWithin(this.outLength, from, to);
+        this.outLength += to - from;
+        return;
+      }
+      if (source === this.out) this.reserveOut(to - from);
+    }
     if (this.outLength + to - from > this.out.length) this.reserveOut(Math.max(to - from, this.outSizeHint - this.outLength));
     if (to - from > 16) this.outLength += source.copy(this.out, this.outLength, from, to);
     else {
@@ -1528,8 +1576,8 @@ export class TenantViewScanner {
     for (let k = 0; k < this.editFrom.length; k++) {
       this.emit(at, this.editFrom[k]!);
       const replacement = this.editWith[k];
-      if (replacement !== null && replacement !== undefined) this.emitBytes(replacement);
       at = this.editTo[k]!;
+      if (replacement !== null && replacement !== undefined) this.emitBytes(replacement, at);
     }
     this.emit(at, to);
   }
@@ -1551,14 +1599,14 @@ export class TenantViewScanner {
     if (verdict < 0) return;
     if (this.fastPathApplies()) {
       if (!this.collectFastEdits(verdict)) return;
-      if (this.keptItems + this.itemsBefore > 0) this.emitBytes(COMMA);
+      if (this.keptItems + this.itemsBefore > 0) this.emitBytes(COMMA, start);
       this.emitEdited(start, end);
     } else {
       if (verdict === 0 && this.decodedTenantName() === null) return;
       const item = this.rewritten(start, end);
       if (item === null) return;
-      if (this.keptItems + this.itemsBefore > 0) this.emitBytes(COMMA);
-      this.emitBytes(item);
+      if (this.keptItems + this.itemsBefore > 0) this.emitBytes(COMMA, end);
+      this.emitBytes(item, end);
     }
     this.keptItems++;
   }
@@ -1583,7 +1631,7 @@ export class TenantViewScanner {
           | undefined;
         if (status === undefined) throw new TypeError('rewriteStatus returned undefined');
         this.emit(start, this.objectStart);
-        this.emitBytes(Buffer.from(status));
+        this.emitBytes(Buffer.from(status), this.objectEnd);
         this.emit(this.objectEnd, end);
       }
     } else {
@@ -1597,11 +1645,11 @@ export class TenantViewScanner {
         const object = this.rewritten(this.objectStart, this.objectEnd);
         if (object === null) return;
         this.emit(start, this.objectStart);
-        this.emitBytes(object);
+        this.emitBytes(object, this.objectEnd);
         this.emit(this.objectEnd, end);
       }
     }
-    this.emitBytes(NEWLINE);
+    this.emitBytes(NEWLINE, end);
     this.keptEvents++;
   }
 
@@ -1665,20 +1713,26 @@ export class WatchRewriter extends TenantViewTransform {
   }
 }
 
+/** Rewrites a chunk (the stream's own once written to it: the output is built over it) or, with null, the end. */
 function pushThrough(stream: TenantViewTransform, scanner: TenantViewScanner, chunk: Buffer | null, callback: TransformCallback): void {
-  let out: Buffer;
+  let out: Buffer | Buffer[];
   const started = performance.now();
   try {
-    out = chunk === null ? scanner.finish() : scanner.write(chunk);
+    out = chunk === null ? scanner.finish() : scanner.writeOwned(chunk);
   } catch (error) {
     callback(error as Error);
     return;
   } finally {
     stream.scanSeconds += (performance.now() - started) / 1000;
   }
+  if (Array.isArray(out)) for (const part of out) pushOut(stream, part);
+  else pushOut(stream, out);
+  callback();
+}
+
+function pushOut(stream: TenantViewTransform, out: Buffer): void {
   stream.bytesOut += out.length;
   if (out.length > 0) stream.push(out);
-  callback();
 }
 
 /** The tenant's view of a whole list response held in memory. Throws TenantViewError. */

@@ -247,16 +247,40 @@ function randomCuts(length: number): number[] {
   return Array.from({ length: int(6) }, () => int(length + 1)).sort((a, b) => a - b);
 }
 
+/**
+ * The scanner's output for `input` cut at `cuts`, through write() and again through writeOwned() (which builds its
+ * output over the chunks it is given): both must be the same bytes, or both the same error.
+ */
 function rewriteInPieces(kind: 'list' | 'watch', input: Buffer, spec: TenantViewSpec, cuts: number[]): Buffer {
+  const copied = inPieces(kind, input, spec, cuts, false);
+  const owned = inPieces(kind, input, spec, cuts, true);
+  if (copied instanceof Error || owned instanceof Error) {
+    if (!(copied instanceof Error && owned instanceof Error && copied.message === owned.message)) {
+      throw new Error(`write() and writeOwned() differ: ${String(copied)} against ${String(owned)}`);
+    }
+    throw copied;
+  }
+  if (!copied.equals(owned)) throw new Error(`write() and writeOwned() differ:\n${copied.toString()}\n${owned.toString()}`);
+  return copied;
+}
+
+function inPieces(kind: 'list' | 'watch', input: Buffer, spec: TenantViewSpec, cuts: number[], owned: boolean): Buffer | Error {
   const scanner = new TenantViewScanner(kind, spec);
   const out: Buffer[] = [];
-  let from = 0;
-  for (const cut of cuts) {
-    out.push(scanner.write(input.subarray(from, cut)));
-    from = cut;
+  // A chunk given up to writeOwned() is a copy of its own, as a socket's would be.
+  const write = (piece: Buffer) => (owned ? out.push(...scanner.writeOwned(Buffer.from(piece))) : out.push(scanner.write(piece)));
+  try {
+    let from = 0;
+    for (const cut of cuts) {
+      write(input.subarray(from, cut));
+      from = cut;
+    }
+    write(input.subarray(from));
+    out.push(scanner.finish());
+  } catch (error) {
+    return error as Error;
   }
-  out.push(scanner.write(input.subarray(from)));
-  out.push(scanner.finish());
+  // Joined only now: a later write must not have touched what an earlier one returned.
   return Buffer.concat(out);
 }
 

@@ -323,6 +323,53 @@ t.test('an item with a member it is judged by written twice is dropped: a client
   }
 });
 
+t.test('writeOwned() builds the output over the chunks it is given, with the same bytes as write(), even where it is longer', async (t) => {
+  const owned = (kind: 'list' | 'watch', input: string, spec: TenantViewSpec, cuts: number[]) => {
+    const scanner = new TenantViewScanner(kind, spec);
+    const bytes = Buffer.from(input);
+    const out: Buffer[] = [];
+    let from = 0;
+    for (const cut of [...cuts, bytes.length]) {
+      out.push(...scanner.writeOwned(Buffer.from(bytes.subarray(from, cut))));
+      from = cut;
+    }
+    out.push(scanner.finish());
+    return Buffer.concat(out).toString();
+  };
+  const longer = (item: any) => ({ ...item, metadata: { ...item.metadata, namespace: item.metadata.namespace.slice(7) }, added: 'x'.repeat(40) });
+  const cases: [string, 'list' | 'watch', string, TenantViewSpec][] = [
+    [
+      'a bookmark and an event with nothing between them: the newline after the bookmark',
+      'watch',
+      '{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"1"}}}{"type":"ADDED","object":{"metadata":{"namespace":"abc123-a"}}}',
+      namespaced,
+    ],
+    [
+      'items the rule makes longer',
+      'list',
+      listOf('{"metadata":{"namespace":"abc123-a"}}', '{"metadata":{"namespace":"abc123-b"}}', '{"metadata":{"namespace":"abc123-c"}}'),
+      { ...namespaced, rewriteItem: longer },
+    ],
+    [
+      'watch objects the rule makes longer',
+      'watch',
+      '{"type":"ADDED","object":{"metadata":{"namespace":"abc123-a"}}}\n{"type":"ADDED","object":{"metadata":{"namespace":"abc123-b"}}}\n',
+      { ...namespaced, rewriteItem: longer },
+    ],
+    [
+      'an error whose Status the rule makes longer',
+      'watch',
+      '{"type":"ERROR","object":{"kind":"Status","message":"m"}}{"type":"ADDED","object":{"metadata":{"namespace":"abc123-b"}}}',
+      { ...namespaced, rewriteStatus: (status: any) => ({ ...status, message: 'a longer message'.repeat(4) }) },
+    ],
+  ];
+  for (const [what, kind, input, spec] of cases) {
+    const want = kind === 'list' ? list(input, spec) : watch(input, spec);
+    t.match(want, /abc123-|"added"|longer message|\n\{/, `${what}: the output is not just the input`);
+    for (let cut = 0; cut <= input.length; cut++) t.equal(owned(kind, input, spec, [cut]), want, `${what}, cut at ${cut}`);
+  }
+});
+
 t.test('odd watch streams end in a TenantViewError', async (t) => {
   const bad: [string, RegExp][] = [
     ['{"object":{"metadata":{}}}', /no string "type"/],
