@@ -457,6 +457,33 @@ t.test('ListRewriter and WatchRewriter are Transform streams', async (t) => {
   });
 });
 
+t.test('the rewriters build output over a chunk that fills its memory, never over a small view into shared memory', async (t) => {
+  const items = Array.from({ length: 40 }, (_, i) => `{"metadata":{"namespace":"abc123-a","name":"item-${i}"}}`);
+  const input = Buffer.from(listOf(...items));
+  const outputs = async (chunks: Buffer[]) => {
+    const out: Buffer[] = [];
+    await pipeline(Readable.from(chunks), new ListRewriter(namespaced), new Writable({ write: (chunk, _e, cb) => (out.push(chunk), cb()) }));
+    return out;
+  };
+  const want = list(input.toString());
+
+  // The whole response in one chunk of its own: the output lies in the chunk's memory.
+  const own = Buffer.from(input);
+  const over = await outputs([own]);
+  t.equal(Buffer.concat(over).toString(), want);
+  t.ok(over.every((out) => out.buffer === own.buffer), 'built over the chunk');
+
+  // The same bytes as a view into a buffer 8 times larger (an HTTP/2 session's read buffer, other streams' frames
+  // around it): the output is new memory, so that sending it late does not keep the whole buffer alive.
+  const shared = Buffer.alloc(input.length * 8);
+  input.copy(shared, input.length * 3);
+  const view = shared.subarray(input.length * 3, input.length * 4);
+  const copied = await outputs([view]);
+  t.equal(Buffer.concat(copied).toString(), want);
+  t.ok(copied.every((out) => out.buffer !== shared.buffer), 'copied out of the shared buffer');
+  t.equal(shared.subarray(input.length * 3, input.length * 4).toString(), input.toString(), 'the shared buffer is untouched');
+});
+
 t.test('the list head and each finished item go out before the rest of the list arrives', async (t) => {
   const rewriter = new ListRewriter(namespaced);
   const received: string[] = [];
