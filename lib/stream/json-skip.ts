@@ -178,7 +178,8 @@ export const FOUND = {
 
 /**
  * The keys walkItem() looks for at each level (ITEM_LEVELS) in the module's form, made once per scanner; null when
- * they do not fit, and then the scanner walks its items itself.
+ * they do not fit, and then the scanner walks its items itself. Only the bytes used: they are copied into the
+ * module whenever another scanner walks an item (with many watches, at nearly every event).
  */
 export function itemWalkKeys(levels: Record<(typeof ITEM_LEVELS)[number], readonly (readonly [key: Uint8Array, id: number])[]>): Uint8Array | null {
   const table = new Uint8Array(ITEM_KEYS_BYTES);
@@ -187,7 +188,7 @@ export function itemWalkKeys(levels: Record<(typeof ITEM_LEVELS)[number], readon
   for (const [index, level] of ITEM_LEVELS.entries()) {
     addresses.setInt32(4 * (index + 1), ITEM_KEYS + at, true);
     for (const [key, id] of levels[level]) {
-      if (key.length === 0 || key.length > 255 || at + 2 + key.length + 1 > table.length) return null;
+      if (key.length === 0 || key.length > 255 || id > 255 || at + 2 + key.length + 1 > table.length) return null;
       table[at] = key.length;
       table[at + 1] = id;
       table.set(key, at + 2);
@@ -196,7 +197,7 @@ export function itemWalkKeys(levels: Record<(typeof ITEM_LEVELS)[number], readon
     table[at++] = 0;
     if (at > table.length) return null;
   }
-  return table;
+  return table.subarray(0, at);
 }
 
 /** walkItem(): the bytes end inside the item; it is walked again whole once more of it has come. */

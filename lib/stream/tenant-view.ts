@@ -491,8 +491,7 @@ export class TenantViewScanner {
     if (chunk.length === 0) return [];
     this.scanChunk(chunk, true);
     const last = this.takeOutput();
-    if (last.length === 0) return this.ownedParts.splice(0);
-    this.ownedParts.push(last);
+    if (last.length > 0) this.ownedParts.push(last);
     return this.ownedParts.splice(0);
   }
 
@@ -1254,11 +1253,13 @@ export class TenantViewScanner {
     }
     const marked = walked(FOUND.markedCount);
     for (let m = 0; m < marked && !this.markerFound; m++) {
-      const member = walked(FOUND.marked + 3 * m);
-      const from = walkedAt(FOUND.marked + 3 * m + 1);
-      const to = walkedAt(FOUND.marked + 3 * m + 2);
-      for (const marker of this.markers[member]!) if (indexByTail(this.skipEpoch, this.buf, from, to, marker) !== -1) this.markerFound = true;
+      this.searchMarkers(walked(FOUND.marked + 3 * m), walkedAt(FOUND.marked + 3 * m + 1), walkedAt(FOUND.marked + 3 * m + 2));
     }
+  }
+
+  /** Notes whether a marker of the kind's marked spec member `member` stands in `buf[from, to)`, its value. */
+  private searchMarkers(member: number, from: number, to: number): void {
+    for (const marker of this.markers[member]!) if (indexByTail(this.skipEpoch, this.buf, from, to, marker) !== -1) this.markerFound = true;
   }
 
   private openSpanOf(span: number, at: number): number {
@@ -1342,11 +1343,9 @@ export class TenantViewScanner {
       case ROLE_LABELS:
         this.labelsEnd = end;
         return;
-      case ROLE_MARKED: {
-        const from = this.spanStart[SPAN_MARKED]!;
-        for (const marker of this.markers[this.markedMember]!) if (indexByTail(this.skipEpoch, this.buf, from, end, marker) !== -1) this.markerFound = true;
+      case ROLE_MARKED:
+        this.searchMarkers(this.markedMember, this.spanStart[SPAN_MARKED]!, end);
         return;
-      }
       case ROLE_SPAN:
         this.spanEnd[this.openSpan] = end;
         this.spansSeen |= 1 << this.openSpan;
