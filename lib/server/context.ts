@@ -1,6 +1,7 @@
 // The state one request carries through the pipeline: kept small and flat, one object per request.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
+import type { Duplex } from 'node:stream';
 import type { Identity } from '../auth/identity.ts';
 import type { KindRow } from '../convert/kinds.ts';
 import type { RequestInfo } from '../convert/request-info.ts';
@@ -20,4 +21,14 @@ export interface RequestContext {
   startedAt: number;
   /** The list or watch rewriter the response streams through, if any (bytes sent, for the request log line). */
   rewrite: RewriteCounters | null;
+  /**
+   * An HTTP/1.1 request that asked for an Upgrade: its raw socket and the bytes read past its headers. It passes every
+   * stage like any request (`res` writes to that socket); only exec, attach, port-forward and proxy are upgraded.
+   */
+  upgrade: UpgradeRequest | null;
+}
+
+export interface UpgradeRequest {
+  socket: Duplex;
+  head: Buffer;
 }

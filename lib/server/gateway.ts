@@ -81,7 +81,7 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   const tokens = new ServiceAccountTokens(upstreamTokenReviewer(pool), (id) => tenants.get(id)?.metadata.uid);
   const flow = new FlowController(config.flowControl ?? DEFAULT_FLOW_CONTROL, (id) => tenants.get(id), parts.flowEvents ?? metrics?.flowControlEvents);
   const stopFollowingTenants = flow.follow(tenants);
-  const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery, passthrough: config.passthrough, tenants, tokens, issueKubeconfig, flow, metrics, recordOperation });
+  const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery, passthrough: config.passthrough, tenants, tokens, issueKubeconfig, flow, upstream: config.upstream, metrics, recordOperation });
   const requestLogLevel = config.requestLogLevel ?? 'off';
   const observer = metrics === null && requestLogLevel === 'off' ? undefined : new RequestObserver(metrics, requestLogLevel);
   const server = http2.createSecureServer({
@@ -103,7 +103,7 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
     maxSessionInvalidFrames: 1000,
   } as http2.SecureServerOptions);
   server.on('request', (req, res) => handleRequest(stages, req, res, observer));
-  server.on('upgrade', (req, socket: Duplex, head: Buffer) => handleUpgrade(req, socket, head, { upstream: config.upstream, tenants, tokens }));
+  server.on('upgrade', (req, socket: Duplex, head: Buffer) => handleUpgrade(stages, req, socket, head, observer));
   server.on('clientError', onClientError);
   server.on('sessionError', () => {}); // the session is torn down by node; nothing else to do
   server.on('session', (session) => {

@@ -1,6 +1,7 @@
 // The whole path of a request, one named stage after another in the order they run.
 // A stage answers the request (returns true), passes it on (false), or finishes later (a promise of either).
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ServerResponse, type IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
@@ -12,7 +13,7 @@ import type { FlowController } from '../flowcontrol/dispatcher.ts';
 import { flowControl } from '../flowcontrol/stage.ts';
 import { accessRefusal, isBuiltinGroup, kindOf } from '../convert/kinds.ts';
 import { parseRequestInfo } from '../convert/request-info.ts';
-import { upstreamResourceTarget } from '../convert/request.ts';
+import { upstreamNonResourcePath, upstreamResourceTarget } from '../convert/request.ts';
 import { apiGroupToUpstream } from '../convert/rules/index.ts';
 import type { DiscoveryCache } from '../upstream/discovery.ts';
 import { forwardToUpstream } from '../upstream/forward.ts';
@@ -21,12 +22,12 @@ import type { UpstreamPool } from '../upstream/pool.ts';
 import type { TenantStore } from '../tenants/tenant.ts';
 import type { RecordTenantOperation, TenantgateMetrics } from '../metrics/metrics.ts';
 import { forwardTenantRequest } from '../upstream/tenant-forward.ts';
-import { forwardUpgrade } from '../upstream/upgrade.ts';
+import { forwardUpgrade, isUpgradableRequest } from '../upstream/upgrade.ts';
 import type { RequestContext } from './context.ts';
 import type { HealthChecks } from './health.ts';
 import type { RequestObserver } from './request-end.ts';
 import { malformedRequestTarget } from './request-target.ts';
-import { notFound, sendStatus, unauthorized, writeRawStatus } from './status.ts';
+import { badRequest, notFound, sendStatus, unauthorized } from './status.ts';
 import { tenantApi, type IssueKubeconfig } from './tenant-api.ts';
 
 export interface Stage {
@@ -52,6 +53,8 @@ export interface PipelineDeps {
   recordOperation?: RecordTenantOperation | undefined;
   /** Per-tenant seats and fair queuing (administrators are exempt). */
   flow: FlowController;
+  /** tenantgate's upstream credentials, for the HTTP/1.1 connections an upgrade opens (HTTP/2 cannot carry one). */
+  upstream: ClusterCredentials;
 }
 
 function validateTarget(ctx: RequestContext): boolean {
@@ -73,9 +76,6 @@ function authenticate(tokens: ServiceAccountTokens): Stage['run'] {
   };
 }
 
-/** Paths outside the resource API that a tenant may use: discovery, version, OpenAPI. */
-const TENANT_NON_RESOURCE = /^\/(api|apis|version|openapi\/v2|openapi\/v3)(\/|$)/;
-
 /** Classify like the apiserver's RequestInfo, then find the kind (scope from discovery for custom resources). */
 function classify(discovery: DiscoveryCache): Stage['run'] {
   return (ctx) => {
@@ -84,7 +84,8 @@ function classify(discovery: DiscoveryCache): Stage['run'] {
     const info = parseRequestInfo(ctx.req.method ?? 'GET', path, new URLSearchParams(queryStart === -1 ? '' : ctx.path.slice(queryStart + 1)));
     ctx.info = info;
     if (!info.isResourceRequest) {
-      if (!TENANT_NON_RESOURCE.test(info.path)) throw notFound();
+      // Discovery, version and OpenAPI only, in the forms the apiserver serves them.
+      if (upstreamNonResourcePath(info.path, ctx.identity!.tenant!) === null) throw notFound();
       // Discovery answers are filtered with what discovery knows: make sure it knows something recent.
       return info.path.startsWith('/apis') ? discovery.refreshIfStale().then(() => false) : false;
     }
@@ -109,8 +110,34 @@ function admit(ctx: RequestContext): boolean {
   return false;
 }
 
+/** Administrators' requests reach the upstream as they are; an upgrade of theirs is relayed whatever it names. */
+function passThrough(ctx: RequestContext, pool: UpstreamPool, upstream: ClusterCredentials, metrics: TenantgateMetrics | null): true {
+  if (ctx.upgrade !== null) forwardUpgrade(ctx, ctx.path, upstream);
+  else forwardToUpstream(ctx, pool, metrics);
+  return true;
+}
+
+/**
+ * A tenant's request that carries Upgrade: exec, attach, port-forward and proxy are upgraded under the tenant's names;
+ * any other GET goes on as a plain request (converted by the next stage); any other method is refused, since its body
+ * was not read as a request body.
+ */
+function upgradeTenantRequest(ctx: RequestContext, upstream: ClusterCredentials): boolean {
+  if (ctx.upgrade === null) return false;
+  const info = ctx.info!;
+  if (isUpgradableRequest(info)) {
+    const queryStart = ctx.path.indexOf('?');
+    const query = new URLSearchParams(queryStart === -1 ? '' : ctx.path.slice(queryStart + 1));
+    forwardUpgrade(ctx, upstreamResourceTarget(info, ctx.row!, query, ctx.identity!.tenant!), upstream);
+    return true;
+  }
+  const method = ctx.req.method;
+  if (method === 'GET' || method === 'HEAD') return false;
+  throw badRequest('Upgrade is served only for exec, attach, port-forward and proxy; send this request without it');
+}
+
 /** The stages of `tenantgate serve`, in order. */
-export function buildPipeline({ pool, health, discovery, passthrough, tenants, tokens, issueKubeconfig, flow, metrics = null, recordOperation }: PipelineDeps): Stage[] {
+export function buildPipeline({ pool, health, discovery, passthrough, tenants, tokens, issueKubeconfig, flow, upstream, metrics = null, recordOperation }: PipelineDeps): Stage[] {
   const forwardDeps = { pool, discovery, metrics };
   return [
     { name: 'validate request target', run: validateTarget },
@@ -123,10 +150,12 @@ export function buildPipeline({ pool, health, discovery, passthrough, tenants, t
     { name: 'flow control', run: flowControl(flow) },
     {
       name: 'administrators pass through',
-      run: (ctx) => (ctx.identity!.tenant === null || passthrough ? (forwardToUpstream(ctx, pool, metrics), true) : false),
+      run: (ctx) => (ctx.identity!.tenant === null || passthrough ? passThrough(ctx, pool, upstream, metrics) : false),
     },
     { name: 'classify', run: classify(discovery) },
     { name: 'admit', run: admit },
+    // After admission: an upgrade is converted and checked exactly as the same request without Upgrade would be.
+    { name: 'upgrade exec, attach, port-forward and proxy', run: (ctx) => upgradeTenantRequest(ctx, upstream) },
     { name: 'convert and forward', run: (ctx) => (forwardTenantRequest(ctx, forwardDeps), true) },
   ];
 }
@@ -156,55 +185,25 @@ export function handleRequest(
   res: Http2ServerResponse | ServerResponse,
   observer?: RequestObserver,
 ): void {
-  const ctx: RequestContext = { req, res, path: req.url ?? '', identity: null, info: null, row: null, startedAt: 0, rewrite: null };
+  const ctx: RequestContext = { req, res, path: req.url ?? '', identity: null, info: null, row: null, startedAt: 0, rewrite: null, upgrade: null };
   // Metrics and the request log line, once the response ends.
   observer?.begin(ctx);
   runStages(stages, ctx, 0);
 }
 
-export interface UpgradeDeps {
-  upstream: ClusterCredentials;
-  tenants: TenantStore;
-  tokens: ServiceAccountTokens;
-}
-
-/** HTTP/1.1 Upgrade (exec, attach, port-forward): the same checks, then raw sockets both ways. */
-export function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, deps: UpgradeDeps): void {
+/**
+ * An HTTP/1.1 request that carries `Upgrade` (the server hands it over as a socket): it gets a response object over
+ * that socket and passes every stage like any other request. Only exec, attach, port-forward and proxy are upgraded
+ * (the stage "upgrade"); any other request is answered plainly, converted, over the same socket.
+ */
+export function handleUpgrade(stages: Stage[], req: IncomingMessage, socket: Duplex, head: Buffer, observer?: RequestObserver): void {
   socket.on('error', () => socket.destroy());
-  const path = req.url ?? '';
-  const problem = malformedRequestTarget(path);
-  if (problem !== null) return writeRawStatus(socket, problem);
-  const identity = authenticateCaller(req.socket as TLSSocket, req.headers.authorization, deps.tokens);
-  if (identity instanceof Promise) {
-    identity.then(
-      (reviewed) => upgradeAs(reviewed, req, path, socket, head, deps),
-      (error: unknown) => writeRawStatus(socket, error),
-    );
-  } else {
-    upgradeAs(identity, req, path, socket, head, deps);
-  }
-}
-
-function upgradeAs(identity: Identity | null, req: IncomingMessage, path: string, socket: Duplex, head: Buffer, deps: UpgradeDeps): void {
-  if (identity === null) return writeRawStatus(socket, unauthorized());
-  try {
-    resolveTenant(identity, deps.tenants);
-  } catch (error) {
-    return writeRawStatus(socket, error);
-  }
-  let upstreamPath = path;
-  if (identity.tenant !== null) {
-    try {
-      const queryStart = path.indexOf('?');
-      const query = new URLSearchParams(queryStart === -1 ? '' : path.slice(queryStart + 1));
-      const info = parseRequestInfo(req.method ?? 'GET', queryStart === -1 ? path : path.slice(0, queryStart), query);
-      const row = info.isResourceRequest && isBuiltinGroup(info.apiGroup) ? kindOf(info.apiGroup, info.resource) : undefined;
-      const refusal = accessRefusal(row, info.verb, info.subresource);
-      if (refusal !== null) return writeRawStatus(socket, refusal);
-      upstreamPath = upstreamResourceTarget(info, row!, query, identity.tenant);
-    } catch (error) {
-      return writeRawStatus(socket, error);
-    }
-  }
-  forwardUpgrade(req, upstreamPath, socket, head, identity, deps.upstream);
+  const res = new ServerResponse(req);
+  res.assignSocket(socket as Socket);
+  // One request per upgraded connection: a plain answer closes it once written.
+  res.shouldKeepAlive = false;
+  res.once('finish', () => socket.end());
+  const ctx: RequestContext = { req, res, path: req.url ?? '', identity: null, info: null, row: null, startedAt: 0, rewrite: null, upgrade: { socket, head } };
+  observer?.begin(ctx);
+  runStages(stages, ctx, 0);
 }

@@ -22,6 +22,14 @@ export function malformedRequestTarget(target: string | undefined): StatusError 
   } catch {
     return badRequest('the request path has a malformed percent-encoding');
   }
+  // Encoded, these would end the path (`?`, `#`) or mean nothing in a name anywhere upstream (control characters):
+  // refused here so that no later stage can forward a path that reads differently upstream.
+  for (let i = 0; i < decodedPath.length; i++) {
+    const c = decodedPath.charCodeAt(i);
+    if (c < 32 || c === 127 || c === 63 /* '?' */ || c === 35 /* '#' */) {
+      return badRequest('the request path contains an encoded character that is not allowed (?, #, or a control character)');
+    }
+  }
   // Dot segments and empty segments would let a path mean two things (to us and to the upstream).
   for (const segment of decodedPath.split('/').slice(1)) {
     if (segment === '.' || segment === '..') return badRequest('the request path must not contain "." or ".." segments');

@@ -1,55 +1,80 @@
-// exec, attach and port-forward: HTTP/1.1 Upgrade (SPDY or WebSocket) proxied as two raw sockets once the
+// exec, attach, port-forward and proxy: HTTP/1.1 Upgrade (SPDY or WebSocket) proxied as two raw sockets once the
 // upstream agrees. HTTP/2 cannot carry Upgrade, so this path opens its own HTTP/1.1 connection upstream.
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+// Never relays a tenant anything but a 101 and its stream, or a Status in the tenant's names.
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
-import type { Identity } from '../auth/identity.ts';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import type { TenantId } from '../convert/prefix.ts';
-import { statusToTenant } from '../convert/status.ts';
-import { StatusError, upstreamUnavailable, writeRawStatus } from '../server/status.ts';
+import type { RequestInfo } from '../convert/request-info.ts';
+import { releaseStartSeat } from '../flowcontrol/stage.ts';
+import type { RequestContext } from '../server/context.ts';
+import { sendStatus, StatusError, upstreamUnavailable } from '../server/status.ts';
 import { upstreamRequestHeaders } from './headers.ts';
-import { readBody } from './read-body.ts';
+import { readBody, tenantStatusError } from './read-body.ts';
 import type { ClusterCredentials } from './kubeconfig.ts';
 
-const HOP_BY_HOP_RESPONSE = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'upgrade']);
+/** Subresources whose protocol is an upgraded stream (the apiserver's exec, attach, portforward and proxy handlers). */
+const UPGRADED_SUBRESOURCES: Readonly<Record<string, ReadonlySet<string>>> = {
+  pods: new Set(['exec', 'attach', 'portforward', 'proxy']),
+  services: new Set(['proxy']),
+  nodes: new Set(['proxy']),
+};
 
-function responseHead(statusCode: number, statusMessage: string, rawHeaders: string[], keepHopByHop: boolean, contentLength?: number): string {
-  let head = `HTTP/1.1 ${statusCode} ${statusMessage}\r\n`;
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i]!;
-    if (!keepHopByHop && HOP_BY_HOP_RESPONSE.has(name.toLowerCase())) continue;
-    head += `${name}: ${rawHeaders[i + 1]}\r\n`;
-  }
-  if (contentLength !== undefined) head += `Content-Length: ${contentLength}\r\n`;
-  if (!keepHopByHop) head += 'Connection: close\r\n';
-  return head + '\r\n';
+/** True when the request names a subresource that speaks an upgraded protocol; any other request is served plainly. */
+export function isUpgradableRequest(info: RequestInfo): boolean {
+  if (!info.isResourceRequest || info.apiPrefix !== 'api') return false;
+  // The deprecated /api/v1/proxy/... form: the proxy verb on the resource itself.
+  if (info.verb === 'proxy') return UPGRADED_SUBRESOURCES[info.resource]?.has('proxy') === true;
+  return UPGRADED_SUBRESOURCES[info.resource]?.has(info.subresource) === true;
 }
 
 /** A refusal is a short Status; anything longer is not relayed. */
 const MAX_REFUSAL_BYTES = 64 * 1024;
 
-/** The tenant's view of the upstream's JSON answer to a refused upgrade (a Status, usually). */
-export function refusalToTenant(body: Buffer, statusCode: number, tenant: TenantId): Buffer {
-  let parsed: unknown;
+/**
+ * The tenant's view of the upstream's answer to an upgrade it did not grant: its Status in the tenant's names, or, for
+ * anything that is not a Status (an object, a list, a page of text), only its code: nothing of it is relayed.
+ */
+export function refusalToTenant(body: Buffer, statusCode: number, tenant: TenantId): StatusError {
+  let parsed: unknown = null;
   try {
     parsed = JSON.parse(body.toString('utf8'));
   } catch {
-    // Not JSON after all: nothing of it can be shown safely.
-    const status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'the upstream refused the upgrade', code: statusCode };
-    return Buffer.from(JSON.stringify(status));
+    // Not JSON: nothing of it can be shown safely.
   }
-  return Buffer.from(JSON.stringify(statusToTenant(parsed, tenant)));
+  // A success that is not a 101 is no answer to an upgrade: the tenant learns only that it did not happen.
+  const code = statusCode >= 400 ? statusCode : 502;
+  if (typeof parsed === 'object' && parsed !== null && (parsed as { kind?: unknown }).kind === 'Status') return tenantStatusError(code, parsed, tenant);
+  return new StatusError(code, 'InternalError', `the upstream did not upgrade the connection (HTTP ${statusCode})`);
 }
 
-export function forwardUpgrade(
-  req: IncomingMessage,
-  path: string,
-  clientSocket: Duplex,
-  head: Buffer,
-  identity: Identity,
-  credentials: ClusterCredentials,
-): void {
+/** The upgraded connection's 101 as the upstream sent it (its Upgrade, Connection and Sec-WebSocket-* headers). */
+function switchingProtocolsHead(upstreamResponse: IncomingMessage): string {
+  let head = `HTTP/1.1 101 ${upstreamResponse.statusMessage || 'Switching Protocols'}\r\n`;
+  const raw = upstreamResponse.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) head += `${raw[i]}: ${raw[i + 1]}\r\n`;
+  return head + '\r\n';
+}
+
+/** Response headers relayed to an administrator with a refusal (hop-by-hop ones are the response's own). */
+const HOP_BY_HOP_RESPONSE = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'upgrade']);
+
+function administratorHeaders(upstreamResponse: IncomingMessage): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(upstreamResponse.headers)) if (!HOP_BY_HOP_RESPONSE.has(name) && value !== undefined) out[name] = value;
+  return out;
+}
+
+/**
+ * Opens the upgrade upstream at `path` (already converted for a tenant) as the caller, and on 101 joins the two
+ * sockets. `ctx.res` writes the refusals (a Status) and, on success, the 101 head, so the request is observed and its
+ * flow-control seat released like any other.
+ */
+export function forwardUpgrade(ctx: RequestContext, path: string, credentials: ClusterCredentials): void {
+  const { req, res } = ctx;
+  const { socket: clientSocket, head } = ctx.upgrade!;
+  const identity = ctx.identity!;
   const url = new URL(credentials.server);
   const headers = upstreamRequestHeaders(req.headers as IncomingHttpHeaders, upstreamIdentityOf(identity), {
     authorization: credentials.token === undefined ? undefined : `Bearer ${credentials.token}`,
@@ -76,8 +101,11 @@ export function forwardUpgrade(
   clientSocket.once('close', abandon);
   clientSocket.on('error', abandon);
 
-  upstreamRequest.once('upgrade', (upstreamResponse, upstreamSocket: Duplex, upstreamHead: Buffer) => {
-    clientSocket.write(responseHead(101, upstreamResponse.statusMessage ?? 'Switching Protocols', upstreamResponse.rawHeaders, true));
+  upstreamRequest.once('upgrade', (upstreamResponse: IncomingMessage, upstreamSocket: Duplex, upstreamHead: Buffer) => {
+    // Marked as answered for the request log and metrics; the head itself goes out as the upstream wrote it.
+    res.statusCode = 101;
+    releaseStartSeat(res);
+    clientSocket.write(switchingProtocolsHead(upstreamResponse));
     if (upstreamHead.length > 0) clientSocket.write(upstreamHead);
     if (head.length > 0) upstreamSocket.write(head);
     const closeBoth = () => {
@@ -90,28 +118,22 @@ export function forwardUpgrade(
     upstreamSocket.pipe(clientSocket);
     clientSocket.pipe(upstreamSocket);
   });
-  // The upstream refused to upgrade (forbidden, no such pod, ...): relay its answer, then close. A tenant gets a
-  // Status in its own names (the upstream's message names the prefixed namespace and user); anything else as is.
-  upstreamRequest.once('response', (upstreamResponse) => {
+  // The upstream answered without upgrading (forbidden, no such pod, or a plain answer): a tenant gets a Status in its
+  // own names and nothing else of the answer; an administrator gets the answer as it is.
+  upstreamRequest.once('response', (upstreamResponse: IncomingMessage) => {
     const statusCode = upstreamResponse.statusCode ?? 502;
-    const statusMessage = upstreamResponse.statusMessage ?? '';
-    const isJson = String(upstreamResponse.headers['content-type'] ?? '').startsWith('application/json');
-    if (identity.tenant === null || !isJson) {
-      clientSocket.write(responseHead(statusCode, statusMessage, upstreamResponse.rawHeaders, false));
-      upstreamResponse.pipe(clientSocket);
+    const tenant = identity.tenant;
+    if (tenant === null) {
+      (res as ServerResponse).writeHead(statusCode, administratorHeaders(upstreamResponse));
+      upstreamResponse.pipe(res as ServerResponse);
       return;
     }
-    const tenant = identity.tenant;
     const tooLarge = () => upstreamUnavailable('the upstream refused the upgrade with an answer too large to convert');
     readBody(upstreamResponse, MAX_REFUSAL_BYTES, tooLarge).then(
-      (refusal) => {
-        const body = refusalToTenant(refusal, statusCode, tenant);
-        clientSocket.write(responseHead(statusCode, statusMessage, upstreamResponse.rawHeaders, false, body.length));
-        clientSocket.end(body);
-      },
-      (error: unknown) => (error instanceof StatusError ? writeRawStatus(clientSocket, error) : clientSocket.destroy()),
+      (refusal) => sendStatus(res, refusalToTenant(refusal, statusCode, tenant)),
+      (error: unknown) => sendStatus(res, error),
     );
   });
-  upstreamRequest.once('error', (error) => writeRawStatus(clientSocket, upstreamUnavailable(error.message)));
+  upstreamRequest.once('error', (error) => sendStatus(res, upstreamUnavailable(error.message)));
   upstreamRequest.end();
 }
