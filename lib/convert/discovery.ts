@@ -65,7 +65,17 @@ function isGroupVersion(value: unknown): value is GroupVersion {
 }
 
 /** One APIGroup (in an APIGroupList, or alone) as the tenant sees it; null when hidden or left with no versions. */
-function apiGroupToTenantView(doc: Json, tenant: TenantId, servesVisibleResources: (group: string, version: string) => boolean): Json | null {
+/**
+ * Where the tenant reaches its API server: tenantgate's address as the client named it, never the upstream's.
+ * Without one the field is left out (clients fall back to the address they used).
+ */
+function serverAddressesToTenant(doc: Json, serverAddress: string | null): Json {
+  if (!('serverAddressByClientCIDRs' in doc)) return doc;
+  const { serverAddressByClientCIDRs: _upstream, ...rest } = doc;
+  return serverAddress === null ? rest : { ...rest, serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress }] };
+}
+
+function apiGroupToTenantView(doc: Json, tenant: TenantId, servesVisibleResources: (group: string, version: string) => boolean, serverAddress: string | null): Json | null {
   if (typeof doc.name !== 'string') return null;
   const upstreamGroup = doc.name;
   const name = visibleGroup(upstreamGroup, tenant);
@@ -75,7 +85,7 @@ function apiGroupToTenantView(doc: Json, tenant: TenantId, servesVisibleResource
   const preferredVersion = isObject(doc.preferredVersion) ? doc.preferredVersion.version : undefined;
   const preferred = versions.find((gv) => gv.version === preferredVersion) ?? versions[0]!;
   return {
-    ...doc,
+    ...serverAddressesToTenant(doc, serverAddress),
     name,
     versions: versions.map((gv) => groupVersionToTenant(gv, name)),
     preferredVersion: groupVersionToTenant(preferred, name),
@@ -97,14 +107,20 @@ function apiResourceToTenant(resource: unknown, group: string, tenant: TenantId)
  * `servesVisibleResources(upstreamGroup, version)` says whether a version has anything the tenant may see; versions
  * without (e.g. certificates.k8s.io/v1, only CSRs) are left out, since clients treat an empty version as an error.
  */
-export function discoveryToTenant(body: unknown, tenant: TenantId, servesVisibleResources: (group: string, version: string) => boolean = () => true): unknown {
+export function discoveryToTenant(
+  body: unknown,
+  tenant: TenantId,
+  servesVisibleResources: (group: string, version: string) => boolean = () => true,
+  serverAddress: string | null = null,
+): unknown {
   if (!isObject(body)) return body;
+  if (body.kind === 'APIVersions') return serverAddressesToTenant(body, serverAddress);
   if (body.kind === 'APIGroupList') {
     if (!Array.isArray(body.groups)) throw malformed('APIGroupList');
-    const groups = body.groups.filter(isObject).map((group) => apiGroupToTenantView(group, tenant, servesVisibleResources));
+    const groups = body.groups.filter(isObject).map((group) => apiGroupToTenantView(group, tenant, servesVisibleResources, serverAddress));
     return { ...body, groups: groups.filter((group) => group !== null) };
   }
-  if (body.kind === 'APIGroup') return apiGroupToTenantView(body, tenant, servesVisibleResources);
+  if (body.kind === 'APIGroup') return apiGroupToTenantView(body, tenant, servesVisibleResources, serverAddress);
   if (body.kind === 'APIResourceList' && typeof body.groupVersion === 'string') {
     const upstreamGroup = groupOfApiVersion(body.groupVersion);
     const version = body.groupVersion.slice(body.groupVersion.lastIndexOf('/') + 1);

@@ -53,8 +53,43 @@ export function upstreamResourceTarget(info: RequestInfo, row: KindRow, query: U
   return search === '' ? path : `${path}?${search}`;
 }
 
-/** Discovery and OpenAPI v3 paths name groups: a tenant's CRD group maps to its upstream group, other paths stay. */
-export function upstreamDiscoveryPath(path: string, tenant: TenantId): string {
-  const match = /^(\/openapi\/v3)?\/apis\/([^/]+)(\/[^/]+)?\/?$/.exec(path);
-  return match === null ? path : `${match[1] ?? ''}/apis/${apiGroupToUpstream(match[2]!, tenant)}${match[3] ?? ''}`;
+/**
+ * The non-resource paths a tenant may read, as decoded segments: discovery (`/api`, `/apis` and their groups and
+ * versions), `/version` and OpenAPI (v2, the v3 index and its group-version documents). Anything else is not found.
+ */
+function nonResourceForm(segments: readonly string[]): 'plain' | 'group' | 'openapi-group' | null {
+  const [first, second, third] = segments;
+  switch (first) {
+    case 'version':
+      return segments.length === 1 ? 'plain' : null;
+    case 'api':
+      return segments.length <= 2 ? 'plain' : null;
+    case 'apis':
+      return segments.length === 1 ? 'plain' : segments.length <= 3 ? 'group' : null;
+    case 'openapi':
+      if (second === 'v2') return segments.length === 2 ? 'plain' : null;
+      if (second !== 'v3') return null;
+      if (segments.length === 2 || (third === 'api' && segments.length === 4)) return 'plain';
+      return third === 'apis' && segments.length === 5 ? 'openapi-group' : null;
+    default:
+      return null;
+  }
+}
+
+/**
+ * The upstream path of a tenant's discovery or OpenAPI request, from its decoded path: re-encoded segment by segment
+ * (so nothing the tenant encoded can end or change the path upstream), a tenant CRD group under the tenant's prefix.
+ * Null for any other path: it does not exist for tenants.
+ */
+export function upstreamNonResourcePath(decodedPath: string, tenant: TenantId): string | null {
+  // A trailing slash names the same document (the apiserver answers both).
+  const trimmed = decodedPath.length > 1 && decodedPath.endsWith('/') ? decodedPath.slice(0, -1) : decodedPath;
+  const segments = trimmed.split('/').slice(1);
+  if (segments.some((segment) => segment === '')) return null;
+  const form = nonResourceForm(segments);
+  if (form === null) return null;
+  const groupAt = form === 'group' ? 1 : form === 'openapi-group' ? 3 : -1;
+  let path = '';
+  for (let i = 0; i < segments.length; i++) path += '/' + enc(i === groupAt ? apiGroupToUpstream(segments[i]!, tenant) : segments[i]!);
+  return path;
 }

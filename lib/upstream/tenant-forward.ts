@@ -18,7 +18,7 @@ import { openapiGroupDocToTenant, openapiIndexToTenant, openapiV2ToTenant } from
 import { OPENAPI_V2_PROTOBUF, openapiV2ToProtobuf, prefersOpenApiV2Protobuf } from '../convert/openapi-v2-protobuf.ts';
 import { isProtobuf, protobufBodyToUpstream } from '../convert/protobuf.ts';
 import { TENANT_LABEL, type TenantId } from '../convert/prefix.ts';
-import { upstreamDiscoveryPath, upstreamResourceTarget } from '../convert/request.ts';
+import { upstreamNonResourcePath, upstreamResourceTarget } from '../convert/request.ts';
 import { nameMappingOfRow, nameToUpstream, namespaceToUpstream, objectToTenant, objectToUpstream, type ConvertContext } from '../convert/rules/index.ts';
 import { groupOfApiVersion } from '../convert/rules/api-groups.ts';
 import { statusToTenant } from '../convert/status.ts';
@@ -158,6 +158,12 @@ function isOpenApiV2(path: string): boolean {
   return path === '/openapi/v2' || path === '/openapi/v2/';
 }
 
+/** tenantgate's host and port as the client reached them (HTTP/2 :authority, HTTP/1.1 Host), when well-formed. */
+function addressReached(ctx: RequestContext): string | null {
+  const authority = ctx.req.headers[':authority'] ?? ctx.req.headers.host;
+  return typeof authority === 'string' && /^[A-Za-z0-9.\-[\]:]{1,300}$/.test(authority) ? authority : null;
+}
+
 /** The tenant's view of one whole answer: an object, a Table, a Status or a discovery document. */
 function wholeBodyToTenant(body: any, status: number, ctx: RequestContext, convert: ConvertContext, visibleVersion: (group: string, version: string) => boolean, rowObjects: RowObjects): unknown {
   const tenant = convert.tenant;
@@ -171,7 +177,7 @@ function wholeBodyToTenant(body: any, status: number, ctx: RequestContext, conve
     if (group !== undefined && HIDDEN_GROUPS.has(group)) return null; // not found, as in the index
     if (group !== undefined && isTenantCrdGroup(group)) return JSON.parse(openapiGroupDocToTenant(JSON.stringify(body), tenant, group));
     if (body?.kind === 'APIGroupDiscoveryList') return aggregatedDiscoveryToTenant(body, tenant);
-    return discoveryToTenant(body, tenant, visibleVersion);
+    return discoveryToTenant(body, tenant, visibleVersion, addressReached(ctx));
   }
   if (isTable(body)) return tableToTenant(body, convert, row, rowObjects);
   if (Array.isArray(body?.items)) {
@@ -181,6 +187,14 @@ function wholeBodyToTenant(body: any, status: number, ctx: RequestContext, conve
   const view = objectToTenant(body, convert, row);
   if (view === null) throw notFound(`${row.resource} "${ctx.info!.name}" not found`);
   return view;
+}
+
+/** A discovery or OpenAPI request's upstream target; classification let through only paths that have one. */
+function nonResourceTarget(decodedPath: string, query: URLSearchParams, tenant: TenantId): string {
+  const path = upstreamNonResourcePath(decodedPath, tenant);
+  if (path === null) throw notFound();
+  const search = query.toString();
+  return search === '' ? path : `${path}?${search}`;
 }
 
 export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDeps): void {
@@ -194,10 +208,7 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
   const query = new URLSearchParams(queryStart === -1 ? '' : ctx.path.slice(queryStart + 1));
   // kubectl get asks for Tables; kinds whose rule reads more than metadata need whole objects in the rows.
   const rowObjects = row !== null && String(req.headers.accept ?? '').includes('as=Table') ? rowObjectsFor(query, row) : 'Object';
-  const target =
-    row === null
-      ? upstreamDiscoveryPath(info.path, tenant) + (queryStart === -1 ? '' : ctx.path.slice(queryStart))
-      : upstreamResourceTarget(info, row, query, tenant);
+  const target = row === null ? nonResourceTarget(info.path, query, tenant) : upstreamResourceTarget(info, row, query, tenant);
 
   const headers: OutgoingHttpHeaders = upstreamRequestHeaders(req.headers, upstreamIdentityOf(identity), deps.pool);
   headers.accept = jsonAccept(req.headers.accept, row === null);
@@ -241,6 +252,8 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
       }
       void readBody(upstream!, MAX_RESPONSE_BODY_BYTES, () => new StatusError(500, 'InternalError', 'the upstream answer is too large to convert'))
         .then(async (buffer) => {
+          // An error without a body (OpenAPI v3's 404 for a group it does not serve) is still a Status to the tenant.
+          if (buffer.length === 0 && status >= 400) throw tenantStatusError(status, {}, tenant);
           if (buffer.length === 0) {
             // Nothing to convert (304 Not Modified to a cached discovery or OpenAPI document, 204).
             (res as ServerResponse).writeHead(status, responseHeaders);

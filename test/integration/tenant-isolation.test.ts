@@ -2,7 +2,7 @@
 // through kubectl against the real apiserver: get, list (-A and per namespace), watch, apply, delete, errors.
 import t from 'tap';
 import { exampleCrd, webDeployment } from '../helpers/fixtures.ts';
-import { connectH2, credentialsOf, h2Request } from '../helpers/http.ts';
+import { connectH2, credentialsOf, h1Request, h2Request } from '../helpers/http.ts';
 import { parseJsonStream } from '../helpers/normalize.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
@@ -185,6 +185,63 @@ t.test('a CRD with the same group in both tenants: each sees its own kind and ob
   const upstream = await stack.kubectlDirect(['get', 'crds', '-o', 'name']);
   t.match(upstream.stdout, /widgets\.alpha1-example\.com/);
   t.match(upstream.stdout, /widgets\.bravo2-example\.com/);
+});
+
+t.test('an Upgrade header never turns conversion off (HTTP/1.1, any Upgrade value, JSON and protobuf, watch too)', async (t) => {
+  const credentials = credentialsOf(alpha.kubeconfig);
+  const paths = ['/api/v1/configmaps', '/api/v1/serviceaccounts', '/api/v1/events', '/apis/events.k8s.io/v1/events', '/api/v1/namespaces/shop/configmaps', '/api/v1/configmaps?watch=1&timeoutSeconds=1'];
+  for (const upgrade of ['websocket', 'SPDY/3.1', 'foo']) {
+    for (const path of paths) {
+      for (const accept of ['application/json', 'application/vnd.kubernetes.protobuf']) {
+        const answer = await h1Request(credentials, 'GET', path, { headers: { connection: 'Upgrade', upgrade, accept } });
+        const what = `${upgrade} ${path} ${accept}`;
+        t.not(answer.status, 101, `${what}: not upgraded`);
+        // (extension-apiserver-authentication and namespace-controller are the upstream kube-system's own.)
+        t.notMatch(answer.body, /bravo|extension-apiserver-authentication|namespace-controller|alpha1-/, `${what}: nothing of bravo's, the upstream's or a prefix`);
+      }
+    }
+  }
+  const list = await h1Request(credentials, 'GET', '/api/v1/namespaces/shop/configmaps', { headers: { connection: 'Upgrade', upgrade: 'websocket' } });
+  t.equal(list.status, 200, 'a GET with Upgrade is answered as the plain GET');
+  t.same(JSON.parse(list.body).items.map((i: { metadata: { name: string } }) => i.metadata.name).sort(), ['kube-root-ca.crt', 'settings'], 'alpha\'s own configmaps, converted');
+  const write = await h1Request(credentials, 'POST', '/api/v1/namespaces/shop/configmaps', {
+    headers: { connection: 'Upgrade', upgrade: 'websocket', 'content-type': 'application/json' },
+    body: JSON.stringify({ metadata: { name: 'upgraded' } }),
+  });
+  t.equal(write.status, 400, 'a write with Upgrade is refused with a Status');
+  t.match(JSON.parse(write.body), { kind: 'Status', code: 400 });
+  const exec = await h1Request(credentials, 'GET', '/api/v1/namespaces/shop/pods/nowhere/exec?command=true&stdout=1', { headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-protocol': 'v5.channel.k8s.io' } });
+  t.equal(exec.status, 404, 'exec of a missing pod: the upstream\'s refusal');
+  t.match(JSON.parse(exec.body), { kind: 'Status', code: 404 });
+  t.notMatch(exec.body, /alpha1-/, 'in the tenant\'s names');
+});
+
+t.test('another tenant\'s CRD schema is not found through OpenAPI v3, however the path is encoded', async (t) => {
+  const credentials = credentialsOf(alpha.kubeconfig);
+  const session = connectH2(credentials);
+  t.teardown(() => session.close());
+  const own = await h2Request(session, 'GET', '/openapi/v3/apis/example.com/v1');
+  t.equal(own.status, 200, 'alpha reads its own group\'s schema');
+  t.notMatch(own.body, /bravo2/);
+  const attempts: [string, number][] = [
+    ['/openapi/v3/apis/bravo2-example.com/v1', 404],
+    ['/openapi/v3/apis/bravo2-example.com/v1%3F/x', 400],
+    ['/openapi/v3/apis/bravo2-example.com/v1%3Fx=1', 400],
+    ['/openapi/v3/apis/bravo2-example.com/v1%23/x', 400],
+    ['/openapi/v3/apis/bravo2-example.com/v1/x', 404],
+    ['/apis/bravo2-example.com/v1', 404],
+    ['/apis/bravo2-example.com/v1%3F', 400],
+    ['/api/v1/namespaces/shop/configmaps/settings%00', 400],
+    ['/api/v1/namespaces/shop/configmaps/settings%0A', 400],
+    ['/api/v1/namespaces/shop/configmaps/settings%0D', 400],
+    ['/api/v1/namespaces/shop/configmaps/settings%7F', 400],
+  ];
+  for (const [path, status] of attempts) {
+    const answer = await h2Request(session, 'GET', path);
+    t.equal(answer.status, status, path);
+    t.match(JSON.parse(answer.body), { kind: 'Status', code: status }, `${path}: a Status`);
+    t.notMatch(answer.body, /bravo|spec.*owner/, `${path}: nothing of bravo's`);
+  }
 });
 
 t.test('kubectl\'s typed commands (protobuf bodies) create the tenant\'s objects', async (t) => {

@@ -154,3 +154,19 @@ t.test('the Accept media ranges that ask aggregated discovery as JSON', async (t
     t.notOk(isAggregatedDiscoveryJson(range), range);
   }
 });
+
+t.test('/api and API groups name tenantgate as the server address, never the upstream', async (t) => {
+  const upstreamAddress = [{ clientCIDR: '0.0.0.0/0', serverAddress: '10.0.0.1:6443' }];
+  const versions = { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: upstreamAddress };
+  t.same(discoveryToTenant(structuredClone(versions), 'alpha1', undefined, '127.0.0.1:7443'), {
+    kind: 'APIVersions',
+    versions: ['v1'],
+    serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: '127.0.0.1:7443' }],
+  });
+  t.same(discoveryToTenant(structuredClone(versions), 'alpha1'), { kind: 'APIVersions', versions: ['v1'] }, 'no address known: none shown');
+  const group = { kind: 'APIGroup', name: 'apps', versions: [{ groupVersion: 'apps/v1', version: 'v1' }], serverAddressByClientCIDRs: upstreamAddress };
+  const view = discoveryToTenant(structuredClone(group), 'alpha1', undefined, 'gate.example:443') as { serverAddressByClientCIDRs: unknown };
+  t.same(view.serverAddressByClientCIDRs, [{ clientCIDR: '0.0.0.0/0', serverAddress: 'gate.example:443' }]);
+  const list = discoveryToTenant({ kind: 'APIGroupList', groups: [group] }, 'alpha1') as { groups: object[] };
+  t.notOk(JSON.stringify(list).includes('10.0.0.1'), 'no upstream address in the group list');
+});

@@ -23,6 +23,13 @@ const malformed: [string | undefined, RegExp][] = [
   ['/api/v1\u0000', /not allowed/],
   ['/api/v1#frag', /not allowed/],
   ['/' + 'a'.repeat(20_000), /longer than/],
+  // Encoded, each of these would end or change the path upstream (the OpenAPI v3 `%3F` leak of issue 13).
+  ['/openapi/v3/apis/bravo1-example.com/v1%3F/x', /encoded character/],
+  ['/openapi/v3/apis/x/v1%23/x', /encoded character/],
+  ['/api/v1/namespaces/default/configmaps/a%00', /encoded character/],
+  ['/api/v1/namespaces/default/configmaps/a%0A', /encoded character/],
+  ['/api/v1/namespaces/default/configmaps/a%0d', /encoded character/],
+  ['/api/v1/namespaces/default/configmaps/a%7F', /encoded character/],
 ];
 
 t.test('clean request targets pass', async (t) => {
