@@ -235,9 +235,12 @@ export function sentText(request: AttackRequest): string {
   return [request.method, request.path, decodedPath, JSON.stringify(request.headers), request.body?.toString('latin1') ?? ''].join('\n');
 }
 
-/** Every place in an answer where a canary could hide: body, headers, the gunzipped body, an upgraded stream. */
-export function findLeaks(oracle: Oracle, request: AttackRequest, received: Received): Hit[] {
-  const sent = sentText(request);
+/**
+ * Every place in an answer where a canary could hide: body, headers, the gunzipped body, an upgraded stream.
+ * `published`: what the attacker wrote elsewhere in this run, and so may read back.
+ */
+export function findLeaks(oracle: Oracle, request: AttackRequest, received: Received, published = ''): Hit[] {
+  const sent = sentText(request) + published;
   const hits = [...oracle.scan(received.body, 'body', sent)];
   for (const [name, value] of Object.entries(received.headers)) {
     hits.push(...oracle.scan(Buffer.from(String(value)), `header ${name}`, sent));
