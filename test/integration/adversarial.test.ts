@@ -35,7 +35,8 @@ const RBAC = 'rbac.authorization.k8s.io';
 /** A random string nobody could guess: every canary is one. */
 const secretWord = () => 'cnry' + randomBytes(10).toString('hex');
 
-const c = {
+/** The random names and values planted in B's objects and the upstream's kube-system. */
+const planted = {
   namespace: secretWord(),
   configMap: secretWord(),
   configMapValue: secretWord(),
@@ -63,9 +64,9 @@ const c = {
   upstreamSecret: secretWord(),
   upstreamSecretValue: secretWord(),
 };
-const GROUP = `${c.group}.io`;
+const GROUP = `${planted.group}.io`;
 const B_DEFAULT = `${B}-default`;
-const B_NAMESPACES = [B_DEFAULT, `${B}-${c.namespace}`];
+const B_NAMESPACES = [B_DEFAULT, `${B}-${planted.namespace}`];
 
 let stack: Stack;
 let alfa: TestTenant;
@@ -99,20 +100,20 @@ async function kubectlOk(tenant: TestTenant | null, args: string[], input?: stri
 const list = (items: object[]) => JSON.stringify({ apiVersion: 'v1', kind: 'List', items });
 
 function bravoObjects(namespace: string): object[] {
-  const meta = (name: string) => ({ name, namespace, labels: { 'canary.example.com/tag': c.labelValue }, annotations: { 'canary.example.com/note': c.annotationValue } });
+  const meta = (name: string) => ({ name, namespace, labels: { 'canary.example.com/tag': planted.labelValue }, annotations: { 'canary.example.com/note': planted.annotationValue } });
   return [
-    { apiVersion: 'v1', kind: 'ConfigMap', metadata: meta(c.configMap), data: { key: c.configMapValue } },
-    { apiVersion: 'v1', kind: 'Secret', metadata: meta(c.secret), stringData: { key: c.secretValue } },
-    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { ...meta(c.serviceAccount), annotations: { 'canary.example.com/note': c.serviceAccountNote } } },
-    { apiVersion: `${RBAC}/v1`, kind: 'Role', metadata: meta(c.role), rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'], resourceNames: [c.roleResourceName] }] },
-    { apiVersion: `${RBAC}/v1`, kind: 'RoleBinding', metadata: meta(c.roleBinding), subjects: [{ apiGroup: RBAC, kind: 'User', name: c.boundUser }], roleRef: { apiGroup: RBAC, kind: 'Role', name: c.role } },
+    { apiVersion: 'v1', kind: 'ConfigMap', metadata: meta(planted.configMap), data: { key: planted.configMapValue } },
+    { apiVersion: 'v1', kind: 'Secret', metadata: meta(planted.secret), stringData: { key: planted.secretValue } },
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { ...meta(planted.serviceAccount), annotations: { 'canary.example.com/note': planted.serviceAccountNote } } },
+    { apiVersion: `${RBAC}/v1`, kind: 'Role', metadata: meta(planted.role), rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'], resourceNames: [planted.roleResourceName] }] },
+    { apiVersion: `${RBAC}/v1`, kind: 'RoleBinding', metadata: meta(planted.roleBinding), subjects: [{ apiGroup: RBAC, kind: 'User', name: planted.boundUser }], roleRef: { apiGroup: RBAC, kind: 'Role', name: planted.role } },
     {
       apiVersion: 'v1',
       kind: 'Event',
-      metadata: meta(c.event),
-      involvedObject: { apiVersion: 'v1', kind: 'ConfigMap', name: c.configMap, namespace },
+      metadata: meta(planted.event),
+      involvedObject: { apiVersion: 'v1', kind: 'ConfigMap', name: planted.configMap, namespace },
       reason: 'Canary',
-      message: c.eventMessage,
+      message: planted.eventMessage,
       type: 'Normal',
     },
   ];
@@ -124,30 +125,30 @@ function vaultCrd() {
   crd.spec.group = GROUP;
   crd.spec.versions[0].schema.openAPIV3Schema.properties.spec = {
     type: 'object',
-    properties: { [c.schemaField]: { type: 'string', description: c.schemaDescription } },
+    properties: { [planted.schemaField]: { type: 'string', description: planted.schemaDescription } },
   };
   return crd;
 }
 
 /** B's canary objects as the upstream names them: reread after the attack and compared. */
 function guardedPaths(): string[] {
-  const paths = [`/api/v1/namespaces/${B_DEFAULT}`, `/api/v1/namespaces/${B}-${c.namespace}`];
+  const paths = [`/api/v1/namespaces/${B_DEFAULT}`, `/api/v1/namespaces/${B}-${planted.namespace}`];
   for (const ns of B_NAMESPACES) {
     paths.push(
-      `/api/v1/namespaces/${ns}/configmaps/${c.configMap}`,
-      `/api/v1/namespaces/${ns}/secrets/${c.secret}`,
-      `/api/v1/namespaces/${ns}/serviceaccounts/${c.serviceAccount}`,
-      `/api/v1/namespaces/${ns}/events/${c.event}`,
-      `/apis/${RBAC}/v1/namespaces/${ns}/roles/${c.role}`,
-      `/apis/${RBAC}/v1/namespaces/${ns}/rolebindings/${c.roleBinding}`,
+      `/api/v1/namespaces/${ns}/configmaps/${planted.configMap}`,
+      `/api/v1/namespaces/${ns}/secrets/${planted.secret}`,
+      `/api/v1/namespaces/${ns}/serviceaccounts/${planted.serviceAccount}`,
+      `/api/v1/namespaces/${ns}/events/${planted.event}`,
+      `/apis/${RBAC}/v1/namespaces/${ns}/roles/${planted.role}`,
+      `/apis/${RBAC}/v1/namespaces/${ns}/rolebindings/${planted.roleBinding}`,
     );
   }
   paths.push(
-    `/apis/${RBAC}/v1/clusterroles/${B}-${c.clusterRole}`,
+    `/apis/${RBAC}/v1/clusterroles/${B}-${planted.clusterRole}`,
     `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/vaults.${B}-${GROUP}`,
-    `/apis/${B}-${GROUP}/v1/namespaces/${B_DEFAULT}/vaults/${c.customResource}`,
-    `/api/v1/namespaces/kube-system/configmaps/${c.upstreamConfigMap}`,
-    `/api/v1/namespaces/kube-system/secrets/${c.upstreamSecret}`,
+    `/apis/${B}-${GROUP}/v1/namespaces/${B_DEFAULT}/vaults/${planted.customResource}`,
+    `/api/v1/namespaces/kube-system/configmaps/${planted.upstreamConfigMap}`,
+    `/api/v1/namespaces/kube-system/secrets/${planted.upstreamSecret}`,
   );
   return paths;
 }
@@ -181,26 +182,26 @@ t.before(async () => {
   upstream = new UpstreamPool(loadKubeconfig(stack.upstreamKubeconfig));
 
   // B's canaries, made by B through tenantgate as any tenant makes objects
-  await kubectlOk(bravo, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: c.namespace, labels: { 'canary.example.com/tag': c.labelValue } } }));
-  await kubectlOk(bravo, ['apply', '-f', '-'], list([...bravoObjects('default'), ...bravoObjects(c.namespace)]));
+  await kubectlOk(bravo, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: planted.namespace, labels: { 'canary.example.com/tag': planted.labelValue } } }));
+  await kubectlOk(bravo, ['apply', '-f', '-'], list([...bravoObjects('default'), ...bravoObjects(planted.namespace)]));
   await kubectlOk(bravo, ['apply', '-f', '-'], JSON.stringify({
     apiVersion: `${RBAC}/v1`,
     kind: 'ClusterRole',
-    metadata: { name: c.clusterRole, labels: { 'canary.example.com/tag': c.clusterRoleLabel } },
-    rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'], resourceNames: [c.roleResourceName] }],
+    metadata: { name: planted.clusterRole, labels: { 'canary.example.com/tag': planted.clusterRoleLabel } },
+    rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'], resourceNames: [planted.roleResourceName] }],
   }));
   await kubectlOk(bravo, ['apply', '-f', '-'], JSON.stringify(vaultCrd()));
   await kubectlOk(bravo, ['wait', '--for=condition=Established', `crd/vaults.${GROUP}`, '--timeout=60s']);
   await kubectlOk(bravo, ['apply', '-f', '-'], JSON.stringify({
     apiVersion: `${GROUP}/v1`,
     kind: 'Vault',
-    metadata: { name: c.customResource, namespace: 'default', labels: { 'canary.example.com/tag': c.labelValue } },
-    spec: { [c.schemaField]: c.customResourceValue },
+    metadata: { name: planted.customResource, namespace: 'default', labels: { 'canary.example.com/tag': planted.labelValue } },
+    spec: { [planted.schemaField]: planted.customResourceValue },
   }));
   // the upstream's own canaries, in its kube-system
   await kubectlOk(null, ['apply', '-f', '-'], list([
-    { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: c.upstreamConfigMap, namespace: 'kube-system' }, data: { key: c.upstreamConfigMapValue } },
-    { apiVersion: 'v1', kind: 'Secret', metadata: { name: c.upstreamSecret, namespace: 'kube-system' }, stringData: { key: c.upstreamSecretValue } },
+    { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: planted.upstreamConfigMap, namespace: 'kube-system' }, data: { key: planted.upstreamConfigMapValue } },
+    { apiVersion: 'v1', kind: 'Secret', metadata: { name: planted.upstreamSecret, namespace: 'kube-system' }, stringData: { key: planted.upstreamSecretValue } },
   ]));
 
   // the attacker: A's admin certificate, and a token of A's own service account, admin of A's namespaces
@@ -222,12 +223,12 @@ t.before(async () => {
 
   // what only the upstream's administrator could hand out: a token of B's service account (A only ever asks a
   // TokenReview about it) and the upstream's own continue tokens
-  const tokenRequest = await up('POST', `/api/v1/namespaces/${B_DEFAULT}/serviceaccounts/${c.serviceAccount}/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } });
+  const tokenRequest = await up('POST', `/api/v1/namespaces/${B_DEFAULT}/serviceaccounts/${planted.serviceAccount}/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } });
   bravoToken = tokenRequest.status.token;
   const continueOf = async (path: string) => String((await up('GET', path)).metadata?.continue ?? '');
   upstreamContinueTokens = (await Promise.all([
     continueOf(`/api/v1/namespaces/${B_DEFAULT}/configmaps?limit=1`),
-    continueOf(`/api/v1/namespaces/${B}-${c.namespace}/configmaps?limit=1`),
+    continueOf(`/api/v1/namespaces/${B}-${planted.namespace}/configmaps?limit=1`),
     continueOf('/api/v1/configmaps?limit=1'),
     continueOf('/api/v1/secrets?limit=1'),
     continueOf(`/apis/${RBAC}/v1/clusterroles?limit=1`),
@@ -235,15 +236,15 @@ t.before(async () => {
   ])).filter((token) => token !== '');
 
   // canaries: every random value, every name, every uid of B's and the upstream's objects
-  for (const [key, value] of Object.entries(c)) canaries.push({ value, what: `canary ${key}` });
-  for (const value of [c.secretValue, c.upstreamSecretValue]) canaries.push({ value: Buffer.from(value).toString('base64'), what: 'a secret value, base64' });
+  for (const [key, value] of Object.entries(planted)) canaries.push({ value, what: `canary ${key}` });
+  for (const value of [planted.secretValue, planted.upstreamSecretValue]) canaries.push({ value: Buffer.from(value).toString('base64'), what: 'a secret value, base64' });
   for (const path of guardedPaths()) {
     const object = await up('GET', path);
     before.set(path, object);
     canaries.push({ value: object.metadata.uid, what: `uid of ${path}` });
   }
-  bravoResourceVersion = before.get(`/api/v1/namespaces/${B_DEFAULT}/configmaps/${c.configMap}`).metadata.resourceVersion;
-  uidOfBravoConfigMap = before.get(`/api/v1/namespaces/${B_DEFAULT}/configmaps/${c.configMap}`).metadata.uid;
+  bravoResourceVersion = before.get(`/api/v1/namespaces/${B_DEFAULT}/configmaps/${planted.configMap}`).metadata.resourceVersion;
+  uidOfBravoConfigMap = before.get(`/api/v1/namespaces/${B_DEFAULT}/configmaps/${planted.configMap}`).metadata.uid;
   objectsBefore = await upstreamObjects();
 });
 
@@ -303,9 +304,9 @@ const q = (params: Record<string, string>) => '?' + new URLSearchParams(params).
 function craftedNamespaces(): string[] {
   return [
     B_DEFAULT,
-    `${B}-${c.namespace}`,
+    `${B}-${planted.namespace}`,
     `${A}-${B_DEFAULT}`,
-    `${A}-${B}-${c.namespace}`,
+    `${A}-${B}-${planted.namespace}`,
     `${B}%2Ddefault`,
     `${B_DEFAULT}%2F`,
     `%2F${B_DEFAULT}`,
@@ -340,31 +341,31 @@ function namespacedTargets(ns: string): string[] {
   return [
     `/api/v1/namespaces/${ns}`,
     `/api/v1/namespaces/${ns}/configmaps`,
-    `/api/v1/namespaces/${ns}/configmaps/${c.configMap}`,
-    `/api/v1/namespaces/${ns}/configmaps/${c.upstreamConfigMap}`,
+    `/api/v1/namespaces/${ns}/configmaps/${planted.configMap}`,
+    `/api/v1/namespaces/${ns}/configmaps/${planted.upstreamConfigMap}`,
     `/api/v1/namespaces/${ns}/secrets`,
-    `/api/v1/namespaces/${ns}/secrets/${c.secret}`,
+    `/api/v1/namespaces/${ns}/secrets/${planted.secret}`,
     `/api/v1/namespaces/${ns}/serviceaccounts`,
     `/api/v1/namespaces/${ns}/events`,
     `/apis/events.k8s.io/v1/namespaces/${ns}/events`,
     `/apis/${RBAC}/v1/namespaces/${ns}/rolebindings`,
     `/apis/${GROUP}/v1/namespaces/${ns}/vaults`,
-    `/apis/${B}-${GROUP}/v1/namespaces/${ns}/vaults/${c.customResource}`,
+    `/apis/${B}-${GROUP}/v1/namespaces/${ns}/vaults/${planted.customResource}`,
   ];
 }
 
 function craftedNames(): Base[] {
   const bases: Base[] = craftedNamespaces().flatMap((ns) => namespacedTargets(ns).map((path) => ({ path })));
   const clusterRoleNames = [
-    c.clusterRole,
-    `${B}-${c.clusterRole}`,
-    `${A}-${B}-${c.clusterRole}`,
-    `..%2F${B}-${c.clusterRole}`,
-    `${B}-${c.clusterRole}%2F`,
-    `${B}%2D${c.clusterRole}`,
-    `${B}-${c.clusterRole}.`,
-    enc(`${B}\uff0d${c.clusterRole}`),
-    `${B.toUpperCase()}-${c.clusterRole}`,
+    planted.clusterRole,
+    `${B}-${planted.clusterRole}`,
+    `${A}-${B}-${planted.clusterRole}`,
+    `..%2F${B}-${planted.clusterRole}`,
+    `${B}-${planted.clusterRole}%2F`,
+    `${B}%2D${planted.clusterRole}`,
+    `${B}-${planted.clusterRole}.`,
+    enc(`${B}\uff0d${planted.clusterRole}`),
+    `${B.toUpperCase()}-${planted.clusterRole}`,
     'system:controller:namespace-controller',
     '..',
     '%2e%2e%2f..%2fclusterroles',
@@ -373,7 +374,7 @@ function craftedNames(): Base[] {
   for (const name of [`vaults.${GROUP}`, `vaults.${B}-${GROUP}`, `vaults.${A}-${B}-${GROUP}`, `vaults.${B}%2D${GROUP}`, `vaults.${B}-${GROUP}.`]) {
     bases.push({ path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}` });
   }
-  for (const name of [`..%2F..%2F${B_DEFAULT}%2Fconfigmaps%2F${c.configMap}`, `%2e%2e`, `${B_DEFAULT}%2F${c.configMap}`, `${c.configMap}%00`, 'x'.repeat(400), `${c.configMap}.`]) {
+  for (const name of [`..%2F..%2F${B_DEFAULT}%2Fconfigmaps%2F${planted.configMap}`, `%2e%2e`, `${B_DEFAULT}%2F${planted.configMap}`, `${planted.configMap}%00`, 'x'.repeat(400), `${planted.configMap}.`]) {
     bases.push({ path: `/api/v1/namespaces/default/configmaps/${name}` });
   }
   bases.push(
@@ -418,7 +419,7 @@ function selectors(): Base[] {
     ',,kubezoo.io/tenant!=x',
     `kubernetes.io/metadata.name=${B_DEFAULT}`,
     `kubernetes.io/metadata.name in (${B_DEFAULT},kube-system)`,
-    `canary.example.com/tag=${c.labelValue}`,
+    `canary.example.com/tag=${planted.labelValue}`,
   ];
   const fields = [
     `metadata.namespace=${B_DEFAULT}`,
@@ -428,7 +429,7 @@ function selectors(): Base[] {
     `metadata.namespace=${A}-${B_DEFAULT}`,
     'metadata.namespace=kube-system',
     `metadata.namespace=${B_DEFAULT},metadata.name!=x`,
-    `metadata.name=${c.configMap}`,
+    `metadata.name=${planted.configMap}`,
     `involvedObject.namespace=${B_DEFAULT}`,
     'metadata.namespace=',
     `metadata.namespace=default\0${B_DEFAULT}`,
@@ -459,7 +460,7 @@ function continueTokens(): string[] {
   const upstreamFormat = (start: string) => Buffer.from(JSON.stringify({ v: 'meta.k8s.io/v1', rv: Number(bravoResourceVersion), start })).toString('base64');
   return [
     forged({ t: B, n: B_DEFAULT, c: '', rv: '' }),
-    forged({ t: B, n: `${B}-${c.namespace}`, c: upstreamContinueTokens[0] ?? '', rv: '' }),
+    forged({ t: B, n: `${B}-${planted.namespace}`, c: upstreamContinueTokens[0] ?? '', rv: '' }),
     forged({ t: A, n: B_DEFAULT, c: '', rv: '' }),
     forged({ t: A, n: `${A}-${B_DEFAULT}`, c: '', rv: '' }),
     forged({ t: A, n: 'kube-system', c: '', rv: '' }),
@@ -509,7 +510,7 @@ function watches(): Base[] {
 const IDENTITY_TARGETS = [
   '/api/v1/configmaps',
   '/api/v1/secrets',
-  `/api/v1/namespaces/${B_DEFAULT}/secrets/${c.secret}`,
+  `/api/v1/namespaces/${B_DEFAULT}/secrets/${planted.secret}`,
   `/api/v1/namespaces/${B_DEFAULT}/configmaps`,
   '/api/v1/namespaces/kube-system/secrets',
   '/api/v1/namespaces',
@@ -647,7 +648,7 @@ function reviews(): Base[] {
   const tokenReview = (spec: object) => post('/apis/authentication.k8s.io/v1/tokenreviews', { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec });
   const ssar = (spec: object) => post('/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec });
   const ssrr = (namespace: string) => post('/apis/authorization.k8s.io/v1/selfsubjectrulesreviews', { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectRulesReview', spec: { namespace } });
-  const onBound = { verb: 'get', resource: 'configmaps', name: c.roleResourceName };
+  const onBound = { verb: 'get', resource: 'configmaps', name: planted.roleResourceName };
   return [
     tokenReview({ token: bravoToken }),
     tokenReview({ token: bravoToken, audiences: ['https://kubernetes.default.svc.cluster.local'] }),
@@ -657,26 +658,26 @@ function reviews(): Base[] {
     sar({ user: 'system:admin', groups: ['system:masters'], resourceAttributes: { verb: 'get', resource: 'secrets', namespace: 'kube-system' } }),
     sar({ user: `system:serviceaccount:${B_DEFAULT}:default`, resourceAttributes: { verb: 'get', resource: 'configmaps', namespace: B_DEFAULT } }),
     // B's RoleBinding grants this upstream; a forwarded answer would name the binding and the role
-    sar({ user: `${B}-${c.boundUser}`, resourceAttributes: { ...onBound, namespace: B_DEFAULT } }),
-    sar({ user: `${B}-${c.boundUser}`, groups: ['system:authenticated'], resourceAttributes: { ...onBound, namespace: `${B}-${c.namespace}` } }),
+    sar({ user: `${B}-${planted.boundUser}`, resourceAttributes: { ...onBound, namespace: B_DEFAULT } }),
+    sar({ user: `${B}-${planted.boundUser}`, groups: ['system:authenticated'], resourceAttributes: { ...onBound, namespace: `${B}-${planted.namespace}` } }),
     sar({ user: `${B}-admin`, nonResourceAttributes: { verb: 'get', path: `/openapi/v3/apis/${B}-${GROUP}/v1` } }),
     post(`/apis/authorization.k8s.io/v1/namespaces/${B_DEFAULT}/localsubjectaccessreviews`, {
       apiVersion: 'authorization.k8s.io/v1',
       kind: 'LocalSubjectAccessReview',
       metadata: { namespace: B_DEFAULT },
-      spec: { user: `${B}-${c.boundUser}`, resourceAttributes: { ...onBound, namespace: B_DEFAULT } },
+      spec: { user: `${B}-${planted.boundUser}`, resourceAttributes: { ...onBound, namespace: B_DEFAULT } },
     }),
     post('/apis/authorization.k8s.io/v1/namespaces/default/localsubjectaccessreviews', {
       apiVersion: 'authorization.k8s.io/v1',
       kind: 'LocalSubjectAccessReview',
       metadata: { namespace: 'default' },
-      spec: { user: `${B}-${c.boundUser}`, resourceAttributes: { ...onBound, namespace: 'default' } },
+      spec: { user: `${B}-${planted.boundUser}`, resourceAttributes: { ...onBound, namespace: 'default' } },
     }),
     ssar({ resourceAttributes: { verb: 'get', resource: 'secrets', namespace: B_DEFAULT } }),
-    ssar({ resourceAttributes: { verb: 'get', resource: 'secrets', namespace: 'kube-system', name: c.upstreamSecret } }),
+    ssar({ resourceAttributes: { verb: 'get', resource: 'secrets', namespace: 'kube-system', name: planted.upstreamSecret } }),
     ssar({ resourceAttributes: { verb: 'get', resource: 'vaults', group: `${B}-${GROUP}`, namespace: B_DEFAULT } }),
     ssrr(B_DEFAULT),
-    ssrr(`${B}-${c.namespace}`),
+    ssrr(`${B}-${planted.namespace}`),
     ssrr('kube-system'),
     ssrr(`${A}-${B_DEFAULT}`),
   ];
@@ -696,7 +697,7 @@ function proxies(): Base[] {
     'pods/x/portforward?ports=80',
     'pods/x/log',
   ];
-  for (const ns of [B_DEFAULT, `${B}-${c.namespace}`, 'kube-system', `${A}-${B_DEFAULT}`]) {
+  for (const ns of [B_DEFAULT, `${B}-${planted.namespace}`, 'kube-system', `${A}-${B_DEFAULT}`]) {
     for (const sub of subpaths) bases.push({ path: `/api/v1/namespaces/${ns}/${sub}` }, { method: 'POST', path: `/api/v1/namespaces/${ns}/${sub}` });
     for (const sub of ['pods/x/exec?command=ls&stdout=true', 'pods/x/attach?stdout=true', 'pods/x/portforward?ports=80']) {
       bases.push(
@@ -721,48 +722,48 @@ function writes(): Base[] {
     [{ apiGroup: RBAC, kind: 'User', name: `${B}-admin` }],
     [{ apiGroup: RBAC, kind: 'Group', name: `${B}:system:masters` }],
     [{ apiGroup: RBAC, kind: 'Group', name: 'system:masters' }],
-    [{ kind: 'ServiceAccount', name: c.serviceAccount, namespace: B_DEFAULT }],
+    [{ kind: 'ServiceAccount', name: planted.serviceAccount, namespace: B_DEFAULT }],
     [{ kind: 'ServiceAccount', name: 'default', namespace: 'kube-system' }],
     [{ apiGroup: RBAC, kind: 'User', name: `system:serviceaccount:${B_DEFAULT}:default` }],
     [{ apiGroup: RBAC, kind: 'Group', name: `system:serviceaccounts:${B_DEFAULT}` }],
   ];
-  const roleRefs = [`${B}-${c.clusterRole}`, 'cluster-admin', c.clusterRole];
+  const roleRefs = [`${B}-${planted.clusterRole}`, 'cluster-admin', planted.clusterRole];
   bases.push(
     { method: 'POST', path: '/api/v1/namespaces/default/configmaps', body: cm(B_DEFAULT, 'moved') },
     { method: 'POST', path: inB, body: cm(B_DEFAULT, 'planted') },
     { method: 'POST', path: inB, body: cm(undefined, 'planted2') },
     { method: 'POST', path: '/api/v1/namespaces/kube-system/configmaps', body: cm('kube-system', 'planted3') },
-    { method: 'PUT', path: `${inB}/${c.configMap}`, body: cm(B_DEFAULT, c.configMap) },
+    { method: 'PUT', path: `${inB}/${planted.configMap}`, body: cm(B_DEFAULT, planted.configMap) },
     { method: 'PUT', path: own, body: cm(B_DEFAULT, 'own') },
     { method: 'PATCH', path: own, contentType: merge, body: { metadata: { namespace: B_DEFAULT } } },
     { method: 'PATCH', path: own, contentType: jsonPatch, body: [{ op: 'replace', path: '/metadata/namespace', value: B_DEFAULT }] },
     { method: 'PATCH', path: own, contentType: jsonPatch, body: [{ op: 'add', path: '/metadata/labels', value: { 'kubezoo.io/tenant': B } }] },
     { method: 'PATCH', path: own, contentType: jsonPatch, body: [{ op: 'copy', from: '/metadata/name', path: '/metadata/namespace' }] },
     { method: 'PATCH', path: own, contentType: strategic, body: { $patch: 'replace', metadata: { name: 'own', namespace: B_DEFAULT } } },
-    { method: 'PATCH', path: own, contentType: merge, body: { metadata: { ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: c.configMap, uid: uidOfBravoConfigMap }] } } },
-    { method: 'PATCH', path: `${inB}/${c.configMap}`, contentType: merge, body: { data: { key: 'pwned' } } },
-    { method: 'PATCH', path: `${inB}/${c.configMap}`, contentType: jsonPatch, body: [{ op: 'replace', path: '/data/key', value: 'pwned' }] },
-    { method: 'PATCH', path: `${inB}/${c.configMap}?fieldManager=x&force=true`, contentType: 'application/apply-patch+yaml', body: cm(B_DEFAULT, c.configMap) },
-    { method: 'PATCH', path: `/apis/${RBAC}/v1/clusterroles/${B}-${c.clusterRole}`, contentType: merge, body: { metadata: { labels: { x: 'pwned' } } } },
-    { method: 'DELETE', path: `${inB}/${c.configMap}` },
+    { method: 'PATCH', path: own, contentType: merge, body: { metadata: { ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: planted.configMap, uid: uidOfBravoConfigMap }] } } },
+    { method: 'PATCH', path: `${inB}/${planted.configMap}`, contentType: merge, body: { data: { key: 'pwned' } } },
+    { method: 'PATCH', path: `${inB}/${planted.configMap}`, contentType: jsonPatch, body: [{ op: 'replace', path: '/data/key', value: 'pwned' }] },
+    { method: 'PATCH', path: `${inB}/${planted.configMap}?fieldManager=x&force=true`, contentType: 'application/apply-patch+yaml', body: cm(B_DEFAULT, planted.configMap) },
+    { method: 'PATCH', path: `/apis/${RBAC}/v1/clusterroles/${B}-${planted.clusterRole}`, contentType: merge, body: { metadata: { labels: { x: 'pwned' } } } },
+    { method: 'DELETE', path: `${inB}/${planted.configMap}` },
     { method: 'DELETE', path: inB },
-    { method: 'DELETE', path: `/api/v1/namespaces/${B}-${c.namespace}` },
-    { method: 'DELETE', path: `/apis/${RBAC}/v1/clusterroles/${B}-${c.clusterRole}` },
+    { method: 'DELETE', path: `/api/v1/namespaces/${B}-${planted.namespace}` },
+    { method: 'DELETE', path: `/apis/${RBAC}/v1/clusterroles/${B}-${planted.clusterRole}` },
     { method: 'DELETE', path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/vaults.${B}-${GROUP}` },
-    { method: 'DELETE', path: `/api/v1/namespaces/kube-system/configmaps/${c.upstreamConfigMap}` },
+    { method: 'DELETE', path: `/api/v1/namespaces/kube-system/configmaps/${planted.upstreamConfigMap}` },
     { method: 'POST', path: '/api/v1/namespaces', body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: B_DEFAULT } } },
-    { method: 'POST', path: `/apis/${RBAC}/v1/clusterroles`, body: { apiVersion: `${RBAC}/v1`, kind: 'ClusterRole', metadata: { name: `${B}-${c.clusterRole}` }, rules: [] } },
-    { method: 'POST', path: `/api/v1/namespaces/${B_DEFAULT}/serviceaccounts/${c.serviceAccount}/token`, body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: {} } },
-    { method: 'POST', path: '/api/v1/namespaces/default/configmaps', body: cm('default', 'adopted', { ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: c.configMap, uid: uidOfBravoConfigMap }] }) },
+    { method: 'POST', path: `/apis/${RBAC}/v1/clusterroles`, body: { apiVersion: `${RBAC}/v1`, kind: 'ClusterRole', metadata: { name: `${B}-${planted.clusterRole}` }, rules: [] } },
+    { method: 'POST', path: `/api/v1/namespaces/${B_DEFAULT}/serviceaccounts/${planted.serviceAccount}/token`, body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: {} } },
+    { method: 'POST', path: '/api/v1/namespaces/default/configmaps', body: cm('default', 'adopted', { ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: planted.configMap, uid: uidOfBravoConfigMap }] }) },
     // protobuf bodies: what typed clients send
     { method: 'POST', path: '/api/v1/namespaces/default/configmaps', contentType: ACCEPT.protobuf.split(',')[0], body: protobufConfigMap({ name: 'moved-pb', namespace: B_DEFAULT }, { key: 'pwned' }) },
     { method: 'POST', path: inB, contentType: ACCEPT.protobuf.split(',')[0], body: protobufConfigMap({ name: 'planted-pb', namespace: B_DEFAULT }, { key: 'pwned' }) },
-    { method: 'PUT', path: `${inB}/${c.configMap}`, contentType: ACCEPT.protobuf.split(',')[0], body: protobufConfigMap({ name: c.configMap, namespace: B_DEFAULT }, { key: 'pwned' }) },
+    { method: 'PUT', path: `${inB}/${planted.configMap}`, contentType: ACCEPT.protobuf.split(',')[0], body: protobufConfigMap({ name: planted.configMap, namespace: B_DEFAULT }, { key: 'pwned' }) },
     {
       method: 'POST',
       path: '/api/v1/namespaces/default/configmaps',
       contentType: ACCEPT.protobuf.split(',')[0],
-      body: protobufConfigMap({ name: 'adopted-pb', namespace: 'default', ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: c.configMap, uid: uidOfBravoConfigMap }] }, {}),
+      body: protobufConfigMap({ name: 'adopted-pb', namespace: 'default', ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: planted.configMap, uid: uidOfBravoConfigMap }] }, {}),
     },
   );
   subjectsOfB.forEach((subjects, i) => {
@@ -777,7 +778,7 @@ function writes(): Base[] {
     }
     const protoSubjects = subjects.map((s) => ({ kind: s.kind, name: s.name, namespace: (s as { namespace?: string }).namespace }));
     bases.push(
-      { method: 'POST', path: `/apis/${RBAC}/v1/clusterrolebindings`, contentType: ACCEPT.protobuf.split(',')[0], body: protobufBinding('ClusterRoleBinding', { name: `bind-pb-${i}` }, protoSubjects, { kind: 'ClusterRole', name: `${B}-${c.clusterRole}` }) },
+      { method: 'POST', path: `/apis/${RBAC}/v1/clusterrolebindings`, contentType: ACCEPT.protobuf.split(',')[0], body: protobufBinding('ClusterRoleBinding', { name: `bind-pb-${i}` }, protoSubjects, { kind: 'ClusterRole', name: `${B}-${planted.clusterRole}` }) },
       { method: 'POST', path: `/apis/${RBAC}/v1/namespaces/default/rolebindings`, contentType: ACCEPT.protobuf.split(',')[0], body: protobufBinding('RoleBinding', { name: `bind-pb-${i}` }, protoSubjects, { kind: 'ClusterRole', name: 'cluster-admin' }) },
     );
   });
@@ -836,8 +837,8 @@ t.test('tenant A\'s attacks reveal nothing of tenant B\'s or the upstream\'s obj
 
   // the oracle can see: B reading its own objects receives the canaries
   const bravoSession = connectH2(credentialsOf(bravo.kubeconfig));
-  const own = await h2Request(bravoSession, 'GET', `/api/v1/namespaces/default/configmaps/${c.configMap}`);
-  t.ok(oracle.scan(Buffer.from(own.body), 'body', '').some((hit) => hit.canary.value === c.configMapValue), 'B receives its own canary value: the oracle would see a leak');
+  const own = await h2Request(bravoSession, 'GET', `/api/v1/namespaces/default/configmaps/${planted.configMap}`);
+  t.ok(oracle.scan(Buffer.from(own.body), 'body', '').some((hit) => hit.canary.value === planted.configMapValue), 'B receives its own canary value: the oracle would see a leak');
   // CVE-2023-46254's shape: B's lists are answered (and cached, if anything caches) just before A asks the same
   for (const path of CACHED_LISTS) await h2Request(bravoSession, 'GET', path);
   bravoSession.close();
@@ -863,6 +864,7 @@ t.test('tenant A\'s attacks reveal nothing of tenant B\'s or the upstream\'s obj
 
   const tallies = new Map<string, ClassTally>();
   let errors = 0;
+  const anonymousAnswers: string[] = [];
   const run = async (requests: AttackRequest[], published: string) => {
     await runBounded(client, shuffled(requests), CONCURRENCY, (request, received) => {
       let tally = tallies.get(request.attackClass);
@@ -873,6 +875,7 @@ t.test('tenant A\'s attacks reveal nothing of tenant B\'s or the upstream\'s obj
       if (outcome === 'error') errors++;
       tally.statuses.set(outcome, (tally.statuses.get(outcome) ?? 0) + 1);
       if ((outcome === 'error' || outcome === '0' || outcome.startsWith('5')) && !tally.oddities.has(outcome)) tally.oddities.set(outcome, request);
+      if (request.credential === 'none' && received.status !== 401) anonymousAnswers.push(`${describe(request)} → ${received.status}`);
       const hits = findLeaks(oracle, request, received, published);
       if (hits.length > 0) tally.leaks.push({ request, status: received.status, hits });
     });
@@ -899,6 +902,7 @@ t.test('tenant A\'s attacks reveal nothing of tenant B\'s or the upstream\'s obj
     t.comment(`${name}: ${tally.sent} requests, ${tally.leaks.length} leaking; answers ${statuses}`);
     for (const [outcome, request] of tally.oddities) t.comment(`  ${outcome} e.g. ${describe(request)}`);
   }
+  t.same(anonymousAnswers.slice(0, 5), [], 'without a credential (an empty bearer token, CVE-2023-48312) every answer is 401');
   t.ok(requests.length >= 10_000, `at least 10,000 attack requests (${requests.length})`);
   t.ok(errors < requests.length * 0.05, `almost every request got an answer (${errors} without)`);
 
