@@ -38,7 +38,18 @@ export function checkBodyShape(value: unknown, what: string, aliases = false): v
       pending.push(node);
       depths.push(-1);
     }
-    for (const child of Array.isArray(node) ? node : Object.values(node)) {
+    if (Array.isArray(node)) {
+      for (let i = 0; i < node.length; i++) {
+        const child: unknown = node[i];
+        if (typeof child !== 'object' || child === null) continue;
+        pending.push(child);
+        depths.push(depth + 1);
+      }
+      continue;
+    }
+    // for...in over own keys: no array of values per object (bodies are plain data, nothing inherited to walk).
+    for (const key in node) {
+      const child: unknown = (node as Record<string, unknown>)[key];
       if (typeof child !== 'object' || child === null) continue;
       pending.push(child);
       depths.push(depth + 1);
