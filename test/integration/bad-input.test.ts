@@ -56,6 +56,7 @@ t.test('malformed paths get a 400 Status over HTTP/2 and HTTP/1.1', async (t) =>
 
 t.test('oversized headers are refused and tenantgate keeps serving', async (t) => {
   const admin = credentialsOf(stack.adminKubeconfig);
+  const logsBefore = stack.gatewayLogs.length;
   const huge = 'x'.repeat(200_000);
   const h1 = await h1Request(admin, 'GET', '/api/v1/namespaces', { headers: { 'x-huge': huge } }).catch((e: Error) => e);
   if (h1 instanceof Error) t.fail(`HTTP/1.1 connection broke instead of answering: ${h1.message}`);
@@ -68,6 +69,8 @@ t.test('oversized headers are refused and tenantgate keeps serving', async (t) =
   t.ok(h2 instanceof Error || h2.status === 431, 'the HTTP/2 stream is refused');
   session.close();
   await stillServing(t);
+  const warnings = stack.gatewayLogs.slice(logsBefore).filter((line) => line.includes('MaxListenersExceededWarning'));
+  t.same(warnings, [], 'the connection is answered once, not once per chunk of headers (no listener leak)');
 });
 
 t.test('client impersonation headers are dropped: the upstream sees the certificate\'s user', async (t) => {
