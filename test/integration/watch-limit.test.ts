@@ -1,6 +1,8 @@
 // The per-tenant cap on open watches against the real rig: a tenant annotated max-watches 3 opens three, the fourth
 // gets a 429 Status with Retry-After, a closed or timed-out watch frees its place; another tenant keeps the flag's cap.
+import type { ClientRequest } from 'node:http';
 import type { ClientHttp2Session, ClientHttp2Stream } from 'node:http2';
+import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { connectH2, credentialsOf, sumMetric } from '../helpers/http.ts';
@@ -85,6 +87,34 @@ t.test('a watch the upstream times out frees its place too', async (t) => {
   const after = await openUntil(session, 200);
   t.equal(after.status, 200, 'its place is free once it ended');
   for (const w of [...open, after]) w.stream.close();
+});
+
+/** A watch over HTTP/1.1 (chunked), as kubectl's WebSocket-less clients and the upgrade path's sockets speak. */
+function openH1Watch(kubeconfig: string): Promise<{ status: number; request: ClientRequest }> {
+  const credentials = credentialsOf(kubeconfig);
+  const url = new URL(credentials.server);
+  return new Promise((resolve, reject) => {
+    const request = https.get({ host: url.hostname, port: url.port, path: WATCH, ca: credentials.caPem, cert: credentials.certPem, key: credentials.keyPem, agent: false }, (res) => {
+      res.resume();
+      resolve({ status: res.statusCode ?? 0, request });
+    });
+    request.on('error', (error) => (request.destroyed ? undefined : reject(error)));
+  });
+}
+
+t.test('HTTP/1.1 watches count and give their place back the same way', async (t) => {
+  const session = connectH2(credentialsOf(capped.kubeconfig));
+  t.teardown(() => session.close());
+  const h1 = [await openH1Watch(capped.kubeconfig), await openH1Watch(capped.kubeconfig)];
+  t.same(h1.map((w) => w.status), [200, 200]);
+  const h2 = await openUntil(session, 200);
+  t.equal((await openH1Watch(capped.kubeconfig)).status, 429, 'the fourth, over HTTP/1.1, is refused');
+  h1[0]!.request.destroy();
+  const reopened = await openUntil(session, 200);
+  t.equal(reopened.status, 200, 'a place freed by an HTTP/1.1 client going away');
+  h1[1]!.request.destroy();
+  h2.stream.close();
+  reopened.stream.close();
 });
 
 t.test('another tenant is unaffected and keeps the --tenant-max-watches cap', async (t) => {
