@@ -61,6 +61,7 @@ export const SERVE_OPTIONS = {
   'tenant-max-inflight': { type: 'string', default: String(DEFAULT_FLOW_CONTROL.tenantMaxInflight), description: 'read-only requests in flight per tenant, unless its Tenant says otherwise (TENANTGATE_TENANT_MAX_INFLIGHT)' },
   'tenant-max-mutating-inflight': { type: 'string', default: String(DEFAULT_FLOW_CONTROL.tenantMaxMutatingInflight), description: 'mutating requests in flight per tenant (TENANTGATE_TENANT_MAX_MUTATING_INFLIGHT)' },
   'tenant-queue-length': { type: 'string', default: String(DEFAULT_FLOW_CONTROL.tenantQueueLength), description: "a tenant's requests waiting for a seat; more get 429 (TENANTGATE_TENANT_QUEUE_LENGTH)" },
+  'tenant-max-watches': { type: 'string', default: String(DEFAULT_FLOW_CONTROL.tenantMaxWatches), description: 'open watches, exec, attach, port-forward, proxy and log requests per tenant, unless its Tenant says otherwise; more get 429 (TENANTGATE_TENANT_MAX_WATCHES)' },
   'queue-wait': { type: 'string', default: `${DEFAULT_FLOW_CONTROL.queueWaitMs / 1000}s`, description: 'longest wait for a seat before 429, e.g. 5s or 500ms (TENANTGATE_QUEUE_WAIT)' },
   help: { type: 'boolean', short: 'h', default: false, description: 'show this help' },
 } as const;
@@ -109,6 +110,7 @@ function flowControlOf(values: Record<string, unknown>): FlowControlOptions {
     tenantMaxMutatingInflight: positiveInteger(get('tenant-max-mutating-inflight'), 'tenant-max-mutating-inflight'),
     tenantQueueLength: nonNegativeInteger(get('tenant-queue-length'), 'tenant-queue-length'),
     queueWaitMs: parseDurationMs(get('queue-wait'), 'queue-wait'),
+    tenantMaxWatches: positiveInteger(get('tenant-max-watches'), 'tenant-max-watches'),
   };
 }
 

@@ -2,6 +2,7 @@
 // kind's rules may move or rewrite upstream, so the patch is applied to the tenant's view of the object and the
 // result converted whole (lib/upstream/tenant-forward.ts reads, patches and writes back).
 import { StatusError } from '../server/status.ts';
+import { checkBodyShape, parseJsonBody } from './tenant-body.ts';
 
 type Doc = unknown;
 
@@ -9,16 +10,18 @@ function invalid(message: string): StatusError {
   return new StatusError(422, 'Invalid', `the JSON patch cannot be applied: ${message}`);
 }
 
-/** The operations of a JSON patch body; 400 when it is not an array of operations. */
+/** The apiserver's bounds: operations in one patch, and bytes all its `copy` operations may add together. */
+export const MAX_JSON_PATCH_OPERATIONS = 10_000;
+export const MAX_JSON_PATCH_COPY_BYTES = 3 * 1024 * 1024;
+
+/** The operations of a JSON patch body; 400 when it is not an array of operations, 413 past the apiserver's count. */
 export function parseJsonPatch(text: string): Record<string, unknown>[] {
-  let ops: unknown;
-  try {
-    ops = JSON.parse(text);
-  } catch {
-    throw new StatusError(400, 'BadRequest', 'the JSON patch is not valid JSON');
-  }
+  const ops = parseJsonBody(text, 'the JSON patch');
   if (!Array.isArray(ops) || !ops.every((op) => typeof op === 'object' && op !== null && !Array.isArray(op))) {
     throw new StatusError(400, 'BadRequest', 'a JSON patch must be an array of operations');
+  }
+  if (ops.length > MAX_JSON_PATCH_OPERATIONS) {
+    throw new StatusError(413, 'RequestEntityTooLarge', `the allowed maximum operations in a JSON patch is ${MAX_JSON_PATCH_OPERATIONS}, got ${ops.length}`);
   }
   return ops as Record<string, unknown>[];
 }
@@ -89,8 +92,13 @@ function jsonEqual(a: unknown, b: unknown): boolean {
   return keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && jsonEqual(a[k], (b as Record<string, unknown>)[k]));
 }
 
-/** The document with the operations applied (the document is modified); 422 for an operation that does not apply. */
+/**
+ * The document with the operations applied (the document is modified); 422 for an operation that does not apply, or
+ * for `copy` operations that would add more than MAX_JSON_PATCH_COPY_BYTES (each copy can double the document).
+ * 400 when the result nests deeper than a body may.
+ */
 export function applyJsonPatch(doc: Doc, ops: Record<string, unknown>[]): Doc {
+  let copiedBytes = 0;
   for (const op of ops) {
     const copy = (value: unknown) => structuredClone(value);
     switch (op.op) {
@@ -113,9 +121,13 @@ export function applyJsonPatch(doc: Doc, ops: Record<string, unknown>[]): Doc {
         doc = add(doc, op.path, value);
         break;
       }
-      case 'copy':
-        doc = add(doc, op.path, copy(get(doc, op.from)));
+      case 'copy': {
+        const value = get(doc, op.from);
+        copiedBytes += JSON.stringify(value)?.length ?? 0;
+        if (copiedBytes > MAX_JSON_PATCH_COPY_BYTES) throw invalid(`its copy operations would add more than ${MAX_JSON_PATCH_COPY_BYTES} bytes`);
+        doc = add(doc, op.path, copy(value));
         break;
+      }
       case 'test':
         if (!jsonEqual(get(doc, op.path), op.value)) throw invalid(`the test of ${JSON.stringify(op.path)} failed`);
         break;
@@ -123,5 +135,6 @@ export function applyJsonPatch(doc: Doc, ops: Record<string, unknown>[]): Doc {
         throw invalid(`unknown operation ${JSON.stringify(op.op)}`);
     }
   }
+  checkBodyShape(doc, 'the patched object');
   return doc;
 }

@@ -23,13 +23,15 @@ export function isTable(body: unknown): body is Table {
 }
 
 /**
- * Which row objects the client asked for; sets `includeObject=Object` on the upstream query when the kind's rule
- * must see the whole object to decide whether a row is the tenant's (the generic rule needs only metadata).
+ * Which row objects the client asked for; sets the upstream query's `includeObject` to what the kind's rule must see
+ * to decide whether a row is the tenant's: the whole object, or for the generic rule its metadata. So `None` is asked
+ * upstream as `Metadata`, every row is still checked, and the objects are dropped before the tenant sees them.
  */
 export function rowObjectsFor(upstreamQuery: URLSearchParams, row: KindRow): RowObjects {
   const asked = upstreamQuery.get('includeObject');
   const rowObjects: RowObjects = asked === 'Object' || asked === 'None' ? asked : 'Metadata';
   if (row.rule !== 'generic') upstreamQuery.set('includeObject', 'Object');
+  else if (rowObjects === 'None') upstreamQuery.set('includeObject', 'Metadata');
   return rowObjects;
 }
 

@@ -44,6 +44,11 @@ export class FlowController implements SeatOwner {
       flow = new TenantFlow(tenant, limitsOf(this.tenantOf(tenant), this.options));
       this.flows.set(tenant, flow);
     }
+    // The cap on open long-running requests is checked first: a watch past it is refused, never queued.
+    if (startOnly && flow.openLongRunning >= flow.limits.longRunning) {
+      this.events.rejected(tenant, kind, 'watch-limit');
+      return 'watch-limit';
+    }
     const seat = new Seat(this, flow, kind, startOnly);
     // Invariant kept by dispatch(): while tenantgate has room, nobody eligible waits; so a request that finds room
     // takes it without overtaking anyone but requests of its own tenant and kind, which it must not overtake.
@@ -51,6 +56,7 @@ export class FlowController implements SeatOwner {
       flow.take(kind);
       this.inflight++;
       this.events.admitted(tenant, kind, 0);
+      this.countOpen(seat);
       return seat;
     }
     if (flow.queued >= this.options.tenantQueueLength) {
@@ -67,7 +73,13 @@ export class FlowController implements SeatOwner {
       this.backlogged.add(flow);
     }
     seat.timer = setTimeout(this.timedOut, this.options.queueWaitMs, seat);
+    this.countOpen(seat);
     return seat;
+  }
+
+  /** Open long-running requests of the tenant now (watches, exec...), started or waiting for a seat. */
+  openLongRunning(tenant: TenantId): number {
+    return this.flows.get(tenant)?.openLongRunning ?? 0;
   }
 
   /** The request is done with its seat (response ended, client gone, or a watch's response started). */
@@ -83,6 +95,20 @@ export class FlowController implements SeatOwner {
     this.inflight--;
     this.events.released(seat.flow.tenant, seat.kind);
     if (this.backlogged.size !== 0) this.dispatch();
+  }
+
+  /** The request's response closed: its seat goes back if still held, and a long-running request stops counting. */
+  closed(seat: Seat): void {
+    this.release(seat);
+    if (!seat.countedOpen) return;
+    seat.countedOpen = false;
+    seat.flow.openLongRunning--;
+  }
+
+  private countOpen(seat: Seat): void {
+    if (!seat.startOnly) return;
+    seat.countedOpen = true;
+    seat.flow.openLongRunning++;
   }
 
   /** Follows the tenants' changes: new limits apply at once, a deleted tenant's flow is forgotten. */

@@ -1,7 +1,8 @@
 // What flow control tells whoever watches it (metrics); calls are cheap and synchronous, and never throw.
 import type { TenantId } from '../convert/prefix.ts';
 export type SeatKind = 'readonly' | 'mutating';
-export type RejectionReason = 'inflight-limit' | 'queue-full' | 'queue-timeout';
+/** `watch-limit`: the tenant holds as many long-running requests (watches, exec...) as it may. */
+export type RejectionReason = 'inflight-limit' | 'queue-full' | 'queue-timeout' | 'watch-limit';
 export interface FlowControlEvents {
   admitted(tenant: TenantId, kind: SeatKind, queuedSeconds: number): void;
   released(tenant: TenantId, kind: SeatKind): void;

@@ -5,6 +5,8 @@ import { MAX_INFLIGHT_ANNOTATIONS, type Tenant } from '../tenants/tenant.ts';
 
 /** Relative share of tenantgate's seats when it is saturated (default 1). */
 export const FLOW_WEIGHT_ANNOTATION = 'tenant.kubezoo.io/flow-weight';
+/** Open long-running requests (watches, exec, attach, port-forward, proxy, logs) the tenant may hold at once. */
+export const MAX_WATCHES_ANNOTATION = 'tenant.kubezoo.io/max-watches';
 
 export interface FlowControlOptions {
   /** Seats of tenantgate as a whole (tenants' non-watch requests and watch starts); administrators are exempt. */
@@ -17,6 +19,8 @@ export interface FlowControlOptions {
   tenantQueueLength: number;
   /** Longest wait for a seat before a 429. */
   queueWaitMs: number;
+  /** Default per-tenant cap on open long-running requests; one more is refused at once (429). */
+  tenantMaxWatches: number;
 }
 
 export const DEFAULT_FLOW_CONTROL: FlowControlOptions = {
@@ -25,12 +29,17 @@ export const DEFAULT_FLOW_CONTROL: FlowControlOptions = {
   tenantMaxMutatingInflight: 25,
   tenantQueueLength: 50,
   queueWaitMs: 5000,
+  // A controller's informers hold one watch per kind: 1,000 is dozens of controllers and kubectl -w sessions of one
+  // tenant, while bounding the upstream streams and rewriter buffers a single tenant can pin in tenantgate.
+  tenantMaxWatches: 1000,
 };
 
 export interface TenantLimits {
   readonly: number;
   mutating: number;
   weight: number;
+  /** Open long-running requests at once. */
+  longRunning: number;
 }
 
 const MAX_WEIGHT = 1000;
@@ -66,7 +75,7 @@ export function parseWeight(text: string): number | null {
 
 /** The limits of this tenant (undefined: an unknown tenant, who gets the defaults). */
 export function limitsOf(tenant: Tenant | undefined, defaults: FlowControlOptions): TenantLimits {
-  const limits: TenantLimits = { readonly: defaults.tenantMaxInflight, mutating: defaults.tenantMaxMutatingInflight, weight: 1 };
+  const limits: TenantLimits = { readonly: defaults.tenantMaxInflight, mutating: defaults.tenantMaxMutatingInflight, weight: 1, longRunning: defaults.tenantMaxWatches };
   const annotations = tenant?.metadata.annotations;
   if (annotations === undefined) return limits;
   for (const key of MAX_INFLIGHT_ANNOTATIONS) {
@@ -86,6 +95,12 @@ export function limitsOf(tenant: Tenant | undefined, defaults: FlowControlOption
     const parsed = parseWeight(weight);
     if (parsed === null) log.warn('ignoring a bad flow-control annotation', { tenant: tenant!.metadata.name, annotation: FLOW_WEIGHT_ANNOTATION, value: weight, expected: `a number in (0, ${MAX_WEIGHT}]` });
     else limits.weight = parsed;
+  }
+  const watches = annotations[MAX_WATCHES_ANNOTATION];
+  if (watches !== undefined) {
+    const parsed = positiveInteger(watches);
+    if (parsed === null) log.warn('ignoring a bad flow-control annotation', { tenant: tenant!.metadata.name, annotation: MAX_WATCHES_ANNOTATION, value: watches, expected: 'a positive integer' });
+    else limits.longRunning = parsed;
   }
   return limits;
 }

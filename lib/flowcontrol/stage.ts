@@ -1,5 +1,6 @@
-// The flow-control stage: a tenant's request takes a seat before it costs anything upstream, or waits, or gets 429.
-// Never leaves a seat behind: every seat is given back when its response closes, however the request ended.
+// The flow-control stage: a tenant's request takes a seat before it costs anything upstream, or waits, or gets 429;
+// a watch or other long-running request also counts against the tenant's cap on open ones until its response closes.
+// Never leaves a seat or a count behind: both are given back when the response closes, however the request ended.
 import type { RequestContext } from '../server/context.ts';
 import { tooManyRequests } from '../server/status.ts';
 import type { FlowController } from './dispatcher.ts';
@@ -17,15 +18,18 @@ export function seatKindOf(method: string | undefined): SeatKind {
   return method === 'GET' || method === 'HEAD' || method === 'OPTIONS' ? 'readonly' : 'mutating';
 }
 
-/** True when the request holds its seat only until its response starts. */
+/** Streams whatever the method: SPDY's exec, attach and port-forward are POSTs, a proxied request any method. */
+const STREAMING_SUBRESOURCE = /^\/api\/v1\/namespaces\/[^/]+\/(?:pods\/[^/?]+\/(?:exec|attach|portforward|proxy)|services\/[^/?]+\/proxy)(?:[/?]|$)/;
+
+/** True when the request holds its seat only until its response starts, and counts against the tenant's watch cap. */
 export function isLongRunning(method: string | undefined, path: string): boolean {
-  return method === 'GET' && LONG_RUNNING.test(path);
+  return method === 'GET' ? LONG_RUNNING.test(path) : STREAMING_SUBRESOURCE.test(path);
 }
 
 /** Seats held per request by a `this`-bound listener: no closure per request on the path that admits at once. */
 function releaseOnClose(this: HoldsSeat): void {
   const seat = this[SEAT]!;
-  seat.owner.release(seat);
+  seat.owner.closed(seat);
 }
 
 /** A watch (or other long-running request) gives its seat back once its response starts: called as headers arrive. */
@@ -42,6 +46,8 @@ function refusal(reason: RejectionReason): Error {
       return tooManyRequests('tenantgate is busy and too many of this tenant\'s requests are waiting');
     case 'queue-timeout':
       return tooManyRequests('the request waited too long for a seat');
+    case 'watch-limit':
+      return tooManyRequests("too many watches and other long-running requests open for this tenant: its limit is set by the Tenant's tenant.kubezoo.io/max-watches annotation");
   }
 }
 

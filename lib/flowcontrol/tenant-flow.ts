@@ -11,6 +11,8 @@ export const SEAT_DONE = 2;
 /** Who gives seats out and takes them back. */
 export interface SeatOwner {
   release(seat: Seat): void;
+  /** The request's response closed, however it ended (done, client gone, upstream gone, timed out). */
+  closed(seat: Seat): void;
 }
 
 /** The place one request takes (or waits for) in flow control; one per request, fixed shape. */
@@ -20,6 +22,8 @@ export class Seat {
   readonly kind: SeatKind;
   /** Watches and other long-running requests hold their seat only until their response starts. */
   readonly startOnly: boolean;
+  /** True while a long-running request counts against its tenant's cap (from admission until its response closes). */
+  countedOpen = false;
   state = SEAT_HELD;
   enqueuedAt = 0;
   timer: NodeJS.Timeout | undefined = undefined;
@@ -39,6 +43,8 @@ export class TenantFlow {
   limits: TenantLimits;
   inflightReadonly = 0;
   inflightMutating = 0;
+  /** Long-running requests open now (watches, exec...), queued or started: counted until their responses close. */
+  openLongRunning = 0;
   readonly queuedReadonly: Seat[] = [];
   readonly queuedMutating: Seat[] = [];
   /** Start tag of fair queuing: the virtual time at which this tenant's next queued request is due. */

@@ -42,10 +42,15 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-function onClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+/** Marks a socket already answered for a client error: node reports one per chunk it cannot parse. */
+const ANSWERED = Symbol('tenantgate.clientError.answered');
+
+function onClientError(error: NodeJS.ErrnoException, socket: Duplex & { [ANSWERED]?: true }): void {
   // Malformed HTTP/1.1 (oversized or broken headers): answer with a Status where the socket still takes it.
   // The client may still be sending: closing with unread input resets the connection (TCP RST) and the client
   // would never see the Status. So answer, discard what still comes, and close once the client is done or 1 s on.
+  if (socket[ANSWERED]) return;
+  socket[ANSWERED] = true;
   writeRawStatus(socket, error.code === 'HPE_HEADER_OVERFLOW' ? headersTooLarge() : badRequest('malformed HTTP request'), false);
   socket.resume();
   socket.once('end', () => socket.end());

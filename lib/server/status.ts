@@ -58,6 +58,43 @@ export class StatusError extends Error {
   }
 }
 
+/**
+ * The reason for an error answer that carries only its code (an upstream's plain-text 404), as client-go derives it
+ * for a body that is not a Status (apimachinery's NewGenericServerResponse).
+ */
+export function reasonOfCode(code: number): StatusReason {
+  switch (code) {
+    case 400:
+      return 'BadRequest';
+    case 401:
+      return 'Unauthorized';
+    case 403:
+      return 'Forbidden';
+    case 404:
+      return 'NotFound';
+    case 405:
+      return 'MethodNotAllowed';
+    case 409:
+      return 'Conflict';
+    case 410:
+      return 'Expired';
+    case 413:
+      return 'RequestEntityTooLarge';
+    case 415:
+      return 'UnsupportedMediaType';
+    case 422:
+      return 'Invalid';
+    case 429:
+      return 'TooManyRequests';
+    case 503:
+      return 'ServiceUnavailable';
+    case 504:
+      return 'Timeout';
+    default:
+      return 'InternalError';
+  }
+}
+
 export const badRequest = (message: string) => new StatusError(400, 'BadRequest', message);
 export const unauthorized = (message = 'Unauthorized') => new StatusError(401, 'Unauthorized', message);
 export const notFound = (message = 'the server could not find the requested resource') => new StatusError(404, 'NotFound', message);

@@ -7,7 +7,7 @@
 // removes every finalizer of a terminating Tenant itself removes it at once, as the apiserver would.
 import type { ServerResponse } from 'node:http';
 import type { OutgoingHttpHeaders } from 'node:http2';
-import { parse as parseYaml } from 'yaml';
+import { parseJsonOrYamlBody } from '../convert/tenant-body.ts';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import { applyJsonPatch, parseJsonPatch } from '../convert/json-patch.ts';
 import { applyMergePatch } from '../convert/merge-patch.ts';
@@ -134,11 +134,7 @@ async function readJsonOrYaml(ctx: RequestContext): Promise<{ body: unknown; con
   const buffer = await readBody(ctx.req, MAX_BODY_BYTES, () => new StatusError(413, 'RequestEntityTooLarge', `the request body is larger than ${MAX_BODY_BYTES} bytes`));
   const text = buffer.toString('utf8');
   if (contentType.includes('json-patch')) return { body: parseJsonPatch(text), contentType };
-  try {
-    return { body: contentType.includes('yaml') ? parseYaml(text) : JSON.parse(text), contentType };
-  } catch {
-    throw badRequest(`the request body is not valid ${contentType.includes('yaml') ? 'YAML' : 'JSON'}`);
-  }
+  return { body: parseJsonOrYamlBody(text, contentType), contentType };
 }
 
 interface Filter {

@@ -82,8 +82,12 @@ function request(pool: UpstreamPool, path: string, headers: OutgoingHttpHeaders)
   });
 }
 
+function readPage(body: ClientHttp2Stream): Promise<Buffer> {
+  return readBody(body, MAX_PAGE_BYTES, () => new StatusError(500, 'InternalError', 'the upstream answer is too large to convert'));
+}
+
 async function readWhole(body: ClientHttp2Stream): Promise<unknown> {
-  const bytes = await readBody(body, MAX_PAGE_BYTES, () => new StatusError(500, 'InternalError', 'the upstream answer is too large to convert'));
+  const bytes = await readPage(body);
   try {
     return JSON.parse(bytes.toString('utf8'));
   } catch {
@@ -91,9 +95,15 @@ async function readWhole(body: ClientHttp2Stream): Promise<unknown> {
   }
 }
 
-/** The upstream's error answer as the tenant's Status error. */
+/** The upstream's error answer (a Status, or plain text) as the tenant's Status error. */
 async function upstreamError(status: number, body: ClientHttp2Stream, tenant: TenantId): Promise<StatusError> {
-  return tenantStatusError(status, await readWhole(body).catch(() => null), tenant);
+  const bytes = await readPage(body).catch(() => null);
+  if (bytes === null) return tenantStatusError(status, null, tenant);
+  try {
+    return tenantStatusError(status, JSON.parse(bytes.toString('utf8')), tenant);
+  } catch {
+    return tenantStatusError(status, bytes, tenant);
+  }
 }
 
 /** The tenant's namespaces as upstream names, sorted (the order of a cluster-wide list). */
@@ -189,12 +199,36 @@ class StreamMerge {
   private readonly row: KindRow;
   private readonly info: RequestInfo;
   private readonly convert: ConvertContext;
+  /** Writes a page's rewritten bytes to the response, waiting while the client is slow. */
+  private readonly relay: (pageBytes: AsyncIterable<Buffer>) => Promise<void>;
+  /** The response closed (an HTTP/2 compatibility response has no `destroyed` to ask). */
+  private closed = false;
 
   constructor(res: ServerResponse, row: KindRow, info: RequestInfo, convert: ConvertContext) {
     this.res = res;
     this.row = row;
     this.info = info;
     this.convert = convert;
+    res.once('close', () => (this.closed = true));
+    this.relay = async (pageBytes) => {
+      for await (const chunk of pageBytes) if (!res.write(chunk)) await this.drained();
+    };
+  }
+
+  /** Resolves when the response can take more bytes; rejects when it closed instead (the client went away). */
+  private drained(): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('the client went away'));
+    const res = this.res;
+    return new Promise((resolve, reject) => {
+      const settle = () => {
+        res.off('drain', settle);
+        res.off('close', settle);
+        if (this.closed) reject(new Error('the client went away'));
+        else resolve();
+      };
+      res.on('drain', settle);
+      res.on('close', settle);
+    });
   }
 
   async add(body: ClientHttp2Stream): Promise<Page> {
@@ -205,7 +239,8 @@ class StreamMerge {
       this.res.write(`{"kind":${JSON.stringify(kind)},"apiVersion":${JSON.stringify(apiVersion)},"items":[`);
     }
     const rewriter = new ListRewriter(tenantViewSpecOf(this.row, this.convert), { itemsBefore: this.count });
-    await pipeline(body, rewriter, this.res, { end: false });
+    // The response outlives every page: piping into it per namespace would leave listeners on it per namespace.
+    await pipeline(body, rewriter, this.relay);
     this.count += rewriter.scanner.itemsKept;
     const list = JSON.parse(rewriter.scanner.envelope().toString('utf8'));
     return { resourceVersion: String(list?.metadata?.resourceVersion ?? ''), upstreamContinue: String(list?.metadata?.continue ?? '') };

@@ -2,8 +2,8 @@
 // exhaust memory; and the upstream's error answer as the tenant's Status error.
 import type { Readable } from 'node:stream';
 import type { TenantId } from '../convert/prefix.ts';
-import { statusToTenant } from '../convert/status.ts';
-import { StatusError, type StatusReason } from '../server/status.ts';
+import { statusToTenant, stripTenantPrefixes } from '../convert/status.ts';
+import { reasonOfCode, StatusError, type StatusReason } from '../server/status.ts';
 
 /** The whole body; `tooLarge()` is the rejection once it passes `limit` bytes (the stream is destroyed). */
 export function readBody(stream: Readable, limit: number, tooLarge: () => Error): Promise<Buffer> {
@@ -24,9 +24,19 @@ export function readBody(stream: Readable, limit: number, tooLarge: () => Error)
   });
 }
 
-/** An upstream error answer (a Status, parsed or not) as the StatusError the tenant gets, in its own names. */
+/** Longest plain-text error answer relayed as a Status message (the apiserver's are one line: `404 page not found`). */
+const MAX_TEXT_MESSAGE = 1024;
+
+/**
+ * An upstream error answer as the StatusError the tenant gets, in its own names, with the upstream's code: a Status
+ * (parsed or not), or plain text (the mux's `404 page not found` for a path nothing serves) as the message.
+ */
 export function tenantStatusError(status: number, body: unknown, tenant: TenantId): StatusError {
+  if (typeof body === 'string' || Buffer.isBuffer(body)) {
+    const text = String(body).slice(0, MAX_TEXT_MESSAGE).trim();
+    return new StatusError(status, reasonOfCode(status), text === '' ? `the upstream answered ${status}` : stripTenantPrefixes(text, tenant));
+  }
   const view = statusToTenant(typeof body === 'object' && body !== null ? body : {}, tenant) as { reason?: string; message?: string; details?: unknown };
   // The upstream's reason is one of metav1's, relayed as it is.
-  return new StatusError(status, (view.reason ?? 'InternalError') as StatusReason, view.message ?? `the upstream answered ${status}`, view.details as never);
+  return new StatusError(status, (view.reason ?? reasonOfCode(status)) as StatusReason, view.message ?? `the upstream answered ${status}`, view.details as never);
 }

@@ -5,11 +5,11 @@ import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { OutgoingHttpHeaders } from 'node:http2';
 import { pipeline } from 'node:stream';
-import { parse as parseYaml } from 'yaml';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import { openUpstreamStream } from './forward.ts';
 import { upstreamJson } from './client.ts';
 import { applyJsonPatch, parseJsonPatch } from '../convert/json-patch.ts';
+import { parseJsonOrYamlBody } from '../convert/tenant-body.ts';
 import type { RequestInfo } from '../convert/request-info.ts';
 import { aggregatedDiscoveryToTenant, discoveryToTenant, isAggregatedDiscoveryJson } from '../convert/discovery.ts';
 import { isTenantCrdGroup } from '../convert/kinds.ts';
@@ -104,12 +104,7 @@ function requestBodyToUpstream(text: string, contentType: string, ctx: RequestCo
     }
     return text;
   }
-  let body: any;
-  try {
-    body = contentType.includes('yaml') ? parseYaml(text) : JSON.parse(text);
-  } catch {
-    throw badRequest(`the request body is not valid ${contentType.includes('yaml') ? 'YAML' : 'JSON'}`);
-  }
+  const body: any = parseJsonOrYamlBody(text, contentType);
   const wholeObject = info.verb !== 'patch' || contentType.includes('apply-patch');
   if ((info.subresource === '' || info.subresource === 'status') && wholeObject) return JSON.stringify(objectToUpstream(body, convert, row, info.verb === 'create' ? 'create' : 'update'));
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('the request body must be a JSON object');
@@ -273,6 +268,8 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
           try {
             body = JSON.parse(buffer.toString('utf8'));
           } catch {
+            // An error in plain text keeps its code; only a success that is not JSON is the upstream's fault.
+            if (status >= 400) throw tenantStatusError(status, buffer, tenant);
             throw new StatusError(502, 'InternalError', 'the upstream answer is not JSON');
           }
           if (row !== null && status === 201 && info.verb === 'create' && info.resource === 'namespaces') {

@@ -5,10 +5,16 @@ import t, { type Test } from 'tap';
 import { createCertificateAuthority, issueCertificate } from '../../lib/auth/pki.ts';
 import { connectH2, credentialsOf, h1Request, h2Request } from '../helpers/http.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
+import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
 
 let stack: Stack;
+/** A tenant sending bad bodies, and one whose objects must never show in the first one's answers. */
+let tenant: TestTenant;
+let other: TestTenant;
 t.before(async () => {
   stack = await startStack({ controllers: false });
+  tenant = await createTestTenant(stack, 'badin1');
+  other = await createTestTenant(stack, 'badin2');
 });
 t.teardown(() => stack?.stop());
 
@@ -50,6 +56,7 @@ t.test('malformed paths get a 400 Status over HTTP/2 and HTTP/1.1', async (t) =>
 
 t.test('oversized headers are refused and tenantgate keeps serving', async (t) => {
   const admin = credentialsOf(stack.adminKubeconfig);
+  const logsBefore = stack.gatewayLogs.length;
   const huge = 'x'.repeat(200_000);
   const h1 = await h1Request(admin, 'GET', '/api/v1/namespaces', { headers: { 'x-huge': huge } }).catch((e: Error) => e);
   if (h1 instanceof Error) t.fail(`HTTP/1.1 connection broke instead of answering: ${h1.message}`);
@@ -62,6 +69,8 @@ t.test('oversized headers are refused and tenantgate keeps serving', async (t) =
   t.ok(h2 instanceof Error || h2.status === 431, 'the HTTP/2 stream is refused');
   session.close();
   await stillServing(t);
+  const warnings = stack.gatewayLogs.slice(logsBefore).filter((line) => line.includes('MaxListenersExceededWarning'));
+  t.same(warnings, [], 'the connection is answered once, not once per chunk of headers (no listener leak)');
 });
 
 t.test('client impersonation headers are dropped: the upstream sees the certificate\'s user', async (t) => {
@@ -180,4 +189,113 @@ t.test('a TLS client that speaks no HTTP is dropped without harm', async (t) => 
     socket.resume();
   });
   await stillServing(t);
+});
+
+const CONFIGMAPS = '/api/v1/namespaces/default/configmaps';
+const TABLE = 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json';
+
+/** `[[[...]]]` nested `depth` deep: JSON, and YAML flow style alike. */
+const nested = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
+
+t.test('a YAML alias cycle or alias bomb in a body gets a clear 400 Status, and tenantgate keeps serving', async (t) => {
+  const session = connectH2(credentialsOf(tenant.kubeconfig));
+  const cycle = '&doc {apiVersion: v1, kind: ConfigMap, metadata: {name: cycle}, data: {self: *doc}}';
+  const laughs = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'];
+  for (const name of 'bcdefghi') laughs.push(`${name}: &${name} [${Array(9).fill('*' + String.fromCharCode(name.charCodeAt(0) - 1)).join(',')}]`);
+  const bomb = `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bomb}\nlaughs:\n  ${laughs.join('\n  ')}\n`;
+  for (const [what, body] of [['an alias cycle', cycle], ['an alias bomb', bomb]] as const) {
+    for (const method of ['POST', 'PATCH']) {
+      const path = method === 'POST' ? CONFIGMAPS : `${CONFIGMAPS}/cycle`;
+      const contentType = method === 'POST' ? 'application/yaml' : 'application/apply-patch+yaml';
+      const answer = await h2Request(session, method, method === 'PATCH' ? `${path}?fieldManager=test` : path, { headers: { 'content-type': contentType }, body });
+      t.equal(answer.status, 400, `${what}, ${method}`);
+      t.match(isStatus(t, answer.body, 400, 'BadRequest').message, /alias/, 'the message names the problem');
+    }
+  }
+  session.close();
+  await stillServing(t);
+});
+
+t.test('a body nested 100,000 deep gets a 400 Status as JSON, YAML, merge patch and JSON patch', async (t) => {
+  const session = connectH2(credentialsOf(tenant.kubeconfig));
+  const created = await h2Request(session, 'POST', CONFIGMAPS, { body: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'shallow' } }) });
+  t.equal(created.status, 201, 'an ordinary body still passes');
+  const deep = nested(100_000);
+  const object = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"deep"},"data":{"x":${deep}}}`;
+  const cases: [string, string, string, string][] = [
+    ['JSON create', 'POST', CONFIGMAPS, 'application/json'],
+    ['YAML create', 'POST', CONFIGMAPS, 'application/yaml'],
+    ['merge patch', 'PATCH', `${CONFIGMAPS}/shallow`, 'application/merge-patch+json'],
+    ['strategic merge patch', 'PATCH', `${CONFIGMAPS}/shallow`, 'application/strategic-merge-patch+json'],
+    ['update', 'PUT', `${CONFIGMAPS}/shallow`, 'application/json'],
+  ];
+  for (const [what, method, path, contentType] of cases) {
+    const answer = await h2Request(session, method, path, { headers: { 'content-type': contentType }, body: object.replace('"deep"', method === 'POST' ? '"deep"' : '"shallow"') });
+    t.equal(answer.status, 400, what);
+    t.match(isStatus(t, answer.body, 400, 'BadRequest').message, /nested/, `${what}: the message names the problem`);
+  }
+  const patch = `[{"op":"add","path":"/data","value":{"x":${deep}}}]`;
+  for (const path of [`${CONFIGMAPS}/shallow`, `/apis/apps/v1/namespaces/default/deployments/none/scale`]) {
+    const answer = await h2Request(session, 'PATCH', path, { headers: { 'content-type': 'application/json-patch+json' }, body: patch });
+    t.equal(answer.status, 400, `JSON patch of ${path}`);
+    t.match(isStatus(t, answer.body, 400, 'BadRequest').message, /nested/);
+  }
+  session.close();
+  await stillServing(t);
+});
+
+t.test("an upstream's plain-text 404 reaches the tenant as a 404 Status, not a 502", async (t) => {
+  const session = connectH2(credentialsOf(tenant.kubeconfig));
+  // The upstream answers both with `404 page not found` as text/plain: no such version, no such group.
+  for (const path of ['/apis/apps/v9/namespaces/default/deployments', '/apis/nothere.example.com/v1', '/apis/apps/v9']) {
+    const answer = await h2Request(session, 'GET', path);
+    t.equal(answer.status, 404, path);
+    t.match(answer.headers['content-type'], /^application\/json/);
+    const status = isStatus(t, answer.body, 404, 'NotFound');
+    t.notMatch(status.message, /badin1/, 'in the tenant\'s names');
+  }
+  session.close();
+});
+
+t.test('a Table with includeObject=None has its rows, and only the tenant\'s', async (t) => {
+  const mine = await tenant.kubectl(['create', 'configmap', 'table-mine', '-n', 'default']);
+  t.equal(mine.code, 0, mine.stderr);
+  const theirs = await other.kubectl(['create', 'configmap', 'table-theirs', '-n', 'default']);
+  t.equal(theirs.code, 0, theirs.stderr);
+  const session = connectH2(credentialsOf(tenant.kubeconfig));
+  for (const path of [`${CONFIGMAPS}?includeObject=None`, '/api/v1/configmaps?includeObject=None', '/api/v1/namespaces?includeObject=None']) {
+    const answer = await h2Request(session, 'GET', path, { headers: { accept: TABLE } });
+    t.equal(answer.status, 200, path);
+    const table = answer.json();
+    t.equal(table.kind, 'Table');
+    const names = table.rows.map((row: { cells: unknown[] }) => row.cells[0]);
+    if (path.includes('namespaces?')) t.ok(names.includes('default'), `${path}: the tenant's namespaces are listed`);
+    else t.ok(names.includes('table-mine'), `${path}: the tenant's configmap is listed`);
+    t.notOk(names.includes('table-theirs'), `${path}: the other tenant's is not`);
+    t.notMatch(answer.body, /badin[12]-|table-theirs/, 'nothing of the other tenant or the upstream names');
+    t.ok(table.rows.every((row: { object?: unknown }) => row.object === undefined), 'rows carry no objects, as asked');
+  }
+  session.close();
+});
+
+t.test('a tenant with 15 namespaces lists configmaps across them without a listener leak', async (t) => {
+  const namespaces = Array.from({ length: 15 }, (_, i) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: `leak-${i}` } }));
+  const logsBefore = stack.gatewayLogs.length;
+  const configmap = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'in-the-last', namespace: 'leak-14' } };
+  const created = await tenant.kubectl(['apply', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: namespaces }) });
+  t.equal(created.code, 0, created.stderr);
+  const inLast = await tenant.kubectl(['apply', '-f', '-'], { input: JSON.stringify(configmap) });
+  t.equal(inLast.code, 0, inLast.stderr);
+  const session = connectH2(credentialsOf(tenant.kubeconfig));
+  const answer = await h2Request(session, 'GET', '/api/v1/configmaps');
+  session.close();
+  t.equal(answer.status, 200);
+  const list = answer.json();
+  t.equal(list.kind, 'ConfigMapList');
+  t.ok(list.items.some((item: { metadata: { name: string; namespace: string } }) => item.metadata.name === 'in-the-last' && item.metadata.namespace === 'leak-14'), 'the configmap in the 15th namespace is listed');
+  const kubectl = await tenant.kubectl(['get', 'configmaps', '-A', '-o', 'json']);
+  t.equal(kubectl.code, 0, kubectl.stderr);
+  await new Promise((resolve) => setTimeout(resolve, 200)); // let stderr lines arrive
+  const warnings = stack.gatewayLogs.slice(logsBefore).filter((line) => line.includes('MaxListenersExceededWarning'));
+  t.same(warnings, [], 'no MaxListenersExceededWarning in tenantgate\'s stderr');
 });

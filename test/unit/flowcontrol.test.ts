@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { FlowController } from '../../lib/flowcontrol/dispatcher.ts';
 import type { FlowControlEvents, RejectionReason, SeatKind } from '../../lib/flowcontrol/events.ts';
-import { DEFAULT_FLOW_CONTROL, FLOW_WEIGHT_ANNOTATION, limitsOf, type FlowControlOptions } from '../../lib/flowcontrol/limits.ts';
+import { DEFAULT_FLOW_CONTROL, FLOW_WEIGHT_ANNOTATION, limitsOf, MAX_WATCHES_ANNOTATION, type FlowControlOptions } from '../../lib/flowcontrol/limits.ts';
 import { flowControl, isLongRunning, releaseStartSeat, seatKindOf } from '../../lib/flowcontrol/stage.ts';
 import { Seat, SEAT_HELD, SEAT_QUEUED } from '../../lib/flowcontrol/tenant-flow.ts';
 import type { RequestContext } from '../../lib/server/context.ts';
@@ -63,7 +63,45 @@ t.test('max-requests-inflight: N is N read-only and N/2 mutating seats, R,M sets
     cases.push([{ 'tenant.kubezoo.io/max-requests-inflight': bad }, { readonly: 7, mutating: 3, weight: 1 }]);
   }
   for (const bad of ['0', '-1', 'heavy', '1e9']) cases.push([{ [FLOW_WEIGHT_ANNOTATION]: bad }, { readonly: 7, mutating: 3, weight: 1 }]);
-  for (const [annotations, expected] of cases) t.same(limitsOf(tenant('abc123', annotations), defaults), expected, JSON.stringify(annotations));
+  for (const [annotations, expected] of cases) t.same(limitsOf(tenant('abc123', annotations), defaults), { ...expected, longRunning: defaults.tenantMaxWatches }, JSON.stringify(annotations));
+});
+
+t.test('max-watches: a positive integer caps open long-running requests, bad values leave --tenant-max-watches', async (t) => {
+  const defaults = { ...DEFAULT_FLOW_CONTROL, tenantMaxWatches: 40 };
+  t.equal(limitsOf(tenant('abc123'), defaults).longRunning, 40);
+  t.equal(limitsOf(tenant('abc123', { [MAX_WATCHES_ANNOTATION]: '3' }), defaults).longRunning, 3);
+  t.equal(limitsOf(tenant('abc123', { [MAX_WATCHES_ANNOTATION]: ' 2000 ' }), defaults).longRunning, 2000);
+  for (const bad of ['', '0', '-1', '2.5', 'lots', '3,4', '99999999999999999999']) t.equal(limitsOf(tenant('abc123', { [MAX_WATCHES_ANNOTATION]: bad }), defaults).longRunning, 40, bad);
+});
+
+t.test('the watch cap: past it a long-running request is refused at once, never queued; a closed one frees its place', async (t) => {
+  const tenants = { abc123: tenant('abc123', { [MAX_WATCHES_ANNOTATION]: '2', 'tenant.kubezoo.io/max-requests-inflight': '1' }), def456: tenant('def456') };
+  const { controller, events } = controllerWith({}, tenants);
+  const first = seat(controller.acquire('abc123', 'readonly', true));
+  t.equal(first.state, SEAT_HELD);
+  // The tenant's one read-only seat is held by the first watch while it starts: the second waits, and counts.
+  const second = seat(controller.acquire('abc123', 'readonly', true));
+  t.equal(second.state, SEAT_QUEUED);
+  t.equal(controller.openLongRunning('abc123'), 2);
+  t.equal(controller.acquire('abc123', 'readonly', true), 'watch-limit', 'the third is refused');
+  t.same(events.rejections, [{ tenant: 'abc123', reason: 'watch-limit' }]);
+  t.equal(controller.flowState('abc123')!.queued, 1, 'the refused one never queued');
+  t.equal(seat(controller.acquire('def456', 'readonly', true)).state, SEAT_HELD, 'another tenant is unaffected');
+  // Short requests are not capped by it (they wait for a seat as before).
+  t.equal(seat(controller.acquire('abc123', 'readonly', false)).state, SEAT_QUEUED);
+  // The first watch starts (its seat goes to the waiting one) and goes on: it still counts until it closes.
+  controller.release(first);
+  t.equal(second.state, SEAT_HELD);
+  t.equal(controller.openLongRunning('abc123'), 2);
+  t.equal(controller.acquire('abc123', 'readonly', true), 'watch-limit');
+  controller.closed(first);
+  controller.closed(first);
+  t.equal(controller.openLongRunning('abc123'), 1, 'a closed watch stops counting, once');
+  t.ok(seat(controller.acquire('abc123', 'readonly', true)), 'and a new one opens');
+  // A raised annotation applies to the next request, without a restart.
+  controller.tenantChanged({ type: 'MODIFIED', tenant: tenant('abc123', { [MAX_WATCHES_ANNOTATION]: '5' }) });
+  t.ok(seat(controller.acquire('abc123', 'readonly', true)));
+  t.equal(controller.openLongRunning('abc123'), 3);
 });
 
 t.test('requests are read-only or mutating by method; watches and logs hold a seat only while they start', async (t) => {
@@ -81,7 +119,15 @@ t.test('requests are read-only or mutating by method; watches and logs hold a se
   const short = ['/api/v1/namespaces/default/pods', '/api/v1/namespaces/default/pods/watch', '/api/v1/namespaces/default/configmaps/log', '/api/v1/pods?watch=false', '/apis/apps/v1/deployments?fieldSelector=watch%3Dtrue'];
   for (const path of longRunning) t.ok(isLongRunning('GET', path), path);
   for (const path of short) t.notOk(isLongRunning('GET', path), path);
-  t.notOk(isLongRunning('POST', longRunning[0]!), 'only reads are long-running');
+  t.notOk(isLongRunning('POST', longRunning[0]!), 'a POST is never a watch');
+  // SPDY's exec, attach and port-forward are POSTs, and a proxied request can be any method: the apiserver counts
+  // them as long-running whatever the method.
+  for (const path of ['/api/v1/namespaces/default/pods/web/exec?command=sh&stdin=true', '/api/v1/namespaces/default/pods/web/attach', '/api/v1/namespaces/default/pods/web/portforward', '/api/v1/namespaces/default/services/web/proxy/x']) {
+    t.ok(isLongRunning('POST', path), `POST ${path}`);
+  }
+  for (const path of ['/api/v1/namespaces/default/pods', '/api/v1/namespaces/default/pods/web/eviction', '/api/v1/namespaces/default/pods/web/log', '/api/v1/namespaces/default/configmaps/exec']) {
+    t.notOk(isLongRunning('POST', path), `POST ${path}`);
+  }
 });
 
 t.test('a tenant over its limit queues in order, and a full queue refuses with inflight-limit', async (t) => {
@@ -219,7 +265,7 @@ async function until(condition: () => boolean, what: string): Promise<void> {
 }
 
 t.test('over a real socket: clients that reset mid-request give their seats back; 429 carries Retry-After', async (t) => {
-  const tenants = { abc123: tenant('abc123', { 'tenant.kubezoo.io/max-requests-inflight': '2' }) };
+  const tenants = { abc123: tenant('abc123', { 'tenant.kubezoo.io/max-requests-inflight': '2', [MAX_WATCHES_ANNOTATION]: '3' }) };
   const controller = new FlowController({ ...DEFAULT_FLOW_CONTROL, tenantQueueLength: 1, queueWaitMs: 2000 }, (id) => tenants[id as 'abc123']);
   const { server, port, pending } = await serverWithStage(controller, (req) => (req.headers['x-tenant'] === 'admin' ? null : String(req.headers['x-tenant'])));
   t.teardown(() => {
@@ -259,5 +305,19 @@ t.test('over a real socket: clients that reset mid-request give their seats back
   for (const w of watches) w.answer.catch(() => {});
   await until(() => pending.length === 7, 'three watches open');
   t.equal(controller.inflightTotal, 0, 'open watches hold no seats');
-  for (const w of watches) w.req.destroy();
+  // But they count against the tenant's max-watches (3): a fourth is refused at once with a Status to act on.
+  const fourth = await get(port, '/api/v1/pods?watch=true', 'abc123').answer;
+  t.equal(fourth.status, 429);
+  t.equal(fourth.headers['retry-after'], '1');
+  t.match(JSON.parse(fourth.body), { kind: 'Status', reason: 'TooManyRequests', code: 429, message: /max-watches/ });
+  // The server ending a watch (upstream gone, timeout) frees its place, and a new watch opens.
+  pending[4]!.end();
+  await until(() => controller.openLongRunning('abc123') === 2, 'one watch ended');
+  const reopened = get(port, '/api/v1/pods?watch=true', 'abc123');
+  reopened.answer.catch(() => {});
+  await until(() => pending.length === 8, 'a new watch open');
+  t.equal(controller.openLongRunning('abc123'), 3);
+  // Clients that go away mid-watch free theirs.
+  for (const w of [...watches, reopened]) w.req.destroy();
+  await until(() => controller.openLongRunning('abc123') === 0, 'every watch closed');
 });

@@ -1,9 +1,21 @@
 // RFC 6902 JSON Patch as tenantgate applies it to a tenant's view of an object (examples after the RFC's appendix A).
 import t from 'tap';
-import { applyJsonPatch, parseJsonPatch } from '../../lib/convert/json-patch.ts';
+import { applyJsonPatch, MAX_JSON_PATCH_COPY_BYTES, MAX_JSON_PATCH_OPERATIONS, parseJsonPatch } from '../../lib/convert/json-patch.ts';
+import { MAX_BODY_NESTING } from '../../lib/convert/tenant-body.ts';
 import { StatusError } from '../../lib/server/status.ts';
 
 const apply = (doc: unknown, ops: object[]) => applyJsonPatch(structuredClone(doc), ops as Record<string, unknown>[]);
+
+/** The Status code and message a call throws, or [0, 'applied']. */
+function codeOf(run: () => unknown): [number, string] {
+  try {
+    run();
+    return [0, 'applied'];
+  } catch (error) {
+    if (error instanceof StatusError) return [error.code, error.message];
+    throw error;
+  }
+}
 
 t.test('add, remove, replace, move, copy and test do what RFC 6902 says', async (t) => {
   t.same(apply({ foo: 'bar' }, [{ op: 'add', path: '/baz', value: 'qux' }]), { foo: 'bar', baz: 'qux' });
@@ -34,19 +46,27 @@ t.test('a patch that does not apply is a 422 Status, a body that is not a patch 
     [{ foo: 1 }, [{ op: 'frobnicate', path: '/foo' }], /unknown operation/],
     [{ foo: 1 }, [{ op: 'add', path: 'foo', value: 1 }], /not a JSON pointer/],
   ];
-  const codeOf = (run: () => unknown): [number, string] => {
-    try {
-      run();
-    } catch (error) {
-      if (error instanceof StatusError) return [error.code, error.message];
-      throw error;
-    }
-    return [0, 'applied'];
-  };
   for (const [doc, ops, message] of refusals) {
     const [code, text] = codeOf(() => apply(doc, ops));
     t.equal(code, 422, JSON.stringify(ops));
     t.match(text, message);
   }
   for (const body of ['{"op":"add"}', 'not json', '[1]']) t.equal(codeOf(() => parseJsonPatch(body))[0], 400, body);
+});
+
+t.test('hostile patches are refused before they cost memory or stack: copy bombs, too many operations, deep values', async (t) => {
+  // Each copy doubles the document: 40 of them would be 2^40 times its size.
+  const doubling = Array.from({ length: 40 }, () => ({ op: 'copy', from: '/a', path: '/a/-' }));
+  const [code, message] = codeOf(() => apply({ a: ['x'.repeat(1000)] }, doubling));
+  t.equal(code, 422, 'a copy bomb is refused');
+  t.match(message, new RegExp(`more than ${MAX_JSON_PATCH_COPY_BYTES} bytes`));
+  t.equal(codeOf(() => apply({ a: [1] }, doubling.slice(0, 5)))[0], 0, 'a few copies still apply');
+  const many = JSON.stringify(Array.from({ length: MAX_JSON_PATCH_OPERATIONS + 1 }, () => ({ op: 'test', path: '', value: 1 })));
+  t.equal(codeOf(() => parseJsonPatch(many))[0], 413, 'more operations than the apiserver takes');
+  const deep = `[{"op":"add","path":"/x","value":${'['.repeat(100_000)}${']'.repeat(100_000)}}]`;
+  t.match(codeOf(() => parseJsonPatch(deep)), [400, /nested more than/], 'a value nested 100,000 deep');
+  // Adding a value just under the bound, deep inside a document, would pass parsing but not the result's check.
+  const nested = (depth: number): unknown => (depth === 0 ? 1 : { n: nested(depth - 1) });
+  const value = nested(MAX_BODY_NESTING - 2);
+  t.match(codeOf(() => apply({ a: nested(10) }, [{ op: 'add', path: '/a/n/n/n', value }])), [400, /patched object is nested more than/]);
 });
