@@ -219,8 +219,8 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
     return;
   }
 
-  // DeleteOptions bodies (delete, deletecollection) name nothing and pass as they are.
-  const hasBody = info.verb === 'create' || info.verb === 'update' || info.verb === 'patch';
+  const deletes = info.verb === 'delete' || info.verb === 'deletecollection';
+  const hasBody = deletes || info.verb === 'create' || info.verb === 'update' || info.verb === 'patch';
   const metrics = deps.metrics ?? null;
   const send = (body: string | Buffer | null, method = req.method ?? 'GET') => {
     const sentAt = performance.now();
@@ -306,6 +306,14 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
     .then((buffer) => {
       const contentType = req.headers['content-type'] ?? 'application/json';
       headers['content-type'] = contentType;
+      if (deletes) {
+        // DeleteOptions (dryRun, propagationPolicy, preconditions, gracePeriodSeconds) name nothing of the tenant's:
+        // checked to be a well-formed body, then sent as they are. Dropping them would delete for real on --dry-run.
+        if (buffer.length === 0) delete headers['content-type'];
+        else if (!isProtobuf(contentType)) parseJsonOrYamlBody(buffer.toString('utf8'), contentType, 'the DeleteOptions body');
+        send(buffer.length === 0 ? null : buffer);
+        return;
+      }
       if (isProtobuf(contentType)) {
         // Typed clients (kubectl create, client-go) send built-in kinds as protobuf: converted at the wire level.
         send(protobufBodyToUpstream(buffer, ctx.row!, tenant, { verb: info.verb, subresource: info.subresource, kindScope: convert.kindScope, scopeOf: convert.scopeOf }));
