@@ -23,13 +23,16 @@ export class HealthChecks {
     const end = path.indexOf('?');
     const endpoint = end === -1 ? path : path.slice(0, end);
     if (endpoint !== '/livez' && endpoint !== '/readyz' && endpoint !== '/healthz') return false;
+    // `?verbose` lists each check as the apiserver does ("[+]ping ok"), which clients and e2e tests read.
+    const verbose = end !== -1 && new URLSearchParams(path.slice(end + 1)).has('verbose');
+    const name = endpoint.slice(1);
     if (endpoint === '/livez') {
-      answer(ctx, 200, 'ok');
+      answer(ctx, 200, checksText(name, verbose, null, false));
       return true;
     }
     this.upstreamProblem().then(
-      (problem) => answer(ctx, problem === null ? 200 : 503, problem === null ? 'ok' : `upstream not ready: ${problem}`),
-      () => answer(ctx, 503, 'upstream not ready'),
+      (problem) => answer(ctx, problem === null ? 200 : 503, checksText(name, verbose, problem, true)),
+      () => answer(ctx, 503, checksText(name, verbose, 'not probed', true)),
     );
     return true;
   }
@@ -66,6 +69,14 @@ export class HealthChecks {
       });
     });
   }
+}
+
+/** The body of a health answer: `ok` or why not, or with `?verbose` one line per check and a verdict. */
+export function checksText(name: string, verbose: boolean, upstreamProblem: string | null, checksUpstream: boolean): string {
+  if (!verbose) return upstreamProblem === null ? 'ok' : `upstream not ready: ${upstreamProblem}`;
+  let text = '[+]ping ok\n';
+  if (checksUpstream) text += upstreamProblem === null ? '[+]upstream ok\n' : `[-]upstream failed: ${upstreamProblem}\n`;
+  return text + `${name} check ${upstreamProblem === null ? 'passed' : 'failed'}\n`;
 }
 
 function answer(ctx: RequestContext, status: number, text: string): void {

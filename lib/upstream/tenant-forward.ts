@@ -241,7 +241,10 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
         const rewriteEnded = metrics?.rewriteStarted(tenant, info.verb === 'watch' ? 'watch' : 'list', rewriter);
         pipeline(upstream!, rewriter, res, (error) => {
           rewriteEnded?.();
-          if (error && !res.destroyed) log.warn('a list or watch could not be converted', { tenant, path: info.path, error: error.message });
+          if (!error || res.destroyed) return;
+          // A watch ends this way whenever its client or the upstream closes it: routine, not worth a warning each.
+          const routine = (error as NodeJS.ErrnoException).code === 'ERR_STREAM_PREMATURE_CLOSE';
+          (routine ? log.debug : log.warn)('a list or watch could not be converted', { tenant, path: info.path, error: error.message });
         });
         return;
       }

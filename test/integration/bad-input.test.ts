@@ -110,6 +110,13 @@ t.test('callers without a certificate from tenantgate\'s CA get 401', async (t) 
   const health = await h1Request(admin, 'GET', '/readyz', { withCertificate: false });
   t.equal(health.status, 200, 'health checks need no credentials');
   t.equal(health.body, 'ok');
+  for (const endpoint of ['healthz', 'readyz']) {
+    const verbose = await h1Request(admin, 'GET', `/${endpoint}?verbose`, { withCertificate: false });
+    t.equal(verbose.status, 200);
+    t.equal(verbose.body, `[+]ping ok\n[+]upstream ok\n${endpoint} check passed\n`, `/${endpoint}?verbose lists its checks as the apiserver does`);
+  }
+  const live = await h1Request(admin, 'GET', '/livez?verbose', { withCertificate: false });
+  t.equal(live.body, '[+]ping ok\nlivez check passed\n');
 });
 
 t.test('an unknown content type gets the upstream\'s 415 Status', async (t) => {
