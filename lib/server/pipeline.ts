@@ -52,6 +52,8 @@ export interface PipelineDeps {
   recordOperation?: RecordTenantOperation | undefined;
   /** Per-tenant seats and fair queuing (administrators are exempt). */
   flow: FlowController;
+  /** Hosts tenants' admission webhooks may call by URL (--tenant-webhook-url-hosts); none when omitted. */
+  webhookUrlHosts?: ReadonlySet<string>;
 }
 
 function validateTarget(ctx: RequestContext): boolean {
@@ -110,8 +112,8 @@ function admit(ctx: RequestContext): boolean {
 }
 
 /** The stages of `tenantgate serve`, in order. */
-export function buildPipeline({ pool, health, discovery, passthrough, tenants, tokens, issueKubeconfig, flow, metrics = null, recordOperation }: PipelineDeps): Stage[] {
-  const forwardDeps = { pool, discovery, metrics };
+export function buildPipeline({ pool, health, discovery, passthrough, tenants, tokens, issueKubeconfig, flow, metrics = null, recordOperation, webhookUrlHosts }: PipelineDeps): Stage[] {
+  const forwardDeps = { pool, discovery, metrics, webhookUrlHosts };
   return [
     { name: 'validate request target', run: validateTarget },
     { name: 'health checks', run: (ctx) => health.serve(ctx) },
