@@ -4,8 +4,11 @@
 import { TENANT_LABEL } from '../convert/prefix.ts';
 import { TENANT_EXTRA_KEY } from '../auth/impersonation.ts';
 
-/** Name of the policy and of its binding; `tenantgate:` is no tenant's prefix, so no tenant can name either. */
-export const TENANT_CONFINEMENT = 'tenantgate:tenant-confinement';
+/**
+ * Name of the policy and of its binding. Admission policies take DNS subdomain names (no `tenantgate:`); `tenant` +
+ * `g` is no tenant's `<id>-` prefix, so no tenant can name either.
+ */
+export const TENANT_CONFINEMENT = 'tenantgate.tenant-confinement';
 
 /**
  * Every subject of a ClusterRoleBinding a tenant writes starts with this, then one of the tenant's upstream identity
@@ -33,9 +36,9 @@ export const TENANT_CONFINEMENT_POLICY = {
       matchPolicy: 'Equivalent',
       namespaceSelector: {},
       objectSelector: {},
-      resourceRules: [{ apiGroups: ['*'], apiVersions: ['*'], operations: ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'], resources: ['*', '*/*'], scope: '*' }],
+      resourceRules: [{ apiGroups: ['*'], apiVersions: ['*'], operations: ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'], resources: ['*/*'], scope: '*' }],
       // Reviews write nothing: they ask about identities (and tenantgate converts what they ask).
-      excludeResourceRules: [{ apiGroups: ['authentication.k8s.io', 'authorization.k8s.io'], apiVersions: ['*'], operations: ['*'], resources: ['*', '*/*'], scope: '*' }],
+      excludeResourceRules: [{ apiGroups: ['authentication.k8s.io', 'authorization.k8s.io'], apiVersions: ['*'], operations: ['*'], resources: ['*/*'], scope: '*' }],
     },
     // (No extra at all is no tenant: `has` first, so an administrator's request never fails the condition.)
     matchConditions: [{ name: 'tenant-identity', expression: `has(request.userInfo.extra) && ${cel(TENANT_EXTRA_KEY)} in request.userInfo.extra` }],
@@ -43,18 +46,21 @@ export const TENANT_CONFINEMENT_POLICY = {
       { name: 'tenants', expression: `request.userInfo.extra[${cel(TENANT_EXTRA_KEY)}]` },
       { name: 'tenant', expression: 'size(variables.tenants) == 1 ? variables.tenants[0] : ""' },
       { name: 'prefix', expression: "variables.tenant + '-'" },
+      // (The request leaves out empty fields: a cluster-scoped request has no namespace, the core group no name.)
+      { name: 'requestNamespace', expression: "has(request.namespace) ? request.namespace : ''" },
+      { name: 'apiGroup', expression: "has(request.resource.group) ? request.resource.group : ''" },
       // A create may carry only generateName: its name is generated from it (and may be generated already).
       {
         name: 'name',
         expression:
-          "request.name != '' ? request.name : " +
+          "has(request.name) && request.name != '' ? request.name : " +
           "(object != null && has(object.metadata) && has(object.metadata.name) && object.metadata.name != '' ? object.metadata.name : " +
           "(object != null && has(object.metadata) && has(object.metadata.generateName) ? object.metadata.generateName : ''))",
       },
-      { name: 'isNamespace', expression: "request.resource.group == '' && request.resource.resource == 'namespaces'" },
-      { name: 'isCrd', expression: "request.resource.group == 'apiextensions.k8s.io' && request.resource.resource == 'customresourcedefinitions'" },
-      { name: 'isClusterRole', expression: "request.resource.group == 'rbac.authorization.k8s.io' && request.resource.resource == 'clusterroles'" },
-      { name: 'isClusterBinding', expression: "request.resource.group == 'rbac.authorization.k8s.io' && request.resource.resource == 'clusterrolebindings'" },
+      { name: 'isNamespace', expression: "variables.apiGroup == '' && request.resource.resource == 'namespaces'" },
+      { name: 'isCrd', expression: "variables.apiGroup == 'apiextensions.k8s.io' && request.resource.resource == 'customresourcedefinitions'" },
+      { name: 'isClusterRole', expression: "variables.apiGroup == 'rbac.authorization.k8s.io' && request.resource.resource == 'clusterroles'" },
+      { name: 'isClusterBinding', expression: "variables.apiGroup == 'rbac.authorization.k8s.io' && request.resource.resource == 'clusterrolebindings'" },
       {
         name: 'subjectForms',
         expression: `[${cel(CLUSTER_BINDING_SUBJECT_PREFIX)} + variables.prefix, ${cel(CLUSTER_BINDING_SUBJECT_PREFIX)} + variables.tenant + ':', ${cel(CLUSTER_BINDING_SUBJECT_PREFIX + 'system:serviceaccount:')} + variables.prefix]`,
@@ -71,11 +77,11 @@ export const TENANT_CONFINEMENT_POLICY = {
         // Namespaced objects (and a Namespace's own requests) by namespace; cluster-scoped ones by name. A CRD is
         // named <plural>.<id>-<group>: its group part carries the prefix.
         expression:
-          "request.namespace != '' ? request.namespace.startsWith(variables.prefix) : " +
+          "variables.requestNamespace != '' ? variables.requestNamespace.startsWith(variables.prefix) : " +
           "(variables.isCrd ? variables.name.indexOf('.') > 0 && variables.name.substring(variables.name.indexOf('.') + 1).startsWith(variables.prefix) : variables.name.startsWith(variables.prefix))",
         messageExpression:
           "'tenantgate: tenant ' + variables.tenant + ' may write only in its own namespaces and names (prefix ' + variables.prefix + '), not ' + " +
-          "(request.namespace != '' ? 'namespace ' + request.namespace : request.resource.resource + ' ' + variables.name)",
+          "(variables.requestNamespace != '' ? 'namespace ' + variables.requestNamespace : request.resource.resource + ' ' + variables.name)",
         message: 'tenantgate: a tenant may write only in its own namespaces and names',
         reason: 'Forbidden',
       },

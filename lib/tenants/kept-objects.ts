@@ -55,7 +55,7 @@ function replacementOf(kept: KeptObject, stored: Record<string, unknown>): Recor
 }
 
 function failure(what: string, answer: { status: number; body: any }): Error {
-  return new Error(`${what} answered ${answer.status}: ${String(answer.body?.message ?? '').slice(0, 300)}`);
+  return new Error(`${what} answered ${answer.status}: ${String(answer.body?.message ?? '').slice(0, 1000)}`);
 }
 
 /** Creates the object, or replaces it when it differs in an owned field. Resolves to what it did. */
