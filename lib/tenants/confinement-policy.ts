@@ -49,13 +49,15 @@ export const TENANT_CONFINEMENT_POLICY = {
       // (The request leaves out empty fields: a cluster-scoped request has no namespace, the core group no name.)
       { name: 'requestNamespace', expression: "has(request.namespace) ? request.namespace : ''" },
       { name: 'apiGroup', expression: "has(request.resource.group) ? request.resource.group : ''" },
-      // A create may carry only generateName: its name is generated from it (and may be generated already).
+      // A create may carry only generateName: its name is generated from it (and may be generated already). A
+      // deletecollection names nothing: each object it deletes is judged with its old object.
       {
         name: 'name',
         expression:
           "has(request.name) && request.name != '' ? request.name : " +
           "(object != null && has(object.metadata) && has(object.metadata.name) && object.metadata.name != '' ? object.metadata.name : " +
-          "(object != null && has(object.metadata) && has(object.metadata.generateName) ? object.metadata.generateName : ''))",
+          "(object != null && has(object.metadata) && has(object.metadata.generateName) ? object.metadata.generateName : " +
+          "(oldObject != null && has(oldObject.metadata) && has(oldObject.metadata.name) ? oldObject.metadata.name : '')))",
       },
       { name: 'isNamespace', expression: "variables.apiGroup == '' && request.resource.resource == 'namespaces'" },
       { name: 'isCrd', expression: "variables.apiGroup == 'apiextensions.k8s.io' && request.resource.resource == 'customresourcedefinitions'" },
