@@ -62,6 +62,8 @@ export interface GatewayParts {
   lifecycle?: boolean;
   /** Who hears of flow control's admissions and rejections (metrics); default: nobody. */
   flowEvents?: FlowControlEvents;
+  /** Keep the tenant confinement policy upstream (with the lifecycle). Default true; false only to measure its cost. */
+  confinementPolicy?: boolean;
 }
 
 export async function startGateway(config: ServeConfig, parts: GatewayParts = {}): Promise<Gateway> {
@@ -75,7 +77,7 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   const lifecycle = parts.lifecycle === false ? null : new TenantLifecycle({ store: tenants, pool, discovery, recordOperation });
   await lifecycle?.start();
   // The second wall's upstream objects, kept with the tenants' ones: before the first tenant request is served.
-  const kept: KeptObject[] = [...TENANT_CONFINEMENT_OBJECTS];
+  const kept: KeptObject[] = parts.confinementPolicy === false ? [] : [...TENANT_CONFINEMENT_OBJECTS];
   if (lifecycle !== null && config.confineUpstreamDiscovery === true) kept.push(confinedDiscoveryBinding(await ownUpstreamUsers(pool)));
   const keeper = lifecycle === null ? null : new ObjectKeeper(pool, kept);
   await keeper?.start();
