@@ -66,7 +66,7 @@ export const SERVE_OPTIONS = {
   'tenant-max-mutating-inflight': { type: 'string', default: String(DEFAULT_FLOW_CONTROL.tenantMaxMutatingInflight), description: 'mutating requests in flight per tenant (TENANTGATE_TENANT_MAX_MUTATING_INFLIGHT)' },
   'tenant-queue-length': { type: 'string', default: String(DEFAULT_FLOW_CONTROL.tenantQueueLength), description: "a tenant's requests waiting for a seat; more get 429 (TENANTGATE_TENANT_QUEUE_LENGTH)" },
   'queue-wait': { type: 'string', default: `${DEFAULT_FLOW_CONTROL.queueWaitMs / 1000}s`, description: 'longest wait for a seat before 429, e.g. 5s or 500ms (TENANTGATE_QUEUE_WAIT)' },
-  'tenant-webhook-url-hosts': { type: 'string', default: '', description: "comma-separated hosts tenants' admission webhooks may call by clientConfig.url; others must name a service (TENANTGATE_TENANT_WEBHOOK_URL_HOSTS)" },
+  'tenant-webhook-url-hosts': { type: 'string', description: "comma-separated hosts tenants' admission webhooks may call by clientConfig.url; others must name a service (TENANTGATE_TENANT_WEBHOOK_URL_HOSTS)" },
   'confine-upstream-discovery': { type: 'boolean', default: false, description: "bind the upstream's system:discovery to system identities only, so tenant tokens used directly upstream see no API groups (TENANTGATE_CONFINE_UPSTREAM_DISCOVERY)" },
   help: { type: 'boolean', short: 'h', default: false, description: 'show this help' },
 } as const;
@@ -167,7 +167,7 @@ export function parseServeConfig(args: string[]): ServeConfig | 'help' {
     },
     requestLogLevel: requestLogLevel(fromEnv('request-log-level') ?? values['request-log-level']),
     flowControl: flowControlOf(values),
-    tenantWebhookUrlHosts: commaList(fromEnv('tenant-webhook-url-hosts') ?? values['tenant-webhook-url-hosts']).map((host) => host.toLowerCase()),
+    tenantWebhookUrlHosts: commaList(fromEnv('tenant-webhook-url-hosts') ?? values['tenant-webhook-url-hosts'] ?? '').map((host) => host.toLowerCase()),
     confineUpstreamDiscovery: values['confine-upstream-discovery'] || fromEnv('confine-upstream-discovery') === 'true',
   };
 }
