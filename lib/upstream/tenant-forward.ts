@@ -206,7 +206,8 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
   const headers: OutgoingHttpHeaders = upstreamRequestHeaders(req.headers, upstreamIdentityOf(identity), deps.pool);
   // Discovery documents are read with tenantgate's own identity: tenant identities need no upstream discovery, which
   // lists every tenant's groups (--confine-upstream-discovery takes it from them); the answer is converted below.
-  if (row === null && req.method === 'GET' && isDiscoveryDocumentPath(upstreamDiscoveryPath(info.path, tenant))) dropImpersonation(headers);
+  // (Judged on the path as the upstream will read it: everything before the first '?'.)
+  if (row === null && req.method === 'GET' && isDiscoveryDocumentPath(target.split('?', 1)[0]!)) dropImpersonation(headers);
   headers.accept = jsonAccept(req.headers.accept, row === null);
   // kubectl reads OpenAPI v2 as protobuf only. The upstream is still asked for JSON (its protobuf holds every
   // tenant's schemas); the tenant's view of it is encoded.
