@@ -16,21 +16,29 @@ import { TENANT_API_VERSION } from '../lib/tenants/tenant.ts';
 import { upstreamJson } from '../lib/upstream/client.ts';
 import { loadKubeconfig } from '../lib/upstream/kubeconfig.ts';
 import { UpstreamPool } from '../lib/upstream/pool.ts';
+import { cpuSecondsOf } from './scenarios/watch-fanout.ts';
 import { percentile, rounded } from './stats.ts';
 
 const CREATES = 200;
 const WARMUP = 20;
 const TENANT = 'wallbn';
 
-async function creates(pool: UpstreamPool, phase: string, count: number): Promise<number[]> {
+interface Phase {
+  ms: number[];
+  /** kube-apiserver's CPU time over the phase, per create. */
+  apiserverCpuMs: number;
+}
+
+async function creates(pool: UpstreamPool, phase: string, count: number, apiserverPid: number): Promise<Phase> {
   const ms: number[] = [];
+  const cpuBefore = cpuSecondsOf(apiserverPid);
   for (let i = 0; i < count; i++) {
     const started = performance.now();
     const answer = await upstreamJson(pool, 'POST', '/api/v1/namespaces/default/configmaps', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `${phase}-${i}` }, data: { k: 'v' } });
     ms.push(performance.now() - started);
     if (answer.status !== 201) throw new Error(`${phase} create ${i}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`);
   }
-  return ms;
+  return { ms, apiserverCpuMs: ((cpuSecondsOf(apiserverPid) - cpuBefore) * 1000) / count };
 }
 
 /** Waits until the apiserver enforces (or no longer enforces) the policy: a dry-run Namespace outside the prefix as the tenant. */
@@ -46,8 +54,8 @@ async function untilEnforced(admin: UpstreamPool, enforced: boolean): Promise<vo
   }
 }
 
-function figures(ms: number[]) {
-  return { p50Ms: rounded(percentile(ms, 50)), p90Ms: rounded(percentile(ms, 90)), p99Ms: rounded(percentile(ms, 99)) };
+function figures({ ms, apiserverCpuMs }: Phase) {
+  return { p50Ms: rounded(percentile(ms, 50)), p90Ms: rounded(percentile(ms, 90)), p99Ms: rounded(percentile(ms, 99)), apiserverCpuMsPerCreate: rounded(apiserverCpuMs) };
 }
 
 async function main(): Promise<void> {
@@ -62,15 +70,16 @@ async function main(): Promise<void> {
     const kubeconfig = join(dir, 'tenant.kubeconfig');
     writeFileSync(kubeconfig, await issueTenantKubeconfig(files.ca, gateway.url, tenant));
     tenantPool = new UpstreamPool(loadKubeconfig(kubeconfig));
-    await creates(tenantPool, 'warmup', WARMUP);
+    const apiserverPid = rig.processes.find((p) => p.name === 'kube-apiserver')!.pid;
+    await creates(tenantPool, 'warmup', WARMUP, apiserverPid);
     await untilEnforced(gateway.pool, false);
-    const without = await creates(tenantPool, 'without', CREATES);
+    const without = await creates(tenantPool, 'without', CREATES, apiserverPid);
     for (const kept of TENANT_CONFINEMENT_OBJECTS) await ensureKeptObject(gateway.pool, kept);
     await untilEnforced(gateway.pool, true);
-    const withPolicy = await creates(tenantPool, 'with', CREATES);
+    const withPolicy = await creates(tenantPool, 'with', CREATES, apiserverPid);
     for (const { collection, object } of TENANT_CONFINEMENT_OBJECTS) await upstreamJson(gateway.pool, 'DELETE', `${collection}/${object.metadata.name}`);
     await untilEnforced(gateway.pool, false);
-    const withoutAgain = await creates(tenantPool, 'again', CREATES);
+    const withoutAgain = await creates(tenantPool, 'again', CREATES, apiserverPid);
     const result = {
       scenario: `${CREATES} sequential ConfigMap creates as a tenant through tenantgate (HTTP/2, one at a time), kube-apiserver without and with the confinement policy`,
       withoutPolicy: figures(without),
