@@ -239,3 +239,14 @@ t.test('upstream discovery is for system identities: a tenant token sees no grou
   await until('the ReplicaSet collected', async () => ((await a.kubectl(['get', 'replicasets', '-o', 'name'])).stdout.trim() === '' ? true : undefined), 30_000);
   t.pass('garbage collected');
 });
+
+t.test("kube-apiserver's restart leaves the confined discovery binding as it is (its bootstrap skips autoupdate=false)", async (t) => {
+  const read = async () => JSON.parse((await stack.kubectlDirect(['get', 'clusterrolebinding', 'system:discovery', '-o', 'json'])).stdout);
+  const before = await read();
+  await stack.rig.stopApiserver('graceful');
+  await stack.rig.startApiserver();
+  const after = await read();
+  // Unchanged: neither the apiserver's bootstrap nor tenantgate (putting it back) wrote it.
+  t.equal(after.metadata.resourceVersion, before.metadata.resourceVersion, 'not written since');
+  t.same(after.subjects, before.subjects);
+});
