@@ -39,6 +39,10 @@ export interface ServeConfig {
   requestLogLevel?: RequestLogLevel;
   /** Per-tenant seats and fair queuing; omitted: DEFAULT_FLOW_CONTROL. */
   flowControl?: FlowControlOptions;
+  /** Hosts a tenant's webhook may name in clientConfig.url; omitted or empty: none (services only). */
+  tenantWebhookUrlHosts?: readonly string[];
+  /** Keep the upstream's `system:discovery` binding to system identities (tenants then read discovery through tenantgate only). */
+  confineUpstreamDiscovery?: boolean;
 }
 
 export const SERVE_OPTIONS = {
@@ -63,6 +67,8 @@ export const SERVE_OPTIONS = {
   'tenant-queue-length': { type: 'string', default: String(DEFAULT_FLOW_CONTROL.tenantQueueLength), description: "a tenant's requests waiting for a seat; more get 429 (TENANTGATE_TENANT_QUEUE_LENGTH)" },
   'tenant-max-watches': { type: 'string', default: String(DEFAULT_FLOW_CONTROL.tenantMaxWatches), description: 'open watches, exec, attach, port-forward, proxy and log requests per tenant, unless its Tenant says otherwise; more get 429 (TENANTGATE_TENANT_MAX_WATCHES)' },
   'queue-wait': { type: 'string', default: `${DEFAULT_FLOW_CONTROL.queueWaitMs / 1000}s`, description: 'longest wait for a seat before 429, e.g. 5s or 500ms (TENANTGATE_QUEUE_WAIT)' },
+  'tenant-webhook-url-hosts': { type: 'string', description: "comma-separated hosts tenants' admission webhooks may call by clientConfig.url; others must name a service (TENANTGATE_TENANT_WEBHOOK_URL_HOSTS)" },
+  'confine-upstream-discovery': { type: 'boolean', default: false, description: "bind the upstream's system:discovery to system identities only, so tenant tokens used directly upstream see no API groups (TENANTGATE_CONFINE_UPSTREAM_DISCOVERY)" },
   help: { type: 'boolean', short: 'h', default: false, description: 'show this help' },
 } as const;
 
@@ -91,6 +97,14 @@ function nonNegativeInteger(value: string, flag: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || value.trim() === '') throw new Error(`--${flag} must be a non-negative integer, got ${value}`);
   return n;
+}
+
+/** `a, b,,c` → ['a', 'b', 'c']. */
+function commaList(value: string): string[] {
+  return value
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
 }
 
 /** `5s`, `500ms` or a number of seconds → milliseconds. */
@@ -146,10 +160,7 @@ export function parseServeConfig(args: string[]): ServeConfig | 'help' {
       maxHeaderListBytes: positiveInteger(values['max-header-bytes'], 'max-header-bytes'),
     },
     tenantStore: {
-      etcdEndpoints: ((values['etcd-endpoints'] as string | undefined) ?? fromEnv('etcd-endpoints') ?? '')
-        .split(',')
-        .map((endpoint) => endpoint.trim())
-        .filter((endpoint) => endpoint !== ''),
+      etcdEndpoints: commaList((values['etcd-endpoints'] as string | undefined) ?? fromEnv('etcd-endpoints') ?? ''),
       etcdPrefix: fromEnv('etcd-prefix') ?? values['etcd-prefix'],
     },
     metrics: {
@@ -158,6 +169,8 @@ export function parseServeConfig(args: string[]): ServeConfig | 'help' {
     },
     requestLogLevel: requestLogLevel(fromEnv('request-log-level') ?? values['request-log-level']),
     flowControl: flowControlOf(values),
+    tenantWebhookUrlHosts: commaList(fromEnv('tenant-webhook-url-hosts') ?? values['tenant-webhook-url-hosts'] ?? '').map((host) => host.toLowerCase()),
+    confineUpstreamDiscovery: values['confine-upstream-discovery'] || fromEnv('confine-upstream-discovery') === 'true',
   };
 }
 

@@ -131,7 +131,7 @@ export async function runDev(options: DevOptions): Promise<void> {
   process.once('SIGTERM', () => void stop('SIGTERM'));
   try {
     const files = writeGatewayFiles(dir, rig);
-    gateway = await startGateway(serveConfigOf(files, { port: options.port, passthrough: options.passthrough }));
+    gateway = await startGateway(serveConfigOf(files, { port: options.port, passthrough: options.passthrough, confineUpstreamDiscovery: true }));
     const adminKubeconfig = writeClientKubeconfig(join(dir, 'admin.kubeconfig'), gateway.url, files.ca, DEV_ADMIN);
     // The demo tenant, kept in the rig's etcd like any other; the lifecycle controller sets it up upstream.
     const demo = await gateway.tenants.create({ apiVersion: TENANT_API_VERSION, kind: 'Tenant', metadata: { name: DEV_TENANT }, spec: {} });

@@ -61,7 +61,7 @@ function rssOf(pid: number): number {
 }
 
 /** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat. */
-function cpuSecondsOf(pid: number): number {
+export function cpuSecondsOf(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   // Fields after the command name (which may hold spaces): state is [0], utime [11], stime [12].
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');

@@ -8,6 +8,18 @@ import { mergeLabelSelector, rewriteFieldSelector } from './selectors.ts';
 
 const enc = encodeURIComponent;
 
+const DNS_SUBDOMAIN = '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*';
+/** The exact upstream paths of discovery and OpenAPI documents: characters that could end or redirect a path never match. */
+const DISCOVERY_DOCUMENT = new RegExp(`^/(api(/v1)?|apis(/${DNS_SUBDOMAIN}(/[a-z0-9]+)?)?|openapi/v2|openapi/v3(/api/v1|/apis/${DNS_SUBDOMAIN}/[a-z0-9]+)?)$`);
+
+/**
+ * True for an upstream path (without query) that names a discovery or OpenAPI document and nothing else: the only
+ * requests tenantgate makes for a tenant with its own identity, since the answer is converted to the tenant's view.
+ */
+export function isDiscoveryDocumentPath(upstreamPath: string): boolean {
+  return DISCOVERY_DOCUMENT.test(upstreamPath);
+}
+
 /** True when a list or watch of this kind spans more than one of the tenant's namespaces (or is cluster-scoped). */
 function spansNamespaces(info: RequestInfo, row: KindRow): boolean {
   return row.scope === 'Cluster' || info.namespace === '';

@@ -20,6 +20,9 @@ import { ServiceAccountTokens, upstreamTokenReviewer } from '../auth/service-acc
 import { RsaKeyPool } from '../auth/key-pool.ts';
 import { issueTenantKubeconfig } from '../tenants/credentials.ts';
 import { TenantLifecycle } from '../tenants/lifecycle.ts';
+import { ObjectKeeper, type KeptObject } from '../tenants/kept-objects.ts';
+import { TENANT_CONFINEMENT_OBJECTS } from '../tenants/confinement-policy.ts';
+import { confinedDiscoveryBinding, ownUpstreamUsers } from '../tenants/discovery-confinement.ts';
 import { createTenantStore, DEFAULT_TENANT_STORE_OPTIONS } from '../tenants/store.ts';
 import type { TenantStore } from '../tenants/tenant.ts';
 import type { IssueKubeconfig } from './tenant-api.ts';
@@ -64,6 +67,8 @@ export interface GatewayParts {
   lifecycle?: boolean;
   /** Who hears of flow control's admissions and rejections (metrics); default: nobody. */
   flowEvents?: FlowControlEvents;
+  /** Keep the tenant confinement policy upstream (with the lifecycle). Default true; false only to measure its cost. */
+  confinementPolicy?: boolean;
 }
 
 export async function startGateway(config: ServeConfig, parts: GatewayParts = {}): Promise<Gateway> {
@@ -76,6 +81,11 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   const recordOperation = metrics?.recordTenantOperation;
   const lifecycle = parts.lifecycle === false ? null : new TenantLifecycle({ store: tenants, pool, discovery, recordOperation });
   await lifecycle?.start();
+  // The second wall's upstream objects, kept with the tenants' ones: before the first tenant request is served.
+  const kept: KeptObject[] = parts.confinementPolicy === false ? [] : [...TENANT_CONFINEMENT_OBJECTS];
+  if (lifecycle !== null && config.confineUpstreamDiscovery === true) kept.push(confinedDiscoveryBinding(await ownUpstreamUsers(pool)));
+  const keeper = lifecycle === null ? null : new ObjectKeeper(pool, kept);
+  await keeper?.start();
   // Keys made ahead of need keep tenant creation in milliseconds (RSA-2048 generation is ~50 ms).
   const keyPool = config.tenantCa === undefined ? null : new RsaKeyPool();
   let url = '';
@@ -86,7 +96,8 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   const tokens = new ServiceAccountTokens(upstreamTokenReviewer(pool), (id) => tenants.get(id)?.metadata.uid);
   const flow = new FlowController(config.flowControl ?? DEFAULT_FLOW_CONTROL, (id) => tenants.get(id), parts.flowEvents ?? metrics?.flowControlEvents);
   const stopFollowingTenants = flow.follow(tenants);
-  const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery, passthrough: config.passthrough, tenants, tokens, issueKubeconfig, flow, upstream: config.upstream, metrics, recordOperation });
+  const webhookUrlHosts = new Set(config.tenantWebhookUrlHosts ?? []);
+  const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery, passthrough: config.passthrough, tenants, tokens, issueKubeconfig, flow, upstream: config.upstream, metrics, recordOperation, webhookUrlHosts });
   const requestLogLevel = config.requestLogLevel ?? 'off';
   const observer = metrics === null && requestLogLevel === 'off' ? undefined : new RequestObserver(metrics, requestLogLevel);
   const server = http2.createSecureServer({
@@ -152,6 +163,7 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
       await metricsListener?.close();
       metrics?.close();
       await lifecycle?.stop();
+      await keeper?.stop();
       stopFollowingTenants();
       keyPool?.close();
       if (parts.tenants === undefined) await tenants.close();

@@ -55,6 +55,8 @@ export interface PipelineDeps {
   flow: FlowController;
   /** tenantgate's upstream credentials, for the HTTP/1.1 connections an upgrade opens (HTTP/2 cannot carry one). */
   upstream: ClusterCredentials;
+  /** Hosts tenants' admission webhooks may call by URL (--tenant-webhook-url-hosts); none when omitted. */
+  webhookUrlHosts?: ReadonlySet<string>;
 }
 
 function validateTarget(ctx: RequestContext): boolean {
@@ -137,8 +139,8 @@ function upgradeTenantRequest(ctx: RequestContext, upstream: ClusterCredentials)
 }
 
 /** The stages of `tenantgate serve`, in order. */
-export function buildPipeline({ pool, health, discovery, passthrough, tenants, tokens, issueKubeconfig, flow, upstream, metrics = null, recordOperation }: PipelineDeps): Stage[] {
-  const forwardDeps = { pool, discovery, metrics };
+export function buildPipeline({ pool, health, discovery, passthrough, tenants, tokens, issueKubeconfig, flow, upstream, metrics = null, recordOperation, webhookUrlHosts }: PipelineDeps): Stage[] {
+  const forwardDeps = { pool, discovery, metrics, webhookUrlHosts };
   return [
     { name: 'validate request target', run: validateTarget },
     { name: 'health checks', run: (ctx) => health.serve(ctx) },

@@ -90,6 +90,11 @@ export function upstreamRequestHeaders(
   return out;
 }
 
+/** Makes upstream request headers tenantgate's own: its credentials stay, every Impersonate-* header goes. */
+export function dropImpersonation(headers: OutgoingHttpHeaders): void {
+  for (const name in headers) if (name.startsWith('impersonate-')) delete headers[name];
+}
+
 /** Response headers for the client: the upstream's, minus pseudo and hop-by-hop headers. */
 export function clientResponseHeaders(upstream: IncomingHttpHeaders): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};

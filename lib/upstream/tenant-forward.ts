@@ -18,7 +18,7 @@ import { openapiGroupDocToTenant, openapiIndexToTenant, openapiV2ToTenant } from
 import { OPENAPI_V2_PROTOBUF, openapiV2ToProtobuf, prefersOpenApiV2Protobuf } from '../convert/openapi-v2-protobuf.ts';
 import { isProtobuf, protobufBodyToUpstream } from '../convert/protobuf.ts';
 import { TENANT_LABEL, type TenantId } from '../convert/prefix.ts';
-import { upstreamNonResourcePath, upstreamResourceTarget } from '../convert/request.ts';
+import { isDiscoveryDocumentPath, upstreamNonResourcePath, upstreamResourceTarget } from '../convert/request.ts';
 import { nameMappingOfRow, nameToUpstream, namespaceToUpstream, objectToTenant, objectToUpstream, type ConvertContext } from '../convert/rules/index.ts';
 import { groupOfApiVersion } from '../convert/rules/api-groups.ts';
 import { statusToTenant } from '../convert/status.ts';
@@ -34,7 +34,7 @@ import { grantTenantNamespace } from '../tenants/bootstrap.ts';
 import { log } from '../log.ts';
 import type { TenantgateMetrics } from '../metrics/metrics.ts';
 import type { DiscoveryCache } from './discovery.ts';
-import { tenantResponseHeaders, upstreamRequestHeaders } from './headers.ts';
+import { dropImpersonation, tenantResponseHeaders, upstreamRequestHeaders } from './headers.ts';
 import type { UpstreamPool } from './pool.ts';
 
 /** The apiserver's own limit for a request body. */
@@ -46,11 +46,15 @@ export interface TenantForwardDeps {
   discovery: DiscoveryCache;
   /** Where upstream latency, watches and rewrites are counted; null: not counted. */
   metrics?: TenantgateMetrics | null;
+  /** Hosts tenants' admission webhooks may call by URL; none when omitted. */
+  webhookUrlHosts?: ReadonlySet<string> | undefined;
 }
 
-function conversionContext(tenant: TenantId, discovery: DiscoveryCache): ConvertContext {
+function conversionContext(tenant: TenantId, deps: TenantForwardDeps): ConvertContext {
+  const { discovery } = deps;
   return {
     tenant,
+    webhookUrlHosts: deps.webhookUrlHosts,
     scopeOf: (group, resource) => discovery.scopeOf(group, resource),
     kindScope: (apiVersion, kind) => discovery.scopeOfKind(groupOfApiVersion(apiVersion), kind),
   };
@@ -198,7 +202,7 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
   const tenant = identity.tenant!;
   const info = ctx.info!;
   const row = ctx.row;
-  const convert = conversionContext(tenant, deps.discovery);
+  const convert = conversionContext(tenant, deps);
   const queryStart = ctx.path.indexOf('?');
   const query = new URLSearchParams(queryStart === -1 ? '' : ctx.path.slice(queryStart + 1));
   // kubectl get asks for Tables; kinds whose rule reads more than metadata need whole objects in the rows.
@@ -206,6 +210,10 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
   const target = row === null ? nonResourceTarget(info.path, query, tenant) : upstreamResourceTarget(info, row, query, tenant);
 
   const headers: OutgoingHttpHeaders = upstreamRequestHeaders(req.headers, upstreamIdentityOf(identity), deps.pool);
+  // Discovery documents are read with tenantgate's own identity: tenant identities need no upstream discovery, which
+  // lists every tenant's groups (--confine-upstream-discovery takes it from them); the answer is converted below.
+  // (Judged on the path as the upstream will read it: everything before the first '?'.)
+  if (row === null && req.method === 'GET' && isDiscoveryDocumentPath(target.split('?', 1)[0]!)) dropImpersonation(headers);
   headers.accept = jsonAccept(req.headers.accept, row === null);
   // kubectl reads OpenAPI v2 as protobuf only. The upstream is still asked for JSON (its protobuf holds every
   // tenant's schemas); the tenant's view of it is encoded.

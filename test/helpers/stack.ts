@@ -110,7 +110,9 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const rig = await startRig({ controllers: options.controllers ?? true });
   const dir = mkdtempSync(join(tmpdir(), 'tenantgate-test-'));
   const files = writeGatewayFiles(dir, rig);
-  const extraArgs = [...(options.passthrough === true ? ['--passthrough'] : []), ...(options.gatewayArgs ?? [])];
+  // Confined as a deployment should be: tenant identities get no upstream discovery (tenantgate reads it itself).
+  // (Not with --passthrough: its tenants' requests reach the upstream as they are, discovery included.)
+  const extraArgs = [...(options.passthrough === true ? ['--passthrough'] : ['--confine-upstream-discovery']), ...(options.gatewayArgs ?? [])];
   const { child, url, metricsUrl, logs } = await spawnGateway(files, extraArgs, options.gatewayNodeFlags);
   const adminKubeconfig = writeClientKubeconfig(join(dir, 'admin.kubeconfig'), url, files.ca, DEV_ADMIN);
   let counter = 0;

@@ -563,7 +563,7 @@ const cases: Case[] = [
       webhooks: [
         {
           name: 'inject.example.com',
-          clientConfig: { url: 'https://hooks.example.com/inject' },
+          clientConfig: { service: { namespace: 'hooks', name: 'inject' } },
           namespaceSelector: { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system'] }] },
           objectSelector: { matchLabels: { inject: 'yes' } },
         },
@@ -574,7 +574,7 @@ const cases: Case[] = [
       webhooks: [
         {
           name: 'inject.example.com',
-          clientConfig: { url: 'https://hooks.example.com/inject' },
+          clientConfig: { service: { namespace: 'abc123-hooks', name: 'inject' } },
           namespaceSelector: { matchLabels: L, matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['abc123-kube-system'] }] },
           objectSelector: { matchLabels: { inject: 'yes', ...L } },
         },
@@ -1071,4 +1071,57 @@ t.test('generated names round-trip for any tenant and are never another tenantâ€
     }
   }
   t.equal(checked, 1200);
+});
+
+t.test('a tenant webhook calls a service of its own, or a URL only on a host the administrator allowed', async (t) => {
+  const webhookConfiguration = (clientConfig: Json) => ({
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingWebhookConfiguration',
+    metadata: { name: 'check' },
+    webhooks: [
+      { name: 'ok.example.com', clientConfig: { service: { namespace: 'hooks', name: 'check' } } },
+      { name: 'check.example.com', clientConfig },
+    ],
+  });
+  const allowing = { ...ctx, webhookUrlHosts: new Set(['hooks.example.com', '10.0.0.9', '::1']) };
+  const refusals: [string, string | undefined, string][] = [
+    ['an IP and port of the control plane', 'https://10.0.0.1:2379/', '"10.0.0.1" only if the administrator allows it'],
+    ['a host allowed only to another tenantgate', 'https://hooks.example.com.evil.test/', 'hooks.example.com.evil.test'],
+    ['credentials before an allowed host', 'https://hooks.example.com@10.0.0.1/', '"10.0.0.1"'],
+    ['no URL at all', 'not a url', 'must be a valid URL'],
+  ];
+  for (const [what, url, message] of refusals) {
+    const error = thrown(() => up(webhookConfiguration({ url }), 'admissionregistration.k8s.io', 'validatingwebhookconfigurations', allowing));
+    t.equal(error?.code, 422, `${what}: 422`);
+    t.match(error?.message, message, what);
+    t.same(
+      (error?.details as { causes?: { field?: string }[] } | undefined)?.causes?.map((cause) => cause.field),
+      ['webhooks[1].clientConfig.url'],
+      `${what}: the cause names the field`,
+    );
+  }
+  const nothingAllowed = thrown(() => up(webhookConfiguration({ url: 'https://hooks.example.com/' }), 'admissionregistration.k8s.io', 'mutatingwebhookconfigurations'));
+  t.equal(nothingAllowed?.code, 422, 'without the flag no host is allowed');
+  for (const url of ['https://hooks.example.com/check', 'https://HOOKS.example.com:8443/', 'https://10.0.0.9/', 'https://[::1]:9443/']) {
+    const upstream = up(webhookConfiguration({ url }), 'admissionregistration.k8s.io', 'validatingwebhookconfigurations', allowing) as any;
+    t.equal(upstream.webhooks[1].clientConfig.url, url, `${url}: allowed, unchanged`);
+  }
+  const patch = thrown(() =>
+    objectToUpstream({ webhooks: [{ name: 'x', clientConfig: { url: 'https://10.0.0.1/' } }] }, ctx, rowOf('admissionregistration.k8s.io', 'validatingwebhookconfigurations'), 'patch'),
+  );
+  t.equal(patch?.code, 422, 'a patch setting a URL is refused too');
+  const crd = thrown(() =>
+    up(
+      {
+        apiVersion: 'apiextensions.k8s.io/v1',
+        kind: 'CustomResourceDefinition',
+        metadata: { name: 'widgets.example.com' },
+        spec: { group: 'example.com', names: { plural: 'widgets' }, conversion: { strategy: 'Webhook', webhook: { clientConfig: { url: 'https://10.0.0.1:6443/' } } } },
+      },
+      'apiextensions.k8s.io',
+      'customresourcedefinitions',
+    ),
+  );
+  t.equal(crd?.code, 422, "a CRD's conversion webhook URL is refused alike");
+  t.match(crd?.message, 'spec.conversion.webhook.clientConfig.url');
 });

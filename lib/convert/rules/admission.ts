@@ -1,8 +1,10 @@
 // Admission webhooks and policies run inside the upstream apiserver for every tenant's requests. Upstream their
 // namespace and object selectors are ANDed with the tenant label, so a tenant's webhook or policy only ever sees and
 // judges the tenant's own objects (object selectors matter for cluster-scoped objects, which namespace selectors
-// never skip). Their rules' custom groups, services, policies and params are the tenant's.
+// never skip). Their rules' custom groups, services, policies and params are the tenant's. A webhook calls a service
+// of the tenant's, or a URL only on a host an administrator allowed: the apiserver would connect anywhere it is told.
 import { builtinKindOf } from '../kinds.ts';
+import { StatusError } from '../../server/status.ts';
 import { apiGroupToTenant, apiGroupToUpstream, apiVersionToTenant, apiVersionToUpstream } from './api-groups.ts';
 import { eachObjectAt, ensureObject, everyObjectAt, mapStringAt, mapStringsAt, objectAt } from './json.ts';
 import { namespaceSelectorToTenant, namespaceSelectorToUpstream, objectSelectorToTenant, objectSelectorToUpstream } from './label-selectors.ts';
@@ -25,6 +27,33 @@ function matchToTenant(match: Json, rulePaths: readonly (readonly string[])[], c
   return true;
 }
 
+/** The host of a webhook URL as an allow-list names it: lower case, an IPv6 address without brackets; null if no URL. */
+function webhookUrlHost(url: string): string | null {
+  try {
+    return new URL(url).hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Refuses (422) a webhook clientConfig whose `url` names a host the administrator did not allow. `field` is where
+ * the clientConfig is, for the Status cause; `group` the refused object's API group.
+ */
+export function checkWebhookUrl(clientConfig: unknown, field: string, group: string, ctx: ConvertContext): void {
+  if (typeof clientConfig !== 'object' || clientConfig === null) return;
+  const url = (clientConfig as Json).url;
+  if (url === undefined || url === null) return;
+  const host = typeof url === 'string' ? webhookUrlHost(url) : null;
+  if (host !== null && ctx.webhookUrlHosts?.has(host) === true) return;
+  const where = `${field}.url`;
+  const detail =
+    host === null
+      ? 'Forbidden: a webhook URL must be a valid URL on a host the administrator allowed; name a service in your namespaces instead'
+      : `Forbidden: webhooks may call ${JSON.stringify(host)} only if the administrator allows it (--tenant-webhook-url-hosts); name a service in your namespaces instead`;
+  throw new StatusError(422, 'Invalid', `${where}: ${detail}`, { group, causes: [{ reason: 'FieldValueForbidden', message: detail, field: where }] });
+}
+
 const WEBHOOKS = ['webhooks', '*'];
 const WEBHOOK_RULE_GROUPS = [['rules', '*', 'apiGroups']];
 const SERVICE_NAMESPACE = ['clientConfig', 'service', 'namespace'];
@@ -32,6 +61,9 @@ const SERVICE_NAMESPACE = ['clientConfig', 'service', 'namespace'];
 /** ValidatingWebhookConfiguration and MutatingWebhookConfiguration. */
 export const webhookConfiguration: KindRule = {
   toUpstream(obj, ctx) {
+    if (Array.isArray(obj.webhooks)) {
+      obj.webhooks.forEach((webhook, i) => checkWebhookUrl((webhook as Json | null)?.clientConfig, `webhooks[${i}].clientConfig`, 'admissionregistration.k8s.io', ctx));
+    }
     eachObjectAt(obj, WEBHOOKS, (webhook) => {
       mapStringAt(webhook, SERVICE_NAMESPACE, (namespace) => namespaceToUpstream(namespace, ctx.tenant));
       matchToUpstream(webhook, WEBHOOK_RULE_GROUPS, ctx);

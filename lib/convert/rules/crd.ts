@@ -3,6 +3,7 @@
 // A CRD may not define a built-in group: requests for it would reach the built-in API, not the CRD.
 import { isTenantCrdGroup } from '../kinds.ts';
 import { toTenantName, toUpstreamName } from '../prefix.ts';
+import { checkWebhookUrl } from './admission.ts';
 import { apiVersionToTenant, apiVersionToUpstream } from './api-groups.ts';
 import { mapStringAt, objectAt, stringAt } from './json.ts';
 import { invalid, MAX_TENANT_NAMESPACE, namespaceToTenant, namespaceToUpstream } from './names.ts';
@@ -31,6 +32,8 @@ export const crd: KindRule = {
       }
       spec.group = toUpstreamName(group, ctx.tenant);
     }
+    const webhook = objectAt(objectAt(spec ?? {}, 'conversion') ?? {}, 'webhook');
+    if (webhook !== undefined) checkWebhookUrl(webhook.clientConfig, 'spec.conversion.webhook.clientConfig', GROUP, ctx);
     mapStringAt(obj, CONVERSION_SERVICE_NAMESPACE, (namespace) => namespaceToUpstream(namespace, ctx.tenant));
     return obj;
   },

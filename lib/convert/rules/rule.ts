@@ -17,6 +17,11 @@ export interface ConvertContext {
   scopeOf(group: string, resource: string): Scope | undefined;
   /** Scope of an upstream kind: upstream apiVersion (`abc123-example.com/v1`) and kind. */
   kindScope(apiVersion: string, kind: string): Scope | undefined;
+  /**
+   * Hosts (lower case) an administrator lets tenants' admission webhooks call by `clientConfig.url`
+   * (`--tenant-webhook-url-hosts`); absent or empty: a webhook must name a service in the tenant's namespaces.
+   */
+  readonly webhookUrlHosts?: ReadonlySet<string> | undefined;
 }
 
 /**

@@ -1,0 +1,130 @@
+// The second wall's admission half (DESIGN §4b): an upstream ValidatingAdmissionPolicy, enforced by the apiserver
+// itself, that refuses any write by a tenant identity (user extra `tenant=<id>`) outside that tenant's prefix.
+// Never matches a request without that extra (administrators, controllers, tenantgate's own calls), nor reviews.
+import { TENANT_LABEL } from '../convert/prefix.ts';
+import { TENANT_EXTRA_KEY } from '../auth/impersonation.ts';
+
+/**
+ * Name of the policy and of its binding. Admission policies take DNS subdomain names (no `tenantgate:`); `tenant` +
+ * `g` is no tenant's `<id>-` prefix, so no tenant can name either.
+ */
+export const TENANT_CONFINEMENT = 'tenantgate.tenant-confinement';
+
+/**
+ * Every subject of a ClusterRoleBinding a tenant writes starts with this, then one of the tenant's upstream identity
+ * forms: `<id>-` (users), `<id>:` (groups), `system:serviceaccount:<id>-` (service accounts). Such "shadow" subjects
+ * match no real identity: a tenant's cluster-wide grant never becomes an upstream grant over every namespace.
+ */
+export const CLUSTER_BINDING_SUBJECT_PREFIX = 'tenantgate:cluster:';
+
+const AGGREGATION_LABEL = 'rbac.authorization.k8s.io/aggregate-to-';
+
+/** A CEL string literal (single-quoted) of a constant. */
+function cel(value: string): string {
+  return `'${value.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
+}
+
+const ADMISSION = 'admissionregistration.k8s.io/v1';
+
+export const TENANT_CONFINEMENT_POLICY = {
+  apiVersion: ADMISSION,
+  kind: 'ValidatingAdmissionPolicy',
+  metadata: { name: TENANT_CONFINEMENT },
+  spec: {
+    failurePolicy: 'Fail',
+    matchConstraints: {
+      matchPolicy: 'Equivalent',
+      namespaceSelector: {},
+      objectSelector: {},
+      resourceRules: [{ apiGroups: ['*'], apiVersions: ['*'], operations: ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'], resources: ['*/*'], scope: '*' }],
+      // Reviews write nothing: they ask about identities (and tenantgate converts what they ask).
+      excludeResourceRules: [{ apiGroups: ['authentication.k8s.io', 'authorization.k8s.io'], apiVersions: ['*'], operations: ['*'], resources: ['*/*'], scope: '*' }],
+    },
+    // (No extra at all is no tenant: `has` first, so an administrator's request never fails the condition.)
+    matchConditions: [{ name: 'tenant-identity', expression: `has(request.userInfo.extra) && ${cel(TENANT_EXTRA_KEY)} in request.userInfo.extra` }],
+    variables: [
+      { name: 'tenants', expression: `request.userInfo.extra[${cel(TENANT_EXTRA_KEY)}]` },
+      { name: 'tenant', expression: 'size(variables.tenants) == 1 ? variables.tenants[0] : ""' },
+      { name: 'prefix', expression: "variables.tenant + '-'" },
+      // (The request leaves out empty fields: a cluster-scoped request has no namespace, the core group no name.)
+      { name: 'requestNamespace', expression: "has(request.namespace) ? request.namespace : ''" },
+      { name: 'apiGroup', expression: "has(request.resource.group) ? request.resource.group : ''" },
+      // A create may carry only generateName: its name is generated from it (and may be generated already). A
+      // deletecollection names nothing: each object it deletes is judged with its old object.
+      {
+        name: 'name',
+        expression:
+          "has(request.name) && request.name != '' ? request.name : " +
+          "(object != null && has(object.metadata) && has(object.metadata.name) && object.metadata.name != '' ? object.metadata.name : " +
+          "(object != null && has(object.metadata) && has(object.metadata.generateName) ? object.metadata.generateName : " +
+          "(oldObject != null && has(oldObject.metadata) && has(oldObject.metadata.name) ? oldObject.metadata.name : '')))",
+      },
+      { name: 'isNamespace', expression: "variables.apiGroup == '' && request.resource.resource == 'namespaces'" },
+      { name: 'isCrd', expression: "variables.apiGroup == 'apiextensions.k8s.io' && request.resource.resource == 'customresourcedefinitions'" },
+      { name: 'isClusterRole', expression: "variables.apiGroup == 'rbac.authorization.k8s.io' && request.resource.resource == 'clusterroles'" },
+      { name: 'isClusterBinding', expression: "variables.apiGroup == 'rbac.authorization.k8s.io' && request.resource.resource == 'clusterrolebindings'" },
+      {
+        name: 'subjectForms',
+        expression: `[${cel(CLUSTER_BINDING_SUBJECT_PREFIX)} + variables.prefix, ${cel(CLUSTER_BINDING_SUBJECT_PREFIX)} + variables.tenant + ':', ${cel(CLUSTER_BINDING_SUBJECT_PREFIX + 'system:serviceaccount:')} + variables.prefix]`,
+      },
+    ],
+    validations: [
+      {
+        // tenantgate always sends exactly one; anything else did not come from tenantgate. (A length, not a regex:
+        // this runs on every tenant write.)
+        expression: 'size(variables.tenant) == 6',
+        message: `tenantgate: a tenant request carries exactly one tenant id in its user extra ${TENANT_EXTRA_KEY}`,
+        reason: 'Forbidden',
+      },
+      {
+        // Namespaced objects (and a Namespace's own requests) by namespace; cluster-scoped ones by name. A CRD is
+        // named <plural>.<id>-<group>: its group part carries the prefix.
+        expression:
+          "variables.requestNamespace != '' ? variables.requestNamespace.startsWith(variables.prefix) : " +
+          "(variables.isCrd ? variables.name.indexOf('.') > 0 && variables.name.substring(variables.name.indexOf('.') + 1).startsWith(variables.prefix) : variables.name.startsWith(variables.prefix))",
+        messageExpression:
+          "'tenantgate: tenant ' + variables.tenant + ' may write only in its own namespaces and names (prefix ' + variables.prefix + '), not ' + " +
+          "(variables.requestNamespace != '' ? 'namespace ' + variables.requestNamespace : request.resource.resource + ' ' + variables.name)",
+        message: 'tenantgate: a tenant may write only in its own namespaces and names',
+        reason: 'Forbidden',
+      },
+      {
+        expression: `!variables.isNamespace || object == null || (has(object.metadata.labels) && ${cel(TENANT_LABEL)} in object.metadata.labels && object.metadata.labels[${cel(TENANT_LABEL)}] == variables.tenant)`,
+        messageExpression: `'tenantgate: a namespace of tenant ' + variables.tenant + ' carries the label ${TENANT_LABEL}=' + variables.tenant`,
+        message: `tenantgate: a tenant's namespace carries the label ${TENANT_LABEL}`,
+        reason: 'Forbidden',
+      },
+      {
+        expression: '!variables.isCrd || object == null || (has(object.spec) && has(object.spec.group) && object.spec.group.startsWith(variables.prefix))',
+        messageExpression: "'tenantgate: a custom resource definition of tenant ' + variables.tenant + ' has a group starting with ' + variables.prefix",
+        message: "tenantgate: a tenant's custom resource definition has a group under its prefix",
+        reason: 'Forbidden',
+      },
+      {
+        expression: '!variables.isClusterBinding || object == null || !has(object.subjects) || object.subjects.all(s, variables.subjectForms.exists(form, s.name.startsWith(form)))',
+        messageExpression:
+          `'tenantgate: a cluster role binding of tenant ' + variables.tenant + ' names only its own identities as ${CLUSTER_BINDING_SUBJECT_PREFIX}' + variables.prefix + '..., ${CLUSTER_BINDING_SUBJECT_PREFIX}' + variables.tenant + ':... or ${CLUSTER_BINDING_SUBJECT_PREFIX}system:serviceaccount:' + variables.prefix + '...'`,
+        message: "tenantgate: a tenant's cluster role binding names only its own identities",
+        reason: 'Forbidden',
+      },
+      {
+        // The upstream's admin, edit and view roles aggregate every ClusterRole with these labels.
+        expression: `!variables.isClusterRole || object == null || !has(object.metadata.labels) || !object.metadata.labels.exists(key, key.startsWith(${cel(AGGREGATION_LABEL)}))`,
+        message: `tenantgate: a tenant's cluster role carries no ${AGGREGATION_LABEL}* label (it would aggregate into the upstream's own roles)`,
+        reason: 'Forbidden',
+      },
+    ],
+  },
+};
+
+export const TENANT_CONFINEMENT_BINDING = {
+  apiVersion: ADMISSION,
+  kind: 'ValidatingAdmissionPolicyBinding',
+  metadata: { name: TENANT_CONFINEMENT },
+  spec: { policyName: TENANT_CONFINEMENT, validationActions: ['Deny'] },
+};
+
+export const TENANT_CONFINEMENT_OBJECTS = [
+  { collection: `/apis/${ADMISSION}/validatingadmissionpolicies`, object: TENANT_CONFINEMENT_POLICY },
+  { collection: `/apis/${ADMISSION}/validatingadmissionpolicybindings`, object: TENANT_CONFINEMENT_BINDING },
+];
