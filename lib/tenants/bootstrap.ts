@@ -62,7 +62,7 @@ export function tenantReadableUpstream(): string[] {
   return [...OWN_CLUSTER_ROWS, ...SHARED_CLUSTER_ROWS].map((row) => (row.group === '' ? row.resource : `${row.resource}.${row.group}`));
 }
 
-interface UpstreamObject {
+export interface UpstreamObject {
   metadata: { name: string; [field: string]: unknown };
   [field: string]: unknown;
 }
@@ -70,11 +70,19 @@ interface UpstreamObject {
 /** The fields tenantgate keeps as it wrote them on RBAC objects; anything else (annotations, ...) is left alone. */
 const KEPT_FIELDS = ['rules', 'roleRef', 'subjects'] as const;
 
-function differs(current: Record<string, unknown>, wanted: UpstreamObject): boolean {
+/** JSON with object keys sorted: the apiserver answers fields in its own order. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v,
+  );
+}
+
+/** Whether an upstream object lacks a label or a kept field (rules, roleRef, subjects) as tenantgate wants it. */
+export function differs(current: Record<string, unknown>, wanted: UpstreamObject): boolean {
   const labels = (current.metadata as { labels?: Record<string, string> } | undefined)?.labels ?? {};
   const wantedLabels = (wanted.metadata.labels ?? {}) as Record<string, string>;
   if (Object.entries(wantedLabels).some(([key, value]) => labels[key] !== value)) return true;
-  return KEPT_FIELDS.some((field) => field in wanted && JSON.stringify(current[field]) !== JSON.stringify(wanted[field]));
+  return KEPT_FIELDS.some((field) => field in wanted && canonical(current[field] ?? []) !== canonical(wanted[field] ?? []));
 }
 
 /**
@@ -91,7 +99,7 @@ export async function ensure(pool: UpstreamPool, collectionPath: string, object:
   const current = await upstreamJson(pool, 'GET', path);
   if (current.status !== 200) throw fail('reading', current);
   if (!differs(current.body, object)) return;
-  if ('roleRef' in object && JSON.stringify(current.body.roleRef) !== JSON.stringify(object.roleRef)) {
+  if ('roleRef' in object && canonical(current.body.roleRef) !== canonical(object.roleRef)) {
     const deleted = await upstreamJson(pool, 'DELETE', path);
     if (deleted.status !== 200 && deleted.status !== 404) throw fail('replacing', deleted);
     return ensure(pool, collectionPath, object);
