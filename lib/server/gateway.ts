@@ -24,6 +24,7 @@ import { createTenantStore, DEFAULT_TENANT_STORE_OPTIONS } from '../tenants/stor
 import type { TenantStore } from '../tenants/tenant.ts';
 import type { IssueKubeconfig } from './tenant-api.ts';
 import { FlowController } from '../flowcontrol/dispatcher.ts';
+import { CrossNamespaceAccess, upstreamAccessReviewer } from '../auth/access-review.ts';
 import type { FlowControlEvents } from '../flowcontrol/events.ts';
 import { DEFAULT_FLOW_CONTROL } from '../flowcontrol/limits.ts';
 
@@ -81,7 +82,7 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   const tokens = new ServiceAccountTokens(upstreamTokenReviewer(pool), (id) => tenants.get(id)?.metadata.uid);
   const flow = new FlowController(config.flowControl ?? DEFAULT_FLOW_CONTROL, (id) => tenants.get(id), parts.flowEvents ?? metrics?.flowControlEvents);
   const stopFollowingTenants = flow.follow(tenants);
-  const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery, passthrough: config.passthrough, tenants, tokens, issueKubeconfig, flow, metrics, recordOperation });
+  const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery, passthrough: config.passthrough, tenants, tokens, issueKubeconfig, flow, access: new CrossNamespaceAccess(upstreamAccessReviewer(pool)), metrics, recordOperation });
   const requestLogLevel = config.requestLogLevel ?? 'off';
   const observer = metrics === null && requestLogLevel === 'off' ? undefined : new RequestObserver(metrics, requestLogLevel);
   const server = http2.createSecureServer({

@@ -4,7 +4,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
+import { clusterScopeForbidden, type CrossNamespaceAccess } from '../auth/access-review.ts';
 import { authenticateCaller } from '../auth/authenticate.ts';
+import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import type { Identity } from '../auth/identity.ts';
 import type { ServiceAccountTokens } from '../auth/service-account-tokens.ts';
 import { resolveTenant } from '../auth/tenant-resolution.ts';
@@ -52,6 +54,8 @@ export interface PipelineDeps {
   recordOperation?: RecordTenantOperation | undefined;
   /** Per-tenant seats and fair queuing (administrators are exempt). */
   flow: FlowController;
+  /** Tenants' RBAC for reads across all their namespaces, asked upstream about shadow identities and cached. */
+  access: CrossNamespaceAccess;
 }
 
 function validateTarget(ctx: RequestContext): boolean {
@@ -109,8 +113,33 @@ function admit(ctx: RequestContext): boolean {
   return false;
 }
 
+const CROSS_NAMESPACE_VERBS: ReadonlySet<string> = new Set(['list', 'watch']);
+
+/**
+ * A list or watch of a namespaced kind across all namespaces: upstream no tenant identity may make it, so tenantgate
+ * makes it with its own identity (still narrowed to the tenant's objects) once the tenant's own RBAC allowed it,
+ * as the apiserver would have: the same 403 otherwise.
+ */
+function authorizeCrossNamespace(access: CrossNamespaceAccess): Stage['run'] {
+  const decide = (ctx: RequestContext, allowed: boolean) => {
+    const info = ctx.info!;
+    if (!allowed) throw clusterScopeForbidden(ctx.identity!.user, info.verb, info.apiGroup, info.resource);
+    ctx.asTenantgate = true;
+    return false;
+  };
+  return (ctx) => {
+    const info = ctx.info!;
+    const row = ctx.row;
+    if (row === null || row.scope !== 'Namespaced' || info.namespace !== '' || !CROSS_NAMESPACE_VERBS.has(info.verb)) return false;
+    const identity = ctx.identity!;
+    const tenant = identity.tenant!;
+    const allowed = access.allowed(tenant, upstreamIdentityOf(identity), info.verb, apiGroupToUpstream(info.apiGroup, tenant), info.resource);
+    return typeof allowed === 'boolean' ? decide(ctx, allowed) : allowed.then((answer) => decide(ctx, answer));
+  };
+}
+
 /** The stages of `tenantgate serve`, in order. */
-export function buildPipeline({ pool, health, discovery, passthrough, tenants, tokens, issueKubeconfig, flow, metrics = null, recordOperation }: PipelineDeps): Stage[] {
+export function buildPipeline({ pool, health, discovery, passthrough, tenants, tokens, issueKubeconfig, flow, access, metrics = null, recordOperation }: PipelineDeps): Stage[] {
   const forwardDeps = { pool, discovery, metrics };
   return [
     { name: 'validate request target', run: validateTarget },
@@ -127,6 +156,8 @@ export function buildPipeline({ pool, health, discovery, passthrough, tenants, t
     },
     { name: 'classify', run: classify(discovery) },
     { name: 'admit', run: admit },
+    // After admit: hidden and shared kinds are answered before any question reaches the upstream.
+    { name: 'authorize cross-namespace reads', run: authorizeCrossNamespace(access) },
     { name: 'convert and forward', run: (ctx) => (forwardTenantRequest(ctx, forwardDeps), true) },
   ];
 }
@@ -156,7 +187,7 @@ export function handleRequest(
   res: Http2ServerResponse | ServerResponse,
   observer?: RequestObserver,
 ): void {
-  const ctx: RequestContext = { req, res, path: req.url ?? '', identity: null, info: null, row: null, startedAt: 0, rewrite: null };
+  const ctx: RequestContext = { req, res, path: req.url ?? '', identity: null, info: null, row: null, startedAt: 0, asTenantgate: false, rewrite: null };
   // Metrics and the request log line, once the response ends.
   observer?.begin(ctx);
   runStages(stages, ctx, 0);

@@ -90,6 +90,11 @@ export function upstreamRequestHeaders(
   return out;
 }
 
+/** Drops the impersonation upstreamRequestHeaders added: the request is tenantgate's own (its credentials stay). */
+export function withoutImpersonation(headers: OutgoingHttpHeaders): void {
+  for (const name in headers) if (name.startsWith('impersonate-')) delete headers[name];
+}
+
 /** Response headers for the client: the upstream's, minus pseudo and hop-by-hop headers. */
 export function clientResponseHeaders(upstream: IncomingHttpHeaders): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};

@@ -34,7 +34,7 @@ import { grantTenantNamespace } from '../tenants/bootstrap.ts';
 import { log } from '../log.ts';
 import type { TenantgateMetrics } from '../metrics/metrics.ts';
 import type { DiscoveryCache } from './discovery.ts';
-import { tenantResponseHeaders, upstreamRequestHeaders } from './headers.ts';
+import { tenantResponseHeaders, upstreamRequestHeaders, withoutImpersonation } from './headers.ts';
 import type { UpstreamPool } from './pool.ts';
 
 /** The apiserver's own limit for a request body. */
@@ -200,6 +200,7 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
       : upstreamResourceTarget(info, row, query, tenant);
 
   const headers: OutgoingHttpHeaders = upstreamRequestHeaders(req.headers, upstreamIdentityOf(identity), deps.pool);
+  if (ctx.asTenantgate) withoutImpersonation(headers);
   headers.accept = jsonAccept(req.headers.accept, row === null);
   // kubectl reads OpenAPI v2 as protobuf only. The upstream is still asked for JSON (its protobuf holds every
   // tenant's schemas); the tenant's view of it is encoded.
