@@ -2,13 +2,12 @@
 // RoleBinding per tenant namespace to the same role for the real subjects, and nothing outside its namespaces.
 // Never derives a grant for a subject that is not the tenant's, nor in a namespace that is not the tenant's.
 import { TENANT_LABEL, toTenantName, type TenantId } from '../convert/prefix.ts';
-import { clusterShadowOf, CLUSTER_SUBJECT_PREFIX, realSubjectOf } from '../convert/rules/cluster-subjects.ts';
+import { clusterShadowOf, CLUSTER_SUBJECT_PREFIX, EXPANSION_PREFIX, realSubjectOf } from '../convert/rules/cluster-subjects.ts';
 import { groupToTenant, userToTenant } from '../convert/rules/identity.ts';
 import type { UpstreamItem } from '../upstream/own-watch.ts';
 
 /** Marks the RoleBindings that expand a tenant's ClusterRoleBinding (what the lifecycle controller watches). */
 export const EXPANSION_LABEL = 'tenantgate.kubezoo.io/expands-cluster-role-binding';
-const EXPANSION_PREFIX = 'tenantgate:crb:';
 
 export interface Subject {
   kind: string;

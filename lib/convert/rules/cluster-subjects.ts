@@ -15,6 +15,17 @@ export const CLUSTER_SUBJECT_PREFIX = 'tenantgate:cluster:';
 
 const RBAC_GROUP = 'rbac.authorization.k8s.io';
 
+/** Names of the RoleBindings that expand a tenant's ClusterRoleBinding `<id>-x` in its namespaces: `tenantgate:crb:<id>-x`. */
+export const EXPANSION_PREFIX = 'tenantgate:crb:';
+
+/**
+ * Text naming an expansion RoleBinding (an access review's reason) names the tenant's ClusterRoleBinding instead:
+ * `RoleBinding "tenantgate:crb:<id>-x/<ns>"` → `ClusterRoleBinding "<id>-x"` (prefixes are stripped after).
+ */
+export function expansionsToClusterBindings(text: string): string {
+  return text.replace(/RoleBinding "tenantgate:crb:([^"/]+)\/[^"]*"/g, 'ClusterRoleBinding "$1"');
+}
+
 /** The shadow name of an upstream user or group name. */
 export function clusterShadowOf(upstreamName: string): string {
   return CLUSTER_SUBJECT_PREFIX + upstreamName;
