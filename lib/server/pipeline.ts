@@ -140,7 +140,7 @@ function authorizeCrossNamespace(access: CrossNamespaceAccess): Stage['run'] {
 
 /** The stages of `tenantgate serve`, in order. */
 export function buildPipeline({ pool, health, discovery, passthrough, tenants, tokens, issueKubeconfig, flow, access, metrics = null, recordOperation }: PipelineDeps): Stage[] {
-  const forwardDeps = { pool, discovery, metrics };
+  const forwardDeps = { pool, discovery, access, metrics };
   return [
     { name: 'validate request target', run: validateTarget },
     { name: 'health checks', run: (ctx) => health.serve(ctx) },

@@ -6,6 +6,7 @@ import { performance } from 'node:perf_hooks';
 import type { OutgoingHttpHeaders } from 'node:http2';
 import { pipeline } from 'node:stream';
 import { parse as parseYaml } from 'yaml';
+import type { CrossNamespaceAccess } from '../auth/access-review.ts';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import { openUpstreamStream } from './forward.ts';
 import { upstreamJson } from './client.ts';
@@ -19,7 +20,7 @@ import { OPENAPI_V2_PROTOBUF, openapiV2ToProtobuf, prefersOpenApiV2Protobuf } fr
 import { isProtobuf, protobufBodyToUpstream } from '../convert/protobuf.ts';
 import { TENANT_LABEL, type TenantId } from '../convert/prefix.ts';
 import { upstreamDiscoveryPath, upstreamResourceTarget } from '../convert/request.ts';
-import { nameMappingOfRow, nameToUpstream, namespaceToUpstream, objectToTenant, objectToUpstream, type ConvertContext } from '../convert/rules/index.ts';
+import { apiGroupToUpstream, nameMappingOfRow, nameToUpstream, namespaceToUpstream, objectToTenant, objectToUpstream, type ConvertContext } from '../convert/rules/index.ts';
 import { groupOfApiVersion } from '../convert/rules/api-groups.ts';
 import { statusToTenant } from '../convert/status.ts';
 import { isTable, rowObjectsFor, tableToTenant, type RowObjects } from '../convert/table.ts';
@@ -44,6 +45,8 @@ const MAX_RESPONSE_BODY_BYTES = 64 * 1024 * 1024;
 export interface TenantForwardDeps {
   pool: UpstreamPool;
   discovery: DiscoveryCache;
+  /** The tenant's RBAC at the cluster scope (its ClusterRoleBindings), asked upstream about shadow identities. */
+  access: CrossNamespaceAccess;
   /** Where upstream latency, watches and rewrites are counted; null: not counted. */
   metrics?: TenantgateMetrics | null;
 }
@@ -183,6 +186,31 @@ function wholeBodyToTenant(body: any, status: number, ctx: RequestContext, conve
   return view;
 }
 
+/**
+ * Upstream, a tenant identity holds rights only in namespaces that exist (RoleBindings in each), so a request in a
+ * missing namespace is refused (403) where the apiserver would answer a tenant whose ClusterRoleBindings allow it
+ * with "not found" (an empty list for a list). That answer, or null when the namespace exists or the tenant's RBAC
+ * does not allow the request cluster-wide (the 403 stands).
+ */
+async function missingNamespaceAnswer(ctx: RequestContext, deps: TenantForwardDeps, upstreamNamespace: string): Promise<StatusError | object | null> {
+  const info = ctx.info!;
+  const identity = ctx.identity!;
+  const tenant = identity.tenant!;
+  const namespace = await upstreamJson(deps.pool, 'GET', `/api/v1/namespaces/${encodeURIComponent(upstreamNamespace)}`);
+  if (namespace.status !== 404) return null;
+  if (!(await deps.access.allowed(tenant, upstreamIdentityOf(identity), info.verb, apiGroupToUpstream(info.apiGroup, tenant), info.resource))) return null;
+  const row = ctx.row!;
+  if (info.verb === 'list') {
+    return { kind: `${row.kind}List`, apiVersion: info.apiGroup === '' ? info.apiVersion : `${info.apiGroup}/${info.apiVersion}`, metadata: { resourceVersion: '' }, items: [] };
+  }
+  if (info.verb === 'create' || info.name === '') return notFound(`namespaces ${JSON.stringify(info.namespace)} not found`, { name: info.namespace, kind: 'namespaces' });
+  return notFound(`${info.resource}${info.apiGroup === '' ? '' : '.' + info.apiGroup} ${JSON.stringify(info.name)} not found`, {
+    name: info.name,
+    ...(info.apiGroup === '' ? {} : { group: info.apiGroup }),
+    kind: info.resource,
+  });
+}
+
 export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDeps): void {
   const { req, res } = ctx;
   const identity = ctx.identity!;
@@ -242,6 +270,16 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
       }
       void readBody(upstream!, MAX_RESPONSE_BODY_BYTES, () => new StatusError(500, 'InternalError', 'the upstream answer is too large to convert'))
         .then(async (buffer) => {
+          if (status === 403 && row !== null && row.scope === 'Namespaced' && info.namespace !== '' && info.verb !== 'watch') {
+            const missing = await missingNamespaceAnswer(ctx, deps, namespaceToUpstream(info.namespace, tenant));
+            if (missing instanceof StatusError) throw missing;
+            if (missing !== null) {
+              const text = JSON.stringify(missing);
+              (res as ServerResponse).writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+              res.end(text);
+              return;
+            }
+          }
           if (buffer.length === 0) {
             // Nothing to convert (304 Not Modified to a cached discovery or OpenAPI document, 204).
             (res as ServerResponse).writeHead(status, responseHeaders);
