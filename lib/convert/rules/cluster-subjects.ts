@@ -38,7 +38,7 @@ export function clusterShadowOf(upstreamName: string): string {
  */
 export function clusterSubjectToUpstream(subject: Json, tenant: TenantId): void {
   const name = subject.name;
-  if (typeof name !== 'string') return;
+  if (typeof name !== 'string' || name === '') return; // invalid: the apiserver says why
   switch (subject.kind) {
     case 'User':
       subject.name = clusterShadowOf(userToUpstream(name, tenant));
@@ -48,7 +48,7 @@ export function clusterSubjectToUpstream(subject: Json, tenant: TenantId): void 
       break;
     case 'ServiceAccount': {
       const namespace = subject.namespace;
-      if (typeof namespace !== 'string') return;
+      if (typeof namespace !== 'string' || namespace === '') return; // invalid: the apiserver says why
       delete subject.namespace;
       subject.kind = 'User';
       subject.apiGroup = RBAC_GROUP;
