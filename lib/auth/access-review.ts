@@ -49,6 +49,19 @@ export function upstreamAccessReviewer(pool: UpstreamPool): AccessReviewer {
   };
 }
 
+/**
+ * An access review's answer at the cluster scope for a tenant identity: the upstream answered about the real identity
+ * (its cluster-scoped rights); what the tenant's ClusterRoleBindings grant it, the shadow identity holds. Asks the
+ * upstream about the shadow identity with the same attributes; resolves to its status when that allows, else null.
+ */
+export async function shadowReviewStatus(pool: UpstreamPool, identity: UpstreamIdentity, spec: { resourceAttributes?: unknown; nonResourceAttributes?: unknown }): Promise<unknown> {
+  const shadow = { user: clusterShadowOf(identity.user), groups: identity.groups.map(clusterShadowOf) };
+  const review = { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { ...shadow, resourceAttributes: spec.resourceAttributes, nonResourceAttributes: spec.nonResourceAttributes } };
+  const answer = await upstreamJson(pool, 'POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', review);
+  if ((answer.status !== 201 && answer.status !== 200) || answer.body?.status?.allowed !== true) return null;
+  return answer.body.status;
+}
+
 export interface AccessCacheOptions {
   /** How long an allowed read stays allowed without asking again (default 5 s). */
   allowedTtlMs?: number;

@@ -6,7 +6,7 @@ import { performance } from 'node:perf_hooks';
 import type { OutgoingHttpHeaders } from 'node:http2';
 import { pipeline } from 'node:stream';
 import { parse as parseYaml } from 'yaml';
-import type { CrossNamespaceAccess } from '../auth/access-review.ts';
+import { shadowReviewStatus, type CrossNamespaceAccess } from '../auth/access-review.ts';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import { openUpstreamStream } from './forward.ts';
 import { upstreamJson } from './client.ts';
@@ -211,6 +211,21 @@ async function missingNamespaceAnswer(ctx: RequestContext, deps: TenantForwardDe
   });
 }
 
+/**
+ * A denied access review at the cluster scope (no namespace) is asked again about the shadow identity, which holds
+ * what the tenant's ClusterRoleBindings grant (`kubectl auth can-i list pods -A`): allowed when either is. In place.
+ */
+async function clusterReviewWithShadow(body: any, ctx: RequestContext, deps: TenantForwardDeps): Promise<void> {
+  const spec = body?.spec;
+  if (spec === undefined || body.status?.allowed === true) return;
+  const namespace = spec.resourceAttributes?.namespace;
+  if (typeof namespace === 'string' && namespace !== '') return;
+  // A SubjectAccessReview asks about the user it names (upstream names already); a self review about the caller.
+  const identity = ctx.row!.rule === 'subjectaccessreview' ? { user: String(spec.user ?? ''), groups: Array.isArray(spec.groups) ? spec.groups.map(String) : [] } : upstreamIdentityOf(ctx.identity!);
+  const status = await shadowReviewStatus(deps.pool, identity, spec);
+  if (status !== null) body.status = status;
+}
+
 export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDeps): void {
   const { req, res } = ctx;
   const identity = ctx.identity!;
@@ -301,6 +316,7 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
           } catch {
             throw new StatusError(502, 'InternalError', 'the upstream answer is not JSON');
           }
+          if (status === 201 && (row?.rule === 'selfsubjectaccessreview' || row?.rule === 'subjectaccessreview')) await clusterReviewWithShadow(body, ctx, deps);
           if (row !== null && status === 201 && info.verb === 'create' && info.resource === 'namespaces') {
             // The tenant's admin gets its rights in a namespace before anyone learns the namespace exists.
             await grantTenantNamespace(deps.pool, tenant, (body as { metadata: { name: string } }).metadata.name);

@@ -64,6 +64,13 @@ t.test('a user may list configmaps across namespaces only once a ClusterRoleBind
   t.equal(perNamespace, 'golf', 'and reads in one namespace through the binding\'s expansion there');
   const secrets = await asAlice(['get', 'secrets', '-A']);
   t.match(secrets.stderr, /secrets is forbidden: User "alice" cannot list resource "secrets"/, 'only what the binding grants');
+  t.equal((await asAlice(['auth', 'can-i', 'list', 'configmaps', '-A'])).stdout.trim(), 'yes', 'kubectl auth can-i -A says what the binding grants');
+  t.equal((await asAlice(['auth', 'can-i', 'list', 'secrets', '-A'])).stdout.trim(), 'no');
+  t.equal((await golf.kubectl(['auth', 'can-i', 'list', 'secrets', '-A'])).stdout.trim(), 'yes', 'the admin may list anything across its namespaces');
+  const review = JSON.stringify({ apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { user: 'alice', resourceAttributes: { verb: 'list', resource: 'configmaps' } } });
+  const answered = JSON.parse(await ok(golf.kubectl(['create', '-f', '-', '-o', 'json'], { input: review }), 'review'));
+  t.equal(answered.status.allowed, true, 'a SubjectAccessReview about alice at the cluster scope: allowed');
+  t.match(answered.status.reason, /ClusterRoleBinding "alice-reads" of ClusterRole "cm-reader" to User "alice"/, 'by her ClusterRoleBinding, in golf\'s names');
 
   await ok(golf.kubectl(['delete', 'clusterrolebinding', 'alice-reads']), 'unbind');
   const gone = await eventually(async () => ((await asAlice(['get', 'configmaps', '-A'])).code !== 0 ? true : undefined));

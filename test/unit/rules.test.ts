@@ -866,6 +866,17 @@ t.test('a ClusterRoleBinding upstream is the tenant’s only when every subject 
   t.same(down(upstream([{ kind: 'Group', name: 'tenantgate:cluster:abc123:devs' }]), 'rbac.authorization.k8s.io', 'clusterrolebindings')?.subjects, [{ kind: 'Group', name: 'devs' }]);
 });
 
+t.test('an access review’s reason names the tenant’s ClusterRoleBinding and user, not their upstream forms', async (t) => {
+  const review = {
+    metadata: {},
+    spec: { user: 'abc123-alice', resourceAttributes: { verb: 'list', resource: 'configmaps', namespace: 'abc123-shop' } },
+    status: { allowed: true, reason: 'RBAC: allowed by RoleBinding "tenantgate:crb:abc123-readers/abc123-shop" of ClusterRole "abc123-reader" to User "abc123-alice"' },
+  };
+  t.equal((down(review, 'authorization.k8s.io', 'subjectaccessreviews')?.status as Json).reason, 'RBAC: allowed by ClusterRoleBinding "readers" of ClusterRole "reader" to User "alice"');
+  const shadow = { ...review, status: { allowed: true, reason: 'RBAC: allowed by ClusterRoleBinding "abc123-readers" of ClusterRole "abc123-reader" to User "tenantgate:cluster:abc123-alice"' } };
+  t.equal((down(shadow, 'authorization.k8s.io', 'subjectaccessreviews')?.status as Json).reason, 'RBAC: allowed by ClusterRoleBinding "readers" of ClusterRole "reader" to User "alice"');
+});
+
 t.test('the RoleBindings tenantgate keeps in a tenant’s namespaces are not the tenant’s, and no tenant may write one', async (t) => {
   for (const name of ['tenantgate:tenant-admin', 'tenantgate:crb:abc123-readers']) {
     const upstream = { metadata: { name, namespace: 'abc123-default', labels: L }, subjects: [{ kind: 'User', name: 'abc123-alice' }], roleRef: { kind: 'ClusterRole', name: 'abc123-reader' } };

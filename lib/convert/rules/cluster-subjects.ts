@@ -19,11 +19,12 @@ const RBAC_GROUP = 'rbac.authorization.k8s.io';
 export const EXPANSION_PREFIX = 'tenantgate:crb:';
 
 /**
- * Text naming an expansion RoleBinding (an access review's reason) names the tenant's ClusterRoleBinding instead:
- * `RoleBinding "tenantgate:crb:<id>-x/<ns>"` → `ClusterRoleBinding "<id>-x"` (prefixes are stripped after).
+ * Text from an access review's answer in terms of the tenant's bindings (tenant prefixes are stripped after): an
+ * expansion `RoleBinding "tenantgate:crb:<id>-x/<ns>"` is the tenant's `ClusterRoleBinding "<id>-x"`, and a shadow
+ * subject is the tenant's own user or group.
  */
-export function expansionsToClusterBindings(text: string): string {
-  return text.replace(/RoleBinding "tenantgate:crb:([^"/]+)\/[^"]*"/g, 'ClusterRoleBinding "$1"');
+export function clusterBindingsTextToTenant(text: string): string {
+  return text.replace(/RoleBinding "tenantgate:crb:([^"/]+)\/[^"]*"/g, 'ClusterRoleBinding "$1"').replaceAll(`"${CLUSTER_SUBJECT_PREFIX}`, '"');
 }
 
 /** The shadow name of an upstream user or group name. */
