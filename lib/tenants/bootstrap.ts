@@ -163,9 +163,59 @@ export async function ensureTenantShadowBinding(pool: UpstreamPool, tenant: Tena
   });
 }
 
-/** tenantgate's own cluster-scoped objects for a tenant, not under its prefix: removed with the tenant. */
-export function tenantgateClusterBindingsOf(tenant: TenantId): string[] {
-  return [tenantClusterRoleBindingName(tenant), tenantShadowBindingName(tenant)];
+/** Name of the ClusterRole (and its binding to the admin) on the tenant's cluster-scoped custom resources. */
+export function tenantCustomResourcesName(tenant: TenantId): string {
+  return `tenantgate:tenant-custom-resources:${tenant}`;
+}
+
+/** Marks the ClusterRoles tenantgate keeps on tenants' cluster-scoped custom resources. */
+export const CUSTOM_RESOURCES_ROLE_LABEL = 'tenantgate.kubezoo.io/tenant-custom-resources';
+
+export interface CustomResourceDefinition {
+  spec?: { group?: string; scope?: string; names?: { plural?: string } };
+}
+
+/**
+ * Everything on the tenant's cluster-scoped custom resources, by group and plural: RBAC cannot grant on a group
+ * prefix, and the shared role cannot name every tenant's groups. Namespaced ones need nothing cluster-wide.
+ */
+export function tenantCustomResourcesRole(tenant: TenantId, crds: readonly CustomResourceDefinition[]) {
+  const rules: PolicyRule[] = [];
+  for (const crd of crds) {
+    const { group, scope, names } = crd.spec ?? {};
+    if (scope !== 'Cluster' || typeof group !== 'string' || !group.startsWith(tenant + '-') || typeof names?.plural !== 'string') continue;
+    rules.push({ apiGroups: [group], resources: [names.plural, names.plural + '/*'], verbs: ['*'] });
+  }
+  rules.sort((a, b) => (a.apiGroups[0]! + a.resources[0]! < b.apiGroups[0]! + b.resources[0]! ? -1 : 1));
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: tenantCustomResourcesName(tenant), labels: { [TENANT_LABEL]: tenant, [CUSTOM_RESOURCES_ROLE_LABEL]: 'true' } },
+    rules,
+  };
+}
+
+export async function ensureTenantCustomResources(pool: UpstreamPool, tenant: TenantId, crds: readonly CustomResourceDefinition[]): Promise<void> {
+  await ensure(pool, '/apis/rbac.authorization.k8s.io/v1/clusterroles', tenantCustomResourcesRole(tenant, crds));
+  await ensure(pool, '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: tenantCustomResourcesName(tenant), labels: { [TENANT_LABEL]: tenant } },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: tenantCustomResourcesName(tenant) },
+    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: tenantAdminUser(tenant) }],
+  });
+}
+
+/** tenantgate's own cluster-scoped objects for a tenant (paths), not under its prefix: removed with the tenant. */
+export function tenantgateClusterObjectsOf(tenant: TenantId): string[] {
+  const rbac = '/apis/rbac.authorization.k8s.io/v1';
+  const binding = (name: string) => `${rbac}/clusterrolebindings/${encodeURIComponent(name)}`;
+  return [
+    binding(tenantClusterRoleBindingName(tenant)),
+    binding(tenantShadowBindingName(tenant)),
+    binding(tenantCustomResourcesName(tenant)),
+    `${rbac}/clusterroles/${encodeURIComponent(tenantCustomResourcesName(tenant))}`,
+  ];
 }
 
 /** One of the tenant's upstream namespaces, labelled as its own, with its admin's RoleBinding in it. */
@@ -179,5 +229,6 @@ export async function bootstrapTenant(pool: UpstreamPool, tenant: TenantId): Pro
   await ensureTenantClusterRole(pool);
   await ensureTenantClusterRoleBinding(pool, tenant);
   await ensureTenantShadowBinding(pool, tenant);
+  await ensureTenantCustomResources(pool, tenant, []);
   for (const namespace of BUILTIN_NAMESPACES) await ensureTenantNamespace(pool, tenant, toUpstreamName(namespace, tenant));
 }

@@ -22,6 +22,11 @@ import {
   TENANT_CLUSTER_ROLE,
   tenantClusterRoleBindingName,
   tenantShadowBindingName,
+  CUSTOM_RESOURCES_ROLE_LABEL,
+  ensureTenantCustomResources,
+  tenantCustomResourcesName,
+  tenantCustomResourcesRole,
+  type CustomResourceDefinition,
 } from './bootstrap.ts';
 import { EXPANSION_LABEL, expansionOf, isExpansionName, isTenantClusterBinding, migratedSubjects, type ClusterRoleBinding } from './cluster-bindings.ts';
 import { cleanupDone, deleteTenantObjects, type CleanupProgress } from './cleanup.ts';
@@ -305,11 +310,13 @@ export class TenantLifecycle {
       const id = event.object.metadata.labels?.[TENANT_LABEL];
       if (event.type === 'DELETED' || (id !== undefined && event.object.metadata.name.startsWith(id + '-'))) this.#markDirty(id);
     });
+    watch(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions?${byLabel}`, (event) => this.#markDirty(event.object.metadata.labels?.[TENANT_LABEL]));
     watch(`${RBAC}/rolebindings?labelSelector=${encodeURIComponent(EXPANSION_LABEL)}`, (event) => {
       if (event.type !== 'ADDED') this.#markDirty(event.object.metadata.labels?.[TENANT_LABEL]);
     });
+    // Deleted, or changed by anyone (an older tenantgate's wider rules): reconcile applies it again.
     watch(`${RBAC}/clusterroles?fieldSelector=${encodeURIComponent(`metadata.name=${TENANT_CLUSTER_ROLE.metadata.name}`)}`, (event) => {
-      if (event.type === 'DELETED') this.#markDirty('all');
+      if (event.type === 'DELETED' || differs(event.object, TENANT_CLUSTER_ROLE)) this.#markDirty('all');
     });
   }
 
@@ -395,6 +402,19 @@ export class TenantLifecycle {
         mine.push(binding);
       }
       tenantBindings.set(id, mine);
+    }
+    // The admin's rights on the tenant's cluster-scoped custom resources follow its CRDs.
+    const crds = await listUpstream(this.#pool, `/apis/apiextensions.k8s.io/v1/customresourcedefinitions?${bySelector}`);
+    const customRoles = new Map(
+      (await listUpstream(this.#pool, `${RBAC}/clusterroles?labelSelector=${encodeURIComponent(CUSTOM_RESOURCES_ROLE_LABEL)}`)).map((item) => [item.metadata.name, item]),
+    );
+    for (const id of ids) {
+      const mine = crds.filter((crd) => crd.metadata.labels?.[TENANT_LABEL] === id) as CustomResourceDefinition[];
+      const wanted = tenantCustomResourcesRole(id, mine);
+      const current = customRoles.get(wanted.metadata.name);
+      if (current === undefined || differs(current, wanted) || !bindings.has(tenantCustomResourcesName(id))) {
+        repair(`clusterrole ${wanted.metadata.name}`, id, () => ensureTenantCustomResources(this.#pool, id, mine));
+      }
     }
     const expansionSelector = `labelSelector=${encodeURIComponent(which === 'all' ? `${EXPANSION_LABEL},${TENANT_LABEL}` : `${EXPANSION_LABEL},${selector}`)}`;
     const expansions = new Map<string, UpstreamItem>();

@@ -158,3 +158,40 @@ t.test('a tenant ClusterRoleBinding of an older tenantgate (real subjects) is mi
   }, 40_000);
   t.equal(migrated, 'tenantgate:cluster:golf07-alice');
 });
+
+t.test('the shared tenant ClusterRole, widened as an older tenantgate made it, is narrowed again', async (t) => {
+  const role = JSON.parse(await ok(stack.kubectlDirect(['get', 'clusterrole', 'tenantgate:tenant-cluster-scope', '-o', 'json']), 'role'));
+  t.notOk(role.rules.some((rule: { resources: string[] }) => rule.resources.includes('*') || rule.resources.includes('configmaps')), 'no namespaced resource in it');
+  role.rules.unshift({ apiGroups: ['*'], resources: ['*'], verbs: ['get', 'list', 'watch'] });
+  await ok(stack.kubectlDirect(['replace', '-f', '-'], { input: JSON.stringify(role) }), 'widen');
+  const narrowed = await eventually(async () => {
+    const r = JSON.parse(await ok(stack.kubectlDirect(['get', 'clusterrole', 'tenantgate:tenant-cluster-scope', '-o', 'json']), 'role'));
+    return r.rules.some((rule: { resources: string[] }) => rule.resources.includes('*')) ? undefined : true;
+  });
+  t.ok(narrowed, 'the lifecycle controller applied the narrow rules again');
+  t.match((await asTenantIdentity('golf07', ['get', 'configmaps', '-A'])).stderr, /forbidden/i, 'and a tenant identity cannot list across namespaces');
+});
+
+t.test('the admin keeps its cluster-scoped custom resources, and another tenant cannot reach them upstream', async (t) => {
+  const crd = {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: 'gadgets.example.com' },
+    spec: {
+      group: 'example.com',
+      scope: 'Cluster',
+      names: { plural: 'gadgets', singular: 'gadget', kind: 'Gadget' },
+      versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+    },
+  };
+  await ok(golf.kubectl(['apply', '-f', '-'], { input: JSON.stringify(crd) }), 'crd');
+  await ok(golf.kubectl(['wait', '--for=condition=Established', 'crd/gadgets.example.com', '--timeout=60s']), 'established');
+  const gadget = JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Gadget', metadata: { name: 'g1' }, colour: 'green' });
+  const created = await eventually(async () => ((await golf.kubectl(['apply', '-f', '-'], { input: gadget })).code === 0 ? true : undefined), 30_000);
+  t.ok(created, 'golf creates a cluster-scoped custom resource');
+  t.equal(await ok(golf.kubectl(['get', 'gadget', 'g1', '-o', 'jsonpath={.colour}']), 'get'), 'green', 'and reads it');
+  const names = await ok(golf.kubectl(['get', 'gadgets', '-o', 'name']), 'list');
+  t.match(names, /gadget\.example\.com\/g1/, 'and lists them');
+  const foreign = await asTenantIdentity('kilo08', ['get', 'gadgets.golf07-example.com', 'golf07-g1']);
+  t.match(foreign.stderr, /forbidden/i, 'kilo\'s identity cannot read golf\'s custom resource upstream');
+});
