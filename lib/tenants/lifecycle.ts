@@ -11,24 +11,24 @@ import type { UpstreamPool } from '../upstream/pool.ts';
 import {
   bootstrapTenant,
   BUILTIN_NAMESPACES,
+  CUSTOM_RESOURCES_ROLE_LABEL,
+  differs,
+  ensure,
   ensureTenantClusterRole,
   ensureTenantClusterRoleBinding,
-  ensure,
+  ensureTenantCustomResources,
   ensureTenantNamespace,
   ensureTenantShadowBinding,
-  differs,
   grantTenantNamespace,
   TENANT_ADMIN_BINDING,
   TENANT_CLUSTER_ROLE,
   tenantClusterRoleBindingName,
-  tenantShadowBindingName,
-  CUSTOM_RESOURCES_ROLE_LABEL,
-  ensureTenantCustomResources,
   tenantCustomResourcesName,
   tenantCustomResourcesRole,
+  tenantShadowBindingName,
   type CustomResourceDefinition,
 } from './bootstrap.ts';
-import { EXPANSION_LABEL, expansionOf, isExpansionName, isTenantClusterBinding, migratedSubjects, type ClusterRoleBinding } from './cluster-bindings.ts';
+import { EXPANSION_LABEL, expansionName, expansionOf, isExpansionName, isTenantClusterBinding, migratedSubjects, type ClusterRoleBinding } from './cluster-bindings.ts';
 import { cleanupDone, deleteTenantObjects, type CleanupProgress } from './cleanup.ts';
 import { conditionOf, setCondition } from './conditions.ts';
 import { TENANT_CLEANUP_FINALIZER, TenantConflict, TenantMissing, type Tenant, type TenantEvent, type TenantStore } from './tenant.ts';
@@ -443,8 +443,12 @@ export class TenantLifecycle {
       }
       for (const namespace of mine) {
         const terminating = namespace.metadata.deletionTimestamp !== undefined || namespace.status?.phase === 'Terminating';
-        if (terminating) continue;
         const name = namespace.metadata.name;
+        if (terminating) {
+          // Its expansions go with it: not ours to delete.
+          for (const binding of tenantBindings.get(id) ?? []) expansions.delete(`${name}/${expansionName(binding.metadata.name)}`);
+          continue;
+        }
         if (!granted.has(name)) repair(`rolebinding ${name}/${TENANT_ADMIN_BINDING}`, id, () => grantTenantNamespace(this.#pool, id, name));
         // Each of the tenant's ClusterRoleBindings, as a RoleBinding in this namespace for its real subjects.
         for (const binding of tenantBindings.get(id) ?? []) {
