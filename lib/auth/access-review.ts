@@ -88,17 +88,11 @@ export class CrossNamespaceAccess {
   readonly #deniedTtlMs: number;
   /** Questions under way: many requests of one caller at once ask the upstream once. */
   readonly #asking = new Map<string, Promise<boolean>>();
-  #reviews = 0;
 
   constructor(review: AccessReviewer, options: AccessCacheOptions = {}) {
     this.#review = review;
     this.#deniedTtlMs = options.deniedTtlMs ?? 1_000;
     this.#cache = new LRUCache({ max: options.maxEntries ?? 10_000, ttl: options.allowedTtlMs ?? 5_000 });
-  }
-
-  /** How many reviews reached the upstream (tests, metrics). */
-  get reviews(): number {
-    return this.#reviews;
   }
 
   /**
@@ -111,7 +105,6 @@ export class CrossNamespaceAccess {
     if (cached !== undefined) return cached;
     let asking = this.#asking.get(key);
     if (asking === undefined) {
-      this.#reviews++;
       asking = this.#review(shadowQuestion(identity, verb, group, resource)).then(
         (allowed) => {
           this.#asking.delete(key);
