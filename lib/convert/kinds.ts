@@ -118,7 +118,8 @@ export const KINDS: readonly KindRow[] = Object.freeze([
   tenant('rbac.authorization.k8s.io', 'roles', 'Role', N, 'role'),
   tenant('rbac.authorization.k8s.io', 'clusterroles', 'ClusterRole', C, 'role'),
   tenant('rbac.authorization.k8s.io', 'rolebindings', 'RoleBinding', N, 'binding'),
-  // Never to service accounts: their tokens reach the upstream without tenantgate (rules/rbac.ts).
+  // Upstream its subjects are shadow identities that grant nothing cluster-wide; the lifecycle controller expands it
+  // into RoleBindings in the tenant's namespaces (rules/cluster-subjects.ts, tenants/cluster-bindings.ts).
   tenant('rbac.authorization.k8s.io', 'clusterrolebindings', 'ClusterRoleBinding', C, 'clusterrolebinding'),
 
   tenant('networking.k8s.io', 'ingresses', 'Ingress', N),

@@ -524,8 +524,8 @@ const AGGREGATION_SELECTORS: readonly Step[] = [3, 1, '*'];
 const POLICY_RULE = { apiGroups: 2, resources: 3, resourceNames: 4 } as const;
 /** RoleBinding, ClusterRoleBinding: subjects = 2 (repeated Subject), roleRef = 3. */
 const BINDING = { subjects: 2, roleRef: 3 } as const;
-/** Subject: kind = 1, name = 3, namespace = 4 (apiGroup = 2 is copied). RoleRef: kind = 2, name = 3 (apiGroup = 1 is copied). */
-const SUBJECT = { kind: 1, name: 3, namespace: 4 } as const;
+/** Subject: kind = 1, apiGroup = 2, name = 3, namespace = 4. RoleRef: kind = 2, name = 3 (apiGroup = 1 is copied). */
+const SUBJECT = { kind: 1, apiGroup: 2, name: 3, namespace: 4 } as const;
 const ROLE_REF = { kind: 2, name: 3 } as const;
 
 function noScopeOf(): never {
@@ -589,7 +589,11 @@ const bindingToUpstreamWire = (rule: KindRule) => (object: Buffer, conversion: C
   if (roleRef !== undefined) after.roleRef = { ...roleRef.before };
   rule.toUpstream(after, ruleContext(conversion));
   subjects.forEach(({ field, message, before }, i) => {
-    writeStrings(message, SUBJECT, before, (after.subjects as Json[])[i]!);
+    const subject = (after.subjects as Json[])[i]!;
+    writeStrings(message, SUBJECT, before, subject);
+    // A ClusterRoleBinding's service account becomes a (shadow) user upstream: no namespace any more.
+    const namespace = message.single(SUBJECT.namespace, 'namespace');
+    if (namespace !== undefined && typeof subject.namespace !== 'string') message.remove(namespace);
     edit.replaceMessage(field, message);
   });
   if (roleRef !== undefined) {

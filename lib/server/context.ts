@@ -19,6 +19,11 @@ export interface RequestContext {
   row: KindRow | null;
   /** performance.now() when the request arrived (request duration, the request log line). */
   startedAt: number;
+  /**
+   * Made with tenantgate's own identity instead of the tenant's: a read across all the tenant's namespaces, which
+   * upstream no tenant identity may make, once the tenant's own RBAC allowed it (still narrowed to the tenant).
+   */
+  asTenantgate: boolean;
   /** The list or watch rewriter the response streams through, if any (bytes sent, for the request log line). */
   rewrite: RewriteCounters | null;
   /**

@@ -5,7 +5,9 @@ import type { Socket } from 'node:net';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
+import { clusterScopeForbidden, type CrossNamespaceAccess } from '../auth/access-review.ts';
 import { authenticateCaller } from '../auth/authenticate.ts';
+import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import type { Identity } from '../auth/identity.ts';
 import type { ServiceAccountTokens } from '../auth/service-account-tokens.ts';
 import { resolveTenant } from '../auth/tenant-resolution.ts';
@@ -57,6 +59,8 @@ export interface PipelineDeps {
   upstream: ClusterCredentials;
   /** Hosts tenants' admission webhooks may call by URL (--tenant-webhook-url-hosts); none when omitted. */
   webhookUrlHosts?: ReadonlySet<string>;
+  /** Tenants' RBAC for reads across all their namespaces, asked upstream about shadow identities and cached. */
+  access: CrossNamespaceAccess;
 }
 
 function validateTarget(ctx: RequestContext): boolean {
@@ -138,9 +142,34 @@ function upgradeTenantRequest(ctx: RequestContext, upstream: ClusterCredentials)
   throw badRequest('Upgrade is served only for exec, attach, port-forward and proxy; send this request without it');
 }
 
+const CROSS_NAMESPACE_VERBS: ReadonlySet<string> = new Set(['list', 'watch']);
+
+/**
+ * A list or watch of a namespaced kind across all namespaces: upstream no tenant identity may make it, so tenantgate
+ * makes it with its own identity (still narrowed to the tenant's objects) once the tenant's own RBAC allowed it,
+ * as the apiserver would have: the same 403 otherwise.
+ */
+function authorizeCrossNamespace(access: CrossNamespaceAccess): Stage['run'] {
+  const decide = (ctx: RequestContext, allowed: boolean) => {
+    const info = ctx.info!;
+    if (!allowed) throw clusterScopeForbidden(ctx.identity!.user, info.verb, info.apiGroup, info.resource);
+    ctx.asTenantgate = true;
+    return false;
+  };
+  return (ctx) => {
+    const info = ctx.info!;
+    const row = ctx.row;
+    if (row === null || row.scope !== 'Namespaced' || info.namespace !== '' || !CROSS_NAMESPACE_VERBS.has(info.verb)) return false;
+    const identity = ctx.identity!;
+    const tenant = identity.tenant!;
+    const allowed = access.allowed(tenant, upstreamIdentityOf(identity), info.verb, apiGroupToUpstream(info.apiGroup, tenant), info.resource);
+    return typeof allowed === 'boolean' ? decide(ctx, allowed) : allowed.then((answer) => decide(ctx, answer));
+  };
+}
+
 /** The stages of `tenantgate serve`, in order. */
-export function buildPipeline({ pool, health, discovery, passthrough, tenants, tokens, issueKubeconfig, flow, upstream, metrics = null, recordOperation, webhookUrlHosts }: PipelineDeps): Stage[] {
-  const forwardDeps = { pool, discovery, metrics, webhookUrlHosts };
+export function buildPipeline({ pool, health, discovery, passthrough, tenants, tokens, issueKubeconfig, flow, upstream, access, metrics = null, recordOperation, webhookUrlHosts }: PipelineDeps): Stage[] {
+  const forwardDeps = { pool, discovery, access, metrics, webhookUrlHosts };
   return [
     { name: 'validate request target', run: validateTarget },
     { name: 'health checks', run: (ctx) => health.serve(ctx) },
@@ -156,6 +185,8 @@ export function buildPipeline({ pool, health, discovery, passthrough, tenants, t
     },
     { name: 'classify', run: classify(discovery) },
     { name: 'admit', run: admit },
+    // After admit: hidden and shared kinds are answered before any question reaches the upstream.
+    { name: 'authorize cross-namespace reads', run: authorizeCrossNamespace(access) },
     // After admission: an upgrade is converted and checked exactly as the same request without Upgrade would be.
     { name: 'upgrade exec, attach, port-forward and proxy', run: (ctx) => upgradeTenantRequest(ctx, upstream) },
     { name: 'convert and forward', run: (ctx) => (forwardTenantRequest(ctx, forwardDeps), true) },
@@ -187,7 +218,7 @@ export function handleRequest(
   res: Http2ServerResponse | ServerResponse,
   observer?: RequestObserver,
 ): void {
-  const ctx: RequestContext = { req, res, path: req.url ?? '', identity: null, info: null, row: null, startedAt: 0, rewrite: null, upgrade: null };
+  const ctx: RequestContext = { req, res, path: req.url ?? '', identity: null, info: null, row: null, startedAt: 0, asTenantgate: false, rewrite: null, upgrade: null };
   // Metrics and the request log line, once the response ends.
   observer?.begin(ctx);
   runStages(stages, ctx, 0);
@@ -205,7 +236,7 @@ export function handleUpgrade(stages: Stage[], req: IncomingMessage, socket: Dup
   // One request per upgraded connection: a plain answer closes it once written.
   res.shouldKeepAlive = false;
   res.once('finish', () => socket.end());
-  const ctx: RequestContext = { req, res, path: req.url ?? '', identity: null, info: null, row: null, startedAt: 0, rewrite: null, upgrade: { socket, head } };
+  const ctx: RequestContext = { req, res, path: req.url ?? '', identity: null, info: null, row: null, startedAt: 0, asTenantgate: false, rewrite: null, upgrade: { socket, head } };
   observer?.begin(ctx);
   runStages(stages, ctx, 0);
 }

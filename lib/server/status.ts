@@ -97,7 +97,7 @@ export function reasonOfCode(code: number): StatusReason {
 
 export const badRequest = (message: string) => new StatusError(400, 'BadRequest', message);
 export const unauthorized = (message = 'Unauthorized') => new StatusError(401, 'Unauthorized', message);
-export const notFound = (message = 'the server could not find the requested resource') => new StatusError(404, 'NotFound', message);
+export const notFound = (message = 'the server could not find the requested resource', details?: StatusDetails) => new StatusError(404, 'NotFound', message, details);
 export const upstreamUnavailable = (why: string) =>
   new StatusError(503, 'ServiceUnavailable', `the upstream API server is unavailable: ${why}`, { retryAfterSeconds: 1 });
 /** Flow control's refusal: the client may retry after `retryAfterSeconds` (Retry-After header and details). */

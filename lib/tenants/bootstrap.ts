@@ -1,7 +1,9 @@
 // What every tenant has upstream before its first request: its built-in namespaces (labelled as its own)
 // and RBAC that gives its admin full power in its namespaces and over its cluster-scoped objects.
-// Never grants anything on another tenant's namespace, nor impersonate/escalate/bind anywhere.
+// Never grants a tenant identity anything on a namespace that is not its tenant's, nor impersonate anywhere.
+import { carriesTenantLabel, KINDS, type KindRow } from '../convert/kinds.ts';
 import { TENANT_LABEL, toUpstreamName, type TenantId } from '../convert/prefix.ts';
+import { clusterShadowOf } from '../convert/rules/cluster-subjects.ts';
 import { upstreamJson } from '../upstream/client.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 
@@ -13,38 +15,98 @@ export function tenantAdminUser(tenant: TenantId): string {
   return toUpstreamName('admin', tenant);
 }
 
+const READS = ['get', 'list', 'watch'];
+
+interface PolicyRule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+}
+
+/** One rule per API group, its resources in table order. */
+function rulesByGroup(rows: readonly KindRow[], verbs: string[], withSubresources: (row: KindRow) => string[]): PolicyRule[] {
+  const byGroup = new Map<string, string[]>();
+  for (const row of rows) byGroup.set(row.group, [...(byGroup.get(row.group) ?? []), ...withSubresources(row)]);
+  return [...byGroup].map(([group, resources]) => ({ apiGroups: [group], resources, verbs }));
+}
+
+const CLUSTER_ROWS = KINDS.filter((row) => row.scope === 'Cluster' && row.tenancy !== 'hidden');
+const REVIEW_ROWS = CLUSTER_ROWS.filter((row) => row.tenancy === 'tenant' && !carriesTenantLabel(row));
+const OWN_CLUSTER_ROWS = CLUSTER_ROWS.filter((row) => row.tenancy === 'tenant' && carriesTenantLabel(row));
+const SHARED_CLUSTER_ROWS = CLUSTER_ROWS.filter((row) => row.tenancy === 'shared-read-only');
+
 /**
- * Cluster-wide rights a tenant admin needs: writes on the cluster-scoped kinds it owns, and reads everywhere so
- * that cross-namespace lists (`kubectl get pods -A`) can be served. RBAC cannot restrict by name prefix or label,
- * so these rules are only safe because tenants reach the upstream through tenantgate alone, whose conversion
- * confines every path and name to the tenant's prefix and filters every list and watch item by it.
+ * The cluster-scoped rights every tenant admin holds upstream, derived from the table of kinds: everything on the
+ * cluster-scoped kinds a tenant has (reads of all tenants' objects of those kinds, writes confined by the
+ * admission policy), reads of the shared ones, and the reviews. No namespaced resource at all: inside its
+ * namespaces the admin is cluster-admin by a RoleBinding in each, and a list across namespaces is made by
+ * tenantgate itself once the tenant's own RBAC allowed it. `*` on clusterroles includes `bind` and `escalate`: a
+ * tenant's ClusterRoles and ClusterRoleBindings grant what the admin does not hold cluster-wide (configmaps), and
+ * a ClusterRole alone grants nothing, its bindings are shadow subjects upstream (convert/rules/cluster-subjects.ts)
+ * or RoleBindings in the tenant's own namespaces. RBAC cannot restrict by name prefix: what these rules let a
+ * tenant identity read of other tenants upstream is listed in `tenantReadableUpstream` (for the docs and tests).
  */
 export const TENANT_CLUSTER_ROLE = {
   apiVersion: 'rbac.authorization.k8s.io/v1',
   kind: 'ClusterRole',
   metadata: { name: 'tenantgate:tenant-cluster-scope' },
   rules: [
-    { apiGroups: ['*'], resources: ['*'], verbs: ['get', 'list', 'watch'] },
-    { apiGroups: [''], resources: ['namespaces', 'persistentvolumes'], verbs: ['*'] },
-    { apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles', 'clusterrolebindings'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection'] },
-    { apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions'], verbs: ['*'] },
-    { apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: ['*'] },
-    { apiGroups: ['scheduling.k8s.io'], resources: ['priorityclasses'], verbs: ['*'] },
-    { apiGroups: ['admissionregistration.k8s.io'], resources: ['validatingwebhookconfigurations', 'mutatingwebhookconfigurations'], verbs: ['*'] },
-    { apiGroups: ['authorization.k8s.io'], resources: ['selfsubjectaccessreviews', 'selfsubjectrulesreviews', 'subjectaccessreviews'], verbs: ['create'] },
-    { apiGroups: ['authentication.k8s.io'], resources: ['selfsubjectreviews', 'tokenreviews'], verbs: ['create'] },
+    ...rulesByGroup(OWN_CLUSTER_ROWS, ['*'], (row) => [row.resource, row.resource + '/*']),
+    ...rulesByGroup(SHARED_CLUSTER_ROWS, READS, (row) => [row.resource, row.resource + '/status']),
+    ...rulesByGroup(REVIEW_ROWS, ['create'], (row) => [row.resource]),
   ],
 };
 
-interface UpstreamObject {
+/** `group/resource` of every kind whose objects of all tenants (and the platform's) a tenant identity can read upstream. */
+export function tenantReadableUpstream(): string[] {
+  return [...OWN_CLUSTER_ROWS, ...SHARED_CLUSTER_ROWS].map((row) => (row.group === '' ? row.resource : `${row.resource}.${row.group}`));
+}
+
+export interface UpstreamObject {
   metadata: { name: string; [field: string]: unknown };
   [field: string]: unknown;
 }
 
-async function ensure(pool: UpstreamPool, collectionPath: string, object: UpstreamObject): Promise<void> {
+/** The fields tenantgate keeps as it wrote them on RBAC objects; anything else (annotations, ...) is left alone. */
+const KEPT_FIELDS = ['rules', 'roleRef', 'subjects'] as const;
+
+/** JSON with object keys sorted: the apiserver answers fields in its own order. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v,
+  );
+}
+
+/** Whether an upstream object lacks a label or a kept field (rules, roleRef, subjects) as tenantgate wants it. */
+export function differs(current: Record<string, unknown>, wanted: UpstreamObject): boolean {
+  const labels = (current.metadata as { labels?: Record<string, string> } | undefined)?.labels ?? {};
+  const wantedLabels = (wanted.metadata.labels ?? {}) as Record<string, string>;
+  if (Object.entries(wantedLabels).some(([key, value]) => labels[key] !== value)) return true;
+  return KEPT_FIELDS.some((field) => field in wanted && canonical(current[field] ?? []) !== canonical(wanted[field] ?? []));
+}
+
+/**
+ * Creates the object, or brings an existing one back to what tenantgate wants (its rules, subjects and labels:
+ * how tenants of an older tenantgate are migrated). A binding whose roleRef differs is replaced (roleRef is immutable).
+ */
+export async function ensure(pool: UpstreamPool, collectionPath: string, object: UpstreamObject): Promise<void> {
+  const fail = (what: string, answer: { status: number; body: unknown }) =>
+    new Error(`bootstrap: ${what} ${collectionPath}/${object.metadata.name} answered ${answer.status}: ${JSON.stringify(answer.body).slice(0, 300)}`);
   const created = await upstreamJson(pool, 'POST', collectionPath, object);
-  if (created.status === 201 || created.status === 409) return;
-  throw new Error(`bootstrap: creating ${collectionPath}/${object.metadata.name} answered ${created.status}: ${JSON.stringify(created.body).slice(0, 300)}`);
+  if (created.status === 201) return;
+  if (created.status !== 409) throw fail('creating', created);
+  const path = `${collectionPath}/${encodeURIComponent(object.metadata.name)}`;
+  const current = await upstreamJson(pool, 'GET', path);
+  if (current.status !== 200) throw fail('reading', current);
+  if (!differs(current.body, object)) return;
+  if ('roleRef' in object && canonical(current.body.roleRef) !== canonical(object.roleRef)) {
+    const deleted = await upstreamJson(pool, 'DELETE', path);
+    if (deleted.status !== 200 && deleted.status !== 404) throw fail('replacing', deleted);
+    return ensure(pool, collectionPath, object);
+  }
+  const labels = { ...current.body.metadata.labels, ...(object.metadata.labels as Record<string, string> | undefined) };
+  const updated = await upstreamJson(pool, 'PUT', path, { ...current.body, ...object, metadata: { ...current.body.metadata, labels } });
+  if (updated.status !== 200 && updated.status !== 409) throw fail('updating', updated); // 409: someone wrote first; the next reconcile looks again
 }
 
 /** Name of the RoleBinding that makes the tenant admin cluster-admin in each of its upstream namespaces. */
@@ -81,6 +143,81 @@ export async function ensureTenantClusterRoleBinding(pool: UpstreamPool, tenant:
   });
 }
 
+/** Name of the ClusterRoleBinding that makes the tenant admin's shadow identity cluster-admin. */
+export function tenantShadowBindingName(tenant: TenantId): string {
+  return `tenantgate:tenant-shadow:${tenant}`;
+}
+
+/**
+ * The tenant admin's shadow identity is cluster-admin: tenantgate asks the upstream about the shadow identity
+ * before serving a tenant's cross-namespace read (auth/access-review.ts), and the admin may do anything in its
+ * own cluster. Nobody carries a shadow identity, so this grants no request anything.
+ */
+export async function ensureTenantShadowBinding(pool: UpstreamPool, tenant: TenantId): Promise<void> {
+  await ensure(pool, '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: tenantShadowBindingName(tenant), labels: { [TENANT_LABEL]: tenant } },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: clusterShadowOf(tenantAdminUser(tenant)) }],
+  });
+}
+
+/** Name of the ClusterRole (and its binding to the admin) on the tenant's cluster-scoped custom resources. */
+export function tenantCustomResourcesName(tenant: TenantId): string {
+  return `tenantgate:tenant-custom-resources:${tenant}`;
+}
+
+/** Marks the ClusterRoles tenantgate keeps on tenants' cluster-scoped custom resources. */
+export const CUSTOM_RESOURCES_ROLE_LABEL = 'tenantgate.kubezoo.io/tenant-custom-resources';
+
+export interface CustomResourceDefinition {
+  spec?: { group?: string; scope?: string; names?: { plural?: string } };
+}
+
+/**
+ * Everything on the tenant's cluster-scoped custom resources, by group and plural: RBAC cannot grant on a group
+ * prefix, and the shared role cannot name every tenant's groups. Namespaced ones need nothing cluster-wide.
+ */
+export function tenantCustomResourcesRole(tenant: TenantId, crds: readonly CustomResourceDefinition[]) {
+  const rules: PolicyRule[] = [];
+  for (const crd of crds) {
+    const { group, scope, names } = crd.spec ?? {};
+    if (scope !== 'Cluster' || typeof group !== 'string' || !group.startsWith(tenant + '-') || typeof names?.plural !== 'string') continue;
+    rules.push({ apiGroups: [group], resources: [names.plural, names.plural + '/*'], verbs: ['*'] });
+  }
+  rules.sort((a, b) => (a.apiGroups[0]! + a.resources[0]! < b.apiGroups[0]! + b.resources[0]! ? -1 : 1));
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: tenantCustomResourcesName(tenant), labels: { [TENANT_LABEL]: tenant, [CUSTOM_RESOURCES_ROLE_LABEL]: 'true' } },
+    rules,
+  };
+}
+
+export async function ensureTenantCustomResources(pool: UpstreamPool, tenant: TenantId, crds: readonly CustomResourceDefinition[]): Promise<void> {
+  await ensure(pool, '/apis/rbac.authorization.k8s.io/v1/clusterroles', tenantCustomResourcesRole(tenant, crds));
+  await ensure(pool, '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: tenantCustomResourcesName(tenant), labels: { [TENANT_LABEL]: tenant } },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: tenantCustomResourcesName(tenant) },
+    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: tenantAdminUser(tenant) }],
+  });
+}
+
+/** tenantgate's own cluster-scoped objects for a tenant (paths), not under its prefix: removed with the tenant. */
+export function tenantgateClusterObjectsOf(tenant: TenantId): string[] {
+  const rbac = '/apis/rbac.authorization.k8s.io/v1';
+  const binding = (name: string) => `${rbac}/clusterrolebindings/${encodeURIComponent(name)}`;
+  return [
+    binding(tenantClusterRoleBindingName(tenant)),
+    binding(tenantShadowBindingName(tenant)),
+    binding(tenantCustomResourcesName(tenant)),
+    `${rbac}/clusterroles/${encodeURIComponent(tenantCustomResourcesName(tenant))}`,
+  ];
+}
+
 /** One of the tenant's upstream namespaces, labelled as its own, with its admin's RoleBinding in it. */
 export async function ensureTenantNamespace(pool: UpstreamPool, tenant: TenantId, upstreamNamespace: string): Promise<void> {
   await ensure(pool, '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: upstreamNamespace, labels: { [TENANT_LABEL]: tenant } } });
@@ -91,5 +228,7 @@ export async function ensureTenantNamespace(pool: UpstreamPool, tenant: TenantId
 export async function bootstrapTenant(pool: UpstreamPool, tenant: TenantId): Promise<void> {
   await ensureTenantClusterRole(pool);
   await ensureTenantClusterRoleBinding(pool, tenant);
+  await ensureTenantShadowBinding(pool, tenant);
+  await ensureTenantCustomResources(pool, tenant, []);
   for (const namespace of BUILTIN_NAMESPACES) await ensureTenantNamespace(pool, tenant, toUpstreamName(namespace, tenant));
 }

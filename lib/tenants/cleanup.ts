@@ -8,7 +8,7 @@ import { upstreamJson } from '../upstream/client.ts';
 import type { ClusterResource, DiscoveryCache } from '../upstream/discovery.ts';
 import { listUpstream, UpstreamListError, type UpstreamItem } from '../upstream/own-watch.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
-import { tenantClusterRoleBindingName } from './bootstrap.ts';
+import { tenantgateClusterObjectsOf } from './bootstrap.ts';
 
 /**
  * How a tenant's objects of a cluster-scoped resource are told apart.
@@ -108,14 +108,15 @@ export async function deleteTenantObjects(pool: UpstreamPool, discovery: Discove
     await deleteAll(pool, collection, mine);
   }
 
-  // The bootstrap binding is tenantgate's name, not under the prefix.
-  const bindingPath = `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${encodeURIComponent(tenantClusterRoleBindingName(tenant))}`;
-  const binding = await upstreamJson(pool, 'GET', bindingPath);
-  if (binding.status === 200) {
-    progress.clusterObjects++;
-    await deleteObject(pool, bindingPath);
-  } else if (binding.status !== 404) {
-    progress.unlisted.push('clusterrolebindings.rbac.authorization.k8s.io');
+  // tenantgate's own objects for the tenant are under tenantgate's names, not the prefix.
+  for (const path of tenantgateClusterObjectsOf(tenant)) {
+    const object = await upstreamJson(pool, 'GET', path);
+    if (object.status === 200) {
+      progress.clusterObjects++;
+      await deleteObject(pool, path);
+    } else if (object.status !== 404) {
+      progress.unlisted.push(path.includes('/clusterroles/') ? 'clusterroles.rbac.authorization.k8s.io' : 'clusterrolebindings.rbac.authorization.k8s.io');
+    }
   }
   return progress;
 }

@@ -6,19 +6,29 @@ import { log } from '../log.ts';
 import type { RecordTenantOperation } from '../metrics/metrics.ts';
 import { upstreamJson } from '../upstream/client.ts';
 import { DiscoveryCache } from '../upstream/discovery.ts';
-import { listUpstream, watchUpstream, type WatchEvent } from '../upstream/own-watch.ts';
+import { listUpstream, watchUpstream, type UpstreamItem, type WatchEvent } from '../upstream/own-watch.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import {
   bootstrapTenant,
   BUILTIN_NAMESPACES,
+  CUSTOM_RESOURCES_ROLE_LABEL,
+  differs,
+  ensure,
   ensureTenantClusterRole,
   ensureTenantClusterRoleBinding,
+  ensureTenantCustomResources,
   ensureTenantNamespace,
+  ensureTenantShadowBinding,
   grantTenantNamespace,
   TENANT_ADMIN_BINDING,
   TENANT_CLUSTER_ROLE,
   tenantClusterRoleBindingName,
+  tenantCustomResourcesName,
+  tenantCustomResourcesRole,
+  tenantShadowBindingName,
+  type CustomResourceDefinition,
 } from './bootstrap.ts';
+import { EXPANSION_LABEL, expansionName, expansionOf, isExpansionName, isTenantClusterBinding, migratedSubjects, type ClusterRoleBinding } from './cluster-bindings.ts';
 import { cleanupDone, deleteTenantObjects, type CleanupProgress } from './cleanup.ts';
 import { conditionOf, setCondition } from './conditions.ts';
 import { TENANT_CLEANUP_FINALIZER, TenantConflict, TenantMissing, type Tenant, type TenantEvent, type TenantStore } from './tenant.ts';
@@ -295,11 +305,18 @@ export class TenantLifecycle {
     watch(`${RBAC}/rolebindings?fieldSelector=${encodeURIComponent(`metadata.name=${TENANT_ADMIN_BINDING}`)}`, (event) => {
       if (event.type === 'DELETED') this.#markDirty(event.object.metadata.labels?.[TENANT_LABEL] ?? tenantOfNamespace(event.object.metadata.namespace));
     });
+    // Bootstrap bindings deleted; a tenant's own ClusterRoleBindings in any change (their expansions follow them).
     watch(`${RBAC}/clusterrolebindings?${byLabel}`, (event) => {
-      if (event.type === 'DELETED') this.#markDirty(event.object.metadata.labels?.[TENANT_LABEL]);
+      const id = event.object.metadata.labels?.[TENANT_LABEL];
+      if (event.type === 'DELETED' || (id !== undefined && event.object.metadata.name.startsWith(id + '-'))) this.#markDirty(id);
     });
+    watch(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions?${byLabel}`, (event) => this.#markDirty(event.object.metadata.labels?.[TENANT_LABEL]));
+    watch(`${RBAC}/rolebindings?labelSelector=${encodeURIComponent(EXPANSION_LABEL)}`, (event) => {
+      if (event.type !== 'ADDED') this.#markDirty(event.object.metadata.labels?.[TENANT_LABEL]);
+    });
+    // Deleted, or changed by anyone (an older tenantgate's wider rules): reconcile applies it again.
     watch(`${RBAC}/clusterroles?fieldSelector=${encodeURIComponent(`metadata.name=${TENANT_CLUSTER_ROLE.metadata.name}`)}`, (event) => {
-      if (event.type === 'DELETED') this.#markDirty('all');
+      if (event.type === 'DELETED' || differs(event.object, TENANT_CLUSTER_ROLE)) this.#markDirty('all');
     });
   }
 
@@ -334,8 +351,10 @@ export class TenantLifecycle {
   }
 
   /**
-   * Re-creates what active tenants lack upstream: the shared ClusterRole, each tenant's ClusterRoleBinding, its
-   * built-in namespaces, and the admin RoleBinding in every namespace labelled as its own. A namespace being deleted
+   * Re-creates what active tenants lack upstream: the shared ClusterRole, each tenant's ClusterRoleBindings, its
+   * built-in namespaces, the admin RoleBinding in every namespace labelled as its own, and there the expansion of
+   * each of its ClusterRoleBindings (removing expansions whose binding is gone). Also migrates what an older
+   * tenantgate made: a wider shared ClusterRole, tenant ClusterRoleBindings with real subjects. A namespace being deleted
    * is left to finish; a built-in one comes back once it is gone (its watch's DELETED event brings us here again).
    */
   async #reconcile(which: TenantId[] | 'all'): Promise<void> {
@@ -355,12 +374,52 @@ export class TenantLifecycle {
         ),
       );
 
+    // Missing, or as an older tenantgate wrote it (wider): the shared ClusterRole is applied again.
     const role = await upstreamJson(this.#pool, 'GET', `${RBAC}/clusterroles/${encodeURIComponent(TENANT_CLUSTER_ROLE.metadata.name)}`);
-    if (role.status === 404) repair(`clusterrole ${TENANT_CLUSTER_ROLE.metadata.name}`, ids[0]!, () => ensureTenantClusterRole(this.#pool));
+    if (role.status === 404 || (role.status === 200 && differs(role.body, TENANT_CLUSTER_ROLE))) {
+      repair(`clusterrole ${TENANT_CLUSTER_ROLE.metadata.name}`, ids[0]!, () => ensureTenantClusterRole(this.#pool));
+    }
 
-    const bindings = new Set((await listUpstream(this.#pool, `${RBAC}/clusterrolebindings?${bySelector}`)).map((item) => item.metadata.name));
+    const clusterBindings = (await listUpstream(this.#pool, `${RBAC}/clusterrolebindings?${bySelector}`)) as ClusterRoleBinding[];
+    const bindings = new Set(clusterBindings.map((item) => item.metadata.name));
+    const tenantBindings = new Map<TenantId, ClusterRoleBinding[]>();
     for (const id of ids) {
       if (!bindings.has(tenantClusterRoleBindingName(id))) repair(`clusterrolebinding ${tenantClusterRoleBindingName(id)}`, id, () => ensureTenantClusterRoleBinding(this.#pool, id));
+      if (!bindings.has(tenantShadowBindingName(id))) repair(`clusterrolebinding ${tenantShadowBindingName(id)}`, id, () => ensureTenantShadowBinding(this.#pool, id));
+      const mine: ClusterRoleBinding[] = [];
+      for (const binding of clusterBindings) {
+        if (!isTenantClusterBinding(binding, id)) continue;
+        // Made by an older tenantgate, with real subjects: a grant over every namespace, rewritten to shadow subjects.
+        const migrated = migratedSubjects(binding);
+        if (migrated !== null) {
+          binding.subjects = migrated;
+          const path = `${RBAC}/clusterrolebindings/${encodeURIComponent(binding.metadata.name)}`;
+          repair(`clusterrolebinding ${binding.metadata.name} subjects`, id, async () => {
+            const updated = await upstreamJson(this.#pool, 'PUT', path, binding);
+            if (updated.status !== 200) throw new Error(`updating ${path} answered ${updated.status}`);
+          });
+        }
+        mine.push(binding);
+      }
+      tenantBindings.set(id, mine);
+    }
+    // The admin's rights on the tenant's cluster-scoped custom resources follow its CRDs.
+    const crds = await listUpstream(this.#pool, `/apis/apiextensions.k8s.io/v1/customresourcedefinitions?${bySelector}`);
+    const customRoles = new Map(
+      (await listUpstream(this.#pool, `${RBAC}/clusterroles?labelSelector=${encodeURIComponent(CUSTOM_RESOURCES_ROLE_LABEL)}`)).map((item) => [item.metadata.name, item]),
+    );
+    for (const id of ids) {
+      const mine = crds.filter((crd) => crd.metadata.labels?.[TENANT_LABEL] === id) as CustomResourceDefinition[];
+      const wanted = tenantCustomResourcesRole(id, mine);
+      const current = customRoles.get(wanted.metadata.name);
+      if (current === undefined || differs(current, wanted) || !bindings.has(tenantCustomResourcesName(id))) {
+        repair(`clusterrole ${wanted.metadata.name}`, id, () => ensureTenantCustomResources(this.#pool, id, mine));
+      }
+    }
+    const expansionSelector = `labelSelector=${encodeURIComponent(which === 'all' ? `${EXPANSION_LABEL},${TENANT_LABEL}` : `${EXPANSION_LABEL},${selector}`)}`;
+    const expansions = new Map<string, UpstreamItem>();
+    for (const item of await listUpstream(this.#pool, `${RBAC}/rolebindings?${expansionSelector}`)) {
+      if (isExpansionName(item.metadata.name)) expansions.set(`${item.metadata.namespace}/${item.metadata.name}`, item);
     }
 
     const namespaces = await listUpstream(this.#pool, `/api/v1/namespaces?${bySelector}`);
@@ -384,9 +443,32 @@ export class TenantLifecycle {
       }
       for (const namespace of mine) {
         const terminating = namespace.metadata.deletionTimestamp !== undefined || namespace.status?.phase === 'Terminating';
-        if (terminating || granted.has(namespace.metadata.name)) continue;
-        repair(`rolebinding ${namespace.metadata.name}/${TENANT_ADMIN_BINDING}`, id, () => grantTenantNamespace(this.#pool, id, namespace.metadata.name));
+        const name = namespace.metadata.name;
+        if (terminating) {
+          // Its expansions go with it: not ours to delete.
+          for (const binding of tenantBindings.get(id) ?? []) expansions.delete(`${name}/${expansionName(binding.metadata.name)}`);
+          continue;
+        }
+        if (!granted.has(name)) repair(`rolebinding ${name}/${TENANT_ADMIN_BINDING}`, id, () => grantTenantNamespace(this.#pool, id, name));
+        // Each of the tenant's ClusterRoleBindings, as a RoleBinding in this namespace for its real subjects.
+        for (const binding of tenantBindings.get(id) ?? []) {
+          const wanted = expansionOf(binding, name, id);
+          const key = `${name}/${wanted.metadata.name}`;
+          const current = expansions.get(key);
+          expansions.delete(key);
+          if (current === undefined || differs(current, wanted)) repair(`rolebinding ${key}`, id, () => ensure(this.#pool, `${RBAC}/namespaces/${name}/rolebindings`, wanted));
+        }
       }
+    }
+    // Expansions of ClusterRoleBindings that are gone (only of the tenants looked at: the selector named them).
+    for (const [key, item] of expansions) {
+      const id = item.metadata.labels?.[TENANT_LABEL];
+      if (id === undefined || !ids.includes(id)) continue;
+      const path = `${RBAC}/namespaces/${item.metadata.namespace}/rolebindings/${encodeURIComponent(item.metadata.name)}`;
+      repair(`removed rolebinding ${key}`, id, async () => {
+        const deleted = await upstreamJson(this.#pool, 'DELETE', path);
+        if (deleted.status !== 200 && deleted.status !== 404) throw new Error(`deleting ${path} answered ${deleted.status}`);
+      });
     }
     await Promise.all(repairs);
   }

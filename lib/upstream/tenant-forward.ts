@@ -5,6 +5,7 @@ import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { OutgoingHttpHeaders } from 'node:http2';
 import { pipeline } from 'node:stream';
+import { shadowReviewStatus, type CrossNamespaceAccess } from '../auth/access-review.ts';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import { openUpstreamStream } from './forward.ts';
 import { upstreamJson } from './client.ts';
@@ -19,7 +20,7 @@ import { OPENAPI_V2_PROTOBUF, openapiV2ToProtobuf, prefersOpenApiV2Protobuf } fr
 import { isProtobuf, protobufBodyToUpstream } from '../convert/protobuf.ts';
 import { TENANT_LABEL, type TenantId } from '../convert/prefix.ts';
 import { isDiscoveryDocumentPath, upstreamNonResourcePath, upstreamResourceTarget } from '../convert/request.ts';
-import { nameMappingOfRow, nameToUpstream, namespaceToUpstream, objectToTenant, objectToUpstream, type ConvertContext } from '../convert/rules/index.ts';
+import { apiGroupToUpstream, nameMappingOfRow, nameToUpstream, namespaceToUpstream, objectToTenant, objectToUpstream, type ConvertContext } from '../convert/rules/index.ts';
 import { groupOfApiVersion } from '../convert/rules/api-groups.ts';
 import { statusToTenant } from '../convert/status.ts';
 import { isTable, rowObjectsFor, tableToTenant, type RowObjects } from '../convert/table.ts';
@@ -44,6 +45,8 @@ const MAX_RESPONSE_BODY_BYTES = 64 * 1024 * 1024;
 export interface TenantForwardDeps {
   pool: UpstreamPool;
   discovery: DiscoveryCache;
+  /** The tenant's RBAC at the cluster scope (its ClusterRoleBindings), asked upstream about shadow identities. */
+  access: CrossNamespaceAccess;
   /** Where upstream latency, watches and rewrites are counted; null: not counted. */
   metrics?: TenantgateMetrics | null;
   /** Hosts tenants' admission webhooks may call by URL; none when omitted. */
@@ -196,6 +199,46 @@ function nonResourceTarget(decodedPath: string, query: URLSearchParams, tenant: 
   return search === '' ? path : `${path}?${search}`;
 }
 
+/**
+ * Upstream, a tenant identity holds rights only in namespaces that exist (RoleBindings in each), so a request in a
+ * missing namespace is refused (403) where the apiserver would answer a tenant whose ClusterRoleBindings allow it
+ * with "not found" (an empty list for a list). That answer, or null when the namespace exists or the tenant's RBAC
+ * does not allow the request cluster-wide (the 403 stands).
+ */
+async function missingNamespaceAnswer(ctx: RequestContext, deps: TenantForwardDeps, upstreamNamespace: string): Promise<StatusError | object | null> {
+  const info = ctx.info!;
+  const identity = ctx.identity!;
+  const tenant = identity.tenant!;
+  const namespace = await upstreamJson(deps.pool, 'GET', `/api/v1/namespaces/${encodeURIComponent(upstreamNamespace)}`);
+  if (namespace.status !== 404) return null;
+  if (!(await deps.access.allowed(tenant, upstreamIdentityOf(identity), info.verb, apiGroupToUpstream(info.apiGroup, tenant), info.resource))) return null;
+  const row = ctx.row!;
+  if (info.verb === 'list') {
+    return { kind: `${row.kind}List`, apiVersion: info.apiGroup === '' ? info.apiVersion : `${info.apiGroup}/${info.apiVersion}`, metadata: { resourceVersion: '' }, items: [] };
+  }
+  if (info.verb === 'create' || info.name === '') return notFound(`namespaces ${JSON.stringify(info.namespace)} not found`, { name: info.namespace, kind: 'namespaces' });
+  return notFound(`${info.resource}${info.apiGroup === '' ? '' : '.' + info.apiGroup} ${JSON.stringify(info.name)} not found`, {
+    name: info.name,
+    ...(info.apiGroup === '' ? {} : { group: info.apiGroup }),
+    kind: info.resource,
+  });
+}
+
+/**
+ * A denied access review at the cluster scope (no namespace) is asked again about the shadow identity, which holds
+ * what the tenant's ClusterRoleBindings grant (`kubectl auth can-i list pods -A`): allowed when either is. In place.
+ */
+async function clusterReviewWithShadow(body: any, ctx: RequestContext, deps: TenantForwardDeps): Promise<void> {
+  const spec = body?.spec;
+  if (spec === undefined || body.status?.allowed === true) return;
+  const namespace = spec.resourceAttributes?.namespace;
+  if (typeof namespace === 'string' && namespace !== '') return;
+  // A SubjectAccessReview asks about the user it names (upstream names already); a self review about the caller.
+  const identity = ctx.row!.rule === 'subjectaccessreview' ? { user: String(spec.user ?? ''), groups: Array.isArray(spec.groups) ? spec.groups.map(String) : [] } : upstreamIdentityOf(ctx.identity!);
+  const status = await shadowReviewStatus(deps.pool, identity, spec);
+  if (status !== null) body.status = status;
+}
+
 export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDeps): void {
   const { req, res } = ctx;
   const identity = ctx.identity!;
@@ -258,6 +301,16 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
       }
       void readBody(upstream!, MAX_RESPONSE_BODY_BYTES, () => new StatusError(500, 'InternalError', 'the upstream answer is too large to convert'))
         .then(async (buffer) => {
+          if (status === 403 && row !== null && row.scope === 'Namespaced' && info.namespace !== '' && info.verb !== 'watch') {
+            const missing = await missingNamespaceAnswer(ctx, deps, namespaceToUpstream(info.namespace, tenant));
+            if (missing instanceof StatusError) throw missing;
+            if (missing !== null) {
+              const text = JSON.stringify(missing);
+              (res as ServerResponse).writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+              res.end(text);
+              return;
+            }
+          }
           // An error without a body (OpenAPI v3's 404 for a group it does not serve) is still a Status to the tenant.
           if (buffer.length === 0 && status >= 400) throw tenantStatusError(status, {}, tenant);
           if (buffer.length === 0) {
@@ -283,6 +336,7 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
             if (status >= 400) throw tenantStatusError(status, buffer, tenant);
             throw new StatusError(502, 'InternalError', 'the upstream answer is not JSON');
           }
+          if (status === 201 && (row?.rule === 'selfsubjectaccessreview' || row?.rule === 'subjectaccessreview')) await clusterReviewWithShadow(body, ctx, deps);
           if (row !== null && status === 201 && info.verb === 'create' && info.resource === 'namespaces') {
             // The tenant's admin gets its rights in a namespace before anyone learns the namespace exists.
             await grantTenantNamespace(deps.pool, tenant, (body as { metadata: { name: string } }).metadata.name);

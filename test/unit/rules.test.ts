@@ -366,13 +366,25 @@ const cases: Case[] = [
     upstream: { metadata: { name: 'b', namespace: 'abc123-default', labels: L }, subjects: [], roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'r' } },
   },
   {
-    behaviour: 'a ClusterRoleBinding is the tenant’s, bound to its ClusterRole',
+    behaviour: 'a ClusterRoleBinding is the tenant’s, bound to its ClusterRole, its subjects shadow identities that nobody carries upstream',
     group: 'rbac.authorization.k8s.io',
     resource: 'clusterrolebindings',
-    tenant: { metadata: { name: 'admins' }, subjects: [{ kind: 'Group', name: 'system:masters' }], roleRef: { kind: 'ClusterRole', name: 'cluster-admin' } },
+    tenant: {
+      metadata: { name: 'admins' },
+      subjects: [
+        { kind: 'Group', name: 'system:masters' },
+        { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'alice' },
+        { kind: 'ServiceAccount', name: 'builder', namespace: 'ci' },
+      ],
+      roleRef: { kind: 'ClusterRole', name: 'cluster-admin' },
+    },
     upstream: {
       metadata: { name: 'abc123-admins', labels: L },
-      subjects: [{ kind: 'Group', name: 'abc123:system:masters' }],
+      subjects: [
+        { kind: 'Group', name: 'tenantgate:cluster:abc123:system:masters' },
+        { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'tenantgate:cluster:abc123-alice' },
+        { kind: 'User', name: 'tenantgate:cluster:system:serviceaccount:abc123-ci:builder', apiGroup: 'rbac.authorization.k8s.io' },
+      ],
       roleRef: { kind: 'ClusterRole', name: 'abc123-cluster-admin' },
     },
   },
@@ -817,23 +829,61 @@ t.test('an owner of unknown kind is refused rather than guessed (the garbage col
   t.equal(error?.details?.causes?.[0]?.field, 'metadata.ownerReferences[0]');
 });
 
-t.test('a ClusterRoleBinding names no service account: its token reaches the upstream without tenantgate', async (t) => {
+t.test('a ClusterRoleBinding may name service accounts: upstream they are shadow users their tokens do not carry', async (t) => {
   const binding = (subject: object) => ({ metadata: { name: 'b' }, subjects: [{ kind: 'User', name: 'alice' }, subject], roleRef: { kind: 'ClusterRole', name: 'reader' } });
-  for (const subject of [
-    { kind: 'ServiceAccount', name: 'sa', namespace: 'ci' },
-    { kind: 'ServiceAccount', name: 'sa' },
-    { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'system:serviceaccount:ci:sa' },
-    { kind: 'Group', apiGroup: 'rbac.authorization.k8s.io', name: 'system:serviceaccounts:ci' },
-  ]) {
-    const error = thrown(() => up(binding(subject), 'rbac.authorization.k8s.io', 'clusterrolebindings'));
-    t.equal(error?.code, 422, JSON.stringify(subject));
-    t.equal(error?.details?.causes?.[0]?.field, 'subjects[1]');
-    t.match(error?.message, /cannot name service accounts.*RoleBinding/);
-    t.ok(up(binding(subject), 'rbac.authorization.k8s.io', 'rolebindings') !== undefined, 'a RoleBinding may: it grants in one namespace');
+  for (const [subject, upstreamName] of [
+    [{ kind: 'ServiceAccount', name: 'sa', namespace: 'ci' }, 'tenantgate:cluster:system:serviceaccount:abc123-ci:sa'],
+    [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'system:serviceaccount:ci:sa' }, 'tenantgate:cluster:system:serviceaccount:abc123-ci:sa'],
+    [{ kind: 'Group', apiGroup: 'rbac.authorization.k8s.io', name: 'system:serviceaccounts:ci' }, 'tenantgate:cluster:system:serviceaccounts:abc123-ci'],
+    [{ kind: 'Group', name: 'system:serviceaccounts' }, 'tenantgate:cluster:abc123:system:serviceaccounts'],
+  ] as const) {
+    const upstream = up(binding(subject), 'rbac.authorization.k8s.io', 'clusterrolebindings');
+    const subjects = upstream.subjects as Json[];
+    t.equal(subjects[0]!.name, 'tenantgate:cluster:abc123-alice', JSON.stringify(subject));
+    t.equal(subjects[1]!.name, upstreamName, JSON.stringify(subject));
+    t.ok(subjects.every((s) => s.kind === 'User' || s.kind === 'Group'), 'upstream only users and groups: no service account a token authenticates as');
+    t.ok(down(upstream, 'rbac.authorization.k8s.io', 'clusterrolebindings') !== null, 'and the tenant reads it back');
   }
-  // Not service accounts: the group of all of them is the tenant's own group of that name upstream.
-  const all = up(binding({ kind: 'Group', name: 'system:serviceaccounts' }), 'rbac.authorization.k8s.io', 'clusterrolebindings');
-  t.same((all.subjects as Json[])[1], { kind: 'Group', name: 'abc123:system:serviceaccounts' });
+  // A service-account subject reads back as the ServiceAccount it was (the User form of it reads back the same way).
+  const back = down(up(binding({ kind: 'ServiceAccount', name: 'sa', namespace: 'ci' }), 'rbac.authorization.k8s.io', 'clusterrolebindings'), 'rbac.authorization.k8s.io', 'clusterrolebindings');
+  t.same((back?.subjects as Json[])[1], { kind: 'ServiceAccount', name: 'sa', namespace: 'ci' });
+});
+
+t.test('a ClusterRoleBinding upstream is the tenant’s only when every subject is its shadow form', async (t) => {
+  const upstream = (subjects: Json[]) => ({ metadata: { name: 'abc123-b', labels: L }, subjects, roleRef: { kind: 'ClusterRole', name: 'abc123-reader' } });
+  for (const subject of [
+    { kind: 'User', name: 'abc123-alice' }, // a real identity: an old-style grant, not the tenant's view
+    { kind: 'Group', name: 'abc123:devs' },
+    { kind: 'ServiceAccount', name: 'sa', namespace: 'abc123-ci' },
+    { kind: 'User', name: 'tenantgate:cluster:xyz789-alice' }, // another tenant's shadow
+    { kind: 'Group', name: 'tenantgate:cluster:xyz789:devs' },
+    { kind: 'User', name: 'tenantgate:cluster:system:serviceaccount:xyz789-ci:sa' },
+    { kind: 'User', name: 'tenantgate:cluster:system:admin' },
+    { kind: 'Group', name: 'tenantgate:cluster:system:masters' },
+  ]) {
+    t.equal(down(upstream([{ kind: 'User', name: 'tenantgate:cluster:abc123-bob' }, subject]), 'rbac.authorization.k8s.io', 'clusterrolebindings'), null, JSON.stringify(subject));
+  }
+  t.same(down(upstream([{ kind: 'Group', name: 'tenantgate:cluster:abc123:devs' }]), 'rbac.authorization.k8s.io', 'clusterrolebindings')?.subjects, [{ kind: 'Group', name: 'devs' }]);
+});
+
+t.test('an access review’s reason names the tenant’s ClusterRoleBinding and user, not their upstream forms', async (t) => {
+  const review = {
+    metadata: {},
+    spec: { user: 'abc123-alice', resourceAttributes: { verb: 'list', resource: 'configmaps', namespace: 'abc123-shop' } },
+    status: { allowed: true, reason: 'RBAC: allowed by RoleBinding "tenantgate:crb:abc123-readers/abc123-shop" of ClusterRole "abc123-reader" to User "abc123-alice"' },
+  };
+  t.equal((down(review, 'authorization.k8s.io', 'subjectaccessreviews')?.status as Json).reason, 'RBAC: allowed by ClusterRoleBinding "readers" of ClusterRole "reader" to User "alice"');
+  const shadow = { ...review, status: { allowed: true, reason: 'RBAC: allowed by ClusterRoleBinding "abc123-readers" of ClusterRole "abc123-reader" to User "tenantgate:cluster:abc123-alice"' } };
+  t.equal((down(shadow, 'authorization.k8s.io', 'subjectaccessreviews')?.status as Json).reason, 'RBAC: allowed by ClusterRoleBinding "readers" of ClusterRole "reader" to User "alice"');
+});
+
+t.test('the RoleBindings tenantgate keeps in a tenant’s namespaces are not the tenant’s, and no tenant may write one', async (t) => {
+  for (const name of ['tenantgate:tenant-admin', 'tenantgate:crb:abc123-readers']) {
+    const upstream = { metadata: { name, namespace: 'abc123-default', labels: L }, subjects: [{ kind: 'User', name: 'abc123-alice' }], roleRef: { kind: 'ClusterRole', name: 'abc123-reader' } };
+    t.equal(down(upstream, 'rbac.authorization.k8s.io', 'rolebindings'), null, `${name} is hidden`);
+    const error = thrown(() => up({ metadata: { name, namespace: 'default' }, subjects: [], roleRef: { kind: 'ClusterRole', name: 'reader' } }, 'rbac.authorization.k8s.io', 'rolebindings'));
+    t.equal(error?.code, 422, `${name} cannot be written`);
+  }
 });
 
 t.test('shared kinds cannot be written and hidden kinds do not exist', async (t) => {

@@ -2,15 +2,14 @@
 // resources are the tenant's cluster-scoped kinds (names of both forms when a rule mixes kinds or uses '*').
 // Aggregated ClusterRoles only aggregate the tenant's own roles, and the upstream's own aggregated roles (admin,
 // edit, view) never aggregate a tenant's: its aggregate-to-* labels take a key of the tenant's upstream.
-// Subjects are upstream identities.
-// A ClusterRoleBinding never names a service account: see clusterBinding.
+// Subjects are upstream identities; a ClusterRoleBinding's are shadow identities that grant nothing (clusterBinding).
 import { apiGroupToTenant, apiGroupToUpstream } from './api-groups.ts';
 import { builtinKindOf } from '../kinds.ts';
-import { StatusError } from '../../server/status.ts';
-import { groupToTenant, groupToUpstream, parseServiceAccountUser, userToTenant, userToUpstream } from './identity.ts';
+import { clusterSubjectToTenant, clusterSubjectToUpstream } from './cluster-subjects.ts';
+import { groupToTenant, groupToUpstream, userToTenant, userToUpstream } from './identity.ts';
 import { eachObjectAt, everyObjectAt, isObject, mapStringAt } from './json.ts';
 import { objectSelectorToTenant, objectSelectorToUpstream } from './label-selectors.ts';
-import { nameMappingOfRow, namespaceToTenant, namespaceToUpstream, nameToTenant, nameToUpstream, type NameMapping } from './names.ts';
+import { invalid, nameMappingOfRow, namespaceToTenant, namespaceToUpstream, nameToTenant, nameToUpstream, type NameMapping } from './names.ts';
 import { nameMappingOfResource } from './referents.ts';
 import type { ConvertContext, Json, KindRule } from './rule.ts';
 
@@ -171,60 +170,59 @@ function subjectToTenant(subject: Json, ctx: ConvertContext): boolean {
 
 const SUBJECTS = ['subjects', '*'];
 
-/** RoleBinding and ClusterRoleBinding. */
+function roleRefToUpstream(obj: Json, ctx: ConvertContext): Json {
+  const roleRef = obj.roleRef;
+  if (isObject(roleRef) && roleRef.kind === 'ClusterRole') {
+    mapStringAt(roleRef, ['name'], (name) => nameToUpstream(CLUSTER_ROLE_NAMES, name, ctx.tenant));
+  }
+  return obj;
+}
+
+function roleRefToTenant(obj: Json, ctx: ConvertContext): Json | null {
+  const roleRef = obj.roleRef;
+  if (isObject(roleRef) && roleRef.kind === 'ClusterRole') {
+    if (!mapStringAt(roleRef, ['name'], (name) => nameToTenant(CLUSTER_ROLE_NAMES, name, ctx.tenant))) return null;
+  }
+  return obj;
+}
+
+/** Names of the RoleBindings tenantgate keeps in a tenant's namespaces; no tenant may write one. */
+export const TENANTGATE_BINDING_PREFIX = 'tenantgate:';
+
+/**
+ * RoleBinding. Those tenantgate keeps in the tenant's namespaces (named `tenantgate:...`, a name no tenant can
+ * write) are not the tenant's: its admin's grant and the expansions of its ClusterRoleBindings.
+ */
 export const binding: KindRule = {
   toUpstream(obj, ctx) {
-    eachObjectAt(obj, SUBJECTS, (subject) => subjectToUpstream(subject, ctx));
-    const roleRef = obj.roleRef;
-    if (isObject(roleRef) && roleRef.kind === 'ClusterRole') {
-      mapStringAt(roleRef, ['name'], (name) => nameToUpstream(CLUSTER_ROLE_NAMES, name, ctx.tenant));
+    const name = isObject(obj.metadata) ? obj.metadata.name : undefined;
+    if (typeof name === 'string' && name.startsWith(TENANTGATE_BINDING_PREFIX)) {
+      throw invalid('RoleBinding', 'rbac.authorization.k8s.io', name, 'metadata.name', name, `names starting with "${TENANTGATE_BINDING_PREFIX}" are reserved for tenantgate`);
     }
-    return obj;
+    eachObjectAt(obj, SUBJECTS, (subject) => subjectToUpstream(subject, ctx));
+    return roleRefToUpstream(obj, ctx);
   },
   toTenant(obj, ctx) {
+    const metadata = obj.metadata;
+    if (isObject(metadata) && typeof metadata.name === 'string' && metadata.name.startsWith(TENANTGATE_BINDING_PREFIX)) return null;
     if (!everyObjectAt(obj, SUBJECTS, (subject) => subjectToTenant(subject, ctx))) return null;
-    const roleRef = obj.roleRef;
-    if (isObject(roleRef) && roleRef.kind === 'ClusterRole') {
-      if (!mapStringAt(roleRef, ['name'], (name) => nameToTenant(CLUSTER_ROLE_NAMES, name, ctx.tenant))) return null;
-    }
-    return obj;
+    return roleRefToTenant(obj, ctx);
   },
 };
 
-/** A subject that a service account's token authenticates as: the account itself, its user name, its namespace's group. */
-function namesServiceAccounts(subject: unknown): boolean {
-  if (!isObject(subject) || typeof subject.name !== 'string') return false;
-  switch (subject.kind) {
-    case 'ServiceAccount':
-      return true;
-    case 'User':
-      return parseServiceAccountUser(subject.name) !== null;
-    case 'Group':
-      return subject.name.startsWith('system:serviceaccounts:');
-    default:
-      return false;
-  }
-}
-
 /**
- * ClusterRoleBinding: a binding, except that it may not name service accounts. Upstream it grants cluster-wide, and
- * RBAC cannot confine cluster-wide rights to the tenant's prefix: that is tenantgate's job, and a tenant's users only
- * ever reach the upstream through tenantgate. A service account's token (a pod's, `kubectl create token`'s) is
- * accepted by the upstream directly, where `get secrets` in every namespace means every tenant's secrets.
+ * ClusterRoleBinding: its subjects are shadow identities upstream (cluster-subjects.ts), which nobody carries, so
+ * the binding never grants anything cluster-wide upstream, whoever it names (service accounts included: their
+ * tokens reach the upstream directly). The lifecycle controller expands it into RoleBindings in each of the
+ * tenant's namespaces; cross-namespace reads are allowed by asking the upstream about the shadow identity.
  */
 export const clusterBinding: KindRule = {
   toUpstream(obj, ctx) {
-    const subjects = obj.subjects;
-    const index = Array.isArray(subjects) ? subjects.findIndex(namesServiceAccounts) : -1;
-    if (index !== -1) {
-      const field = `subjects[${index}]`;
-      const detail =
-        "Forbidden: a ClusterRoleBinding cannot name service accounts: their tokens are valid beyond this tenant's cluster; " +
-        'grant them rights with a RoleBinding in each namespace';
-      // No kind or name in the details: kubectl then says "The request is invalid: <field>: <detail>".
-      throw new StatusError(422, 'Invalid', `${field}: ${detail}`, { group: 'rbac.authorization.k8s.io', causes: [{ reason: 'FieldValueForbidden', message: detail, field }] });
-    }
-    return binding.toUpstream(obj, ctx);
+    eachObjectAt(obj, SUBJECTS, (subject) => clusterSubjectToUpstream(subject, ctx.tenant));
+    return roleRefToUpstream(obj, ctx);
   },
-  toTenant: (obj, ctx) => binding.toTenant(obj, ctx),
+  toTenant(obj, ctx) {
+    if (!everyObjectAt(obj, SUBJECTS, (subject) => clusterSubjectToTenant(subject, ctx.tenant))) return null;
+    return roleRefToTenant(obj, ctx);
+  },
 };

@@ -3,6 +3,7 @@
 // an answer that tenantgate itself would refuse (hidden kinds, writes to shared ones) reads as denied.
 import { accessRefusal, isBuiltinGroup, kindOf } from '../kinds.ts';
 import { apiGroupToTenant, apiGroupToUpstream } from './api-groups.ts';
+import { clusterBindingsTextToTenant } from './cluster-subjects.ts';
 import { authenticatedGroupsToTenant, groupToTenant, groupToUpstream, userToTenant, userToUpstream } from './identity.ts';
 import { eachObjectAt, everyObjectAt, mapStringAt, mapStringsAt, objectAt, stringAt } from './json.ts';
 import { namespaceToTenant, namespaceToUpstream, nameToTenant, nameToUpstream, type NameMapping } from './names.ts';
@@ -56,7 +57,7 @@ function reviewStatusTextToTenant(obj: Json, ctx: ConvertContext): void {
   if (status === undefined) return;
   for (const field of ['reason', 'evaluationError', 'error']) {
     const text = stringAt(status, field);
-    if (text) status[field] = stripTenantPrefixes(text, ctx.tenant);
+    if (text) status[field] = stripTenantPrefixes(clusterBindingsTextToTenant(text), ctx.tenant);
   }
 }
 

@@ -1,0 +1,123 @@
+// Whether a tenant's own RBAC allows a read across all its namespaces, which tenantgate then makes with its own
+// identity (upstream, no tenant identity may read a namespaced kind cluster-wide). The upstream answers a
+// SubjectAccessReview about the caller's shadow identity (what its ClusterRoleBindings bind), cached briefly.
+// Never caches an answer under a key that leaves out part of the identity asked about (CVE-2023-46254).
+import { LRUCache } from 'lru-cache';
+import type { TenantId } from '../convert/prefix.ts';
+import { clusterShadowOf } from '../convert/rules/cluster-subjects.ts';
+import { StatusError, upstreamUnavailable } from '../server/status.ts';
+import { upstreamJson } from '../upstream/client.ts';
+import type { UpstreamPool } from '../upstream/pool.ts';
+import type { UpstreamIdentity } from './impersonation.ts';
+
+/** A SubjectAccessReview's spec, at the cluster scope. */
+export interface ClusterAccessQuestion {
+  user: string;
+  groups: string[];
+  resourceAttributes: { verb: string; group: string; resource: string; namespace: '' };
+}
+
+/** Asks the upstream; resolves to whether it allowed, throws when it cannot say (nothing is cached then). */
+export type AccessReviewer = (question: ClusterAccessQuestion) => Promise<boolean>;
+
+/** The question about the shadow identity of the caller (its upstream user and groups, each under the shadow prefix). */
+export function shadowQuestion(identity: UpstreamIdentity, verb: string, group: string, resource: string): ClusterAccessQuestion {
+  return {
+    user: clusterShadowOf(identity.user),
+    groups: identity.groups.map(clusterShadowOf),
+    resourceAttributes: { verb, group, resource, namespace: '' },
+  };
+}
+
+/** The cache key: the tenant, the whole identity and the whole question, unambiguously (JSON, not a joined string). */
+export function accessCacheKey(tenant: TenantId, identity: UpstreamIdentity, verb: string, group: string, resource: string): string {
+  return JSON.stringify([tenant, identity.user, identity.groups, verb, group, resource]);
+}
+
+/** SubjectAccessReview against the upstream with tenantgate's own credentials. */
+export function upstreamAccessReviewer(pool: UpstreamPool): AccessReviewer {
+  return async (spec) => {
+    const review = { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec };
+    let answer;
+    try {
+      answer = await upstreamJson(pool, 'POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', review);
+    } catch (error) {
+      throw upstreamUnavailable(`access review failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    if (answer.status !== 201 && answer.status !== 200) throw upstreamUnavailable(`access review answered ${answer.status}`);
+    return answer.body?.status?.allowed === true;
+  };
+}
+
+/**
+ * An access review's answer at the cluster scope for a tenant identity: the upstream answered about the real identity
+ * (its cluster-scoped rights); what the tenant's ClusterRoleBindings grant it, the shadow identity holds. Asks the
+ * upstream about the shadow identity with the same attributes; resolves to its status when that allows, else null.
+ */
+export async function shadowReviewStatus(pool: UpstreamPool, identity: UpstreamIdentity, spec: { resourceAttributes?: unknown; nonResourceAttributes?: unknown }): Promise<unknown> {
+  const shadow = { user: clusterShadowOf(identity.user), groups: identity.groups.map(clusterShadowOf) };
+  const review = { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { ...shadow, resourceAttributes: spec.resourceAttributes, nonResourceAttributes: spec.nonResourceAttributes } };
+  const answer = await upstreamJson(pool, 'POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', review);
+  if ((answer.status !== 201 && answer.status !== 200) || answer.body?.status?.allowed !== true) return null;
+  return answer.body.status;
+}
+
+export interface AccessCacheOptions {
+  /** How long an allowed read stays allowed without asking again (default 5 s). */
+  allowedTtlMs?: number;
+  /** How long a refused one stays refused (default 1 s: a new grant shows quickly). */
+  deniedTtlMs?: number;
+  /** Answers remembered at most (default 10,000). */
+  maxEntries?: number;
+}
+
+/** The 403 the apiserver itself would answer, in the tenant's names. */
+export function clusterScopeForbidden(user: string, verb: string, group: string, resource: string): StatusError {
+  const qualified = group === '' ? resource : `${resource}.${group}`;
+  return new StatusError(
+    403,
+    'Forbidden',
+    `${qualified} is forbidden: User ${JSON.stringify(user)} cannot ${verb} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(group)} at the cluster scope`,
+    group === '' ? { kind: resource } : { group, kind: resource },
+  );
+}
+
+export class CrossNamespaceAccess {
+  readonly #review: AccessReviewer;
+  readonly #cache: LRUCache<string, boolean, unknown>;
+  readonly #deniedTtlMs: number;
+  /** Questions under way: many requests of one caller at once ask the upstream once. */
+  readonly #asking = new Map<string, Promise<boolean>>();
+
+  constructor(review: AccessReviewer, options: AccessCacheOptions = {}) {
+    this.#review = review;
+    this.#deniedTtlMs = options.deniedTtlMs ?? 1_000;
+    this.#cache = new LRUCache({ max: options.maxEntries ?? 10_000, ttl: options.allowedTtlMs ?? 5_000 });
+  }
+
+  /**
+   * Whether the tenant's RBAC lets `identity` (as the upstream names it) do `verb` on `resource` of `group` (the
+   * upstream's group name) across all namespaces. A cached answer is returned synchronously.
+   */
+  allowed(tenant: TenantId, identity: UpstreamIdentity, verb: string, group: string, resource: string): boolean | Promise<boolean> {
+    const key = accessCacheKey(tenant, identity, verb, group, resource);
+    const cached = this.#cache.get(key);
+    if (cached !== undefined) return cached;
+    let asking = this.#asking.get(key);
+    if (asking === undefined) {
+      asking = this.#review(shadowQuestion(identity, verb, group, resource)).then(
+        (allowed) => {
+          this.#asking.delete(key);
+          this.#cache.set(key, allowed, allowed ? undefined : { ttl: this.#deniedTtlMs });
+          return allowed;
+        },
+        (error: unknown) => {
+          this.#asking.delete(key);
+          throw error;
+        },
+      );
+      this.#asking.set(key, asking);
+    }
+    return asking;
+  }
+}

@@ -1,0 +1,197 @@
+// The second wall: upstream, a tenant identity reads and writes namespaced objects only in its tenant's namespaces,
+// whatever RBAC the tenant writes; its cross-namespace reads are made by tenantgate once the tenant's RBAC allowed them.
+import t from 'tap';
+import { startStack, type KubectlResult, type Stack } from '../helpers/stack.ts';
+import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
+
+let stack: Stack;
+let golf: TestTenant;
+let kilo: TestTenant;
+let aliceKubeconfig: string;
+
+const RBAC = 'rbac.authorization.k8s.io';
+
+async function ok(r: Promise<KubectlResult>, what: string): Promise<string> {
+  const done = await r;
+  if (done.code !== 0) throw new Error(`${what}: ${done.stderr}`);
+  return done.stdout;
+}
+const asAlice = (args: string[]) => stack.kubectl(args, { kubeconfig: aliceKubeconfig });
+/** kubectl straight at the upstream, as tenantgate would impersonate tenant `id`'s admin. */
+const asTenantIdentity = (id: string, args: string[], input?: string) =>
+  stack.kubectlDirect(['--as', `${id}-admin`, '--as-group', `${id}:system:authenticated`, '--as-user-extra', `tenant=${id}`, ...args], { input });
+
+async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined || Date.now() > deadline) return value;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+t.before(async () => {
+  stack = await startStack();
+  golf = await createTestTenant(stack, 'golf07');
+  kilo = await createTestTenant(stack, 'kilo08');
+  aliceKubeconfig = stack.kubeconfigFor({ user: 'alice', groups: [], tenant: 'golf07' });
+  for (const [tenant, value] of [[golf, 'golf'], [kilo, 'kilo']] as const) {
+    await ok(tenant.kubectl(['create', 'namespace', 'shop']), 'namespace');
+    await ok(tenant.kubectl(['-n', 'shop', 'create', 'configmap', 'settings', `--from-literal=owner=${value}`]), 'configmap');
+  }
+});
+t.teardown(() => stack?.stop());
+
+t.test('a user may list configmaps across namespaces only once a ClusterRoleBinding grants it, and sees only its tenant\'s', async (t) => {
+  const refused = await asAlice(['get', 'configmaps', '-A']);
+  t.not(refused.code, 0, 'alice without a binding is refused');
+  t.match(refused.stderr, /configmaps is forbidden: User "alice" cannot list resource "configmaps" in API group "" at the cluster scope/, 'with the apiserver\'s own message, in the tenant\'s names');
+  t.notMatch(refused.stderr, /golf07|tenantgate:cluster/, 'no upstream name in it');
+
+  await ok(golf.kubectl(['create', 'clusterrole', 'cm-reader', '--verb=get,list,watch', '--resource=configmaps']), 'clusterrole');
+  await ok(golf.kubectl(['create', 'clusterrolebinding', 'alice-reads', '--clusterrole=cm-reader', '--user=alice']), 'clusterrolebinding');
+  const listed = await eventually(async () => {
+    const r = await asAlice(['get', 'configmaps', '-A', '-o', 'json']);
+    return r.code === 0 ? (JSON.parse(r.stdout).items as { metadata: { namespace: string; name: string }; data?: { owner?: string } }[]) : undefined;
+  });
+  t.ok(listed !== undefined && listed.length > 0, 'granted, alice lists configmaps across namespaces');
+  t.ok(listed?.some((item) => item.metadata.namespace === 'shop' && item.data?.owner === 'golf'), 'golf\'s own configmap is there');
+  t.notOk(listed?.some((item) => item.data?.owner === 'kilo' || item.metadata.namespace.includes('kilo08')), 'nothing of kilo\'s');
+  const perNamespace = await eventually(async () => {
+    const r = await asAlice(['-n', 'shop', 'get', 'configmap', 'settings', '-o', 'jsonpath={.data.owner}']);
+    return r.code === 0 ? r.stdout : undefined;
+  });
+  t.equal(perNamespace, 'golf', 'and reads in one namespace through the binding\'s expansion there');
+  const secrets = await asAlice(['get', 'secrets', '-A']);
+  t.match(secrets.stderr, /secrets is forbidden: User "alice" cannot list resource "secrets"/, 'only what the binding grants');
+  t.equal((await asAlice(['auth', 'can-i', 'list', 'configmaps', '-A'])).stdout.trim(), 'yes', 'kubectl auth can-i -A says what the binding grants');
+  t.equal((await asAlice(['auth', 'can-i', 'list', 'secrets', '-A'])).stdout.trim(), 'no');
+  t.equal((await golf.kubectl(['auth', 'can-i', 'list', 'secrets', '-A'])).stdout.trim(), 'yes', 'the admin may list anything across its namespaces');
+  const review = JSON.stringify({ apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { user: 'alice', resourceAttributes: { verb: 'list', resource: 'configmaps' } } });
+  const answered = JSON.parse(await ok(golf.kubectl(['create', '-f', '-', '-o', 'json'], { input: review }), 'review'));
+  t.equal(answered.status.allowed, true, 'a SubjectAccessReview about alice at the cluster scope: allowed');
+  t.match(answered.status.reason, /ClusterRoleBinding "alice-reads" of ClusterRole "cm-reader" to User "alice"/, 'by her ClusterRoleBinding, in golf\'s names');
+
+  await ok(golf.kubectl(['delete', 'clusterrolebinding', 'alice-reads']), 'unbind');
+  const gone = await eventually(async () => ((await asAlice(['get', 'configmaps', '-A'])).code !== 0 ? true : undefined));
+  t.ok(gone, 'unbound, alice is refused again');
+  const expansions = await eventually(async () => {
+    const r = await stack.kubectlDirect(['get', 'rolebindings', '-A', '-o', 'name', '--field-selector', 'metadata.name=tenantgate:crb:golf07-alice-reads']);
+    return r.stdout.trim() === '' ? true : undefined;
+  });
+  t.ok(expansions, 'and its expansions are removed');
+});
+
+t.test('upstream, a tenant identity cannot read or write another tenant\'s namespace, nor list across namespaces, whatever it binds', async (t) => {
+  const probes = async (when: string) => {
+    const read = await asTenantIdentity('golf07', ['-n', 'kilo08-shop', 'get', 'configmap', 'settings']);
+    t.match(read.stderr, /forbidden/i, `${when}: reading kilo's configmap is refused`);
+    const write = await asTenantIdentity('golf07', ['-n', 'kilo08-shop', 'create', 'configmap', 'planted']);
+    t.match(write.stderr, /forbidden/i, `${when}: writing into kilo's namespace is refused`);
+    const patch = await asTenantIdentity('golf07', ['-n', 'kilo08-shop', 'patch', 'configmap', 'settings', '-p', '{"data":{"owner":"golf"}}']);
+    t.match(patch.stderr, /forbidden/i, `${when}: changing kilo's configmap is refused`);
+    const everywhere = await asTenantIdentity('golf07', ['get', 'configmaps', '-A']);
+    t.match(everywhere.stderr, /forbidden/i, `${when}: listing configmaps cluster-wide is refused`);
+    const secrets = await asTenantIdentity('golf07', ['get', 'secrets', '-A']);
+    t.match(secrets.stderr, /forbidden/i, `${when}: listing secrets cluster-wide is refused`);
+    const own = await asTenantIdentity('golf07', ['-n', 'golf07-shop', 'get', 'configmap', 'settings', '-o', 'jsonpath={.data.owner}']);
+    t.equal(own.stdout, 'golf', `${when}: its own namespace still works`);
+  };
+  await probes('as bootstrapped');
+
+  // Everything on everything, bound to the admin through tenantgate.
+  await ok(golf.kubectl(['create', 'clusterrole', 'everything', '--verb=*', '--resource=*.*']), 'clusterrole');
+  await ok(golf.kubectl(['create', 'clusterrolebinding', 'admin-everything', '--clusterrole=everything', '--user=admin']), 'binding');
+  await ok(golf.kubectl(['create', 'clusterrolebinding', 'all-everything', '--clusterrole=everything', '--group=system:authenticated']), 'binding');
+  await eventually(async () => {
+    const r = await stack.kubectlDirect(['get', 'rolebindings', '-n', 'golf07-shop', '-o', 'name']);
+    return r.stdout.includes('tenantgate:crb:golf07-admin-everything') ? true : undefined;
+  });
+  await probes('after binding * on * to its admin and its authenticated group');
+  const unchanged = await ok(stack.kubectlDirect(['-n', 'kilo08-shop', 'get', 'configmap', 'settings', '-o', 'jsonpath={.data.owner}']), 'upstream read');
+  t.equal(unchanged, 'kilo', 'kilo\'s configmap is as kilo wrote it');
+  const planted = await stack.kubectlDirect(['-n', 'kilo08-shop', 'get', 'configmap', 'planted']);
+  t.not(planted.code, 0, 'nothing was planted in kilo\'s namespace');
+  const upstreamBinding = JSON.parse(await ok(stack.kubectlDirect(['get', 'clusterrolebinding', 'golf07-admin-everything', '-o', 'json']), 'binding'));
+  t.same(upstreamBinding.subjects.map((s: { name: string }) => s.name), ['tenantgate:cluster:golf07-admin'], 'upstream the binding names a shadow user');
+});
+
+t.test('the tenant admin lists across its namespaces through tenantgate, and kilo\'s admin sees none of golf\'s', async (t) => {
+  const golfAll = JSON.parse(await ok(golf.kubectl(['get', 'configmaps', '-A', '-o', 'json']), 'list')).items as { data?: { owner?: string } }[];
+  t.ok(golfAll.some((item) => item.data?.owner === 'golf'));
+  t.notOk(golfAll.some((item) => item.data?.owner === 'kilo'));
+  const kiloAll = JSON.parse(await ok(kilo.kubectl(['get', 'configmaps', '-A', '-o', 'json']), 'list')).items as { data?: { owner?: string } }[];
+  t.notOk(kiloAll.some((item) => item.data?.owner === 'golf'));
+  const pods = await kilo.kubectl(['get', 'pods', '-A', '-o', 'json']);
+  t.equal(pods.code, 0, `label-filtered kinds too: ${pods.stderr}`);
+});
+
+t.test('in a namespace that does not exist the admin gets "not found" as in any cluster, not the upstream\'s 403', async (t) => {
+  const get = await kilo.kubectl(['-n', 'nowhere', 'get', 'configmap', 'settings']);
+  t.match(get.stderr, /NotFound/, 'kubectl, told the object is not found, finds the namespace missing');
+  const create = await kilo.kubectl(['-n', 'nowhere', 'create', 'configmap', 'x']);
+  t.match(create.stderr, /namespaces "nowhere" not found/);
+  const list = await kilo.kubectl(['-n', 'nowhere', 'get', 'configmaps', '-o', 'json']);
+  t.same([list.code, JSON.parse(list.stdout || '{}').items], [0, []], 'an empty list');
+  const mike = stack.kubeconfigFor({ user: 'mike', groups: [], tenant: 'kilo08' });
+  const denied = await stack.kubectl(['-n', 'nowhere', 'get', 'secret', 'x'], { kubeconfig: mike });
+  t.match(denied.stderr, /Forbidden/, 'a user whose RBAC does not allow it is still refused');
+  t.notMatch(denied.stderr, /kilo08/);
+});
+
+t.test('a tenant ClusterRoleBinding of an older tenantgate (real subjects) is migrated to shadow subjects', async (t) => {
+  await ok(
+    stack.kubectlDirect(['create', '-f', '-'], {
+      input: JSON.stringify({
+        apiVersion: `${RBAC}/v1`,
+        kind: 'ClusterRoleBinding',
+        metadata: { name: 'golf07-legacy', labels: { 'kubezoo.io/tenant': 'golf07' } },
+        roleRef: { apiGroup: RBAC, kind: 'ClusterRole', name: 'golf07-cm-reader' },
+        subjects: [{ apiGroup: RBAC, kind: 'User', name: 'golf07-alice' }],
+      }),
+    }),
+    'legacy binding',
+  );
+  const migrated = await eventually(async () => {
+    const r = await stack.kubectlDirect(['get', 'clusterrolebinding', 'golf07-legacy', '-o', 'jsonpath={.subjects[0].name}']);
+    return r.stdout === 'tenantgate:cluster:golf07-alice' ? r.stdout : undefined;
+  }, 40_000);
+  t.equal(migrated, 'tenantgate:cluster:golf07-alice');
+});
+
+t.test('the shared tenant ClusterRole, widened as an older tenantgate made it, is narrowed again', async (t) => {
+  const role = JSON.parse(await ok(stack.kubectlDirect(['get', 'clusterrole', 'tenantgate:tenant-cluster-scope', '-o', 'json']), 'role'));
+  t.notOk(role.rules.some((rule: { resources: string[] }) => rule.resources.includes('*') || rule.resources.includes('configmaps')), 'no namespaced resource in it');
+  role.rules.unshift({ apiGroups: ['*'], resources: ['*'], verbs: ['get', 'list', 'watch'] });
+  await ok(stack.kubectlDirect(['replace', '-f', '-'], { input: JSON.stringify(role) }), 'widen');
+  const narrowed = await eventually(async () => {
+    const r = JSON.parse(await ok(stack.kubectlDirect(['get', 'clusterrole', 'tenantgate:tenant-cluster-scope', '-o', 'json']), 'role'));
+    return r.rules.some((rule: { resources: string[] }) => rule.resources.includes('*')) ? undefined : true;
+  });
+  t.ok(narrowed, 'the lifecycle controller applied the narrow rules again');
+  t.match((await asTenantIdentity('golf07', ['get', 'configmaps', '-A'])).stderr, /forbidden/i, 'and a tenant identity cannot list across namespaces');
+});
+
+t.test('the admin keeps its cluster-scoped custom resources, and another tenant cannot reach them upstream', async (t) => {
+  const crd = {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: 'gadgets.example.com' },
+    spec: {
+      group: 'example.com',
+      scope: 'Cluster',
+      names: { plural: 'gadgets', singular: 'gadget', kind: 'Gadget' },
+      versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+    },
+  };
+  await ok(golf.kubectl(['apply', '-f', '-'], { input: JSON.stringify(crd) }), 'crd');
+  await ok(golf.kubectl(['wait', '--for=condition=Established', 'crd/gadgets.example.com', '--timeout=60s']), 'established');
+  const gadget = JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Gadget', metadata: { name: 'g1' }, colour: 'green' });
+  const created = await eventually(async () => ((await golf.kubectl(['apply', '-f', '-'], { input: gadget })).code === 0 ? true : undefined), 30_000);
+  t.ok(created, 'golf creates a cluster-scoped custom resource');
+  t.equal(await ok(golf.kubectl(['get', 'gadget', 'g1', '-o', 'jsonpath={.colour}']), 'get'), 'green', 'and reads it');
+  const names = await ok(golf.kubectl(['get', 'gadgets', '-o', 'name']), 'list');
+  t.match(names, /gadget\.example\.com\/g1/, 'and lists them');
+  const foreign = await asTenantIdentity('kilo08', ['get', 'gadgets.golf07-example.com', 'golf07-g1']);
+  t.match(foreign.stderr, /forbidden/i, 'kilo\'s identity cannot read golf\'s custom resource upstream');
+});

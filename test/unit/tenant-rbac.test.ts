@@ -1,0 +1,88 @@
+import t from 'tap';
+import { kindOf, KINDS } from '../../lib/convert/kinds.ts';
+import { TENANT_CLUSTER_ROLE, tenantCustomResourcesRole, tenantReadableUpstream } from '../../lib/tenants/bootstrap.ts';
+import { expansionOf, migratedSubjects, type ClusterRoleBinding } from '../../lib/tenants/cluster-bindings.ts';
+
+t.test('the shared tenant ClusterRole names no namespaced resource and no wildcard group or resource', async (t) => {
+  for (const rule of TENANT_CLUSTER_ROLE.rules) {
+    t.notOk(rule.apiGroups.includes('*'), JSON.stringify(rule));
+    for (const resource of rule.resources) {
+      const base = resource.split('/')[0]!;
+      t.not(base, '*', JSON.stringify(rule));
+      const row = kindOf(rule.apiGroups[0]!, base);
+      t.equal(row?.scope, 'Cluster', `${resource}.${rule.apiGroups[0]} is cluster-scoped`);
+      t.not(row?.tenancy, 'hidden', `${resource} is not hidden`);
+    }
+  }
+  t.notOk(TENANT_CLUSTER_ROLE.rules.some((rule) => rule.resources.some((r) => r.startsWith('nodes/proxy'))), 'no nodes/proxy');
+});
+
+t.test('what a tenant identity can still read of every tenant upstream: the cluster-scoped kinds of the table, nothing namespaced', async (t) => {
+  const readable = tenantReadableUpstream();
+  t.same(readable, [
+    'namespaces',
+    'persistentvolumes',
+    'clusterroles.rbac.authorization.k8s.io',
+    'clusterrolebindings.rbac.authorization.k8s.io',
+    'validatingwebhookconfigurations.admissionregistration.k8s.io',
+    'mutatingwebhookconfigurations.admissionregistration.k8s.io',
+    'validatingadmissionpolicies.admissionregistration.k8s.io',
+    'validatingadmissionpolicybindings.admissionregistration.k8s.io',
+    'mutatingadmissionpolicies.admissionregistration.k8s.io',
+    'mutatingadmissionpolicybindings.admissionregistration.k8s.io',
+    'customresourcedefinitions.apiextensions.k8s.io',
+    'nodes',
+    'ingressclasses.networking.k8s.io',
+    'storageclasses.storage.k8s.io',
+    'volumeattributesclasses.storage.k8s.io',
+    'csidrivers.storage.k8s.io',
+    'csinodes.storage.k8s.io',
+    'priorityclasses.scheduling.k8s.io',
+    'runtimeclasses.node.k8s.io',
+    'clustertrustbundles.certificates.k8s.io',
+    'deviceclasses.resource.k8s.io',
+    'resourceslices.resource.k8s.io',
+    'nodes.metrics.k8s.io',
+  ]);
+  t.equal(readable.length, KINDS.filter((row) => row.scope === 'Cluster' && row.tenancy !== 'hidden' && !row.rule.includes('review')).length, 'one per such row of the table');
+});
+
+t.test('the admin’s custom-resource role names only the tenant’s cluster-scoped CRDs', async (t) => {
+  const role = tenantCustomResourcesRole('abc123', [
+    { spec: { group: 'abc123-example.com', scope: 'Cluster', names: { plural: 'gadgets' } } },
+    { spec: { group: 'abc123-example.com', scope: 'Namespaced', names: { plural: 'widgets' } } },
+    { spec: { group: 'xyz789-example.com', scope: 'Cluster', names: { plural: 'gadgets' } } },
+    { spec: { group: 'abc1234-example.com', scope: 'Cluster', names: { plural: 'gadgets' } } },
+  ]);
+  t.same(role.rules, [{ apiGroups: ['abc123-example.com'], resources: ['gadgets', 'gadgets/*'], verbs: ['*'] }]);
+});
+
+t.test('a ClusterRoleBinding expands to a RoleBinding for its real subjects of the tenant only; old bindings migrate to shadow subjects', async (t) => {
+  const binding: ClusterRoleBinding = {
+    metadata: { name: 'abc123-readers', labels: { 'kubezoo.io/tenant': 'abc123' } },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'abc123-reader' },
+    subjects: [
+      { kind: 'User', name: 'tenantgate:cluster:abc123-alice' },
+      { kind: 'Group', name: 'tenantgate:cluster:abc123:devs' },
+      { kind: 'User', name: 'tenantgate:cluster:system:serviceaccount:abc123-ci:robot' },
+      { kind: 'Group', name: 'tenantgate:cluster:system:serviceaccounts:abc123-ci' },
+      { kind: 'User', name: 'tenantgate:cluster:xyz789-mallory' },
+      { kind: 'Group', name: 'tenantgate:cluster:system:masters' },
+      { kind: 'User', name: 'abc123-real' },
+    ],
+  };
+  const expansion = expansionOf(binding, 'abc123-shop', 'abc123');
+  t.equal(expansion.metadata.name, 'tenantgate:crb:abc123-readers');
+  t.same(expansion.roleRef, binding.roleRef);
+  t.same(expansion.subjects, [
+    { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'abc123-alice' },
+    { kind: 'Group', apiGroup: 'rbac.authorization.k8s.io', name: 'abc123:devs' },
+    { kind: 'ServiceAccount', name: 'robot', namespace: 'abc123-ci' },
+    { kind: 'Group', apiGroup: 'rbac.authorization.k8s.io', name: 'system:serviceaccounts:abc123-ci' },
+  ]);
+  t.same(migratedSubjects({ ...binding, subjects: [{ kind: 'User', name: 'abc123-bob' }, { kind: 'ServiceAccount', name: 'sa', namespace: 'abc123-ci' }] }), [
+    { kind: 'User', name: 'tenantgate:cluster:abc123-bob' },
+    { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'tenantgate:cluster:system:serviceaccount:abc123-ci:sa' },
+  ]);
+  t.equal(migratedSubjects({ ...binding, subjects: binding.subjects!.slice(0, 2) }), null, 'already shadow: nothing to migrate');
+});
