@@ -6,6 +6,8 @@ import { kindOf, type KindRow } from '../../lib/convert/kinds.ts';
 import { TENANT_LABEL } from '../../lib/convert/prefix.ts';
 import { protobufBodyToUpstream, WIRE_SCHEMAS, type ProtobufBodyOptions, type WireSchema } from '../../lib/convert/protobuf.ts';
 import { objectToTenant, objectToUpstream, type ConvertContext } from '../../lib/convert/rules/index.ts';
+import { StatusError } from '../../lib/server/status.ts';
+import { mutate, seededRandom } from '../helpers/fuzz.ts';
 import { thrownStatus } from '../helpers/status-error.ts';
 import { decodeBody, encodeBody, goModuleCache, loadProtoMessages, type ProtoMessages } from '../helpers/k8s-proto.ts';
 
@@ -449,3 +451,63 @@ t.test('refusals: the same Status as the JSON rule, and 415 where the field numb
   const widget = kindOf('example.com', 'widgets', 'Namespaced', 'Widget')!;
   t.equal(thrown(() => protobufBodyToUpstream(Buffer.from('k8s\0\n\0\x12\0', 'latin1'), widget, TENANT, options('v1'))).code, 415, 'custom resources are JSON only');
 });
+
+t.test('fuzz: truncated, flipped and spliced bodies of every kind convert as the JSON rule converts what they decode to, or are refused', NEEDS_PROTO, async (t) => {
+  const random = seededRandom(20261125);
+  const outcomes: Record<string, number> = {};
+  let compared = 0;
+  let disagreements = 0;
+  for (let i = 0; i < 300 * CASES.length; i++) {
+    const [key, object] = CASES[i % CASES.length]!;
+    const [group, kind] = key.split('/') as [string, string];
+    const row = rowOf(group, kind);
+    const body = mutate(encodeBody(messages, MESSAGE_OF[key]!, object), random, 4);
+    let converted: Buffer;
+    try {
+      converted = protobufBodyToUpstream(body, row, TENANT, options(versionOf(object.apiVersion)));
+    } catch (error) {
+      if (!(error instanceof StatusError) || ![400, 415, 422].includes(error.code)) {
+        t.fail(`${key}: ${String(error)}`);
+        continue;
+      }
+      outcomes[error.code] = (outcomes[error.code] ?? 0) + 1;
+      continue;
+    }
+    outcomes.converted = (outcomes.converted ?? 0) + 1;
+    // Where the body still decodes as the kind's message, the converted one decodes to the JSON rule's output for it.
+    let input: Json;
+    try {
+      input = decodeBody(messages, MESSAGE_OF[key]!, body);
+      JSON.stringify(input);
+    } catch {
+      continue;
+    }
+    let want: Json;
+    try {
+      want = objectToUpstream(structuredClone(input), CTX, row);
+    } catch {
+      disagreements++; // the JSON rule refuses what the wire conversion let through
+      continue;
+    }
+    compared++;
+    let got: Json | undefined;
+    try {
+      got = decodeBody(messages, MESSAGE_OF[key]!, converted);
+    } catch {
+      got = undefined;
+    }
+    if (JSON.stringify(normalize(got)) !== JSON.stringify(normalize(want))) {
+      disagreements++;
+      if (disagreements <= 3) t.same(got, want, `${key}: a mutated body converted unlike its JSON`);
+    }
+  }
+  t.equal(disagreements, 0, `${compared} converted mutants compared with the JSON rule`);
+  t.ok(compared > 500 && (outcomes['400'] ?? 0) > 500, `both outcomes seen: ${JSON.stringify(outcomes)}`);
+});
+
+/** Key order aside. */
+function normalize(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(normalize);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => [k, normalize(v)]));
+}

@@ -5,6 +5,7 @@ import { TENANT_LABEL } from '../../lib/convert/prefix.ts';
 import { isProtobuf, protobufBodyToUpstream, type ProtobufBodyOptions } from '../../lib/convert/protobuf.ts';
 import { objectToUpstream } from '../../lib/convert/rules/index.ts';
 import { StatusError } from '../../lib/server/status.ts';
+import { mutate, seededRandom } from '../helpers/fuzz.ts';
 import { thrownStatus } from '../helpers/status-error.ts';
 
 const TENANT = 'abc123';
@@ -895,11 +896,7 @@ t.test('malformed bodies: 400, never anything else', async (t) => {
 });
 
 t.test('fuzz: truncations, bit flips and splices of valid bodies', async (t) => {
-  let seed = 12345;
-  const random = (n: number) => {
-    seed = (seed * 1103515245 + 12345) % 2147483648;
-    return Math.floor((seed / 2147483648) * n);
-  };
+  const random = seededRandom(12345);
   /** What the apiserver reads of a body as JSON, and the JSON rule's output for it, for kinds compared with the JSON rule. */
   interface Compared {
     readonly read: (raw: Buffer) => Spec;
@@ -928,18 +925,7 @@ t.test('fuzz: truncations, bit flips and splices of valid bodies', async (t) => 
   let compared = 0;
   for (let i = 0; i < 2000 * targets.length; i++) {
     const [valid, group, resource, compare] = targets[i % targets.length]!;
-    let body = Buffer.from(valid);
-    for (let n = 1 + random(3); n > 0; n--) {
-      const p = random(body.length);
-      const op = random(4);
-      if (op === 0) body = body.subarray(0, p);
-      else if (op === 1) body[p]! ^= 1 << random(8);
-      else if (op === 2) body[p] = random(256);
-      else {
-        const from = random(body.length);
-        body = Buffer.concat([body.subarray(0, p), body.subarray(from, from + random(32)), body.subarray(p)]);
-      }
-    }
+    const body = mutate(valid, random);
     try {
       const out = convert(body, group, resource, RBAC_OPTIONS);
       // Reviews are never stored: no tenant label, and their metadata passes as sent (the apiserver refuses any).
