@@ -719,8 +719,11 @@ function readStringMap(edit: MessageEdit, fields: readonly Field[], name: string
   const map: Json = {};
   for (const field of fields) {
     const entry = new MessageEdit(edit.payload(field), `${edit.what}.${name}`);
+    const key = entry.stringOf(1, 'key');
+    // No label key starts with '_'; this one would set the object's prototype instead of an entry.
+    if (key === '__proto__') throw malformed(entry.what, 'a map key is "__proto__"');
     // A later entry wins, as in Go's generated Unmarshal.
-    map[entry.stringOf(1, 'key')] = entry.stringOf(2, 'value');
+    map[key] = entry.stringOf(2, 'value');
   }
   return map;
 }

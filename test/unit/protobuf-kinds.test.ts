@@ -511,3 +511,10 @@ function normalize(value: unknown): unknown {
   if (value === null || typeof value !== 'object') return value;
   return Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => [k, normalize(v)]));
 }
+
+t.test('a selector key "__proto__" is refused, never lost on the way', NEEDS_PROTO, async (t) => {
+  const key = 'networking.k8s.io/NetworkPolicy';
+  const object = { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { name: 'p', namespace: 'default' }, spec: { ingress: [{ from: [{ namespaceSelector: { matchLabels: JSON.parse('{"__proto__": "x"}') } }] }] } };
+  const body = encodeBody(messages, MESSAGE_OF[key]!, object);
+  t.equal(thrown(() => protobufBodyToUpstream(body, rowOf('networking.k8s.io', 'NetworkPolicy'), TENANT, options('v1'))).code, 400);
+});
