@@ -386,6 +386,7 @@ t.test('each kind: the protobuf body converted decodes to what the JSON rule mak
     // And back: the tenant reads the object it sent (the response side stays JSON, by the same rule).
     const back = objectToTenant(structuredClone(got), CTX, row);
     t.ok(back !== null, `${key}: the converted object is the tenant's`);
+    t.strictSame(withoutForced(back), withoutForced(structuredClone(object)), `${key}: and reads back as sent, but for what the rule forces`);
   }
 });
 
@@ -504,6 +505,23 @@ t.test('fuzz: truncated, flipped and spliced bodies of every kind convert as the
   t.equal(disagreements, 0, `${compared} converted mutants compared with the JSON rule`);
   t.ok(compared > 500 && (outcomes['400'] ?? 0) > 500, `both outcomes seen: ${JSON.stringify(outcomes)}`);
 });
+
+/**
+ * What the tenant sent or reads, without what the rules force: a spoofed tenant label is replaced (and so not read
+ * back), and a forced selector reads back empty (`{}` selects what an absent one selects). Mutates `value`: pass a copy.
+ */
+function withoutForced(value: unknown): unknown {
+  if (Array.isArray(value)) value.forEach(withoutForced);
+  if (value === null || typeof value !== 'object') return value;
+  const object = value as Json;
+  delete object[TENANT_LABEL];
+  for (const [key, member] of Object.entries(object)) {
+    withoutForced(member);
+    const empty = member !== null && typeof member === 'object' && !Array.isArray(member) && Object.keys(member).length === 0;
+    if (empty && ['labels', 'matchLabels', 'namespaceSelector', 'objectSelector'].includes(key)) delete object[key];
+  }
+  return object;
+}
 
 /** Key order aside. */
 function normalize(value: unknown): unknown {
