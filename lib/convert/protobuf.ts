@@ -706,13 +706,27 @@ const wireMessage = (number: number, schema: WireSchema): WireField => ({ number
 const wireMessages = (number: number, schema: WireSchema): WireField => ({ number, type: 'messages', schema });
 const wireInline = (number: number, schema: WireSchema): WireField => ({ number, type: 'message', schema, inline: true });
 
-/** The JSON names a schema reads, an inline message's included. */
-function jsonNamesOf(schema: WireSchema, into = new Set<string>()): Set<string> {
-  for (const [name, field] of Object.entries(schema)) {
-    if (field.type === 'message' && field.inline === true) jsonNamesOf(field.schema, into);
-    else into.add(name);
+const jsonNamesBySchema = new WeakMap<WireSchema, readonly string[]>();
+const fieldsBySchema = new WeakMap<WireSchema, readonly (readonly [string, WireField])[]>();
+
+/** A schema's fields as a list, made once per schema rather than on every message of every body. */
+function fieldsOf(schema: WireSchema): readonly (readonly [string, WireField])[] {
+  let fields = fieldsBySchema.get(schema);
+  if (fields === undefined) {
+    fields = Object.entries(schema);
+    fieldsBySchema.set(schema, fields);
   }
-  return into;
+  return fields;
+}
+
+/** The JSON names a schema reads, an inline message's included (computed once per schema: every body asks). */
+function jsonNamesOf(schema: WireSchema): readonly string[] {
+  let names = jsonNamesBySchema.get(schema);
+  if (names === undefined) {
+    names = fieldsOf(schema).flatMap(([name, field]) => (field.type === 'message' && field.inline === true ? jsonNamesOf(field.schema) : [name]));
+    jsonNamesBySchema.set(schema, names);
+  }
+  return names;
 }
 
 function readStringMap(edit: MessageEdit, fields: readonly Field[], name: string): Json {
@@ -731,7 +745,7 @@ function readStringMap(edit: MessageEdit, fields: readonly Field[], name: string
 /** The fields of `schema` found in a message, as JSON (absent fields stay absent). */
 function readSkeleton(bytes: Buffer, schema: WireSchema, what: string, into: Json = {}): Json {
   const edit = new MessageEdit(bytes, what);
-  for (const [name, field] of Object.entries(schema)) {
+  for (const [name, field] of fieldsOf(schema)) {
     if (field.type === 'string') {
       const found = edit.single(field.number, name);
       if (found !== undefined) into[name] = edit.string(found, name);
@@ -761,17 +775,17 @@ function unwritable(what: string): StatusError {
 
 function checkJsonNames(json: Json, schema: WireSchema, what: string): void {
   const names = jsonNamesOf(schema);
-  for (const key of Object.keys(json)) if (!names.has(key)) throw unwritable(`${what}.${key}`);
+  for (const key in json) if (!names.includes(key)) throw unwritable(`${what}.${key}`);
 }
 
-const hasAnyOf = (json: Json, schema: WireSchema) => [...jsonNamesOf(schema)].some((name) => json[name] !== undefined);
+const hasAnyOf = (json: Json, schema: WireSchema) => jsonNamesOf(schema).some((name) => json[name] !== undefined);
 
 /** A message made from a skeleton alone (a selector the rule created), fields in number order. */
 function encodeSkeleton(schema: WireSchema, json: Json, what: string, inline = false): Buffer {
   if (!inline) checkJsonNames(json, schema, what);
   const parts: { number: number; bytes: Buffer }[] = [];
   const push = (number: number, payload: Buffer) => parts.push({ number, bytes: lengthDelimited(number, payload) });
-  for (const [name, field] of Object.entries(schema)) {
+  for (const [name, field] of fieldsOf(schema)) {
     const value = field.type === 'message' && field.inline === true ? json : json[name];
     if (value === undefined) continue;
     if (field.type === 'string' && typeof value === 'string') push(field.number, Buffer.from(value));
@@ -794,7 +808,7 @@ function encodeSkeleton(schema: WireSchema, json: Json, what: string, inline = f
 function writeSkeleton(bytes: Buffer, schema: WireSchema, json: Json, what: string, inline = false): Buffer {
   if (!inline) checkJsonNames(json, schema, what);
   const edit = new MessageEdit(bytes, what);
-  for (const [name, field] of Object.entries(schema)) {
+  for (const [name, field] of fieldsOf(schema)) {
     if (field.type === 'message') {
       const found = edit.single(field.number, name);
       const value = field.inline === true ? (hasAnyOf(json, field.schema) ? json : undefined) : json[name];
