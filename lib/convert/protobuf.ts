@@ -1,20 +1,28 @@
 // Protobuf request bodies (`application/vnd.kubernetes.protobuf`: what kubectl and client-go typed clients send for
 // built-in kinds since Kubernetes 1.31), converted for a tenant at the wire level, without .proto schemas. Every object
-// message has `ObjectMeta metadata = 1`; the metadata, pod templates, pod specs, role rules and binding subjects are
-// rewritten at field paths checked against k8s.io/api and k8s.io/apimachinery generated.proto (v0.36), the values
-// mapped by the JSON rules' own functions, and every other byte is copied as it came. Access and token reviews (what
-// `kubectl auth can-i` and `kubectl auth whoami` send) have their resource attributes, users and groups mapped likewise.
-// Kinds whose rules reach further into the body are refused (415: send them as JSON).
+// message has `ObjectMeta metadata = 1`; the metadata, pod templates and pod specs are rewritten at field paths, and
+// every other field a kind's JSON rule maps (role rules, binding subjects, reviews, references, selectors, webhooks,
+// CRD groups...) is read at its field numbers into a JSON skeleton, mapped by that very rule and written back. Field
+// numbers are checked against k8s.io/api, apimachinery and apiextensions-apiserver generated.proto (v0.36) by the unit
+// test; every other byte is copied as it came. A kind or version without known field numbers is refused (415: send JSON).
 // Never lets a field it interprets through in a form the apiserver could read differently: duplicated singular fields,
 // unexpected wire types, groups and out-of-range field numbers on the way are refused (400).
+import { isDeepStrictEqual } from 'node:util';
 import { accessRefusal, carriesTenantLabel, isTenantCrdGroup, type KindRow, type RuleName, type Scope } from './kinds.ts';
 import { TENANT_LABEL, toUpstreamName, type TenantId } from './prefix.ts';
 import { apiVersionToUpstream, groupOfApiVersion } from './rules/api-groups.ts';
+import { admissionPolicy, admissionPolicyBinding, webhookConfiguration } from './rules/admission.ts';
+import { crd } from './rules/crd.ts';
+import { endpoints, endpointSlice } from './rules/endpoints.ts';
+import { event } from './rules/events.ts';
+import { isObject } from './rules/json.ts';
 import { NAMESPACE_NAME_LABEL } from './rules/label-selectors.ts';
 import { checkNameFits, checkNamespaceFits, nameMappingOfRow, nameToUpstream, namespaceToUpstream } from './rules/names.ts';
 import { aggregationKeyToUpstream, binding, clusterBinding, policyRuleToUpstream } from './rules/rbac.ts';
+import { networkPolicy } from './rules/network-policy.ts';
 import { ownerReferencesToUpstream } from './rules/references.ts';
 import { selfSubjectAccessReview, selfSubjectRulesReview, subjectAccessReview } from './rules/reviews.ts';
+import { persistentVolume, persistentVolumeClaim } from './rules/storage.ts';
 import type { ConvertContext, Json, KindRule } from './rules/rule.ts';
 import { badRequest, StatusError } from '../server/status.ts';
 
@@ -42,6 +50,10 @@ export interface ProtobufBodyOptions {
    * group; without it such a rule with resourceNames is refused (415).
    */
   readonly scopeOf?: (group: string, resource: string) => Scope | undefined;
+  /** Hosts tenants' webhooks may call by URL (as ConvertContext.webhookUrlHosts); none when omitted. */
+  readonly webhookUrlHosts?: ReadonlySet<string> | undefined;
+  /** The version the request's path names: field numbers are known for one version of each kind only. */
+  readonly version?: string;
 }
 
 // ---- wire format: varints and length-delimited fields; nothing else is ever interpreted ----
@@ -347,6 +359,7 @@ interface Conversion {
   readonly tenant: TenantId;
   readonly kindScope: ((apiVersion: string, kind: string) => Scope | undefined) | undefined;
   readonly scopeOf: ((group: string, resource: string) => Scope | undefined) | undefined;
+  readonly webhookUrlHosts: ReadonlySet<string> | undefined;
 }
 
 /** Owner references, converted by the very rule JSON bodies take (same mapping, same 422 for unknown owner kinds). */
@@ -506,6 +519,8 @@ const TEMPLATES: ReadonlyMap<string, ProtobufTemplates> = new Map([
   ['batch/Job', workloadTemplate('batch/v1', 6)],
   // CronJobSpec.jobTemplate = 5: JobTemplateSpec (metadata = 1, spec = 2 → JobSpec.template = 6).
   ['batch/CronJob', { apiVersion: 'batch/v1', labelled: [[2, 5], [2, 5, 2, 6]], podSpecs: [[2, 5, 2, 6, 2]] }],
+  // ResourceClaimTemplate spec = 2: ResourceClaimTemplateSpec (metadata = 1, spec = 2 ResourceClaimSpec).
+  ['resource.k8s.io/ResourceClaimTemplate', { apiVersion: 'resource.k8s.io/v1', labelled: [[2]], podSpecs: [] }],
 ]);
 
 function templatesToUpstream(object: Buffer, templates: ProtobufTemplates, tenant: TenantId): Buffer {
@@ -532,10 +547,14 @@ function noScopeOf(): never {
   throw unsupported('a role rule with resourceNames of a custom resource');
 }
 
+function noKindScope(): never {
+  throw unsupported('a reference to a custom resource');
+}
+
 /** The context the JSON rules ask; a custom resource's scope without discovery is refused (415) rather than guessed. */
 function ruleContext(conversion: Conversion): ConvertContext {
-  const { tenant, kindScope, scopeOf } = conversion;
-  return { tenant, scopeOf: scopeOf ?? noScopeOf, kindScope: kindScope ?? (() => undefined) };
+  const { tenant, kindScope, scopeOf, webhookUrlHosts } = conversion;
+  return { tenant, scopeOf: scopeOf ?? noScopeOf, kindScope: kindScope ?? noKindScope, webhookUrlHosts };
 }
 
 function policyRuleToUpstreamWire(rule: Buffer, ctx: ConvertContext): Buffer {
@@ -675,6 +694,267 @@ function rulesReviewToUpstreamWire(object: Buffer, conversion: Conversion): Buff
 /** TokenReview (spec = 2: token = 1, audiences = 2) and SelfSubjectReview (no spec): the JSON rules map nothing but metadata. */
 const metadataOnly = (object: Buffer): Buffer => object;
 
+// ---- every other field a JSON rule maps: read at its field numbers into a JSON skeleton, mapped by the rule, written back ----
+
+/** One field a JSON rule reads or writes: a string, repeated strings, a map<string, string>, one message or repeated ones. */
+export type WireField =
+  | { readonly number: number; readonly type: 'string' | 'strings' | 'map' }
+  | { readonly number: number; readonly type: 'message' | 'messages'; readonly schema: WireSchema; readonly inline?: true };
+/** A message's fields that a JSON rule reads or writes, by JSON name; an inline message's fields sit in its parent's JSON (`json:",inline"`). */
+export type WireSchema = { readonly [jsonName: string]: WireField };
+
+const wireString = (number: number): WireField => ({ number, type: 'string' });
+const wireStrings = (number: number): WireField => ({ number, type: 'strings' });
+const wireMap = (number: number): WireField => ({ number, type: 'map' });
+const wireMessage = (number: number, schema: WireSchema): WireField => ({ number, type: 'message', schema });
+const wireMessages = (number: number, schema: WireSchema): WireField => ({ number, type: 'messages', schema });
+const wireInline = (number: number, schema: WireSchema): WireField => ({ number, type: 'message', schema, inline: true });
+
+const jsonNamesBySchema = new WeakMap<WireSchema, readonly string[]>();
+const fieldsBySchema = new WeakMap<WireSchema, readonly (readonly [string, WireField])[]>();
+
+/** A schema's fields as a list, made once per schema rather than on every message of every body. */
+function fieldsOf(schema: WireSchema): readonly (readonly [string, WireField])[] {
+  let fields = fieldsBySchema.get(schema);
+  if (fields === undefined) {
+    fields = Object.entries(schema);
+    fieldsBySchema.set(schema, fields);
+  }
+  return fields;
+}
+
+/** The JSON names a schema reads, an inline message's included (computed once per schema: every body asks). */
+function jsonNamesOf(schema: WireSchema): readonly string[] {
+  let names = jsonNamesBySchema.get(schema);
+  if (names === undefined) {
+    names = fieldsOf(schema).flatMap(([name, field]) => (field.type === 'message' && field.inline === true ? jsonNamesOf(field.schema) : [name]));
+    jsonNamesBySchema.set(schema, names);
+  }
+  return names;
+}
+
+function readStringMap(edit: MessageEdit, fields: readonly Field[], name: string): Json {
+  const map: Json = {};
+  for (const field of fields) {
+    const entry = new MessageEdit(edit.payload(field), `${edit.what}.${name}`);
+    const key = entry.stringOf(1, 'key');
+    // No label key starts with '_'; this one would set the object's prototype instead of an entry.
+    if (key === '__proto__') throw malformed(entry.what, 'a map key is "__proto__"');
+    // A later entry wins, as in Go's generated Unmarshal.
+    map[key] = entry.stringOf(2, 'value');
+  }
+  return map;
+}
+
+/** The fields of `schema` found in a message, as JSON (absent fields stay absent). */
+function readSkeleton(bytes: Buffer, schema: WireSchema, what: string, into: Json = {}): Json {
+  const edit = new MessageEdit(bytes, what);
+  for (const [name, field] of fieldsOf(schema)) {
+    if (field.type === 'string') {
+      const found = edit.single(field.number, name);
+      if (found !== undefined) into[name] = edit.string(found, name);
+    } else if (field.type === 'message') {
+      const found = edit.single(field.number, name);
+      if (found === undefined) continue;
+      if (field.inline === true) readSkeleton(edit.payload(found), field.schema, what, into);
+      else into[name] = readSkeleton(edit.payload(found), field.schema, `${what}.${name}`);
+    } else {
+      const found = edit.all(field.number, name);
+      if (found.length === 0) continue;
+      if (field.type === 'strings') into[name] = found.map((item) => edit.string(item, name));
+      else if (field.type === 'map') into[name] = readStringMap(edit, found, name);
+      else if (field.type === 'messages') {
+        const { schema: itemSchema } = field;
+        into[name] = found.map((item) => readSkeleton(edit.payload(item), itemSchema, `${what}.${name}`));
+      }
+    }
+  }
+  return into;
+}
+
+/** A rule's output the schema cannot write: refused rather than sent without what the rule meant. */
+function unwritable(what: string): StatusError {
+  return unsupported(`${what} as its conversion rule writes it`);
+}
+
+function checkJsonNames(json: Json, schema: WireSchema, what: string): void {
+  const names = jsonNamesOf(schema);
+  for (const key in json) if (!names.includes(key)) throw unwritable(`${what}.${key}`);
+}
+
+const hasAnyOf = (json: Json, schema: WireSchema) => jsonNamesOf(schema).some((name) => json[name] !== undefined);
+
+/** A message made from a skeleton alone (a selector the rule created), fields in number order. */
+function encodeSkeleton(schema: WireSchema, json: Json, what: string, inline = false): Buffer {
+  if (!inline) checkJsonNames(json, schema, what);
+  const parts: { number: number; bytes: Buffer }[] = [];
+  const push = (number: number, payload: Buffer) => parts.push({ number, bytes: lengthDelimited(number, payload) });
+  for (const [name, field] of fieldsOf(schema)) {
+    const value = field.type === 'message' && field.inline === true ? json : json[name];
+    if (value === undefined) continue;
+    if (field.type === 'string' && typeof value === 'string') push(field.number, Buffer.from(value));
+    else if (field.type === 'strings' && Array.isArray(value) && value.every((item) => typeof item === 'string')) for (const item of value) push(field.number, Buffer.from(item));
+    else if (field.type === 'map' && isObject(value) && Object.values(value).every((item) => typeof item === 'string')) {
+      for (const [key, item] of Object.entries(value)) push(field.number, stringEntry(key, item as string));
+    } else if (field.type === 'message' && field.inline === true) {
+      if (hasAnyOf(json, field.schema)) push(field.number, encodeSkeleton(field.schema, json, what, true));
+    } else if (field.type === 'message' && isObject(value)) push(field.number, encodeSkeleton(field.schema, value, `${what}.${name}`));
+    else if (field.type === 'messages' && Array.isArray(value) && value.every(isObject)) for (const item of value) push(field.number, encodeSkeleton(field.schema, item, `${what}.${name}`));
+    else throw unwritable(`${what}.${name}`);
+  }
+  return Buffer.concat(parts.sort((a, b) => a.number - b.number).map((part) => part.bytes));
+}
+
+/**
+ * Writes back what a rule changed in a skeleton read by readSkeleton from the same bytes: changed strings replaced in
+ * place, created messages added, removed fields dropped; every field outside the schema copied byte for byte.
+ */
+function writeSkeleton(bytes: Buffer, schema: WireSchema, json: Json, what: string, inline = false): Buffer {
+  if (!inline) checkJsonNames(json, schema, what);
+  const edit = new MessageEdit(bytes, what);
+  for (const [name, field] of fieldsOf(schema)) {
+    if (field.type === 'message') {
+      const found = edit.single(field.number, name);
+      const value = field.inline === true ? (hasAnyOf(json, field.schema) ? json : undefined) : json[name];
+      const path = field.inline === true ? what : `${what}.${name}`;
+      if (value === undefined) {
+        if (found !== undefined && field.inline !== true) edit.remove(found);
+      } else if (!isObject(value)) throw unwritable(path);
+      else if (found === undefined) edit.add(field.number, encodeSkeleton(field.schema, value, path, field.inline));
+      else edit.rewrite(found, (payload) => writeSkeleton(payload, field.schema, value, path, field.inline));
+      continue;
+    }
+    const value = json[name];
+    if (field.type === 'string') {
+      const found = edit.single(field.number, name);
+      if (value === undefined) {
+        if (found !== undefined) edit.remove(found);
+      } else if (typeof value !== 'string') throw unwritable(`${what}.${name}`);
+      else if (found === undefined) edit.add(field.number, Buffer.from(value));
+      else if (edit.string(found, name) !== value) edit.replaceString(found, value);
+      continue;
+    }
+    const found = edit.all(field.number, name);
+    if (field.type === 'strings') {
+      const values = value === undefined ? [] : value;
+      if (!Array.isArray(values) || !values.every((item) => typeof item === 'string')) throw unwritable(`${what}.${name}`);
+      writeRepeatedStrings(edit, field.number, found, values);
+    } else if (field.type === 'map') {
+      const map = value === undefined ? {} : value;
+      if (!isObject(map) || !Object.values(map).every((item) => typeof item === 'string')) throw unwritable(`${what}.${name}`);
+      if (!isDeepStrictEqual(readStringMap(edit, found, name), map)) {
+        edit.replaceAll(found, field.number, Object.entries(map).map(([key, item]) => stringEntry(key, item as string)));
+      }
+    } else if (field.type === 'messages') {
+      const items = value === undefined ? [] : value;
+      const { schema: itemSchema } = field;
+      // toUpstream rules map elements, never add or drop them.
+      if (!Array.isArray(items) || items.length !== found.length || !items.every(isObject)) throw unwritable(`${what}.${name}`);
+      found.forEach((item, i) => edit.rewrite(item, (payload) => writeSkeleton(payload, itemSchema, items[i] as Json, `${what}.${name}`)));
+    }
+  }
+  return edit.finish();
+}
+
+/** A kind whose JSON rule maps the fields of `schema` (from the object's own message): read, mapped, written back. */
+const skeletonToUpstreamWire =
+  (rule: KindRule, schema: WireSchema) =>
+  (object: Buffer, conversion: Conversion): Buffer => {
+    const json = readSkeleton(object, schema, 'object');
+    rule.toUpstream(json, ruleContext(conversion));
+    return writeSkeleton(object, schema, json, 'object');
+  };
+
+// Field numbers of k8s.io/api core/v1, discovery/v1, events/v1, networking/v1, admissionregistration/v1 and
+// apiextensions-apiserver apiextensions/v1 generated.proto (v0.36), for exactly the JSON paths the rules map.
+
+/** core/v1 ObjectReference: kind = 1, namespace = 2, name = 3, apiVersion = 5 (uid, resourceVersion, fieldPath copied). */
+const OBJECT_REFERENCE: WireSchema = { kind: wireString(1), namespace: wireString(2), name: wireString(3), apiVersion: wireString(5) };
+/** meta/v1 LabelSelector: matchLabels = 1, matchExpressions = 2 → LabelSelectorRequirement key = 1, values = 3 (operator = 2 copied). */
+const LABEL_SELECTOR: WireSchema = { matchLabels: wireMap(1), matchExpressions: wireMessages(2, { key: wireString(1), values: wireStrings(3) }) };
+/** core/v1 SecretReference and ObjectReference: namespace = 2. */
+const SECRET_NAMESPACE: WireSchema = { namespace: wireString(2) };
+/** admissionregistration/v1 WebhookClientConfig and apiextensions/v1's: service = 1 → ServiceReference namespace = 1; url = 3. */
+const CLIENT_CONFIG: WireSchema = { service: wireMessage(1, { namespace: wireString(1) }), url: wireString(3) };
+/** admissionregistration/v1 RuleWithOperations: rule = 2 (inline) → Rule apiGroups = 1. */
+const RULE_WITH_OPERATIONS: WireSchema = { rule: wireInline(2, { apiGroups: wireStrings(1) }) };
+/** admissionregistration/v1 MatchResources: namespaceSelector = 1, objectSelector = 2, resourceRules = 3, excludeResourceRules = 4 → NamedRuleWithOperations ruleWithOperations = 2 (inline). */
+const MATCH_RESOURCES: WireSchema = {
+  namespaceSelector: wireMessage(1, LABEL_SELECTOR),
+  objectSelector: wireMessage(2, LABEL_SELECTOR),
+  resourceRules: wireMessages(3, { ruleWithOperations: wireInline(2, RULE_WITH_OPERATIONS) }),
+  excludeResourceRules: wireMessages(4, { ruleWithOperations: wireInline(2, RULE_WITH_OPERATIONS) }),
+};
+/** ValidatingWebhook and MutatingWebhook: clientConfig = 2, rules = 3, namespaceSelector = 5; objectSelector 10 or 11. */
+const webhooks = (objectSelector: number): WireSchema => ({
+  webhooks: wireMessages(2, {
+    clientConfig: wireMessage(2, CLIENT_CONFIG),
+    rules: wireMessages(3, RULE_WITH_OPERATIONS),
+    namespaceSelector: wireMessage(5, LABEL_SELECTOR),
+    objectSelector: wireMessage(objectSelector, LABEL_SELECTOR),
+  }),
+});
+/** Validating/MutatingAdmissionPolicy spec = 2 → paramKind = 1 (apiVersion = 1), matchConstraints = 2. */
+const ADMISSION_POLICY: WireSchema = { spec: wireMessage(2, { paramKind: wireMessage(1, { apiVersion: wireString(1) }), matchConstraints: wireMessage(2, MATCH_RESOURCES) }) };
+/** Validating/MutatingAdmissionPolicyBinding spec = 2 → policyName = 1, paramRef = 2 (namespace = 2), matchResources = 3. */
+const ADMISSION_POLICY_BINDING: WireSchema = {
+  spec: wireMessage(2, { policyName: wireString(1), paramRef: wireMessage(2, { namespace: wireString(2) }), matchResources: wireMessage(3, MATCH_RESOURCES) }),
+};
+/**
+ * CustomResourceDefinition metadata = 1 (name = 1), spec = 2 → group = 1, names = 3 (plural = 1), conversion = 9 →
+ * webhook = 2 → clientConfig = 2.
+ */
+const CUSTOM_RESOURCE_DEFINITION: WireSchema = {
+  metadata: wireMessage(1, { name: wireString(META.name) }),
+  spec: wireMessage(2, {
+    group: wireString(1),
+    names: wireMessage(3, { plural: wireString(1) }),
+    conversion: wireMessage(9, { webhook: wireMessage(2, { clientConfig: wireMessage(2, CLIENT_CONFIG) }) }),
+  }),
+};
+/** core/v1 Event: involvedObject = 2, related = 13. */
+const CORE_EVENT: WireSchema = { involvedObject: wireMessage(2, OBJECT_REFERENCE), related: wireMessage(13, OBJECT_REFERENCE) };
+/** events/v1 Event: regarding = 8, related = 9. */
+const EVENTS_EVENT: WireSchema = { regarding: wireMessage(8, OBJECT_REFERENCE), related: wireMessage(9, OBJECT_REFERENCE) };
+/** Endpoints subsets = 2 → addresses = 1, notReadyAddresses = 2 → EndpointAddress targetRef = 2. */
+const ENDPOINTS: WireSchema = {
+  subsets: wireMessages(2, { addresses: wireMessages(1, { targetRef: wireMessage(2, OBJECT_REFERENCE) }), notReadyAddresses: wireMessages(2, { targetRef: wireMessage(2, OBJECT_REFERENCE) }) }),
+};
+/** discovery/v1 EndpointSlice endpoints = 2 → Endpoint targetRef = 4. */
+const ENDPOINT_SLICE: WireSchema = { endpoints: wireMessages(2, { targetRef: wireMessage(4, OBJECT_REFERENCE) }) };
+/** CSIPersistentVolumeSource's secret references, by field number. */
+const CSI_SECRET_REFS = { controllerPublishSecretRef: 6, nodeStageSecretRef: 7, nodePublishSecretRef: 8, controllerExpandSecretRef: 9, nodeExpandSecretRef: 10 } as const;
+/**
+ * PersistentVolume spec = 2 → claimRef = 4, persistentVolumeSource = 2 (inline) → glusterfs = 4 (endpointsNamespace = 4),
+ * rbd = 6 (secretRef = 7), iscsi = 7 (secretRef = 10), cephfs = 9 (secretRef = 5), flexVolume = 12 (secretRef = 3),
+ * azureFile = 13 (secretNamespace = 4), scaleIO = 19 (secretRef = 3), storageos = 21 (secretRef = 5), csi = 22.
+ */
+const PERSISTENT_VOLUME: WireSchema = {
+  spec: wireMessage(2, {
+    claimRef: wireMessage(4, OBJECT_REFERENCE),
+    persistentVolumeSource: wireInline(2, {
+      glusterfs: wireMessage(4, { endpointsNamespace: wireString(4) }),
+      rbd: wireMessage(6, { secretRef: wireMessage(7, SECRET_NAMESPACE) }),
+      iscsi: wireMessage(7, { secretRef: wireMessage(10, SECRET_NAMESPACE) }),
+      cephfs: wireMessage(9, { secretRef: wireMessage(5, SECRET_NAMESPACE) }),
+      flexVolume: wireMessage(12, { secretRef: wireMessage(3, SECRET_NAMESPACE) }),
+      azureFile: wireMessage(13, { secretNamespace: wireString(4) }),
+      scaleIO: wireMessage(19, { secretRef: wireMessage(3, SECRET_NAMESPACE) }),
+      storageos: wireMessage(21, { secretRef: wireMessage(5, SECRET_NAMESPACE) }),
+      csi: wireMessage(22, Object.fromEntries(Object.entries(CSI_SECRET_REFS).map(([name, number]) => [name, wireMessage(number, SECRET_NAMESPACE)]))),
+    }),
+  }),
+};
+/** PersistentVolumeClaim spec = 2 → volumeName = 3, dataSourceRef = 8 (TypedObjectReference namespace = 4). */
+const PERSISTENT_VOLUME_CLAIM: WireSchema = { spec: wireMessage(2, { volumeName: wireString(3), dataSourceRef: wireMessage(8, { namespace: wireString(4) }) }) };
+/** NetworkPolicy spec = 2 → ingress = 2 (from = 2), egress = 3 (to = 2) → NetworkPolicyPeer namespaceSelector = 2. */
+const NETWORK_POLICY: WireSchema = {
+  spec: wireMessage(2, {
+    ingress: wireMessages(2, { from: wireMessages(2, { namespaceSelector: wireMessage(2, LABEL_SELECTOR) }) }),
+    egress: wireMessages(3, { to: wireMessages(2, { namespaceSelector: wireMessage(2, LABEL_SELECTOR) }) }),
+  }),
+};
+
 // ---- which kinds are converted from protobuf ----
 
 /** What a kind's JSON rule does beyond the metadata, at the wire level. */
@@ -686,7 +966,7 @@ interface ProtobufKind {
 
 /** Rules that touch nothing but metadata. */
 const METADATA_RULES: ReadonlySet<RuleName> = new Set(['generic', 'namespace', 'shared']);
-const TEMPLATE_RULES: ReadonlySet<RuleName> = new Set(['pod', 'workload', 'statefulset', 'cronjob', 'podtemplate']);
+const TEMPLATE_RULES: ReadonlySet<RuleName> = new Set(['pod', 'workload', 'statefulset', 'cronjob', 'podtemplate', 'claimtemplate']);
 /** Kinds whose JSON rule maps fields the wire-level code reads into JSON and writes back. */
 const FIELD_RULES: ReadonlyMap<RuleName, ProtobufKind> = new Map([
   ['role', { apiVersion: 'rbac.authorization.k8s.io/v1', toUpstream: roleToUpstreamWire }],
@@ -698,13 +978,39 @@ const FIELD_RULES: ReadonlyMap<RuleName, ProtobufKind> = new Map([
   ['tokenreview', { apiVersion: 'authentication.k8s.io/v1', toUpstream: metadataOnly }],
   ['selfsubjectreview', { apiVersion: 'authentication.k8s.io/v1', toUpstream: metadataOnly }],
 ]);
+const ADMISSION_V1 = 'admissionregistration.k8s.io/v1';
+/** `<group>/<kind>` (one rule may serve kinds of different messages), the one apiVersion, the rule, its fields. */
+const SKELETON_ROWS: readonly (readonly [string, string, KindRule, WireSchema])[] = [
+  ['/Event', 'v1', event, CORE_EVENT],
+  ['events.k8s.io/Event', 'events.k8s.io/v1', event, EVENTS_EVENT],
+  ['/Endpoints', 'v1', endpoints, ENDPOINTS],
+  ['discovery.k8s.io/EndpointSlice', 'discovery.k8s.io/v1', endpointSlice, ENDPOINT_SLICE],
+  ['/PersistentVolume', 'v1', persistentVolume, PERSISTENT_VOLUME],
+  ['/PersistentVolumeClaim', 'v1', persistentVolumeClaim, PERSISTENT_VOLUME_CLAIM],
+  ['networking.k8s.io/NetworkPolicy', 'networking.k8s.io/v1', networkPolicy, NETWORK_POLICY],
+  ['admissionregistration.k8s.io/ValidatingWebhookConfiguration', ADMISSION_V1, webhookConfiguration, webhooks(10)],
+  ['admissionregistration.k8s.io/MutatingWebhookConfiguration', ADMISSION_V1, webhookConfiguration, webhooks(11)],
+  ['admissionregistration.k8s.io/ValidatingAdmissionPolicy', ADMISSION_V1, admissionPolicy, ADMISSION_POLICY],
+  ['admissionregistration.k8s.io/MutatingAdmissionPolicy', ADMISSION_V1, admissionPolicy, ADMISSION_POLICY],
+  ['admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding', ADMISSION_V1, admissionPolicyBinding, ADMISSION_POLICY_BINDING],
+  ['admissionregistration.k8s.io/MutatingAdmissionPolicyBinding', ADMISSION_V1, admissionPolicyBinding, ADMISSION_POLICY_BINDING],
+  ['apiextensions.k8s.io/CustomResourceDefinition', 'apiextensions.k8s.io/v1', crd, CUSTOM_RESOURCE_DEFINITION],
+];
+const SKELETON_KINDS: ReadonlyMap<string, ProtobufKind> = new Map(
+  SKELETON_ROWS.map(([key, apiVersion, rule, schema]) => [key, { apiVersion, toUpstream: skeletonToUpstreamWire(rule, schema) }]),
+);
+
+/** The fields read at their numbers for a kind, by `<group>/<kind>`: what the unit test checks against generated.proto. */
+export const WIRE_SCHEMAS: ReadonlyMap<string, { readonly apiVersion: string; readonly schema: WireSchema }> = new Map(
+  SKELETON_ROWS.map(([key, apiVersion, , schema]) => [key, { apiVersion, schema }]),
+);
 
 const kindName = (row: KindRow) => `${row.kind || row.resource}${row.group === '' ? '' : '.' + row.group}`;
 
 /** How a whole object of this kind is converted besides its metadata; throws 415 for a kind whose rule protobuf cannot follow. */
 function protobufKindOf(row: KindRow): ProtobufKind | undefined {
   if (METADATA_RULES.has(row.rule)) return undefined;
-  const fieldRule = FIELD_RULES.get(row.rule);
+  const fieldRule = FIELD_RULES.get(row.rule) ?? SKELETON_KINDS.get(`${row.group}/${row.kind}`);
   if (fieldRule !== undefined) return fieldRule;
   const templates = TEMPLATE_RULES.has(row.rule) ? TEMPLATES.get(`${row.group}/${row.kind}`) : undefined;
   if (templates === undefined) throw unsupported(`${kindName(row)} objects`);
@@ -735,7 +1041,7 @@ function parseEnvelope(body: Buffer): Envelope {
 }
 
 /** The apiserver decodes the object as the kind its envelope names: it must be the kind of the resource. */
-function checkKind(envelope: Envelope, row: KindRow, protobufKind: ProtobufKind | undefined): void {
+function checkKind(envelope: Envelope, row: KindRow, protobufKind: ProtobufKind | undefined, version: string | undefined): void {
   const { apiVersion, kind } = envelope;
   if (kind !== '' && row.kind !== '' && kind !== row.kind) {
     throw badRequest(`the protobuf request body is a ${kind}, but ${row.resource} are ${row.kind}`);
@@ -743,16 +1049,20 @@ function checkKind(envelope: Envelope, row: KindRow, protobufKind: ProtobufKind 
   if (apiVersion !== '' && groupOfApiVersion(apiVersion) !== row.group) {
     throw badRequest(`the protobuf request body's apiVersion ${apiVersion} is not of the group of ${row.resource} (${row.group || 'core'})`);
   }
-  if (protobufKind !== undefined && apiVersion !== '' && apiVersion !== protobufKind.apiVersion) throw unsupported(`${kindName(row)} ${apiVersion} objects`);
+  if (protobufKind === undefined) return;
+  if (apiVersion !== '' && apiVersion !== protobufKind.apiVersion) throw unsupported(`${kindName(row)} ${apiVersion} objects`);
+  // Without an apiVersion in the envelope, the apiserver decodes the body as the version of the path.
+  const pathApiVersion = version === undefined ? undefined : row.group === '' ? version : `${row.group}/${version}`;
+  if (pathApiVersion !== undefined && pathApiVersion !== protobufKind.apiVersion) throw unsupported(`${kindName(row)} ${pathApiVersion} objects`);
 }
 
+/** The kind's own rule first, then the metadata: the order of objectToUpstream (a CRD's rule reads its tenant name). */
 function wholeObjectToUpstream(raw: Buffer, conversion: Conversion, protobufKind: ProtobufKind | undefined): Buffer {
-  const edit = new MessageEdit(raw, 'object');
+  const edit = new MessageEdit(protobufKind === undefined ? raw : protobufKind.toUpstream(raw, conversion), 'object');
   const meta = edit.single(1, 'metadata');
   if (meta === undefined) edit.add(1, objectMetaToUpstream(EMPTY, conversion));
   else edit.rewrite(meta, (payload) => objectMetaToUpstream(payload, conversion));
-  const result = edit.finish();
-  return protobufKind === undefined ? result : protobufKind.toUpstream(result, conversion);
+  return edit.finish();
 }
 
 /** A subresource's own object (Scale, Eviction, Binding...): only the names in its metadata. */
@@ -766,8 +1076,8 @@ function subresourceObjectToUpstream(raw: Buffer, conversion: Conversion): Buffe
 
 /**
  * The upstream form of a tenant's protobuf request body for `row` (from the table of kinds): namespace and cluster-scoped
- * names prefixed, the tenant label forced on the object and its templates; pod specs, role rules, binding subjects and
- * access reviews' attributes and identities as the JSON rules convert them. Throws a StatusError: 404/403 for hidden and shared kinds, 415 for kinds (and verbs) only converted as JSON,
+ * names prefixed, the tenant label forced on the object and its templates; every other field the kind's JSON rule
+ * maps, as that rule maps it. Throws a StatusError: 404/403 for hidden and shared kinds, 415 for kinds (and verbs) only converted as JSON,
  * 422 for names too long once prefixed, 400 for a malformed body.
  */
 export function protobufBodyToUpstream(body: Buffer, row: KindRow, tenant: TenantId, options: ProtobufBodyOptions): Buffer {
@@ -782,9 +1092,9 @@ export function protobufBodyToUpstream(body: Buffer, row: KindRow, tenant: Tenan
   const wholeObject = subresource === '' || subresource === 'status';
   const protobufKind = wholeObject ? protobufKindOf(row) : undefined;
   const envelope = parseEnvelope(body);
-  if (wholeObject) checkKind(envelope, row, protobufKind);
+  if (wholeObject) checkKind(envelope, row, protobufKind, options.version);
   const { edit, rawField } = envelope;
-  const conversion: Conversion = { row, tenant, kindScope: options.kindScope, scopeOf: options.scopeOf };
+  const conversion: Conversion = { row, tenant, kindScope: options.kindScope, scopeOf: options.scopeOf, webhookUrlHosts: options.webhookUrlHosts };
   const raw = rawField === undefined ? EMPTY : edit.payload(rawField);
   const converted = wholeObject ? wholeObjectToUpstream(raw, conversion, protobufKind) : subresourceObjectToUpstream(raw, conversion);
   if (converted === raw) return body;

@@ -383,7 +383,16 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
       }
       if (isProtobuf(contentType)) {
         // Typed clients (kubectl create, client-go) send built-in kinds as protobuf: converted at the wire level.
-        send(protobufBodyToUpstream(buffer, ctx.row!, tenant, { verb: info.verb, subresource: info.subresource, kindScope: convert.kindScope, scopeOf: convert.scopeOf }));
+        send(
+          protobufBodyToUpstream(buffer, ctx.row!, tenant, {
+            verb: info.verb,
+            subresource: info.subresource,
+            version: info.apiVersion,
+            kindScope: convert.kindScope,
+            scopeOf: convert.scopeOf,
+            webhookUrlHosts: convert.webhookUrlHosts,
+          }),
+        );
         return;
       }
       if (contentType.includes('json-patch') && patchesTheObject(info)) {

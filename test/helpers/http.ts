@@ -29,7 +29,7 @@ export function h2Request(
   session: ClientHttp2Session,
   method: string,
   path: string,
-  options: { headers?: Record<string, string | string[]>; body?: string } = {},
+  options: { headers?: Record<string, string | string[]>; body?: string | Buffer } = {},
 ): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const stream = session.request({ ':method': method, ':path': path, ...options.headers }, { endStream: options.body === undefined });

@@ -2,17 +2,9 @@
 // ordinary bodies, YAML's shared aliases included, parse as before.
 import t from 'tap';
 import { checkBodyShape, MAX_BODY_NESTING, parseJsonBody, parseJsonOrYamlBody, parseYamlBody } from '../../lib/convert/tenant-body.ts';
-import { StatusError } from '../../lib/server/status.ts';
+import { thrownStatus } from '../helpers/status-error.ts';
 
-function refusal(run: () => unknown): StatusError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof StatusError) return error;
-    throw error;
-  }
-  throw new Error('expected a refusal');
-}
+const refusal = thrownStatus;
 
 const arrays = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
 const objects = (depth: number) => '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
