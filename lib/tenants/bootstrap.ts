@@ -77,11 +77,25 @@ function canonical(value: unknown): string {
   );
 }
 
+/**
+ * Marks tenantgate's own per-tenant cluster-scoped objects (bindings, the custom-resource role), whose names are not
+ * under the tenant's prefix. Never the tenant label: a tenant's label-selected list or deletecollection (its view of
+ * "all my ClusterRoleBindings") must not reach them, and the confinement policy refuses the tenant any write there.
+ */
+export const TENANTGATE_OWNED_LABEL = 'tenantgate.kubezoo.io/tenant';
+
+/** True for tenantgate's own per-tenant objects: they must not carry the tenant label. */
+function ownedByTenantgate(wanted: UpstreamObject): boolean {
+  return (wanted.metadata.labels as Record<string, string> | undefined)?.[TENANTGATE_OWNED_LABEL] !== undefined;
+}
+
 /** Whether an upstream object lacks a label or a kept field (rules, roleRef, subjects) as tenantgate wants it. */
 export function differs(current: Record<string, unknown>, wanted: UpstreamObject): boolean {
   const labels = (current.metadata as { labels?: Record<string, string> } | undefined)?.labels ?? {};
   const wantedLabels = (wanted.metadata.labels ?? {}) as Record<string, string>;
   if (Object.entries(wantedLabels).some(([key, value]) => labels[key] !== value)) return true;
+  // An older tenantgate labelled its own objects with the tenant label: taken off (TENANTGATE_OWNED_LABEL).
+  if (ownedByTenantgate(wanted) && TENANT_LABEL in labels) return true;
   return KEPT_FIELDS.some((field) => field in wanted && canonical(current[field] ?? []) !== canonical(wanted[field] ?? []));
 }
 
@@ -105,6 +119,7 @@ export async function ensure(pool: UpstreamPool, collectionPath: string, object:
     return ensure(pool, collectionPath, object);
   }
   const labels = { ...current.body.metadata.labels, ...(object.metadata.labels as Record<string, string> | undefined) };
+  if (ownedByTenantgate(object)) delete labels[TENANT_LABEL];
   const updated = await upstreamJson(pool, 'PUT', path, { ...current.body, ...object, metadata: { ...current.body.metadata, labels } });
   if (updated.status !== 200 && updated.status !== 409) throw fail('updating', updated); // 409: someone wrote first; the next reconcile looks again
 }
@@ -137,7 +152,7 @@ export async function ensureTenantClusterRoleBinding(pool: UpstreamPool, tenant:
   await ensure(pool, '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRoleBinding',
-    metadata: { name: tenantClusterRoleBindingName(tenant), labels: { [TENANT_LABEL]: tenant } },
+    metadata: { name: tenantClusterRoleBindingName(tenant), labels: { [TENANTGATE_OWNED_LABEL]: tenant } },
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: TENANT_CLUSTER_ROLE.metadata.name },
     subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: tenantAdminUser(tenant) }],
   });
@@ -157,7 +172,7 @@ export async function ensureTenantShadowBinding(pool: UpstreamPool, tenant: Tena
   await ensure(pool, '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRoleBinding',
-    metadata: { name: tenantShadowBindingName(tenant), labels: { [TENANT_LABEL]: tenant } },
+    metadata: { name: tenantShadowBindingName(tenant), labels: { [TENANTGATE_OWNED_LABEL]: tenant } },
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
     subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: clusterShadowOf(tenantAdminUser(tenant)) }],
   });
@@ -190,7 +205,7 @@ export function tenantCustomResourcesRole(tenant: TenantId, crds: readonly Custo
   return {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRole',
-    metadata: { name: tenantCustomResourcesName(tenant), labels: { [TENANT_LABEL]: tenant, [CUSTOM_RESOURCES_ROLE_LABEL]: 'true' } },
+    metadata: { name: tenantCustomResourcesName(tenant), labels: { [TENANTGATE_OWNED_LABEL]: tenant, [CUSTOM_RESOURCES_ROLE_LABEL]: 'true' } },
     rules,
   };
 }
@@ -200,7 +215,7 @@ export async function ensureTenantCustomResources(pool: UpstreamPool, tenant: Te
   await ensure(pool, '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRoleBinding',
-    metadata: { name: tenantCustomResourcesName(tenant), labels: { [TENANT_LABEL]: tenant } },
+    metadata: { name: tenantCustomResourcesName(tenant), labels: { [TENANTGATE_OWNED_LABEL]: tenant } },
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: tenantCustomResourcesName(tenant) },
     subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: tenantAdminUser(tenant) }],
   });

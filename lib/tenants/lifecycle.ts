@@ -26,6 +26,7 @@ import {
   tenantCustomResourcesName,
   tenantCustomResourcesRole,
   tenantShadowBindingName,
+  TENANTGATE_OWNED_LABEL,
   type CustomResourceDefinition,
 } from './bootstrap.ts';
 import { EXPANSION_LABEL, expansionName, expansionOf, isExpansionName, isTenantClusterBinding, migratedSubjects, type ClusterRoleBinding } from './cluster-bindings.ts';
@@ -310,6 +311,10 @@ export class TenantLifecycle {
       const id = event.object.metadata.labels?.[TENANT_LABEL];
       if (event.type === 'DELETED' || (id !== undefined && event.object.metadata.name.startsWith(id + '-'))) this.#markDirty(id);
     });
+    // tenantgate's own bindings of a tenant (the admin's, its shadow's, its custom resources'), deleted.
+    watch(`${RBAC}/clusterrolebindings?labelSelector=${encodeURIComponent(TENANTGATE_OWNED_LABEL)}`, (event) => {
+      if (event.type === 'DELETED') this.#markDirty(event.object.metadata.labels?.[TENANTGATE_OWNED_LABEL]);
+    });
     watch(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions?${byLabel}`, (event) => this.#markDirty(event.object.metadata.labels?.[TENANT_LABEL]));
     watch(`${RBAC}/rolebindings?labelSelector=${encodeURIComponent(EXPANSION_LABEL)}`, (event) => {
       if (event.type !== 'ADDED') this.#markDirty(event.object.metadata.labels?.[TENANT_LABEL]);
@@ -381,7 +386,10 @@ export class TenantLifecycle {
     }
 
     const clusterBindings = (await listUpstream(this.#pool, `${RBAC}/clusterrolebindings?${bySelector}`)) as ClusterRoleBinding[];
-    const bindings = new Set(clusterBindings.map((item) => item.metadata.name));
+    const ownSelector = `labelSelector=${encodeURIComponent(which === 'all' ? TENANTGATE_OWNED_LABEL : `${TENANTGATE_OWNED_LABEL} in (${ids.join(',')})`)}`;
+    const ownBindings = await listUpstream(this.#pool, `${RBAC}/clusterrolebindings?${ownSelector}`);
+    // tenantgate's own bindings of a tenant: as this tenantgate labels them, or an older one did (the tenant label).
+    const bindings = new Set([...clusterBindings, ...ownBindings].map((item) => item.metadata.name));
     const tenantBindings = new Map<TenantId, ClusterRoleBinding[]>();
     for (const id of ids) {
       if (!bindings.has(tenantClusterRoleBindingName(id))) repair(`clusterrolebinding ${tenantClusterRoleBindingName(id)}`, id, () => ensureTenantClusterRoleBinding(this.#pool, id));

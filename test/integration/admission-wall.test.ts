@@ -81,6 +81,13 @@ t.test('bypassing conversion, a tenant identity cannot write outside its prefix 
   const outside = new RegExp(`tenant ${a.id} may write only in its own namespaces and names`);
   const created = await stack.kubectlDirect(['create', 'configmap', 'victim', '-n', `${b.id}-default`, '--from-literal=canary=b-secret']);
   t.equal(created.code, 0, created.stderr);
+  // The test before this one deleted and weakened the policy: the apiserver enforces the restored one once its
+  // informer has it again (a second or so on a loaded machine). Wait for that with server-side dry runs.
+  for (let i = 0; i < 100; i++) {
+    const probe = await asA(['create', 'configmap', 'probe', '-n', `${b.id}-default`, '--dry-run=server']);
+    if (probe.code !== 0 && outside.test(probe.stderr)) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 
   await refused("create a ConfigMap in B's namespace", ['create', 'configmap', 'x', '-n', `${b.id}-default`], outside);
   await refused("update B's ConfigMap", ['label', 'configmap', 'victim', '-n', `${b.id}-default`, 'owned=a'], outside);

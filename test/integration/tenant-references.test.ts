@@ -408,6 +408,14 @@ t.test('deleting a collection deletes only the tenant\'s objects', async (t) => 
   t.equal((await names(foxtrot, ['clusterroles'])).length, 4, 'foxtr6 still has its four (reader, parent, lab1, lab2)');
   const upstream = await stack.kubectlDirect(['get', 'clusterrole', 'cluster-admin', 'tenantgate:tenant-cluster-scope', '-o', 'name']);
   t.equal(upstream.code, 0, 'the upstream\'s own ClusterRoles are untouched');
+  // And every ClusterRoleBinding of echo's: tenantgate's own bindings of echo (its admin's, its shadow's, its custom
+  // resources') carry no tenant label, so the deletecollection neither reaches them nor is refused on them.
+  await ok(echo, ['delete', '--raw', '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings']);
+  for (const name of ['tenantgate:tenant:echo05', 'tenantgate:tenant-shadow:echo05', 'tenantgate:tenant-custom-resources:echo05']) {
+    const binding = await stack.kubectlDirect(['get', 'clusterrolebinding', name, '-o', 'jsonpath={.metadata.resourceVersion}']);
+    t.equal(binding.code, 0, `${name} is still there upstream`);
+  }
+  t.same(await names(echo, ['-n', 'shop', 'configmaps']), ['configmap/kube-root-ca.crt'], 'and echo\'s admin still reads its namespace');
 });
 
 t.test('a refused exec names the tenant\'s namespace and user, never the upstream ones', async (t) => {
