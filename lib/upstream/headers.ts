@@ -84,6 +84,7 @@ export function upstreamRequestHeaders(
   if (credentials.authorization !== undefined) out.authorization = credentials.authorization;
   out['impersonate-user'] = identity.user;
   if (identity.groups.length > 0) out['impersonate-group'] = identity.groups;
+  if (identity.uid !== undefined) out['impersonate-uid'] = identity.uid;
   if (identity.extra !== undefined) {
     for (const key in identity.extra) out[`impersonate-extra-${encodeURIComponent(key)}`] = identity.extra[key];
   }
