@@ -8,6 +8,13 @@ import { upstreamRequestHeaders } from '../../lib/upstream/headers.ts';
 
 const raw = (headers: [string, string][]) => headers.flat();
 
+/** The refusal an impersonation ends in (fails the test when it was allowed). */
+async function refusalOf(attempt: Promise<Identity>): Promise<StatusError> {
+  const outcome = await attempt.catch((error: unknown) => error);
+  if (!(outcome instanceof StatusError)) throw new Error(`expected a refusal, got ${JSON.stringify(outcome)}`);
+  return outcome;
+}
+
 t.test('headers are read as the apiserver reads them', async (t) => {
   t.equal(requestedImpersonation(raw([['accept', 'application/json']])), null, 'no Impersonate-* header: nothing asked');
   t.same(
@@ -100,7 +107,7 @@ t.test('a refusal is the apiserver\'s 403, in the tenant\'s names, and nothing f
     details: { name: 'robot', kind: 'serviceaccounts' },
   });
   t.equal(asked.length, 2, 'the caller, then its shadow identity; the group is never asked about');
-  const user = await authorizeImpersonation(access, tenantUser, requestedImpersonation(raw([['impersonate-user', 'alice']]))!).catch((e: unknown) => e as StatusError);
+  const user = await refusalOf(authorizeImpersonation(access, tenantUser, requestedImpersonation(raw([['impersonate-user', 'alice']]))!));
   t.equal(user.message, 'users "alice" is forbidden: User "dev" cannot impersonate resource "users" in API group "" at the cluster scope');
   const extra = await authorizeImpersonation(access, tenantUser, requestedImpersonation(raw([['impersonate-user', 'alice'], ['impersonate-extra-scopes', 'view']]))!).catch((e: unknown) => e);
   t.ok(extra instanceof StatusError);
@@ -109,7 +116,7 @@ t.test('a refusal is the apiserver\'s 403, in the tenant\'s names, and nothing f
 t.test('the tenant extra can never be set, changed or dropped by a tenant, whatever its spelling', async (t) => {
   const { asked, access } = accessAllowing(() => true);
   for (const name of ['impersonate-extra-tenant', 'Impersonate-Extra-Tenant', 'impersonate-extra-%74enant', 'impersonate-extra-%54enant']) {
-    const refusal = await authorizeImpersonation(access, tenantAdmin, requestedImpersonation(raw([['impersonate-user', 'alice'], [name, 'bravo2']]))!).catch((e: unknown) => e as StatusError);
+    const refusal = await refusalOf(authorizeImpersonation(access, tenantAdmin, requestedImpersonation(raw([['impersonate-user', 'alice'], [name, 'bravo2']]))!));
     t.equal(refusal.code, 403, name);
     t.match(refusal.message, /^userextras.authentication.k8s.io "bravo2" is forbidden: User "admin" cannot impersonate resource "userextras\/[tT]enant" in API group "authentication.k8s.io" at the cluster scope: /);
   }
