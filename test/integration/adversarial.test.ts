@@ -21,6 +21,7 @@ import {
 import { connectH2, credentialsOf, h2Request } from '../helpers/http.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
+import { CLUSTER_SUBJECT_PREFIX } from '../../lib/convert/rules/cluster-subjects.ts';
 import { upstreamJson } from '../../lib/upstream/client.ts';
 import { loadKubeconfig } from '../../lib/upstream/kubeconfig.ts';
 import { UpstreamPool } from '../../lib/upstream/pool.ts';
@@ -935,8 +936,11 @@ t.test('after the attack, read straight from the upstream: B\'s objects are unch
     const owned = namespace !== undefined ? namespace.startsWith(`${A}-`) : isCrd ? String(object.spec?.group).startsWith(`${A}-`) : name.startsWith(`${A}-`);
     if (!owned) notA.push(where);
     for (const subject of object.subjects ?? []) {
+      // A ClusterRoleBinding's subjects are shadow identities upstream (issue 13): A's own forms behind the shadow prefix.
+      const isShadow = object.collection.endsWith('/clusterrolebindings') && typeof subject.name === 'string' && subject.name.startsWith(CLUSTER_SUBJECT_PREFIX);
+      const name: string = isShadow ? subject.name.slice(CLUSTER_SUBJECT_PREFIX.length) : subject.name;
       const mine =
-        subject.kind === 'Group' ? subject.name.startsWith(`${A}:`) || subject.name.startsWith(`system:serviceaccounts:${A}-`) : subject.kind === 'ServiceAccount' ? subject.namespace?.startsWith(`${A}-`) : subject.name.startsWith(`${A}-`) || subject.name.startsWith(`system:serviceaccount:${A}-`);
+        subject.kind === 'Group' ? name.startsWith(`${A}:`) || name.startsWith(`system:serviceaccounts:${A}-`) : subject.kind === 'ServiceAccount' ? subject.namespace?.startsWith(`${A}-`) : name.startsWith(`${A}-`) || name.startsWith(`system:serviceaccount:${A}-`);
       if (!mine) bindsOthers.push(`${where}: ${subject.kind} ${subject.namespace ?? ''}/${subject.name}`);
     }
     if (object.roleRef?.name?.startsWith(`${B}-`)) bindsOthers.push(`${where}: roleRef ${object.roleRef.name}`);

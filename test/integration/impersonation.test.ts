@@ -66,6 +66,8 @@ t.test('kubectl --as=alice is refused what alice may not do, and allowed once a 
   t.match(allowed.stdout, 'configmap/prices');
   const write = await tenant.kubectl(['--as=alice', 'delete', 'configmap', 'prices', '-n', 'shop']);
   t.match(write.stderr, 'User "alice" cannot delete resource "configmaps"', 'still only what the Role grants');
+  const withUid = await tenant.kubectl(['--as=alice', '--as-group=buyers', '--as-uid=u-1', '--as-user-extra=scopes=view', 'auth', 'whoami', '-o', 'json']);
+  t.match(JSON.parse(withUid.stdout).status.userInfo, { username: 'alice', uid: 'u-1', groups: ['buyers', 'system:authenticated'], extra: { scopes: ['view'] } }, `groups, uid and extras as asked (${withUid.stderr})`);
   const log = stack.gatewayLogs.find((line) => line.includes('"as":"alice"'));
   t.ok(log, 'the request log names the caller and whom it acted as');
   t.match(JSON.parse(log!), { tenant: 'imprsa', user: 'admin', as: 'alice' });
