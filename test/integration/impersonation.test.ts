@@ -2,7 +2,8 @@
 // tenantgate dropped Impersonate-* headers, so a tenant admin checking a restricted account acted as admin).
 // A tenant impersonates only its own identities, as its RBAC allows; an administrator as the upstream allows.
 import t from 'tap';
-import { credentialsOf, h1Request } from '../helpers/http.ts';
+import { performance } from 'node:perf_hooks';
+import { connectH2, credentialsOf, h1Request, h2Request } from '../helpers/http.ts';
 import { startStack, type KubectlResult, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
 
@@ -68,6 +69,21 @@ t.test('kubectl --as=alice is refused what alice may not do, and allowed once a 
   t.match(write.stderr, 'User "alice" cannot delete resource "configmaps"', 'still only what the Role grants');
   const withUid = await tenant.kubectl(['--as=alice', '--as-group=buyers', '--as-uid=u-1', '--as-user-extra=scopes=view', 'auth', 'whoami', '-o', 'json']);
   t.match(JSON.parse(withUid.stdout).status.userInfo, { username: 'alice', uid: 'u-1', groups: ['buyers', 'system:authenticated'], extra: { scopes: ['view'] } }, `groups, uid and extras as asked (${withUid.stderr})`);
+  // What impersonation costs once its reviews are cached (each cached 5 s): sequential GETs, bounded in count.
+  const session = connectH2(credentialsOf(tenant.kubeconfig));
+  t.teardown(() => session.close());
+  const timeGets = async (headers: Record<string, string>) => {
+    const started = performance.now();
+    for (let i = 0; i < 100; i++) {
+      const answer = await h2Request(session, 'GET', '/api/v1/namespaces/shop/configmaps/prices', { headers });
+      if (answer.status !== 200) throw new Error(`GET as ${JSON.stringify(headers)}: ${answer.status} ${answer.body}`);
+    }
+    return (performance.now() - started) / 100;
+  };
+  await timeGets({ 'impersonate-user': 'alice' }); // warm: connection, caches, JIT
+  const plainMs = await timeGets({});
+  const impersonatedMs = await timeGets({ 'impersonate-user': 'alice' });
+  t.comment(`GET one ConfigMap: ${plainMs.toFixed(2)} ms as the admin, ${impersonatedMs.toFixed(2)} ms as the admin impersonating alice (mean of 100)`);
   const log = stack.gatewayLogs.find((line) => line.includes('"as":"alice"'));
   t.ok(log, 'the request log names the caller and whom it acted as');
   t.match(JSON.parse(log!), { tenant: 'imprsa', user: 'admin', as: 'alice' });
