@@ -1,6 +1,7 @@
 // Whether a tenant's own RBAC allows a read across all its namespaces, which tenantgate then makes with its own
-// identity (upstream, no tenant identity may read a namespaced kind cluster-wide). The upstream answers a
-// SubjectAccessReview about the caller's shadow identity (what its ClusterRoleBindings bind), cached briefly.
+// identity (upstream, no tenant identity may read a namespaced kind cluster-wide), and whether a caller may
+// impersonate what its Impersonate-* headers ask for. The upstream answers SubjectAccessReviews about the caller
+// and its shadow identity (what its ClusterRoleBindings bind), cached briefly.
 // Never caches an answer under a key that leaves out part of the identity asked about (CVE-2023-46254).
 import { LRUCache } from 'lru-cache';
 import type { TenantId } from '../convert/prefix.ts';
@@ -10,23 +11,34 @@ import { upstreamJson } from '../upstream/client.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import type { UpstreamIdentity } from './impersonation.ts';
 
-/** A SubjectAccessReview's spec, at the cluster scope. */
-export interface ClusterAccessQuestion {
+/** A SubjectAccessReview's resource attributes, in the upstream's names (namespace '': the cluster scope). */
+export interface ResourceAttributes {
+  verb: string;
+  group: string;
+  resource: string;
+  namespace: string;
+  name?: string;
+  subresource?: string;
+}
+
+/** A SubjectAccessReview's spec. */
+export interface AccessQuestion {
   user: string;
   groups: string[];
-  resourceAttributes: { verb: string; group: string; resource: string; namespace: '' };
+  resourceAttributes: ResourceAttributes;
 }
 
 /** Asks the upstream; resolves to whether it allowed, throws when it cannot say (nothing is cached then). */
-export type AccessReviewer = (question: ClusterAccessQuestion) => Promise<boolean>;
+export type AccessReviewer = (question: AccessQuestion) => Promise<boolean>;
 
 /** The question about the shadow identity of the caller (its upstream user and groups, each under the shadow prefix). */
-export function shadowQuestion(identity: UpstreamIdentity, verb: string, group: string, resource: string): ClusterAccessQuestion {
-  return {
-    user: clusterShadowOf(identity.user),
-    groups: identity.groups.map(clusterShadowOf),
-    resourceAttributes: { verb, group, resource, namespace: '' },
-  };
+export function shadowQuestion(identity: UpstreamIdentity, verb: string, group: string, resource: string): AccessQuestion {
+  return shadowOf({ user: identity.user, groups: identity.groups, resourceAttributes: { verb, group, resource, namespace: '' } });
+}
+
+/** The same question about the shadow identity. */
+function shadowOf(question: AccessQuestion): AccessQuestion {
+  return { ...question, user: clusterShadowOf(question.user), groups: question.groups.map(clusterShadowOf) };
 }
 
 /** The cache key: the tenant, the whole identity and the whole question, unambiguously (JSON, not a joined string). */
@@ -100,12 +112,30 @@ export class CrossNamespaceAccess {
    * upstream's group name) across all namespaces. A cached answer is returned synchronously.
    */
   allowed(tenant: TenantId, identity: UpstreamIdentity, verb: string, group: string, resource: string): boolean | Promise<boolean> {
-    const key = accessCacheKey(tenant, identity, verb, group, resource);
+    return this.#ask(accessCacheKey(tenant, identity, verb, group, resource), () => shadowQuestion(identity, verb, group, resource));
+  }
+
+  /**
+   * Whether the caller (`identity`, as the upstream names it) may `impersonate` what `attributes` name (in the
+   * upstream's names), as the apiserver's impersonation filter asks its authorizer: about the caller itself and, for a
+   * tenant, then about its shadow identity, which holds what the tenant's ClusterRoleBindings grant. Cached by the
+   * whole question asked and the tenant.
+   */
+  async mayImpersonate(tenant: TenantId | null, identity: UpstreamIdentity, attributes: ResourceAttributes): Promise<boolean> {
+    const question: AccessQuestion = { user: identity.user, groups: identity.groups, resourceAttributes: attributes };
+    if (await this.#ask(JSON.stringify(['impersonate', tenant, question]), () => question)) return true;
+    if (tenant === null) return false;
+    const shadow = shadowOf(question);
+    return this.#ask(JSON.stringify(['impersonate', tenant, shadow]), () => shadow);
+  }
+
+  /** The cached answer under `key`, or the upstream's to `question()` (asked once however many wait for it). */
+  #ask(key: string, question: () => AccessQuestion): boolean | Promise<boolean> {
     const cached = this.#cache.get(key);
     if (cached !== undefined) return cached;
     let asking = this.#asking.get(key);
     if (asking === undefined) {
-      asking = this.#review(shadowQuestion(identity, verb, group, resource)).then(
+      asking = this.#review(question()).then(
         (allowed) => {
           this.#asking.delete(key);
           this.#cache.set(key, allowed, allowed ? undefined : { ttl: this.#deniedTtlMs });

@@ -7,6 +7,8 @@ export interface Identity {
   /** The user as the caller knows itself (for a tenant: without the tenant prefix). */
   user: string;
   groups: string[];
+  /** The uid an Impersonate-Uid header asked for (certificates and tokens carry none here). */
+  uid?: string;
   /** Impersonate-Extra-* values, by key. */
   extra?: Record<string, string[]>;
   /** The caller's tenant, or null for tenantgate's own administrators (who see the upstream as it is). */

@@ -12,7 +12,10 @@ export interface RequestContext {
   res: Http2ServerResponse | ServerResponse;
   /** The request target (path and query) as validated by the pipeline. */
   path: string;
+  /** Who the request runs as: the caller, or whom its Impersonate-* headers name once the caller may impersonate them. */
   identity: Identity | null;
+  /** The authenticated caller when the request impersonates someone (for the request log); null otherwise. */
+  caller: Identity | null;
   /** A tenant's request as the apiserver would classify it (null for administrators, who pass through). */
   info: RequestInfo | null;
   /** The kind it names, from the table of kinds; null for non-resource requests (discovery). */

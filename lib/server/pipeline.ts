@@ -8,6 +8,7 @@ import type { TLSSocket } from 'node:tls';
 import { clusterScopeForbidden, type CrossNamespaceAccess } from '../auth/access-review.ts';
 import { authenticateCaller } from '../auth/authenticate.ts';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
+import { authorizeImpersonation, requestedImpersonation } from '../auth/requested-impersonation.ts';
 import type { Identity } from '../auth/identity.ts';
 import type { ServiceAccountTokens } from '../auth/service-account-tokens.ts';
 import { resolveTenant } from '../auth/tenant-resolution.ts';
@@ -79,6 +80,26 @@ function authenticate(tokens: ServiceAccountTokens): Stage['run'] {
     const identity = authenticateCaller(ctx.req.socket as TLSSocket, ctx.req.headers.authorization, tokens);
     // A certificate or a cached token answers at once; only a token's first review waits.
     return identity instanceof Promise ? identity.then((reviewed) => accept(ctx, reviewed)) : accept(ctx, identity);
+  };
+}
+
+/**
+ * Impersonate-* headers, honoured as the apiserver honours them: each attribute asked for is authorized for the
+ * caller upstream (403 otherwise), then the request runs as the target (`ctx.identity`), the caller kept for the log.
+ * Runs for one kind of caller, at its place in the order: administrators before the Tenant API, tenants once their
+ * tenant is resolved and they hold a seat (the reviews it may cost count against their share).
+ */
+function impersonate(access: CrossNamespaceAccess, callers: 'administrators' | 'tenants'): Stage['run'] {
+  return (ctx) => {
+    const caller = ctx.identity!;
+    if ((caller.tenant === null) !== (callers === 'administrators')) return false;
+    const requested = requestedImpersonation(ctx.req.rawHeaders);
+    if (requested === null) return false;
+    return authorizeImpersonation(access, caller, requested).then((target) => {
+      ctx.caller = caller;
+      ctx.identity = target;
+      return false;
+    });
   };
 }
 
@@ -174,11 +195,16 @@ export function buildPipeline({ pool, health, discovery, passthrough, tenants, t
     { name: 'validate request target', run: validateTarget },
     { name: 'health checks', run: (ctx) => health.serve(ctx) },
     { name: 'authenticate', run: authenticate(tokens) },
+    // Before the Tenant API: an administrator's discovery with --as is the target's too.
+    { name: 'impersonate (administrators)', run: impersonate(access, 'administrators') },
     // Before tenant resolution: any tenant identity, valid or not, is refused the group alike (403).
     { name: 'Tenant API (administrators)', run: tenantApi({ pool, tenants, issueKubeconfig, recordOperation }) },
     { name: 'resolve tenant', run: (ctx) => (resolveTenant(ctx.identity!, tenants), false) },
     // Before any work for the request: a tenant over its share waits or gets 429 here, cheaply.
     { name: 'flow control', run: flowControl(flow) },
+    // After flow control (the apiserver classifies the target, but a tenant's share is the tenant's whoever it acts
+    // as): a flood of impersonated requests waits for seats before it costs any access review.
+    { name: 'impersonate (tenants)', run: impersonate(access, 'tenants') },
     {
       name: 'administrators pass through',
       run: (ctx) => (ctx.identity!.tenant === null || passthrough ? passThrough(ctx, pool, upstream, metrics) : false),
@@ -218,7 +244,7 @@ export function handleRequest(
   res: Http2ServerResponse | ServerResponse,
   observer?: RequestObserver,
 ): void {
-  const ctx: RequestContext = { req, res, path: req.url ?? '', identity: null, info: null, row: null, startedAt: 0, asTenantgate: false, rewrite: null, upgrade: null };
+  const ctx: RequestContext = { req, res, path: req.url ?? '', identity: null, caller: null, info: null, row: null, startedAt: 0, asTenantgate: false, rewrite: null, upgrade: null };
   // Metrics and the request log line, once the response ends.
   observer?.begin(ctx);
   runStages(stages, ctx, 0);
@@ -236,7 +262,7 @@ export function handleUpgrade(stages: Stage[], req: IncomingMessage, socket: Dup
   // One request per upgraded connection: a plain answer closes it once written.
   res.shouldKeepAlive = false;
   res.once('finish', () => socket.end());
-  const ctx: RequestContext = { req, res, path: req.url ?? '', identity: null, info: null, row: null, startedAt: 0, asTenantgate: false, rewrite: null, upgrade: { socket, head } };
+  const ctx: RequestContext = { req, res, path: req.url ?? '', identity: null, caller: null, info: null, row: null, startedAt: 0, asTenantgate: false, rewrite: null, upgrade: { socket, head } };
   observer?.begin(ctx);
   runStages(stages, ctx, 0);
 }

@@ -56,7 +56,7 @@ export class RequestObserver {
 
   #ended(ctx: RequestContext): void {
     const seconds = (performance.now() - ctx.startedAt) / 1000;
-    const { identity, info, res } = ctx;
+    const { identity, caller, info, res } = ctx;
     const verb = verbOf(ctx);
     const resource = info?.resource ?? '';
     // 0: no response was sent (the client went away first).
@@ -65,7 +65,9 @@ export class RequestObserver {
     if (this.#logLevel === 'off') return;
     log[this.#logLevel]('request', {
       tenant: identity?.tenant ?? null,
-      user: identity?.user ?? null,
+      // Who called, and whom an impersonating request ran as (the tenant is the same: impersonation never changes it).
+      user: (caller ?? identity)?.user ?? null,
+      ...(caller === null ? {} : { as: identity?.user ?? null }),
       verb,
       resource,
       // The tenant's view: ctx.info is classified before conversion.

@@ -1,5 +1,6 @@
 // Which request and response headers cross the proxy. Client credentials, impersonation and hop-by-hop headers
-// never reach the upstream: they are dropped before tenantgate adds its own impersonation headers.
+// never reach the upstream: they are dropped before tenantgate adds its own impersonation headers (a caller's
+// Impersonate-* headers are honoured earlier, auth/requested-impersonation.ts: as tenantgate's impersonation of the target).
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
 import type { TenantId } from '../convert/prefix.ts';
 import { stripTenantPrefixes } from '../convert/status.ts';
@@ -84,6 +85,7 @@ export function upstreamRequestHeaders(
   if (credentials.authorization !== undefined) out.authorization = credentials.authorization;
   out['impersonate-user'] = identity.user;
   if (identity.groups.length > 0) out['impersonate-group'] = identity.groups;
+  if (identity.uid !== undefined) out['impersonate-uid'] = identity.uid;
   if (identity.extra !== undefined) {
     for (const key in identity.extra) out[`impersonate-extra-${encodeURIComponent(key)}`] = identity.extra[key];
   }

@@ -73,29 +73,30 @@ t.test('oversized headers are refused and tenantgate keeps serving', async (t) =
   t.same(warnings, [], 'the connection is answered once, not once per chunk of headers (no listener leak)');
 });
 
-t.test('client impersonation headers are dropped: the upstream sees the certificate\'s user', async (t) => {
+t.test('client impersonation headers are checked, never dropped; X-Remote-* headers are stripped', async (t) => {
   const kubeconfig = stack.kubeconfigFor(alice);
   const creds = credentialsOf(kubeconfig);
-  const hostile = {
-    'impersonate-user': 'tenantgate-admin',
-    'impersonate-group': 'system:masters',
-    'x-remote-user': 'admin',
-    'x-remote-group': 'system:masters',
-  };
+  const remote = { 'x-remote-user': 'admin', 'x-remote-group': 'system:masters' };
+  const hostile = { 'impersonate-user': 'tenantgate-admin', 'impersonate-group': 'system:masters', ...remote };
+  const cannotImpersonate = /users "tenantgate-admin" is forbidden: User "alice" cannot impersonate resource "users" in API group "" at the cluster scope/;
   const session = connectH2(creds);
   const h2 = await h2Request(session, 'GET', '/api/v1/secrets', { headers: hostile });
+  const h2Remote = await h2Request(session, 'GET', '/api/v1/secrets', { headers: remote });
   session.close();
   t.equal(h2.status, 403);
-  const status = isStatus(t, h2.body, 403, 'Forbidden');
-  t.match(status.message, /User "alice" cannot list resource "secrets"/);
+  t.match(isStatus(t, h2.body, 403, 'Forbidden').message, cannotImpersonate, 'alice may not impersonate: the apiserver\'s 403');
+  t.match(isStatus(t, h2Remote.body, 403, 'Forbidden').message, /User "alice" cannot list resource "secrets"/, 'X-Remote-* claim nothing');
   // capsule-proxy's advisory: naming the proxy's header in Connection must not strip tenantgate's own impersonation.
   const h1 = await h1Request(creds, 'GET', '/api/v1/secrets', {
     headers: { ...hostile, connection: 'Impersonate-User, Impersonate-Group' },
   });
   t.equal(h1.status, 403);
-  t.match(isStatus(t, h1.body, 403, 'Forbidden').message, /User "alice" cannot list/);
-  const whoami = await stack.kubectl(['auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}', '--as=tenantgate-admin'], { kubeconfig });
-  t.equal(whoami.stdout, 'alice', 'kubectl --as (an Impersonate-User header) is ignored too');
+  t.match(isStatus(t, h1.body, 403, 'Forbidden').message, cannotImpersonate);
+  const h1Connection = await h1Request(creds, 'GET', '/api/v1/secrets', { headers: { connection: 'Impersonate-User, Impersonate-Group' } });
+  t.match(isStatus(t, h1Connection.body, 403, 'Forbidden').message, /User "alice" cannot list/, 'tenantgate\'s own impersonation of alice stays');
+  const asAdmin = await stack.kubectl(['get', '--raw', '/api/v1/secrets', '--as=tenantgate-admin'], { kubeconfig });
+  t.not(asAdmin.code, 0);
+  t.match(asAdmin.stderr, cannotImpersonate, 'kubectl --as (an Impersonate-User header) is checked too');
 });
 
 t.test('callers without a certificate from tenantgate\'s CA get 401', async (t) => {
@@ -148,14 +149,16 @@ t.test('exec upgrades are relayed, as the caller', async (t) => {
   const direct = await stack.kubectlDirect(['exec', 'shell', '--', 'true']);
   t.not(viaGateway.code, 0);
   t.equal(viaGateway.stderr.replaceAll(/\d{4}-\S+|\d+:\d+:\d+\.\d+/g, ''), direct.stderr.replaceAll(/\d{4}-\S+|\d+:\d+:\d+\.\d+/g, ''));
-  // alice may read pods but not exec into them; her --as (an Impersonate-User header) must not change that.
+  // alice may read pods but not exec into them; her --as (an Impersonate-User header) is checked, and refused.
   await stack.kubectlDirect(['-n', 'default', 'create', 'role', 'pod-reader', '--verb=get', '--resource=pods']);
   await stack.kubectlDirect(['-n', 'default', 'create', 'rolebinding', 'developers-read', '--role=pod-reader', '--group=developers']);
   const denied = await stack.kubectl(['exec', 'shell', '--as=tenantgate-admin', '--as-group=system:masters', '--', 'true'], {
     kubeconfig: stack.kubeconfigFor(alice),
   });
   t.not(denied.code, 0);
-  t.match(denied.stderr, /User "alice" cannot (create|get) resource "pods\/exec"/, 'exec runs as the certificate\'s user');
+  t.match(denied.stderr, /User "alice" cannot impersonate resource "users"/, 'exec --as is checked as any request is');
+  const plain = await stack.kubectl(['exec', 'shell', '--', 'true'], { kubeconfig: stack.kubeconfigFor(alice) });
+  t.match(plain.stderr, /User "alice" cannot (create|get) resource "pods\/exec"/, 'exec runs as the certificate\'s user');
 });
 
 t.test('a flood of stream resets is cut off and other clients are unaffected', async (t) => {

@@ -1,10 +1,10 @@
 import t from 'tap';
-import { accessCacheKey, clusterScopeForbidden, CrossNamespaceAccess, shadowQuestion, type ClusterAccessQuestion } from '../../lib/auth/access-review.ts';
+import { accessCacheKey, clusterScopeForbidden, CrossNamespaceAccess, shadowQuestion, type AccessQuestion } from '../../lib/auth/access-review.ts';
 
 /** A reviewer that allows what `allow` says and records each question it was asked. */
-function reviewer(allow: (q: ClusterAccessQuestion) => boolean) {
-  const asked: ClusterAccessQuestion[] = [];
-  const review = async (q: ClusterAccessQuestion) => {
+function reviewer(allow: (q: AccessQuestion) => boolean) {
+  const asked: AccessQuestion[] = [];
+  const review = async (q: AccessQuestion) => {
     asked.push(q);
     return allow(q);
   };

@@ -219,7 +219,7 @@ async function serverWithStage(controller: FlowController, tenantOf: (req: http.
   const pending: http.ServerResponse[] = [];
   const stage = flowControl(controller);
   const server = http.createServer((req, res) => {
-    const ctx = { req, res, path: req.url ?? '', identity: { user: 'u', groups: [], tenant: tenantOf(req) }, info: null, row: null, startedAt: 0, asTenantgate: false, rewrite: null, upgrade: null } as RequestContext;
+    const ctx = { req, res, path: req.url ?? '', identity: { user: 'u', groups: [], tenant: tenantOf(req) }, caller: null, info: null, row: null, startedAt: 0, asTenantgate: false, rewrite: null, upgrade: null } as RequestContext;
     const proceed = () => {
       if (req.url?.includes('watch=true')) {
         releaseStartSeat(res); // what forward.ts does when the upstream's headers arrive

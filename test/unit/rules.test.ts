@@ -286,6 +286,29 @@ const cases: Case[] = [
     },
   },
   {
+    behaviour: 'an impersonation role’s users and groups are the tenant’s identities, as impersonation asks about them upstream',
+    group: 'rbac.authorization.k8s.io',
+    resource: 'clusterroles',
+    tenant: {
+      metadata: { name: 'impersonator' },
+      rules: [
+        { apiGroups: [''], resources: ['users'], resourceNames: ['alice', 'system:admin'], verbs: ['impersonate'] },
+        { apiGroups: [''], resources: ['groups'], resourceNames: ['devs', 'system:masters'], verbs: ['impersonate'] },
+        { apiGroups: [''], resources: ['serviceaccounts'], resourceNames: ['robot'], verbs: ['impersonate'] },
+        { apiGroups: ['authentication.k8s.io'], resources: ['userextras/scopes', 'uids'], resourceNames: ['view'], verbs: ['impersonate'] },
+      ],
+    },
+    upstream: {
+      metadata: { name: 'abc123-impersonator', labels: L },
+      rules: [
+        { apiGroups: [''], resources: ['users'], resourceNames: ['abc123-alice', 'abc123-system:admin'], verbs: ['impersonate'] },
+        { apiGroups: [''], resources: ['groups'], resourceNames: ['abc123:devs', 'abc123:system:masters'], verbs: ['impersonate'] },
+        { apiGroups: [''], resources: ['serviceaccounts'], resourceNames: ['robot'], verbs: ['impersonate'] },
+        { apiGroups: ['authentication.k8s.io'], resources: ['userextras/scopes', 'uids'], resourceNames: ['view'], verbs: ['impersonate'] },
+      ],
+    },
+  },
+  {
     behaviour: 'an aggregated ClusterRole aggregates only the tenant’s own roles, by their renamed labels',
     group: 'rbac.authorization.k8s.io',
     resource: 'clusterroles',

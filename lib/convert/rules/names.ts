@@ -4,6 +4,7 @@
 import { MAX_UPSTREAM_NAME, MAX_UPSTREAM_NAMESPACE, PREFIX_LENGTH, toTenantName, toUpstreamName, type TenantId } from '../prefix.ts';
 import { StatusError } from '../../server/status.ts';
 import type { KindRow } from '../kinds.ts';
+import { groupToTenant, groupToUpstream, userToTenant, userToUpstream } from './identity.ts';
 
 /** Longest namespace and longest other name a tenant may use. */
 export const MAX_TENANT_NAMESPACE = MAX_UPSTREAM_NAMESPACE - PREFIX_LENGTH;
@@ -11,9 +12,10 @@ export const MAX_TENANT_NAME = MAX_UPSTREAM_NAME - PREFIX_LENGTH;
 
 /**
  * How a kind's `metadata.name` maps upstream. plain: unchanged (namespaced and shared kinds);
- * prefix: `<id>-<name>` (the tenant's cluster-scoped kinds); crd: `<plural>.<id>-<group>`.
+ * prefix: `<id>-<name>` (the tenant's cluster-scoped kinds); crd: `<plural>.<id>-<group>`; user and group: as
+ * identities map (the names of RBAC rules on `users` and `groups`, which impersonation asks about).
  */
-export type NameMapping = 'plain' | 'prefix' | 'crd';
+export type NameMapping = 'plain' | 'prefix' | 'crd' | 'user' | 'group';
 
 export function nameMappingOfRow(row: KindRow): NameMapping {
   if (row.tenancy !== 'tenant' || row.scope === 'Namespaced') return 'plain';
@@ -23,12 +25,16 @@ export function nameMappingOfRow(row: KindRow): NameMapping {
 export function nameToUpstream(mapping: NameMapping, name: string, tenant: TenantId): string {
   if (mapping === 'plain') return name;
   if (mapping === 'prefix') return toUpstreamName(name, tenant);
+  if (mapping === 'user') return userToUpstream(name, tenant);
+  if (mapping === 'group') return groupToUpstream(name, tenant);
   return crdNameToUpstream(name, tenant);
 }
 
 export function nameToTenant(mapping: NameMapping, upstreamName: string, tenant: TenantId): string | null {
   if (mapping === 'plain') return upstreamName;
   if (mapping === 'prefix') return toTenantName(upstreamName, tenant);
+  if (mapping === 'user') return userToTenant(upstreamName, tenant);
+  if (mapping === 'group') return groupToTenant(upstreamName, tenant);
   return crdNameToTenant(upstreamName, tenant);
 }
 

@@ -29,6 +29,9 @@ export function nameMappingOfResource(group: string, resource: string, ctx: Conv
     const scope = ctx.scopeOf(apiGroupToUpstream(group, ctx.tenant), plural);
     return scope === undefined ? undefined : scope === 'Cluster' ? 'prefix' : 'plain';
   }
+  // What impersonation asks about (`impersonate` on users and groups): names of identities, not of objects.
+  if (group === '' && plural === 'users') return 'user';
+  if (group === '' && plural === 'groups') return 'group';
   const row = kindOf(group, plural);
   return row === undefined ? 'none' : nameMappingOfRow(row);
 }
