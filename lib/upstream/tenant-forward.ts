@@ -257,6 +257,9 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
   // lists every tenant's groups (--confine-upstream-discovery takes it from them); the answer is converted below.
   // (Judged on the path as the upstream will read it: everything before the first '?'.)
   if (row === null && req.method === 'GET' && isDiscoveryDocumentPath(target.split('?', 1)[0]!)) dropImpersonation(headers);
+  // A list or watch across the tenant's namespaces that its RBAC allowed (pipeline: authorizeCrossNamespace): upstream
+  // no tenant identity may make it, tenantgate does (still narrowed to the tenant's objects below).
+  if (ctx.asTenantgate) dropImpersonation(headers);
   headers.accept = jsonAccept(req.headers.accept, row === null);
   // kubectl reads OpenAPI v2 as protobuf only. The upstream is still asked for JSON (its protobuf holds every
   // tenant's schemas); the tenant's view of it is encoded.
