@@ -3,7 +3,7 @@
 // Never copies a role the upstream does not have, nor binds a copy to any identity but the tenant's own.
 import { builtinKindOf, type KindRow } from '../convert/kinds.ts';
 import { toUpstreamName, type TenantId } from '../convert/prefix.ts';
-import { objectToUpstream, type ConvertContext, type Json } from '../convert/rules/index.ts';
+import { objectToUpstream, RESERVED_TENANT_IDS, type ConvertContext, type Json } from '../convert/rules/index.ts';
 import { upstreamJson } from '../upstream/client.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import { ensure, type UpstreamObject } from './bootstrap.ts';
@@ -42,6 +42,13 @@ export const BUILTIN_CLUSTER_ROLE_BINDINGS: readonly { name: string; groups: rea
   { name: 'system:public-info-viewer', groups: ['system:authenticated', 'system:unauthenticated'] },
   { name: 'system:service-account-issuer-discovery', groups: ['system:serviceaccounts'] },
 ];
+
+type BuiltinBinding = (typeof BUILTIN_CLUSTER_ROLE_BINDINGS)[number];
+
+/** The built-in bindings a tenant has: none for a tenant that cannot carry groups (identity.ts, RESERVED_TENANT_IDS). */
+export function builtinBindingsOf(tenant: TenantId): readonly BuiltinBinding[] {
+  return RESERVED_TENANT_IDS.has(tenant) ? [] : BUILTIN_CLUSTER_ROLE_BINDINGS;
+}
 
 /** A built-in ClusterRole as the upstream has it, reduced to what a copy takes from it (the tenant's form). */
 export interface BuiltinRole {
@@ -88,7 +95,7 @@ export function tenantBuiltinRole(tenant: TenantId, role: BuiltinRole): Upstream
 }
 
 /** The tenant's copy of a built-in ClusterRoleBinding: its own role, its own groups (shadow subjects upstream). */
-export function tenantBuiltinBinding(tenant: TenantId, binding: (typeof BUILTIN_CLUSTER_ROLE_BINDINGS)[number]): UpstreamObject {
+export function tenantBuiltinBinding(tenant: TenantId, binding: BuiltinBinding): UpstreamObject {
   const object: Json = {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRoleBinding',
@@ -101,7 +108,7 @@ export function tenantBuiltinBinding(tenant: TenantId, binding: (typeof BUILTIN_
 
 /** Upstream names of the tenant's built-in ClusterRoleBindings (kept, never expanded: they grant nothing namespaced). */
 export function builtinBindingNamesOf(tenant: TenantId): Set<string> {
-  return new Set(BUILTIN_CLUSTER_ROLE_BINDINGS.map((binding) => toUpstreamName(binding.name, tenant)));
+  return new Set(builtinBindingsOf(tenant).map((binding) => toUpstreamName(binding.name, tenant)));
 }
 
 /** The label every built-in role and binding carries, copies included: what the lifecycle controller lists and watches. */
@@ -111,10 +118,10 @@ export async function ensureTenantBuiltinRoles(pool: UpstreamPool, tenant: Tenan
   await Promise.all(roles.map((role) => ensure(pool, `${RBAC}/clusterroles`, tenantBuiltinRole(tenant, role))));
 }
 
-export async function ensureTenantBuiltinBinding(pool: UpstreamPool, tenant: TenantId, binding: (typeof BUILTIN_CLUSTER_ROLE_BINDINGS)[number]): Promise<void> {
+export async function ensureTenantBuiltinBinding(pool: UpstreamPool, tenant: TenantId, binding: BuiltinBinding): Promise<void> {
   await ensure(pool, `${RBAC}/clusterrolebindings`, tenantBuiltinBinding(tenant, binding));
 }
 
 export async function ensureTenantBuiltinBindings(pool: UpstreamPool, tenant: TenantId): Promise<void> {
-  await Promise.all(BUILTIN_CLUSTER_ROLE_BINDINGS.map((binding) => ensureTenantBuiltinBinding(pool, tenant, binding)));
+  await Promise.all(builtinBindingsOf(tenant).map((binding) => ensureTenantBuiltinBinding(pool, tenant, binding)));
 }

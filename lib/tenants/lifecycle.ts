@@ -30,8 +30,8 @@ import {
 } from './bootstrap.ts';
 import {
   BOOTSTRAPPING_LABEL,
-  BUILTIN_CLUSTER_ROLE_BINDINGS,
   builtinBindingNamesOf,
+  builtinBindingsOf,
   ensureTenantBuiltinBinding,
   ensureTenantBuiltinBindings,
   ensureTenantBuiltinRoles,
@@ -427,7 +427,7 @@ export class TenantLifecycle {
     const tenantBindings = new Map<TenantId, ClusterRoleBinding[]>();
     const clusterBindingsByName = new Map(clusterBindings.map((item) => [item.metadata.name, item]));
     for (const id of ids) {
-      for (const builtin of BUILTIN_CLUSTER_ROLE_BINDINGS) {
+      for (const builtin of builtinBindingsOf(id)) {
         const wanted = tenantBuiltinBinding(id, builtin);
         const current = clusterBindingsByName.get(wanted.metadata.name);
         if (current === undefined || differs(current, wanted)) repair(`clusterrolebinding ${wanted.metadata.name}`, id, () => ensureTenantBuiltinBinding(this.#pool, id, builtin));
