@@ -21,6 +21,7 @@ import {
 import { connectH2, credentialsOf, h2Request } from '../helpers/http.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
+import { realSubjectOf } from '../../lib/convert/rules/cluster-subjects.ts';
 import { upstreamJson } from '../../lib/upstream/client.ts';
 import { loadKubeconfig } from '../../lib/upstream/kubeconfig.ts';
 import { UpstreamPool } from '../../lib/upstream/pool.ts';
@@ -934,7 +935,8 @@ t.test('after the attack, read straight from the upstream: B\'s objects are unch
     const isCrd = object.collection.includes('customresourcedefinitions');
     const owned = namespace !== undefined ? namespace.startsWith(`${A}-`) : isCrd ? String(object.spec?.group).startsWith(`${A}-`) : name.startsWith(`${A}-`);
     if (!owned) notA.push(where);
-    for (const subject of object.subjects ?? []) {
+    // A ClusterRoleBinding's subjects are shadow identities upstream: judged by the real identity each stands for.
+    for (const subject of (object.subjects ?? []).map((subject: any) => realSubjectOf(subject) ?? subject)) {
       const mine =
         subject.kind === 'Group' ? subject.name.startsWith(`${A}:`) || subject.name.startsWith(`system:serviceaccounts:${A}-`) : subject.kind === 'ServiceAccount' ? subject.namespace?.startsWith(`${A}-`) : subject.name.startsWith(`${A}-`) || subject.name.startsWith(`system:serviceaccount:${A}-`);
       if (!mine) bindsOthers.push(`${where}: ${subject.kind} ${subject.namespace ?? ''}/${subject.name}`);
