@@ -181,8 +181,23 @@ t.test('the tenant admin writes admission policies, and they bind in its cluster
       mutations: [{ patchType: 'ApplyConfiguration', applyConfiguration: { expression: 'Object{metadata: Object.metadata{labels: {"stamped": "yes"}}}' } }],
     },
   };
-  const applied = await alpha.kubectl(['apply', '-f', '-'], { input: JSON.stringify(mutating) });
-  t.equal(applied.code, 0, `a MutatingAdmissionPolicy too: ${applied.stderr}`);
+  const mutatingBinding = {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'MutatingAdmissionPolicyBinding',
+    metadata: { name: 'label-configmaps' },
+    spec: { policyName: 'label-configmaps' },
+  };
+  const applied = await alpha.kubectl(['apply', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [mutating, mutatingBinding] }) });
+  t.equal(applied.code, 0, `a MutatingAdmissionPolicy and its binding too (admissionregistration.k8s.io/v1 on the rig): ${applied.stderr}`);
+  const stamped = await eventually('the mutating policy stamps new configmaps', async () => {
+    const name = `stamp${Date.now()}`;
+    await ok(alpha, ['-n', 'shop', 'create', 'configmap', name]);
+    return (await ok(alpha, ['-n', 'shop', 'get', 'configmap', name, '-o', 'jsonpath={.metadata.labels.stamped}'])) === 'yes';
+  });
+  t.ok(stamped, 'the tenant\'s MutatingAdmissionPolicy mutates its own objects');
+  await ok(bravo, ['-n', 'default', 'create', 'configmap', 'unstamped']);
+  t.equal(await ok(bravo, ['-n', 'default', 'get', 'configmap', 'unstamped', '-o', 'jsonpath={.metadata.labels.stamped}']), '', 'and not the other tenant\'s');
+  await ok(alpha, ['delete', 'mutatingadmissionpolicybinding', 'label-configmaps']);
   await ok(alpha, ['delete', 'validatingadmissionpolicybinding', 'no-big-configmaps']);
   await ok(alpha, ['delete', 'validatingadmissionpolicy', 'no-big-configmaps']);
   await ok(alpha, ['delete', 'mutatingadmissionpolicy', 'label-configmaps']);
