@@ -349,13 +349,14 @@ export class TenantLifecycle {
     watch(`${RBAC}/clusterroles?labelSelector=${encodeURIComponent(`${BOOTSTRAPPING_LABEL},${TENANT_LABEL}`)}`, (event) => {
       if (event.type !== 'ADDED') this.#markDirty(event.object.metadata.labels?.[TENANT_LABEL]);
     });
-    // Service default/kubernetes and its EndpointSlice, deleted.
+    // Service default/kubernetes deleted; its EndpointSlice deleted or changed (pointed elsewhere).
     const kubernetesByName = `fieldSelector=${encodeURIComponent(`metadata.name=${KUBERNETES_SERVICE}`)}&${byLabel}`;
-    for (const collection of ['/api/v1/services', '/apis/discovery.k8s.io/v1/endpointslices']) {
-      watch(`${collection}?${kubernetesByName}`, (event) => {
-        if (event.type === 'DELETED') this.#markDirty(tenantOfNamespace(event.object.metadata.namespace));
-      });
-    }
+    watch(`/api/v1/services?${kubernetesByName}`, (event) => {
+      if (event.type === 'DELETED') this.#markDirty(tenantOfNamespace(event.object.metadata.namespace));
+    });
+    watch(`/apis/discovery.k8s.io/v1/endpointslices?${kubernetesByName}`, (event) => {
+      if (event.type !== 'ADDED') this.#markDirty(tenantOfNamespace(event.object.metadata.namespace));
+    });
     // Deleted, or changed by anyone (an older tenantgate's wider rules): reconcile applies it again.
     watch(`${RBAC}/clusterroles?fieldSelector=${encodeURIComponent(`metadata.name=${TENANT_CLUSTER_ROLE.metadata.name}`)}`, (event) => {
       if (event.type === 'DELETED' || differs(event.object, TENANT_CLUSTER_ROLE)) this.#markDirty('all');
