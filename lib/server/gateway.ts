@@ -19,6 +19,7 @@ import { RequestObserver } from './request-end.ts';
 import { ServiceAccountTokens, upstreamTokenReviewer } from '../auth/service-account-tokens.ts';
 import { RsaKeyPool } from '../auth/key-pool.ts';
 import { issueTenantKubeconfig } from '../tenants/credentials.ts';
+import { inClusterAddress } from '../tenants/cluster-service.ts';
 import { TenantLifecycle } from '../tenants/lifecycle.ts';
 import { ObjectKeeper, type KeptObject } from '../tenants/kept-objects.ts';
 import { TENANT_CONFINEMENT_OBJECTS } from '../tenants/confinement-policy.ts';
@@ -80,12 +81,11 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   const discovery = new DiscoveryCache(pool);
   const metrics = config.metrics === undefined ? null : new TenantgateMetrics({ tenantSeries: config.metrics.tenantSeries, tenants, workerPoolQueue: offloadQueueSize });
   const recordOperation = metrics?.recordTenantOperation;
-  const lifecycle = parts.lifecycle === false ? null : new TenantLifecycle({ store: tenants, pool, discovery, recordOperation });
-  await lifecycle?.start();
+  const runLifecycle = parts.lifecycle !== false;
   // The second wall's upstream objects, kept with the tenants' ones: before the first tenant request is served.
   const kept: KeptObject[] = parts.confinementPolicy === false ? [] : [...TENANT_CONFINEMENT_OBJECTS];
-  if (lifecycle !== null && config.confineUpstreamDiscovery === true) kept.push(confinedDiscoveryBinding(await ownUpstreamUsers(pool)));
-  const keeper = lifecycle === null ? null : new ObjectKeeper(pool, kept);
+  if (runLifecycle && config.confineUpstreamDiscovery === true) kept.push(confinedDiscoveryBinding(await ownUpstreamUsers(pool)));
+  const keeper = runLifecycle ? new ObjectKeeper(pool, kept) : null;
   await keeper?.start();
   // Keys made ahead of need keep tenant creation in milliseconds (RSA-2048 generation is ~50 ms).
   const keyPool = config.tenantCa === undefined ? null : new RsaKeyPool();
@@ -148,6 +148,10 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   const metricsListener: MetricsListener | null =
     metrics === null || config.metrics?.listen == null ? null : await startMetricsListener(metrics, config.metrics.listen.host, config.metrics.listen.port);
   const { port } = server.address() as AddressInfo;
+  // Started once it listens: each tenant's Service default/kubernetes points at the port it listens on.
+  const clusterAddress = inClusterAddress({ host: config.host, port });
+  const lifecycle = runLifecycle ? new TenantLifecycle({ store: tenants, pool, discovery, recordOperation, clusterAddress }) : null;
+  await lifecycle?.start();
   const hostInUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
   url = `https://${hostInUrl}:${port}`;
   return {

@@ -67,8 +67,11 @@ export interface UpstreamObject {
   [field: string]: unknown;
 }
 
-/** The fields tenantgate keeps as it wrote them on RBAC objects; anything else (annotations, ...) is left alone. */
-const KEPT_FIELDS = ['rules', 'roleRef', 'subjects'] as const;
+/**
+ * The fields tenantgate keeps as it wrote them (RBAC objects, the EndpointSlice of `default/kubernetes`); anything else
+ * (annotations, an aggregated role's rules, which the upstream fills) is left alone.
+ */
+const KEPT_FIELDS = ['rules', 'roleRef', 'subjects', 'aggregationRule', 'endpoints', 'ports'] as const;
 
 /** JSON with object keys sorted: the apiserver answers fields in its own order. */
 function canonical(value: unknown): string {
@@ -89,7 +92,7 @@ function ownedByTenantgate(wanted: UpstreamObject): boolean {
   return (wanted.metadata.labels as Record<string, string> | undefined)?.[TENANTGATE_OWNED_LABEL] !== undefined;
 }
 
-/** Whether an upstream object lacks a label or a kept field (rules, roleRef, subjects) as tenantgate wants it. */
+/** Whether an upstream object lacks a label or a kept field (KEPT_FIELDS) as tenantgate wants it. */
 export function differs(current: Record<string, unknown>, wanted: UpstreamObject): boolean {
   const labels = (current.metadata as { labels?: Record<string, string> } | undefined)?.labels ?? {};
   const wantedLabels = (wanted.metadata.labels ?? {}) as Record<string, string>;

@@ -29,6 +29,19 @@ import {
   TENANTGATE_OWNED_LABEL,
   type CustomResourceDefinition,
 } from './bootstrap.ts';
+import {
+  BOOTSTRAPPING_LABEL,
+  builtinBindingNamesOf,
+  builtinBindingsOf,
+  ensureTenantBuiltinBinding,
+  ensureTenantBuiltinBindings,
+  ensureTenantBuiltinRoles,
+  readBuiltinRoles,
+  tenantBuiltinBinding,
+  tenantBuiltinRole,
+  type BuiltinRole,
+} from './builtin-roles.ts';
+import { ensureKubernetesService, KUBERNETES_SERVICE, kubernetesEndpointSlice, type ClusterAddress } from './cluster-service.ts';
 import { EXPANSION_LABEL, expansionName, expansionOf, isExpansionName, isTenantClusterBinding, migratedSubjects, type ClusterRoleBinding } from './cluster-bindings.ts';
 import { cleanupDone, deleteTenantObjects, type CleanupProgress } from './cleanup.ts';
 import { conditionOf, setCondition } from './conditions.ts';
@@ -46,6 +59,8 @@ export interface TenantLifecycleOptions {
   maxBackoffMs?: number;
   /** Counts bootstraps and cleanups (metrics): a finished one as ok, each failed step as an error. */
   recordOperation?: RecordTenantOperation | undefined;
+  /** tenantgate as tenants reach it, for each tenant's Service `default/kubernetes`; absent: no such Service. */
+  clusterAddress?: ClusterAddress | undefined;
 }
 
 type Phase = 'bootstrap' | 'cleanup' | 'idle';
@@ -92,6 +107,9 @@ export class TenantLifecycle {
   readonly #cleanupIntervalMs: number;
   readonly #maxBackoffMs: number;
   readonly #recordOperation: RecordTenantOperation | undefined;
+  readonly #clusterAddress: ClusterAddress | undefined;
+  /** The upstream's built-in roles, read once (again after a failure): every tenant's copies are made from them. */
+  #builtinRoles: Promise<BuiltinRole[]> | null = null;
   readonly #work = new Map<TenantId, TenantWork>();
   readonly #stoppers: (() => void)[] = [];
   #stopped = false;
@@ -110,6 +128,15 @@ export class TenantLifecycle {
     this.#cleanupIntervalMs = options.cleanupIntervalMs ?? 1_000;
     this.#maxBackoffMs = options.maxBackoffMs ?? 30_000;
     this.#recordOperation = options.recordOperation;
+    this.#clusterAddress = options.clusterAddress;
+  }
+
+  #readBuiltinRoles(): Promise<BuiltinRole[]> {
+    this.#builtinRoles ??= readBuiltinRoles(this.#pool).catch((error: Error) => {
+      this.#builtinRoles = null;
+      throw error;
+    });
+    return this.#builtinRoles;
   }
 
   async start(): Promise<void> {
@@ -227,6 +254,10 @@ export class TenantLifecycle {
 
   async #bootstrap(id: TenantId): Promise<void> {
     await bootstrapTenant(this.#pool, id);
+    // What a cluster has at birth: the built-in roles and bindings, and Service default/kubernetes.
+    await ensureTenantBuiltinRoles(this.#pool, id, await this.#readBuiltinRoles());
+    await ensureTenantBuiltinBindings(this.#pool, id);
+    if (this.#clusterAddress !== undefined) await ensureKubernetesService(this.#pool, id, this.#clusterAddress);
     await this.#writeStatus(id, (tenant) => {
       if (tenant.metadata.deletionTimestamp !== undefined) return false;
       const changed = setCondition(tenant, { type: 'Ready', status: 'True', reason: 'Bootstrapped', message: 'built-in namespaces and RBAC are in place upstream' });
@@ -319,6 +350,18 @@ export class TenantLifecycle {
     watch(`${RBAC}/rolebindings?labelSelector=${encodeURIComponent(EXPANSION_LABEL)}`, (event) => {
       if (event.type !== 'ADDED') this.#markDirty(event.object.metadata.labels?.[TENANT_LABEL]);
     });
+    // A tenant's copies of the built-in roles, deleted or changed (the aggregation controller's changes included).
+    watch(`${RBAC}/clusterroles?labelSelector=${encodeURIComponent(`${BOOTSTRAPPING_LABEL},${TENANT_LABEL}`)}`, (event) => {
+      if (event.type !== 'ADDED') this.#markDirty(event.object.metadata.labels?.[TENANT_LABEL]);
+    });
+    // Service default/kubernetes deleted; its EndpointSlice deleted or changed (pointed elsewhere).
+    const kubernetesByName = `fieldSelector=${encodeURIComponent(`metadata.name=${KUBERNETES_SERVICE}`)}&${byLabel}`;
+    watch(`/api/v1/services?${kubernetesByName}`, (event) => {
+      if (event.type === 'DELETED') this.#markDirty(tenantOfNamespace(event.object.metadata.namespace));
+    });
+    watch(`/apis/discovery.k8s.io/v1/endpointslices?${kubernetesByName}`, (event) => {
+      if (event.type !== 'ADDED') this.#markDirty(tenantOfNamespace(event.object.metadata.namespace));
+    });
     // Deleted, or changed by anyone (an older tenantgate's wider rules): reconcile applies it again.
     watch(`${RBAC}/clusterroles?fieldSelector=${encodeURIComponent(`metadata.name=${TENANT_CLUSTER_ROLE.metadata.name}`)}`, (event) => {
       if (event.type === 'DELETED' || differs(event.object, TENANT_CLUSTER_ROLE)) this.#markDirty('all');
@@ -391,12 +434,20 @@ export class TenantLifecycle {
     // tenantgate's own bindings of a tenant: as this tenantgate labels them, or an older one did (the tenant label).
     const bindings = new Set([...clusterBindings, ...ownBindings].map((item) => item.metadata.name));
     const tenantBindings = new Map<TenantId, ClusterRoleBinding[]>();
+    const clusterBindingsByName = new Map(clusterBindings.map((item) => [item.metadata.name, item]));
     for (const id of ids) {
+      for (const builtin of builtinBindingsOf(id)) {
+        const wanted = tenantBuiltinBinding(id, builtin);
+        const current = clusterBindingsByName.get(wanted.metadata.name);
+        if (current === undefined || differs(current, wanted)) repair(`clusterrolebinding ${wanted.metadata.name}`, id, () => ensureTenantBuiltinBinding(this.#pool, id, builtin));
+      }
+      const builtinBindings = builtinBindingNamesOf(id);
       if (!bindings.has(tenantClusterRoleBindingName(id))) repair(`clusterrolebinding ${tenantClusterRoleBindingName(id)}`, id, () => ensureTenantClusterRoleBinding(this.#pool, id));
       if (!bindings.has(tenantShadowBindingName(id))) repair(`clusterrolebinding ${tenantShadowBindingName(id)}`, id, () => ensureTenantShadowBinding(this.#pool, id));
       const mine: ClusterRoleBinding[] = [];
       for (const binding of clusterBindings) {
-        if (!isTenantClusterBinding(binding, id)) continue;
+        // The built-in bindings grant only discovery and self-reviews, nothing a RoleBinding could: never expanded.
+        if (!isTenantClusterBinding(binding, id) || builtinBindings.has(binding.metadata.name)) continue;
         // Made by an older tenantgate, with real subjects: a grant over every namespace, rewritten to shadow subjects.
         const migrated = migratedSubjects(binding);
         if (migrated !== null) {
@@ -411,6 +462,19 @@ export class TenantLifecycle {
       }
       tenantBindings.set(id, mine);
     }
+    // The tenant's copies of the built-in roles, as the upstream's own are.
+    const builtinRoles = await this.#readBuiltinRoles();
+    const copies = new Map(
+      (await listUpstream(this.#pool, `${RBAC}/clusterroles?labelSelector=${encodeURIComponent(`${BOOTSTRAPPING_LABEL},${selector}`)}`)).map((item) => [item.metadata.name, item]),
+    );
+    for (const id of ids) {
+      const missing = builtinRoles.filter((role) => {
+        const current = copies.get(toUpstreamName(role.metadata.name, id));
+        return current === undefined || differs(current, tenantBuiltinRole(id, role));
+      });
+      if (missing.length > 0) repair(`built-in clusterroles ${missing.map((role) => role.metadata.name).join(', ')}`, id, () => ensureTenantBuiltinRoles(this.#pool, id, missing));
+    }
+    if (this.#clusterAddress !== undefined) await this.#reconcileKubernetesServices(ids, bySelector, repair);
     // The admin's rights on the tenant's cluster-scoped custom resources follow its CRDs.
     const crds = await listUpstream(this.#pool, `/apis/apiextensions.k8s.io/v1/customresourcedefinitions?${bySelector}`);
     const customRoles = new Map(
@@ -479,5 +543,21 @@ export class TenantLifecycle {
       });
     }
     await Promise.all(repairs);
+  }
+
+  /** Service default/kubernetes and its EndpointSlice of each tenant, put back when missing or pointing elsewhere. */
+  async #reconcileKubernetesServices(ids: TenantId[], bySelector: string, repair: (what: string, id: TenantId, action: () => Promise<void>) => void): Promise<void> {
+    const address = this.#clusterAddress!;
+    const byName = `fieldSelector=${encodeURIComponent(`metadata.name=${KUBERNETES_SERVICE}`)}&${bySelector}`;
+    const services = new Set((await listUpstream(this.#pool, `/api/v1/services?${byName}`)).map((item) => item.metadata.namespace));
+    const slices = new Map((await listUpstream(this.#pool, `/apis/discovery.k8s.io/v1/endpointslices?${byName}`)).map((item) => [item.metadata.namespace, item]));
+    for (const id of ids) {
+      const namespace = toUpstreamName('default', id);
+      const wanted = kubernetesEndpointSlice(id, address);
+      const slice = slices.get(namespace);
+      if (!services.has(namespace) || (wanted !== null && (slice === undefined || differs(slice, wanted)))) {
+        repair(`service ${namespace}/${KUBERNETES_SERVICE}`, id, () => ensureKubernetesService(this.#pool, id, address));
+      }
+    }
   }
 }

@@ -7,6 +7,7 @@ import { loadKubeconfig } from '../../lib/upstream/kubeconfig.ts';
 import { UpstreamPool } from '../../lib/upstream/pool.ts';
 import { fetchKubeconfig } from '../../lib/tenants/tenant-command.ts';
 import { isReady } from '../../lib/tenants/conditions.ts';
+import { BUILTIN_CLUSTER_ROLES } from '../../lib/tenants/builtin-roles.ts';
 import { TENANT_API_VERSION, TENANTS_PATH, type Tenant } from '../../lib/tenants/tenant.ts';
 import type { KubectlResult, Stack } from './stack.ts';
 
@@ -50,4 +51,9 @@ export async function createTestTenant(stack: Stack, id: string): Promise<TestTe
     stack.tenants.set(id, tenant);
     return { id, kubeconfig, tenant, kubectl: (args, options = {}) => stack.kubectl(args, { kubeconfig, input: options.input }) };
   });
+}
+
+/** `kubectl get clusterroles -o name` lines without the built-in roles every tenant has: the tenant's own. */
+export function withoutBuiltinRoles(names: readonly string[]): string[] {
+  return names.filter((name) => !BUILTIN_CLUSTER_ROLES.includes(name.slice(name.indexOf('/') + 1)));
 }

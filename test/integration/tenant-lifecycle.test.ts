@@ -19,7 +19,7 @@ t.before(async () => {
   rig = await startRig({ controllers: true });
   pool = new UpstreamPool(rig.admin);
   store = new MemoryTenantStore();
-  lifecycle = new TenantLifecycle({ store, pool, resyncIntervalMs: 30_000, cleanupIntervalMs: 500 });
+  lifecycle = new TenantLifecycle({ store, pool, resyncIntervalMs: 30_000, cleanupIntervalMs: 500, clusterAddress: IN_CLUSTER_ADDRESS });
   await lifecycle.start();
 });
 t.teardown(async () => {
@@ -29,6 +29,8 @@ t.teardown(async () => {
 });
 
 const RBAC = '/apis/rbac.authorization.k8s.io/v1';
+/** Not loopback (which the apiserver refuses in an EndpointSlice): where tenants' workloads would reach tenantgate. */
+const IN_CLUSTER_ADDRESS = { host: '10.96.7.7', port: 6443 };
 
 async function status(path: string): Promise<number> {
   return (await upstreamJson(pool, 'GET', path)).status;
@@ -271,4 +273,45 @@ t.test('tenants named "defaul" and "system" are deleted without touching "defaul
   t.same(after, before, 'every system:* ClusterRole and ClusterRoleBinding still there');
   t.equal(await status('/api/v1/namespaces/defaul-default'), 404, "tenant defaul's own namespaces are gone");
   t.equal(await status('/api/v1/namespaces/system-kube-system'), 404, "tenant system's own namespaces are gone");
+});
+
+t.test('a tenant is born with Service default/kubernetes, its EndpointSlice and the built-in roles, and they come back', async (t) => {
+  await addTenant('life09');
+  await within('life09 Ready', 10_000, () => isReady('life09'));
+  const service = await upstreamJson(pool, 'GET', '/api/v1/namespaces/life09-default/services/kubernetes');
+  t.equal(service.status, 200, 'Service kubernetes in the tenant\'s default namespace');
+  t.same(service.body.spec.ports, [{ name: 'https', port: 443, protocol: 'TCP', targetPort: 6443 }]);
+  const slicePath = '/apis/discovery.k8s.io/v1/namespaces/life09-default/endpointslices/kubernetes';
+  const slice = await upstreamJson(pool, 'GET', slicePath);
+  t.equal(slice.status, 200, 'and its EndpointSlice');
+  t.same(slice.body.endpoints.map((endpoint: { addresses: string[] }) => endpoint.addresses), [['10.96.7.7']], 'pointing at tenantgate\'s address');
+  t.equal(slice.body.metadata.labels['kubernetes.io/service-name'], 'kubernetes');
+
+  await upstreamJson(pool, 'DELETE', slicePath);
+  t.comment(`deleted EndpointSlice back in ${await within('slice back', 10_000, async () => (await status(slicePath)) === 200)} ms`);
+  const moved = await upstreamJson(pool, 'GET', slicePath);
+  moved.body.endpoints = [{ addresses: ['10.96.9.9'] }];
+  t.equal((await upstreamJson(pool, 'PUT', slicePath, moved.body)).status, 200, 'someone points the slice elsewhere');
+  const ms = await within('slice pointing back', 10_000, async () => (await upstreamJson(pool, 'GET', slicePath)).body?.endpoints?.[0]?.addresses?.[0] === '10.96.7.7');
+  t.comment(`EndpointSlice pointing at tenantgate again in ${ms} ms`);
+  await upstreamJson(pool, 'DELETE', '/api/v1/namespaces/life09-default/services/kubernetes');
+  t.comment(`deleted Service back in ${await within('service back', 10_000, async () => (await status('/api/v1/namespaces/life09-default/services/kubernetes')) === 200)} ms`);
+
+  for (const name of ['cluster-admin', 'admin', 'edit', 'view', 'system:discovery', 'system:basic-user']) {
+    t.equal(await status(`${RBAC}/clusterroles/life09-${encodeURIComponent(name)}`), 200, `ClusterRole life09-${name}`);
+  }
+  const cluster = await upstreamJson(pool, 'GET', `${RBAC}/clusterroles/life09-cluster-admin`);
+  t.same(cluster.body.rules, [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }, { nonResourceURLs: ['*'], verbs: ['*'] }], 'cluster-admin\'s rules, copied');
+  await upstreamJson(pool, 'DELETE', `${RBAC}/clusterroles/life09-edit`);
+  t.comment(`deleted built-in ClusterRole back in ${await within('edit back', 10_000, async () => (await status(`${RBAC}/clusterroles/life09-edit`)) === 200)} ms`);
+  cluster.body.rules = [{ apiGroups: [''], resources: ['pods'], verbs: ['get'] }];
+  t.equal((await upstreamJson(pool, 'PUT', `${RBAC}/clusterroles/life09-cluster-admin`, cluster.body)).status, 200, 'someone narrows cluster-admin');
+  await within('cluster-admin rules restored', 10_000, async () => (await upstreamJson(pool, 'GET', `${RBAC}/clusterroles/life09-cluster-admin`)).body.rules.length === 2);
+  const binding = await upstreamJson(pool, 'GET', `${RBAC}/clusterrolebindings/${encodeURIComponent('life09-system:discovery')}`);
+  t.same(binding.body.subjects, [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'tenantgate:cluster:life09:system:authenticated' }], 'system:discovery binds the tenant\'s authenticated group (shadow)');
+  const expansions = await upstreamJson(pool, 'GET', `${RBAC}/namespaces/life09-default/rolebindings`);
+  t.notOk(
+    expansions.body.items.some((item: { metadata: { name: string } }) => item.metadata.name.includes('system:discovery')),
+    'the built-in bindings are not expanded into RoleBindings (they grant nothing namespaced)',
+  );
 });

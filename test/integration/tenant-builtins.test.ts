@@ -1,0 +1,204 @@
+// What every cluster has at birth, every tenant has: the built-in ClusterRoles (bound as anywhere, aggregating the
+// tenant's own roles), Service default/kubernetes, and admission policies its admin may write; through kubectl.
+import t from 'tap';
+import { webDeployment } from '../helpers/fixtures.ts';
+import { startStack, type Stack } from '../helpers/stack.ts';
+import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
+
+let stack: Stack;
+let alpha: TestTenant;
+let bravo: TestTenant;
+
+const RESTORED_WITHIN_MS = 10_000;
+
+async function ok(tenant: TestTenant, args: string[], input?: string): Promise<string> {
+  const r = await tenant.kubectl(args, input === undefined ? {} : { input });
+  if (r.code !== 0) throw new Error(`${tenant.id}: kubectl ${args.join(' ')}: ${r.stderr}`);
+  return r.stdout;
+}
+
+/** kubectl as `user` of the tenant (a client certificate of the tenant's), with what that user is allowed. */
+function asUser(tenant: TestTenant, user: string) {
+  const kubeconfig = stack.kubeconfigFor({ user, groups: [], tenant: tenant.id });
+  return (args: string[], input?: string) => stack.kubectl(args, { kubeconfig, ...(input === undefined ? {} : { input }) });
+}
+
+async function eventually(what: string, check: () => Promise<boolean>): Promise<boolean> {
+  const deadline = Date.now() + RESTORED_WITHIN_MS;
+  while (Date.now() < deadline) {
+    if (await check()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`${what}: not within ${RESTORED_WITHIN_MS} ms`);
+}
+
+t.before(async () => {
+  stack = await startStack();
+  alpha = await createTestTenant(stack, 'built1');
+  bravo = await createTestTenant(stack, 'built2');
+  await ok(alpha, ['create', 'namespace', 'shop']);
+  await ok(alpha, ['create', 'namespace', 'back']);
+});
+t.teardown(() => stack?.stop());
+
+t.test('a fresh tenant lists the built-in ClusterRoles and bindings of a real cluster', async (t) => {
+  const roles = (await ok(bravo, ['get', 'clusterroles', '-o', 'name'])).split('\n');
+  for (const name of ['cluster-admin', 'admin', 'edit', 'view', 'system:discovery', 'system:basic-user', 'system:public-info-viewer', 'system:aggregate-to-edit']) {
+    t.ok(roles.includes(`clusterrole.rbac.authorization.k8s.io/${name}`), `${name} is listed`);
+  }
+  const edit = JSON.parse(await ok(bravo, ['get', 'clusterrole', 'edit', '-o', 'json']));
+  t.same(edit.aggregationRule, { clusterRoleSelectors: [{ matchLabels: { 'rbac.authorization.k8s.io/aggregate-to-edit': 'true' } }] }, 'edit aggregates as anywhere, in the tenant\'s terms');
+  t.equal(edit.metadata.labels['rbac.authorization.k8s.io/aggregate-to-admin'], 'true', 'and is itself aggregated into admin');
+  t.ok(edit.rules.some((rule: { resources?: string[] }) => rule.resources?.includes('deployments')), 'its rules were filled by aggregation');
+  const binding = JSON.parse(await ok(bravo, ['get', 'clusterrolebinding', 'system:discovery', '-o', 'json']));
+  t.same(binding.subjects, [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:authenticated' }], 'system:discovery binds system:authenticated');
+  const upstream = await stack.kubectlDirect(['get', 'clusterrole', 'built2-edit', '-o', 'jsonpath={.metadata.labels}']);
+  t.match(upstream.stdout, /built2\.aggregation\.kubezoo\.io\/aggregate-to-admin/, 'upstream, the copy aggregates only in the tenant\'s domain');
+  t.notMatch(upstream.stdout, /"rbac\.authorization\.k8s\.io\/aggregate-to/, 'never into the upstream\'s own admin');
+});
+
+t.test('edit bound by a RoleBinding grants what edit grants, in that namespace only', async (t) => {
+  await ok(alpha, ['-n', 'shop', 'create', 'rolebinding', 'alice-edits', '--clusterrole=edit', '--user=alice']);
+  const alice = asUser(alpha, 'alice');
+  await eventually('alice can create deployments', async () => (await alice(['auth', 'can-i', 'create', 'deployments', '-n', 'shop'])).stdout.trim() === 'yes');
+  const created = await alice(['-n', 'shop', 'apply', '-f', '-'], JSON.stringify(webDeployment('web', 'shop')));
+  t.equal(created.code, 0, `alice creates a deployment in shop: ${created.stderr}`);
+  const binding = await alice(['-n', 'shop', 'create', 'rolebinding', 'sneaky', '--clusterrole=admin', '--user=alice']);
+  t.not(binding.code, 0, 'alice cannot create a RoleBinding (edit has no RBAC writes)');
+  t.match(binding.stderr, /forbidden/i);
+  const elsewhere = await alice(['-n', 'back', 'get', 'configmaps']);
+  t.not(elsewhere.code, 0, 'alice cannot read another namespace');
+  t.match(elsewhere.stderr, /forbidden/i);
+});
+
+t.test('view bound by a ClusterRoleBinding lets bob list pods in every namespace, and write nothing', async (t) => {
+  await ok(alpha, ['create', 'clusterrolebinding', 'bob-views', '--clusterrole=view', '--user=bob']);
+  const bob = asUser(alpha, 'bob');
+  await eventually('bob can list pods -A', async () => (await bob(['get', 'pods', '-A'])).code === 0);
+  const pods = await bob(['get', 'deployments', '-A', '-o', 'name']);
+  t.equal(pods.code, 0, pods.stderr);
+  t.match(pods.stdout, /deployment\.apps\/web/, 'bob sees alice\'s deployment across namespaces');
+  const write = await bob(['-n', 'back', 'create', 'configmap', 'x']);
+  t.not(write.code, 0, 'view writes nothing');
+});
+
+t.test('a tenant\'s role labelled aggregate-to-view joins its own view, not another tenant\'s nor the upstream\'s', async (t) => {
+  const role = {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: 'widgets-reader', labels: { 'rbac.authorization.k8s.io/aggregate-to-view': 'true' } },
+    rules: [{ apiGroups: ['widgets.example.com'], resources: ['widgets'], verbs: ['get', 'list'] }],
+  };
+  await ok(alpha, ['apply', '-f', '-'], JSON.stringify(role));
+  const hasWidgets = (yaml: string) => /widgets/.test(yaml);
+  t.ok(await eventually('alpha\'s view aggregates widgets', async () => hasWidgets(await ok(alpha, ['get', 'clusterrole', 'view', '-o', 'yaml']))));
+  const view = JSON.parse(await ok(alpha, ['get', 'clusterrole', 'view', '-o', 'json']));
+  t.ok(
+    view.rules.some((rule: { apiGroups: string[]; resources: string[] }) => rule.apiGroups.includes('widgets.example.com') && rule.resources.includes('widgets')),
+    'in the tenant\'s own group name',
+  );
+  t.ok(await eventually('and through edit into admin', async () => hasWidgets(await ok(alpha, ['get', 'clusterrole', 'admin', '-o', 'yaml']))));
+  t.notOk(hasWidgets(await ok(bravo, ['get', 'clusterrole', 'view', '-o', 'yaml'])), 'not in the other tenant\'s view');
+  t.notOk(hasWidgets((await stack.kubectlDirect(['get', 'clusterrole', 'view', '-o', 'yaml'])).stdout), 'not in the upstream\'s view');
+});
+
+t.test('a second tenant cannot see or touch the first one\'s copies', async (t) => {
+  for (const args of [
+    ['get', 'clusterrole', 'built1-edit'],
+    ['delete', 'clusterrole', 'built1-edit'],
+    ['get', 'clusterrolebinding', 'built1-system:discovery'],
+    ['-n', 'built1-default', 'get', 'service', 'kubernetes'],
+  ]) {
+    const r = await bravo.kubectl(args);
+    t.not(r.code, 0, args.join(' '));
+    t.match(r.stderr, /NotFound|not found/, args.join(' '));
+  }
+  const still = await stack.kubectlDirect(['get', 'clusterrole', 'built1-edit', '-o', 'name']);
+  t.equal(still.code, 0, 'built1\'s copy is there');
+});
+
+t.test('a built-in role deleted by the tenant comes back, as its own copy', async (t) => {
+  await ok(bravo, ['delete', 'clusterrole', 'view']);
+  await ok(bravo, ['delete', 'clusterrolebinding', 'system:basic-user']);
+  t.ok(await eventually('view is back', async () => (await bravo.kubectl(['get', 'clusterrole', 'view'])).code === 0));
+  t.ok(await eventually('system:basic-user binding is back', async () => (await bravo.kubectl(['get', 'clusterrolebinding', 'system:basic-user'])).code === 0));
+  const view = JSON.parse(await ok(bravo, ['get', 'clusterrole', 'view', '-o', 'json']));
+  t.ok(view.aggregationRule, 'with its aggregation rule');
+});
+
+t.test('Service default/kubernetes is there in a fresh tenant, port 443 https, and comes back when deleted', async (t) => {
+  const service = JSON.parse(await ok(bravo, ['get', 'svc', 'kubernetes', '-n', 'default', '-o', 'json']));
+  t.same(
+    service.spec.ports.map((port: { name: string; port: number; protocol: string }) => ({ name: port.name, port: port.port, protocol: port.protocol })),
+    [{ name: 'https', port: 443, protocol: 'TCP' }],
+  );
+  t.equal(service.spec.ports[0].targetPort, Number(new URL(stack.gatewayUrl).port), 'pointing at the port tenantgate listens on');
+  t.match(service.spec.clusterIP, /^\d+\.\d+\.\d+\.\d+$/, 'with a cluster IP');
+  // The rig's tenantgate listens on loopback, which the apiserver refuses in an EndpointSlice: none is made.
+  const slices = await bravo.kubectl(['get', 'endpointslices', '-n', 'default', '-o', 'name']);
+  t.equal(slices.code, 0, slices.stderr);
+  t.equal(slices.stdout.trim(), '', 'no EndpointSlice for a loopback address');
+  await ok(bravo, ['delete', 'svc', 'kubernetes', '-n', 'default']);
+  t.ok(await eventually('the Service is back', async () => (await bravo.kubectl(['get', 'svc', 'kubernetes', '-n', 'default'])).code === 0));
+});
+
+const CONFIGMAP_CREATES = { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['configmaps'] }] };
+
+t.test('the tenant admin writes admission policies, and they bind in its cluster only', async (t) => {
+  const policy = {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingAdmissionPolicy',
+    metadata: { name: 'no-big-configmaps' },
+    spec: {
+      failurePolicy: 'Fail',
+      matchConstraints: CONFIGMAP_CREATES,
+      validations: [{ expression: "!has(object.data) || !('big' in object.data)", message: 'no big configmaps here' }],
+    },
+  };
+  const binding = {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingAdmissionPolicyBinding',
+    metadata: { name: 'no-big-configmaps' },
+    spec: { policyName: 'no-big-configmaps', validationActions: ['Deny'] },
+  };
+  await ok(alpha, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [policy, binding] }));
+  t.match(await ok(alpha, ['get', 'validatingadmissionpolicies', '-o', 'name']), /no-big-configmaps/);
+  await eventually('the policy refuses a big configmap', async () => {
+    const r = await alpha.kubectl(['-n', 'shop', 'create', 'configmap', 'big1', '--from-literal=big=1']);
+    if (r.code === 0) await alpha.kubectl(['-n', 'shop', 'delete', 'configmap', 'big1']);
+    return r.code !== 0 && /no big configmaps here/.test(r.stderr);
+  });
+  const other = await bravo.kubectl(['-n', 'default', 'create', 'configmap', 'big1', '--from-literal=big=1']);
+  t.equal(other.code, 0, `the other tenant is not bound by it: ${other.stderr}`);
+  const mutating = {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'MutatingAdmissionPolicy',
+    metadata: { name: 'label-configmaps' },
+    spec: {
+      failurePolicy: 'Fail',
+      reinvocationPolicy: 'Never',
+      matchConstraints: CONFIGMAP_CREATES,
+      mutations: [{ patchType: 'ApplyConfiguration', applyConfiguration: { expression: 'Object{metadata: Object.metadata{labels: {"stamped": "yes"}}}' } }],
+    },
+  };
+  const mutatingBinding = {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'MutatingAdmissionPolicyBinding',
+    metadata: { name: 'label-configmaps' },
+    spec: { policyName: 'label-configmaps' },
+  };
+  const applied = await alpha.kubectl(['apply', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [mutating, mutatingBinding] }) });
+  t.equal(applied.code, 0, `a MutatingAdmissionPolicy and its binding too (admissionregistration.k8s.io/v1 on the rig): ${applied.stderr}`);
+  const stamped = await eventually('the mutating policy stamps new configmaps', async () => {
+    const name = `stamp${Date.now()}`;
+    await ok(alpha, ['-n', 'shop', 'create', 'configmap', name]);
+    return (await ok(alpha, ['-n', 'shop', 'get', 'configmap', name, '-o', 'jsonpath={.metadata.labels.stamped}'])) === 'yes';
+  });
+  t.ok(stamped, 'the tenant\'s MutatingAdmissionPolicy mutates its own objects');
+  await ok(bravo, ['-n', 'default', 'create', 'configmap', 'unstamped']);
+  t.equal(await ok(bravo, ['-n', 'default', 'get', 'configmap', 'unstamped', '-o', 'jsonpath={.metadata.labels.stamped}']), '', 'and not the other tenant\'s');
+  await ok(alpha, ['delete', 'mutatingadmissionpolicybinding', 'label-configmaps']);
+  await ok(alpha, ['delete', 'validatingadmissionpolicybinding', 'no-big-configmaps']);
+  await ok(alpha, ['delete', 'validatingadmissionpolicy', 'no-big-configmaps']);
+  await ok(alpha, ['delete', 'mutatingadmissionpolicy', 'label-configmaps']);
+});
