@@ -32,8 +32,9 @@ export interface AccessQuestion {
 export type AccessReviewer = (question: AccessQuestion) => Promise<boolean>;
 
 /** The question about the shadow identity of the caller (its upstream user and groups, each under the shadow prefix). */
-export function shadowQuestion(identity: UpstreamIdentity, verb: string, group: string, resource: string): AccessQuestion {
-  return shadowOf({ user: identity.user, groups: identity.groups, resourceAttributes: { verb, group, resource, namespace: '' } });
+export function shadowQuestion(identity: UpstreamIdentity, verb: string, group: string, resource: string, name = ''): AccessQuestion {
+  const resourceAttributes: ResourceAttributes = name === '' ? { verb, group, resource, namespace: '' } : { verb, group, resource, namespace: '', name };
+  return shadowOf({ user: identity.user, groups: identity.groups, resourceAttributes });
 }
 
 /** The same question about the shadow identity. */
@@ -42,8 +43,8 @@ function shadowOf(question: AccessQuestion): AccessQuestion {
 }
 
 /** The cache key: the tenant, the whole identity and the whole question, unambiguously (JSON, not a joined string). */
-export function accessCacheKey(tenant: TenantId, identity: UpstreamIdentity, verb: string, group: string, resource: string): string {
-  return JSON.stringify([tenant, identity.user, identity.groups, verb, group, resource]);
+export function accessCacheKey(tenant: TenantId, identity: UpstreamIdentity, verb: string, group: string, resource: string, name = ''): string {
+  return JSON.stringify([tenant, identity.user, identity.groups, verb, group, resource, name]);
 }
 
 /** SubjectAccessReview against the upstream with tenantgate's own credentials. */
@@ -84,13 +85,14 @@ export interface AccessCacheOptions {
 }
 
 /** The 403 the apiserver itself would answer, in the tenant's names. */
-export function clusterScopeForbidden(user: string, verb: string, group: string, resource: string): StatusError {
+export function clusterScopeForbidden(user: string, verb: string, group: string, resource: string, name = ''): StatusError {
   const qualified = group === '' ? resource : `${resource}.${group}`;
+  const details = group === '' ? { kind: resource } : { group, kind: resource };
   return new StatusError(
     403,
     'Forbidden',
-    `${qualified} is forbidden: User ${JSON.stringify(user)} cannot ${verb} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(group)} at the cluster scope`,
-    group === '' ? { kind: resource } : { group, kind: resource },
+    `${qualified}${name === '' ? '' : ' ' + JSON.stringify(name)} is forbidden: User ${JSON.stringify(user)} cannot ${verb} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(group)} at the cluster scope`,
+    name === '' ? details : { name, ...details },
   );
 }
 
@@ -111,8 +113,8 @@ export class CrossNamespaceAccess {
    * Whether the tenant's RBAC lets `identity` (as the upstream names it) do `verb` on `resource` of `group` (the
    * upstream's group name) across all namespaces. A cached answer is returned synchronously.
    */
-  allowed(tenant: TenantId, identity: UpstreamIdentity, verb: string, group: string, resource: string): boolean | Promise<boolean> {
-    return this.#ask(accessCacheKey(tenant, identity, verb, group, resource), () => shadowQuestion(identity, verb, group, resource));
+  allowed(tenant: TenantId, identity: UpstreamIdentity, verb: string, group: string, resource: string, name = ''): boolean | Promise<boolean> {
+    return this.#ask(accessCacheKey(tenant, identity, verb, group, resource, name), () => shadowQuestion(identity, verb, group, resource, name));
   }
 
   /**

@@ -25,18 +25,22 @@ function spansNamespaces(info: RequestInfo, row: KindRow): boolean {
   return row.scope === 'Cluster' || info.namespace === '';
 }
 
+/** The upstream name of an object of the request's kind that the tenant calls `name`. */
+export function upstreamObjectName(info: RequestInfo, row: KindRow, name: string, tenant: TenantId): string {
+  return info.resource === 'namespaces' ? namespaceToUpstream(name, tenant) : nameToUpstream(nameMappingOfRow(row), name, tenant);
+}
+
 /** The upstream path and query of a tenant's resource request (`row` from the table of kinds). */
 export function upstreamResourceTarget(info: RequestInfo, row: KindRow, query: URLSearchParams, tenant: TenantId): string {
   let path = info.apiPrefix === 'api' ? `/api/${enc(info.apiVersion)}` : `/apis/${enc(apiGroupToUpstream(info.apiGroup, tenant))}/${enc(info.apiVersion)}`;
   const [resource, name, ...rest] = info.parts;
   if (info.resource === 'namespaces') {
     path += '/namespaces';
-    if (name !== undefined) path += '/' + enc(namespaceToUpstream(name, tenant));
   } else {
     if (info.namespace !== '' && row.scope === 'Namespaced') path += '/namespaces/' + enc(namespaceToUpstream(info.namespace, tenant));
     path += '/' + enc(resource!);
-    if (name !== undefined) path += '/' + enc(nameToUpstream(nameMappingOfRow(row), name, tenant));
   }
+  if (name !== undefined) path += '/' + enc(upstreamObjectName(info, row, name, tenant));
   for (const part of rest) path += '/' + enc(part);
 
   const upstreamQuery = new URLSearchParams(query);

@@ -14,9 +14,9 @@ import type { ServiceAccountTokens } from '../auth/service-account-tokens.ts';
 import { resolveTenant } from '../auth/tenant-resolution.ts';
 import type { FlowController } from '../flowcontrol/dispatcher.ts';
 import { flowControl } from '../flowcontrol/stage.ts';
-import { accessRefusal, isBuiltinGroup, kindOf } from '../convert/kinds.ts';
-import { parseRequestInfo } from '../convert/request-info.ts';
-import { upstreamNonResourcePath, upstreamResourceTarget } from '../convert/request.ts';
+import { accessRefusal, isBuiltinGroup, kindOf, type KindRow } from '../convert/kinds.ts';
+import { parseRequestInfo, type RequestInfo } from '../convert/request-info.ts';
+import { upstreamNonResourcePath, upstreamObjectName, upstreamResourceTarget } from '../convert/request.ts';
 import { apiGroupToUpstream } from '../convert/rules/index.ts';
 import type { DiscoveryCache } from '../upstream/discovery.ts';
 import { forwardToUpstream } from '../upstream/forward.ts';
@@ -164,26 +164,39 @@ function upgradeTenantRequest(ctx: RequestContext, upstream: ClusterCredentials)
 }
 
 const CROSS_NAMESPACE_VERBS: ReadonlySet<string> = new Set(['list', 'watch']);
+const CLUSTER_READ_VERBS: ReadonlySet<string> = new Set(['get', 'list', 'watch']);
 
 /**
- * A list or watch of a namespaced kind across all namespaces: upstream no tenant identity may make it, so tenantgate
- * makes it with its own identity (still narrowed to the tenant's objects) once the tenant's own RBAC allowed it,
- * as the apiserver would have: the same 403 otherwise.
+ * Reads that no tenant identity may make upstream, whatever the tenant's RBAC says: a list or watch of a namespaced
+ * kind across all namespaces, and any read of a cluster-scoped kind by a user whose rights come from the tenant's
+ * ClusterRoleBindings (upstream those bind shadow subjects only).
  */
-function authorizeCrossNamespace(access: CrossNamespaceAccess): Stage['run'] {
+function readsAtClusterScope(info: RequestInfo, row: KindRow | null): boolean {
+  if (row === null || info.subresource !== '') return false;
+  return row.scope === 'Namespaced' ? info.namespace === '' && CROSS_NAMESPACE_VERBS.has(info.verb) : CLUSTER_READ_VERBS.has(info.verb);
+}
+
+/**
+ * A read at the cluster scope: tenantgate makes it with its own identity (still narrowed to the tenant's objects, by
+ * name or label and the per-item check of the answer) once the tenant's own RBAC allowed it, as the apiserver would
+ * have: the same 403 otherwise.
+ */
+function authorizeClusterScopeReads(access: CrossNamespaceAccess): Stage['run'] {
   const decide = (ctx: RequestContext, allowed: boolean) => {
     const info = ctx.info!;
-    if (!allowed) throw clusterScopeForbidden(ctx.identity!.user, info.verb, info.apiGroup, info.resource);
+    if (!allowed) throw clusterScopeForbidden(ctx.identity!.user, info.verb, info.apiGroup, info.resource, info.verb === 'get' ? info.name : '');
     ctx.asTenantgate = true;
     return false;
   };
   return (ctx) => {
     const info = ctx.info!;
     const row = ctx.row;
-    if (row === null || row.scope !== 'Namespaced' || info.namespace !== '' || !CROSS_NAMESPACE_VERBS.has(info.verb)) return false;
+    if (!readsAtClusterScope(info, row)) return false;
     const identity = ctx.identity!;
     const tenant = identity.tenant!;
-    const allowed = access.allowed(tenant, upstreamIdentityOf(identity), info.verb, apiGroupToUpstream(info.apiGroup, tenant), info.resource);
+    // RBAC's resourceNames match a get of one object by its upstream name.
+    const name = info.verb === 'get' && info.name !== '' ? upstreamObjectName(info, row!, info.name, tenant) : '';
+    const allowed = access.allowed(tenant, upstreamIdentityOf(identity), info.verb, apiGroupToUpstream(info.apiGroup, tenant), info.resource, name);
     return typeof allowed === 'boolean' ? decide(ctx, allowed) : allowed.then((answer) => decide(ctx, answer));
   };
 }
@@ -212,7 +225,7 @@ export function buildPipeline({ pool, health, discovery, passthrough, tenants, t
     { name: 'classify', run: classify(discovery) },
     { name: 'admit', run: admit },
     // After admit: hidden and shared kinds are answered before any question reaches the upstream.
-    { name: 'authorize cross-namespace reads', run: authorizeCrossNamespace(access) },
+    { name: 'authorize reads at the cluster scope', run: authorizeClusterScopeReads(access) },
     // After admission: an upgrade is converted and checked exactly as the same request without Upgrade would be.
     { name: 'upgrade exec, attach, port-forward and proxy', run: (ctx) => upgradeTenantRequest(ctx, upstream) },
     { name: 'convert and forward', run: (ctx) => (forwardTenantRequest(ctx, forwardDeps), true) },

@@ -80,6 +80,17 @@ t.test('view bound by a ClusterRoleBinding lets bob list pods in every namespace
   t.match(pods.stdout, /deployment\.apps\/web/, 'bob sees alice\'s deployment across namespaces');
   const write = await bob(['-n', 'back', 'create', 'configmap', 'x']);
   t.not(write.code, 0, 'view writes nothing');
+  // Cluster-scoped reads the ClusterRoleBinding grants (view reads namespaces): made by tenantgate once allowed.
+  const namespaces = await bob(['get', 'namespaces', '-o', 'name']);
+  t.equal(namespaces.code, 0, namespaces.stderr);
+  t.same(namespaces.stdout.split('\n').filter((l) => l !== '').sort(), (await ok(alpha, ['get', 'namespaces', '-o', 'name'])).split('\n').filter((l) => l !== '').sort(), 'bob lists the tenant\'s namespaces, as its admin does');
+  t.equal((await bob(['get', 'namespace', 'shop', '-o', 'jsonpath={.metadata.name}'])).stdout, 'shop', 'and reads one by name');
+  const carol = asUser(alpha, 'carol');
+  const refused = await carol(['get', 'namespace', 'shop']);
+  t.not(refused.code, 0, 'a user without a binding is refused');
+  t.match(refused.stderr, /namespaces "shop" is forbidden: User "carol" cannot get resource "namespaces" in API group "" at the cluster scope/, 'with the apiserver\'s words');
+  const listRefused = await carol(['get', 'namespaces']);
+  t.match(listRefused.stderr, /User "carol" cannot list resource "namespaces"/);
 });
 
 t.test('a tenant\'s role labelled aggregate-to-view joins its own view, not another tenant\'s nor the upstream\'s', async (t) => {
