@@ -85,10 +85,11 @@ function unescapeXml(text: string): string {
 }
 
 /**
- * The outcome of the one spec in a Ginkgo JUnit report. A failed suite node (BeforeSuite reads Service
+ * The outcome of `spec` in a Ginkgo JUnit report (which lists every spec of the binary, the others skipped; their
+ * names are `[It] <full text>` and then the spec's labels in brackets). A failed suite node (BeforeSuite reads Service
  * default/kubernetes, for one) fails the spec with the suite node's message, since the spec itself never ran.
  */
-export function judgeJunit(xml: string): { outcome: 'pass' | 'fail' | 'skip'; message: string } {
+export function judgeJunit(xml: string, spec: string): { outcome: 'pass' | 'fail' | 'skip'; message: string } {
   let specOutcome: { outcome: 'pass' | 'fail' | 'skip'; message: string } | undefined;
   let suiteFailure: string | undefined;
   for (const match of xml.matchAll(/<testcase\b([^>]*?)(?:\/>|>([\s\S]*?)<\/testcase>)/g)) {
@@ -103,6 +104,7 @@ export function judgeJunit(xml: string): { outcome: 'pass' | 'fail' | 'skip'; me
       if (status === 'failed' || status === 'panicked' || status === 'errored' || failure !== null) suiteFailure ??= `${name}: ${message}`;
       continue;
     }
+    if (!name.startsWith(`[It] ${spec}`) || (name.length > spec.length + 5 && !name.startsWith(' [', spec.length + 5))) continue;
     if (status === 'skipped' || status === 'pending') {
       const skipped = /<skipped\b[^>]*?message="([^"]*)"/.exec(body);
       specOutcome = { outcome: 'skip', message: unescapeXml(skipped?.[1] ?? '') };
@@ -110,7 +112,7 @@ export function judgeJunit(xml: string): { outcome: 'pass' | 'fail' | 'skip'; me
     else specOutcome = { outcome: 'fail', message: message || status };
   }
   if (suiteFailure !== undefined && specOutcome?.outcome !== 'pass') return { outcome: 'fail', message: suiteFailure };
-  return specOutcome ?? { outcome: 'fail', message: 'the JUnit report holds no spec (focus matched nothing?)' };
+  return specOutcome ?? { outcome: 'fail', message: 'the focus matched no spec: the JUnit report does not hold it' };
 }
 
 /** Runs `spec` alone against `target`; resolves with its outcome, never rejects for a failing or hanging spec. */
@@ -167,7 +169,7 @@ export async function runSpec(spec: string, target: Target, options: RunSpecOpti
     const tail = readFileSync(logPath, 'utf8').split('\n').slice(-15).join('\n');
     return { outcome: 'fail', message: `e2e.test wrote no report; its output ends:\n${tail}`, seconds, logPath, junitPath };
   }
-  const judged = judgeJunit(readFileSync(junitPath, 'utf8'));
+  const judged = judgeJunit(readFileSync(junitPath, 'utf8'), spec);
   // Ginkgo's own --timeout reports an interrupted spec as failed: call it what it is.
   if (judged.outcome === 'fail' && /Interrupted by Timeout|timeout elapsed|suite timeout/i.test(judged.message)) {
     return { outcome: podWaitSince === undefined ? 'timeout' : 'no-nodes', message: judged.message, seconds, logPath, junitPath };

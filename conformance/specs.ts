@@ -62,7 +62,7 @@ export function selectSpecs(names: readonly string[], only?: RegExp): Spec[] {
   return specs.sort((a, b) => (a.set === b.set ? a.name.localeCompare(b.name) : a.set === 'conformance' ? -1 : 1));
 }
 
-/** A --ginkgo.focus that matches exactly this full text. */
+/** A --ginkgo.focus that matches exactly this full text (Ginkgo matches it after the suite's description and a space). */
 export function focusFor(name: string): string {
-  return `^${name.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&')}$`;
+  return `(?:^| )${name.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&')}$`;
 }

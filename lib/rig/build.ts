@@ -314,7 +314,7 @@ export async function ensureE2eTestBinary(options: EnsureRigBinariesOptions = {}
     log(`rig: go test -c k8s.io/kubernetes/test/e2e with ${goVersion} (cold: about 10 minutes on two cores; output in ${logPath})`);
     const heartbeat = setInterval(() => log(`rig: still building e2e.test (${Math.round((Date.now() - started) / 60_000)} min)`), BUILD_HEARTBEAT_MS);
     try {
-      const build = await startSupervised('go-test-e2e', 'go', ['test', '-c', '-ldflags', versionLdflags(), '-o', partial, 'k8s.io/kubernetes/test/e2e'], {
+      const build = await startSupervised('go-test-e2e', 'go', ['test', '-c', '-vet=off', '-ldflags', versionLdflags(), '-o', partial, 'k8s.io/kubernetes/test/e2e'], {
         cwd: moduleDir,
         env: goEnvironment(),
         logPath,
