@@ -49,7 +49,7 @@ export const NODELESS_FLAGS = [
 
 /** Lines the framework logs while it waits for pods to run or a Deployment to become available: never, without nodes. */
 const WAITS_FOR_RUNNING_PODS =
-  /Waiting up to \S+ for pod .* to be "(?:running|running and ready|Succeeded or Failed|success or failure)"|Waiting up to \S+ for \d+ pods? to be running|deployment status: .*UnavailableReplicas:[1-9]|Waiting for .*deployment.* to (?:be ready|complete)|the pod .* is not running|waiting for .* pods? .* running/i;
+  /Waiting up to \S+ for pod .* to be "(?:running|running and ready|Succeeded or Failed|success or failure)"|Waiting up to \S+ for \d+ pods? to be running|deployment status: .*UnavailableReplicas:[1-9]|Wait(?:ing)? for (?:the )?deployment.* to (?:be ready|complete)|the pod .* is not running|waiting for .* pods? .* running/i;
 const POLL_MS = 2_000;
 
 function fileSlug(name: string): string {
@@ -130,6 +130,7 @@ export async function runSpec(spec: string, target: Target, options: RunSpecOpti
     `--ginkgo.focus=${focusFor(spec)}`,
     `--ginkgo.junit-report=${junitPath}`,
     '--ginkgo.no-color',
+    '--ginkgo.v', // the spec's log as it happens (not at its end), for the wait-for-pods watch below
     `--ginkgo.timeout=${options.timeoutSeconds}s`,
   ], { logPath, cwd: dir, env: { ...process.env, KUBECONFIG: target.kubeconfig } });
 
