@@ -177,3 +177,13 @@ export async function runSpec(spec: string, target: Target, options: RunSpecOpti
   }
   return { ...judged, seconds, logPath, junitPath };
 }
+
+/** Runs `work` over `items`, `parallel` at a time, then the serial ones one by one. */
+export async function inPool<T>(items: readonly T[], parallel: number, isSerial: (item: T) => boolean, work: (item: T) => Promise<void>): Promise<void> {
+  const queue = items.filter((item) => !isSerial(item));
+  const worker = async () => {
+    for (let item = queue.shift(); item !== undefined; item = queue.shift()) await work(item);
+  };
+  await Promise.all(Array.from({ length: Math.min(parallel, queue.length) }, worker));
+  for (const item of items.filter(isSerial)) await work(item);
+}

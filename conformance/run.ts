@@ -7,7 +7,7 @@ import { ensureE2eTestBinary, RIG_VERSIONS } from '../lib/rig/build.ts';
 import { startStack, type Stack } from '../test/helpers/stack.ts';
 import { createTestTenant } from '../test/helpers/tenants.ts';
 import { formatRatio, renderJunit, renderTable, summarize, type Row } from './report.ts';
-import { runSpec, type RunSpecOptions, type SpecResult, type Target } from './run-spec.ts';
+import { inPool, runSpec, type RunSpecOptions, type SpecResult, type Target } from './run-spec.ts';
 import { listAllSpecs, selectSpecs, type Spec } from './specs.ts';
 
 const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
@@ -62,16 +62,6 @@ function options() {
   return { ...values, only: values.only === undefined ? undefined : new RegExp(values.only), parallel, timeout, threshold };
 }
 
-/** Runs `work` over `items`, `parallel` at a time, then the serial ones one by one. */
-async function inPool(items: readonly Spec[], parallel: number, work: (spec: Spec) => Promise<void>): Promise<void> {
-  const queue = items.filter((s) => !s.serial);
-  const worker = async () => {
-    for (let spec = queue.shift(); spec !== undefined; spec = queue.shift()) await work(spec);
-  };
-  await Promise.all(Array.from({ length: Math.min(parallel, queue.length) }, worker));
-  for (const spec of items.filter((s) => s.serial)) await work(spec);
-}
-
 async function main(): Promise<void> {
   const opts = options();
   const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -120,7 +110,7 @@ async function main(): Promise<void> {
     let done = 0;
     const total = (opts['tenant-only'] ? 0 : specs.length) + (opts['direct-only'] ? 0 : specs.length);
     const runColumn = async (target: Target, column: 'direct' | 'tenant', selected: Spec[]) => {
-      await inPool(selected, opts.parallel, async (spec) => {
+      await inPool(selected, opts.parallel, (spec) => spec.serial, async (spec) => {
         const result: SpecResult = await runSpec(spec.name, target, runOptions);
         rows.get(spec.name)![column] = result;
         done++;
