@@ -47,9 +47,24 @@ export const NODELESS_FLAGS = [
   '--dump-logs-on-failure=false',
 ];
 
-/** Lines the framework logs while it waits for pods to run or a Deployment to become available: never, without nodes. */
-const WAITS_FOR_RUNNING_PODS =
-  /Waiting up to \S+ for pod .* to be "(?:running|running and ready|Succeeded or Failed|success or failure)"|Waiting up to \S+ for \d+ pods? to be running|deployment status: .*UnavailableReplicas:[1-9]|Wait(?:ing)? for (?:the )?deployment.* to (?:be ready|complete)|the pod .* is not running|waiting for .* pods? .* running/i;
+/**
+ * What shows a spec waiting for pods to run, which they never do without nodes: the framework's log lines, and the
+ * wait functions in the goroutine stacks of Ginkgo's progress reports (for the waits that log nothing).
+ */
+const WAITS_FOR_RUNNING_PODS = new RegExp(
+  [
+    /Waiting up to \S+ for pod .* to be "(?:running|running and ready|Succeeded or Failed|success or failure)"/,
+    /Waiting up to \S+ for \d+ pods? to be running/,
+    /deployment status: .*UnavailableReplicas:[1-9]/,
+    /Wait(?:ing)? for (?:the )?deployment.* to (?:be ready|complete)/,
+    /the pod .* is not running|waiting for .* pods? .* running/,
+    /STEP: Creating a pod to test /, // e2eoutput's TestContainerOutput: then waits for the pod to succeed
+    /\bWait\w*ForPod\w*(?:Running|Success|Ready)\w*\(|\bWaitForDeploymentComplete\w*\(|\bWaitForPodsRunning\w*\(/,
+  ]
+    .map((re) => re.source)
+    .join('|'),
+  'i',
+);
 const POLL_MS = 2_000;
 
 function fileSlug(name: string): string {
@@ -131,10 +146,11 @@ export async function runSpec(spec: string, target: Target, options: RunSpecOpti
     `--ginkgo.junit-report=${junitPath}`,
     '--ginkgo.no-color',
     '--ginkgo.v', // the spec's log as it happens (not at its end), for the wait-for-pods watch below
+    '--ginkgo.poll-progress-after=15s', // and, for waits that log nothing, the stacks of a spec still running
     `--ginkgo.timeout=${options.timeoutSeconds}s`,
   ], { logPath, cwd: dir, env: { ...process.env, KUBECONFIG: target.kubeconfig } });
 
-  const podWaitMs = (options.podWaitSeconds ?? 45) * 1000;
+  const podWaitMs = (options.podWaitSeconds ?? 30) * 1000;
   let stoppedAs: { outcome: 'timeout' | 'no-nodes'; message: string } | undefined;
   let offset = 0;
   let podWaitSince: number | undefined;
