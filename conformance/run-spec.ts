@@ -58,6 +58,7 @@ const WAITS_FOR_RUNNING_PODS = new RegExp(
     /deployment status: .*UnavailableReplicas:[1-9]/,
     /Wait(?:ing)? for (?:the )?deployment.* to (?:be ready|complete)/,
     /the pod .* is not running|waiting for .* pods? .* running/,
+    /\] Found \d+ \/ [1-9]\d*\s*$/, // framework.WaitForPodsWithLabelRunningReady counting the running ones
     /STEP: Creating a pod to test /, // e2eoutput's TestContainerOutput: then waits for the pod to succeed
     /\bWait\w*ForPod\w*(?:Running|Success|Ready)\w*\(|\bWaitForDeploymentComplete\w*\(|\bWaitForPodsRunning\w*\(/,
   ]
