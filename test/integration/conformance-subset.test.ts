@@ -28,7 +28,7 @@ const SUBSET: SubsetSpec[] = [
   { name: '[sig-network] Endpoints should test the lifecycle of an Endpoint [Conformance]', cause: 'protobuf body: Endpoints', todo: PROTOBUF_BODIES },
   { name: '[sig-network] EndpointSlice should support creating EndpointSlice API operations [Conformance]', cause: 'protobuf body: EndpointSlice', todo: PROTOBUF_BODIES },
   { name: '[sig-api-machinery] ValidatingAdmissionPolicy [Privileged:ClusterAdmin] should support ValidatingAdmissionPolicy API operations [Conformance]', cause: 'admission policies: protobuf bodies and the tenant admin may not write them', todo: 'issue 14 items 3 and 4: protobuf bodies and tenant ValidatingAdmissionPolicies' },
-  { name: '[sig-api-machinery] MutatingAdmissionPolicy [Privileged:ClusterAdmin] should support MutatingAdmissionPolicy API operations [Conformance]', cause: 'admission policies: the tenant admin may not write them', todo: 'issue 14 item 4: tenant MutatingAdmissionPolicies' },
+  { name: '[sig-api-machinery] MutatingAdmissionPolicy [Privileged:ClusterAdmin] should support MutatingAdmissionPolicy API operations [Conformance]', cause: 'admission policies: protobuf bodies, then the tenant admin may not write them', todo: 'issue 14 items 3 and 4: protobuf bodies and tenant MutatingAdmissionPolicies' },
   { name: '[sig-api-machinery] AggregatedDiscovery should support aggregated discovery interface [Conformance]', cause: 'discovery: groups a real cluster has are hidden', todo: 'issue 14 item 4: certificates, flowcontrol and apiregistration groups in discovery' },
   { name: '[sig-auth] Certificates API [Privileged:ClusterAdmin] should support CSR API operations [Conformance]', cause: 'discovery and API: certificates.k8s.io', todo: 'issue 14 item 4: CertificateSigningRequests as tenant objects' },
   { name: '[sig-api-machinery] API priority and fairness should support FlowSchema API operations [Conformance]', cause: 'discovery and API: flowcontrol.apiserver.k8s.io', todo: 'issue 14 item 4: FlowSchemas and PriorityLevelConfigurations for tenants' },
@@ -71,5 +71,7 @@ t.test('conformance specs pass through a tenant', async (t) => {
       ...assertion,
       failure: messageHead(result.message, 600),
     });
+    // tap prints no diagnostics for a failed todo: say here what still fails, so the log shows when a cause moves.
+    if (spec.todo !== undefined && result.outcome !== 'pass') t.comment(`still ${result.outcome}: ${spec.name}: ${messageHead(result.message, 300)}`);
   });
 });
