@@ -1,5 +1,5 @@
-// Provides the real etcd, kube-apiserver, kube-controller-manager and kubectl the test rig runs: built once from the
-// published Go modules at the versions pinned below, cached per version, or taken from TENANTGATE_* env vars.
+// Provides the real etcd, kube-apiserver, kube-controller-manager and kubectl the test rig runs, and the e2e.test binary
+// of the same Kubernetes: built once from the published Go modules at the versions pinned below, cached per version.
 import { existsSync, rmSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
@@ -285,6 +285,51 @@ async function buildBinaries(specs: BinarySpec[], cacheDir: string, log: (line: 
     log(`rig: built ${spec.fileName} in ${((Date.now() - started) / 1000).toFixed(1)}s`);
   }
   log(`rig: build finished in ${((Date.now() - buildStarted) / 1000).toFixed(1)}s`);
+}
+
+/**
+ * The Kubernetes e2e suite (`go test -c k8s.io/kubernetes/test/e2e`) of RIG_VERSIONS.kubernetes, built in the rig's own
+ * module and cache directory (so both use one Kubernetes), once; `TENANTGATE_E2E_TEST` points at an existing build.
+ */
+export async function ensureE2eTestBinary(options: EnsureRigBinariesOptions = {}): Promise<string> {
+  const log = options.log ?? (() => {});
+  const override = process.env.TENANTGATE_E2E_TEST;
+  if (override !== undefined && override !== '') return override;
+  const cacheDir = rigCacheDir();
+  const binDir = join(cacheDir, 'bin');
+  const binary = join(binDir, 'e2e.test');
+  // The directory is per version and the binary appears only by rename, so its presence means a finished build.
+  if (existsSync(binary)) return binary;
+  await mkdir(binDir, { recursive: true });
+  const release = await acquireBuildLock(join(cacheDir, 'build.lock'), log);
+  try {
+    if (existsSync(binary)) return binary;
+    const goVersion = await requireGo();
+    const moduleDir = join(cacheDir, 'module');
+    await writeWrapperModule(moduleDir, log);
+    const logPath = join(cacheDir, 'e2e-build.log');
+    await writeFile(logPath, '');
+    const partial = join(binDir, `.partial-e2e.test-${process.pid}`);
+    const started = Date.now();
+    log(`rig: go test -c k8s.io/kubernetes/test/e2e with ${goVersion} (cold: about 10 minutes on two cores; output in ${logPath})`);
+    const heartbeat = setInterval(() => log(`rig: still building e2e.test (${Math.round((Date.now() - started) / 60_000)} min)`), BUILD_HEARTBEAT_MS);
+    try {
+      const build = await startSupervised('go-test-e2e', 'go', ['test', '-c', '-vet=off', '-ldflags', versionLdflags(), '-o', partial, 'k8s.io/kubernetes/test/e2e'], {
+        cwd: moduleDir,
+        env: goEnvironment(),
+        logPath,
+      });
+      const status = await build.exited;
+      if (status.code !== 0) throw new Error(`rig: go test -c k8s.io/kubernetes/test/e2e failed (${status.code ?? status.signal}); last lines of ${logPath}:\n${tailFile(logPath)}`);
+    } finally {
+      clearInterval(heartbeat);
+    }
+    await rename(partial, binary);
+    log(`rig: built e2e.test in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+    return binary;
+  } finally {
+    await release();
+  }
 }
 
 /** Returns runnable binaries, building (and caching) whichever are missing; concurrent callers wait for one build. */
