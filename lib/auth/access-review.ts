@@ -96,7 +96,8 @@ export function clusterScopeForbidden(user: string, verb: string, group: string,
   );
 }
 
-export class CrossNamespaceAccess {
+/** SubjectAccessReviews on the upstream about callers and their shadow identities, with their answers cached. */
+export class AccessReviews {
   readonly #review: AccessReviewer;
   readonly #cache: LRUCache<string, boolean, unknown>;
   readonly #deniedTtlMs: number;

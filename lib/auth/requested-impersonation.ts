@@ -5,7 +5,7 @@ import type { TenantId } from '../convert/prefix.ts';
 import { toUpstreamName } from '../convert/prefix.ts';
 import { groupToUpstream, parseServiceAccountUser, userToUpstream } from '../convert/rules/identity.ts';
 import { badRequest, StatusError } from '../server/status.ts';
-import type { CrossNamespaceAccess, ResourceAttributes } from './access-review.ts';
+import type { AccessReviews, ResourceAttributes } from './access-review.ts';
 import type { Identity } from './identity.ts';
 import { TENANT_EXTRA_KEY, upstreamIdentityOf } from './impersonation.ts';
 
@@ -151,7 +151,7 @@ export function impersonatedIdentity(requested: RequestedImpersonation, caller: 
  * The identity a request runs as once every attribute it asks for is allowed to the caller (asked upstream, in
  * order; the first refusal answers 403). A tenant's `tenant` extra is tenantgate's mark, never the tenant's to set.
  */
-export async function authorizeImpersonation(access: CrossNamespaceAccess, caller: Identity, requested: RequestedImpersonation): Promise<Identity> {
+export async function authorizeImpersonation(access: AccessReviews, caller: Identity, requested: RequestedImpersonation): Promise<Identity> {
   const tenant = caller.tenant;
   const checks = impersonationChecks(requested, tenant);
   if (tenant !== null) {

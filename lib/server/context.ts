@@ -23,8 +23,9 @@ export interface RequestContext {
   /** performance.now() when the request arrived (request duration, the request log line). */
   startedAt: number;
   /**
-   * Made with tenantgate's own identity instead of the tenant's: a read across all the tenant's namespaces, which
-   * upstream no tenant identity may make, once the tenant's own RBAC allowed it (still narrowed to the tenant).
+   * Made with tenantgate's own identity instead of the tenant's: a read at the cluster scope, which upstream no tenant
+   * identity may make, once the tenant's own RBAC allowed it (still narrowed to the tenant); or a discovery document,
+   * converted to the tenant's view.
    */
   asTenantgate: boolean;
   /** The list or watch rewriter the response streams through, if any (bytes sent, for the request log line). */
@@ -39,4 +40,9 @@ export interface RequestContext {
 export interface UpgradeRequest {
   socket: Duplex;
   head: Buffer;
+}
+
+/** A request's context before its first stage; `upgrade` for an HTTP/1.1 request handed over as a socket. */
+export function newRequestContext(req: RequestContext['req'], res: RequestContext['res'], upgrade: UpgradeRequest | null = null): RequestContext {
+  return { req, res, path: req.url ?? '', identity: null, caller: null, info: null, row: null, startedAt: 0, asTenantgate: false, rewrite: null, upgrade };
 }

@@ -28,7 +28,7 @@ import { createTenantStore, DEFAULT_TENANT_STORE_OPTIONS } from '../tenants/stor
 import type { TenantStore } from '../tenants/tenant.ts';
 import type { IssueKubeconfig } from './tenant-api.ts';
 import { FlowController } from '../flowcontrol/dispatcher.ts';
-import { CrossNamespaceAccess, upstreamAccessReviewer } from '../auth/access-review.ts';
+import { AccessReviews, upstreamAccessReviewer } from '../auth/access-review.ts';
 import type { FlowControlEvents } from '../flowcontrol/events.ts';
 import { DEFAULT_FLOW_CONTROL } from '../flowcontrol/limits.ts';
 
@@ -98,7 +98,7 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   const flow = new FlowController(config.flowControl ?? DEFAULT_FLOW_CONTROL, (id) => tenants.get(id), parts.flowEvents ?? metrics?.flowControlEvents);
   const stopFollowingTenants = flow.follow(tenants);
   const webhookUrlHosts = new Set(config.tenantWebhookUrlHosts ?? []);
-  const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery, passthrough: config.passthrough, tenants, tokens, issueKubeconfig, flow, upstream: config.upstream, access: new CrossNamespaceAccess(upstreamAccessReviewer(pool)), metrics, recordOperation, webhookUrlHosts });
+  const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery, passthrough: config.passthrough, tenants, tokens, issueKubeconfig, flow, upstream: config.upstream, access: new AccessReviews(upstreamAccessReviewer(pool)), metrics, recordOperation, webhookUrlHosts });
   const requestLogLevel = config.requestLogLevel ?? 'off';
   const observer = metrics === null && requestLogLevel === 'off' ? undefined : new RequestObserver(metrics, requestLogLevel);
   const server = http2.createSecureServer({

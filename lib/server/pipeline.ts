@@ -5,7 +5,7 @@ import type { Socket } from 'node:net';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
-import { clusterScopeForbidden, type CrossNamespaceAccess } from '../auth/access-review.ts';
+import { clusterScopeForbidden, type AccessReviews } from '../auth/access-review.ts';
 import { authenticateCaller } from '../auth/authenticate.ts';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import { authorizeImpersonation, requestedImpersonation } from '../auth/requested-impersonation.ts';
@@ -16,7 +16,7 @@ import type { FlowController } from '../flowcontrol/dispatcher.ts';
 import { flowControl } from '../flowcontrol/stage.ts';
 import { accessRefusal, isBuiltinGroup, kindOf, type KindRow } from '../convert/kinds.ts';
 import { parseRequestInfo, type RequestInfo } from '../convert/request-info.ts';
-import { upstreamNonResourcePath, upstreamObjectName, upstreamResourceTarget } from '../convert/request.ts';
+import { isDiscoveryDocumentPath, upstreamNonResourcePath, upstreamObjectName, upstreamResourceTarget } from '../convert/request.ts';
 import { apiGroupToUpstream } from '../convert/rules/index.ts';
 import type { DiscoveryCache } from '../upstream/discovery.ts';
 import { forwardToUpstream } from '../upstream/forward.ts';
@@ -26,7 +26,7 @@ import type { TenantStore } from '../tenants/tenant.ts';
 import type { RecordTenantOperation, TenantgateMetrics } from '../metrics/metrics.ts';
 import { forwardTenantRequest } from '../upstream/tenant-forward.ts';
 import { forwardUpgrade, isUpgradableRequest } from '../upstream/upgrade.ts';
-import type { RequestContext } from './context.ts';
+import { newRequestContext, type RequestContext } from './context.ts';
 import type { HealthChecks } from './health.ts';
 import type { RequestObserver } from './request-end.ts';
 import { malformedRequestTarget } from './request-target.ts';
@@ -60,8 +60,8 @@ export interface PipelineDeps {
   upstream: ClusterCredentials;
   /** Hosts tenants' admission webhooks may call by URL (--tenant-webhook-url-hosts); none when omitted. */
   webhookUrlHosts?: ReadonlySet<string>;
-  /** Tenants' RBAC for reads across all their namespaces, asked upstream about shadow identities and cached. */
-  access: CrossNamespaceAccess;
+  /** Callers' RBAC for reads at the cluster scope and for impersonation, asked upstream (shadow identities too), cached. */
+  access: AccessReviews;
 }
 
 function validateTarget(ctx: RequestContext): boolean {
@@ -89,7 +89,7 @@ function authenticate(tokens: ServiceAccountTokens): Stage['run'] {
  * Runs for one kind of caller, at its place in the order: administrators before the Tenant API, tenants once their
  * tenant is resolved and they hold a seat (the reviews it may cost count against their share).
  */
-function impersonate(access: CrossNamespaceAccess, callers: 'administrators' | 'tenants'): Stage['run'] {
+function impersonate(access: AccessReviews, callers: 'administrators' | 'tenants'): Stage['run'] {
   return (ctx) => {
     const caller = ctx.identity!;
     if ((caller.tenant === null) !== (callers === 'administrators')) return false;
@@ -112,7 +112,11 @@ function classify(discovery: DiscoveryCache): Stage['run'] {
     ctx.info = info;
     if (!info.isResourceRequest) {
       // Discovery, version and OpenAPI only, in the forms the apiserver serves them.
-      if (upstreamNonResourcePath(info.path, ctx.identity!.tenant!) === null) throw notFound();
+      const upstreamPath = upstreamNonResourcePath(info.path, ctx.identity!.tenant!);
+      if (upstreamPath === null) throw notFound();
+      // Discovery documents are read with tenantgate's own identity: tenant identities need no upstream discovery,
+      // which lists every tenant's groups (--confine-upstream-discovery takes it from them); the answer is converted.
+      if (ctx.req.method === 'GET' && isDiscoveryDocumentPath(upstreamPath)) ctx.asTenantgate = true;
       // Discovery answers are filtered with what discovery knows: make sure it knows something recent.
       return info.path.startsWith('/apis') ? discovery.refreshIfStale().then(() => false) : false;
     }
@@ -181,7 +185,7 @@ function readsAtClusterScope(info: RequestInfo, row: KindRow | null): boolean {
  * name or label and the per-item check of the answer) once the tenant's own RBAC allowed it, as the apiserver would
  * have: the same 403 otherwise.
  */
-function authorizeClusterScopeReads(access: CrossNamespaceAccess): Stage['run'] {
+function authorizeClusterScopeReads(access: AccessReviews): Stage['run'] {
   const decide = (ctx: RequestContext, allowed: boolean) => {
     const info = ctx.info!;
     if (!allowed) throw clusterScopeForbidden(ctx.identity!.user, info.verb, info.apiGroup, info.resource, info.verb === 'get' ? info.name : '');
@@ -257,7 +261,7 @@ export function handleRequest(
   res: Http2ServerResponse | ServerResponse,
   observer?: RequestObserver,
 ): void {
-  const ctx: RequestContext = { req, res, path: req.url ?? '', identity: null, caller: null, info: null, row: null, startedAt: 0, asTenantgate: false, rewrite: null, upgrade: null };
+  const ctx = newRequestContext(req, res);
   // Metrics and the request log line, once the response ends.
   observer?.begin(ctx);
   runStages(stages, ctx, 0);
@@ -275,7 +279,7 @@ export function handleUpgrade(stages: Stage[], req: IncomingMessage, socket: Dup
   // One request per upgraded connection: a plain answer closes it once written.
   res.shouldKeepAlive = false;
   res.once('finish', () => socket.end());
-  const ctx: RequestContext = { req, res, path: req.url ?? '', identity: null, caller: null, info: null, row: null, startedAt: 0, asTenantgate: false, rewrite: null, upgrade: { socket, head } };
+  const ctx = newRequestContext(req, res, { socket, head });
   observer?.begin(ctx);
   runStages(stages, ctx, 0);
 }

@@ -5,7 +5,7 @@ import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { OutgoingHttpHeaders } from 'node:http2';
 import { pipeline } from 'node:stream';
-import { shadowReviewStatus, type CrossNamespaceAccess } from '../auth/access-review.ts';
+import { shadowReviewStatus, type AccessReviews } from '../auth/access-review.ts';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import { openUpstreamStream } from './forward.ts';
 import { upstreamJson } from './client.ts';
@@ -19,7 +19,7 @@ import { openapiGroupDocToTenant, openapiIndexToTenant, openapiV2ToTenant } from
 import { OPENAPI_V2_PROTOBUF, openapiV2ToProtobuf, prefersOpenApiV2Protobuf } from '../convert/openapi-v2-protobuf.ts';
 import { isProtobuf, protobufBodyToUpstream } from '../convert/protobuf.ts';
 import { TENANT_LABEL, type TenantId } from '../convert/prefix.ts';
-import { isDiscoveryDocumentPath, upstreamNonResourcePath, upstreamResourceTarget } from '../convert/request.ts';
+import { upstreamNonResourcePath, upstreamResourceTarget } from '../convert/request.ts';
 import { apiGroupToUpstream, nameMappingOfRow, nameToUpstream, namespaceToUpstream, objectToTenant, objectToUpstream, type ConvertContext } from '../convert/rules/index.ts';
 import { groupOfApiVersion } from '../convert/rules/api-groups.ts';
 import { statusToTenant } from '../convert/status.ts';
@@ -46,7 +46,7 @@ export interface TenantForwardDeps {
   pool: UpstreamPool;
   discovery: DiscoveryCache;
   /** The tenant's RBAC at the cluster scope (its ClusterRoleBindings), asked upstream about shadow identities. */
-  access: CrossNamespaceAccess;
+  access: AccessReviews;
   /** Where upstream latency, watches and rewrites are counted; null: not counted. */
   metrics?: TenantgateMetrics | null;
   /** Hosts tenants' admission webhooks may call by URL; none when omitted. */
@@ -253,11 +253,8 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
   const target = row === null ? nonResourceTarget(info.path, query, tenant) : upstreamResourceTarget(info, row, query, tenant);
 
   const headers: OutgoingHttpHeaders = upstreamRequestHeaders(req.headers, upstreamIdentityOf(identity), deps.pool);
-  // Discovery documents are read with tenantgate's own identity: tenant identities need no upstream discovery, which
-  // lists every tenant's groups (--confine-upstream-discovery takes it from them); the answer is converted below.
-  // (Judged on the path as the upstream will read it: everything before the first '?'.)
-  if (row === null && req.method === 'GET' && isDiscoveryDocumentPath(target.split('?', 1)[0]!)) dropImpersonation(headers);
-  // A read across the tenant's namespaces, allowed by its RBAC (stage "authorize cross-namespace reads").
+  // A read at the cluster scope its RBAC allowed, or a discovery document (stages "classify" and "authorize reads at
+  // the cluster scope"): made as tenantgate, converted to the tenant's view below.
   if (ctx.asTenantgate) dropImpersonation(headers);
   headers.accept = jsonAccept(req.headers.accept, row === null);
   // kubectl reads OpenAPI v2 as protobuf only. The upstream is still asked for JSON (its protobuf holds every

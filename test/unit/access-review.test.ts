@@ -1,5 +1,5 @@
 import t from 'tap';
-import { accessCacheKey, clusterScopeForbidden, CrossNamespaceAccess, shadowQuestion, type AccessQuestion } from '../../lib/auth/access-review.ts';
+import { accessCacheKey, clusterScopeForbidden, AccessReviews, shadowQuestion, type AccessQuestion } from '../../lib/auth/access-review.ts';
 
 /** A reviewer that allows what `allow` says and records each question it was asked. */
 function reviewer(allow: (q: AccessQuestion) => boolean) {
@@ -23,7 +23,7 @@ t.test('the upstream is asked about the shadow identity, at the cluster scope', 
 
 t.test('an answer is never reused for another tenant, user, group set, verb, group or resource (CVE-2023-46254)', async (t) => {
   const { asked, review } = reviewer((q) => q.user === 'tenantgate:cluster:abc123-alice' && q.groups.includes('tenantgate:cluster:abc123:devs'));
-  const access = new CrossNamespaceAccess(review);
+  const access = new AccessReviews(review);
   t.equal(await access.allowed('abc123', alice, 'list', '', 'configmaps'), true);
   t.equal(access.allowed('abc123', alice, 'list', '', 'configmaps'), true, 'a cached answer comes back at once');
   t.equal(asked.length, 1);
@@ -50,7 +50,7 @@ t.test('a refusal is cached for less time than an allowance; an upstream failure
   let allow = false;
   let fail = false;
   let calls = 0;
-  const access = new CrossNamespaceAccess(
+  const access = new AccessReviews(
     async () => {
       calls++;
       if (fail) throw new Error('down');
@@ -72,7 +72,7 @@ t.test('a refusal is cached for less time than an allowance; an upstream failure
 
 t.test('concurrent questions reach the upstream once', async (t) => {
   const { asked, review } = reviewer(() => true);
-  const access = new CrossNamespaceAccess(review);
+  const access = new AccessReviews(review);
   await Promise.all(Array.from({ length: 20 }, () => access.allowed('abc123', alice, 'list', '', 'pods')));
   t.equal(asked.length, 1);
 });

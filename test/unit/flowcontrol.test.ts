@@ -7,7 +7,7 @@ import type { FlowControlEvents, RejectionReason, SeatKind } from '../../lib/flo
 import { DEFAULT_FLOW_CONTROL, FLOW_WEIGHT_ANNOTATION, limitsOf, MAX_WATCHES_ANNOTATION, type FlowControlOptions } from '../../lib/flowcontrol/limits.ts';
 import { flowControl, isLongRunning, releaseStartSeat, seatKindOf } from '../../lib/flowcontrol/stage.ts';
 import { Seat, SEAT_HELD, SEAT_QUEUED } from '../../lib/flowcontrol/tenant-flow.ts';
-import type { RequestContext } from '../../lib/server/context.ts';
+import { newRequestContext } from '../../lib/server/context.ts';
 import { sendStatus, StatusError } from '../../lib/server/status.ts';
 import type { Tenant } from '../../lib/tenants/tenant.ts';
 
@@ -219,7 +219,8 @@ async function serverWithStage(controller: FlowController, tenantOf: (req: http.
   const pending: http.ServerResponse[] = [];
   const stage = flowControl(controller);
   const server = http.createServer((req, res) => {
-    const ctx = { req, res, path: req.url ?? '', identity: { user: 'u', groups: [], tenant: tenantOf(req) }, caller: null, info: null, row: null, startedAt: 0, asTenantgate: false, rewrite: null, upgrade: null } as RequestContext;
+    const ctx = newRequestContext(req, res);
+    ctx.identity = { user: 'u', groups: [], tenant: tenantOf(req) };
     const proceed = () => {
       if (req.url?.includes('watch=true')) {
         releaseStartSeat(res); // what forward.ts does when the upstream's headers arrive

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { CrossNamespaceAccess, type AccessQuestion } from '../../lib/auth/access-review.ts';
+import { AccessReviews, type AccessQuestion } from '../../lib/auth/access-review.ts';
 import type { Identity } from '../../lib/auth/identity.ts';
 import { upstreamIdentityOf } from '../../lib/auth/impersonation.ts';
 import { authorizeImpersonation, impersonationChecks, requestedImpersonation } from '../../lib/auth/requested-impersonation.ts';
@@ -63,7 +63,7 @@ t.test("a tenant's names map under its prefix: it can name no system identity no
 /** An access module whose upstream allows what `allow` says, recording each question. */
 function accessAllowing(allow: (q: AccessQuestion) => boolean) {
   const asked: AccessQuestion[] = [];
-  const access = new CrossNamespaceAccess(async (q) => {
+  const access = new AccessReviews(async (q) => {
     asked.push(q);
     return allow(q);
   });
