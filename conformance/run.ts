@@ -1,6 +1,6 @@
 // `npm run conformance [-- --only REGEX] [--parallel N] [--timeout S] [--direct-only|--tenant-only] [--list]`: the
 // upstream e2e specs against the rig directly and through a fresh tenant, one process per spec, results in results/.
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ensureE2eTestBinary, RIG_VERSIONS } from '../lib/rig/build.ts';
@@ -29,6 +29,8 @@ const USAGE = `npm run conformance -- [options]
   --direct-only       only against the upstream
   --tenant-only       only through the tenant (every selected spec)
   --tenant-all        through the tenant also the specs that failed directly (default: only those that passed)
+  --direct-from FILE  take the direct column from an earlier run's rows.json instead of running it again (it depends
+                      on the rig only, not on tenantgate); specs that file lacks run directly as usual
   --create-kubernetes-service
                       create Service default/kubernetes in the tenant first, as its admin: a workaround until every
                       tenant has it at birth (issue 14, item 2); without it the suite's BeforeSuite fails every spec
@@ -45,6 +47,7 @@ function options() {
       'direct-only': { type: 'boolean', default: false },
       'tenant-only': { type: 'boolean', default: false },
       'tenant-all': { type: 'boolean', default: false },
+      'direct-from': { type: 'string' },
       'create-kubernetes-service': { type: 'boolean', default: false },
       threshold: { type: 'string', default: '0.95' },
       list: { type: 'boolean', default: false },
@@ -75,6 +78,10 @@ async function main(): Promise<void> {
   }
   if (specs.length === 0) throw new Error('no spec selected');
 
+  // Read before results/ is emptied: the earlier run's file may be in it.
+  const earlier = new Map(
+    opts['direct-from'] === undefined ? [] : (JSON.parse(readFileSync(opts['direct-from'], 'utf8')) as Row[]).map((row) => [row.spec.name, row.direct]),
+  );
   rmSync(RESULTS_DIR, { recursive: true, force: true });
   mkdirSync(RESULTS_DIR, { recursive: true });
   const started = Date.now();
@@ -106,6 +113,7 @@ async function main(): Promise<void> {
       writeFileSync(`${RESULTS_DIR}table.md`, renderTable(all, [summarize(all, 'conformance'), summarize(all, 'apimachinery')], header()));
       writeFileSync(`${RESULTS_DIR}junit-direct.xml`, renderJunit(all, 'direct'));
       writeFileSync(`${RESULTS_DIR}junit-tenant.xml`, renderJunit(all, 'tenant'));
+      writeFileSync(`${RESULTS_DIR}rows.json`, `${JSON.stringify(all)}\n`);
     };
     let done = 0;
     let total = opts['tenant-only'] ? 0 : specs.length; // the tenant column's count is known once the direct one ran
@@ -118,7 +126,17 @@ async function main(): Promise<void> {
         if (done % 5 === 0) writeResults();
       });
     };
-    if (!opts['tenant-only']) await runColumn(direct, 'direct', specs);
+    let directToRun = specs;
+    if (opts['direct-from'] !== undefined && !opts['tenant-only']) {
+      directToRun = specs.filter((spec) => {
+        const result = earlier.get(spec.name);
+        if (result !== undefined) rows.get(spec.name)!.direct = result;
+        return result === undefined;
+      });
+      total = directToRun.length;
+      log(`conformance: direct column of ${specs.length - directToRun.length} specs taken from ${opts['direct-from']}`);
+    }
+    if (!opts['tenant-only']) await runColumn(direct, 'direct', directToRun);
     if (!opts['direct-only']) {
       // Only what passed directly counts for the ratio; the rest cannot pass through the tenant on this rig either.
       const forTenant = opts['tenant-only'] || opts['tenant-all'] ? specs : specs.filter((s) => rows.get(s.name)!.direct?.outcome === 'pass');
