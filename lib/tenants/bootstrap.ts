@@ -23,10 +23,13 @@ interface PolicyRule {
   verbs: string[];
 }
 
-/** One rule per API group, its resources in table order. */
+/** One rule per upstream API group (where a stored kind's objects are: KindRow.upstreamGroup), its resources in table order. */
 function rulesByGroup(rows: readonly KindRow[], verbs: string[], withSubresources: (row: KindRow) => string[]): PolicyRule[] {
   const byGroup = new Map<string, string[]>();
-  for (const row of rows) byGroup.set(row.group, [...(byGroup.get(row.group) ?? []), ...withSubresources(row)]);
+  for (const row of rows) {
+    const group = row.upstreamGroup ?? row.group;
+    byGroup.set(group, [...(byGroup.get(group) ?? []), ...withSubresources(row)]);
+  }
   return [...byGroup].map(([group, resources]) => ({ apiGroups: [group], resources, verbs }));
 }
 
@@ -59,7 +62,7 @@ export const TENANT_CLUSTER_ROLE = {
 
 /** `group/resource` of every kind whose objects of all tenants (and the platform's) a tenant identity can read upstream. */
 export function tenantReadableUpstream(): string[] {
-  return [...OWN_CLUSTER_ROWS, ...SHARED_CLUSTER_ROWS].map((row) => (row.group === '' ? row.resource : `${row.resource}.${row.group}`));
+  return [...OWN_CLUSTER_ROWS, ...SHARED_CLUSTER_ROWS].map((row) => (row.group === '' ? row.resource : `${row.resource}.${row.upstreamGroup ?? row.group}`));
 }
 
 export interface UpstreamObject {

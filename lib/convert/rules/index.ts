@@ -6,6 +6,7 @@ import { admissionPolicy, admissionPolicyBinding, webhookConfiguration } from '.
 import { crd, customResource } from './crd.ts';
 import { endpoints, endpointSlice } from './endpoints.ts';
 import { event } from './events.ts';
+import { flowControl } from './flowcontrol.ts';
 import { genericToTenant, genericToUpstream } from './generic.ts';
 import { isObject } from './json.ts';
 import { namespace } from './namespace.ts';
@@ -51,6 +52,7 @@ export const RULES: { readonly [name in RuleName]: KindRule } = {
   selfsubjectrulesreview: selfSubjectRulesReview,
   tokenreview: tokenReview,
   selfsubjectreview: selfSubjectReview,
+  flowcontrol: flowControl,
   node,
   shared,
   hidden,
@@ -114,6 +116,6 @@ export {
   namespaceToUpstream,
   type NameMapping,
 } from './names.ts';
-export { apiGroupToTenant, apiGroupToUpstream, apiVersionToTenant, apiVersionToUpstream } from './api-groups.ts';
+export { apiGroupToTenant, apiGroupToUpstream, documentGroupToUpstream, apiVersionToTenant, apiVersionToUpstream } from './api-groups.ts';
 export { NAMESPACE_NAME_LABEL, namespaceSelectorToUpstream, namespaceSelectorToTenant } from './label-selectors.ts';
 export { stripTenantPrefixes } from '../status.ts';
