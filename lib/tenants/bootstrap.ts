@@ -33,6 +33,15 @@ function rulesByGroup(rows: readonly KindRow[], verbs: string[], withSubresource
   return [...byGroup].map(([group, resources]) => ({ apiGroups: [group], resources, verbs }));
 }
 
+/**
+ * A resource with the subresources a tenant writes on its cluster-scoped objects. RBAC matches `resource/sub` exactly
+ * (or a wildcard resource with that subresource, in every resource of the group), never a wildcard subresource
+ * (`resource/` then `*`, as this role once named them: it granted no status); naming one a kind lacks grants nothing.
+ */
+function withSubresources(resource: string): string[] {
+  return resource === 'namespaces' ? [resource, `${resource}/status`, `${resource}/finalize`] : [resource, `${resource}/status`, `${resource}/scale`];
+}
+
 const CLUSTER_ROWS = KINDS.filter((row) => row.scope === 'Cluster' && row.tenancy !== 'hidden');
 const REVIEW_ROWS = CLUSTER_ROWS.filter((row) => row.tenancy === 'tenant' && !carriesTenantLabel(row));
 const OWN_CLUSTER_ROWS = CLUSTER_ROWS.filter((row) => row.tenancy === 'tenant' && carriesTenantLabel(row));
@@ -54,7 +63,7 @@ export const TENANT_CLUSTER_ROLE = {
   kind: 'ClusterRole',
   metadata: { name: 'tenantgate:tenant-cluster-scope' },
   rules: [
-    ...rulesByGroup(OWN_CLUSTER_ROWS, ['*'], (row) => [row.resource, row.resource + '/*']),
+    ...rulesByGroup(OWN_CLUSTER_ROWS, ['*'], (row) => withSubresources(row.resource)),
     ...rulesByGroup(SHARED_CLUSTER_ROWS, READS, (row) => [row.resource, row.resource + '/status']),
     ...rulesByGroup(REVIEW_ROWS, ['create'], (row) => [row.resource]),
   ],
@@ -205,7 +214,7 @@ export function tenantCustomResourcesRole(tenant: TenantId, crds: readonly Custo
   for (const crd of crds) {
     const { group, scope, names } = crd.spec ?? {};
     if (scope !== 'Cluster' || typeof group !== 'string' || !group.startsWith(tenant + '-') || typeof names?.plural !== 'string') continue;
-    rules.push({ apiGroups: [group], resources: [names.plural, names.plural + '/*'], verbs: ['*'] });
+    rules.push({ apiGroups: [group], resources: withSubresources(names.plural), verbs: ['*'] });
   }
   rules.sort((a, b) => (a.apiGroups[0]! + a.resources[0]! < b.apiGroups[0]! + b.resources[0]! ? -1 : 1));
   return {
