@@ -337,3 +337,32 @@ t.test('the upstream\'s real FlowSchemas and priority levels are untouched, and 
   for (const [name, uid] of realBefore) t.equal(after.get(name), uid, `${name}: the same object`);
   t.ok(realBefore.has('flowschemas/exempt') && realBefore.has('prioritylevelconfigurations/catch-all'), 'the mandatory configuration is there to compare with');
 });
+
+async function eventually(what: string, probe: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+t.test('deleting a tenant removes its FlowSchemas and priority levels upstream, and nobody else\'s', async (t) => {
+  const charlie = await createTestTenant(stack, 'fcchar');
+  await ok(charlie.kubectl(['apply', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [priorityLevel('shared', 1), flowSchema('shared', 800)] }) }), 'charlie apply');
+  const names = async () => [...(await storedUpstream('flowschemas')), ...(await storedUpstream('prioritylevelconfigurations'))].map((item) => item.metadata.name as string);
+  t.ok((await names()).includes('fcchar-shared'));
+  await ok(stack.kubectl(['delete', 'tenant', 'fcchar', '--wait=false']), 'delete tenant');
+  await eventually('fcchar\'s stored objects gone', async () => !(await names()).some((name) => name.startsWith('fcchar-')));
+  t.same((await names()).filter((name) => name === 'fcalfa-shared').length, 2, 'alpha\'s FlowSchema and priority level of the same name stay');
+});
+
+t.test('tenantgate puts its CRDs back when an administrator deletes one upstream', async (t) => {
+  const crd = `flowschemas.${STORED}`;
+  await ok(stack.kubectlDirect(['delete', 'crd', crd]), 'delete the CRD');
+  await eventually('the CRD back and established', async () => {
+    const r = await stack.kubectlDirect(['get', 'crd', crd, '-o', 'json']);
+    return r.code === 0 && JSON.parse(r.stdout).status?.conditions?.some((c: Json) => c.type === 'Established' && c.status === 'True');
+  });
+  await eventually('the tenant can create a FlowSchema again', async () => (await alpha.kubectl(['apply', '-f', '-'], { input: JSON.stringify(flowSchema('again', 900)) })).code === 0);
+  t.match(await ok(alpha.kubectl(['get', 'flowschema', 'again', '-o', 'name']), 'get'), 'flowschema.flowcontrol.apiserver.k8s.io/again');
+});
