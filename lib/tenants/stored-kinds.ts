@@ -1,9 +1,11 @@
 // The CRDs tenantgate keeps upstream for tenant kinds the upstream must never act on (the table's upstreamGroup):
 // tenants' FlowSchemas and PriorityLevelConfigurations live there as custom resources, which APF never reads.
 // Never defines a built-in group or a group under any tenant's prefix; the schema leaves spec and status as given.
-import { KINDS, type KindRow } from '../convert/kinds.ts';
+import { KINDS, kindOf, type KindRow } from '../convert/kinds.ts';
+import { TENANT_LABEL, toUpstreamName, type TenantId } from '../convert/prefix.ts';
 import { upstreamJson } from '../upstream/client.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
+import type { UpstreamObject } from './bootstrap.ts';
 import type { KeptObject } from './kept-objects.ts';
 
 /** The one version every stored kind is served at, the built-in kind's (flowcontrol.apiserver.k8s.io/v1). */
@@ -86,4 +88,49 @@ export async function storedKindsEstablished(pool: UpstreamPool, timeoutMs = 10_
     }
   }
   return true;
+}
+
+// ---- what a cluster has at birth: the mandatory API Priority and Fairness configuration ----
+
+const FLOWCONTROL = 'flowcontrol.apiserver.k8s.io';
+
+/**
+ * The objects every kube-apiserver makes and keeps (its "mandatory" configuration): a tenant is born with copies, so
+ * its cluster lists them as any does. Like every tenant FlowSchema, they steer nothing.
+ */
+export const MANDATORY_FLOW_CONTROL: readonly { resource: string; name: string }[] = [
+  { resource: 'prioritylevelconfigurations', name: 'exempt' },
+  { resource: 'prioritylevelconfigurations', name: 'catch-all' },
+  { resource: 'flowschemas', name: 'exempt' },
+  { resource: 'flowschemas', name: 'catch-all' },
+];
+
+/** The tenant's copy of one of the upstream's own objects (as read from it): its spec and annotations, under the prefix. */
+export function tenantCopyOf(upstreamObject: { metadata?: { name?: string; annotations?: Record<string, string> }; spec?: unknown }, row: KindRow, tenant: TenantId): UpstreamObject {
+  const { name = '', annotations } = upstreamObject.metadata ?? {};
+  return {
+    apiVersion: `${row.upstreamGroup ?? row.group}/${STORED_VERSION}`,
+    kind: row.kind,
+    metadata: { name: toUpstreamName(name, tenant), labels: { [TENANT_LABEL]: tenant }, ...(annotations === undefined ? {} : { annotations }) },
+    spec: upstreamObject.spec,
+  };
+}
+
+/**
+ * Creates the tenant's copies of the mandatory configuration the upstream has (none when its API Priority and Fairness
+ * is off), leaving alone any the tenant already has: what it changes is its own, as on a cluster whose administrator set
+ * `apf.kubernetes.io/autoupdate-spec: "false"`.
+ */
+export async function ensureTenantFlowControlDefaults(pool: UpstreamPool, tenant: TenantId): Promise<void> {
+  for (const { resource, name } of MANDATORY_FLOW_CONTROL) {
+    const row = kindOf(FLOWCONTROL, resource)!;
+    const real = await upstreamJson(pool, 'GET', `/apis/${FLOWCONTROL}/${STORED_VERSION}/${resource}/${name}`);
+    if (real.status === 404) continue;
+    if (real.status !== 200) throw new Error(`reading the upstream's ${resource}/${name} answered ${real.status}`);
+    const copy = tenantCopyOf(real.body, row, tenant);
+    const created = await upstreamJson(pool, 'POST', `/apis/${row.upstreamGroup}/${STORED_VERSION}/${resource}`, copy);
+    // tenantgate's CRDs not served (a lifecycle run without the gateway that keeps them): nothing to copy into.
+    if (created.status === 404) return;
+    if (created.status !== 201 && created.status !== 409) throw new Error(`creating ${resource}/${copy.metadata.name} answered ${created.status}`);
+  }
 }

@@ -115,6 +115,19 @@ t.test('discovery shows flowcontrol.apiserver.k8s.io with both resources and the
   t.equal((await h2Request(alphaSession, 'GET', `/openapi/v3/apis/${STORED}/v1`)).status, 404);
 });
 
+t.test('a tenant is born with the upstream\'s mandatory configuration (exempt, catch-all), as copies that steer nothing', async (t) => {
+  for (const resource of ['flowschemas', 'prioritylevelconfigurations']) {
+    for (const name of ['exempt', 'catch-all']) {
+      const mine = JSON.parse(await ok(alpha.kubectl(['get', resource, name, '-o', 'json']), `${resource}/${name}`));
+      const real = JSON.parse(await ok(stack.kubectlDirect(['get', '--raw', `/apis/${GROUP}/v1/${resource}/${name}`]), 'upstream'));
+      t.equal(mine.apiVersion, `${GROUP}/v1`);
+      t.same(mine.spec, real.spec, `${resource}/${name}: the upstream's spec`);
+      t.not(mine.metadata.uid, real.metadata.uid, 'a copy, not the upstream\'s object');
+    }
+  }
+  t.match(await ok(alpha.kubectl(['get', 'flowschemas']), 'get'), /\nexempt\s+exempt\s+1\s+/, 'kubectl get flowschemas lists it as on any cluster (an absent column is blank, not <none>)');
+});
+
 t.test('kubectl: apply, get (the built-in columns), strategic and merge patches, status, delete', async (t) => {
   const manifest = JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [priorityLevel('slow', 5), flowSchema('bobs', 500)] });
   await ok(alpha.kubectl(['apply', '-f', '-'], { input: manifest }), 'apply');

@@ -15,7 +15,7 @@ import { visibleGroup } from '../../lib/convert/visibility.ts';
 import { ListRewriter } from '../../lib/stream/tenant-view.ts';
 import { tenantViewSpecOf } from '../../lib/stream/view-spec.ts';
 import { ownershipOf } from '../../lib/tenants/cleanup.ts';
-import { STORED_KIND_CRDS } from '../../lib/tenants/stored-kinds.ts';
+import { STORED_KIND_CRDS, tenantCopyOf } from '../../lib/tenants/stored-kinds.ts';
 import { TENANT_CLUSTER_ROLE } from '../../lib/tenants/bootstrap.ts';
 import { encodeBody, goModuleCache, loadProtoMessages, type ProtoMessages } from '../helpers/k8s-proto.ts';
 import { thrownStatus } from '../helpers/status-error.ts';
@@ -307,4 +307,22 @@ t.test('the CRDs kept upstream: cluster-scoped, tenantgate\'s group, the built-i
     t.same(properties.status, { type: 'object', 'x-kubernetes-preserve-unknown-fields': true });
     t.match(crd.spec.versions[0].additionalPrinterColumns.at(-1), { name: 'Age' });
   }
+});
+
+t.test('a tenant\'s copy of the upstream\'s mandatory configuration: its spec and annotations, under the prefix, labelled, in tenantgate\'s group', async (t) => {
+  const exempt = {
+    apiVersion: `${REAL}/v1`,
+    kind: 'PriorityLevelConfiguration',
+    metadata: { name: 'exempt', uid: 'u', resourceVersion: '5', annotations: { 'apf.kubernetes.io/autoupdate-spec': 'true' }, managedFields: [{ manager: 'api-priority-and-fairness-config-producer-v1' }] },
+    spec: { type: 'Exempt', exempt: { nominalConcurrencyShares: 0, lendablePercent: 0 } },
+    status: { conditions: [] },
+  };
+  const copy = tenantCopyOf(exempt, priorityLevels, TENANT);
+  t.same(copy, {
+    apiVersion: `${STORED_FLOWCONTROL_GROUP}/v1`,
+    kind: 'PriorityLevelConfiguration',
+    metadata: { name: 'abc123-exempt', labels: { [TENANT_LABEL]: TENANT }, annotations: { 'apf.kubernetes.io/autoupdate-spec': 'true' } },
+    spec: exempt.spec,
+  });
+  t.match(objectToTenant(structuredClone(copy), ctx, priorityLevels), { apiVersion: `${REAL}/v1`, metadata: { name: 'exempt' } }, 'the tenant sees it as its own exempt');
 });
