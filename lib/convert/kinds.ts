@@ -48,7 +48,6 @@ export type RuleName =
   | 'selfsubjectrulesreview'
   | 'tokenreview'
   | 'selfsubjectreview'
-  | 'flowcontrol'
   | 'node'
   | 'shared'
   | 'hidden';
@@ -83,8 +82,8 @@ function shared(group: string, resource: string, kind: string, scope: Scope, rul
   return Object.freeze({ group, resource, kind, scope, tenancy: 'shared-read-only', rule, listPath: 'unfiltered' });
 }
 /** A tenant kind kept upstream as tenantgate's custom resources in `upstreamGroup` (see KindRow.upstreamGroup). */
-function storedAs(upstreamGroup: string, group: string, resource: string, kind: string, scope: Scope, rule: RuleName): KindRow {
-  return Object.freeze({ group, resource, kind, scope, tenancy: 'tenant', rule, listPath: 'label-filter', upstreamGroup });
+function storedAs(upstreamGroup: string, group: string, resource: string, kind: string, scope: Scope): KindRow {
+  return Object.freeze({ group, resource, kind, scope, tenancy: 'tenant', rule: 'custom-resource', listPath: 'label-filter', upstreamGroup });
 }
 function hidden(group: string, resource: string, kind: string, scope: Scope): KindRow {
   return Object.freeze({ group, resource, kind, scope, tenancy: 'hidden', rule: 'hidden', listPath: 'none' });
@@ -189,10 +188,11 @@ export const KINDS: readonly KindRow[] = Object.freeze([
   // The platform's aggregated API servers.
   hidden('apiregistration.k8s.io', 'apiservices', 'APIService', C),
   // A real FlowSchema or priority level would steer or take the upstream's concurrency from everyone: a tenant's are
-  // custom resources upstream, which the upstream's API Priority and Fairness never reads. What they name (priority
-  // levels, subjects) is left in the tenant's words (rules/flowcontrol.ts).
-  storedAs(STORED_FLOWCONTROL_GROUP, 'flowcontrol.apiserver.k8s.io', 'flowschemas', 'FlowSchema', C, 'flowcontrol'),
-  storedAs(STORED_FLOWCONTROL_GROUP, 'flowcontrol.apiserver.k8s.io', 'prioritylevelconfigurations', 'PriorityLevelConfiguration', C, 'flowcontrol'),
+  // custom resources upstream, which the upstream's API Priority and Fairness never reads, so their rule is a custom
+  // resource's (apiVersion only). What they name (priority levels, subjects) stays in the tenant's words: nothing
+  // enforces a tenant's flow control, so those names reach nothing and need no prefix.
+  storedAs(STORED_FLOWCONTROL_GROUP, 'flowcontrol.apiserver.k8s.io', 'flowschemas', 'FlowSchema', C),
+  storedAs(STORED_FLOWCONTROL_GROUP, 'flowcontrol.apiserver.k8s.io', 'prioritylevelconfigurations', 'PriorityLevelConfiguration', C),
 
   tenant('authentication.k8s.io', 'tokenreviews', 'TokenReview', C, 'tokenreview'),
   tenant('authentication.k8s.io', 'selfsubjectreviews', 'SelfSubjectReview', C, 'selfsubjectreview'),

@@ -32,7 +32,7 @@ const messages: ProtoMessages = moduleCache === undefined ? new Map() : loadProt
 
 t.test('both kinds are the tenant\'s, kept under tenantgate\'s group upstream; that group is nobody\'s to see', async (t) => {
   for (const row of [flowSchemas, priorityLevels]) {
-    t.match(row, { tenancy: 'tenant', scope: 'Cluster', rule: 'flowcontrol', listPath: 'label-filter', upstreamGroup: STORED_FLOWCONTROL_GROUP });
+    t.match(row, { tenancy: 'tenant', scope: 'Cluster', rule: 'custom-resource', listPath: 'label-filter', upstreamGroup: STORED_FLOWCONTROL_GROUP });
     t.equal(kindOfUpstream(STORED_FLOWCONTROL_GROUP, row.resource), row, `${row.resource}: tenantgate's custom resources hold the tenant's objects`);
     t.equal(kindOfUpstream(REAL, row.resource), undefined, `${row.resource}: the real ones hold none`);
   }
@@ -93,7 +93,7 @@ t.test('objects: apiVersion in tenantgate\'s group upstream, the tenant\'s back;
   const otherTenants = { ...structuredClone(upstream), metadata: { name: 'xyz789-fs', labels: { [TENANT_LABEL]: 'xyz789' } } };
   t.equal(objectToTenant(otherTenants, ctx, flowSchemas), null, 'another tenant\'s');
   t.equal(objectToTenant({ apiVersion: `${STORED_FLOWCONTROL_GROUP}/v1`, kind: 'FlowSchema', metadata: { name: 'exempt' } }, ctx, flowSchemas), null, 'a name outside the prefix');
-  t.equal(RULES.flowcontrol.toTenant({ apiVersion: 'xyz789-example.com/v1' }, ctx), null, 'an apiVersion of another tenant\'s group');
+  t.equal(RULES[flowSchemas.rule].toTenant({ apiVersion: 'xyz789-example.com/v1' }, ctx), null, 'an apiVersion of another tenant\'s group');
   const status = statusToTenant(
     {
       kind: 'Status',

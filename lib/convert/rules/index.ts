@@ -6,7 +6,6 @@ import { admissionPolicy, admissionPolicyBinding, webhookConfiguration } from '.
 import { crd, customResource } from './crd.ts';
 import { endpoints, endpointSlice } from './endpoints.ts';
 import { event } from './events.ts';
-import { flowControl } from './flowcontrol.ts';
 import { genericToTenant, genericToUpstream } from './generic.ts';
 import { isObject } from './json.ts';
 import { namespace } from './namespace.ts';
@@ -52,7 +51,6 @@ export const RULES: { readonly [name in RuleName]: KindRule } = {
   selfsubjectrulesreview: selfSubjectRulesReview,
   tokenreview: tokenReview,
   selfsubjectreview: selfSubjectReview,
-  flowcontrol: flowControl,
   node,
   shared,
   hidden,
