@@ -20,6 +20,8 @@ import { OPENAPI_V2_PROTOBUF, openapiV2ToProtobuf, prefersOpenApiV2Protobuf } fr
 import { isProtobuf, protobufBodyToUpstream } from '../convert/protobuf.ts';
 import { protobufObjectToJson } from '../convert/protobuf-decode.ts';
 import { strategicToMergePatch, touchesMergeLists } from '../convert/strategic-merge.ts';
+import { isObject } from '../convert/rules/json.ts';
+import { validatedByRealKind } from './stored-kind-validation.ts';
 import { TENANT_LABEL, type TenantId } from '../convert/prefix.ts';
 import { upstreamNonResourcePath, upstreamResourceTarget } from '../convert/request.ts';
 import { apiGroupToUpstream, nameMappingOfRow, nameToUpstream, namespaceToUpstream, objectToTenant, objectToUpstream, type ConvertContext } from '../convert/rules/index.ts';
@@ -405,6 +407,14 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
       if (stored !== null) {
         buffer = Buffer.from(stored.text);
         headers['content-type'] = contentType = stored.contentType;
+      }
+      if (ctx.row?.upstreamGroup !== undefined && (info.verb === 'create' || info.verb === 'update') && info.subresource === '') {
+        // The custom resource's schema checks nothing of the spec: the real kind validates and defaults it.
+        const view = parseJsonOrYamlBody(buffer.toString('utf8'), contentType);
+        if (isObject(view)) {
+          buffer = Buffer.from(JSON.stringify(await validatedByRealKind(view, ctx.row, info.apiVersion, query.get('fieldValidation'), deps.pool, tenant)));
+          headers['content-type'] = contentType = 'application/json';
+        }
       }
       if (deletes) {
         // DeleteOptions (dryRun, propagationPolicy, preconditions, gracePeriodSeconds) name nothing of the tenant's:

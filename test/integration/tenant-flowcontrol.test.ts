@@ -169,6 +169,33 @@ t.test('kubectl: apply, get (the built-in columns), strategic and merge patches,
   t.match((await alpha.kubectl(['get', 'flowschema', 'bobs'])).stderr, /flowschemas\.flowcontrol\.apiserver\.k8s\.io "bobs" not found/, 'not found, in the tenant\'s group and name');
 });
 
+t.test('the real kind validates and defaults a tenant\'s object (a dry run upstream, as tenantgate), in the tenant\'s names', async (t) => {
+  const invalid = await alpha.kubectl(['create', '-f', '-'], { input: JSON.stringify(flowSchema('too-high', 20000)) });
+  t.not(invalid.code, 0, 'refused');
+  t.match(invalid.stderr, /FlowSchema "too-high" is invalid: spec\.matchingPrecedence: Invalid value: 20000: must not be greater than 10000/, 'with the apiserver\'s message');
+  t.notMatch(invalid.stderr, /tenantgate|fcalfa/, 'naming nothing of tenantgate\'s');
+  t.not((await alpha.kubectl(['get', 'flowschema', 'too-high'])).code, 0, 'and not stored');
+
+  const defaults = {
+    ...priorityLevel('queued', 3),
+    spec: { type: 'Limited', limited: { limitResponse: { type: 'Queue', queuing: {} } } },
+  };
+  await ok(alpha.kubectl(['create', '-f', '-'], { input: JSON.stringify(defaults) }), 'create with defaults to fill');
+  const queued = JSON.parse(await ok(alpha.kubectl(['get', 'prioritylevelconfiguration', 'queued', '-o', 'json']), 'get'));
+  t.same(queued.spec.limited, { nominalConcurrencyShares: 30, lendablePercent: 0, limitResponse: { type: 'Queue', queuing: { queues: 64, handSize: 8, queueLengthLimit: 50 } } }, 'the real kind\'s defaults');
+  const bare = { ...flowSchema('bare', 1), spec: { priorityLevelConfiguration: { name: 'queued' } } };
+  await ok(alpha.kubectl(['create', '-f', '-'], { input: JSON.stringify(bare) }), 'create a bare FlowSchema');
+  t.equal(JSON.parse(await ok(alpha.kubectl(['get', 'flowschema', 'bare', '-o', 'json']), 'get')).spec.matchingPrecedence, 1000, 'matchingPrecedence defaulted');
+  const strict = await h2Request(alphaSession, 'POST', `${FS_PATH}?fieldValidation=Strict`, {
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ ...flowSchema('strict', 5), spec: { ...flowSchema('strict', 5).spec, unknownField: true } }),
+  });
+  t.equal(strict.status, 400, 'fieldValidation=Strict reports an unknown field, as the apiserver does');
+  t.match(strict.json().message, /unknown field "spec.unknownField"/);
+  await ok(alpha.kubectl(['delete', 'flowschema', 'bare']), 'cleanup');
+  await ok(alpha.kubectl(['delete', 'prioritylevelconfiguration', 'queued']), 'cleanup');
+});
+
 t.test('protobuf bodies as typed clients send them: create, update, status update, delete; every answer is JSON', async (t) => {
   const send = async (method: string, path: string, message: string, object: Json) => {
     const answer = await h2Request(alphaSession, method, path, {
