@@ -165,6 +165,13 @@ t.test('kubectl: apply, get (the built-in columns), strategic and merge patches,
   t.equal(upstream?.spec.priorityLevelConfiguration.name, 'slow', 'references stay in the tenant\'s words');
   t.notOk((await realFlowControlObjects()).has('flowschemas/fcalfa-bobs'), 'and no real FlowSchema');
 
+  const conflict = await alpha.kubectl(['apply', '--server-side', '--field-manager', 'ssa-test', '-f', '-'], { input: JSON.stringify(flowSchema('bobs', 650)) });
+  t.match(conflict.stderr, /conflict with "kubectl-patch" using flowcontrol\.apiserver\.k8s\.io\/v1: \.spec\.matchingPrecedence/, 'server-side apply conflicts as on a real cluster, in the tenant\'s group');
+  await ok(alpha.kubectl(['apply', '--server-side', '--force-conflicts', '--field-manager', 'ssa-test', '-f', '-'], { input: JSON.stringify(flowSchema('bobs', 650)) }), 'server-side apply');
+  const applied = JSON.parse(await ok(alpha.kubectl(['get', 'flowschema', 'bobs', '-o', 'json', '--show-managed-fields']), 'get after apply'));
+  t.equal(applied.spec.matchingPrecedence, 650, 'server-side apply');
+  t.ok(applied.metadata.managedFields.some((entry: Json) => entry.manager === 'ssa-test' && entry.apiVersion === `${GROUP}/v1`), 'its field manager, in the tenant\'s group');
+
   await ok(alpha.kubectl(['delete', 'flowschema', 'bobs']), 'delete');
   t.match((await alpha.kubectl(['get', 'flowschema', 'bobs'])).stderr, /flowschemas\.flowcontrol\.apiserver\.k8s\.io "bobs" not found/, 'not found, in the tenant\'s group and name');
 });
