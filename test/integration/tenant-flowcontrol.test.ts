@@ -383,6 +383,10 @@ t.test('the upstream\'s real FlowSchemas and priority levels are untouched, and 
   t.same([...after.keys()].sort(), [...realBefore.keys()].sort(), 'the same objects');
   for (const [name, uid] of realBefore) t.equal(after.get(name), uid, `${name}: the same object`);
   t.ok(realBefore.has('flowschemas/exempt') && realBefore.has('prioritylevelconfigurations/catch-all'), 'the mandatory configuration is there to compare with');
+  // Two groups serve `flowschemas` upstream now: kubectl picks the built-in one, as administrators expect.
+  const adminView = await ok(stack.kubectlDirect(['get', 'flowschemas', '-o', 'name']), 'kubectl get flowschemas upstream');
+  t.match(adminView, /^flowschema\.flowcontrol\.apiserver\.k8s\.io\/exempt$/m);
+  t.notMatch(adminView, /fcalfa|tenantgate/, 'an administrator\'s kubectl get flowschemas shows the real ones only');
 });
 
 async function eventually(what: string, probe: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
