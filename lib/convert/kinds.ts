@@ -63,6 +63,13 @@ export interface KindRow {
   readonly tenancy: Tenancy;
   readonly rule: RuleName;
   readonly listPath: ListPath;
+  /**
+   * The group its objects are kept under upstream, when not `group`: a tenant kind the upstream must never act on is
+   * kept as a custom resource of tenantgate's own CRD there (tenants/stored-kinds.ts), same resource, kind and version.
+   * Paths, apiVersions, RBAC rules and reviews map `group` ↔ `upstreamGroup` (rules/api-groups.ts); every resource of
+   * such a group is stored so.
+   */
+  readonly upstreamGroup?: string;
 }
 
 const N: Scope = 'Namespaced';
@@ -74,9 +81,16 @@ function tenant(group: string, resource: string, kind: string, scope: Scope, rul
 function shared(group: string, resource: string, kind: string, scope: Scope, rule: RuleName = 'shared'): KindRow {
   return Object.freeze({ group, resource, kind, scope, tenancy: 'shared-read-only', rule, listPath: 'unfiltered' });
 }
+/** A tenant kind kept upstream as tenantgate's custom resources in `upstreamGroup` (see KindRow.upstreamGroup). */
+function storedAs(upstreamGroup: string, group: string, resource: string, kind: string, scope: Scope): KindRow {
+  return Object.freeze({ group, resource, kind, scope, tenancy: 'tenant', rule: 'custom-resource', listPath: 'label-filter', upstreamGroup });
+}
 function hidden(group: string, resource: string, kind: string, scope: Scope): KindRow {
   return Object.freeze({ group, resource, kind, scope, tenancy: 'hidden', rule: 'hidden', listPath: 'none' });
 }
+
+/** Where tenants' FlowSchemas and PriorityLevelConfigurations are kept upstream: tenantgate's CRDs' group. */
+export const STORED_FLOWCONTROL_GROUP = 'flowcontrol.tenantgate.kubezoo.io';
 
 export const KINDS: readonly KindRow[] = Object.freeze([
   // core
@@ -171,10 +185,14 @@ export const KINDS: readonly KindRow[] = Object.freeze([
   tenant('admissionregistration.k8s.io', 'mutatingadmissionpolicybindings', 'MutatingAdmissionPolicyBinding', C, 'admission-policy-binding'),
 
   tenant('apiextensions.k8s.io', 'customresourcedefinitions', 'CustomResourceDefinition', C, 'crd'),
-  // The platform's aggregated API servers, and the apiserver's own traffic management.
+  // The platform's aggregated API servers.
   hidden('apiregistration.k8s.io', 'apiservices', 'APIService', C),
-  hidden('flowcontrol.apiserver.k8s.io', 'flowschemas', 'FlowSchema', C),
-  hidden('flowcontrol.apiserver.k8s.io', 'prioritylevelconfigurations', 'PriorityLevelConfiguration', C),
+  // A real FlowSchema or priority level would steer or take the upstream's concurrency from everyone: a tenant's are
+  // custom resources upstream, which the upstream's API Priority and Fairness never reads, so their rule is a custom
+  // resource's (apiVersion only). What they name (priority levels, subjects) stays in the tenant's words: nothing
+  // enforces a tenant's flow control, so those names reach nothing and need no prefix.
+  storedAs(STORED_FLOWCONTROL_GROUP, 'flowcontrol.apiserver.k8s.io', 'flowschemas', 'FlowSchema', C),
+  storedAs(STORED_FLOWCONTROL_GROUP, 'flowcontrol.apiserver.k8s.io', 'prioritylevelconfigurations', 'PriorityLevelConfiguration', C),
 
   tenant('authentication.k8s.io', 'tokenreviews', 'TokenReview', C, 'tokenreview'),
   tenant('authentication.k8s.io', 'selfsubjectreviews', 'SelfSubjectReview', C, 'selfsubjectreview'),
@@ -214,12 +232,38 @@ for (const row of KINDS) {
   byKind.get(row.group)!.set(row.kind, row);
 }
 
+/** Tenant group → the upstream group all its kinds are stored under, and back (KindRow.upstreamGroup). */
+const STORED_GROUP_OF = new Map<string, string>();
+const TENANT_GROUP_OF_STORED = new Map<string, string>();
+for (const row of KINDS) {
+  if (row.upstreamGroup === undefined) continue;
+  STORED_GROUP_OF.set(row.group, row.upstreamGroup);
+  TENANT_GROUP_OF_STORED.set(row.upstreamGroup, row.group);
+}
+for (const row of KINDS) {
+  // One mapping per group: a path or an RBAC rule names a group, not a kind.
+  if (STORED_GROUP_OF.has(row.group) && row.upstreamGroup !== STORED_GROUP_OF.get(row.group)) throw new Error(`kinds: every kind of ${row.group} must be stored in one upstream group`);
+}
+
+/** The upstream group a built-in group's objects are kept under: itself unless its kinds are stored as tenantgate's custom resources. */
+export function storedGroupOf(group: string): string {
+  return STORED_GROUP_OF.get(group) ?? group;
+}
+
+/** The tenant's group for the upstream group of stored kinds (`flowcontrol.tenantgate.kubezoo.io` → `flowcontrol.apiserver.k8s.io`); undefined for any other. */
+export function tenantGroupOfStored(upstreamGroup: string): string | undefined {
+  return TENANT_GROUP_OF_STORED.get(upstreamGroup);
+}
+
+/** Upstream groups only tenantgate uses, to keep tenants' stored kinds: never shown to a tenant under their own name. */
+export const STORED_UPSTREAM_GROUPS: ReadonlySet<string> = new Set(TENANT_GROUP_OF_STORED.keys());
+
 /**
  * Built-in groups without resources in the table: Table/PartialObjectMetadata, discovery, admission and audit
  * payloads, and `extensions`, removed but still named by old owner references. None may be a tenant's CRD group.
  */
 const RESOURCELESS_BUILTIN_GROUPS = ['meta.k8s.io', 'apidiscovery.k8s.io', 'admission.k8s.io', 'audit.k8s.io', 'imagepolicy.k8s.io', 'extensions'];
-const BUILTIN_GROUPS: ReadonlySet<string> = new Set([...KINDS.map((row) => row.group), ...RESOURCELESS_BUILTIN_GROUPS]);
+const BUILTIN_GROUPS: ReadonlySet<string> = new Set([...KINDS.map((row) => row.group), ...STORED_UPSTREAM_GROUPS, ...RESOURCELESS_BUILTIN_GROUPS]);
 
 /** True for the groups Kubernetes (and tenantgate's Tenant API) define; every other group is a tenant's CRD group. */
 export function isBuiltinGroup(group: string): boolean {
@@ -240,6 +284,16 @@ export function kindOf(group: string, resource: string, discoveredScope?: Scope,
   if (BUILTIN_GROUPS.has(group)) return byResource.get(group)?.get(resource);
   if (group === '*' || discoveredScope === undefined) return undefined;
   return { group, resource, kind: discoveredKind ?? '', scope: discoveredScope, tenancy: 'tenant', rule: 'custom-resource', listPath: 'label-filter' };
+}
+
+/**
+ * The row of the tenant kind whose objects an upstream built-in resource holds: `kindOf` for most, the stored kind for
+ * tenantgate's custom resources (`flowschemas.flowcontrol.tenantgate.kubezoo.io`), and undefined for a built-in resource
+ * whose tenant kind is stored elsewhere (the real FlowSchemas hold no tenant's objects).
+ */
+export function kindOfUpstream(upstreamGroup: string, resource: string): KindRow | undefined {
+  const row = kindOf(tenantGroupOfStored(upstreamGroup) ?? upstreamGroup, resource);
+  return row === undefined || (row.upstreamGroup ?? row.group) !== upstreamGroup ? undefined : row;
 }
 
 /** The row of a built-in kind by group and kind (for owner and object references); undefined for custom or unknown kinds. */

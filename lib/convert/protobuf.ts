@@ -1040,6 +1040,12 @@ function parseEnvelope(body: Buffer): Envelope {
   return { edit, apiVersion: typeMeta.stringOf(1, 'apiVersion'), kind: typeMeta.stringOf(2, 'kind'), rawField };
 }
 
+/** The envelope's apiVersion and kind, and the object's own bytes (empty when absent), for decoders of whole objects. */
+export function protobufEnvelope(body: Buffer): { apiVersion: string; kind: string; raw: Buffer } {
+  const { edit, apiVersion, kind, rawField } = parseEnvelope(body);
+  return { apiVersion, kind, raw: rawField === undefined ? EMPTY : edit.payload(rawField) };
+}
+
 /** The apiserver decodes the object as the kind its envelope names: it must be the kind of the resource. */
 function checkKind(envelope: Envelope, row: KindRow, protobufKind: ProtobufKind | undefined, version: string | undefined): void {
   const { apiVersion, kind } = envelope;

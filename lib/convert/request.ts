@@ -3,7 +3,7 @@
 import type { KindRow } from './kinds.ts';
 import type { TenantId } from './prefix.ts';
 import type { RequestInfo } from './request-info.ts';
-import { apiGroupToUpstream, nameMappingOfRow, nameToUpstream, namespaceToUpstream } from './rules/index.ts';
+import { apiGroupToUpstream, documentGroupToUpstream, nameMappingOfRow, nameToUpstream, namespaceToUpstream } from './rules/index.ts';
 import { mergeLabelSelector, rewriteFieldSelector } from './selectors.ts';
 
 const enc = encodeURIComponent;
@@ -106,6 +106,6 @@ export function upstreamNonResourcePath(decodedPath: string, tenant: TenantId): 
   if (form === null) return null;
   const groupAt = form === 'group' ? 1 : form === 'openapi-group' ? 3 : -1;
   let path = '';
-  for (let i = 0; i < segments.length; i++) path += '/' + enc(i === groupAt ? apiGroupToUpstream(segments[i]!, tenant) : segments[i]!);
+  for (let i = 0; i < segments.length; i++) path += '/' + enc(i === groupAt ? documentGroupToUpstream(segments[i]!, tenant) : segments[i]!);
   return path;
 }

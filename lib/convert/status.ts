@@ -1,7 +1,16 @@
 // The tenant's view of a Status from the upstream: upstream names and identities in its message and
 // details lose the tenant's prefix. Never reveals or invents another tenant's name: only this tenant's
 // exact prefix is removed, and only where a name or identity starts.
+import { STORED_UPSTREAM_GROUPS, tenantGroupOfStored } from './kinds.ts';
 import { toTenantName, type TenantId } from './prefix.ts';
+
+/** `flowschemas.flowcontrol.tenantgate.kubezoo.io "…"` → `flowschemas.flowcontrol.apiserver.k8s.io "…"`: stored kinds in the tenant's group. */
+function storedGroupsToTenant(text: string): string {
+  for (const upstreamGroup of STORED_UPSTREAM_GROUPS) {
+    if (text.includes(upstreamGroup)) text = text.replaceAll(upstreamGroup, tenantGroupOfStored(upstreamGroup)!);
+  }
+  return text;
+}
 
 export interface StatusScope {
   /**
@@ -24,7 +33,7 @@ export function statusToTenant(status: any, tenant: TenantId, scope?: StatusScop
   if (status === null || typeof status !== 'object' || Array.isArray(status)) return status;
   const details = status.details;
   const hasDetails = details !== null && typeof details === 'object' && !Array.isArray(details);
-  const group = hasDetails && typeof details.group === 'string' ? (toTenantName(details.group, tenant) ?? details.group) : '';
+  const group = hasDetails && typeof details.group === 'string' ? (tenantGroupOfStored(details.group) ?? toTenantName(details.group, tenant) ?? details.group) : '';
   // A namespaced object's own name is never prefixed: keep it, even where it looks prefixed.
   let keep: string | undefined;
   if (hasDetails && typeof details.name === 'string' && typeof details.kind === 'string' && scope?.isNamespaced?.(details.kind, group)) {
@@ -32,7 +41,7 @@ export function statusToTenant(status: any, tenant: TenantId, scope?: StatusScop
   }
 
   const out = { ...status };
-  if (typeof status.message === 'string') out.message = stripTenantPrefixes(status.message, tenant, keep);
+  if (typeof status.message === 'string') out.message = stripTenantPrefixes(storedGroupsToTenant(status.message), tenant, keep);
   if (!hasDetails) return out;
   const tenantDetails = { ...details };
   if (typeof details.group === 'string') tenantDetails.group = group;
@@ -41,7 +50,7 @@ export function statusToTenant(status: any, tenant: TenantId, scope?: StatusScop
     tenantDetails.causes = details.causes.map((cause: any) => {
       if (cause === null || typeof cause !== 'object') return cause;
       const tenantCause = { ...cause };
-      if (typeof cause.message === 'string') tenantCause.message = stripTenantPrefixes(cause.message, tenant, keep);
+      if (typeof cause.message === 'string') tenantCause.message = stripTenantPrefixes(storedGroupsToTenant(cause.message), tenant, keep);
       if (typeof cause.field === 'string') tenantCause.field = stripTenantPrefixes(cause.field, tenant, keep);
       return tenantCause;
     });

@@ -23,6 +23,8 @@ import { inClusterAddress } from '../tenants/cluster-service.ts';
 import { TenantLifecycle } from '../tenants/lifecycle.ts';
 import { ObjectKeeper, type KeptObject } from '../tenants/kept-objects.ts';
 import { TENANT_CONFINEMENT_OBJECTS } from '../tenants/confinement-policy.ts';
+import { STORED_KIND_CRDS, storedKindsEstablished } from '../tenants/stored-kinds.ts';
+import { log } from '../log.ts';
 import { confinedDiscoveryBinding, ownUpstreamUsers } from '../tenants/discovery-confinement.ts';
 import { createTenantStore, DEFAULT_TENANT_STORE_OPTIONS } from '../tenants/store.ts';
 import type { TenantStore } from '../tenants/tenant.ts';
@@ -85,8 +87,11 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   // The second wall's upstream objects, kept with the tenants' ones: before the first tenant request is served.
   const kept: KeptObject[] = parts.confinementPolicy === false ? [] : [...TENANT_CONFINEMENT_OBJECTS];
   if (runLifecycle && config.confineUpstreamDiscovery === true) kept.push(confinedDiscoveryBinding(await ownUpstreamUsers(pool)));
+  // Where tenants' FlowSchemas and priority levels are kept: served before the first tenant request.
+  kept.push(...STORED_KIND_CRDS);
   const keeper = runLifecycle ? new ObjectKeeper(pool, kept) : null;
   await keeper?.start();
+  if (keeper !== null && !(await storedKindsEstablished(pool))) log.warn('the CRDs of tenants\' stored kinds (FlowSchemas, priority levels) are not established yet');
   // Keys made ahead of need keep tenant creation in milliseconds (RSA-2048 generation is ~50 ms).
   const keyPool = config.tenantCa === undefined ? null : new RsaKeyPool();
   let url = '';

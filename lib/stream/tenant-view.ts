@@ -46,6 +46,11 @@ export interface TenantViewSpec {
   tenantMetadata?: TenantMetadataView | undefined;
   /** Largest unfinished item (or watch event, or list head before `items`) held from one chunk to the next. Default 16 MiB. */
   maxItemBytes?: number | undefined;
+  /**
+   * The group of the list's own apiVersion, upstream and as the tenant sees it, when they differ (kinds stored under
+   * another group upstream): typed clients decode a list by it. Items are the rule's to map (`rewriteItem`).
+   */
+  listApiGroup?: { readonly upstream: string; readonly tenant: string } | undefined;
 }
 
 /**
@@ -316,6 +321,8 @@ export class TenantViewScanner {
   private readonly tenantValue: Buffer;
   private readonly markedKeys: Buffer[];
   private readonly markers: TailNeedle[][];
+  /** `"apiVersion":"<upstream group>/` and its tenant form, when the list's apiVersion changes (spec.listApiGroup). */
+  private readonly listApiVersion: { readonly upstream: Buffer; readonly tenant: Buffer } | null;
 
   // The bytes being scanned: the chunk itself, or `work` holding retained bytes followed by the chunk.
   private buf: Buffer = EMPTY;
@@ -435,6 +442,10 @@ export class TenantViewScanner {
     this.rewriteStatus = spec.rewriteStatus;
     this.maxItemBytes = spec.maxItemBytes ?? DEFAULT_MAX_ITEM_BYTES;
     this.tenantMetadata = spec.tenantMetadata ?? null;
+    // (Group names need no JSON escaping.)
+    const apiVersionHead = (group: string) => Buffer.from(`"apiVersion":"${group}/`);
+    this.listApiVersion =
+      spec.listApiGroup === undefined ? null : { upstream: apiVersionHead(spec.listApiGroup.upstream), tenant: apiVersionHead(spec.listApiGroup.tenant) };
     if (this.tenantMetadata !== null && (spec.nameField === null || spec.rewriteItem === undefined)) {
       throw new TypeError('tenantMetadata needs a nameField and rewriteItem (for the items the fast path leaves to it)');
     }
@@ -643,8 +654,26 @@ export class TenantViewScanner {
     this.flushedUpTo = to;
   }
 
-  /** The list's own bytes (all but the items): emitted, or kept aside for envelope(). */
+  /**
+   * The list's own bytes (all but the items): emitted, or kept aside for envelope(). The head (up to `"items":[`) comes
+   * here whole, where the apiserver writes the list's apiVersion (first of its sorted keys, or before the items when
+   * it streams the collection): replaced there when the tenant's differs.
+   */
   private emitEnvelope(from: number, to: number): void {
+    const replace = this.listApiVersion;
+    const at = replace === null || to - from < replace.upstream.length ? -1 : this.buf.subarray(from, to).indexOf(replace.upstream);
+    if (at >= 0) {
+      const end = from + at + replace!.upstream.length;
+      this.emitEnvelopePart(from, from + at);
+      if (this.envelopeParts === null) this.emitBytes(replace!.tenant, end);
+      else this.envelopeParts.push(replace!.tenant);
+      this.emitEnvelopePart(end, to);
+      return;
+    }
+    this.emitEnvelopePart(from, to);
+  }
+
+  private emitEnvelopePart(from: number, to: number): void {
     if (this.envelopeParts === null) this.emit(from, to);
     else if (to > from) this.envelopeParts.push(Buffer.from(this.buf.subarray(from, to)));
   }

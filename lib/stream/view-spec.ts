@@ -24,7 +24,12 @@ export function tenantViewSpecOf(row: KindRow, convert: ConvertContext, tableRow
   const nameField = row.scope === 'Namespaced' ? 'namespace' : row.rule === 'crd' ? null : 'name';
   const markers = BYTE_LEVEL_RULES[row.rule];
   const tenantMetadata = nameField !== null && markers !== undefined ? metadataView(convert, markers) : undefined;
-  return { tenant: convert.tenant, nameField, rewriteItem, rewriteStatus, tenantMetadata };
+  return { tenant: convert.tenant, nameField, rewriteItem, rewriteStatus, tenantMetadata, listApiGroup: listApiGroupOf(row) };
+}
+
+/** A stored kind's list is `<upstreamGroup>/<version>` upstream and `<group>/<version>` to the tenant. */
+function listApiGroupOf(row: KindRow): TenantViewSpec['listApiGroup'] {
+  return row.upstreamGroup === undefined ? undefined : { upstream: row.upstreamGroup, tenant: row.group };
 }
 
 function metadataView(convert: ConvertContext, markers: TenantMetadataView['slowPathMarkers']): TenantMetadataView {

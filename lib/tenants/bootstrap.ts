@@ -23,11 +23,23 @@ interface PolicyRule {
   verbs: string[];
 }
 
-/** One rule per API group, its resources in table order. */
+/** One rule per upstream API group (where a stored kind's objects are: KindRow.upstreamGroup), its resources in table order. */
 function rulesByGroup(rows: readonly KindRow[], verbs: string[], withSubresources: (row: KindRow) => string[]): PolicyRule[] {
   const byGroup = new Map<string, string[]>();
-  for (const row of rows) byGroup.set(row.group, [...(byGroup.get(row.group) ?? []), ...withSubresources(row)]);
+  for (const row of rows) {
+    const group = row.upstreamGroup ?? row.group;
+    byGroup.set(group, [...(byGroup.get(group) ?? []), ...withSubresources(row)]);
+  }
   return [...byGroup].map(([group, resources]) => ({ apiGroups: [group], resources, verbs }));
+}
+
+/**
+ * A resource with the subresources a tenant writes on its cluster-scoped objects. RBAC matches `resource/sub` exactly
+ * (or a wildcard resource with that subresource, in every resource of the group), never a wildcard subresource
+ * (`resource/` then `*`, as this role once named them: it granted no status); naming one a kind lacks grants nothing.
+ */
+function withSubresources(resource: string): string[] {
+  return resource === 'namespaces' ? [resource, `${resource}/status`, `${resource}/finalize`] : [resource, `${resource}/status`, `${resource}/scale`];
 }
 
 const CLUSTER_ROWS = KINDS.filter((row) => row.scope === 'Cluster' && row.tenancy !== 'hidden');
@@ -51,7 +63,7 @@ export const TENANT_CLUSTER_ROLE = {
   kind: 'ClusterRole',
   metadata: { name: 'tenantgate:tenant-cluster-scope' },
   rules: [
-    ...rulesByGroup(OWN_CLUSTER_ROWS, ['*'], (row) => [row.resource, row.resource + '/*']),
+    ...rulesByGroup(OWN_CLUSTER_ROWS, ['*'], (row) => withSubresources(row.resource)),
     ...rulesByGroup(SHARED_CLUSTER_ROWS, READS, (row) => [row.resource, row.resource + '/status']),
     ...rulesByGroup(REVIEW_ROWS, ['create'], (row) => [row.resource]),
   ],
@@ -59,7 +71,7 @@ export const TENANT_CLUSTER_ROLE = {
 
 /** `group/resource` of every kind whose objects of all tenants (and the platform's) a tenant identity can read upstream. */
 export function tenantReadableUpstream(): string[] {
-  return [...OWN_CLUSTER_ROWS, ...SHARED_CLUSTER_ROWS].map((row) => (row.group === '' ? row.resource : `${row.resource}.${row.group}`));
+  return [...OWN_CLUSTER_ROWS, ...SHARED_CLUSTER_ROWS].map((row) => (row.group === '' ? row.resource : `${row.resource}.${row.upstreamGroup ?? row.group}`));
 }
 
 export interface UpstreamObject {
@@ -202,7 +214,7 @@ export function tenantCustomResourcesRole(tenant: TenantId, crds: readonly Custo
   for (const crd of crds) {
     const { group, scope, names } = crd.spec ?? {};
     if (scope !== 'Cluster' || typeof group !== 'string' || !group.startsWith(tenant + '-') || typeof names?.plural !== 'string') continue;
-    rules.push({ apiGroups: [group], resources: [names.plural, names.plural + '/*'], verbs: ['*'] });
+    rules.push({ apiGroups: [group], resources: withSubresources(names.plural), verbs: ['*'] });
   }
   rules.sort((a, b) => (a.apiGroups[0]! + a.resources[0]! < b.apiGroups[0]! + b.resources[0]! ? -1 : 1));
   return {

@@ -1,7 +1,7 @@
 // Removes a deleted tenant's upstream objects: its namespaces (and so all it had in them), its cluster-scoped objects,
 // its CRDs (and so their custom resources) and its admin's ClusterRoleBinding. Never deletes a name outside the
 // tenant's exact `<id>-` prefix: tenant `defaul` never touches `default`, tenant `system` never `system:*`.
-import { isBuiltinGroup, kindOf } from '../convert/kinds.ts';
+import { isBuiltinGroup, kindOfUpstream } from '../convert/kinds.ts';
 import { isTenantsUpstreamName, TENANT_LABEL, toTenantName, type TenantId } from '../convert/prefix.ts';
 import { crdNameToTenant } from '../convert/rules/names.ts';
 import { upstreamJson } from '../upstream/client.ts';
@@ -24,7 +24,8 @@ export function ownershipOf(group: string, resource: string, tenant: TenantId): 
   if (group === '' && resource === 'namespaces') return 'none';
   if (group === 'apiextensions.k8s.io' && resource === 'customresourcedefinitions') return 'crd';
   if (isBuiltinGroup(group)) {
-    const row = kindOf(group, resource);
+    // (By the upstream resource: the real FlowSchemas hold no tenant's objects, tenantgate's custom resources do.)
+    const row = kindOfUpstream(group, resource);
     return row?.tenancy === 'tenant' && row.scope === 'Cluster' ? 'prefix' : 'prefix-and-label';
   }
   return toTenantName(group, tenant) === null ? 'prefix-and-label' : 'none';

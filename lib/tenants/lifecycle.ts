@@ -45,6 +45,7 @@ import { ensureKubernetesService, KUBERNETES_SERVICE, kubernetesEndpointSlice, t
 import { EXPANSION_LABEL, expansionName, expansionOf, isExpansionName, isTenantClusterBinding, migratedSubjects, type ClusterRoleBinding } from './cluster-bindings.ts';
 import { cleanupDone, deleteTenantObjects, type CleanupProgress } from './cleanup.ts';
 import { conditionOf, setCondition } from './conditions.ts';
+import { ensureTenantFlowControlDefaults } from './stored-kinds.ts';
 import { TENANT_CLEANUP_FINALIZER, TenantConflict, TenantMissing, type Tenant, type TenantEvent, type TenantStore } from './tenant.ts';
 
 export interface TenantLifecycleOptions {
@@ -257,6 +258,7 @@ export class TenantLifecycle {
     // What a cluster has at birth: the built-in roles and bindings, and Service default/kubernetes.
     await ensureTenantBuiltinRoles(this.#pool, id, await this.#readBuiltinRoles());
     await ensureTenantBuiltinBindings(this.#pool, id);
+    await ensureTenantFlowControlDefaults(this.#pool, id);
     if (this.#clusterAddress !== undefined) await ensureKubernetesService(this.#pool, id, this.#clusterAddress);
     await this.#writeStatus(id, (tenant) => {
       if (tenant.metadata.deletionTimestamp !== undefined) return false;

@@ -107,7 +107,7 @@ export function clientResponseHeaders(upstream: IncomingHttpHeaders): OutgoingHt
   return out;
 }
 
-/** Upstream internals a tenant does not see: the UIDs of the upstream's (hidden) FlowSchemas and PriorityLevels. */
+/** Upstream internals a tenant does not see: the UIDs of the upstream's own FlowSchemas and priority levels (never a tenant's). */
 const UPSTREAM_ONLY_RESPONSE_HEADERS = ['x-kubernetes-pf-flowschema-uid', 'x-kubernetes-pf-prioritylevel-uid'];
 
 /** Response headers for a tenant: the client's, minus upstream internals, with warnings in the tenant's names. */

@@ -18,10 +18,14 @@ import { HIDDEN_GROUPS } from '../convert/visibility.ts';
 import { openapiGroupDocToTenant, openapiIndexToTenant, openapiV2ToTenant } from '../convert/openapi.ts';
 import { OPENAPI_V2_PROTOBUF, openapiV2ToProtobuf, prefersOpenApiV2Protobuf } from '../convert/openapi-v2-protobuf.ts';
 import { isProtobuf, protobufBodyToUpstream } from '../convert/protobuf.ts';
+import { protobufObjectToJson } from '../convert/protobuf-decode.ts';
+import { strategicToMergePatch, touchesMergeLists } from '../convert/strategic-merge.ts';
+import { isObject } from '../convert/rules/json.ts';
+import { validatedByRealKind } from './stored-kind-validation.ts';
 import { TENANT_LABEL, type TenantId } from '../convert/prefix.ts';
 import { upstreamNonResourcePath, upstreamResourceTarget } from '../convert/request.ts';
 import { apiGroupToUpstream, nameMappingOfRow, nameToUpstream, namespaceToUpstream, objectToTenant, objectToUpstream, type ConvertContext } from '../convert/rules/index.ts';
-import { groupOfApiVersion } from '../convert/rules/api-groups.ts';
+import { apiVersionToTenant, groupOfApiVersion } from '../convert/rules/api-groups.ts';
 import { statusToTenant } from '../convert/status.ts';
 import { isTable, rowObjectsFor, tableToTenant, type RowObjects } from '../convert/table.ts';
 import type { RequestContext } from '../server/context.ts';
@@ -142,11 +146,37 @@ function requestBodyToUpstream(text: string, contentType: string, ctx: RequestCo
  */
 async function jsonPatchToUpdate(text: string, target: string, headers: OutgoingHttpHeaders, ctx: RequestContext, pool: UpstreamPool, convert: ConvertContext): Promise<string> {
   const ops = parseJsonPatch(text);
+  const view = await currentTenantView(target, headers, ctx, pool, convert);
+  return JSON.stringify(objectToUpstream(applyJsonPatch(view, ops), convert, ctx.row!, 'update'));
+}
+
+/** The object a request names, read upstream as the caller and converted to the tenant's view (404 when not the tenant's). */
+async function currentTenantView(target: string, headers: OutgoingHttpHeaders, ctx: RequestContext, pool: UpstreamPool, convert: ConvertContext): Promise<Record<string, unknown>> {
   const current = await upstreamJson(pool, 'GET', target.split('?')[0]!, undefined, impersonationOf(headers));
   if (current.status !== 200) throw tenantStatusError(current.status, current.body, convert.tenant);
   const view = objectToTenant(current.body, convert, ctx.row!);
   if (view === null) throw notFound(`${ctx.row!.resource} "${ctx.info!.name}" not found`);
-  return JSON.stringify(objectToUpstream(applyJsonPatch(view, ops), convert, ctx.row!, 'update'));
+  return view;
+}
+
+/**
+ * A kind kept upstream as tenantgate's custom resources (the table's upstreamGroup) takes JSON bodies and JSON merge
+ * patches only: a protobuf object (typed clients) is decoded to JSON, a strategic merge patch (kubectl patch, apply)
+ * becomes the merge patch that does the same. Any other body is left as it is.
+ */
+async function storedKindBody(buffer: Buffer, contentType: string, target: string, headers: OutgoingHttpHeaders, ctx: RequestContext, pool: UpstreamPool, convert: ConvertContext): Promise<{ text: string; contentType: string } | null> {
+  const info = ctx.info!;
+  const row = ctx.row!;
+  const wholeObject = info.subresource === '' || info.subresource === 'status';
+  if (isProtobuf(contentType) && wholeObject && (info.verb === 'create' || info.verb === 'update')) {
+    return { text: JSON.stringify(protobufObjectToJson(buffer, row, info.apiVersion)), contentType: 'application/json' };
+  }
+  if (contentType.includes('strategic-merge-patch') && patchesTheObject(info)) {
+    const patch = parseJsonOrYamlBody(buffer.toString('utf8'), contentType);
+    const current = touchesMergeLists(row, patch) ? await currentTenantView(target, headers, ctx, pool, convert) : undefined;
+    return { text: JSON.stringify(strategicToMergePatch(row, patch, current)), contentType: 'application/merge-patch+json' };
+  }
+  return null;
 }
 
 /** The impersonation (and credentials) headers of an upstream request, for tenantgate's own calls on its behalf. */
@@ -184,7 +214,10 @@ function wholeBodyToTenant(body: any, status: number, ctx: RequestContext, conve
   if (isTable(body)) return tableToTenant(body, convert, row, rowObjects);
   if (Array.isArray(body?.items)) {
     // A list answered whole (e.g. deletecollection): the same per-item view as a streamed list.
-    return { ...body, items: body.items.map((item: unknown) => objectToTenant(item, convert, row)).filter((item: unknown) => item !== null) };
+    const items = body.items.map((item: unknown) => objectToTenant(item, convert, row)).filter((item: unknown) => item !== null);
+    // A stored kind's list is in its upstream group (typed clients decode a list by its apiVersion).
+    const apiVersion = typeof body.apiVersion === 'string' ? (apiVersionToTenant(body.apiVersion, tenant) ?? body.apiVersion) : body.apiVersion;
+    return { ...body, apiVersion, items };
   }
   const view = objectToTenant(body, convert, row);
   if (view === null) throw notFound(`${row.resource} "${ctx.info!.name}" not found`);
@@ -367,9 +400,22 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
     return;
   }
   readBody(req, MAX_REQUEST_BODY_BYTES, () => new StatusError(413, 'RequestEntityTooLarge', `the request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes`))
-    .then((buffer) => {
-      const contentType = req.headers['content-type'] ?? 'application/json';
+    .then(async (buffer) => {
+      let contentType = req.headers['content-type'] ?? 'application/json';
       headers['content-type'] = contentType;
+      const stored = ctx.row?.upstreamGroup !== undefined && !deletes ? await storedKindBody(buffer, contentType, target, headers, ctx, deps.pool, convert) : null;
+      if (stored !== null) {
+        buffer = Buffer.from(stored.text);
+        headers['content-type'] = contentType = stored.contentType;
+      }
+      if (ctx.row?.upstreamGroup !== undefined && (info.verb === 'create' || info.verb === 'update') && info.subresource === '') {
+        // The custom resource's schema checks nothing of the spec: the real kind validates and defaults it.
+        const view = parseJsonOrYamlBody(buffer.toString('utf8'), contentType);
+        if (isObject(view)) {
+          buffer = Buffer.from(JSON.stringify(await validatedByRealKind(view, ctx.row, info.apiVersion, query.get('fieldValidation'), deps.pool, tenant)));
+          headers['content-type'] = contentType = 'application/json';
+        }
+      }
       if (deletes) {
         // DeleteOptions (dryRun, propagationPolicy, preconditions, gracePeriodSeconds) name nothing of the tenant's:
         // checked to be a well-formed body, then sent as they are. Dropping them would delete for real on --dry-run.

@@ -27,7 +27,7 @@ const PROTO_FILES = [
   `k8s.io/apimachinery@${K8S_MODULE_VERSION}/pkg/runtime/generated.proto`,
   `k8s.io/apimachinery@${K8S_MODULE_VERSION}/pkg/api/resource/generated.proto`,
   `k8s.io/apimachinery@${K8S_MODULE_VERSION}/pkg/util/intstr/generated.proto`,
-  ...['core/v1', 'apps/v1', 'batch/v1', 'rbac/v1', 'networking/v1', 'discovery/v1', 'events/v1', 'admissionregistration/v1', 'resource/v1'].map(
+  ...['core/v1', 'apps/v1', 'batch/v1', 'rbac/v1', 'networking/v1', 'discovery/v1', 'events/v1', 'admissionregistration/v1', 'resource/v1', 'flowcontrol/v1'].map(
     (path) => `k8s.io/api@${K8S_MODULE_VERSION}/${path}/generated.proto`,
   ),
   `k8s.io/apiextensions-apiserver@${K8S_MODULE_VERSION}/pkg/apis/apiextensions/v1/generated.proto`,
@@ -91,7 +91,8 @@ const MICRO_TIME = 'k8s.io.apimachinery.pkg.apis.meta.v1.MicroTime';
 const QUANTITY = 'k8s.io.apimachinery.pkg.api.resource.Quantity';
 const INT_OR_STRING = 'k8s.io.apimachinery.pkg.util.intstr.IntOrString';
 const RAW_EXTENSION = 'k8s.io.apimachinery.pkg.runtime.RawExtension';
-const FREE_JSON = new Set([RAW_EXTENSION, 'k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSON']);
+/** (FieldsV1 is its field set's JSON in field 1, as RawExtension.) */
+const FREE_JSON = new Set([RAW_EXTENSION, 'k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSON', 'k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1']);
 const JSON_SCHEMA_PROPS = 'k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps';
 
 /** A JSON key of JSONSchemaProps to its .proto field (`x-kubernetes-preserve-unknown-fields`, `$ref`). */

@@ -93,7 +93,7 @@ t.test('aggregated discovery: answered as v2, the tenant\'s CRD group un-prefixe
     const groups: DiscoveredGroup[] = answer.json().items;
     const names = groups.map((group) => group.metadata.name ?? '');
     t.ok(names.includes('example.com'), `${tenant.id} sees example.com`);
-    for (const hidden of ['flowcontrol.apiserver.k8s.io', 'apiregistration.k8s.io', 'certificates.k8s.io']) t.notOk(names.includes(hidden), `${tenant.id}: no ${hidden}`);
+    for (const hidden of ['flowcontrol.tenantgate.kubezoo.io', 'apiregistration.k8s.io', 'certificates.k8s.io']) t.notOk(names.includes(hidden), `${tenant.id}: no ${hidden}`);
     const widgets = groups.find((group) => group.metadata.name === 'example.com')!.versions[0]!.resources.find((r) => r.resource === 'widgets');
     t.equal(widgets?.responseKind?.group, 'example.com');
   }
@@ -126,7 +126,7 @@ t.test('kubectl api-resources (aggregated discovery) shows the tenant\'s API and
   const lines = r.stdout.split('\n');
   t.ok(lines.some((line) => /^widgets\s+example\.com\/v1\s+true\s+Widget\s/.test(line)), 'the CRD under the tenant\'s group');
   t.match(lines.find((line) => line.startsWith('nodes ')), /^nodes\s+no\s+v1\s+false\s+Node\s+get,list,watch\s*$/, 'nodes, read-only');
-  t.notMatch(r.stdout, /flowschemas|apiservices|componentstatuses|certificatesigningrequests|bravo2|alpha1-/);
+  t.notMatch(r.stdout, /tenantgate|apiservices|componentstatuses|certificatesigningrequests|bravo2|alpha1-/);
 });
 
 t.test('kubectl explain the tenant\'s CRD (OpenAPI v3)', async (t) => {
@@ -146,7 +146,7 @@ t.test('OpenAPI v2, as JSON and as kubectl\'s protobuf: the tenant\'s CRD under 
     const doc = answer.json();
     t.ok(doc.paths['/apis/example.com/v1/namespaces/{namespace}/widgets'], 'the CRD\'s paths under the tenant\'s group');
     t.same(doc.definitions['com.example.v1.Widget']?.['x-kubernetes-group-version-kind'], [{ group: 'example.com', kind: 'Widget', version: 'v1' }]);
-    t.notOk(Object.keys(doc.paths).some((path) => path.startsWith('/apis/flowcontrol.apiserver.k8s.io/')), 'no hidden group');
+    t.notOk(Object.keys(doc.paths).some((path) => path.startsWith('/apis/flowcontrol.tenantgate.kubezoo.io/')), 'no hidden group');
     t.same(danglingReferences(doc), [], 'every reference resolves in the tenant\'s document');
 
     // The same document for kubectl, which reads only protobuf (the upstream is asked for JSON all the same).
@@ -156,7 +156,7 @@ t.test('OpenAPI v2, as JSON and as kubectl\'s protobuf: the tenant\'s CRD under 
     t.ok(protobuf.body.includes('/apis/example.com/v1/namespaces/{namespace}/widgets'), `${tenant.id}: the CRD's paths under its group`);
     t.notOk(protobuf.body.includes(`${other.id}-`), `${tenant.id}: "${other.id}-" appears nowhere in the protobuf document`);
     t.notOk(protobuf.body.includes(`${tenant.id}-`), `${tenant.id}: nor its own prefix`);
-    t.notOk(protobuf.body.includes('/apis/flowcontrol.apiserver.k8s.io/'), 'nor a hidden group');
+    t.notOk(protobuf.body.includes('/apis/flowcontrol.tenantgate.kubezoo.io/'), 'nor a hidden group');
   }
 });
 
@@ -164,7 +164,7 @@ t.test('OpenAPI v3: the tenant\'s group, not the other\'s, no hidden group', asy
   const answer = await get(alpha, '/openapi/v3', 'application/json');
   const paths = Object.keys(answer.json().paths);
   t.ok(paths.includes('apis/example.com/v1'));
-  t.same(paths.filter((path) => /bravo2|alpha1-|flowcontrol|apiregistration|certificates/.test(path)), []);
-  t.equal((await get(alpha, '/openapi/v3/apis/flowcontrol.apiserver.k8s.io/v1', 'application/json')).status, 404, 'a hidden group\'s document is not served either');
+  t.same(paths.filter((path) => /bravo2|alpha1-|tenantgate|apiregistration|certificates/.test(path)), []);
+  t.equal((await get(alpha, '/openapi/v3/apis/flowcontrol.tenantgate.kubezoo.io/v1', 'application/json')).status, 404, 'a hidden group\'s document is not served either');
   t.equal((await get(alpha, '/openapi/v3/apis/bravo2-example.com/v1', 'application/json')).status, 404, 'nor another tenant\'s');
 });

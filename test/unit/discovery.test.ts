@@ -50,7 +50,9 @@ t.test('aggregated: custom groups of nobody are not shown', async (t) => {
 
 t.test('aggregated: hidden groups and kinds are absent, groups left without resources too', async (t) => {
   const groups = aggregated('discovery-apis-v2.json', 'alpha1');
-  t.notOk(groupNames(groups).includes('flowcontrol.apiserver.k8s.io'), 'a hidden group');
+  t.notOk(groupNames(groups).includes('flowcontrol.tenantgate.kubezoo.io'), 'the group of tenantgate\'s own CRDs (where tenants\' FlowSchemas are kept)');
+  t.ok(resourceOf(groups, 'flowcontrol.apiserver.k8s.io', 'flowschemas'), 'flow control is the tenant\'s');
+  t.same(resourceOf(groups, 'flowcontrol.apiserver.k8s.io', 'flowschemas')!.subresources?.map((s) => s.subresource), ['status'], 'with its status subresource');
   t.notOk(groupNames(groups).includes('certificates.k8s.io'), 'a group whose only resource (CSRs) is hidden');
   t.equal(resourceOf(groups, 'storage.k8s.io', 'volumeattachments'), undefined, 'a hidden kind in a visible group');
   t.ok(resourceOf(groups, 'apps', 'deployments'), 'tenant kinds stay');
@@ -123,7 +125,7 @@ t.test('legacy: a tenant\'s CRD group is un-prefixed, another tenant\'s is not f
   const groups = discoveryToTenant(
     {
       kind: 'APIGroupList',
-      groups: ['alpha1-example.com', 'bravo2-example.com', 'example.org', 'flowcontrol.apiserver.k8s.io', 'apps'].map((name) => ({
+      groups: ['alpha1-example.com', 'bravo2-example.com', 'example.org', 'apiregistration.k8s.io', 'flowcontrol.tenantgate.kubezoo.io', 'flowcontrol.apiserver.k8s.io', 'apps'].map((name) => ({
         name,
         versions: [{ groupVersion: `${name}/v1`, version: 'v1' }],
         preferredVersion: { groupVersion: `${name}/v1`, version: 'v1' },
@@ -131,7 +133,15 @@ t.test('legacy: a tenant\'s CRD group is un-prefixed, another tenant\'s is not f
     },
     'alpha1',
   ) as { groups: { name: string; preferredVersion: { groupVersion: string } }[] };
-  t.same(groups.groups.map((g) => [g.name, g.preferredVersion.groupVersion]), [['example.com', 'example.com/v1'], ['apps', 'apps/v1']]);
+  t.same(
+    groups.groups.map((g) => [g.name, g.preferredVersion.groupVersion]),
+    [
+      ['example.com', 'example.com/v1'],
+      ['flowcontrol.apiserver.k8s.io', 'flowcontrol.apiserver.k8s.io/v1'],
+      ['apps', 'apps/v1'],
+    ],
+    'hidden groups and the group of tenantgate\'s own CRDs are absent; flow control is there',
+  );
   t.throws(() => discoveryToTenant({ kind: 'APIGroupList', groups: 'x' }, 'alpha1'), { code: 502, reason: 'InternalError' });
 });
 

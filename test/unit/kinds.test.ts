@@ -116,12 +116,10 @@ t.test('nodes are readable but never writable, and never reachable through the k
   t.equal(accessRefusal(nodes, 'create', 'proxy')?.code, 403, 'create nodes/proxy');
 });
 
-t.test('tenants, API services, flow control and component statuses do not exist for a tenant', async (t) => {
+t.test('tenants, API services and component statuses do not exist for a tenant', async (t) => {
   for (const [group, resource] of [
     ['tenant.kubezoo.io', 'tenants'],
     ['apiregistration.k8s.io', 'apiservices'],
-    ['flowcontrol.apiserver.k8s.io', 'flowschemas'],
-    ['flowcontrol.apiserver.k8s.io', 'prioritylevelconfigurations'],
     ['', 'componentstatuses'],
     ['certificates.k8s.io', 'certificatesigningrequests'],
     ['networking.k8s.io', 'ipaddresses'],

@@ -78,7 +78,8 @@ t.test('hidden groups and kinds are absent; their group and version paths too on
   t.ok(paths.includes('/api/v1/') && paths.includes('/apis/') && paths.includes('/version/'));
   const deleteOptions = doc.definitions['io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions']?.['x-kubernetes-group-version-kind'] ?? [];
   t.ok(deleteOptions.some((gvk) => gvk.group === 'apps'), 'shared schemas stay');
-  t.notOk(deleteOptions.some((gvk) => gvk.group === 'apiregistration.k8s.io' || gvk.group === 'flowcontrol.apiserver.k8s.io'), 'without the hidden groups among their kinds');
+  t.notOk(deleteOptions.some((gvk) => gvk.group === 'apiregistration.k8s.io'), 'without the hidden groups among their kinds');
+  t.ok(deleteOptions.some((gvk) => gvk.group === 'flowcontrol.apiserver.k8s.io'), 'flow control is the tenant\'s (kept as tenantgate\'s custom resources upstream)');
 });
 
 t.test('shared kinds keep their read operations only; unreadable subresources are absent', async (t) => {
@@ -123,6 +124,9 @@ t.test('OpenAPI v3 index: the tenant\'s groups under its names, nothing hidden, 
     'apis/certificates.k8s.io/v1',
     'apis/flowcontrol.apiserver.k8s.io',
     'apis/flowcontrol.apiserver.k8s.io/v1',
+    'apis/flowcontrol.tenantgate.kubezoo.io/v1',
+    'apis/apiregistration.k8s.io',
+    'apis/apiregistration.k8s.io/v1',
     'apis/alpha1-example.com/v1',
     'apis/bravo2-example.com/v1',
     'apis/example.org/v1',
@@ -134,6 +138,8 @@ t.test('OpenAPI v3 index: the tenant\'s groups under its names, nothing hidden, 
     'api/v1': entry('api/v1'),
     'apis/apps': entry('apis/apps'),
     'apis/apps/v1': entry('apis/apps/v1'),
+    'apis/flowcontrol.apiserver.k8s.io': entry('apis/flowcontrol.apiserver.k8s.io'),
+    'apis/flowcontrol.apiserver.k8s.io/v1': entry('apis/flowcontrol.apiserver.k8s.io/v1'),
     'apis/example.com/v1': entry('apis/example.com/v1'),
   });
 });

@@ -1090,7 +1090,8 @@ const notMine: [behaviour: string, group: string, resource: string, upstream: Js
   ['a network policy opening to another tenant', 'networking.k8s.io', 'networkpolicies', { metadata: { name: 'n', namespace: 'abc123-default' }, spec: { ingress: [{ from: [{ namespaceSelector: { matchLabels: { [TENANT_LABEL]: 'xyz789' } } }] }] } }],
   ['an access review about another tenant’s user', 'authorization.k8s.io', 'subjectaccessreviews', { spec: { user: 'xyz789-bob', resourceAttributes: { verb: 'get', resource: 'pods' } } }],
   ['an access review in another tenant’s namespace', 'authorization.k8s.io', 'selfsubjectaccessreviews', { spec: { resourceAttributes: { verb: 'get', resource: 'pods', namespace: 'xyz789-default' } } }],
-  ['a hidden kind', 'flowcontrol.apiserver.k8s.io', 'flowschemas', { metadata: { name: 'abc123-x' } }],
+  ['a hidden kind', 'apiregistration.k8s.io', 'apiservices', { metadata: { name: 'abc123-x' } }],
+  ['another tenant’s FlowSchema', 'flowcontrol.apiserver.k8s.io', 'flowschemas', { apiVersion: 'flowcontrol.tenantgate.kubezoo.io/v1', kind: 'FlowSchema', metadata: { name: 'xyz789-x', labels: { [TENANT_LABEL]: 'xyz789' } } }],
 ];
 
 t.test('another tenant’s (or the upstream’s) objects are never shown: toTenant is null', async (t) => {

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { kindOf, KINDS } from '../../lib/convert/kinds.ts';
+import { kindOfUpstream, KINDS } from '../../lib/convert/kinds.ts';
 import { TENANT_CLUSTER_ROLE, tenantCustomResourcesRole, tenantReadableUpstream } from '../../lib/tenants/bootstrap.ts';
 import { expansionOf, migratedSubjects, type ClusterRoleBinding } from '../../lib/tenants/cluster-bindings.ts';
 
@@ -9,7 +9,7 @@ t.test('the shared tenant ClusterRole names no namespaced resource and no wildca
     for (const resource of rule.resources) {
       const base = resource.split('/')[0]!;
       t.not(base, '*', JSON.stringify(rule));
-      const row = kindOf(rule.apiGroups[0]!, base);
+      const row = kindOfUpstream(rule.apiGroups[0]!, base);
       t.equal(row?.scope, 'Cluster', `${resource}.${rule.apiGroups[0]} is cluster-scoped`);
       t.not(row?.tenancy, 'hidden', `${resource} is not hidden`);
     }
@@ -31,6 +31,8 @@ t.test('what a tenant identity can still read of every tenant upstream: the clus
     'mutatingadmissionpolicies.admissionregistration.k8s.io',
     'mutatingadmissionpolicybindings.admissionregistration.k8s.io',
     'customresourcedefinitions.apiextensions.k8s.io',
+    'flowschemas.flowcontrol.tenantgate.kubezoo.io',
+    'prioritylevelconfigurations.flowcontrol.tenantgate.kubezoo.io',
     'nodes',
     'ingressclasses.networking.k8s.io',
     'storageclasses.storage.k8s.io',
@@ -54,7 +56,7 @@ t.test('the admin’s custom-resource role names only the tenant’s cluster-sco
     { spec: { group: 'xyz789-example.com', scope: 'Cluster', names: { plural: 'gadgets' } } },
     { spec: { group: 'abc1234-example.com', scope: 'Cluster', names: { plural: 'gadgets' } } },
   ]);
-  t.same(role.rules, [{ apiGroups: ['abc123-example.com'], resources: ['gadgets', 'gadgets/*'], verbs: ['*'] }]);
+  t.same(role.rules, [{ apiGroups: ['abc123-example.com'], resources: ['gadgets', 'gadgets/status', 'gadgets/scale'], verbs: ['*'] }]);
 });
 
 t.test('a ClusterRoleBinding expands to a RoleBinding for its real subjects of the tenant only; old bindings migrate to shadow subjects', async (t) => {

@@ -47,7 +47,10 @@ export const crd: KindRule = {
   },
 };
 
-/** Objects of a tenant's CRDs: `example.com/v1` ↔ `<id>-example.com/v1`. */
+/**
+ * Objects of a tenant's CRDs: `example.com/v1` ↔ `<id>-example.com/v1`; and of the kinds tenantgate keeps as its own
+ * custom resources (`flowcontrol.apiserver.k8s.io/v1` ↔ `flowcontrol.tenantgate.kubezoo.io/v1`, the table's upstreamGroup).
+ */
 export const customResource: KindRule = {
   toUpstream(obj, ctx) {
     mapStringAt(obj, ['apiVersion'], (apiVersion) => apiVersionToUpstream(apiVersion, ctx.tenant));

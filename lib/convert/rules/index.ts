@@ -114,6 +114,6 @@ export {
   namespaceToUpstream,
   type NameMapping,
 } from './names.ts';
-export { apiGroupToTenant, apiGroupToUpstream, apiVersionToTenant, apiVersionToUpstream } from './api-groups.ts';
+export { apiGroupToTenant, apiGroupToUpstream, documentGroupToUpstream, apiVersionToTenant, apiVersionToUpstream } from './api-groups.ts';
 export { NAMESPACE_NAME_LABEL, namespaceSelectorToUpstream, namespaceSelectorToTenant } from './label-selectors.ts';
 export { stripTenantPrefixes } from '../status.ts';
