@@ -48,6 +48,7 @@ export type RuleName =
   | 'selfsubjectrulesreview'
   | 'tokenreview'
   | 'selfsubjectreview'
+  | 'certificatesigningrequest'
   | 'node'
   | 'shared'
   | 'hidden';
@@ -156,8 +157,9 @@ export const KINDS: readonly KindRow[] = Object.freeze([
   tenant('coordination.k8s.io', 'leases', 'Lease', N),
   tenant('coordination.k8s.io', 'leasecandidates', 'LeaseCandidate', N),
 
-  // An approved CSR for the kube-apiserver-client signer is an upstream credential with any name and group.
-  hidden('certificates.k8s.io', 'certificatesigningrequests', 'CertificateSigningRequest', C),
+  // Signer names are mapped into the tenant's own signer domain, so no upstream signer acts on them; tenantgate signs
+  // the tenant's kubernetes.io/kube-apiserver-client requests with the tenant's CA (tenants/csr-signer.ts).
+  tenant('certificates.k8s.io', 'certificatesigningrequests', 'CertificateSigningRequest', C, 'certificatesigningrequest'),
   // Public CA bundles by signer: harmless to read, the platform's to write.
   shared('certificates.k8s.io', 'clustertrustbundles', 'ClusterTrustBundle', C),
   // Made by kubelets for the tenant's pods, without the tenant label.

@@ -12,6 +12,7 @@ import { accessRefusal, carriesTenantLabel, isTenantCrdGroup, type KindRow, type
 import { TENANT_LABEL, toUpstreamName, type TenantId } from './prefix.ts';
 import { apiVersionToUpstream, groupOfApiVersion } from './rules/api-groups.ts';
 import { admissionPolicy, admissionPolicyBinding, webhookConfiguration } from './rules/admission.ts';
+import { certificateSigningRequest } from './rules/certificates.ts';
 import { crd } from './rules/crd.ts';
 import { endpoints, endpointSlice } from './rules/endpoints.ts';
 import { event } from './rules/events.ts';
@@ -947,6 +948,11 @@ const PERSISTENT_VOLUME: WireSchema = {
 };
 /** PersistentVolumeClaim spec = 2 → volumeName = 3, dataSourceRef = 8 (TypedObjectReference namespace = 4). */
 const PERSISTENT_VOLUME_CLAIM: WireSchema = { spec: wireMessage(2, { volumeName: wireString(3), dataSourceRef: wireMessage(8, { namespace: wireString(4) }) }) };
+/** certificates/v1 CertificateSigningRequest metadata = 1 (name = 1, for messages), spec = 2 → username = 2, groups = 4, signerName = 7. */
+const CERTIFICATE_SIGNING_REQUEST: WireSchema = {
+  metadata: wireMessage(1, { name: wireString(META.name) }),
+  spec: wireMessage(2, { username: wireString(2), groups: wireStrings(4), signerName: wireString(7) }),
+};
 /** NetworkPolicy spec = 2 → ingress = 2 (from = 2), egress = 3 (to = 2) → NetworkPolicyPeer namespaceSelector = 2. */
 const NETWORK_POLICY: WireSchema = {
   spec: wireMessage(2, {
@@ -995,6 +1001,7 @@ const SKELETON_ROWS: readonly (readonly [string, string, KindRule, WireSchema])[
   ['admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding', ADMISSION_V1, admissionPolicyBinding, ADMISSION_POLICY_BINDING],
   ['admissionregistration.k8s.io/MutatingAdmissionPolicyBinding', ADMISSION_V1, admissionPolicyBinding, ADMISSION_POLICY_BINDING],
   ['apiextensions.k8s.io/CustomResourceDefinition', 'apiextensions.k8s.io/v1', crd, CUSTOM_RESOURCE_DEFINITION],
+  ['certificates.k8s.io/CertificateSigningRequest', 'certificates.k8s.io/v1', certificateSigningRequest, CERTIFICATE_SIGNING_REQUEST],
 ];
 const SKELETON_KINDS: ReadonlyMap<string, ProtobufKind> = new Map(
   SKELETON_ROWS.map(([key, apiVersion, rule, schema]) => [key, { apiVersion, toUpstream: skeletonToUpstreamWire(rule, schema) }]),

@@ -37,6 +37,7 @@ const MESSAGE_OF: Record<string, string> = {
   'admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding': `${API}.admissionregistration.v1.ValidatingAdmissionPolicyBinding`,
   'admissionregistration.k8s.io/MutatingAdmissionPolicyBinding': `${API}.admissionregistration.v1.MutatingAdmissionPolicyBinding`,
   'apiextensions.k8s.io/CustomResourceDefinition': `${EXTENSIONS}.CustomResourceDefinition`,
+  'certificates.k8s.io/CertificateSigningRequest': `${API}.certificates.v1.CertificateSigningRequest`,
   'apps/StatefulSet': `${API}.apps.v1.StatefulSet`,
   'batch/CronJob': `${API}.batch.v1.CronJob`,
   'resource.k8s.io/ResourceClaimTemplate': `${API}.resource.v1.ResourceClaimTemplate`,
@@ -368,6 +369,23 @@ const CASES: [string, Json][] = [
   [
     'resource.k8s.io/ResourceClaimTemplate',
     { apiVersion: 'resource.k8s.io/v1', kind: 'ResourceClaimTemplate', metadata: { name: 'gpu', namespace: 'default' }, spec: { metadata: { labels: { a: 'b' } }, spec: {} } },
+  ],
+  [
+    'certificates.k8s.io/CertificateSigningRequest',
+    {
+      apiVersion: 'certificates.k8s.io/v1',
+      kind: 'CertificateSigningRequest',
+      metadata: { name: 'alice' },
+      spec: {
+        request: Buffer.from('not a real CSR').toString('base64'),
+        signerName: 'kubernetes.io/kube-apiserver-client',
+        expirationSeconds: 3600,
+        usages: ['client auth'],
+        username: 'alice',
+        uid: 'u-1',
+        groups: ['team', 'system:authenticated'],
+      },
+    },
   ],
 ];
 
