@@ -53,8 +53,8 @@ t.test('the mapping is injective on tricky inputs, and every mapped name stays i
   for (let i = 0; i < 3000; i++) {
     const part = () => {
       let s = '';
-      const length = Math.floor(random() * 8);
-      for (let j = 0; j < length; j++) s += alphabet[Math.floor(random() * alphabet.length)];
+      const length = random(8);
+      for (let j = 0; j < length; j++) s += alphabet[random(alphabet.length)];
       return s;
     };
     tricky.push(i % 4 === 0 ? part() : part().replaceAll('/', '') + '/' + part().replaceAll('/', ''));
