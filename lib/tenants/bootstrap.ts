@@ -4,6 +4,7 @@
 import { carriesTenantLabel, KINDS, type KindRow } from '../convert/kinds.ts';
 import { TENANT_LABEL, toUpstreamName, type TenantId } from '../convert/prefix.ts';
 import { clusterShadowOf } from '../convert/rules/cluster-subjects.ts';
+import { tenantSignersWildcard } from '../convert/rules/signers.ts';
 import { upstreamJson } from '../upstream/client.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 
@@ -224,6 +225,35 @@ export async function ensureTenantCustomResources(pool: UpstreamPool, tenant: Te
   });
 }
 
+/** Name of the ClusterRole (and its binding to the admin) on the tenant's own certificate signers. */
+export function tenantSignersName(tenant: TenantId): string {
+  return `tenantgate:tenant-signers:${tenant}`;
+}
+
+/**
+ * `approve` and `sign` on the signers of the tenant's own signer domain, and no other: the apiserver's CSR admission
+ * asks about `<domain>/*`, so the tenant admin approves and signs only its tenant's requests (convert/rules/signers.ts).
+ */
+export function tenantSignersRole(tenant: TenantId) {
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: tenantSignersName(tenant), labels: { [TENANTGATE_OWNED_LABEL]: tenant } },
+    rules: [{ apiGroups: ['certificates.k8s.io'], resources: ['signers'], resourceNames: [tenantSignersWildcard(tenant)], verbs: ['approve', 'sign'] }],
+  };
+}
+
+export async function ensureTenantSigners(pool: UpstreamPool, tenant: TenantId): Promise<void> {
+  await ensure(pool, '/apis/rbac.authorization.k8s.io/v1/clusterroles', tenantSignersRole(tenant));
+  await ensure(pool, '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: tenantSignersName(tenant), labels: { [TENANTGATE_OWNED_LABEL]: tenant } },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: tenantSignersName(tenant) },
+    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: tenantAdminUser(tenant) }],
+  });
+}
+
 /** tenantgate's own cluster-scoped objects for a tenant (paths), not under its prefix: removed with the tenant. */
 export function tenantgateClusterObjectsOf(tenant: TenantId): string[] {
   const rbac = '/apis/rbac.authorization.k8s.io/v1';
@@ -233,6 +263,8 @@ export function tenantgateClusterObjectsOf(tenant: TenantId): string[] {
     binding(tenantShadowBindingName(tenant)),
     binding(tenantCustomResourcesName(tenant)),
     `${rbac}/clusterroles/${encodeURIComponent(tenantCustomResourcesName(tenant))}`,
+    binding(tenantSignersName(tenant)),
+    `${rbac}/clusterroles/${encodeURIComponent(tenantSignersName(tenant))}`,
   ];
 }
 
@@ -248,5 +280,6 @@ export async function bootstrapTenant(pool: UpstreamPool, tenant: TenantId): Pro
   await ensureTenantClusterRoleBinding(pool, tenant);
   await ensureTenantShadowBinding(pool, tenant);
   await ensureTenantCustomResources(pool, tenant, []);
+  await ensureTenantSigners(pool, tenant);
   for (const namespace of BUILTIN_NAMESPACES) await ensureTenantNamespace(pool, tenant, toUpstreamName(namespace, tenant));
 }

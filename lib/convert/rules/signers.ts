@@ -5,11 +5,15 @@
 import type { TenantId } from '../prefix.ts';
 import { StatusError } from '../../server/status.ts';
 
-const DOMAIN_SUFFIX = '.tenants.tenantgate.kubezoo.io';
+/** The signer whose approved requests become client certificates of the cluster (here: of the tenant, by tenantgate). */
+export const KUBE_APISERVER_CLIENT_SIGNER = 'kubernetes.io/kube-apiserver-client';
+
+/** A tenant's signer domain is `<id>` and this. */
+export const TENANT_SIGNER_DOMAIN_SUFFIX = '.tenants.tenantgate.kubezoo.io';
 
 /** The signer domain that is the tenant's alone (upstream), e.g. `abc123.tenants.tenantgate.kubezoo.io`. */
 export function tenantSignerDomain(tenant: TenantId): string {
-  return tenant + DOMAIN_SUFFIX;
+  return tenant + TENANT_SIGNER_DOMAIN_SUFFIX;
 }
 
 /** What upstream RBAC names as every signer of the tenant (the `<domain>/*` the apiserver's admission asks about). */
