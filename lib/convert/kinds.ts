@@ -257,6 +257,14 @@ export function carriesTenantLabel(row: KindRow): boolean {
   return row.tenancy === 'tenant' && !REVIEW_RULES.has(row.rule);
 }
 
+/**
+ * Subresources whose body is the whole object (status, a CSR's approval): converted, and labelled, as the object is.
+ * The apiserver keeps the metadata a CSR's approval carries: a body converted as a bare subresource would drop the label.
+ */
+export function isWholeObjectSubresource(row: KindRow, subresource: string): boolean {
+  return subresource === '' || subresource === 'status' || (subresource === 'approval' && row.rule === 'certificatesigningrequest');
+}
+
 const READ_VERBS: ReadonlySet<string> = new Set(['get', 'list', 'watch']);
 /** Subresources of a shared kind a tenant may read: `nodes/proxy` would reach every tenant's pods through the kubelet. */
 const SHARED_READABLE_SUBRESOURCES: ReadonlySet<string> = new Set(['', 'status']);

@@ -37,6 +37,15 @@ const OWN_CLUSTER_ROWS = CLUSTER_ROWS.filter((row) => row.tenancy === 'tenant' &
 const SHARED_CLUSTER_ROWS = CLUSTER_ROWS.filter((row) => row.tenancy === 'shared-read-only');
 
 /**
+ * Subresources of the tenant's cluster-scoped kinds, named one by one: RBAC's wildcards are a whole resource name or
+ * a star before the slash, never after it (`<resource>/` and a star matches nothing). Kinds not listed have `status` at most.
+ */
+const CLUSTER_SUBRESOURCES: Readonly<Record<string, readonly string[]>> = {
+  namespaces: ['status', 'finalize'],
+  certificatesigningrequests: ['status', 'approval'],
+};
+
+/**
  * The cluster-scoped rights every tenant admin holds upstream, derived from the table of kinds: everything on the
  * cluster-scoped kinds a tenant has (reads of all tenants' objects of those kinds, writes confined by the
  * admission policy), reads of the shared ones, and the reviews. No namespaced resource at all: inside its
@@ -52,7 +61,7 @@ export const TENANT_CLUSTER_ROLE = {
   kind: 'ClusterRole',
   metadata: { name: 'tenantgate:tenant-cluster-scope' },
   rules: [
-    ...rulesByGroup(OWN_CLUSTER_ROWS, ['*'], (row) => [row.resource, row.resource + '/*']),
+    ...rulesByGroup(OWN_CLUSTER_ROWS, ['*'], (row) => [row.resource, row.resource + '/*', ...(CLUSTER_SUBRESOURCES[row.resource] ?? ['status']).map((sub) => `${row.resource}/${sub}`)]),
     ...rulesByGroup(SHARED_CLUSTER_ROWS, READS, (row) => [row.resource, row.resource + '/status']),
     ...rulesByGroup(REVIEW_ROWS, ['create'], (row) => [row.resource]),
   ],
