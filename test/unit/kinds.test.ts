@@ -123,7 +123,6 @@ t.test('tenants, API services, flow control and component statuses do not exist 
     ['flowcontrol.apiserver.k8s.io', 'flowschemas'],
     ['flowcontrol.apiserver.k8s.io', 'prioritylevelconfigurations'],
     ['', 'componentstatuses'],
-    ['certificates.k8s.io', 'certificatesigningrequests'],
     ['networking.k8s.io', 'ipaddresses'],
     ['networking.k8s.io', 'servicecidrs'],
     ['storage.k8s.io', 'volumeattachments'],
