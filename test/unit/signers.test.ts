@@ -13,6 +13,7 @@ import {
   tenantSignerDomain,
 } from '../../lib/convert/rules/signers.ts';
 import { rewriteFieldSelector } from '../../lib/convert/selectors.ts';
+import { stripTenantPrefixes } from '../../lib/convert/status.ts';
 import { StatusError } from '../../lib/server/status.ts';
 import { seededRandom } from '../helpers/fuzz.ts';
 
@@ -159,4 +160,16 @@ t.test('field selectors on spec.signerName and RBAC rules on signers are mapped 
   ]);
   policyRuleToTenant(rule, ctx(A));
   t.same(rule.resourceNames, ['kubernetes.io/kube-apiserver-client', 'example.com/*'], 'and back');
+});
+
+t.test('admission messages and Table cells name the tenant signer as the tenant wrote it', async (t) => {
+  const upstream = signerNameToUpstream('example.com/e2e-x', A)!;
+  t.equal(
+    stripTenantPrefixes(`certificatesigningrequests.certificates.k8s.io "abc123-req" is forbidden: user not permitted to approve requests with signerName "${upstream}"`, A),
+    'certificatesigningrequests.certificates.k8s.io "req" is forbidden: user not permitted to approve requests with signerName "example.com/e2e-x"',
+  );
+  t.equal(stripTenantPrefixes(upstream, A), 'example.com/e2e-x', 'a Table cell');
+  t.equal(stripTenantPrefixes(signerNameToUpstream('abc123-x.com/y', A)!, A), 'abc123-x.com/y', 'a signer name is never stripped of what looks like a prefix');
+  const other = signerNameToUpstream('example.com/e2e-x', B)!;
+  t.equal(stripTenantPrefixes(other, A), other, "another tenant's signer is not rewritten into A's names");
 });
