@@ -177,6 +177,7 @@ t.test('tenant B with the same CSR names sees and touches nothing of tenant A', 
   // Protobuf, as client-go's typed clients ask: the same view.
   const protobuf = await withWatch(bravo.kubeconfig, 'application/vnd.kubernetes.protobuf');
   t.notMatch(protobuf, new RegExp(`${A}|for-example|kubelet-like`), "B's protobuf watch shows nothing of A's");
+  t.match(protobuf, /example\.com\/b-signer/, 'and its own, in its names');
   await ok(bravo.kubectl(['delete', 'csr', 'alice']), 'b deletes its alice');
   t.equal((await alpha.kubectl(['get', 'csr', 'alice', '-o', 'name'])).stdout.trim(), 'certificatesigningrequest.certificates.k8s.io/alice', "A's alice is still there");
 });
