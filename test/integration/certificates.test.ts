@@ -89,6 +89,9 @@ t.test('a tenant admin approves a kube-apiserver-client CSR and logs in with the
   const shown = JSON.parse(await ok(alpha.kubectl(['get', 'csr', 'alice', '-o', 'json']), 'get csr'));
   t.equal(shown.spec.signerName, CLIENT_SIGNER, 'the tenant sees its signer name');
   t.equal(shown.spec.username, 'admin', 'and itself as the requester');
+  const table = await ok(alpha.kubectl(['get', 'csr', 'alice']), 'kubectl get csr');
+  t.match(table, /alice\s+\S+\s+kubernetes\.io\/kube-apiserver-client\s+admin\s+/, 'kubectl get shows the signer and requestor in the tenant names');
+  t.notMatch(table, /tenantgate\.kubezoo\.io|csra01/);
   await ok(alpha.kubectl(['certificate', 'approve', 'alice']), 'approve');
   const certificatePem = await certificateOf(alpha, 'alice');
   t.ok(certificatePem, 'signed');
