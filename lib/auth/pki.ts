@@ -1,6 +1,6 @@
 // Certificates for tenantgate's listeners and clients: a CA, and certificates it signs.
 // Keys come from node:crypto and so do signatures (forge's JavaScript RSA is far slower); node-forge only builds X.509.
-import { constants, createPrivateKey, generateKeyPair, generateKeyPairSync, privateEncrypt, randomBytes, type KeyObject } from 'node:crypto';
+import { constants, createPrivateKey, createSign, generateKeyPair, generateKeyPairSync, privateEncrypt, randomBytes, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
 import forge from 'node-forge';
 
@@ -140,4 +140,94 @@ export function issueCertificate(ca: CertificateAuthority, request: CertificateR
   cert.setExtensions(extensions);
   cert.sign(authority.signer, forge.md.sha256.create());
   return { certPem: forge.pki.certificateToPem(cert), keyPem: keys.privateKeyPem };
+}
+
+// ---- certificate signing requests (PKCS#10), any key type: the request's own public key goes into the certificate ----
+
+/** Functions node-forge has and its type definitions leave out. */
+const forgePki = forge.pki as unknown as {
+  RDNAttributesAsArray(name: forge.asn1.Asn1): { type: string; value: string }[];
+  getTBSCertificate(cert: forge.pki.Certificate): forge.asn1.Asn1;
+};
+
+const OID_COMMON_NAME = '2.5.4.3';
+const OID_ORGANIZATION = '2.5.4.10';
+
+export interface ParsedCertificateRequest {
+  commonName: string;
+  organizations: string[];
+  /** The request's SubjectPublicKeyInfo, as it came (RSA, ECDSA or Ed25519 alike). */
+  publicKeyInfo: forge.asn1.Asn1;
+}
+
+/** Subject and public key of a PEM `CERTIFICATE REQUEST`; throws when it is not one. Signatures are the apiserver's to check. */
+export function parseCertificateRequest(pem: string): ParsedCertificateRequest {
+  const block = forge.pem.decode(pem).find((message) => message.type === 'CERTIFICATE REQUEST' || message.type === 'NEW CERTIFICATE REQUEST');
+  if (block === undefined) throw new Error('no CERTIFICATE REQUEST block');
+  const request = forge.asn1.fromDer(block.body);
+  const info = (request.value as forge.asn1.Asn1[])[0];
+  const parts = info?.value;
+  if (!Array.isArray(parts) || parts.length < 3) throw new Error('not a PKCS#10 certification request');
+  const attributes = forgePki.RDNAttributesAsArray(parts[1]!);
+  return {
+    commonName: attributes.find((attribute) => attribute.type === OID_COMMON_NAME)?.value ?? '',
+    organizations: attributes.filter((attribute) => attribute.type === OID_ORGANIZATION).map((attribute) => attribute.value),
+    publicKeyInfo: parts[2]!,
+  };
+}
+
+export interface RequestedCertificate {
+  publicKeyInfo: forge.asn1.Asn1;
+  commonName: string;
+  organizations: string[];
+  organizationalUnits: string[];
+  notBefore: Date;
+  notAfter: Date;
+  serialNumberHex: string;
+  digitalSignature: boolean;
+  keyEncipherment: boolean;
+  clientAuth: boolean;
+}
+
+/**
+ * A client certificate (PEM) for a request's public key, signed by the CA. forge builds the to-be-signed part with the
+ * CA's own key as a stand-in, the request's key info replaces it, and node:crypto signs: forge knows RSA keys only.
+ */
+export function signRequestedCertificate(ca: CertificateAuthority, request: RequestedCertificate): string {
+  const authority = parsedAuthority(ca);
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = authority.cert.publicKey;
+  cert.serialNumber = request.serialNumberHex;
+  cert.validity.notBefore = request.notBefore;
+  cert.validity.notAfter = request.notAfter < authority.cert.validity.notAfter ? request.notAfter : authority.cert.validity.notAfter;
+  const subject: forge.pki.CertificateField[] = [];
+  for (const o of request.organizations) subject.push({ name: 'organizationName', value: o });
+  for (const ou of request.organizationalUnits) subject.push({ shortName: 'OU', value: ou });
+  subject.push({ name: 'commonName', value: request.commonName });
+  cert.setSubject(subject);
+  cert.setIssuer(authority.cert.subject.attributes);
+  const extensions: object[] = [{ name: 'basicConstraints', cA: false, critical: true }];
+  if (request.digitalSignature || request.keyEncipherment) {
+    extensions.push({ name: 'keyUsage', digitalSignature: request.digitalSignature, keyEncipherment: request.keyEncipherment, critical: true });
+  }
+  if (request.clientAuth) extensions.push({ name: 'extKeyUsage', clientAuth: true });
+  extensions.push({ name: 'authorityKeyIdentifier', keyIdentifier: authority.subjectKeyIdentifier });
+  cert.setExtensions(extensions);
+  const algorithm = forge.pki.oids.sha256WithRSAEncryption!;
+  cert.siginfo.algorithmOid = algorithm;
+  cert.signatureOid = algorithm;
+  const tbs = forgePki.getTBSCertificate(cert);
+  (tbs.value as forge.asn1.Asn1[])[6] = request.publicKeyInfo; // version, serial, signature, issuer, validity, subject, key
+  const tbsDer = Buffer.from(forge.asn1.toDer(tbs).getBytes(), 'binary');
+  const signature = createSign('sha256').update(tbsDer).sign(ca.keyPem);
+  const { asn1 } = forge;
+  const certificate = asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [
+    tbs,
+    asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [
+      asn1.create(asn1.Class.UNIVERSAL, asn1.Type.OID, false, asn1.oidToDer(algorithm).getBytes()),
+      asn1.create(asn1.Class.UNIVERSAL, asn1.Type.NULL, false, ''),
+    ]),
+    asn1.create(asn1.Class.UNIVERSAL, asn1.Type.BITSTRING, false, '\u0000' + signature.toString('binary')),
+  ]);
+  return forge.pem.encode({ type: 'CERTIFICATE', body: asn1.toDer(certificate).getBytes() });
 }

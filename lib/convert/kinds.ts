@@ -48,6 +48,7 @@ export type RuleName =
   | 'selfsubjectrulesreview'
   | 'tokenreview'
   | 'selfsubjectreview'
+  | 'certificatesigningrequest'
   | 'node'
   | 'shared'
   | 'hidden';
@@ -170,8 +171,9 @@ export const KINDS: readonly KindRow[] = Object.freeze([
   tenant('coordination.k8s.io', 'leases', 'Lease', N),
   tenant('coordination.k8s.io', 'leasecandidates', 'LeaseCandidate', N),
 
-  // An approved CSR for the kube-apiserver-client signer is an upstream credential with any name and group.
-  hidden('certificates.k8s.io', 'certificatesigningrequests', 'CertificateSigningRequest', C),
+  // Signer names are mapped into the tenant's own signer domain, so no upstream signer acts on them; tenantgate signs
+  // the tenant's kubernetes.io/kube-apiserver-client requests with the tenant's CA (tenants/csr-signer.ts).
+  tenant('certificates.k8s.io', 'certificatesigningrequests', 'CertificateSigningRequest', C, 'certificatesigningrequest'),
   // Public CA bundles by signer: harmless to read, the platform's to write.
   shared('certificates.k8s.io', 'clustertrustbundles', 'ClusterTrustBundle', C),
   // Made by kubelets for the tenant's pods, without the tenant label.
@@ -307,6 +309,14 @@ const REVIEW_RULES: ReadonlySet<RuleName> = new Set(['subjectaccessreview', 'sel
 /** True for kinds whose objects are stored and so carry the tenant label (every tenant kind but the reviews). */
 export function carriesTenantLabel(row: KindRow): boolean {
   return row.tenancy === 'tenant' && !REVIEW_RULES.has(row.rule);
+}
+
+/**
+ * Subresources whose body is the whole object (status, a CSR's approval): converted, and labelled, as the object is.
+ * The apiserver keeps the metadata a CSR's approval carries: a body converted as a bare subresource would drop the label.
+ */
+export function isWholeObjectSubresource(row: KindRow, subresource: string): boolean {
+  return subresource === '' || subresource === 'status' || (subresource === 'approval' && row.rule === 'certificatesigningrequest');
 }
 
 const READ_VERBS: ReadonlySet<string> = new Set(['get', 'list', 'watch']);

@@ -8,10 +8,11 @@
 // Never lets a field it interprets through in a form the apiserver could read differently: duplicated singular fields,
 // unexpected wire types, groups and out-of-range field numbers on the way are refused (400).
 import { isDeepStrictEqual } from 'node:util';
-import { accessRefusal, carriesTenantLabel, isTenantCrdGroup, type KindRow, type RuleName, type Scope } from './kinds.ts';
+import { accessRefusal, carriesTenantLabel, isTenantCrdGroup, isWholeObjectSubresource, type KindRow, type RuleName, type Scope } from './kinds.ts';
 import { TENANT_LABEL, toUpstreamName, type TenantId } from './prefix.ts';
 import { apiVersionToUpstream, groupOfApiVersion } from './rules/api-groups.ts';
 import { admissionPolicy, admissionPolicyBinding, webhookConfiguration } from './rules/admission.ts';
+import { certificateSigningRequest } from './rules/certificates.ts';
 import { crd } from './rules/crd.ts';
 import { endpoints, endpointSlice } from './rules/endpoints.ts';
 import { event } from './rules/events.ts';
@@ -696,15 +697,19 @@ const metadataOnly = (object: Buffer): Buffer => object;
 
 // ---- every other field a JSON rule maps: read at its field numbers into a JSON skeleton, mapped by the rule, written back ----
 
-/** One field a JSON rule reads or writes: a string, repeated strings, a map<string, string>, one message or repeated ones. */
+/**
+ * One field a JSON rule reads or writes: a string, repeated strings, a map<string, string>, one message or repeated
+ * ones; or bytes a rule only reads (base64 in the skeleton, as in JSON).
+ */
 export type WireField =
-  | { readonly number: number; readonly type: 'string' | 'strings' | 'map' }
+  | { readonly number: number; readonly type: 'string' | 'strings' | 'map' | 'bytes' }
   | { readonly number: number; readonly type: 'message' | 'messages'; readonly schema: WireSchema; readonly inline?: true };
 /** A message's fields that a JSON rule reads or writes, by JSON name; an inline message's fields sit in its parent's JSON (`json:",inline"`). */
 export type WireSchema = { readonly [jsonName: string]: WireField };
 
 const wireString = (number: number): WireField => ({ number, type: 'string' });
 const wireStrings = (number: number): WireField => ({ number, type: 'strings' });
+const wireBytes = (number: number): WireField => ({ number, type: 'bytes' });
 const wireMap = (number: number): WireField => ({ number, type: 'map' });
 const wireMessage = (number: number, schema: WireSchema): WireField => ({ number, type: 'message', schema });
 const wireMessages = (number: number, schema: WireSchema): WireField => ({ number, type: 'messages', schema });
@@ -753,6 +758,9 @@ function readSkeleton(bytes: Buffer, schema: WireSchema, what: string, into: Jso
     if (field.type === 'string') {
       const found = edit.single(field.number, name);
       if (found !== undefined) into[name] = edit.string(found, name);
+    } else if (field.type === 'bytes') {
+      const found = edit.single(field.number, name);
+      if (found !== undefined) into[name] = edit.payload(found).toString('base64');
     } else if (field.type === 'message') {
       const found = edit.single(field.number, name);
       if (found === undefined) continue;
@@ -793,6 +801,7 @@ function encodeSkeleton(schema: WireSchema, json: Json, what: string, inline = f
     const value = field.type === 'message' && field.inline === true ? json : json[name];
     if (value === undefined) continue;
     if (field.type === 'string' && typeof value === 'string') push(field.number, Buffer.from(value));
+    else if (field.type === 'bytes' && typeof value === 'string') push(field.number, Buffer.from(value, 'base64'));
     else if (field.type === 'strings' && Array.isArray(value) && value.every((item) => typeof item === 'string')) for (const item of value) push(field.number, Buffer.from(item));
     else if (field.type === 'map' && isObject(value) && Object.values(value).every((item) => typeof item === 'string')) {
       for (const [key, item] of Object.entries(value)) push(field.number, stringEntry(key, item as string));
@@ -832,6 +841,12 @@ function writeSkeleton(bytes: Buffer, schema: WireSchema, json: Json, what: stri
       } else if (typeof value !== 'string') throw unwritable(`${what}.${name}`);
       else if (found === undefined) edit.add(field.number, Buffer.from(value));
       else if (edit.string(found, name) !== value) edit.replaceString(found, value);
+      continue;
+    }
+    if (field.type === 'bytes') {
+      // Read-only: a rule that changed them cannot be followed.
+      const found = edit.single(field.number, name);
+      if (value !== (found === undefined ? undefined : edit.payload(found).toString('base64'))) throw unwritable(`${what}.${name}`);
       continue;
     }
     const found = edit.all(field.number, name);
@@ -947,6 +962,14 @@ const PERSISTENT_VOLUME: WireSchema = {
 };
 /** PersistentVolumeClaim spec = 2 → volumeName = 3, dataSourceRef = 8 (TypedObjectReference namespace = 4). */
 const PERSISTENT_VOLUME_CLAIM: WireSchema = { spec: wireMessage(2, { volumeName: wireString(3), dataSourceRef: wireMessage(8, { namespace: wireString(4) }) }) };
+/**
+ * certificates/v1 CertificateSigningRequest metadata = 1 (name = 1, for messages), spec = 2 → request = 1 (read: the
+ * groups it asks for), username = 2, groups = 4, signerName = 7.
+ */
+const CERTIFICATE_SIGNING_REQUEST: WireSchema = {
+  metadata: wireMessage(1, { name: wireString(META.name) }),
+  spec: wireMessage(2, { request: wireBytes(1), username: wireString(2), groups: wireStrings(4), signerName: wireString(7) }),
+};
 /** NetworkPolicy spec = 2 → ingress = 2 (from = 2), egress = 3 (to = 2) → NetworkPolicyPeer namespaceSelector = 2. */
 const NETWORK_POLICY: WireSchema = {
   spec: wireMessage(2, {
@@ -995,6 +1018,7 @@ const SKELETON_ROWS: readonly (readonly [string, string, KindRule, WireSchema])[
   ['admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding', ADMISSION_V1, admissionPolicyBinding, ADMISSION_POLICY_BINDING],
   ['admissionregistration.k8s.io/MutatingAdmissionPolicyBinding', ADMISSION_V1, admissionPolicyBinding, ADMISSION_POLICY_BINDING],
   ['apiextensions.k8s.io/CustomResourceDefinition', 'apiextensions.k8s.io/v1', crd, CUSTOM_RESOURCE_DEFINITION],
+  ['certificates.k8s.io/CertificateSigningRequest', 'certificates.k8s.io/v1', certificateSigningRequest, CERTIFICATE_SIGNING_REQUEST],
 ];
 const SKELETON_KINDS: ReadonlyMap<string, ProtobufKind> = new Map(
   SKELETON_ROWS.map(([key, apiVersion, rule, schema]) => [key, { apiVersion, toUpstream: skeletonToUpstreamWire(rule, schema) }]),
@@ -1095,7 +1119,7 @@ export function protobufBodyToUpstream(body: Buffer, row: KindRow, tenant: Tenan
     return body;
   }
   if (verb !== 'create' && verb !== 'update') throw unsupported(`${verb} request bodies`);
-  const wholeObject = subresource === '' || subresource === 'status';
+  const wholeObject = isWholeObjectSubresource(row, subresource);
   const protobufKind = wholeObject ? protobufKindOf(row) : undefined;
   const envelope = parseEnvelope(body);
   if (wholeObject) checkKind(envelope, row, protobufKind, options.version);

@@ -5,6 +5,7 @@ import type { TenantId } from './prefix.ts';
 import type { RequestInfo } from './request-info.ts';
 import { apiGroupToUpstream, documentGroupToUpstream, nameMappingOfRow, nameToUpstream, namespaceToUpstream } from './rules/index.ts';
 import { mergeLabelSelector, rewriteFieldSelector } from './selectors.ts';
+import { signerNameSelectorValue } from './rules/signers.ts';
 
 const enc = encodeURIComponent;
 
@@ -55,6 +56,7 @@ export function upstreamResourceTarget(info: RequestInfo, row: KindRow, query: U
         clusterScoped: mapping !== 'plain', // shared kinds (nodes) keep their names
         resource: info.resource,
         nameToUpstream: (name) => nameToUpstream(mapping, name, tenant),
+        mappedFields: row.rule === 'certificatesigningrequest' ? { 'spec.signerName': (name) => signerNameSelectorValue(name, tenant) } : undefined,
       }),
     );
   }

@@ -106,6 +106,8 @@ export interface FieldSelectorScope {
    * (what `kubectl describe` sends for a cluster-scoped object). Absent: those names are left as is.
    */
   isPrefixedClusterKind?: (kind: string) => boolean;
+  /** Other fields of the resource whose values map upstream (a CSR's `spec.signerName`), by field. */
+  mappedFields?: Readonly<Record<string, (value: string) => string>>;
 }
 
 // Fields whose values are namespace names, on any resource that supports them.
@@ -135,7 +137,10 @@ export function rewriteFieldSelector(selector: string, tenant: TenantId, scope: 
       const kind = equalValueOf(terms, kindField);
       prefixed = kind !== null && scope.isPrefixedClusterKind(kind);
     }
-    if (prefixed && term.value !== '') {
+    const mapField = scope.mappedFields?.[term.field];
+    if (mapField !== undefined) {
+      out.push(term.field + term.operator + escapeFieldSelectorValue(mapField(term.value)));
+    } else if (prefixed && term.value !== '') {
       const upstream = term.field === 'metadata.name' && scope.nameToUpstream !== undefined ? scope.nameToUpstream(term.value) : toUpstreamName(term.value, tenant);
       out.push(term.field + term.operator + escapeFieldSelectorValue(upstream));
     } else {

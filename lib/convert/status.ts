@@ -3,6 +3,7 @@
 // exact prefix is removed, and only where a name or identity starts.
 import { STORED_UPSTREAM_GROUPS, tenantGroupOfStored } from './kinds.ts';
 import { toTenantName, type TenantId } from './prefix.ts';
+import { signerResourceNameToTenant, tenantSignerDomain } from './rules/signers.ts';
 
 /** `flowschemas.flowcontrol.tenantgate.kubezoo.io "…"` → `flowschemas.flowcontrol.apiserver.k8s.io "…"`: stored kinds in the tenant's group. */
 function storedGroupsToTenant(text: string): string {
@@ -69,6 +70,29 @@ export function statusToTenant(status: any, tenant: TenantId, scope?: StatusScop
  * `keep`: a name that stays as is where it stands quoted (`"<keep>"`), except after `namespace `.
  */
 export function stripTenantPrefixes(text: string, tenant: TenantId, keep?: string): string {
+  const signers = signerNamesIn(text, tenant);
+  if (signers === null) return stripPrefixes(text, tenant, keep);
+  // Signer names of the tenant's signer domain (a CSR's, in admission messages and Table cells) read as the tenant
+  // wrote them; the text around them loses its prefixes as usual.
+  let out = '';
+  let copiedTo = 0;
+  for (const match of signers) {
+    const mine = signerResourceNameToTenant(match[0], tenant);
+    if (mine === null) continue;
+    out += stripPrefixes(text.slice(copiedTo, match.index), tenant, keep) + mine;
+    copiedTo = match.index + match[0].length;
+  }
+  return out + stripPrefixes(text.slice(copiedTo), tenant, keep);
+}
+
+/** Every signer name of the tenant's signer domain in `text`, or null when there is none (the usual case, at once). */
+function signerNamesIn(text: string, tenant: TenantId): IterableIterator<RegExpExecArray> | null {
+  const domain = tenantSignerDomain(tenant);
+  if (!text.includes(domain + '/')) return null;
+  return text.matchAll(new RegExp(`${domain.replaceAll('.', '\\.')}/(raw:[^"\\s]*|[-a-z0-9.*]+)`, 'g'));
+}
+
+function stripPrefixes(text: string, tenant: TenantId, keep?: string): string {
   let at = text.indexOf(tenant);
   if (at === -1) return text;
   // For the tenant `system`, `system:` starts Kubernetes' own identities (system:authenticated,

@@ -19,6 +19,7 @@ import { RequestObserver } from './request-end.ts';
 import { ServiceAccountTokens, upstreamTokenReviewer } from '../auth/service-account-tokens.ts';
 import { RsaKeyPool } from '../auth/key-pool.ts';
 import { issueTenantKubeconfig } from '../tenants/credentials.ts';
+import { CsrSigner } from '../tenants/csr-signer.ts';
 import { inClusterAddress } from '../tenants/cluster-service.ts';
 import { TenantLifecycle } from '../tenants/lifecycle.ts';
 import { ObjectKeeper, type KeptObject } from '../tenants/kept-objects.ts';
@@ -157,6 +158,10 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   const clusterAddress = inClusterAddress({ host: config.host, port });
   const lifecycle = runLifecycle ? new TenantLifecycle({ store: tenants, pool, discovery, recordOperation, clusterAddress }) : null;
   await lifecycle?.start();
+  // Tenants' kube-apiserver-client CSRs, signed with the tenant CA (without its key, nobody signs them: as a cluster without a signer).
+  const csrSigner =
+    runLifecycle && config.tenantCa !== undefined ? new CsrSigner({ pool, ca: config.tenantCa, tenants, maxValidityDays: config.tenantCertificateDays }) : null;
+  await csrSigner?.start();
   const hostInUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
   url = `https://${hostInUrl}:${port}`;
   return {
@@ -172,6 +177,7 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
     close: async () => {
       await metricsListener?.close();
       metrics?.close();
+      csrSigner?.stop();
       await lifecycle?.stop();
       await keeper?.stop();
       stopFollowingTenants();

@@ -4,6 +4,7 @@
 import { carriesTenantLabel, KINDS, type KindRow } from '../convert/kinds.ts';
 import { TENANT_LABEL, toUpstreamName, type TenantId } from '../convert/prefix.ts';
 import { clusterShadowOf } from '../convert/rules/cluster-subjects.ts';
+import { tenantSignersWildcard } from '../convert/rules/signers.ts';
 import { upstreamJson } from '../upstream/client.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 
@@ -39,13 +40,22 @@ function rulesByGroup(rows: readonly KindRow[], verbs: string[], withSubresource
  * (`resource/` then `*`, as this role once named them: it granted no status); naming one a kind lacks grants nothing.
  */
 function withSubresources(resource: string): string[] {
-  return resource === 'namespaces' ? [resource, `${resource}/status`, `${resource}/finalize`] : [resource, `${resource}/status`, `${resource}/scale`];
+  return [resource, ...(CLUSTER_SUBRESOURCES[resource] ?? ['status', 'scale']).map((sub) => `${resource}/${sub}`)];
 }
 
 const CLUSTER_ROWS = KINDS.filter((row) => row.scope === 'Cluster' && row.tenancy !== 'hidden');
 const REVIEW_ROWS = CLUSTER_ROWS.filter((row) => row.tenancy === 'tenant' && !carriesTenantLabel(row));
 const OWN_CLUSTER_ROWS = CLUSTER_ROWS.filter((row) => row.tenancy === 'tenant' && carriesTenantLabel(row));
 const SHARED_CLUSTER_ROWS = CLUSTER_ROWS.filter((row) => row.tenancy === 'shared-read-only');
+
+/**
+ * Subresources of the tenant's cluster-scoped kinds, named one by one: RBAC's wildcards are a whole resource name or
+ * a star before the slash, never after it (`<resource>/` and a star matches nothing). Kinds not listed have `status` at most.
+ */
+const CLUSTER_SUBRESOURCES: Readonly<Record<string, readonly string[]>> = {
+  namespaces: ['status', 'finalize'],
+  certificatesigningrequests: ['status', 'approval'],
+};
 
 /**
  * The cluster-scoped rights every tenant admin holds upstream, derived from the table of kinds: everything on the
@@ -236,6 +246,35 @@ export async function ensureTenantCustomResources(pool: UpstreamPool, tenant: Te
   });
 }
 
+/** Name of the ClusterRole (and its binding to the admin) on the tenant's own certificate signers. */
+export function tenantSignersName(tenant: TenantId): string {
+  return `tenantgate:tenant-signers:${tenant}`;
+}
+
+/**
+ * `approve` and `sign` on the signers of the tenant's own signer domain, and no other: the apiserver's CSR admission
+ * asks about `<domain>/*`, so the tenant admin approves and signs only its tenant's requests (convert/rules/signers.ts).
+ */
+export function tenantSignersRole(tenant: TenantId) {
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: tenantSignersName(tenant), labels: { [TENANTGATE_OWNED_LABEL]: tenant } },
+    rules: [{ apiGroups: ['certificates.k8s.io'], resources: ['signers'], resourceNames: [tenantSignersWildcard(tenant)], verbs: ['approve', 'sign'] }],
+  };
+}
+
+export async function ensureTenantSigners(pool: UpstreamPool, tenant: TenantId): Promise<void> {
+  await ensure(pool, '/apis/rbac.authorization.k8s.io/v1/clusterroles', tenantSignersRole(tenant));
+  await ensure(pool, '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: tenantSignersName(tenant), labels: { [TENANTGATE_OWNED_LABEL]: tenant } },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: tenantSignersName(tenant) },
+    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: tenantAdminUser(tenant) }],
+  });
+}
+
 /** tenantgate's own cluster-scoped objects for a tenant (paths), not under its prefix: removed with the tenant. */
 export function tenantgateClusterObjectsOf(tenant: TenantId): string[] {
   const rbac = '/apis/rbac.authorization.k8s.io/v1';
@@ -245,6 +284,8 @@ export function tenantgateClusterObjectsOf(tenant: TenantId): string[] {
     binding(tenantShadowBindingName(tenant)),
     binding(tenantCustomResourcesName(tenant)),
     `${rbac}/clusterroles/${encodeURIComponent(tenantCustomResourcesName(tenant))}`,
+    binding(tenantSignersName(tenant)),
+    `${rbac}/clusterroles/${encodeURIComponent(tenantSignersName(tenant))}`,
   ];
 }
 
@@ -260,5 +301,6 @@ export async function bootstrapTenant(pool: UpstreamPool, tenant: TenantId): Pro
   await ensureTenantClusterRoleBinding(pool, tenant);
   await ensureTenantShadowBinding(pool, tenant);
   await ensureTenantCustomResources(pool, tenant, []);
+  await ensureTenantSigners(pool, tenant);
   for (const namespace of BUILTIN_NAMESPACES) await ensureTenantNamespace(pool, tenant, toUpstreamName(namespace, tenant));
 }

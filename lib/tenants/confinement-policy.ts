@@ -3,6 +3,7 @@
 // Never matches a request without that extra (administrators, controllers, tenantgate's own calls), nor reviews.
 import { TENANT_LABEL } from '../convert/prefix.ts';
 import { TENANT_EXTRA_KEY } from '../auth/impersonation.ts';
+import { TENANT_SIGNER_DOMAIN_SUFFIX } from '../convert/rules/signers.ts';
 
 /**
  * Name of the policy and of its binding. Admission policies take DNS subdomain names (no `tenantgate:`); `tenant` +
@@ -63,6 +64,7 @@ export const TENANT_CONFINEMENT_POLICY = {
       { name: 'isCrd', expression: "variables.apiGroup == 'apiextensions.k8s.io' && request.resource.resource == 'customresourcedefinitions'" },
       { name: 'isClusterRole', expression: "variables.apiGroup == 'rbac.authorization.k8s.io' && request.resource.resource == 'clusterroles'" },
       { name: 'isClusterBinding', expression: "variables.apiGroup == 'rbac.authorization.k8s.io' && request.resource.resource == 'clusterrolebindings'" },
+      { name: 'isCsr', expression: "variables.apiGroup == 'certificates.k8s.io' && request.resource.resource == 'certificatesigningrequests'" },
       {
         name: 'subjectForms',
         expression: `[${cel(CLUSTER_BINDING_SUBJECT_PREFIX)} + variables.prefix, ${cel(CLUSTER_BINDING_SUBJECT_PREFIX)} + variables.tenant + ':', ${cel(CLUSTER_BINDING_SUBJECT_PREFIX + 'system:serviceaccount:')} + variables.prefix]`,
@@ -105,6 +107,13 @@ export const TENANT_CONFINEMENT_POLICY = {
         messageExpression:
           `'tenantgate: a cluster role binding of tenant ' + variables.tenant + ' names only its own identities as ${CLUSTER_BINDING_SUBJECT_PREFIX}' + variables.prefix + '..., ${CLUSTER_BINDING_SUBJECT_PREFIX}' + variables.tenant + ':... or ${CLUSTER_BINDING_SUBJECT_PREFIX}system:serviceaccount:' + variables.prefix + '...'`,
         message: "tenantgate: a tenant's cluster role binding names only its own identities",
+        reason: 'Forbidden',
+      },
+      {
+        // An upstream signer (kube-controller-manager's kubernetes.io/* ones) would sign with the upstream's CA.
+        expression: `!variables.isCsr || object == null || (has(object.spec) && has(object.spec.signerName) && object.spec.signerName.startsWith(variables.tenant + ${cel(TENANT_SIGNER_DOMAIN_SUFFIX + '/')}))`,
+        messageExpression: `'tenantgate: a certificate signing request of tenant ' + variables.tenant + ' names a signer of its own signer domain ' + variables.tenant + ${cel(TENANT_SIGNER_DOMAIN_SUFFIX)}`,
+        message: "tenantgate: a tenant's certificate signing request names a signer of its own signer domain",
         reason: 'Forbidden',
       },
       {

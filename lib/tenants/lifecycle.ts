@@ -19,6 +19,7 @@ import {
   ensureTenantCustomResources,
   ensureTenantNamespace,
   ensureTenantShadowBinding,
+  ensureTenantSigners,
   grantTenantNamespace,
   TENANT_ADMIN_BINDING,
   TENANT_CLUSTER_ROLE,
@@ -26,6 +27,7 @@ import {
   tenantCustomResourcesName,
   tenantCustomResourcesRole,
   tenantShadowBindingName,
+  tenantSignersName,
   TENANTGATE_OWNED_LABEL,
   type CustomResourceDefinition,
 } from './bootstrap.ts';
@@ -446,6 +448,7 @@ export class TenantLifecycle {
       const builtinBindings = builtinBindingNamesOf(id);
       if (!bindings.has(tenantClusterRoleBindingName(id))) repair(`clusterrolebinding ${tenantClusterRoleBindingName(id)}`, id, () => ensureTenantClusterRoleBinding(this.#pool, id));
       if (!bindings.has(tenantShadowBindingName(id))) repair(`clusterrolebinding ${tenantShadowBindingName(id)}`, id, () => ensureTenantShadowBinding(this.#pool, id));
+      if (!bindings.has(tenantSignersName(id))) repair(`clusterrolebinding ${tenantSignersName(id)}`, id, () => ensureTenantSigners(this.#pool, id));
       const mine: ClusterRoleBinding[] = [];
       for (const binding of clusterBindings) {
         // The built-in bindings grant only discovery and self-reviews, nothing a RoleBinding could: never expanded.

@@ -13,7 +13,7 @@ import { applyJsonPatch, parseJsonPatch } from '../convert/json-patch.ts';
 import { parseJsonOrYamlBody } from '../convert/tenant-body.ts';
 import type { RequestInfo } from '../convert/request-info.ts';
 import { aggregatedDiscoveryToTenant, discoveryToTenant, isAggregatedDiscoveryJson } from '../convert/discovery.ts';
-import { isTenantCrdGroup } from '../convert/kinds.ts';
+import { isTenantCrdGroup, isWholeObjectSubresource, type KindRow } from '../convert/kinds.ts';
 import { HIDDEN_GROUPS } from '../convert/visibility.ts';
 import { openapiGroupDocToTenant, openapiIndexToTenant, openapiV2ToTenant } from '../convert/openapi.ts';
 import { OPENAPI_V2_PROTOBUF, openapiV2ToProtobuf, prefersOpenApiV2Protobuf } from '../convert/openapi-v2-protobuf.ts';
@@ -97,8 +97,8 @@ function refuseDeletingDirectives(value: unknown, inList: boolean, path: string)
 }
 
 /** Patches of the object itself (not of a subresource such as scale) go through the kind's rules. */
-function patchesTheObject(info: RequestInfo): boolean {
-  return info.verb === 'patch' && (info.subresource === '' || info.subresource === 'status');
+function patchesTheObject(info: RequestInfo, row: KindRow): boolean {
+  return info.verb === 'patch' && isWholeObjectSubresource(row, info.subresource);
 }
 
 function requestBodyToUpstream(text: string, contentType: string, ctx: RequestContext, convert: ConvertContext): string {
@@ -117,7 +117,7 @@ function requestBodyToUpstream(text: string, contentType: string, ctx: RequestCo
   }
   const body: any = parseJsonOrYamlBody(text, contentType);
   const wholeObject = info.verb !== 'patch' || contentType.includes('apply-patch');
-  if ((info.subresource === '' || info.subresource === 'status') && wholeObject) return JSON.stringify(objectToUpstream(body, convert, row, info.verb === 'create' ? 'create' : 'update'));
+  if (isWholeObjectSubresource(row, info.subresource) && wholeObject) return JSON.stringify(objectToUpstream(body, convert, row, info.verb === 'create' ? 'create' : 'update'));
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('the request body must be a JSON object');
   const metadata = body.metadata;
   if (metadata === null || (typeof metadata === 'object' && metadata.labels === null)) {
@@ -126,7 +126,7 @@ function requestBodyToUpstream(text: string, contentType: string, ctx: RequestCo
   if (typeof metadata === 'object' && metadata !== undefined && typeof metadata.labels === 'object' && TENANT_LABEL in metadata.labels) {
     throw new StatusError(422, 'Invalid', `the label ${TENANT_LABEL} is managed by tenantgate`);
   }
-  if (patchesTheObject(info)) {
+  if (patchesTheObject(info, row)) {
     // A partial object: the kind's rules convert (and force) what it carries, as for a whole one.
     refuseDeletingDirectives(body, false, '');
     return JSON.stringify(objectToUpstream(body, convert, row, 'patch'));
@@ -438,7 +438,7 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
         );
         return;
       }
-      if (contentType.includes('json-patch') && patchesTheObject(info)) {
+      if (contentType.includes('json-patch') && patchesTheObject(info, ctx.row!)) {
         return jsonPatchToUpdate(buffer.toString('utf8'), target, headers, ctx, deps.pool, convert).then((body) => {
           headers['content-type'] = 'application/json';
           send(body, 'PUT');

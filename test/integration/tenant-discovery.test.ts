@@ -93,7 +93,9 @@ t.test('aggregated discovery: answered as v2, the tenant\'s CRD group un-prefixe
     const groups: DiscoveredGroup[] = answer.json().items;
     const names = groups.map((group) => group.metadata.name ?? '');
     t.ok(names.includes('example.com'), `${tenant.id} sees example.com`);
-    for (const hidden of ['flowcontrol.tenantgate.kubezoo.io', 'apiregistration.k8s.io', 'certificates.k8s.io']) t.notOk(names.includes(hidden), `${tenant.id}: no ${hidden}`);
+    for (const hidden of ['flowcontrol.tenantgate.kubezoo.io', 'apiregistration.k8s.io']) t.notOk(names.includes(hidden), `${tenant.id}: no ${hidden}`);
+    const csrs = groups.find((group) => group.metadata.name === 'certificates.k8s.io')?.versions[0]?.resources.find((r) => r.resource === 'certificatesigningrequests');
+    t.same(csrs?.subresources?.map((s) => s.subresource).sort(), ['approval', 'status'], `${tenant.id}: its CSRs, with approval and status`);
     const widgets = groups.find((group) => group.metadata.name === 'example.com')!.versions[0]!.resources.find((r) => r.resource === 'widgets');
     t.equal(widgets?.responseKind?.group, 'example.com');
   }
@@ -126,7 +128,8 @@ t.test('kubectl api-resources (aggregated discovery) shows the tenant\'s API and
   const lines = r.stdout.split('\n');
   t.ok(lines.some((line) => /^widgets\s+example\.com\/v1\s+true\s+Widget\s/.test(line)), 'the CRD under the tenant\'s group');
   t.match(lines.find((line) => line.startsWith('nodes ')), /^nodes\s+no\s+v1\s+false\s+Node\s+get,list,watch\s*$/, 'nodes, read-only');
-  t.notMatch(r.stdout, /tenantgate|apiservices|componentstatuses|certificatesigningrequests|bravo2|alpha1-/);
+  t.ok(lines.some((line) => /^certificatesigningrequests\s+csr\s+certificates\.k8s\.io\/v1\s+false\s+CertificateSigningRequest\s/.test(line)), 'CSRs, the tenant\'s own');
+  t.notMatch(r.stdout, /tenantgate|apiservices|componentstatuses|bravo2|alpha1-/);
 });
 
 t.test('kubectl explain the tenant\'s CRD (OpenAPI v3)', async (t) => {
@@ -164,7 +167,8 @@ t.test('OpenAPI v3: the tenant\'s group, not the other\'s, no hidden group', asy
   const answer = await get(alpha, '/openapi/v3', 'application/json');
   const paths = Object.keys(answer.json().paths);
   t.ok(paths.includes('apis/example.com/v1'));
-  t.same(paths.filter((path) => /bravo2|alpha1-|tenantgate|apiregistration|certificates/.test(path)), []);
+  t.same(paths.filter((path) => /bravo2|alpha1-|tenantgate|apiregistration/.test(path)), []);
+  t.ok(paths.includes('apis/certificates.k8s.io/v1'), 'the CSRs\' group, the tenant\'s own kind');
   t.equal((await get(alpha, '/openapi/v3/apis/flowcontrol.tenantgate.kubezoo.io/v1', 'application/json')).status, 404, 'a hidden group\'s document is not served either');
   t.equal((await get(alpha, '/openapi/v3/apis/bravo2-example.com/v1', 'application/json')).status, 404, 'nor another tenant\'s');
 });

@@ -1,6 +1,7 @@
 // Protobuf bodies of every kind whose JSON rule maps fields beyond the metadata: each kind's object is encoded from
 // the rig's own generated.proto files, converted on the wire, decoded again and compared with what the JSON rule makes
 // of the same object; every field number the module reads is checked against those files.
+import forge from 'node-forge';
 import t from 'tap';
 import { kindOf, type KindRow } from '../../lib/convert/kinds.ts';
 import { TENANT_LABEL } from '../../lib/convert/prefix.ts';
@@ -37,6 +38,7 @@ const MESSAGE_OF: Record<string, string> = {
   'admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding': `${API}.admissionregistration.v1.ValidatingAdmissionPolicyBinding`,
   'admissionregistration.k8s.io/MutatingAdmissionPolicyBinding': `${API}.admissionregistration.v1.MutatingAdmissionPolicyBinding`,
   'apiextensions.k8s.io/CustomResourceDefinition': `${EXTENSIONS}.CustomResourceDefinition`,
+  'certificates.k8s.io/CertificateSigningRequest': `${API}.certificates.v1.CertificateSigningRequest`,
   'apps/StatefulSet': `${API}.apps.v1.StatefulSet`,
   'batch/CronJob': `${API}.batch.v1.CronJob`,
   'resource.k8s.io/ResourceClaimTemplate': `${API}.resource.v1.ResourceClaimTemplate`,
@@ -59,6 +61,7 @@ t.test('every field number the module reads is the one of generated.proto (k8s.i
       const repeated = field.type === 'strings' || field.type === 'messages' || field.type === 'map';
       t.equal(repeated, proto.repeated, `${path}.${name}: repeated as in the .proto`);
       if (field.type === 'string' || field.type === 'strings') t.equal(proto.type, 'string', `${path}.${name} is a string`);
+      if (field.type === 'bytes') t.equal(proto.type, 'bytes', `${path}.${name} is bytes`);
       if (field.type === 'map') t.equal(proto.mapValue, 'string', `${path}.${name} is a map<string, string>`);
       if (field.type === 'message' || field.type === 'messages') {
         t.equal(field.type === 'message' && field.inline === true, INLINE_MEMBERS.has(name), `${path}.${name}: inline exactly where Go's JSON inlines`);
@@ -369,6 +372,23 @@ const CASES: [string, Json][] = [
     'resource.k8s.io/ResourceClaimTemplate',
     { apiVersion: 'resource.k8s.io/v1', kind: 'ResourceClaimTemplate', metadata: { name: 'gpu', namespace: 'default' }, spec: { metadata: { labels: { a: 'b' } }, spec: {} } },
   ],
+  [
+    'certificates.k8s.io/CertificateSigningRequest',
+    {
+      apiVersion: 'certificates.k8s.io/v1',
+      kind: 'CertificateSigningRequest',
+      metadata: { name: 'alice' },
+      spec: {
+        request: Buffer.from('not a real CSR').toString('base64'),
+        signerName: 'kubernetes.io/kube-apiserver-client',
+        expirationSeconds: 3600,
+        usages: ['client auth'],
+        username: 'alice',
+        uid: 'u-1',
+        groups: ['team', 'system:authenticated'],
+      },
+    },
+  ],
 ];
 
 const versionOf = (apiVersion: unknown) => String(apiVersion).split('/').at(-1)!;
@@ -535,4 +555,25 @@ t.test('a selector key "__proto__" is refused, never lost on the way', NEEDS_PRO
   const object = { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { name: 'p', namespace: 'default' }, spec: { ingress: [{ from: [{ namespaceSelector: { matchLabels: JSON.parse('{"__proto__": "x"}') } }] }] } };
   const body = encodeBody(messages, MESSAGE_OF[key]!, object);
   t.equal(thrown(() => protobufBodyToUpstream(body, rowOf('networking.k8s.io', 'NetworkPolicy'), TENANT, options('v1'))).code, 400);
+});
+
+t.test("a CSR for the client signer asking for system:masters is refused as the apiserver's admission refuses it, JSON and protobuf alike", NEEDS_PROTO, async (t) => {
+  const keys = forge.pki.rsa.generateKeyPair(1024);
+  const request = forge.pki.createCertificationRequest();
+  request.publicKey = keys.publicKey;
+  request.setSubject([{ name: 'organizationName', value: 'system:masters' }, { name: 'commonName', value: 'root' }]);
+  request.sign(keys.privateKey);
+  const csr = {
+    apiVersion: 'certificates.k8s.io/v1',
+    kind: 'CertificateSigningRequest',
+    metadata: { name: 'root' },
+    spec: { request: Buffer.from(forge.pki.certificationRequestToPem(request)).toString('base64'), signerName: 'kubernetes.io/kube-apiserver-client', usages: ['client auth'] },
+  };
+  const key = 'certificates.k8s.io/CertificateSigningRequest';
+  const row = rowOf('certificates.k8s.io', 'CertificateSigningRequest');
+  const message = /use of kubernetes.io\/kube-apiserver-client signer with system:masters group is not allowed/;
+  t.match(thrownStatus(() => objectToUpstream(structuredClone(csr), CTX, row)), { code: 403, message });
+  t.match(thrownStatus(() => protobufBodyToUpstream(encodeBody(messages, MESSAGE_OF[key]!, csr), row, TENANT, options('v1'))), { code: 403, message });
+  const otherSigner = { ...csr, spec: { ...csr.spec, signerName: 'example.com/any' } };
+  t.ok(protobufBodyToUpstream(encodeBody(messages, MESSAGE_OF[key]!, otherSigner), row, TENANT, options('v1')), 'another signer judges its own requests');
 });

@@ -3,6 +3,7 @@
 import { accessRefusal, type KindRow, type RuleName } from '../kinds.ts';
 import { badRequest } from '../../server/status.ts';
 import { admissionPolicy, admissionPolicyBinding, webhookConfiguration } from './admission.ts';
+import { certificateSigningRequest } from './certificates.ts';
 import { crd, customResource } from './crd.ts';
 import { endpoints, endpointSlice } from './endpoints.ts';
 import { event } from './events.ts';
@@ -51,6 +52,7 @@ export const RULES: { readonly [name in RuleName]: KindRule } = {
   selfsubjectrulesreview: selfSubjectRulesReview,
   tokenreview: tokenReview,
   selfsubjectreview: selfSubjectReview,
+  certificatesigningrequest: certificateSigningRequest,
   node,
   shared,
   hidden,

@@ -5,6 +5,7 @@ import { MAX_UPSTREAM_NAME, MAX_UPSTREAM_NAMESPACE, PREFIX_LENGTH, toTenantName,
 import { StatusError } from '../../server/status.ts';
 import type { KindRow } from '../kinds.ts';
 import { groupToTenant, groupToUpstream, userToTenant, userToUpstream } from './identity.ts';
+import { signerResourceNameToTenant, signerResourceNameToUpstream } from './signers.ts';
 
 /** Longest namespace and longest other name a tenant may use. */
 export const MAX_TENANT_NAMESPACE = MAX_UPSTREAM_NAMESPACE - PREFIX_LENGTH;
@@ -13,9 +14,10 @@ export const MAX_TENANT_NAME = MAX_UPSTREAM_NAME - PREFIX_LENGTH;
 /**
  * How a kind's `metadata.name` maps upstream. plain: unchanged (namespaced and shared kinds);
  * prefix: `<id>-<name>` (the tenant's cluster-scoped kinds); crd: `<plural>.<id>-<group>`; user and group: as
- * identities map (the names of RBAC rules on `users` and `groups`, which impersonation asks about).
+ * identities map (the names of RBAC rules on `users` and `groups`, which impersonation asks about); signer: into the
+ * tenant's signer domain (RBAC rules on `signers`, which the apiserver's CSR admission asks about).
  */
-export type NameMapping = 'plain' | 'prefix' | 'crd' | 'user' | 'group';
+export type NameMapping = 'plain' | 'prefix' | 'crd' | 'user' | 'group' | 'signer';
 
 export function nameMappingOfRow(row: KindRow): NameMapping {
   if (row.tenancy !== 'tenant' || row.scope === 'Namespaced') return 'plain';
@@ -27,6 +29,7 @@ export function nameToUpstream(mapping: NameMapping, name: string, tenant: Tenan
   if (mapping === 'prefix') return toUpstreamName(name, tenant);
   if (mapping === 'user') return userToUpstream(name, tenant);
   if (mapping === 'group') return groupToUpstream(name, tenant);
+  if (mapping === 'signer') return signerResourceNameToUpstream(name, tenant);
   return crdNameToUpstream(name, tenant);
 }
 
@@ -35,6 +38,7 @@ export function nameToTenant(mapping: NameMapping, upstreamName: string, tenant:
   if (mapping === 'prefix') return toTenantName(upstreamName, tenant);
   if (mapping === 'user') return userToTenant(upstreamName, tenant);
   if (mapping === 'group') return groupToTenant(upstreamName, tenant);
+  if (mapping === 'signer') return signerResourceNameToTenant(upstreamName, tenant);
   return crdNameToTenant(upstreamName, tenant);
 }
 

@@ -32,6 +32,8 @@ export function nameMappingOfResource(group: string, resource: string, ctx: Conv
   // What impersonation asks about (`impersonate` on users and groups): names of identities, not of objects.
   if (group === '' && plural === 'users') return 'user';
   if (group === '' && plural === 'groups') return 'group';
+  // What the CSR admission asks about (`approve` and `sign` on signers): signer names, in the tenant's signer domain.
+  if (group === 'certificates.k8s.io' && plural === 'signers') return 'signer';
   const row = kindOf(group, plural);
   return row === undefined ? 'none' : nameMappingOfRow(row);
 }
