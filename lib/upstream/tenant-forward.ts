@@ -167,11 +167,11 @@ async function currentTenantView(target: string, headers: OutgoingHttpHeaders, c
 async function storedKindBody(buffer: Buffer, contentType: string, target: string, headers: OutgoingHttpHeaders, ctx: RequestContext, pool: UpstreamPool, convert: ConvertContext): Promise<{ text: string; contentType: string } | null> {
   const info = ctx.info!;
   const row = ctx.row!;
-  const wholeObject = info.subresource === '' || info.subresource === 'status';
+  const wholeObject = isWholeObjectSubresource(row, info.subresource);
   if (isProtobuf(contentType) && wholeObject && (info.verb === 'create' || info.verb === 'update')) {
     return { text: JSON.stringify(protobufObjectToJson(buffer, row, info.apiVersion)), contentType: 'application/json' };
   }
-  if (contentType.includes('strategic-merge-patch') && patchesTheObject(info)) {
+  if (contentType.includes('strategic-merge-patch') && patchesTheObject(info, row)) {
     const patch = parseJsonOrYamlBody(buffer.toString('utf8'), contentType);
     const current = touchesMergeLists(row, patch) ? await currentTenantView(target, headers, ctx, pool, convert) : undefined;
     return { text: JSON.stringify(strategicToMergePatch(row, patch, current)), contentType: 'application/merge-patch+json' };
