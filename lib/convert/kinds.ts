@@ -49,6 +49,7 @@ export type RuleName =
   | 'tokenreview'
   | 'selfsubjectreview'
   | 'node'
+  | 'apiservice'
   | 'shared'
   | 'hidden';
 
@@ -63,19 +64,32 @@ export interface KindRow {
   readonly tenancy: Tenancy;
   readonly rule: RuleName;
   readonly listPath: ListPath;
+  /**
+   * The subresources the apiserver serves for the kind that carry the object (`status`, `finalize`...), not the
+   * ones that reach elsewhere (exec, proxy): what upstream RBAC grants a tenant on its cluster-scoped kinds.
+   */
+  readonly subresources: readonly string[];
 }
 
 const N: Scope = 'Namespaced';
 const C: Scope = 'Cluster';
 
-function tenant(group: string, resource: string, kind: string, scope: Scope, rule: RuleName = 'generic', listPath: 'label-filter' | 'per-namespace' = 'label-filter'): KindRow {
-  return Object.freeze({ group, resource, kind, scope, tenancy: 'tenant', rule, listPath });
+function tenant(
+  group: string,
+  resource: string,
+  kind: string,
+  scope: Scope,
+  rule: RuleName = 'generic',
+  listPath: 'label-filter' | 'per-namespace' = 'label-filter',
+  subresources: readonly string[] = [],
+): KindRow {
+  return Object.freeze({ group, resource, kind, scope, tenancy: 'tenant', rule, listPath, subresources: Object.freeze(subresources) });
 }
-function shared(group: string, resource: string, kind: string, scope: Scope, rule: RuleName = 'shared'): KindRow {
-  return Object.freeze({ group, resource, kind, scope, tenancy: 'shared-read-only', rule, listPath: 'unfiltered' });
+function shared(group: string, resource: string, kind: string, scope: Scope, rule: RuleName = 'shared', subresources: readonly string[] = []): KindRow {
+  return Object.freeze({ group, resource, kind, scope, tenancy: 'shared-read-only', rule, listPath: 'unfiltered', subresources: Object.freeze(subresources) });
 }
 function hidden(group: string, resource: string, kind: string, scope: Scope): KindRow {
-  return Object.freeze({ group, resource, kind, scope, tenancy: 'hidden', rule: 'hidden', listPath: 'none' });
+  return Object.freeze({ group, resource, kind, scope, tenancy: 'hidden', rule: 'hidden', listPath: 'none', subresources: [] });
 }
 
 export const KINDS: readonly KindRow[] = Object.freeze([
@@ -90,10 +104,10 @@ export const KINDS: readonly KindRow[] = Object.freeze([
   tenant('', 'endpoints', 'Endpoints', N, 'endpoints'),
   // Events come from kubelets, schedulers and controllers upstream, none of which set the tenant label.
   tenant('', 'events', 'Event', N, 'event', 'per-namespace'),
-  tenant('', 'namespaces', 'Namespace', C, 'namespace'),
+  tenant('', 'namespaces', 'Namespace', C, 'namespace', 'label-filter', ['status', 'finalize']),
   // Nodes are the shared machines: readable so scheduling is understandable, never writable (cordon, taint, delete).
-  shared('', 'nodes', 'Node', C, 'node'),
-  tenant('', 'persistentvolumes', 'PersistentVolume', C, 'persistentvolume'),
+  shared('', 'nodes', 'Node', C, 'node', ['status']),
+  tenant('', 'persistentvolumes', 'PersistentVolume', C, 'persistentvolume', 'label-filter', ['status']),
   tenant('', 'persistentvolumeclaims', 'PersistentVolumeClaim', N, 'persistentvolumeclaim'),
   tenant('', 'replicationcontrollers', 'ReplicationController', N, 'workload'),
   tenant('', 'resourcequotas', 'ResourceQuota', N),
@@ -165,14 +179,16 @@ export const KINDS: readonly KindRow[] = Object.freeze([
 
   tenant('admissionregistration.k8s.io', 'validatingwebhookconfigurations', 'ValidatingWebhookConfiguration', C, 'webhook-configuration'),
   tenant('admissionregistration.k8s.io', 'mutatingwebhookconfigurations', 'MutatingWebhookConfiguration', C, 'webhook-configuration'),
-  tenant('admissionregistration.k8s.io', 'validatingadmissionpolicies', 'ValidatingAdmissionPolicy', C, 'admission-policy'),
+  tenant('admissionregistration.k8s.io', 'validatingadmissionpolicies', 'ValidatingAdmissionPolicy', C, 'admission-policy', 'label-filter', ['status']),
   tenant('admissionregistration.k8s.io', 'validatingadmissionpolicybindings', 'ValidatingAdmissionPolicyBinding', C, 'admission-policy-binding'),
   tenant('admissionregistration.k8s.io', 'mutatingadmissionpolicies', 'MutatingAdmissionPolicy', C, 'admission-policy'),
   tenant('admissionregistration.k8s.io', 'mutatingadmissionpolicybindings', 'MutatingAdmissionPolicyBinding', C, 'admission-policy-binding'),
 
-  tenant('apiextensions.k8s.io', 'customresourcedefinitions', 'CustomResourceDefinition', C, 'crd'),
-  // The platform's aggregated API servers, and the apiserver's own traffic management.
-  hidden('apiregistration.k8s.io', 'apiservices', 'APIService', C),
+  tenant('apiextensions.k8s.io', 'customresourcedefinitions', 'CustomResourceDefinition', C, 'crd', 'label-filter', ['status']),
+  // One per group version the apiserver serves, local or aggregated: read-only, and each tenant sees those of the
+  // groups its discovery shows (its own CRD groups under its names), so `kubectl get apiservices` agrees with discovery.
+  shared('apiregistration.k8s.io', 'apiservices', 'APIService', C, 'apiservice', ['status']),
+  // The apiserver's own traffic management.
   hidden('flowcontrol.apiserver.k8s.io', 'flowschemas', 'FlowSchema', C),
   hidden('flowcontrol.apiserver.k8s.io', 'prioritylevelconfigurations', 'PriorityLevelConfiguration', C),
 
@@ -231,6 +247,9 @@ export function isTenantCrdGroup(group: string): boolean {
   return group !== '' && group !== '*' && !BUILTIN_GROUPS.has(group);
 }
 
+/** The subresources a CRD may give its custom resources (spec.versions[].subresources). */
+export const CUSTOM_RESOURCE_SUBRESOURCES: readonly string[] = Object.freeze(['status', 'scale']);
+
 /**
  * The row for a resource as the tenant names it (group unprefixed, resource without subresource).
  * Custom resources are tenant objects whose scope (and kind, when known) comes from discovery; without a discovered
@@ -239,7 +258,7 @@ export function isTenantCrdGroup(group: string): boolean {
 export function kindOf(group: string, resource: string, discoveredScope?: Scope, discoveredKind?: string): KindRow | undefined {
   if (BUILTIN_GROUPS.has(group)) return byResource.get(group)?.get(resource);
   if (group === '*' || discoveredScope === undefined) return undefined;
-  return { group, resource, kind: discoveredKind ?? '', scope: discoveredScope, tenancy: 'tenant', rule: 'custom-resource', listPath: 'label-filter' };
+  return { group, resource, kind: discoveredKind ?? '', scope: discoveredScope, tenancy: 'tenant', rule: 'custom-resource', listPath: 'label-filter', subresources: CUSTOM_RESOURCE_SUBRESOURCES };
 }
 
 /** The row of a built-in kind by group and kind (for owner and object references); undefined for custom or unknown kinds. */
@@ -253,6 +272,14 @@ const REVIEW_RULES: ReadonlySet<RuleName> = new Set(['subjectaccessreview', 'sel
 /** True for kinds whose objects are stored and so carry the tenant label (every tenant kind but the reviews). */
 export function carriesTenantLabel(row: KindRow): boolean {
   return row.tenancy === 'tenant' && !REVIEW_RULES.has(row.rule);
+}
+
+/**
+ * Whether a write to this subresource carries the kind's object itself (`status` of any kind, and the row's own such as
+ * `namespaces/finalize`), which the kind's rules then convert whole (names, forced labels), as for the object.
+ */
+export function bodyIsTheObject(row: KindRow, subresource: string): boolean {
+  return subresource === '' || subresource === 'status' || row.subresources.includes(subresource);
 }
 
 const READ_VERBS: ReadonlySet<string> = new Set(['get', 'list', 'watch']);

@@ -8,7 +8,7 @@
 // Never lets a field it interprets through in a form the apiserver could read differently: duplicated singular fields,
 // unexpected wire types, groups and out-of-range field numbers on the way are refused (400).
 import { isDeepStrictEqual } from 'node:util';
-import { accessRefusal, carriesTenantLabel, isTenantCrdGroup, type KindRow, type RuleName, type Scope } from './kinds.ts';
+import { accessRefusal, bodyIsTheObject, carriesTenantLabel, isTenantCrdGroup, type KindRow, type RuleName, type Scope } from './kinds.ts';
 import { TENANT_LABEL, toUpstreamName, type TenantId } from './prefix.ts';
 import { apiVersionToUpstream, groupOfApiVersion } from './rules/api-groups.ts';
 import { admissionPolicy, admissionPolicyBinding, webhookConfiguration } from './rules/admission.ts';
@@ -38,7 +38,7 @@ export function isProtobuf(contentType: string | undefined): boolean {
 export interface ProtobufBodyOptions {
   /** The request's verb (create, update; delete and deletecollection carry DeleteOptions, passed on unchanged). */
   readonly verb: string;
-  /** '' or 'status' for a whole object; any other subresource body has only its metadata names converted. */
+  /** '', 'status' or another subresource carrying the object (bodyIsTheObject) for a whole object; any other subresource body has only its metadata names converted. */
   readonly subresource: string;
   /**
    * Scope of an upstream custom kind (as ConvertContext.kindScope), for owner references to custom resources;
@@ -1089,7 +1089,7 @@ export function protobufBodyToUpstream(body: Buffer, row: KindRow, tenant: Tenan
     return body;
   }
   if (verb !== 'create' && verb !== 'update') throw unsupported(`${verb} request bodies`);
-  const wholeObject = subresource === '' || subresource === 'status';
+  const wholeObject = bodyIsTheObject(row, subresource);
   const protobufKind = wholeObject ? protobufKindOf(row) : undefined;
   const envelope = parseEnvelope(body);
   if (wholeObject) checkKind(envelope, row, protobufKind, options.version);

@@ -1,7 +1,7 @@
 // What every tenant has upstream before its first request: its built-in namespaces (labelled as its own)
 // and RBAC that gives its admin full power in its namespaces and over its cluster-scoped objects.
 // Never grants a tenant identity anything on a namespace that is not its tenant's, nor impersonate anywhere.
-import { carriesTenantLabel, KINDS, type KindRow } from '../convert/kinds.ts';
+import { carriesTenantLabel, CUSTOM_RESOURCE_SUBRESOURCES, KINDS, type KindRow } from '../convert/kinds.ts';
 import { TENANT_LABEL, toUpstreamName, type TenantId } from '../convert/prefix.ts';
 import { clusterShadowOf } from '../convert/rules/cluster-subjects.ts';
 import { upstreamJson } from '../upstream/client.ts';
@@ -21,6 +21,14 @@ interface PolicyRule {
   apiGroups: string[];
   resources: string[];
   verbs: string[];
+}
+
+/**
+ * A resource and its subresources as RBAC names them. RBAC matches `<resource>/<subresource>` exactly (or a wildcard
+ * resource), never a wildcard after the slash: each subresource is named.
+ */
+function withSubresources(resource: string, subresources: readonly string[]): string[] {
+  return [resource, ...subresources.map((subresource) => `${resource}/${subresource}`)];
 }
 
 /** One rule per API group, its resources in table order. */
@@ -51,7 +59,7 @@ export const TENANT_CLUSTER_ROLE = {
   kind: 'ClusterRole',
   metadata: { name: 'tenantgate:tenant-cluster-scope' },
   rules: [
-    ...rulesByGroup(OWN_CLUSTER_ROWS, ['*'], (row) => [row.resource, row.resource + '/*']),
+    ...rulesByGroup(OWN_CLUSTER_ROWS, ['*'], (row) => withSubresources(row.resource, row.subresources)),
     ...rulesByGroup(SHARED_CLUSTER_ROWS, READS, (row) => [row.resource, row.resource + '/status']),
     ...rulesByGroup(REVIEW_ROWS, ['create'], (row) => [row.resource]),
   ],
@@ -202,7 +210,7 @@ export function tenantCustomResourcesRole(tenant: TenantId, crds: readonly Custo
   for (const crd of crds) {
     const { group, scope, names } = crd.spec ?? {};
     if (scope !== 'Cluster' || typeof group !== 'string' || !group.startsWith(tenant + '-') || typeof names?.plural !== 'string') continue;
-    rules.push({ apiGroups: [group], resources: [names.plural, names.plural + '/*'], verbs: ['*'] });
+    rules.push({ apiGroups: [group], resources: withSubresources(names.plural, CUSTOM_RESOURCE_SUBRESOURCES), verbs: ['*'] });
   }
   rules.sort((a, b) => (a.apiGroups[0]! + a.resources[0]! < b.apiGroups[0]! + b.resources[0]! ? -1 : 1));
   return {

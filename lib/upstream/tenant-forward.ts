@@ -13,7 +13,7 @@ import { applyJsonPatch, parseJsonPatch } from '../convert/json-patch.ts';
 import { parseJsonOrYamlBody } from '../convert/tenant-body.ts';
 import type { RequestInfo } from '../convert/request-info.ts';
 import { aggregatedDiscoveryToTenant, discoveryToTenant, isAggregatedDiscoveryJson } from '../convert/discovery.ts';
-import { isTenantCrdGroup } from '../convert/kinds.ts';
+import { bodyIsTheObject, isTenantCrdGroup, type KindRow } from '../convert/kinds.ts';
 import { HIDDEN_GROUPS } from '../convert/visibility.ts';
 import { openapiGroupDocToTenant, openapiIndexToTenant, openapiV2ToTenant } from '../convert/openapi.ts';
 import { OPENAPI_V2_PROTOBUF, openapiV2ToProtobuf, prefersOpenApiV2Protobuf } from '../convert/openapi-v2-protobuf.ts';
@@ -60,6 +60,7 @@ function conversionContext(tenant: TenantId, deps: TenantForwardDeps): ConvertCo
     webhookUrlHosts: deps.webhookUrlHosts,
     scopeOf: (group, resource) => discovery.scopeOf(group, resource),
     kindScope: (apiVersion, kind) => discovery.scopeOfKind(groupOfApiVersion(apiVersion), kind),
+    servesTenantResources: (group, version) => discovery.servesTenantResources(group, version),
   };
 }
 
@@ -93,8 +94,8 @@ function refuseDeletingDirectives(value: unknown, inList: boolean, path: string)
 }
 
 /** Patches of the object itself (not of a subresource such as scale) go through the kind's rules. */
-function patchesTheObject(info: RequestInfo): boolean {
-  return info.verb === 'patch' && (info.subresource === '' || info.subresource === 'status');
+function patchesTheObject(info: RequestInfo, row: KindRow): boolean {
+  return info.verb === 'patch' && bodyIsTheObject(row, info.subresource);
 }
 
 function requestBodyToUpstream(text: string, contentType: string, ctx: RequestContext, convert: ConvertContext): string {
@@ -113,7 +114,7 @@ function requestBodyToUpstream(text: string, contentType: string, ctx: RequestCo
   }
   const body: any = parseJsonOrYamlBody(text, contentType);
   const wholeObject = info.verb !== 'patch' || contentType.includes('apply-patch');
-  if ((info.subresource === '' || info.subresource === 'status') && wholeObject) return JSON.stringify(objectToUpstream(body, convert, row, info.verb === 'create' ? 'create' : 'update'));
+  if (bodyIsTheObject(row, info.subresource) && wholeObject) return JSON.stringify(objectToUpstream(body, convert, row, info.verb === 'create' ? 'create' : 'update'));
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('the request body must be a JSON object');
   const metadata = body.metadata;
   if (metadata === null || (typeof metadata === 'object' && metadata.labels === null)) {
@@ -122,7 +123,7 @@ function requestBodyToUpstream(text: string, contentType: string, ctx: RequestCo
   if (typeof metadata === 'object' && metadata !== undefined && typeof metadata.labels === 'object' && TENANT_LABEL in metadata.labels) {
     throw new StatusError(422, 'Invalid', `the label ${TENANT_LABEL} is managed by tenantgate`);
   }
-  if (patchesTheObject(info)) {
+  if (patchesTheObject(info, row)) {
     // A partial object: the kind's rules convert (and force) what it carries, as for a whole one.
     refuseDeletingDirectives(body, false, '');
     return JSON.stringify(objectToUpstream(body, convert, row, 'patch'));
@@ -392,7 +393,7 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
         );
         return;
       }
-      if (contentType.includes('json-patch') && patchesTheObject(info)) {
+      if (contentType.includes('json-patch') && patchesTheObject(info, ctx.row!)) {
         return jsonPatchToUpdate(buffer.toString('utf8'), target, headers, ctx, deps.pool, convert).then((body) => {
           headers['content-type'] = 'application/json';
           send(body, 'PUT');
