@@ -1,6 +1,6 @@
 // /livez, /readyz and /healthz, answered without authentication (like the apiserver's): tenantgate's own checks, and
 // with `?verbose` (or for one named check) the upstream's, read with tenantgate's identity. Answers are cached briefly
-// so probes cost the upstream little. Never forwards anything of the caller's but the check's path and `exclude`.
+// so probes cost the upstream little. Never sends the upstream anything of the caller's: a fixed few paths.
 import type { ServerResponse } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http2';
 import type { UpstreamPool } from '../upstream/pool.ts';
@@ -19,12 +19,9 @@ export const UPSTREAM_CHECK = 'upstream';
 /** An upstream health answer, or why there is none. */
 export type UpstreamHealth = { status: number; text: string } | { problem: string };
 
-/** A check name as the apiserver spells them (`etcd`, `poststarthook/start-apiextensions-informers`). */
-const CHECK_NAME = /^[a-z0-9][a-z0-9./_-]{0,252}$/;
-
 export class HealthChecks {
   private readonly pool: UpstreamPool;
-  /** Upstream answers by path and query, each at most CACHE_MS old. */
+  /** Upstream answers by path (a fixed few: /readyz and the three verbose lists), each at most CACHE_MS old. */
   private readonly cache = new Map<string, { at: number; answer: Promise<UpstreamHealth> }>();
 
   constructor(pool: UpstreamPool) {
@@ -39,20 +36,20 @@ export class HealthChecks {
     const slash = pathname.indexOf('/', 1);
     const endpoint = pathname.slice(1, slash === -1 ? undefined : slash);
     if (!ENDPOINTS.has(endpoint)) return false;
-    const query = new URLSearchParams(end === -1 ? '' : path.slice(end + 1));
+    const name = endpoint as Endpoint;
     if (slash !== -1) {
-      this.serveOneCheck(ctx, endpoint as Endpoint, pathname.slice(slash + 1));
+      this.serveOneCheck(ctx, name, pathname.slice(slash + 1));
       return true;
     }
+    const query = new URLSearchParams(end === -1 ? '' : path.slice(end + 1));
     // `?verbose` lists each check as the apiserver does ("[+]etcd ok"), which clients and e2e tests read.
     const verbose = query.has('verbose');
-    const name = endpoint as Endpoint;
     const excluded = new Set(query.getAll('exclude'));
     const own = name === 'livez' || excluded.has(UPSTREAM_CHECK) ? Promise.resolve(null) : this.upstreamReadiness();
-    const upstream = verbose ? this.upstreamAnswer(name, excluded) : Promise.resolve(null);
+    const upstream = verbose ? this.upstreamChecks(name) : Promise.resolve(null);
     Promise.all([own, upstream]).then(
       ([problem, upstreamChecks]) => {
-        const health = verbose ? verboseHealth(name, problem, upstreamChecks!) : { status: problem === null ? 200 : 503, text: checksText(problem) };
+        const health = verbose ? verboseHealth(name, problem, upstreamChecks!, excluded) : { status: problem === null ? 200 : 503, text: checksText(problem) };
         answer(ctx, health.status, health.text);
       },
       () => answer(ctx, 503, 'not probed'),
@@ -60,23 +57,23 @@ export class HealthChecks {
     return true;
   }
 
-  /** `/readyz/upstream` is tenantgate's own; any other check is the upstream's, answered as it answers. */
+  /**
+   * `/<endpoint>/ping` and `/readyz/upstream` are tenantgate's own; any other check is answered from the upstream's
+   * verbose list (so a caller's check names never become upstream requests): ok, failed (500) or not found.
+   */
   private serveOneCheck(ctx: RequestContext, endpoint: Endpoint, check: string): void {
-    if (check === UPSTREAM_CHECK && endpoint !== 'livez') {
-      this.upstreamReadiness().then((problem) => answer(ctx, problem === null ? 200 : 503, checksText(problem)));
-      return;
-    }
     if (check === 'ping') {
       answer(ctx, 200, 'ok'); // tenantgate answers: it is alive, whatever the upstream says
       return;
     }
-    if (!CHECK_NAME.test(check) || check.includes('..') || check.includes('//')) {
-      answer(ctx, 404, `${endpoint} check "${check}" not found`);
+    if (check === UPSTREAM_CHECK && endpoint !== 'livez') {
+      this.upstreamReadiness().then((problem) => answer(ctx, problem === null ? 200 : 503, checksText(problem)));
       return;
     }
-    this.cached(`/${endpoint}/${check}`).then((upstream) => {
-      if ('problem' in upstream) answer(ctx, 503, `upstream not reachable: ${upstream.problem}`);
-      else answer(ctx, upstream.status, upstream.text);
+    this.upstreamChecks(endpoint).then((upstream) => {
+      const found = 'problem' in upstream ? undefined : parseChecks(upstream.text).find((line) => line.check === check);
+      if (found === undefined) answer(ctx, 'problem' in upstream ? 503 : 404, 'problem' in upstream ? `upstream not reachable: ${upstream.problem}` : `${endpoint} check not found`);
+      else answer(ctx, found.passed ? 200 : 500, found.passed ? 'ok' : `internal server error: ${found.outcome}`);
     });
   }
 
@@ -85,21 +82,17 @@ export class HealthChecks {
     return this.cached('/readyz').then((upstream) => ('problem' in upstream ? upstream.problem : upstream.status === 200 ? null : `upstream /readyz answered ${upstream.status}`));
   }
 
-  /** The upstream's verbose answer for an endpoint, its own exclusions passed on. */
-  private upstreamAnswer(endpoint: Endpoint, excluded: ReadonlySet<string>): Promise<UpstreamHealth> {
-    const query = new URLSearchParams({ verbose: '1' });
-    for (const check of [...excluded].sort()) if (CHECK_NAME.test(check)) query.append('exclude', check);
-    return this.cached(`/${endpoint}?${query}`);
+  /** The upstream's verbose list for an endpoint. */
+  private upstreamChecks(endpoint: Endpoint): Promise<UpstreamHealth> {
+    return this.cached(`/${endpoint}?verbose`);
   }
 
   private cached(path: string): Promise<UpstreamHealth> {
     const now = Date.now();
     const hit = this.cache.get(path);
     if (hit !== undefined && now - hit.at <= CACHE_MS) return hit.answer;
-    // Bounded: a few endpoints, their checks and exclusions; stale entries go at the next miss past the bound.
-    if (this.cache.size >= 256) for (const [key, entry] of this.cache) if (now - entry.at > CACHE_MS) this.cache.delete(key);
     const answer = this.fetch(path);
-    if (this.cache.size < 256) this.cache.set(path, { at: now, answer });
+    this.cache.set(path, { at: now, answer });
     return answer;
   }
 
@@ -137,22 +130,54 @@ export function checksText(upstreamProblem: string | null): string {
   return upstreamProblem === null ? 'ok' : `upstream not ready: ${upstreamProblem}`;
 }
 
-/** The upstream's own verdict line (`readyz check passed`), which the combined answer replaces with its own. */
-const VERDICT = /^\S+ check (passed|failed)$/;
+interface CheckLine {
+  check: string;
+  passed: boolean;
+  /** What follows the name: `ok`, `failed: reason withheld`, `excluded: ok`. */
+  outcome: string;
+}
+
+/** The check lines of a verbose answer (`[+]etcd ok`, `[-]etcd failed: reason withheld`); anything else is left out. */
+export function parseChecks(text: string): CheckLine[] {
+  const lines: CheckLine[] = [];
+  for (const line of text.split('\n')) {
+    const match = /^\[([+-])\](\S+) (.+)$/.exec(line);
+    if (match !== null) lines.push({ check: match[2]!, passed: match[1] === '+', outcome: match[3]! });
+  }
+  return lines;
+}
 
 /**
- * The verbose answer: the upstream's checks line by line, then tenantgate's own (`ping` unless the upstream listed it,
- * `upstream` for readiness), and the verdict. Ready and healthy only when the upstream is and tenantgate reaches it;
- * live whenever tenantgate answers (its restart would not mend the upstream), the upstream's failing checks listed.
+ * The verbose answer: the upstream's checks line by line (those the caller excluded marked so, as the apiserver does),
+ * then tenantgate's own (`ping` unless the upstream listed it, `upstream` for readiness), and the verdict. Ready and
+ * healthy only when every check not excluded passed and tenantgate reaches the upstream; live whenever tenantgate
+ * answers (its restart would not mend the upstream), the upstream's failing checks listed.
  */
-export function verboseHealth(name: Endpoint, upstreamProblem: string | null, upstream: UpstreamHealth): { status: number; text: string } {
-  const lines = 'problem' in upstream ? [] : upstream.text.split('\n').filter((line) => line !== '' && !VERDICT.test(line));
-  if (!lines.includes('[+]ping ok')) lines.unshift('[+]ping ok');
-  let healthy = true;
-  if (name !== 'livez') {
-    lines.push(upstreamProblem === null ? `[+]${UPSTREAM_CHECK} ok` : `[-]${UPSTREAM_CHECK} failed: ${upstreamProblem}`);
-    healthy = upstreamProblem === null && !('problem' in upstream) && upstream.status === 200;
+export function verboseHealth(name: Endpoint, upstreamProblem: string | null, upstream: UpstreamHealth, excluded: ReadonlySet<string> = new Set()): { status: number; text: string } {
+  const checks = 'problem' in upstream ? [] : parseChecks(upstream.text);
+  const unmatched = new Set(excluded);
+  const lines: string[] = [];
+  let healthy = !('problem' in upstream) && (upstream.status === 200 || checks.some((line) => !line.passed));
+  if (!checks.some((line) => line.check === 'ping')) lines.push('[+]ping ok');
+  for (const line of checks) {
+    if (excluded.has(line.check)) {
+      unmatched.delete(line.check);
+      lines.push(`[+]${line.check} excluded: ok`);
+      continue;
+    }
+    if (!line.passed) healthy = false;
+    lines.push(`[${line.passed ? '+' : '-'}]${line.check} ${line.outcome}`);
   }
+  if (name === 'livez') {
+    healthy = true;
+  } else if (excluded.has(UPSTREAM_CHECK)) {
+    unmatched.delete(UPSTREAM_CHECK);
+    lines.push(`[+]${UPSTREAM_CHECK} excluded: ok`);
+  } else {
+    lines.push(upstreamProblem === null ? `[+]${UPSTREAM_CHECK} ok` : `[-]${UPSTREAM_CHECK} failed: ${upstreamProblem}`);
+    if (upstreamProblem !== null) healthy = false;
+  }
+  if (unmatched.size > 0) lines.push(`warn: some health checks cannot be excluded: no matches for ${[...unmatched].map((check) => JSON.stringify(check)).join(',')}`);
   return { status: healthy ? 200 : 503, text: `${lines.join('\n')}\n${name} check ${healthy ? 'passed' : 'failed'}\n` };
 }
 
