@@ -218,6 +218,8 @@ t.test('APIServices: the built-in groups’ as upstream, the tenant’s CRD grou
   }
   const byName = await h2Request(session, 'GET', '/apis/apiregistration.k8s.io/v1/apiservices?fieldSelector=metadata.name%3Dv1.solo.example.org');
   t.same(byName.json().items, [], 'bravo: a field selector on alpha\'s name finds nothing');
+  const alphaByName = await h2Request(sessionOf(alpha), 'GET', '/apis/apiregistration.k8s.io/v1/apiservices?fieldSelector=metadata.name%3Dv1.solo.example.org');
+  t.same(alphaByName.json().items.map((item: { metadata: { name: string } }) => item.metadata.name), ['v1.solo.example.org'], 'alpha: the same selector finds its own');
   const protobufList = await h2Request(session, 'GET', '/apis/apiregistration.k8s.io/v1/apiservices', { headers: { accept: 'application/vnd.kubernetes.protobuf, application/json' } });
   t.equal(protobufList.status, 200);
   t.notMatch(protobufList.body, /solo|alpha1/, 'bravo: a list asked as protobuf neither');

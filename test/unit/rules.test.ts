@@ -261,6 +261,7 @@ const cases: Case[] = [
         { apiGroups: ['*'], resources: ['*'], resourceNames: ['y'], verbs: ['get'] },
         { apiGroups: ['example.com'], resources: ['clusterwidgets'], resourceNames: ['cw'], verbs: ['get'] },
         { apiGroups: ['example.com'], resources: ['gadgets'], resourceNames: ['g'], verbs: ['get'] },
+        { apiGroups: ['apiregistration.k8s.io'], resources: ['apiservices'], resourceNames: ['v1.example.com', 'v1.apps', 'v1.'], verbs: ['get'] },
         { nonResourceURLs: ['/healthz'], verbs: ['get'] },
       ],
     },
@@ -281,6 +282,8 @@ const cases: Case[] = [
         { apiGroups: ['abc123-example.com'], resources: ['clusterwidgets'], resourceNames: ['abc123-cw'], verbs: ['get'] },
         // a custom resource discovery does not know (yet): its names are granted in both forms
         { apiGroups: ['abc123-example.com'], resources: ['gadgets'], resourceNames: ['g', 'abc123-g'], verbs: ['get'] },
+        // APIServices are named <version>.<group>: the tenant's CRD group takes its prefix, built-in groups do not
+        { apiGroups: ['apiregistration.k8s.io'], resources: ['apiservices'], resourceNames: ['v1.abc123-example.com', 'v1.apps', 'v1.'], verbs: ['get'] },
         { nonResourceURLs: ['/healthz'], verbs: ['get'] },
       ],
     },
