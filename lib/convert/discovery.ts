@@ -2,6 +2,7 @@
 // (apidiscovery.k8s.io/v2 APIGroupDiscoveryList), by the same rules: other tenants' CRD groups, custom groups of
 // nobody, hidden groups and kinds removed; shared kinds with their read verbs only; the tenant's own CRD groups
 // shown without the prefix; versions left with nothing to show dropped.
+import { createHash } from 'node:crypto';
 import { StatusError } from '../server/status.ts';
 import { kindOf, tenantMay, type Scope } from './kinds.ts';
 import type { TenantId } from './prefix.ts';
@@ -92,26 +93,56 @@ function apiGroupToTenantView(doc: Json, tenant: TenantId, servesVisibleResource
   };
 }
 
+/** A resource's storageVersionHash as the apiserver computes it: sha256 of `<group>/<version>/<kind>`, 8 bytes, base64. */
+export function storageVersionHash(group: string, version: string, kind: string): string {
+  return createHash('sha256').update(`${group}/${version}/${kind}`).digest().subarray(0, 8).toString('base64');
+}
+
+/**
+ * The hash of a tenant's custom resource, which the upstream computed from its prefixed group: the storage version
+ * is the candidate whose upstream hash matches, and the tenant's hash is made from it. Undefined when none does.
+ */
+function storageVersionHashToTenant(hash: string, upstreamGroup: string, group: string, kind: string, versions: readonly string[]): string | undefined {
+  const storageVersion = versions.find((version) => storageVersionHash(upstreamGroup, version, kind) === hash);
+  return storageVersion === undefined ? undefined : storageVersionHash(group, storageVersion, kind);
+}
+
+/** Where an APIResourceList comes from: its group upstream and as the tenant names it, and the group's versions. */
+interface ResourceListOrigin {
+  readonly upstreamGroup: string;
+  readonly group: string;
+  readonly versions: readonly string[];
+}
+
 /** An APIResourceList entry (`pods`, `pods/exec`) as the tenant sees it, or null. */
-function apiResourceToTenant(resource: unknown, group: string, tenant: TenantId): Json | null {
+function apiResourceToTenant(resource: unknown, origin: ResourceListOrigin, tenant: TenantId): Json | null {
   if (!isObject(resource) || typeof resource.name !== 'string') return null;
   const [name, subresource = ''] = resource.name.split('/');
-  const verbs = tenantVerbs(group, name!, subresource, resource.namespaced === true ? 'Namespaced' : 'Cluster', resource.verbs);
+  const verbs = tenantVerbs(origin.group, name!, subresource, resource.namespaced === true ? 'Namespaced' : 'Cluster', resource.verbs);
   if (verbs === null) return null;
   // `group` is set on subresources answering with another group's kind (deployments/scale: autoscaling).
   const view = groupVersionKindToTenant(resource, tenant);
-  return view === null ? null : { ...(view as Json), verbs };
+  if (view === null) return null;
+  const entry: Json = { ...(view as Json), verbs };
+  if (origin.group !== origin.upstreamGroup && typeof entry.storageVersionHash === 'string' && typeof entry.kind === 'string') {
+    const hash = storageVersionHashToTenant(entry.storageVersionHash, origin.upstreamGroup, origin.group, entry.kind, origin.versions);
+    if (hash === undefined) delete entry.storageVersionHash;
+    else entry.storageVersionHash = hash;
+  }
+  return entry;
 }
 
 /**
  * `servesVisibleResources(upstreamGroup, version)` says whether a version has anything the tenant may see; versions
  * without (e.g. certificates.k8s.io/v1, only CSRs) are left out, since clients treat an empty version as an error.
+ * `versionsOf(upstreamGroup)`: the versions discovery knows of a group, where a custom resource's storage version is.
  */
 export function discoveryToTenant(
   body: unknown,
   tenant: TenantId,
   servesVisibleResources: (group: string, version: string) => boolean = () => true,
   serverAddress: string | null = null,
+  versionsOf: (upstreamGroup: string) => readonly string[] = () => [],
 ): unknown {
   if (!isObject(body)) return body;
   if (body.kind === 'APIVersions') return serverAddressesToTenant(body, serverAddress);
@@ -126,7 +157,8 @@ export function discoveryToTenant(
     const version = body.groupVersion.slice(body.groupVersion.lastIndexOf('/') + 1);
     const group = visibleGroup(upstreamGroup, tenant);
     if (group === null) return null;
-    const resources = arrayOf(body.resources).map((resource) => apiResourceToTenant(resource, group, tenant));
+    const origin: ResourceListOrigin = { upstreamGroup, group, versions: [version, ...versionsOf(upstreamGroup).filter((other) => other !== version)] };
+    const resources = arrayOf(body.resources).map((resource) => apiResourceToTenant(resource, origin, tenant));
     return { ...body, groupVersion: group === '' ? version : `${group}/${version}`, resources: resources.filter((resource) => resource !== null) };
   }
   return body;

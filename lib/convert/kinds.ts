@@ -50,6 +50,7 @@ export type RuleName =
   | 'selfsubjectreview'
   | 'certificatesigningrequest'
   | 'node'
+  | 'apiservice'
   | 'shared'
   | 'hidden';
 
@@ -65,6 +66,11 @@ export interface KindRow {
   readonly rule: RuleName;
   readonly listPath: ListPath;
   /**
+   * The subresources the apiserver serves for the kind that carry the object (`status`, `finalize`...), not the
+   * ones that reach elsewhere (exec, proxy): what upstream RBAC grants a tenant on its cluster-scoped kinds.
+   */
+  readonly subresources: readonly string[];
+  /**
    * The group its objects are kept under upstream, when not `group`: a tenant kind the upstream must never act on is
    * kept as a custom resource of tenantgate's own CRD there (tenants/stored-kinds.ts), same resource, kind and version.
    * Paths, apiVersions, RBAC rules and reviews map `group` ↔ `upstreamGroup` (rules/api-groups.ts); every resource of
@@ -76,18 +82,26 @@ export interface KindRow {
 const N: Scope = 'Namespaced';
 const C: Scope = 'Cluster';
 
-function tenant(group: string, resource: string, kind: string, scope: Scope, rule: RuleName = 'generic', listPath: 'label-filter' | 'per-namespace' = 'label-filter'): KindRow {
-  return Object.freeze({ group, resource, kind, scope, tenancy: 'tenant', rule, listPath });
+function tenant(
+  group: string,
+  resource: string,
+  kind: string,
+  scope: Scope,
+  rule: RuleName = 'generic',
+  listPath: 'label-filter' | 'per-namespace' = 'label-filter',
+  subresources: readonly string[] = [],
+): KindRow {
+  return Object.freeze({ group, resource, kind, scope, tenancy: 'tenant', rule, listPath, subresources: Object.freeze(subresources) });
 }
-function shared(group: string, resource: string, kind: string, scope: Scope, rule: RuleName = 'shared'): KindRow {
-  return Object.freeze({ group, resource, kind, scope, tenancy: 'shared-read-only', rule, listPath: 'unfiltered' });
+function shared(group: string, resource: string, kind: string, scope: Scope, rule: RuleName = 'shared', subresources: readonly string[] = []): KindRow {
+  return Object.freeze({ group, resource, kind, scope, tenancy: 'shared-read-only', rule, listPath: 'unfiltered', subresources: Object.freeze(subresources) });
 }
 /** A tenant kind kept upstream as tenantgate's custom resources in `upstreamGroup` (see KindRow.upstreamGroup). */
 function storedAs(upstreamGroup: string, group: string, resource: string, kind: string, scope: Scope): KindRow {
-  return Object.freeze({ group, resource, kind, scope, tenancy: 'tenant', rule: 'custom-resource', listPath: 'label-filter', upstreamGroup });
+  return Object.freeze({ group, resource, kind, scope, tenancy: 'tenant', rule: 'custom-resource', listPath: 'label-filter', subresources: Object.freeze(['status']), upstreamGroup });
 }
 function hidden(group: string, resource: string, kind: string, scope: Scope): KindRow {
-  return Object.freeze({ group, resource, kind, scope, tenancy: 'hidden', rule: 'hidden', listPath: 'none' });
+  return Object.freeze({ group, resource, kind, scope, tenancy: 'hidden', rule: 'hidden', listPath: 'none', subresources: [] });
 }
 
 /** Where tenants' FlowSchemas and PriorityLevelConfigurations are kept upstream: tenantgate's CRDs' group. */
@@ -105,10 +119,10 @@ export const KINDS: readonly KindRow[] = Object.freeze([
   tenant('', 'endpoints', 'Endpoints', N, 'endpoints'),
   // Events come from kubelets, schedulers and controllers upstream, none of which set the tenant label.
   tenant('', 'events', 'Event', N, 'event', 'per-namespace'),
-  tenant('', 'namespaces', 'Namespace', C, 'namespace'),
+  tenant('', 'namespaces', 'Namespace', C, 'namespace', 'label-filter', ['status', 'finalize']),
   // Nodes are the shared machines: readable so scheduling is understandable, never writable (cordon, taint, delete).
-  shared('', 'nodes', 'Node', C, 'node'),
-  tenant('', 'persistentvolumes', 'PersistentVolume', C, 'persistentvolume'),
+  shared('', 'nodes', 'Node', C, 'node', ['status']),
+  tenant('', 'persistentvolumes', 'PersistentVolume', C, 'persistentvolume', 'label-filter', ['status']),
   tenant('', 'persistentvolumeclaims', 'PersistentVolumeClaim', N, 'persistentvolumeclaim'),
   tenant('', 'replicationcontrollers', 'ReplicationController', N, 'workload'),
   tenant('', 'resourcequotas', 'ResourceQuota', N),
@@ -173,7 +187,7 @@ export const KINDS: readonly KindRow[] = Object.freeze([
 
   // Signer names are mapped into the tenant's own signer domain, so no upstream signer acts on them; tenantgate signs
   // the tenant's kubernetes.io/kube-apiserver-client requests with the tenant's CA (tenants/csr-signer.ts).
-  tenant('certificates.k8s.io', 'certificatesigningrequests', 'CertificateSigningRequest', C, 'certificatesigningrequest'),
+  tenant('certificates.k8s.io', 'certificatesigningrequests', 'CertificateSigningRequest', C, 'certificatesigningrequest', 'label-filter', ['status', 'approval']),
   // Public CA bundles by signer: harmless to read, the platform's to write.
   shared('certificates.k8s.io', 'clustertrustbundles', 'ClusterTrustBundle', C),
   // Made by kubelets for the tenant's pods, without the tenant label.
@@ -181,14 +195,15 @@ export const KINDS: readonly KindRow[] = Object.freeze([
 
   tenant('admissionregistration.k8s.io', 'validatingwebhookconfigurations', 'ValidatingWebhookConfiguration', C, 'webhook-configuration'),
   tenant('admissionregistration.k8s.io', 'mutatingwebhookconfigurations', 'MutatingWebhookConfiguration', C, 'webhook-configuration'),
-  tenant('admissionregistration.k8s.io', 'validatingadmissionpolicies', 'ValidatingAdmissionPolicy', C, 'admission-policy'),
+  tenant('admissionregistration.k8s.io', 'validatingadmissionpolicies', 'ValidatingAdmissionPolicy', C, 'admission-policy', 'label-filter', ['status']),
   tenant('admissionregistration.k8s.io', 'validatingadmissionpolicybindings', 'ValidatingAdmissionPolicyBinding', C, 'admission-policy-binding'),
   tenant('admissionregistration.k8s.io', 'mutatingadmissionpolicies', 'MutatingAdmissionPolicy', C, 'admission-policy'),
   tenant('admissionregistration.k8s.io', 'mutatingadmissionpolicybindings', 'MutatingAdmissionPolicyBinding', C, 'admission-policy-binding'),
 
-  tenant('apiextensions.k8s.io', 'customresourcedefinitions', 'CustomResourceDefinition', C, 'crd'),
-  // The platform's aggregated API servers.
-  hidden('apiregistration.k8s.io', 'apiservices', 'APIService', C),
+  tenant('apiextensions.k8s.io', 'customresourcedefinitions', 'CustomResourceDefinition', C, 'crd', 'label-filter', ['status']),
+  // One per group version the apiserver serves, local or aggregated: read-only, and each tenant sees those of the
+  // groups its discovery shows (its own CRD groups under its names), so `kubectl get apiservices` agrees with discovery.
+  shared('apiregistration.k8s.io', 'apiservices', 'APIService', C, 'apiservice', ['status']),
   // A real FlowSchema or priority level would steer or take the upstream's concurrency from everyone: a tenant's are
   // custom resources upstream, which the upstream's API Priority and Fairness never reads, so their rule is a custom
   // resource's (apiVersion only). What they name (priority levels, subjects) stays in the tenant's words: nothing
@@ -277,6 +292,9 @@ export function isTenantCrdGroup(group: string): boolean {
   return group !== '' && group !== '*' && !BUILTIN_GROUPS.has(group);
 }
 
+/** The subresources a CRD may give its custom resources (spec.versions[].subresources). */
+export const CUSTOM_RESOURCE_SUBRESOURCES: readonly string[] = Object.freeze(['status', 'scale']);
+
 /**
  * The row for a resource as the tenant names it (group unprefixed, resource without subresource).
  * Custom resources are tenant objects whose scope (and kind, when known) comes from discovery; without a discovered
@@ -285,7 +303,7 @@ export function isTenantCrdGroup(group: string): boolean {
 export function kindOf(group: string, resource: string, discoveredScope?: Scope, discoveredKind?: string): KindRow | undefined {
   if (BUILTIN_GROUPS.has(group)) return byResource.get(group)?.get(resource);
   if (group === '*' || discoveredScope === undefined) return undefined;
-  return { group, resource, kind: discoveredKind ?? '', scope: discoveredScope, tenancy: 'tenant', rule: 'custom-resource', listPath: 'label-filter' };
+  return { group, resource, kind: discoveredKind ?? '', scope: discoveredScope, tenancy: 'tenant', rule: 'custom-resource', listPath: 'label-filter', subresources: CUSTOM_RESOURCE_SUBRESOURCES };
 }
 
 /**
@@ -312,11 +330,13 @@ export function carriesTenantLabel(row: KindRow): boolean {
 }
 
 /**
- * Subresources whose body is the whole object (status, a CSR's approval): converted, and labelled, as the object is.
- * The apiserver keeps the metadata a CSR's approval carries: a body converted as a bare subresource would drop the label.
+ * Whether a write to this subresource carries the kind's object itself (`status` of any kind, and the row's own such as
+ * `namespaces/finalize` or a CSR's `approval`), which the kind's rules then convert whole (names, forced labels), as for
+ * the object: the apiserver keeps the metadata such a body carries, so one converted as a bare subresource would drop
+ * the tenant label.
  */
 export function isWholeObjectSubresource(row: KindRow, subresource: string): boolean {
-  return subresource === '' || subresource === 'status' || (subresource === 'approval' && row.rule === 'certificatesigningrequest');
+  return subresource === '' || subresource === 'status' || row.subresources.includes(subresource);
 }
 
 const READ_VERBS: ReadonlySet<string> = new Set(['get', 'list', 'watch']);

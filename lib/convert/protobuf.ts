@@ -39,7 +39,7 @@ export function isProtobuf(contentType: string | undefined): boolean {
 export interface ProtobufBodyOptions {
   /** The request's verb (create, update; delete and deletecollection carry DeleteOptions, passed on unchanged). */
   readonly verb: string;
-  /** '' or 'status' for a whole object; any other subresource body has only its metadata names converted. */
+  /** '', 'status' or another subresource carrying the object (isWholeObjectSubresource) for a whole object; any other subresource body has only its metadata names converted. */
   readonly subresource: string;
   /**
    * Scope of an upstream custom kind (as ConvertContext.kindScope), for owner references to custom resources;

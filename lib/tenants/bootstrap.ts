@@ -1,7 +1,7 @@
 // What every tenant has upstream before its first request: its built-in namespaces (labelled as its own)
 // and RBAC that gives its admin full power in its namespaces and over its cluster-scoped objects.
 // Never grants a tenant identity anything on a namespace that is not its tenant's, nor impersonate anywhere.
-import { carriesTenantLabel, KINDS, type KindRow } from '../convert/kinds.ts';
+import { carriesTenantLabel, CUSTOM_RESOURCE_SUBRESOURCES, KINDS, type KindRow } from '../convert/kinds.ts';
 import { TENANT_LABEL, toUpstreamName, type TenantId } from '../convert/prefix.ts';
 import { clusterShadowOf } from '../convert/rules/cluster-subjects.ts';
 import { tenantSignersWildcard } from '../convert/rules/signers.ts';
@@ -24,6 +24,14 @@ interface PolicyRule {
   verbs: string[];
 }
 
+/**
+ * A resource and its subresources as RBAC names them. RBAC matches `<resource>/<subresource>` exactly (or a wildcard
+ * resource), never a wildcard after the slash: each subresource is named.
+ */
+function withSubresources(resource: string, subresources: readonly string[]): string[] {
+  return [resource, ...subresources.map((subresource) => `${resource}/${subresource}`)];
+}
+
 /** One rule per upstream API group (where a stored kind's objects are: KindRow.upstreamGroup), its resources in table order. */
 function rulesByGroup(rows: readonly KindRow[], verbs: string[], withSubresources: (row: KindRow) => string[]): PolicyRule[] {
   const byGroup = new Map<string, string[]>();
@@ -34,28 +42,10 @@ function rulesByGroup(rows: readonly KindRow[], verbs: string[], withSubresource
   return [...byGroup].map(([group, resources]) => ({ apiGroups: [group], resources, verbs }));
 }
 
-/**
- * A resource with the subresources a tenant writes on its cluster-scoped objects. RBAC matches `resource/sub` exactly
- * (or a wildcard resource with that subresource, in every resource of the group), never a wildcard subresource
- * (`resource/` then `*`, as this role once named them: it granted no status); naming one a kind lacks grants nothing.
- */
-function withSubresources(resource: string): string[] {
-  return [resource, ...(CLUSTER_SUBRESOURCES[resource] ?? ['status', 'scale']).map((sub) => `${resource}/${sub}`)];
-}
-
 const CLUSTER_ROWS = KINDS.filter((row) => row.scope === 'Cluster' && row.tenancy !== 'hidden');
 const REVIEW_ROWS = CLUSTER_ROWS.filter((row) => row.tenancy === 'tenant' && !carriesTenantLabel(row));
 const OWN_CLUSTER_ROWS = CLUSTER_ROWS.filter((row) => row.tenancy === 'tenant' && carriesTenantLabel(row));
 const SHARED_CLUSTER_ROWS = CLUSTER_ROWS.filter((row) => row.tenancy === 'shared-read-only');
-
-/**
- * Subresources of the tenant's cluster-scoped kinds, named one by one: RBAC's wildcards are a whole resource name or
- * a star before the slash, never after it (`<resource>/` and a star matches nothing). Kinds not listed have `status` at most.
- */
-const CLUSTER_SUBRESOURCES: Readonly<Record<string, readonly string[]>> = {
-  namespaces: ['status', 'finalize'],
-  certificatesigningrequests: ['status', 'approval'],
-};
 
 /**
  * The cluster-scoped rights every tenant admin holds upstream, derived from the table of kinds: everything on the
@@ -73,7 +63,7 @@ export const TENANT_CLUSTER_ROLE = {
   kind: 'ClusterRole',
   metadata: { name: 'tenantgate:tenant-cluster-scope' },
   rules: [
-    ...rulesByGroup(OWN_CLUSTER_ROWS, ['*'], (row) => withSubresources(row.resource)),
+    ...rulesByGroup(OWN_CLUSTER_ROWS, ['*'], (row) => withSubresources(row.resource, row.subresources)),
     ...rulesByGroup(SHARED_CLUSTER_ROWS, READS, (row) => [row.resource, row.resource + '/status']),
     ...rulesByGroup(REVIEW_ROWS, ['create'], (row) => [row.resource]),
   ],
@@ -224,7 +214,7 @@ export function tenantCustomResourcesRole(tenant: TenantId, crds: readonly Custo
   for (const crd of crds) {
     const { group, scope, names } = crd.spec ?? {};
     if (scope !== 'Cluster' || typeof group !== 'string' || !group.startsWith(tenant + '-') || typeof names?.plural !== 'string') continue;
-    rules.push({ apiGroups: [group], resources: withSubresources(names.plural), verbs: ['*'] });
+    rules.push({ apiGroups: [group], resources: withSubresources(names.plural, CUSTOM_RESOURCE_SUBRESOURCES), verbs: ['*'] });
   }
   rules.sort((a, b) => (a.apiGroups[0]! + a.resources[0]! < b.apiGroups[0]! + b.resources[0]! ? -1 : 1));
   return {

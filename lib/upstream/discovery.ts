@@ -63,6 +63,13 @@ export class DiscoveryCache {
     return resources.some((resource) => isVisibleToTenants(group, resource));
   }
 
+  /** The versions the upstream serves of a group, as of the last refresh. */
+  versionsOf(group: string): string[] {
+    const versions: string[] = [];
+    for (const key of this.resourcesByVersion.keys()) if (key.slice(0, key.lastIndexOf('/')) === group) versions.push(key.slice(key.lastIndexOf('/') + 1));
+    return versions;
+  }
+
   scopeOfKind(group: string, kind: string): Scope | undefined {
     return this.kindScopes.get(`${group}/${kind}`);
   }

@@ -64,6 +64,7 @@ function conversionContext(tenant: TenantId, deps: TenantForwardDeps): ConvertCo
     webhookUrlHosts: deps.webhookUrlHosts,
     scopeOf: (group, resource) => discovery.scopeOf(group, resource),
     kindScope: (apiVersion, kind) => discovery.scopeOfKind(groupOfApiVersion(apiVersion), kind),
+    servesTenantResources: (group, version) => discovery.servesTenantResources(group, version),
   };
 }
 
@@ -197,7 +198,15 @@ function addressReached(ctx: RequestContext): string | null {
 }
 
 /** The tenant's view of one whole answer: an object, a Table, a Status or a discovery document. */
-function wholeBodyToTenant(body: any, status: number, ctx: RequestContext, convert: ConvertContext, visibleVersion: (group: string, version: string) => boolean, rowObjects: RowObjects): unknown {
+function wholeBodyToTenant(
+  body: any,
+  status: number,
+  ctx: RequestContext,
+  convert: ConvertContext,
+  visibleVersion: (group: string, version: string) => boolean,
+  versionsOf: (upstreamGroup: string) => readonly string[],
+  rowObjects: RowObjects,
+): unknown {
   const tenant = convert.tenant;
   if (body?.kind === 'Status' || status >= 400) return statusToTenant(body, tenant);
   const row = ctx.row;
@@ -209,7 +218,7 @@ function wholeBodyToTenant(body: any, status: number, ctx: RequestContext, conve
     if (group !== undefined && HIDDEN_GROUPS.has(group)) return null; // not found, as in the index
     if (group !== undefined && isTenantCrdGroup(group)) return JSON.parse(openapiGroupDocToTenant(JSON.stringify(body), tenant, group));
     if (body?.kind === 'APIGroupDiscoveryList') return aggregatedDiscoveryToTenant(body, tenant);
-    return discoveryToTenant(body, tenant, visibleVersion, addressReached(ctx));
+    return discoveryToTenant(body, tenant, visibleVersion, addressReached(ctx), versionsOf);
   }
   if (isTable(body)) return tableToTenant(body, convert, row, rowObjects);
   if (Array.isArray(body?.items)) {
@@ -374,7 +383,8 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
             await grantTenantNamespace(deps.pool, tenant, (body as { metadata: { name: string } }).metadata.name);
           }
           // (The rules convert in place: nothing reads the upstream body after this.)
-          const view = wholeBodyToTenant(body, status, ctx, convert, (group, version) => deps.discovery.servesTenantResources(group, version), rowObjects);
+          const discovery = deps.discovery;
+          const view = wholeBodyToTenant(body, status, ctx, convert, (group, version) => discovery.servesTenantResources(group, version), (group) => discovery.versionsOf(group), rowObjects);
           if (view === null) throw notFound();
           if (row?.rule === 'crd' && info.verb !== 'get' && info.verb !== 'list' && info.verb !== 'watch') deps.discovery.invalidate();
           if (openapiV2AsProtobuf && status < 300) {

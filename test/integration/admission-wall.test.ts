@@ -119,6 +119,10 @@ t.test('bypassing conversion, a tenant identity cannot write outside its prefix 
     },
   });
   await refused("create a CRD in B's group", ['create', '-f', '-'], outside, foreignCrd);
+  // Subresources that carry the object (the tenant admin's own RBAC names them on its cluster-scoped kinds) alike.
+  const bNamespace = JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: `${b.id}-default`, labels: { 'kubezoo.io/tenant': a.id } }, spec: { finalizers: [] } });
+  await refused("finalize B's namespace", ['replace', '--raw', `/api/v1/namespaces/${b.id}-default/finalize`, '-f', '-'], outside, bNamespace);
+  await refused("write B's namespace status", ['patch', 'namespace', `${b.id}-default`, '--subresource=status', '--type=merge', '-p', '{"status":{"conditions":[{"type":"WallTest","status":"True"}]}}'], outside);
   const victim = await stack.kubectlDirect(['get', 'configmap', 'victim', '-n', `${b.id}-default`, '-o', 'jsonpath={.data.canary}{.metadata.labels}']);
   t.equal(victim.stdout, 'b-secret', "B's ConfigMap is unchanged");
 

@@ -375,6 +375,10 @@ function craftedNames(): Base[] {
   for (const name of [`vaults.${GROUP}`, `vaults.${B}-${GROUP}`, `vaults.${A}-${B}-${GROUP}`, `vaults.${B}%2D${GROUP}`, `vaults.${B}-${GROUP}.`]) {
     bases.push({ path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}` });
   }
+  // B's CRD group has an APIService upstream, `v1.<B>-<group>`: a shared kind, seen only under B's own names.
+  for (const name of [`v1.${GROUP}`, `v1.${B}-${GROUP}`, `v1.${A}-${B}-${GROUP}`, `v1.${B}%2D${GROUP}`, `v1.${B}-${GROUP}/status`, `v1.${GROUP}/status`]) {
+    bases.push({ path: `/apis/apiregistration.k8s.io/v1/apiservices/${name}` });
+  }
   for (const name of [`..%2F..%2F${B_DEFAULT}%2Fconfigmaps%2F${planted.configMap}`, `%2e%2e`, `${B_DEFAULT}%2F${planted.configMap}`, `${planted.configMap}%00`, 'x'.repeat(400), `${planted.configMap}.`]) {
     bases.push({ path: `/api/v1/namespaces/default/configmaps/${name}` });
   }
@@ -401,6 +405,7 @@ const LIST_PATHS = [
   `/apis/${RBAC}/v1/clusterroles`,
   `/apis/${RBAC}/v1/rolebindings`,
   '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
+  '/apis/apiregistration.k8s.io/v1/apiservices',
 ];
 
 function selectors(): Base[] {
@@ -452,6 +457,7 @@ const CACHED_LISTS = [
   '/api/v1/secrets?resourceVersion=0',
   `/apis/${RBAC}/v1/clusterroles?resourceVersion=0`,
   '/apis/apiextensions.k8s.io/v1/customresourcedefinitions?resourceVersion=0',
+  '/apis/apiregistration.k8s.io/v1/apiservices?resourceVersion=0',
   '/apis',
   '/api/v1/namespaces?limit=1',
 ];
@@ -495,6 +501,7 @@ function watches(): Base[] {
     `/apis/${RBAC}/v1/clusterroles`,
     `/apis/${B}-${GROUP}/v1/vaults`,
     '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
+    '/apis/apiregistration.k8s.io/v1/apiservices',
   ];
   const from = [
     'resourceVersion=1',

@@ -371,3 +371,37 @@ t.test('CustomResourceDefinitions: group, name and conversion service are the te
   t.match(crds.stdout, `widgets.${bravo.id}-example.com`);
   t.match(crds.stdout, `widgets.${alpha.id}-example.com`, 'side by side upstream');
 });
+
+t.test('namespaces/finalize: the Namespace round trip as JSON and protobuf keeps the tenant label; another tenant cannot finalize it', async (t) => {
+  const FAKE = 'e2e.example.com/fake-finalizer';
+  for (const contentType of ['json', 'protobuf'] as const) {
+    const name = `finalize-${contentType}`;
+    const path = `/api/v1/namespaces/${name}/finalize`;
+    const created = await h2Request(alphaSession, 'POST', '/api/v1/namespaces', { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ metadata: { name } }) });
+    t.equal(created.status, 201, created.body.slice(0, 300));
+    const finalize = (finalizers: string[]) => {
+      // What client-go's Finalize sends: the Namespace as read (the tenant's view has no tenant label), finalizers changed.
+      const namespace = { apiVersion: 'v1', kind: 'Namespace', metadata: { name }, spec: { finalizers } };
+      const body = contentType === 'protobuf' ? encodeBody(messages, `${API}.core.v1.Namespace`, namespace) : JSON.stringify(namespace);
+      return { headers: { 'content-type': contentType === 'protobuf' ? PROTOBUF : 'application/json', accept: 'application/json' }, body };
+    };
+    const added = await h2Request(alphaSession, 'PUT', path, finalize(['kubernetes', FAKE]));
+    t.equal(added.status, 200, `${contentType}: the finalizer is added: ${added.body.slice(0, 300)}`);
+    t.same(added.json().spec.finalizers, ['kubernetes', FAKE]);
+    t.same([added.json().metadata.name, added.json().metadata.labels?.['kubezoo.io/tenant']], [name, undefined], 'the tenant\'s view: its name, no tenant label');
+    const upstream = await upstreamGet(`/api/v1/namespaces/pbalfa-${name}`);
+    t.equal(upstream.metadata.labels['kubezoo.io/tenant'], 'pbalfa', `${contentType}: upstream the namespace keeps its tenant label`);
+    t.same(upstream.spec.finalizers, ['kubernetes', FAKE]);
+
+    const bravoTry = await h2Request(bravoSession, 'PUT', path, finalize(['kubernetes']));
+    t.ok(bravoTry.status === 404 || bravoTry.status === 403, `${contentType}: bravo's finalize of the same name gets ${bravoTry.status}`);
+    t.notMatch(bravoTry.body, /pbalfa/, 'and learns nothing of alpha');
+    t.same((await upstreamGet(`/api/v1/namespaces/pbalfa-${name}`)).spec.finalizers, ['kubernetes', FAKE], 'alpha\'s namespace untouched');
+
+    const removed = await h2Request(alphaSession, 'PUT', path, finalize(['kubernetes']));
+    t.equal(removed.status, 200, `${contentType}: the finalizer is removed`);
+    t.same(removed.json().spec.finalizers, ['kubernetes']);
+    const after = await upstreamGet(`/api/v1/namespaces/pbalfa-${name}`);
+    t.same([after.metadata.labels['kubezoo.io/tenant'], after.spec.finalizers], ['pbalfa', ['kubernetes']]);
+  }
+});

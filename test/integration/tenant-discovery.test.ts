@@ -93,7 +93,8 @@ t.test('aggregated discovery: answered as v2, the tenant\'s CRD group un-prefixe
     const groups: DiscoveredGroup[] = answer.json().items;
     const names = groups.map((group) => group.metadata.name ?? '');
     t.ok(names.includes('example.com'), `${tenant.id} sees example.com`);
-    for (const hidden of ['flowcontrol.tenantgate.kubezoo.io', 'apiregistration.k8s.io']) t.notOk(names.includes(hidden), `${tenant.id}: no ${hidden}`);
+    for (const hidden of ['flowcontrol.tenantgate.kubezoo.io', 'tenant.kubezoo.io']) t.notOk(names.includes(hidden), `${tenant.id}: no ${hidden}`);
+    t.ok(names.includes('apiregistration.k8s.io'), `${tenant.id} sees apiregistration.k8s.io, as in any cluster`);
     const csrs = groups.find((group) => group.metadata.name === 'certificates.k8s.io')?.versions[0]?.resources.find((r) => r.resource === 'certificatesigningrequests');
     t.same(csrs?.subresources?.map((s) => s.subresource).sort(), ['approval', 'status'], `${tenant.id}: its CSRs, with approval and status`);
     const widgets = groups.find((group) => group.metadata.name === 'example.com')!.versions[0]!.resources.find((r) => r.resource === 'widgets');
@@ -129,7 +130,8 @@ t.test('kubectl api-resources (aggregated discovery) shows the tenant\'s API and
   t.ok(lines.some((line) => /^widgets\s+example\.com\/v1\s+true\s+Widget\s/.test(line)), 'the CRD under the tenant\'s group');
   t.match(lines.find((line) => line.startsWith('nodes ')), /^nodes\s+no\s+v1\s+false\s+Node\s+get,list,watch\s*$/, 'nodes, read-only');
   t.ok(lines.some((line) => /^certificatesigningrequests\s+csr\s+certificates\.k8s\.io\/v1\s+false\s+CertificateSigningRequest\s/.test(line)), 'CSRs, the tenant\'s own');
-  t.notMatch(r.stdout, /tenantgate|apiservices|componentstatuses|bravo2|alpha1-/);
+  t.match(lines.find((line) => line.startsWith('apiservices ')), /^apiservices\s+apiregistration\.k8s\.io\/v1\s+false\s+APIService\s+get,list,watch\s+api-extensions\s*$/, 'APIServices, read-only');
+  t.notMatch(r.stdout, /tenantgate|componentstatuses|bravo2|alpha1-/);
 });
 
 t.test('kubectl explain the tenant\'s CRD (OpenAPI v3)', async (t) => {
@@ -167,8 +169,103 @@ t.test('OpenAPI v3: the tenant\'s group, not the other\'s, no hidden group', asy
   const answer = await get(alpha, '/openapi/v3', 'application/json');
   const paths = Object.keys(answer.json().paths);
   t.ok(paths.includes('apis/example.com/v1'));
-  t.same(paths.filter((path) => /bravo2|alpha1-|tenantgate|apiregistration/.test(path)), []);
+  t.same(paths.filter((path) => /bravo2|alpha1-|tenantgate/.test(path)), []);
   t.ok(paths.includes('apis/certificates.k8s.io/v1'), 'the CSRs\' group, the tenant\'s own kind');
+  t.ok(paths.includes('apis/apiregistration.k8s.io/v1'), 'APIServices\' schema, as for any shared kind');
   t.equal((await get(alpha, '/openapi/v3/apis/flowcontrol.tenantgate.kubezoo.io/v1', 'application/json')).status, 404, 'a hidden group\'s document is not served either');
   t.equal((await get(alpha, '/openapi/v3/apis/bravo2-example.com/v1', 'application/json')).status, 404, 'nor another tenant\'s');
+});
+
+/** `kubectl get apiservices -o name` as names (`v1.apps`), sorted. */
+async function apiServiceNames(tenant: TestTenant): Promise<string[]> {
+  const r = await tenant.kubectl(['get', 'apiservices', '-o', 'name']);
+  if (r.code !== 0) throw new Error(`${tenant.id}: ${r.stderr}`);
+  return r.stdout.split('\n').filter((line) => line !== '').map((line) => line.replace(/^apiservice\.apiregistration\.k8s\.io\//, '')).sort();
+}
+
+t.test('APIServices: the built-in groups’ as upstream, the tenant’s CRD groups under its names, never the other tenant’s', async (t) => {
+  // Only alpha has group solo.example.org; the apiserver registers its APIService a moment after the CRD.
+  const base = exampleCrd('Gizmo', 'gizmos');
+  const solo = { ...base, metadata: { name: 'gizmos.solo.example.org' }, spec: { ...base.spec, group: 'solo.example.org' } };
+  const created = await alpha.kubectl(['apply', '-f', '-'], { input: JSON.stringify(solo) });
+  t.equal(created.code, 0, created.stderr);
+  await eventually('alpha\'s v1.solo.example.org', async () => (await alpha.kubectl(['get', 'apiservice', 'v1.solo.example.org'])).code === 0);
+
+  const mine = await alpha.kubectl(['get', 'apiservice', 'v1.solo.example.org', '-o', 'json']);
+  const view = JSON.parse(mine.stdout);
+  t.same([view.metadata.name, view.spec.group, view.spec.version], ['v1.solo.example.org', 'solo.example.org', 'v1'], 'name and spec.group in the tenant\'s names');
+  t.notMatch(mine.stdout, /alpha1-/, 'no prefix anywhere');
+  const upstream = await stack.kubectlDirect(['get', 'apiservice', 'v1.alpha1-solo.example.org', '-o', 'jsonpath={.spec.group}']);
+  t.equal(upstream.stdout, 'alpha1-solo.example.org', 'upstream it is alpha\'s prefixed group');
+
+  const alphaNames = await apiServiceNames(alpha);
+  for (const name of ['v1.', 'v1.apps', 'v2.autoscaling', 'v1.example.com', 'v1.solo.example.org']) t.ok(alphaNames.includes(name), `alpha sees ${name}`);
+  t.same(alphaNames.filter((name) => /alpha1|bravo2|kubezoo|internal\.apiserver/.test(name)), [], 'nothing prefixed, hidden or tenantgate\'s');
+  const bravoNames = await apiServiceNames(bravo);
+  t.ok(bravoNames.includes('v1.example.com'), 'bravo sees its own example.com');
+  t.notOk(bravoNames.includes('v1.solo.example.org'), 'bravo never sees alpha\'s group');
+  t.same(bravoNames.filter((name) => /alpha1|bravo2|solo/.test(name)), []);
+
+  // `kubectl get apiservices` agrees with `kubectl api-versions` (the tenant's discovery).
+  const versions = await alpha.kubectl(['api-versions']);
+  const fromDiscovery = versions.stdout.split('\n').filter((line) => line !== '').sort();
+  const fromApiServices = alphaNames.map((name) => (name.endsWith('.') ? name.slice(0, -1) : `${name.slice(name.indexOf('.') + 1)}/${name.slice(0, name.indexOf('.'))}`)).sort();
+  t.same(fromApiServices.filter((gv) => !fromDiscovery.includes(gv)), [], 'every APIService a tenant sees is a group version its discovery shows');
+  // The aggregator serves its own group without an APIService, as in any 1.36 cluster.
+  t.same(fromDiscovery.filter((gv) => !fromApiServices.includes(gv)), ['apiregistration.k8s.io/v1'], 'and every group version discovery shows has its APIService');
+
+  const session = sessionOf(bravo);
+  for (const name of ['v1.solo.example.org', 'v1.alpha1-solo.example.org', 'v1.tenant.kubezoo.io']) {
+    const got = await h2Request(session, 'GET', `/apis/apiregistration.k8s.io/v1/apiservices/${name}`);
+    t.equal(got.status, 404, `bravo: get ${name} is not found`);
+    t.notMatch(got.body.replaceAll(name, ''), /alpha1|bravo2/, 'and the answer names nothing but what bravo asked');
+  }
+  const byName = await h2Request(session, 'GET', '/apis/apiregistration.k8s.io/v1/apiservices?fieldSelector=metadata.name%3Dv1.solo.example.org');
+  t.same(byName.json().items, [], 'bravo: a field selector on alpha\'s name finds nothing');
+  const alphaByName = await h2Request(sessionOf(alpha), 'GET', '/apis/apiregistration.k8s.io/v1/apiservices?fieldSelector=metadata.name%3Dv1.solo.example.org');
+  t.same(alphaByName.json().items.map((item: { metadata: { name: string } }) => item.metadata.name), ['v1.solo.example.org'], 'alpha: the same selector finds its own');
+  const protobufList = await h2Request(session, 'GET', '/apis/apiregistration.k8s.io/v1/apiservices', { headers: { accept: 'application/vnd.kubernetes.protobuf, application/json' } });
+  t.equal(protobufList.status, 200);
+  t.notMatch(protobufList.body, /solo|alpha1/, 'bravo: a list asked as protobuf neither');
+  const table = await bravo.kubectl(['get', 'apiservices']);
+  t.notMatch(table.stdout, /solo|alpha1/, 'nor kubectl\'s table');
+
+  // A watch from before alpha's next group: alpha's watch shows it, bravo's never does.
+  const resourceVersion = (await h2Request(session, 'GET', '/apis/apiregistration.k8s.io/v1/apiservices')).json().metadata.resourceVersion;
+  const late = { ...base, metadata: { name: 'gizmos.late.example.org' }, spec: { ...base.spec, group: 'late.example.org' } };
+  t.equal((await alpha.kubectl(['apply', '-f', '-'], { input: JSON.stringify(late) })).code, 0);
+  await eventually('upstream v1.alpha1-late.example.org', async () => (await stack.kubectlDirect(['get', 'apiservice', 'v1.alpha1-late.example.org'])).code === 0);
+  const watchPath = `/apis/apiregistration.k8s.io/v1/apiservices?watch=true&resourceVersion=${resourceVersion}&timeoutSeconds=2`;
+  const alphaWatch = await h2Request(sessionOf(alpha), 'GET', watchPath);
+  t.match(alphaWatch.body, /"name":"v1\.late\.example\.org"/, 'alpha\'s watch shows its new group\'s APIService');
+  const bravoWatch = await h2Request(session, 'GET', watchPath);
+  t.equal(bravoWatch.status, 200);
+  t.notMatch(bravoWatch.body, /late\.example\.org|alpha1|solo/, 'bravo\'s watch never does');
+});
+
+t.test('a tenant cannot write APIServices: 403 for every write, the upstream unchanged', async (t) => {
+  const session = sessionOf(alpha);
+  const json = { 'content-type': 'application/json' };
+  const body = JSON.stringify({ apiVersion: 'apiregistration.k8s.io/v1', kind: 'APIService', metadata: { name: 'v1.mine.example.org' }, spec: { group: 'mine.example.org', version: 'v1', groupPriorityMinimum: 1000, versionPriority: 15 } });
+  const writes: [string, string, Record<string, string>, string | undefined][] = [
+    ['POST', '/apis/apiregistration.k8s.io/v1/apiservices', json, body],
+    ['PUT', '/apis/apiregistration.k8s.io/v1/apiservices/v1.apps', json, JSON.stringify({ apiVersion: 'apiregistration.k8s.io/v1', kind: 'APIService', metadata: { name: 'v1.apps' }, spec: { group: 'apps', version: 'v1', groupPriorityMinimum: 1, versionPriority: 1 } })],
+    ['PATCH', '/apis/apiregistration.k8s.io/v1/apiservices/v1.example.com', { 'content-type': 'application/merge-patch+json' }, '{"metadata":{"labels":{"x":"y"}}}'],
+    ['PUT', '/apis/apiregistration.k8s.io/v1/apiservices/v1.apps/status', json, JSON.stringify({ metadata: { name: 'v1.apps' }, status: { conditions: [] } })],
+    ['DELETE', '/apis/apiregistration.k8s.io/v1/apiservices/v1.apps', {}, undefined],
+    ['DELETE', '/apis/apiregistration.k8s.io/v1/apiservices', {}, undefined],
+  ];
+  for (const [method, path, headers, payload] of writes) {
+    const answer = await h2Request(session, method, path, { headers, ...(payload === undefined ? {} : { body: payload }) });
+    t.equal(answer.status, 403, `${method} ${path}`);
+    t.equal(answer.json().reason, 'Forbidden');
+  }
+  const kubectlDelete = await alpha.kubectl(['delete', 'apiservice', 'v1.example.com']);
+  t.not(kubectlDelete.code, 0);
+  t.match(kubectlDelete.stderr, /Forbidden|forbidden/);
+  const upstream = await stack.kubectlDirect(['get', 'apiservices', '-o', 'name']);
+  t.match(upstream.stdout, /v1\.apps\n/, 'v1.apps is still there');
+  t.match(upstream.stdout, /v1\.alpha1-example\.com\n/, 'alpha\'s own group\'s too');
+  t.notMatch(upstream.stdout, /mine\.example\.org/, 'nothing was created');
+  t.equal((await stack.kubectlDirect(['get', 'apiservice', 'v1.alpha1-example.com', '-o', 'jsonpath={.metadata.labels.x}'])).stdout, '', 'nothing was patched');
 });

@@ -3,7 +3,7 @@
 // widgets.example.com (status and scale subresources); an administrator created gadgets.example.org for nobody.
 import { readFileSync } from 'node:fs';
 import t from 'tap';
-import { aggregatedDiscoveryToTenant, discoveryToTenant, isAggregatedDiscoveryJson } from '../../lib/convert/discovery.ts';
+import { aggregatedDiscoveryToTenant, discoveryToTenant, isAggregatedDiscoveryJson, storageVersionHash } from '../../lib/convert/discovery.ts';
 
 const fixture = (name: string): any => JSON.parse(readFileSync(new URL(`../fixtures/${name}`, import.meta.url), 'utf8'));
 
@@ -137,12 +137,33 @@ t.test('legacy: a tenant\'s CRD group is un-prefixed, another tenant\'s is not f
     groups.groups.map((g) => [g.name, g.preferredVersion.groupVersion]),
     [
       ['example.com', 'example.com/v1'],
+      ['apiregistration.k8s.io', 'apiregistration.k8s.io/v1'],
       ['flowcontrol.apiserver.k8s.io', 'flowcontrol.apiserver.k8s.io/v1'],
       ['apps', 'apps/v1'],
     ],
-    'hidden groups and the group of tenantgate\'s own CRDs are absent; flow control is there',
+    'other tenants\' and nobody\'s groups and the group of tenantgate\'s own CRDs are absent; flow control and APIServices are there',
   );
   t.throws(() => discoveryToTenant({ kind: 'APIGroupList', groups: 'x' }, 'alpha1'), { code: 502, reason: 'InternalError' });
+});
+
+t.test('legacy: a tenant\'s custom resource has the storageVersionHash of its own group, from its storage version', async (t) => {
+  t.equal(storageVersionHash('', 'v1', 'Pod'), fixture('discovery-api-v1.json').resources.find((r: { name: string }) => r.name === 'pods').storageVersionHash, 'as the apiserver computes it');
+  // The storage version is v1 while the list is v2's: found among the group's versions.
+  const list = (version: string) => ({
+    kind: 'APIResourceList',
+    groupVersion: `alpha1-example.com/${version}`,
+    resources: [
+      { name: 'widgets', namespaced: true, kind: 'Widget', verbs: ['get'], storageVersionHash: storageVersionHash('alpha1-example.com', 'v1', 'Widget') },
+      { name: 'widgets/status', namespaced: true, kind: 'Widget', verbs: ['get'] },
+    ],
+  });
+  const view = (version: string, versions: string[]) => (discoveryToTenant(list(version), 'alpha1', () => true, null, () => versions) as { resources: { storageVersionHash?: string }[] }).resources;
+  t.equal(view('v2', ['v2', 'v1'])[0]!.storageVersionHash, storageVersionHash('example.com', 'v1', 'Widget'));
+  t.equal(view('v1', [])[0]!.storageVersionHash, storageVersionHash('example.com', 'v1', 'Widget'), 'the list\'s own version first');
+  t.notOk('storageVersionHash' in view('v2', ['v2'])[0]!, 'left out when no version known matches: never the upstream\'s');
+  t.notOk('storageVersionHash' in view('v1', [])[1]!, 'subresources have none');
+  const apps = { kind: 'APIResourceList', groupVersion: 'apps/v1', resources: [{ name: 'deployments', namespaced: true, kind: 'Deployment', verbs: ['get'], storageVersionHash: 'abc=' }] };
+  t.equal((discoveryToTenant(apps, 'alpha1') as { resources: { storageVersionHash: string }[] }).resources[0]!.storageVersionHash, 'abc=', 'built-in groups as they are');
 });
 
 t.test('the Accept media ranges that ask aggregated discovery as JSON', async (t) => {

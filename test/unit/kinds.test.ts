@@ -116,10 +116,18 @@ t.test('nodes are readable but never writable, and never reachable through the k
   t.equal(accessRefusal(nodes, 'create', 'proxy')?.code, 403, 'create nodes/proxy');
 });
 
-t.test('tenants, API services and component statuses do not exist for a tenant', async (t) => {
+t.test('APIServices are readable (with their status) but never writable', async (t) => {
+  const apiServices = row('apiregistration.k8s.io', 'apiservices');
+  t.equal(apiServices.tenancy, 'shared-read-only');
+  for (const verb of READ_VERBS) t.equal(accessRefusal(apiServices, verb), null, `${verb} apiservices`);
+  t.equal(accessRefusal(apiServices, 'get', 'status'), null, 'get apiservices/status');
+  for (const verb of WRITE_VERBS) t.equal(accessRefusal(apiServices, verb)?.code, 403, `${verb} apiservices`);
+  t.equal(accessRefusal(apiServices, 'update', 'status')?.code, 403, 'update apiservices/status');
+});
+
+t.test('tenants and component statuses do not exist for a tenant', async (t) => {
   for (const [group, resource] of [
     ['tenant.kubezoo.io', 'tenants'],
-    ['apiregistration.k8s.io', 'apiservices'],
     ['', 'componentstatuses'],
     ['networking.k8s.io', 'ipaddresses'],
     ['networking.k8s.io', 'servicecidrs'],
@@ -172,7 +180,7 @@ t.test('kubectl get events -A finds events made by upstream controllers: they ar
 
 t.test('custom resources are the tenant’s, with the scope discovery found', async (t) => {
   const widget = kindOf('example.com', 'widgets', 'Namespaced', 'Widget');
-  t.strictSame(widget, { group: 'example.com', resource: 'widgets', kind: 'Widget', scope: 'Namespaced', tenancy: 'tenant', rule: 'custom-resource', listPath: 'label-filter' });
+  t.strictSame(widget, { group: 'example.com', resource: 'widgets', kind: 'Widget', scope: 'Namespaced', tenancy: 'tenant', rule: 'custom-resource', listPath: 'label-filter', subresources: ['status', 'scale'] });
   t.equal(kindOf('example.com', 'clusterwidgets', 'Cluster')?.scope, 'Cluster');
   t.equal(kindOf('gateway.networking.k8s.io', 'gateways', 'Namespaced')?.rule, 'custom-resource', 'a tenant may install the Gateway API');
   t.equal(kindOf('example.com', 'widgets'), undefined, 'unknown to discovery: does not exist');

@@ -231,7 +231,7 @@ t.test('a Namespace: name and metadata.name label prefixed', async (t) => {
   t.equal(str(at(generated, 1), 1), undefined);
 });
 
-const CLUSTER_THING: KindRow = { group: 'example.com', resource: 'things', kind: 'Thing', scope: 'Cluster', tenancy: 'tenant', rule: 'generic', listPath: 'label-filter' };
+const CLUSTER_THING: KindRow = { group: 'example.com', resource: 'things', kind: 'Thing', scope: 'Cluster', tenancy: 'tenant', rule: 'generic', listPath: 'label-filter', subresources: [] };
 
 t.test('cluster-scoped tenant kinds: name and generateName prefixed, namespace left alone', async (t) => {
   const body = envelope('example.com/v1', 'Thing', msg(ld(1, msg(ld(1, 'one'), ld(2, 'gen-'), ld(3, 'ignored'))), ld(2, 'spec bytes')));
@@ -342,7 +342,8 @@ t.test('subresources', async (t) => {
   t.same(others(scale, 1), ld(2, vi(1, 3)));
   const finalize = unwrap(convert(envelope('v1', 'Namespace', msg(ld(1, ld(1, 'team')), ld(2, ld(1, 'kubernetes')))), '', 'namespaces', { verb: 'update', subresource: 'finalize' })).raw;
   t.equal(str(at(finalize, 1), 1), 'abc123-team', 'cluster-scoped names prefixed');
-  t.same(all(at(finalize, 1), 11), [], 'no label added');
+  t.same(mapOf(at(finalize, 1)).map, { [TENANT_LABEL]: TENANT }, 'a finalize carries the Namespace itself: its tenant label forced as on any write of it');
+  t.same(all(at(finalize, 2), 1).map(String), ['kubernetes'], 'its finalizers as sent');
   const noNames = envelope('policy/v1', 'Eviction', msg(ld(2, vi(1, 0))));
   t.equal(convert(noNames, '', 'pods', { verb: 'create', subresource: 'eviction' }), noNames, 'nothing to convert: the same body');
   const status = unwrap(convert(envelope('apps/v1', 'Deployment', msg(ld(1, ld(3, 'default')), ld(2, ld(3, msg(ld(1, Buffer.alloc(0))))))), 'apps', 'deployments', { verb: 'update', subresource: 'status' })).raw;
@@ -369,7 +370,8 @@ t.test('kinds converted only as JSON, and kinds not writable', async (t) => {
     t.match(error.message, /send it as JSON/);
   }
   t.equal(thrown(() => convert(NAMESPACE, '', 'nodes')).code, 403, 'shared kinds are read-only');
-  t.equal(thrown(() => convert(NAMESPACE, 'apiregistration.k8s.io', 'apiservices')).code, 404, 'hidden kinds do not exist');
+  t.equal(thrown(() => convert(NAMESPACE, 'apiregistration.k8s.io', 'apiservices')).code, 403, 'APIServices are read-only');
+  t.equal(thrown(() => convert(NAMESPACE, 'tenant.kubezoo.io', 'tenants')).code, 404, 'hidden kinds do not exist');
   t.equal(thrown(() => convert(envelope('v1', 'Secret', msg()), '', 'configmaps')).code, 400, 'a body of another kind');
   t.equal(thrown(() => convert(envelope('apps/v1', 'ConfigMap', msg()), '', 'configmaps')).code, 400, 'a body of another group');
   t.equal(thrown(() => convert(msg(MAGIC, ld(2, msg()), ld(3, 'gzip')), '', 'configmaps')).code, 415, 'contentEncoding');

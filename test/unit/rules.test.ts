@@ -261,6 +261,7 @@ const cases: Case[] = [
         { apiGroups: ['*'], resources: ['*'], resourceNames: ['y'], verbs: ['get'] },
         { apiGroups: ['example.com'], resources: ['clusterwidgets'], resourceNames: ['cw'], verbs: ['get'] },
         { apiGroups: ['example.com'], resources: ['gadgets'], resourceNames: ['g'], verbs: ['get'] },
+        { apiGroups: ['apiregistration.k8s.io'], resources: ['apiservices'], resourceNames: ['v1.example.com', 'v1.apps', 'v1.'], verbs: ['get'] },
         { nonResourceURLs: ['/healthz'], verbs: ['get'] },
       ],
     },
@@ -281,6 +282,8 @@ const cases: Case[] = [
         { apiGroups: ['abc123-example.com'], resources: ['clusterwidgets'], resourceNames: ['abc123-cw'], verbs: ['get'] },
         // a custom resource discovery does not know (yet): its names are granted in both forms
         { apiGroups: ['abc123-example.com'], resources: ['gadgets'], resourceNames: ['g', 'abc123-g'], verbs: ['get'] },
+        // APIServices are named <version>.<group>: the tenant's CRD group takes its prefix, built-in groups do not
+        { apiGroups: ['apiregistration.k8s.io'], resources: ['apiservices'], resourceNames: ['v1.abc123-example.com', 'v1.apps', 'v1.'], verbs: ['get'] },
         { nonResourceURLs: ['/healthz'], verbs: ['get'] },
       ],
     },
@@ -915,7 +918,27 @@ t.test('shared kinds cannot be written and hidden kinds do not exist', async (t)
   t.equal(thrown(() => up({ metadata: { name: 'abc123' } }, 'tenant.kubezoo.io', 'tenants'))?.code, 404);
   t.equal(thrown(() => objectToUpstream('not an object', ctx, rowOf('', 'configmaps')))?.code, 400);
   t.equal(down({ metadata: { name: 'abc123' } }, 'tenant.kubezoo.io', 'tenants'), null, 'tenants never reach a tenant');
-  t.equal(down({ metadata: { name: 'abc123-x' } }, 'apiregistration.k8s.io', 'apiservices'), null);
+  t.equal(thrown(() => up({ metadata: { name: 'v1.example.com' }, spec: { group: 'example.com', version: 'v1' } }, 'apiregistration.k8s.io', 'apiservices'))?.code, 403);
+});
+
+t.test('APIServices: built-in groups as they are, the tenant’s CRD groups under its names, nobody else’s', async (t) => {
+  const apiService = (group: string, version = 'v1') => ({
+    metadata: { name: `${version}.${group}`, labels: { 'kube-aggregator.kubernetes.io/automanaged': 'true' } },
+    spec: { ...(group === '' ? {} : { group }), version, groupPriorityMinimum: 1000, versionPriority: 100 },
+    status: { conditions: [{ type: 'Available', status: 'True', reason: 'Local' }] },
+  });
+  for (const group of ['', 'apps', 'apiregistration.k8s.io', 'metrics.k8s.io']) {
+    t.strictSame(down(apiService(group), 'apiregistration.k8s.io', 'apiservices'), apiService(group), `v1.${group} as it is`);
+  }
+  t.strictSame(down(apiService('abc123-example.com'), 'apiregistration.k8s.io', 'apiservices'), apiService('example.com'), 'the tenant’s own CRD group, name and spec.group');
+  for (const group of ['xyz789-example.com', 'abc123x-example.com', 'example.com', 'tenant.kubezoo.io', 'flowcontrol.tenantgate.kubezoo.io', 'internal.apiserver.k8s.io', 'storagemigration.k8s.io']) {
+    t.equal(down(apiService(group), 'apiregistration.k8s.io', 'apiservices'), null, `v1.${group} is not the tenant’s to see`);
+  }
+  const wrongName = { ...apiService('abc123-example.com'), metadata: { name: 'v1.apps' } };
+  t.equal(down(wrongName, 'apiregistration.k8s.io', 'apiservices'), null, 'a name that is not <version>.<group> is not judged by its name');
+  const noVersionServed = { ...ctx, servesTenantResources: (group: string, version: string) => !(group === 'certificates.k8s.io' && version === 'v1') };
+  t.equal(down(apiService('certificates.k8s.io'), 'apiregistration.k8s.io', 'apiservices', noVersionServed), null, 'a version discovery does not show');
+  t.ok(down(apiService('certificates.k8s.io', 'v1beta1'), 'apiregistration.k8s.io', 'apiservices', noVersionServed), 'one it shows');
 });
 
 t.test('shared objects are read under their real names; nodes without other tenants’ images and volumes', async (t) => {

@@ -43,6 +43,7 @@ t.test('what a tenant identity can still read of every tenant upstream: the clus
     'priorityclasses.scheduling.k8s.io',
     'runtimeclasses.node.k8s.io',
     'clustertrustbundles.certificates.k8s.io',
+    'apiservices.apiregistration.k8s.io',
     'deviceclasses.resource.k8s.io',
     'resourceslices.resource.k8s.io',
     'nodes.metrics.k8s.io',
@@ -58,6 +59,35 @@ t.test('the admin’s custom-resource role names only the tenant’s cluster-sco
     { spec: { group: 'abc1234-example.com', scope: 'Cluster', names: { plural: 'gadgets' } } },
   ]);
   t.same(role.rules, [{ apiGroups: ['abc123-example.com'], resources: ['gadgets', 'gadgets/status', 'gadgets/scale'], verbs: ['*'] }]);
+  t.ok(rbacAllows(role.rules, 'abc123-example.com', 'gadgets', 'status', 'update'), 'gadgets/status');
+  t.ok(rbacAllows(role.rules, 'abc123-example.com', 'gadgets', 'scale', 'get'), 'gadgets/scale');
+});
+
+/** RBAC's own matching (k8s.io/component-helpers/auth/rbac/validation): `<resource>/*` matches no subresource. */
+function rbacAllows(rules: readonly { apiGroups: string[]; resources: string[]; verbs: string[] }[], group: string, resource: string, subresource: string, verb: string): boolean {
+  const requested = subresource === '' ? resource : `${resource}/${subresource}`;
+  return rules.some(
+    (rule) =>
+      (rule.verbs.includes('*') || rule.verbs.includes(verb)) &&
+      (rule.apiGroups.includes('*') || rule.apiGroups.includes(group)) &&
+      rule.resources.some((r) => r === '*' || r === requested || (subresource !== '' && r === `*/${subresource}`)),
+  );
+}
+
+t.test('the tenant admin holds every subresource of its cluster-scoped kinds upstream (each named: RBAC has no <resource>/*)', async (t) => {
+  for (const rule of TENANT_CLUSTER_ROLE.rules) for (const resource of rule.resources) t.notMatch(resource, /\/\*$/, `${resource}: a form RBAC never matches`);
+  const owned = KINDS.filter((row) => row.scope === 'Cluster' && row.tenancy === 'tenant' && !row.rule.includes('review'));
+  t.ok(owned.some((row) => row.subresources.length > 0));
+  for (const row of owned) {
+    for (const subresource of row.subresources) {
+      for (const verb of ['get', 'update', 'patch']) t.ok(rbacAllows(TENANT_CLUSTER_ROLE.rules, row.upstreamGroup ?? row.group, row.resource, subresource, verb), `${verb} ${row.resource}/${subresource}`);
+    }
+  }
+  t.ok(rbacAllows(TENANT_CLUSTER_ROLE.rules, 'admissionregistration.k8s.io', 'validatingadmissionpolicies', 'status', 'get'), 'the conformance spec’s validatingadmissionpolicies/status');
+  t.ok(rbacAllows(TENANT_CLUSTER_ROLE.rules, '', 'namespaces', 'finalize', 'update'), 'namespaces/finalize');
+  t.notOk(rbacAllows(TENANT_CLUSTER_ROLE.rules, '', 'nodes', 'status', 'update'), 'shared kinds: reads only');
+  t.notOk(rbacAllows(TENANT_CLUSTER_ROLE.rules, '', 'nodes', 'proxy', 'get'), 'never nodes/proxy');
+  t.notOk(rbacAllows(TENANT_CLUSTER_ROLE.rules, '', 'pods', 'status', 'get'), 'nothing namespaced');
 });
 
 t.test('a ClusterRoleBinding expands to a RoleBinding for its real subjects of the tenant only; old bindings migrate to shadow subjects', async (t) => {

@@ -14,7 +14,7 @@ import { networkPolicy } from './network-policy.ts';
 import { binding, clusterBinding, role } from './rbac.ts';
 import { selfSubjectAccessReview, selfSubjectReview, selfSubjectRulesReview, subjectAccessReview, tokenReview } from './reviews.ts';
 import type { ConvertContext, Json, KindRule } from './rule.ts';
-import { hidden, node, shared } from './shared.ts';
+import { apiService, hidden, node, shared } from './shared.ts';
 import { persistentVolume, persistentVolumeClaim } from './storage.ts';
 import { claimTemplate, cronJob, pod, podTemplate, statefulSet, workload } from './workloads.ts';
 
@@ -54,6 +54,7 @@ export const RULES: { readonly [name in RuleName]: KindRule } = {
   selfsubjectreview: selfSubjectReview,
   certificatesigningrequest: certificateSigningRequest,
   node,
+  apiservice: apiService,
   shared,
   hidden,
 };

@@ -4,6 +4,7 @@
 import { MAX_UPSTREAM_NAME, MAX_UPSTREAM_NAMESPACE, PREFIX_LENGTH, toTenantName, toUpstreamName, type TenantId } from '../prefix.ts';
 import { StatusError } from '../../server/status.ts';
 import type { KindRow } from '../kinds.ts';
+import { apiGroupToTenant, apiGroupToUpstream } from './api-groups.ts';
 import { groupToTenant, groupToUpstream, userToTenant, userToUpstream } from './identity.ts';
 import { signerResourceNameToTenant, signerResourceNameToUpstream } from './signers.ts';
 
@@ -15,11 +16,13 @@ export const MAX_TENANT_NAME = MAX_UPSTREAM_NAME - PREFIX_LENGTH;
  * How a kind's `metadata.name` maps upstream. plain: unchanged (namespaced and shared kinds);
  * prefix: `<id>-<name>` (the tenant's cluster-scoped kinds); crd: `<plural>.<id>-<group>`; user and group: as
  * identities map (the names of RBAC rules on `users` and `groups`, which impersonation asks about); signer: into the
- * tenant's signer domain (RBAC rules on `signers`, which the apiserver's CSR admission asks about).
+ * tenant's signer domain (RBAC rules on `signers`, which the apiserver's CSR admission asks about); group-version:
+ * `<version>.<group>` with the group as API groups map (APIServices: `v1.<id>-example.com`).
  */
-export type NameMapping = 'plain' | 'prefix' | 'crd' | 'user' | 'group' | 'signer';
+export type NameMapping = 'plain' | 'prefix' | 'crd' | 'user' | 'group' | 'signer' | 'group-version';
 
 export function nameMappingOfRow(row: KindRow): NameMapping {
+  if (row.rule === 'apiservice') return 'group-version';
   if (row.tenancy !== 'tenant' || row.scope === 'Namespaced') return 'plain';
   return row.rule === 'crd' ? 'crd' : 'prefix';
 }
@@ -30,6 +33,7 @@ export function nameToUpstream(mapping: NameMapping, name: string, tenant: Tenan
   if (mapping === 'user') return userToUpstream(name, tenant);
   if (mapping === 'group') return groupToUpstream(name, tenant);
   if (mapping === 'signer') return signerResourceNameToUpstream(name, tenant);
+  if (mapping === 'group-version') return groupVersionNameToUpstream(name, tenant);
   return crdNameToUpstream(name, tenant);
 }
 
@@ -39,7 +43,22 @@ export function nameToTenant(mapping: NameMapping, upstreamName: string, tenant:
   if (mapping === 'user') return userToTenant(upstreamName, tenant);
   if (mapping === 'group') return groupToTenant(upstreamName, tenant);
   if (mapping === 'signer') return signerResourceNameToTenant(upstreamName, tenant);
+  if (mapping === 'group-version') return groupVersionNameToTenant(upstreamName, tenant);
   return crdNameToTenant(upstreamName, tenant);
+}
+
+/** `v1.example.com` → `v1.abc123-example.com`; built-in groups (`v1.apps`, core's `v1.`) stay as they are. */
+export function groupVersionNameToUpstream(name: string, tenant: TenantId): string {
+  const dot = name.indexOf('.');
+  return dot < 0 ? name : name.slice(0, dot + 1) + apiGroupToUpstream(name.slice(dot + 1), tenant);
+}
+
+/** The tenant's name of an upstream `<version>.<group>`; null when the group is another tenant's (or nobody's). */
+export function groupVersionNameToTenant(upstreamName: string, tenant: TenantId): string | null {
+  const dot = upstreamName.indexOf('.');
+  if (dot < 0) return upstreamName;
+  const group = apiGroupToTenant(upstreamName.slice(dot + 1), tenant);
+  return group === null ? null : upstreamName.slice(0, dot + 1) + group;
 }
 
 /** `widgets.example.com` → `widgets.abc123-example.com` (a CRD's name is `<plural>.<group>`). */

@@ -13,7 +13,7 @@ import { invalid, nameMappingOfRow, namespaceToTenant, namespaceToUpstream, name
 import { nameMappingOfResource } from './referents.ts';
 import type { ConvertContext, Json, KindRule } from './rule.ts';
 
-const MAPPING_ORDER: readonly NameMapping[] = ['plain', 'prefix', 'crd', 'user', 'group', 'signer'];
+const MAPPING_ORDER: readonly NameMapping[] = ['plain', 'prefix', 'crd', 'user', 'group', 'signer', 'group-version'];
 
 function strings(value: unknown): string[] {
   return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : [];

@@ -22,6 +22,11 @@ export interface ConvertContext {
    * (`--tenant-webhook-url-hosts`); absent or empty: a webhook must name a service in the tenant's namespaces.
    */
   readonly webhookUrlHosts?: ReadonlySet<string> | undefined;
+  /**
+   * Whether an upstream group version serves anything the tenant may see (what discovery shows of it); absent: yes.
+   * APIServices follow it, so `kubectl get apiservices` and `kubectl api-versions` agree.
+   */
+  readonly servesTenantResources?: ((upstreamGroup: string, version: string) => boolean) | undefined;
 }
 
 /**
