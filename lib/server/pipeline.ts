@@ -125,7 +125,7 @@ function classify(discovery: DiscoveryCache): Stage['run'] {
       return false;
     }
     // A custom resource: its scope comes from upstream discovery (refreshed when unknown: a CRD may be new).
-    return discovery.resolveScope(apiGroupToUpstream(info.apiGroup, ctx.identity!.tenant!), info.resource).then((scope) => {
+    return discovery.resolveScope(apiGroupToUpstream(info.apiGroup, ctx.identity!.tenant!), info.apiVersion, info.resource).then((scope) => {
       ctx.row = kindOf(info.apiGroup, info.resource, scope) ?? null;
       return false;
     });

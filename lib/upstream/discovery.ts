@@ -16,6 +16,8 @@ export type Scope = 'Namespaced' | 'Cluster';
 
 const REFRESH_INTERVAL_MS = 30_000;
 const MIN_MISS_REFRESH_INTERVAL_MS = 1_000;
+/** How long a group version the upstream said it does not serve is not asked about again. */
+const GROUP_VERSION_MISS_TTL_MS = 250;
 
 interface DiscoveredResource {
   resource: string;
@@ -47,6 +49,8 @@ export class DiscoveryCache {
   private clusterResourceList: ClusterResource[] = [];
   private refreshedAt = 0;
   private refreshing: Promise<void> | null = null;
+  /** `group/version` → when the upstream last said it serves no such resource there. */
+  private groupVersionMisses = new Map<string, number>();
 
   constructor(pool: UpstreamPool) {
     this.pool = pool;
@@ -79,14 +83,38 @@ export class DiscoveryCache {
     return this.clusterResourceList;
   }
 
-  /** The scope, refreshing discovery first if the resource is unknown or the cache is old. */
-  async resolveScope(group: string, resource: string): Promise<Scope | undefined> {
+  /**
+   * The scope, refreshing discovery first if the resource is unknown or the cache is old. Still unknown, the group
+   * version itself is asked: a CRD established a moment ago is served there before the whole discovery (refreshed at
+   * most once a second) shows it, and a client may create its first object at once, as on any cluster.
+   */
+  async resolveScope(group: string, version: string, resource: string): Promise<Scope | undefined> {
     const known = this.scopeOf(group, resource);
     const age = Date.now() - this.refreshedAt;
     if (known !== undefined && age < REFRESH_INTERVAL_MS) return known;
-    if (known === undefined && age < MIN_MISS_REFRESH_INTERVAL_MS && this.refreshing === null) return undefined;
+    if (known === undefined && age < MIN_MISS_REFRESH_INTERVAL_MS && this.refreshing === null) return this.scopeInGroupVersion(group, version, resource);
     await this.refresh();
-    return this.scopeOf(group, resource);
+    return this.scopeOf(group, resource) ?? this.scopeInGroupVersion(group, version, resource);
+  }
+
+  private async scopeInGroupVersion(group: string, version: string, resource: string): Promise<Scope | undefined> {
+    if (group === '' || version === '') return undefined;
+    const key = `${group}/${version}`;
+    const missedAt = this.groupVersionMisses.get(key);
+    if (missedAt !== undefined && Date.now() - missedAt < GROUP_VERSION_MISS_TTL_MS) return undefined;
+    const answer = await upstreamJson(this.pool, 'GET', `/apis/${encodeURIComponent(group)}/${encodeURIComponent(version)}`);
+    const list = answer.status === 200 ? (answer.body as { resources?: { name?: string; namespaced?: boolean; kind?: string }[] }) : {};
+    const found = list.resources?.find((r) => r.name === resource);
+    if (found === undefined) {
+      if (this.groupVersionMisses.size > 10_000) this.groupVersionMisses.clear();
+      this.groupVersionMisses.set(key, Date.now());
+      return undefined;
+    }
+    const scope: Scope = found.namespaced === true ? 'Namespaced' : 'Cluster';
+    // Known until the next refresh replaces the maps (which then has it too).
+    this.scopes.set(`${group}/${resource}`, scope);
+    if (found.kind) this.kindScopes.set(`${group}/${found.kind}`, scope);
+    return scope;
   }
 
   /** Refreshes when older than the refresh interval (discovery answers are filtered with what is cached). */
