@@ -22,6 +22,8 @@ import { issueTenantKubeconfig } from '../tenants/credentials.ts';
 import { CsrSigner } from '../tenants/csr-signer.ts';
 import { inClusterAddress } from '../tenants/cluster-service.ts';
 import { TenantLifecycle } from '../tenants/lifecycle.ts';
+import { syncTenantCustomResources, type CustomResourceDefinition } from '../tenants/bootstrap.ts';
+import type { TenantId } from '../convert/prefix.ts';
 import { ObjectKeeper, type KeptObject } from '../tenants/kept-objects.ts';
 import { TENANT_CONFINEMENT_OBJECTS } from '../tenants/confinement-policy.ts';
 import { STORED_KIND_CRDS, storedKindsEstablished } from '../tenants/stored-kinds.ts';
@@ -104,7 +106,15 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   const flow = new FlowController(config.flowControl ?? DEFAULT_FLOW_CONTROL, (id) => tenants.get(id), parts.flowEvents ?? metrics?.flowControlEvents);
   const stopFollowingTenants = flow.follow(tenants);
   const webhookUrlHosts = new Set(config.tenantWebhookUrlHosts ?? []);
-  const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery, passthrough: config.passthrough, tenants, tokens, issueKubeconfig, flow, upstream: config.upstream, access: new AccessReviews(upstreamAccessReviewer(pool)), metrics, recordOperation, webhookUrlHosts });
+  // The admin's rights on a new cluster-scoped custom resource, written through before its CRD's create is answered
+  // (the lifecycle's reconcile keeps them too, but later); never for a tenant being deleted.
+  const customResourceDefinitionWritten = runLifecycle
+    ? async (id: TenantId, crd: unknown) => {
+        const tenant = tenants.get(id);
+        if (tenant !== undefined && tenant.metadata.deletionTimestamp === undefined) await syncTenantCustomResources(pool, id, crd as CustomResourceDefinition);
+      }
+    : undefined;
+  const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery, passthrough: config.passthrough, tenants, tokens, issueKubeconfig, flow, upstream: config.upstream, access: new AccessReviews(upstreamAccessReviewer(pool)), metrics, recordOperation, webhookUrlHosts, customResourceDefinitionWritten });
   const requestLogLevel = config.requestLogLevel ?? 'off';
   const observer = metrics === null && requestLogLevel === 'off' ? undefined : new RequestObserver(metrics, requestLogLevel);
   const server = http2.createSecureServer({

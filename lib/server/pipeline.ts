@@ -24,7 +24,7 @@ import type { ClusterCredentials } from '../upstream/kubeconfig.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import type { TenantStore } from '../tenants/tenant.ts';
 import type { RecordTenantOperation, TenantgateMetrics } from '../metrics/metrics.ts';
-import { forwardTenantRequest } from '../upstream/tenant-forward.ts';
+import { forwardTenantRequest, type TenantForwardDeps } from '../upstream/tenant-forward.ts';
 import { forwardUpgrade, isUpgradableRequest } from '../upstream/upgrade.ts';
 import { newRequestContext, type RequestContext } from './context.ts';
 import type { HealthChecks } from './health.ts';
@@ -62,6 +62,8 @@ export interface PipelineDeps {
   webhookUrlHosts?: ReadonlySet<string>;
   /** Callers' RBAC for reads at the cluster scope and for impersonation, asked upstream (shadow identities too), cached. */
   access: AccessReviews;
+  /** Before a tenant's CRD write is answered (the lifecycle's write-through); absent: nothing waits. */
+  customResourceDefinitionWritten?: TenantForwardDeps['customResourceDefinitionWritten'];
 }
 
 function validateTarget(ctx: RequestContext): boolean {
@@ -206,8 +208,8 @@ function authorizeClusterScopeReads(access: AccessReviews): Stage['run'] {
 }
 
 /** The stages of `tenantgate serve`, in order. */
-export function buildPipeline({ pool, health, discovery, passthrough, tenants, tokens, issueKubeconfig, flow, upstream, access, metrics = null, recordOperation, webhookUrlHosts }: PipelineDeps): Stage[] {
-  const forwardDeps = { pool, discovery, access, metrics, webhookUrlHosts };
+export function buildPipeline({ pool, health, discovery, passthrough, tenants, tokens, issueKubeconfig, flow, upstream, access, metrics = null, recordOperation, webhookUrlHosts, customResourceDefinitionWritten }: PipelineDeps): Stage[] {
+  const forwardDeps = { pool, discovery, access, metrics, webhookUrlHosts, customResourceDefinitionWritten };
   return [
     { name: 'validate request target', run: validateTarget },
     { name: 'health checks', run: (ctx) => health.serve(ctx) },

@@ -6,6 +6,7 @@ import { TENANT_LABEL, toUpstreamName, type TenantId } from '../convert/prefix.t
 import { clusterShadowOf } from '../convert/rules/cluster-subjects.ts';
 import { tenantSignersWildcard } from '../convert/rules/signers.ts';
 import { upstreamJson } from '../upstream/client.ts';
+import { listUpstream } from '../upstream/own-watch.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 
 /** Namespaces every Kubernetes cluster has, so every tenant has them too. */
@@ -234,6 +235,41 @@ export async function ensureTenantCustomResources(pool: UpstreamPool, tenant: Te
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: tenantCustomResourcesName(tenant) },
     subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: tenantAdminUser(tenant) }],
   });
+}
+
+/** Bounded: a write of the role that loses to another writer (the lifecycle's reconcile) is read and made again. */
+const CUSTOM_RESOURCES_ATTEMPTS = 5;
+const AUTHORIZED_WITHIN_MS = 2_000;
+
+/**
+ * Brings the admin's role on the tenant's cluster-scoped custom resources up to the tenant's CRDs as they are now, and
+ * waits (bounded) until the upstream's authorizer allows the admin on `written` (its RBAC is served from informers).
+ * Called before a tenant's CRD write is answered, so no client learns of a CRD it cannot use yet.
+ */
+export async function syncTenantCustomResources(pool: UpstreamPool, tenant: TenantId, written: CustomResourceDefinition): Promise<void> {
+  const crdsOfTenant = `/apis/apiextensions.k8s.io/v1/customresourcedefinitions?labelSelector=${encodeURIComponent(`${TENANT_LABEL}=${tenant}`)}`;
+  const rolePath = `/apis/rbac.authorization.k8s.io/v1/clusterroles/${encodeURIComponent(tenantCustomResourcesName(tenant))}`;
+  for (let attempt = 1; ; attempt++) {
+    const crds = (await listUpstream(pool, crdsOfTenant)) as CustomResourceDefinition[];
+    await ensureTenantCustomResources(pool, tenant, crds);
+    const current = await upstreamJson(pool, 'GET', rolePath);
+    if (current.status === 200 && !differs(current.body, tenantCustomResourcesRole(tenant, crds))) break;
+    if (attempt === CUSTOM_RESOURCES_ATTEMPTS) throw new Error(`${rolePath} still differs after ${attempt} writes`);
+  }
+  const rule = tenantCustomResourcesRole(tenant, [written]).rules[0];
+  if (rule === undefined) return; // namespaced, or not the tenant's: nothing at the cluster scope to wait for
+  const review = {
+    apiVersion: 'authorization.k8s.io/v1',
+    kind: 'SubjectAccessReview',
+    spec: { user: tenantAdminUser(tenant), resourceAttributes: { verb: 'create', group: rule.apiGroups[0], resource: rule.resources[0] } },
+  };
+  const deadline = Date.now() + AUTHORIZED_WITHIN_MS;
+  for (;;) {
+    const answer = await upstreamJson(pool, 'POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', review);
+    if (answer.body?.status?.allowed === true) return;
+    if (Date.now() > deadline) throw new Error(`the upstream does not allow ${tenantAdminUser(tenant)} on ${rule.resources[0]}.${rule.apiGroups[0]} yet`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
 }
 
 /** Name of the ClusterRole (and its binding to the admin) on the tenant's own certificate signers. */

@@ -55,6 +55,11 @@ export interface TenantForwardDeps {
   metrics?: TenantgateMetrics | null;
   /** Hosts tenants' admission webhooks may call by URL; none when omitted. */
   webhookUrlHosts?: ReadonlySet<string> | undefined;
+  /**
+   * Called with a tenant's CRD as the upstream stored it, before its create or update is answered: whatever the tenant
+   * needs to use the CRD's resources is in place by then. Absent: nothing waits.
+   */
+  customResourceDefinitionWritten?: ((tenant: TenantId, crd: unknown) => Promise<void>) | undefined;
 }
 
 function conversionContext(tenant: TenantId, deps: TenantForwardDeps): ConvertContext {
@@ -381,6 +386,10 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
           if (row !== null && status === 201 && info.verb === 'create' && info.resource === 'namespaces') {
             // The tenant's admin gets its rights in a namespace before anyone learns the namespace exists.
             await grantTenantNamespace(deps.pool, tenant, (body as { metadata: { name: string } }).metadata.name);
+          }
+          if (row?.rule === 'crd' && status < 300 && info.subresource === '' && (info.verb === 'create' || info.verb === 'update' || info.verb === 'patch')) {
+            // As on a real cluster, the tenant may use the kind once it is Established, however soon it asks.
+            await deps.customResourceDefinitionWritten?.(tenant, body).catch((error: Error) => log.warn('custom resource rights not in place yet', { tenant, error: error.message }));
           }
           // (The rules convert in place: nothing reads the upstream body after this.)
           const discovery = deps.discovery;
