@@ -900,17 +900,40 @@ const MATCH_RESOURCES: WireSchema = {
   resourceRules: wireMessages(3, { ruleWithOperations: wireInline(2, RULE_WITH_OPERATIONS) }),
   excludeResourceRules: wireMessages(4, { ruleWithOperations: wireInline(2, RULE_WITH_OPERATIONS) }),
 };
-/** ValidatingWebhook and MutatingWebhook: clientConfig = 2, rules = 3, namespaceSelector = 5; objectSelector 10 or 11. */
-const webhooks = (objectSelector: number): WireSchema => ({
+/** admissionregistration/v1 MatchCondition and Variable: expression = 2. */
+const EXPRESSION_2: WireSchema = { expression: wireString(2) };
+/** ValidatingWebhook and MutatingWebhook: clientConfig = 2, rules = 3, namespaceSelector = 5; objectSelector 10 or 11; matchConditions 11 or 12. */
+const webhooks = (objectSelector: number, matchConditions: number): WireSchema => ({
   webhooks: wireMessages(2, {
     clientConfig: wireMessage(2, CLIENT_CONFIG),
     rules: wireMessages(3, RULE_WITH_OPERATIONS),
     namespaceSelector: wireMessage(5, LABEL_SELECTOR),
     objectSelector: wireMessage(objectSelector, LABEL_SELECTOR),
+    matchConditions: wireMessages(matchConditions, EXPRESSION_2),
   }),
 });
-/** Validating/MutatingAdmissionPolicy spec = 2 → paramKind = 1 (apiVersion = 1), matchConstraints = 2. */
-const ADMISSION_POLICY: WireSchema = { spec: wireMessage(2, { paramKind: wireMessage(1, { apiVersion: wireString(1) }), matchConstraints: wireMessage(2, MATCH_RESOURCES) }) };
+/** Validating/MutatingAdmissionPolicy spec = 2 → paramKind = 1 (apiVersion = 1), matchConstraints = 2, matchConditions = 6. */
+const POLICY_SPEC: WireSchema = { paramKind: wireMessage(1, { apiVersion: wireString(1) }), matchConstraints: wireMessage(2, MATCH_RESOURCES), matchConditions: wireMessages(6, EXPRESSION_2) };
+/**
+ * ValidatingAdmissionPolicy spec → validations = 3 (expression = 1, messageExpression = 4), auditAnnotations = 5
+ * (valueExpression = 2), variables = 7.
+ */
+const VALIDATING_ADMISSION_POLICY: WireSchema = {
+  spec: wireMessage(2, {
+    ...POLICY_SPEC,
+    validations: wireMessages(3, { expression: wireString(1), messageExpression: wireString(4) }),
+    auditAnnotations: wireMessages(5, { valueExpression: wireString(2) }),
+    variables: wireMessages(7, EXPRESSION_2),
+  }),
+};
+/** MutatingAdmissionPolicy spec → variables = 3, mutations = 4 → applyConfiguration = 3, jsonPatch = 4 (expression = 1). */
+const MUTATING_ADMISSION_POLICY: WireSchema = {
+  spec: wireMessage(2, {
+    ...POLICY_SPEC,
+    variables: wireMessages(3, EXPRESSION_2),
+    mutations: wireMessages(4, { applyConfiguration: wireMessage(3, { expression: wireString(1) }), jsonPatch: wireMessage(4, { expression: wireString(1) }) }),
+  }),
+};
 /** Validating/MutatingAdmissionPolicyBinding spec = 2 → policyName = 1, paramRef = 2 (namespace = 2), matchResources = 3. */
 const ADMISSION_POLICY_BINDING: WireSchema = {
   spec: wireMessage(2, { policyName: wireString(1), paramRef: wireMessage(2, { namespace: wireString(2) }), matchResources: wireMessage(3, MATCH_RESOURCES) }),
@@ -1011,10 +1034,10 @@ const SKELETON_ROWS: readonly (readonly [string, string, KindRule, WireSchema])[
   ['/PersistentVolume', 'v1', persistentVolume, PERSISTENT_VOLUME],
   ['/PersistentVolumeClaim', 'v1', persistentVolumeClaim, PERSISTENT_VOLUME_CLAIM],
   ['networking.k8s.io/NetworkPolicy', 'networking.k8s.io/v1', networkPolicy, NETWORK_POLICY],
-  ['admissionregistration.k8s.io/ValidatingWebhookConfiguration', ADMISSION_V1, webhookConfiguration, webhooks(10)],
-  ['admissionregistration.k8s.io/MutatingWebhookConfiguration', ADMISSION_V1, webhookConfiguration, webhooks(11)],
-  ['admissionregistration.k8s.io/ValidatingAdmissionPolicy', ADMISSION_V1, admissionPolicy, ADMISSION_POLICY],
-  ['admissionregistration.k8s.io/MutatingAdmissionPolicy', ADMISSION_V1, admissionPolicy, ADMISSION_POLICY],
+  ['admissionregistration.k8s.io/ValidatingWebhookConfiguration', ADMISSION_V1, webhookConfiguration, webhooks(10, 11)],
+  ['admissionregistration.k8s.io/MutatingWebhookConfiguration', ADMISSION_V1, webhookConfiguration, webhooks(11, 12)],
+  ['admissionregistration.k8s.io/ValidatingAdmissionPolicy', ADMISSION_V1, admissionPolicy, VALIDATING_ADMISSION_POLICY],
+  ['admissionregistration.k8s.io/MutatingAdmissionPolicy', ADMISSION_V1, admissionPolicy, MUTATING_ADMISSION_POLICY],
   ['admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding', ADMISSION_V1, admissionPolicyBinding, ADMISSION_POLICY_BINDING],
   ['admissionregistration.k8s.io/MutatingAdmissionPolicyBinding', ADMISSION_V1, admissionPolicyBinding, ADMISSION_POLICY_BINDING],
   ['apiextensions.k8s.io/CustomResourceDefinition', 'apiextensions.k8s.io/v1', crd, CUSTOM_RESOURCE_DEFINITION],

@@ -6,6 +6,7 @@
 import { builtinKindOf } from '../kinds.ts';
 import { StatusError } from '../../server/status.ts';
 import { apiGroupToTenant, apiGroupToUpstream, apiVersionToTenant, apiVersionToUpstream } from './api-groups.ts';
+import { celNamespacesToTenant, celNamespacesToUpstream } from './cel-namespaces.ts';
 import { eachObjectAt, ensureObject, everyObjectAt, mapStringAt, mapStringsAt, objectAt } from './json.ts';
 import { namespaceSelectorToTenant, namespaceSelectorToUpstream, objectSelectorToTenant, objectSelectorToUpstream } from './label-selectors.ts';
 import { nameMappingOfRow, namespaceToTenant, namespaceToUpstream, nameToTenant, nameToUpstream } from './names.ts';
@@ -57,6 +58,16 @@ export function checkWebhookUrl(clientConfig: unknown, field: string, group: str
 const WEBHOOKS = ['webhooks', '*'];
 const WEBHOOK_RULE_GROUPS = [['rules', '*', 'apiGroups']];
 const SERVICE_NAMESPACE = ['clientConfig', 'service', 'namespace'];
+const WEBHOOK_EXPRESSIONS = [['matchConditions', '*', 'expression']];
+
+/** A tenant's CEL expressions at `paths` under `obj`, with namespace references reading the tenant's names upstream. */
+function expressionsToUpstream(obj: Json, paths: readonly (readonly string[])[]): void {
+  for (const path of paths) mapStringAt(obj, path, celNamespacesToUpstream);
+}
+
+function expressionsToTenant(obj: Json, paths: readonly (readonly string[])[]): void {
+  for (const path of paths) mapStringAt(obj, path, celNamespacesToTenant);
+}
 
 /** ValidatingWebhookConfiguration and MutatingWebhookConfiguration. */
 export const webhookConfiguration: KindRule = {
@@ -67,6 +78,7 @@ export const webhookConfiguration: KindRule = {
     eachObjectAt(obj, WEBHOOKS, (webhook) => {
       mapStringAt(webhook, SERVICE_NAMESPACE, (namespace) => namespaceToUpstream(namespace, ctx.tenant));
       matchToUpstream(webhook, WEBHOOK_RULE_GROUPS, ctx);
+      expressionsToUpstream(webhook, WEBHOOK_EXPRESSIONS);
     });
     return obj;
   },
@@ -77,6 +89,7 @@ export const webhookConfiguration: KindRule = {
       (webhook) =>
         mapStringAt(webhook, SERVICE_NAMESPACE, (namespace) => namespaceToTenant(namespace, ctx.tenant)) && matchToTenant(webhook, WEBHOOK_RULE_GROUPS, ctx),
     );
+    if (mine) eachObjectAt(obj, WEBHOOKS, (webhook) => expressionsToTenant(webhook, WEBHOOK_EXPRESSIONS));
     return mine ? obj : null;
   },
 };
@@ -86,18 +99,30 @@ const POLICY_RULE_GROUPS = [
   ['excludeResourceRules', '*', 'apiGroups'],
 ];
 const PARAM_KIND_API_VERSION = ['spec', 'paramKind', 'apiVersion'];
+/** Every CEL expression of a Validating or MutatingAdmissionPolicy (the fields of the other kind are simply absent). */
+const POLICY_EXPRESSIONS = [
+  ['spec', 'validations', '*', 'expression'],
+  ['spec', 'validations', '*', 'messageExpression'],
+  ['spec', 'auditAnnotations', '*', 'valueExpression'],
+  ['spec', 'matchConditions', '*', 'expression'],
+  ['spec', 'variables', '*', 'expression'],
+  ['spec', 'mutations', '*', 'applyConfiguration', 'expression'],
+  ['spec', 'mutations', '*', 'jsonPatch', 'expression'],
+];
 
 /** ValidatingAdmissionPolicy and MutatingAdmissionPolicy. */
 export const admissionPolicy: KindRule = {
   toUpstream(obj, ctx) {
     mapStringAt(obj, PARAM_KIND_API_VERSION, (apiVersion) => apiVersionToUpstream(apiVersion, ctx.tenant));
     eachObjectAt(obj, ['spec', 'matchConstraints'], (match) => matchToUpstream(match, POLICY_RULE_GROUPS, ctx));
+    expressionsToUpstream(obj, POLICY_EXPRESSIONS);
     return obj;
   },
   toTenant(obj, ctx) {
     const mine =
       mapStringAt(obj, PARAM_KIND_API_VERSION, (apiVersion) => apiVersionToTenant(apiVersion, ctx.tenant)) &&
       everyObjectAt(obj, ['spec', 'matchConstraints'], (match) => matchToTenant(match, POLICY_RULE_GROUPS, ctx));
+    if (mine) expressionsToTenant(obj, POLICY_EXPRESSIONS);
     return mine ? obj : null;
   },
 };
