@@ -3,6 +3,7 @@
 // exact prefix is removed, and only where a name or identity starts.
 import { STORED_UPSTREAM_GROUPS, tenantGroupOfStored } from './kinds.ts';
 import { toTenantName, type TenantId } from './prefix.ts';
+import { celNamespacesInTextToTenant } from './rules/cel-namespaces.ts';
 import { signerResourceNameToTenant, tenantSignerDomain } from './rules/signers.ts';
 
 /** `flowschemas.flowcontrol.tenantgate.kubezoo.io "…"` → `flowschemas.flowcontrol.apiserver.k8s.io "…"`: stored kinds in the tenant's group. */
@@ -42,7 +43,8 @@ export function statusToTenant(status: any, tenant: TenantId, scope?: StatusScop
   }
 
   const out = { ...status };
-  if (typeof status.message === 'string') out.message = stripTenantPrefixes(storedGroupsToTenant(status.message), tenant, keep);
+  // An admission policy's refusal quotes the failed expression as the upstream evaluates it: read it as written.
+  if (typeof status.message === 'string') out.message = stripTenantPrefixes(storedGroupsToTenant(celNamespacesInTextToTenant(status.message)), tenant, keep);
   if (!hasDetails) return out;
   const tenantDetails = { ...details };
   if (typeof details.group === 'string') tenantDetails.group = group;
@@ -51,7 +53,7 @@ export function statusToTenant(status: any, tenant: TenantId, scope?: StatusScop
     tenantDetails.causes = details.causes.map((cause: any) => {
       if (cause === null || typeof cause !== 'object') return cause;
       const tenantCause = { ...cause };
-      if (typeof cause.message === 'string') tenantCause.message = stripTenantPrefixes(storedGroupsToTenant(cause.message), tenant, keep);
+      if (typeof cause.message === 'string') tenantCause.message = stripTenantPrefixes(storedGroupsToTenant(celNamespacesInTextToTenant(cause.message)), tenant, keep);
       if (typeof cause.field === 'string') tenantCause.field = stripTenantPrefixes(cause.field, tenant, keep);
       return tenantCause;
     });

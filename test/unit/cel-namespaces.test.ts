@@ -1,6 +1,6 @@
 import t from 'tap';
 import { seededRandom } from '../../bench/k8s-payloads.ts';
-import { celNamespacesToTenant, celNamespacesToUpstream } from '../../lib/convert/rules/cel-namespaces.ts';
+import { celNamespacesInTextToTenant, celNamespacesToTenant, celNamespacesToUpstream } from '../../lib/convert/rules/cel-namespaces.ts';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261126);
 const random = seededRandom(SEED);
@@ -119,4 +119,12 @@ t.test(`generated expressions read back byte for byte (seed ${SEED})`, async (t)
   }
   t.equal(failures, 0, 'every generated expression reads back as written');
   t.ok(rewritten > 5000, `${rewritten} of 20000 rewritten`);
+});
+
+t.test('a message quoting a rewritten expression reads as the tenant wrote it, whatever quotes surround it', async (t) => {
+  t.equal(
+    celNamespacesInTextToTenant(`can't: failed expression: ${strip('object.metadata.namespace')} == 'team' && ${strip('request.namespace')} != ''`),
+    "can't: failed expression: object.metadata.namespace == 'team' && request.namespace != ''",
+  );
+  t.equal(celNamespacesInTextToTenant('nothing to do'), 'nothing to do');
 });

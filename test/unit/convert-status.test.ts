@@ -402,3 +402,18 @@ t.test('generated messages: every tenant name comes back, no other name changes'
     t.equal(stripTenantPrefixes(template(`abc123-${name}`, other), tenant), template(name, other), `${name} / ${other}`);
   }
 });
+
+t.test("an admission policy's refusal quotes the tenant's expression as written, not as the upstream evaluates it", async (t) => {
+  const upstreamExpression = "namespaceObject.metadata.name.substring(namespaceObject.metadata.name.size() < 7 ? 0 : 7) == 'team'";
+  const upstream = {
+    kind: 'Status',
+    status: 'Failure',
+    message: `configmaps "c" is forbidden: ValidatingAdmissionPolicy 'abc123-only-team' with binding 'abc123-only-team' denied request: failed expression: ${upstreamExpression}`,
+    reason: 'Forbidden',
+    code: 403,
+  };
+  t.equal(
+    statusToTenant(upstream, tenant).message,
+    `configmaps "c" is forbidden: ValidatingAdmissionPolicy 'only-team' with binding 'only-team' denied request: failed expression: namespaceObject.metadata.name == 'team'`,
+  );
+});

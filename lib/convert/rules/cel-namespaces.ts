@@ -110,3 +110,13 @@ export function celNamespacesToTenant(expression: string): string {
     return expression.startsWith(form, at) ? { output: path, consumed: form.length } : undefined;
   });
 }
+
+/**
+ * `text` (an upstream message quoting a policy's expression: "failed expression: ...") with every rewritten form read
+ * as the tenant wrote it. Plain text, not CEL: a quote in the message must not hide an expression after it.
+ */
+export function celNamespacesInTextToTenant(text: string): string {
+  if (!text.includes('.substring(')) return text;
+  for (const path of NAMESPACE_PATHS) text = text.replaceAll(unprefixed(path), path);
+  return text;
+}
