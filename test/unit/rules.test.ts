@@ -1222,3 +1222,47 @@ t.test('a tenant webhook calls a service of its own, or a URL only on a host the
   t.equal(crd?.code, 422, "a CRD's conversion webhook URL is refused alike");
   t.match(crd?.message, 'spec.conversion.webhook.clientConfig.url');
 });
+
+t.test("admission policies' and webhooks' CEL reads the tenant's namespace names upstream and reads back as written", async (t) => {
+  const expression = "object.metadata.namespace == 'team' && has(object.metadata.namespace) && 'request.namespace' != request.namespace";
+  const upstreamExpression =
+    "object.metadata.namespace.substring(object.metadata.namespace.size() < 7 ? 0 : 7) == 'team' && has(object.metadata.namespace) && 'request.namespace' != request.namespace.substring(request.namespace.size() < 7 ? 0 : 7)";
+  const policy: Json = {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingAdmissionPolicy',
+    metadata: { name: 'p' },
+    spec: {
+      validations: [{ expression, messageExpression: expression }],
+      auditAnnotations: [{ key: 'k', valueExpression: expression }],
+      matchConditions: [{ name: 'm', expression }],
+      variables: [{ name: 'v', expression }],
+    },
+  };
+  const upstream = up(policy, 'admissionregistration.k8s.io', 'validatingadmissionpolicies');
+  const spec = upstream.spec as Json;
+  t.same(
+    [(spec.validations as Json[])[0]!.expression, (spec.validations as Json[])[0]!.messageExpression, (spec.auditAnnotations as Json[])[0]!.valueExpression, (spec.matchConditions as Json[])[0]!.expression, (spec.variables as Json[])[0]!.expression],
+    Array(5).fill(upstreamExpression),
+  );
+  t.same(down(upstream, 'admissionregistration.k8s.io', 'validatingadmissionpolicies'), policy, 'reads back as written');
+
+  const mutating: Json = {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'MutatingAdmissionPolicy',
+    metadata: { name: 'm' },
+    spec: { mutations: [{ patchType: 'JSONPatch', jsonPatch: { expression } }, { patchType: 'ApplyConfiguration', applyConfiguration: { expression } }], variables: [{ name: 'v', expression }] },
+  };
+  const mutatingUp = up(mutating, 'admissionregistration.k8s.io', 'mutatingadmissionpolicies');
+  t.equal(((mutatingUp.spec as Json).mutations as Json[])[1]!.applyConfiguration!['expression' as never], upstreamExpression);
+  t.same(down(mutatingUp, 'admissionregistration.k8s.io', 'mutatingadmissionpolicies'), mutating, 'mutating: reads back as written');
+
+  const webhook: Json = {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingWebhookConfiguration',
+    metadata: { name: 'w' },
+    webhooks: [{ name: 'w.example.com', clientConfig: { service: { namespace: 'default', name: 'hook' } }, matchConditions: [{ name: 'm', expression }], namespaceSelector: {}, objectSelector: {} }],
+  };
+  const webhookUp = up(webhook, 'admissionregistration.k8s.io', 'validatingwebhookconfigurations');
+  t.equal(((webhookUp.webhooks as Json[])[0]!.matchConditions as Json[])[0]!.expression, upstreamExpression);
+  t.same(down(webhookUp, 'admissionregistration.k8s.io', 'validatingwebhookconfigurations'), webhook, 'webhook: reads back as written');
+});
