@@ -10,7 +10,8 @@ import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import { openUpstreamStream } from './forward.ts';
 import { upstreamJson } from './client.ts';
 import { applyJsonPatch, parseJsonPatch } from '../convert/json-patch.ts';
-import { parseJsonOrYamlBody } from '../convert/tenant-body.ts';
+import { parseBody, parseJsonOrYamlBody } from '../convert/tenant-body.ts';
+import { stringifyWithDuplicates } from '../convert/duplicate-fields.ts';
 import type { RequestInfo } from '../convert/request-info.ts';
 import { aggregatedDiscoveryToTenant, discoveryToTenant, isAggregatedDiscoveryJson } from '../convert/discovery.ts';
 import { isTenantCrdGroup } from '../convert/kinds.ts';
@@ -97,7 +98,11 @@ function patchesTheObject(info: RequestInfo): boolean {
   return info.verb === 'patch' && (info.subresource === '' || info.subresource === 'status');
 }
 
-function requestBodyToUpstream(text: string, contentType: string, ctx: RequestContext, convert: ConvertContext): string {
+/**
+ * The body the upstream gets for a create, update or patch. Members the client wrote twice are written twice again
+ * (`findDuplicates`: its fieldValidation is not Ignore), so the apiserver reports them as it would have.
+ */
+function requestBodyToUpstream(text: string, contentType: string, ctx: RequestContext, convert: ConvertContext, findDuplicates: boolean): string {
   const info = ctx.info!;
   const row = ctx.row!;
   if (contentType.includes('json-patch')) {
@@ -111,9 +116,10 @@ function requestBodyToUpstream(text: string, contentType: string, ctx: RequestCo
     }
     return text;
   }
-  const body: any = parseJsonOrYamlBody(text, contentType);
+  const { value, duplicates } = parseBody(text, contentType, findDuplicates);
+  const body: any = value;
   const wholeObject = info.verb !== 'patch' || contentType.includes('apply-patch');
-  if ((info.subresource === '' || info.subresource === 'status') && wholeObject) return JSON.stringify(objectToUpstream(body, convert, row, info.verb === 'create' ? 'create' : 'update'));
+  if ((info.subresource === '' || info.subresource === 'status') && wholeObject) return stringifyWithDuplicates(objectToUpstream(body, convert, row, info.verb === 'create' ? 'create' : 'update'), duplicates);
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('the request body must be a JSON object');
   const metadata = body.metadata;
   if (metadata === null || (typeof metadata === 'object' && metadata.labels === null)) {
@@ -125,14 +131,14 @@ function requestBodyToUpstream(text: string, contentType: string, ctx: RequestCo
   if (patchesTheObject(info)) {
     // A partial object: the kind's rules convert (and force) what it carries, as for a whole one.
     refuseDeletingDirectives(body, false, '');
-    return JSON.stringify(objectToUpstream(body, convert, row, 'patch'));
+    return stringifyWithDuplicates(objectToUpstream(body, convert, row, 'patch'), duplicates);
   }
   // Subresource bodies (scale, eviction, binding...): only the names they carry change.
   if (typeof metadata === 'object' && metadata !== null) {
     if (typeof metadata.namespace === 'string') metadata.namespace = namespaceToUpstream(metadata.namespace, convert.tenant);
     if (typeof metadata.name === 'string') metadata.name = nameToUpstream(nameMappingOfRow(row), metadata.name, convert.tenant);
   }
-  return JSON.stringify(body);
+  return stringifyWithDuplicates(body, duplicates);
 }
 
 /**
@@ -398,7 +404,7 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
           send(body, 'PUT');
         });
       }
-      send(requestBodyToUpstream(buffer.toString('utf8'), contentType, ctx, convert));
+      send(requestBodyToUpstream(buffer.toString('utf8'), contentType, ctx, convert, query.get('fieldValidation') !== 'Ignore'));
     })
     .catch((error: unknown) => sendStatus(res, error));
 }
