@@ -18,7 +18,8 @@ import { isTenantCrdGroup } from '../convert/kinds.ts';
 import { HIDDEN_GROUPS } from '../convert/visibility.ts';
 import { openapiGroupDocToTenant, openapiIndexToTenant, openapiV2ToTenant } from '../convert/openapi.ts';
 import { OPENAPI_V2_PROTOBUF, openapiV2ToProtobuf, prefersOpenApiV2Protobuf } from '../convert/openapi-v2-protobuf.ts';
-import { isProtobuf, protobufBodyToUpstream } from '../convert/protobuf.ts';
+import { isProtobuf, PROTOBUF_MEDIA_TYPE, protobufBodyToUpstream } from '../convert/protobuf.ts';
+import { partialObjectMetadataListToProtobuf, partialObjectMetadataToProtobuf, PARTIAL_METADATA_GROUP_VERSION, preferredPartialMetadataProtobuf } from '../convert/partial-metadata-protobuf.ts';
 import { TENANT_LABEL, type TenantId } from '../convert/prefix.ts';
 import { upstreamNonResourcePath, upstreamResourceTarget } from '../convert/request.ts';
 import { apiGroupToUpstream, nameMappingOfRow, nameToUpstream, namespaceToUpstream, objectToTenant, objectToUpstream, type ConvertContext } from '../convert/rules/index.ts';
@@ -266,6 +267,10 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
   // kubectl reads OpenAPI v2 as protobuf only. The upstream is still asked for JSON (its protobuf holds every
   // tenant's schemas); the tenant's view of it is encoded.
   const openapiV2AsProtobuf = row === null && isOpenApiV2(info.path) && prefersOpenApiV2Protobuf(req.headers.accept);
+  // Metadata clients prefer PartialObjectMetadata(List) as protobuf, and client-go decodes a list's items differently
+  // from JSON (without kind and apiVersion): the tenant's view, read as JSON, is answered in protobuf.
+  const partialMetadataAs = row !== null && (info.verb === 'list' || info.verb === 'get') ? preferredPartialMetadataProtobuf(req.headers.accept) : null;
+  if (partialMetadataAs !== null) headers.accept = `application/json;as=${partialMetadataAs};g=meta.k8s.io;v=v1`;
   delete headers['accept-encoding']; // bodies are rewritten: they must arrive uncompressed
   delete headers['content-length'];
 
@@ -288,7 +293,7 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
       const contentType = String(upstreamHeaders['content-type'] ?? '');
       // Tables (what kubectl get asks for) are answered whole, even when a watch of Tables is streamed event by event.
       const table = contentType.includes('as=Table') || String(headers.accept).includes('as=Table');
-      const streamed = status < 300 && row !== null && contentType.startsWith('application/json') && (info.verb === 'watch' || (info.verb === 'list' && !table));
+      const streamed = status < 300 && row !== null && partialMetadataAs === null && contentType.startsWith('application/json') && (info.verb === 'watch' || (info.verb === 'list' && !table));
       if (streamed) {
         (res as ServerResponse).writeHead(status, responseHeaders);
         if ('flushHeaders' in res) res.flushHeaders();
@@ -350,6 +355,14 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
           const view = wholeBodyToTenant(body, status, ctx, convert, (group, version) => deps.discovery.servesTenantResources(group, version), rowObjects);
           if (view === null) throw notFound();
           if (row?.rule === 'crd' && info.verb !== 'get' && info.verb !== 'list' && info.verb !== 'watch') deps.discovery.invalidate();
+          if (partialMetadataAs !== null && status < 300 && (view as { apiVersion?: unknown }).apiVersion === PARTIAL_METADATA_GROUP_VERSION) {
+            const bytes = partialMetadataAs === 'PartialObjectMetadataList' ? partialObjectMetadataListToProtobuf(view as Record<string, unknown>) : partialObjectMetadataToProtobuf(view as Record<string, unknown>);
+            responseHeaders['content-type'] = PROTOBUF_MEDIA_TYPE;
+            responseHeaders['content-length'] = bytes.length;
+            (res as ServerResponse).writeHead(status, responseHeaders);
+            res.end(bytes);
+            return;
+          }
           if (openapiV2AsProtobuf && status < 300) {
             const bytes = openapiV2ToProtobuf(view as Record<string, unknown>, buffer.length);
             responseHeaders['content-type'] = OPENAPI_V2_PROTOBUF;
