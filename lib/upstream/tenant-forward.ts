@@ -39,6 +39,7 @@ import type { TenantgateMetrics } from '../metrics/metrics.ts';
 import type { DiscoveryCache } from './discovery.ts';
 import { dropImpersonation, tenantResponseHeaders, upstreamRequestHeaders } from './headers.ts';
 import type { UpstreamPool } from './pool.ts';
+import { ifNoneMatchHolds, TenantOpenApiV2Cache } from './openapi-v2-cache.ts';
 
 /** The apiserver's own limit for a request body. */
 const MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024;
@@ -53,6 +54,8 @@ export interface TenantForwardDeps {
   metrics?: TenantgateMetrics | null;
   /** Hosts tenants' admission webhooks may call by URL; none when omitted. */
   webhookUrlHosts?: ReadonlySet<string> | undefined;
+  /** Tenants' views of OpenAPI v2, kept while the upstream's ETag holds; converted on every request when omitted. */
+  openapiV2?: TenantOpenApiV2Cache | undefined;
 }
 
 function conversionContext(tenant: TenantId, deps: TenantForwardDeps): ConvertContext {
@@ -180,7 +183,7 @@ function wholeBodyToTenant(body: any, status: number, ctx: RequestContext, conve
   const row = ctx.row;
   if (row === null) {
     const path = ctx.info!.path;
-    if (isOpenApiV2(path)) return openapiV2ToTenant(body, tenant);
+    // (OpenAPI v2 is answered by answerOpenApiV2.)
     if (path === '/openapi/v3' || path === '/openapi/v3/') return openapiIndexToTenant(body, tenant, visibleVersion);
     const group = /^\/openapi\/v3\/apis\/([^/]+)\//.exec(path)?.[1];
     if (group !== undefined && HIDDEN_GROUPS.has(group)) return null; // not found, as in the index
@@ -246,6 +249,50 @@ async function clusterReviewWithShadow(body: any, ctx: RequestContext, deps: Ten
   if (status !== null) body.status = status;
 }
 
+/** A view of OpenAPI v2 kept for the tenant, which tenantgate asks the upstream whether it still holds. */
+interface OpenApiV2Revalidation {
+  cache: TenantOpenApiV2Cache;
+  kept: ReturnType<TenantOpenApiV2Cache['get']>;
+}
+
+/**
+ * The tenant's OpenAPI v2 answer from the upstream's 200 (converted, and kept under the upstream's ETag) or 304 (the
+ * view kept): with the tenant's own ETag, and 304 when the client's If-None-Match names it (e2e and kubectl poll).
+ */
+async function answerOpenApiV2(ctx: RequestContext, tenant: TenantId, protobuf: boolean, upstream: { status: number; etag: unknown; body: Buffer }, revalidation: OpenApiV2Revalidation | null, responseHeaders: OutgoingHttpHeaders): Promise<void> {
+  let view = upstream.status === 304 ? revalidation?.kept : undefined;
+  if (view === undefined) {
+    if (upstream.status === 304) throw new StatusError(502, 'InternalError', 'the upstream answered 304 to a request tenantgate did not make conditional');
+    const body = upstream.body.length >= OFFLOAD_MIN_BYTES ? await convertOffThread({ kind: 'openapi-v2', tenant, body: upstream.body, protobuf }) : convertOpenApiV2Inline(upstream.body, tenant, protobuf);
+    const etag = typeof upstream.etag === 'string' && upstream.etag !== '' ? upstream.etag : null;
+    view = etag !== null && revalidation !== null ? revalidation.cache.put(tenant, protobuf, etag, body) : { upstreamEtag: '', tenantEtag: '', body };
+  }
+  delete responseHeaders.etag;
+  responseHeaders['content-type'] = protobuf ? OPENAPI_V2_PROTOBUF : 'application/json';
+  if (view.tenantEtag !== '') responseHeaders.etag = view.tenantEtag;
+  const res = ctx.res as ServerResponse;
+  if (view.tenantEtag !== '' && ifNoneMatchHolds(ctx.req.headers['if-none-match'], view.tenantEtag)) {
+    delete responseHeaders['content-type'];
+    res.writeHead(304, responseHeaders);
+    res.end();
+    return;
+  }
+  responseHeaders['content-length'] = view.body.length;
+  res.writeHead(200, responseHeaders);
+  res.end(view.body);
+}
+
+function convertOpenApiV2Inline(buffer: Buffer, tenant: TenantId, protobuf: boolean): Buffer {
+  let document: unknown;
+  try {
+    document = JSON.parse(buffer.toString('utf8'));
+  } catch {
+    throw new StatusError(502, 'InternalError', 'the upstream OpenAPI v2 document is not JSON');
+  }
+  const view = openapiV2ToTenant(document as never, tenant);
+  return protobuf ? openapiV2ToProtobuf(view as Record<string, unknown>, buffer.length) : Buffer.from(JSON.stringify(view));
+}
+
 export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDeps): void {
   const { req, res } = ctx;
   const identity = ctx.identity!;
@@ -273,6 +320,14 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
   if (partialMetadataAs !== null) headers.accept = `application/json;as=${partialMetadataAs};g=meta.k8s.io;v=v1`;
   delete headers['accept-encoding']; // bodies are rewritten: they must arrive uncompressed
   delete headers['content-length'];
+  // OpenAPI v2: tenantgate's own conditional request for the view it keeps (the client's went with the headers above).
+  let openapiV2: OpenApiV2Revalidation | null = null;
+  if (row === null && isOpenApiV2(info.path) && deps.openapiV2 !== undefined) {
+    const cache = deps.openapiV2;
+    const upstreamEtag = cache.upstreamEtagOf(tenant, openapiV2AsProtobuf);
+    openapiV2 = { cache, kept: upstreamEtag === undefined ? undefined : cache.get(tenant, openapiV2AsProtobuf, upstreamEtag) };
+    if (openapiV2.kept !== undefined) headers['if-none-match'] = openapiV2.kept.upstreamEtag;
+  }
 
   if (row !== null && row.listPath === 'per-namespace' && info.verb === 'list' && info.namespace === '') {
     // Objects upstream controllers made without the tenant label: one list per tenant namespace, merged.
@@ -321,21 +376,16 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
               return;
             }
           }
+          if (row === null && isOpenApiV2(info.path) && status < 400) {
+            await answerOpenApiV2(ctx, tenant, openapiV2AsProtobuf, { status, etag: upstreamHeaders.etag, body: buffer }, openapiV2, responseHeaders);
+            return;
+          }
           // An error without a body (OpenAPI v3's 404 for a group it does not serve) is still a Status to the tenant.
           if (buffer.length === 0 && status >= 400) throw tenantStatusError(status, {}, tenant);
           if (buffer.length === 0) {
             // Nothing to convert (304 Not Modified to a cached discovery or OpenAPI document, 204).
             (res as ServerResponse).writeHead(status, responseHeaders);
             res.end();
-            return;
-          }
-          if (row === null && status === 200 && isOpenApiV2(info.path) && buffer.length >= OFFLOAD_MIN_BYTES) {
-            // Tens of milliseconds of conversion: on a worker thread, so other tenants' requests go on meanwhile.
-            const view = await convertOffThread({ kind: 'openapi-v2', tenant, body: buffer, protobuf: openapiV2AsProtobuf });
-            if (openapiV2AsProtobuf) responseHeaders['content-type'] = OPENAPI_V2_PROTOBUF;
-            responseHeaders['content-length'] = view.length;
-            (res as ServerResponse).writeHead(status, responseHeaders);
-            res.end(view);
             return;
           }
           let body: unknown;
@@ -358,14 +408,6 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
           if (partialMetadataAs !== null && status < 300 && (view as { apiVersion?: unknown }).apiVersion === PARTIAL_METADATA_GROUP_VERSION) {
             const bytes = partialMetadataAs === 'PartialObjectMetadataList' ? partialObjectMetadataListToProtobuf(view as Record<string, unknown>) : partialObjectMetadataToProtobuf(view as Record<string, unknown>);
             responseHeaders['content-type'] = PROTOBUF_MEDIA_TYPE;
-            responseHeaders['content-length'] = bytes.length;
-            (res as ServerResponse).writeHead(status, responseHeaders);
-            res.end(bytes);
-            return;
-          }
-          if (openapiV2AsProtobuf && status < 300) {
-            const bytes = openapiV2ToProtobuf(view as Record<string, unknown>, buffer.length);
-            responseHeaders['content-type'] = OPENAPI_V2_PROTOBUF;
             responseHeaders['content-length'] = bytes.length;
             (res as ServerResponse).writeHead(status, responseHeaders);
             res.end(bytes);
