@@ -109,6 +109,22 @@ t.test('a typed create: Strict refuses unknown and duplicate fields with the api
   t.equal(bravoGet.status, 404, 'tenant bravo sees nothing');
 });
 
+t.test('unknown metadata fields, of a typed object and of a custom resource, are refused as directly', async (t) => {
+  const query = '?fieldManager=field_validation_mgr&fieldValidation=Strict';
+  const body = CLEAN.replace('"name": "my-dep",', '"name": "my-dep", "unknownMeta": "foo",');
+  const direct = seen(await h2Request(directSession, 'POST', deploymentsPath(DIRECT_NS) + query, { headers: json, body }));
+  const tenant = seen(await h2Request(alphaSession, 'POST', deploymentsPath('default') + query, { headers: json, body }));
+  t.match(tenant.message, 'strict decoding error: unknown field "metadata.unknownMeta"');
+  t.same(tenant, direct);
+  const widget = (group: string) => `apiVersion: ${group}/v1\nkind: Widget\nmetadata:\n  name: meta\n  unknownMeta: unknown\nspec:\n  foo: x\n`;
+  const apply = (session: ClientHttp2Session, group: string) =>
+    h2Request(session, 'PATCH', `/apis/${group}/v1/widgets/meta${query}`, { headers: { 'content-type': 'application/apply-patch+yaml' }, body: widget(group) });
+  const crDirect = seen(await apply(directSession, 'direct.example.com'));
+  const crTenant = seen(await apply(alphaSession, 'example.com'));
+  t.match(crTenant.message, '.metadata.unknownMeta: field not declared in schema');
+  t.same({ ...crTenant, message: crTenant.message?.replace('example.com', 'GROUP') }, { ...crDirect, message: crDirect.message?.replace('direct.example.com', 'GROUP') });
+});
+
 t.test('Warn (the default) creates and answers the apiserver\'s Warning headers; Ignore answers none', async (t) => {
   const direct = seen(await h2Request(directSession, 'POST', deploymentsPath(DIRECT_NS), { headers: json, body: DUPLICATED }));
   const tenant = seen(await h2Request(alphaSession, 'POST', deploymentsPath('default'), { headers: json, body: DUPLICATED }));
