@@ -97,11 +97,16 @@ t.test('a new CRD\'s schema is published to its tenant within the spec\'s wait, 
   const explainedV2 = await explain(alpha, ['foos.spec', '--output=plaintext-openapiv2']);
   t.match(explainedV2.stdout, CANARY, 'and from OpenAPI v2 in protobuf');
 
-  const current = (await h2Request(alphaSession, 'GET', CRD_PATH)).json();
-  current.spec.versions[1].name = 'v4';
-  const renamed = await h2Request(alphaSession, 'PUT', CRD_PATH, { headers: json, body: JSON.stringify(current) });
+  // As the spec renames: a JSON patch with a test op.
+  const patch = '[{"op":"test","path":"/spec/versions/1/name","value":"v3"},{"op":"replace","path":"/spec/versions/1/name","value":"v4"}]';
+  const renamed = await h2Request(alphaSession, 'PATCH', CRD_PATH, { headers: { 'content-type': 'application/json-patch+json' }, body: patch });
   t.equal(renamed.status, 200, renamed.body);
-  await poller.until((d) => d[definition('v4')] !== undefined && d[definition('v3')] === undefined, 'v3 renamed to v4');
+  await poller.until((d) => d[definition('v4')] !== undefined && d[definition('v3')] === undefined && d[definition('v2')] !== undefined, 'v3 renamed to v4');
+  const current = (await h2Request(alphaSession, 'GET', CRD_PATH)).json();
+  current.spec.versions[1].served = false;
+  const unserved = await h2Request(alphaSession, 'PUT', CRD_PATH, { headers: json, body: JSON.stringify(current) });
+  t.equal(unserved.status, 200, unserved.body);
+  await poller.until((d) => d[definition('v4')] === undefined && d[definition('v2')] !== undefined, 'v4 no longer served');
   t.equal((await h2Request(alphaSession, 'DELETE', CRD_PATH)).status, 200);
   await poller.until((d) => d[definition('v2')] === undefined && d[definition('v4')] === undefined, 'removed');
 });
