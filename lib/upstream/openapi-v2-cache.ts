@@ -1,9 +1,15 @@
-// Each tenant's view of the upstream's OpenAPI v2 document (JSON or protobuf), kept while the upstream's ETag holds:
-// tenantgate revalidates upstream on every request (a 304 there costs milliseconds, so a CRD's schema shows as soon
-// as the upstream publishes it), converts only when the document changed, and gives each view an ETag of its own.
+// Each tenant's view of the upstream's OpenAPI v2 document (JSON or protobuf), and the answer made of it: kept while
+// the upstream's ETag holds, revalidated upstream on every request (a 304 there costs milliseconds, so a CRD's schema
+// shows as soon as the upstream publishes it), converted only when the document changed, with an ETag of its own.
 // Never answers one tenant with another's view, nor a 304 for a validator that is not the asking tenant's.
 import { createHash } from 'node:crypto';
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { openapiV2ToTenant } from '../convert/openapi.ts';
+import { OPENAPI_V2_PROTOBUF, openapiV2ToProtobuf } from '../convert/openapi-v2-protobuf.ts';
 import type { TenantId } from '../convert/prefix.ts';
+import type { RequestContext } from '../server/context.ts';
+import { StatusError } from '../server/status.ts';
+import { convertOffThread, OFFLOAD_MIN_BYTES } from './offload.ts';
 
 interface CachedView {
   upstreamEtag: string;
@@ -83,4 +89,48 @@ export function ifNoneMatchHolds(ifNoneMatch: string | string[] | undefined, eta
     if (value === '*' || value.replace(/^W\//, '') === wanted) return true;
   }
   return false;
+}
+
+/** A view of OpenAPI v2 kept for the tenant, which tenantgate asks the upstream whether it still holds. */
+export interface OpenApiV2Revalidation {
+  cache: TenantOpenApiV2Cache;
+  kept: ReturnType<TenantOpenApiV2Cache['get']>;
+}
+
+/**
+ * The tenant's OpenAPI v2 answer from the upstream's 200 (converted, and kept under the upstream's ETag) or 304 (the
+ * view kept): with the tenant's own ETag, and 304 when the client's If-None-Match names it (e2e and kubectl poll).
+ */
+export async function answerOpenApiV2(ctx: RequestContext, tenant: TenantId, protobuf: boolean, upstream: { status: number; etag: unknown; body: Buffer }, revalidation: OpenApiV2Revalidation | null, responseHeaders: OutgoingHttpHeaders): Promise<void> {
+  let view = upstream.status === 304 ? revalidation?.kept : undefined;
+  if (view === undefined) {
+    if (upstream.status === 304) throw new StatusError(502, 'InternalError', 'the upstream answered 304 to a request tenantgate did not make conditional');
+    const body = upstream.body.length >= OFFLOAD_MIN_BYTES ? await convertOffThread({ kind: 'openapi-v2', tenant, body: upstream.body, protobuf }) : convertOpenApiV2Inline(upstream.body, tenant, protobuf);
+    const etag = typeof upstream.etag === 'string' && upstream.etag !== '' ? upstream.etag : null;
+    view = etag !== null && revalidation !== null ? revalidation.cache.put(tenant, protobuf, etag, body) : { upstreamEtag: '', tenantEtag: '', body };
+  }
+  delete responseHeaders.etag;
+  responseHeaders['content-type'] = protobuf ? OPENAPI_V2_PROTOBUF : 'application/json';
+  if (view.tenantEtag !== '') responseHeaders.etag = view.tenantEtag;
+  const res = ctx.res as ServerResponse;
+  if (view.tenantEtag !== '' && ifNoneMatchHolds(ctx.req.headers['if-none-match'], view.tenantEtag)) {
+    delete responseHeaders['content-type'];
+    res.writeHead(304, responseHeaders);
+    res.end();
+    return;
+  }
+  responseHeaders['content-length'] = view.body.length;
+  res.writeHead(200, responseHeaders);
+  res.end(view.body);
+}
+
+function convertOpenApiV2Inline(buffer: Buffer, tenant: TenantId, protobuf: boolean): Buffer {
+  let document: unknown;
+  try {
+    document = JSON.parse(buffer.toString('utf8'));
+  } catch {
+    throw new StatusError(502, 'InternalError', 'the upstream OpenAPI v2 document is not JSON');
+  }
+  const view = openapiV2ToTenant(document as never, tenant);
+  return protobuf ? openapiV2ToProtobuf(view as Record<string, unknown>, buffer.length) : Buffer.from(JSON.stringify(view));
 }

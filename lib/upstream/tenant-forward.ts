@@ -16,8 +16,8 @@ import type { RequestInfo } from '../convert/request-info.ts';
 import { aggregatedDiscoveryToTenant, discoveryToTenant, isAggregatedDiscoveryJson } from '../convert/discovery.ts';
 import { isTenantCrdGroup } from '../convert/kinds.ts';
 import { HIDDEN_GROUPS } from '../convert/visibility.ts';
-import { openapiGroupDocToTenant, openapiIndexToTenant, openapiV2ToTenant } from '../convert/openapi.ts';
-import { OPENAPI_V2_PROTOBUF, openapiV2ToProtobuf, prefersOpenApiV2Protobuf } from '../convert/openapi-v2-protobuf.ts';
+import { openapiGroupDocToTenant, openapiIndexToTenant } from '../convert/openapi.ts';
+import { prefersOpenApiV2Protobuf } from '../convert/openapi-v2-protobuf.ts';
 import { isProtobuf, PROTOBUF_MEDIA_TYPE, protobufBodyToUpstream } from '../convert/protobuf.ts';
 import { partialObjectMetadataListToProtobuf, partialObjectMetadataToProtobuf, PARTIAL_METADATA_GROUP_VERSION, preferredPartialMetadataProtobuf } from '../convert/partial-metadata-protobuf.ts';
 import { TENANT_LABEL, type TenantId } from '../convert/prefix.ts';
@@ -32,14 +32,13 @@ import { ListRewriter, WatchRewriter } from '../stream/tenant-view.ts';
 import { tenantViewSpecOf } from '../stream/view-spec.ts';
 import { listAcrossNamespaces } from './merged-list.ts';
 import { readBody, tenantStatusError } from './read-body.ts';
-import { convertOffThread, OFFLOAD_MIN_BYTES } from './offload.ts';
 import { grantTenantNamespace } from '../tenants/bootstrap.ts';
 import { log } from '../log.ts';
 import type { TenantgateMetrics } from '../metrics/metrics.ts';
 import type { DiscoveryCache } from './discovery.ts';
 import { dropImpersonation, tenantResponseHeaders, upstreamRequestHeaders } from './headers.ts';
 import type { UpstreamPool } from './pool.ts';
-import { ifNoneMatchHolds, TenantOpenApiV2Cache } from './openapi-v2-cache.ts';
+import { answerOpenApiV2, type OpenApiV2Revalidation, type TenantOpenApiV2Cache } from './openapi-v2-cache.ts';
 
 /** The apiserver's own limit for a request body. */
 const MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024;
@@ -247,50 +246,6 @@ async function clusterReviewWithShadow(body: any, ctx: RequestContext, deps: Ten
   const identity = ctx.row!.rule === 'subjectaccessreview' ? { user: String(spec.user ?? ''), groups: Array.isArray(spec.groups) ? spec.groups.map(String) : [] } : upstreamIdentityOf(ctx.identity!);
   const status = await shadowReviewStatus(deps.pool, identity, spec);
   if (status !== null) body.status = status;
-}
-
-/** A view of OpenAPI v2 kept for the tenant, which tenantgate asks the upstream whether it still holds. */
-interface OpenApiV2Revalidation {
-  cache: TenantOpenApiV2Cache;
-  kept: ReturnType<TenantOpenApiV2Cache['get']>;
-}
-
-/**
- * The tenant's OpenAPI v2 answer from the upstream's 200 (converted, and kept under the upstream's ETag) or 304 (the
- * view kept): with the tenant's own ETag, and 304 when the client's If-None-Match names it (e2e and kubectl poll).
- */
-async function answerOpenApiV2(ctx: RequestContext, tenant: TenantId, protobuf: boolean, upstream: { status: number; etag: unknown; body: Buffer }, revalidation: OpenApiV2Revalidation | null, responseHeaders: OutgoingHttpHeaders): Promise<void> {
-  let view = upstream.status === 304 ? revalidation?.kept : undefined;
-  if (view === undefined) {
-    if (upstream.status === 304) throw new StatusError(502, 'InternalError', 'the upstream answered 304 to a request tenantgate did not make conditional');
-    const body = upstream.body.length >= OFFLOAD_MIN_BYTES ? await convertOffThread({ kind: 'openapi-v2', tenant, body: upstream.body, protobuf }) : convertOpenApiV2Inline(upstream.body, tenant, protobuf);
-    const etag = typeof upstream.etag === 'string' && upstream.etag !== '' ? upstream.etag : null;
-    view = etag !== null && revalidation !== null ? revalidation.cache.put(tenant, protobuf, etag, body) : { upstreamEtag: '', tenantEtag: '', body };
-  }
-  delete responseHeaders.etag;
-  responseHeaders['content-type'] = protobuf ? OPENAPI_V2_PROTOBUF : 'application/json';
-  if (view.tenantEtag !== '') responseHeaders.etag = view.tenantEtag;
-  const res = ctx.res as ServerResponse;
-  if (view.tenantEtag !== '' && ifNoneMatchHolds(ctx.req.headers['if-none-match'], view.tenantEtag)) {
-    delete responseHeaders['content-type'];
-    res.writeHead(304, responseHeaders);
-    res.end();
-    return;
-  }
-  responseHeaders['content-length'] = view.body.length;
-  res.writeHead(200, responseHeaders);
-  res.end(view.body);
-}
-
-function convertOpenApiV2Inline(buffer: Buffer, tenant: TenantId, protobuf: boolean): Buffer {
-  let document: unknown;
-  try {
-    document = JSON.parse(buffer.toString('utf8'));
-  } catch {
-    throw new StatusError(502, 'InternalError', 'the upstream OpenAPI v2 document is not JSON');
-  }
-  const view = openapiV2ToTenant(document as never, tenant);
-  return protobuf ? openapiV2ToProtobuf(view as Record<string, unknown>, buffer.length) : Buffer.from(JSON.stringify(view));
 }
 
 export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDeps): void {
