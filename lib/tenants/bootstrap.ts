@@ -224,6 +224,17 @@ export async function ensureTenantCustomResources(pool: UpstreamPool, tenant: Te
   });
 }
 
+/**
+ * The tenant's rights on its cluster-scoped custom resources as of now, from the upstream's CRDs: called when a tenant
+ * CRD was written, so its resources are usable as soon as the CRD exists (clients create one at once to see it served).
+ */
+export async function grantTenantCustomResources(pool: UpstreamPool, tenant: TenantId): Promise<void> {
+  const crds = await upstreamJson(pool, 'GET', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions');
+  if (crds.status !== 200) throw new Error(`listing CRDs answered ${crds.status}`);
+  const items = ((crds.body as { items?: CustomResourceDefinition[] }).items ?? []).filter((crd) => crd.spec?.group?.startsWith(tenant + '-') === true);
+  await ensureTenantCustomResources(pool, tenant, items);
+}
+
 /** tenantgate's own cluster-scoped objects for a tenant (paths), not under its prefix: removed with the tenant. */
 export function tenantgateClusterObjectsOf(tenant: TenantId): string[] {
   const rbac = '/apis/rbac.authorization.k8s.io/v1';

@@ -32,7 +32,7 @@ import { ListRewriter, WatchRewriter } from '../stream/tenant-view.ts';
 import { tenantViewSpecOf } from '../stream/view-spec.ts';
 import { listAcrossNamespaces } from './merged-list.ts';
 import { readBody, tenantStatusError } from './read-body.ts';
-import { grantTenantNamespace } from '../tenants/bootstrap.ts';
+import { grantTenantCustomResources, grantTenantNamespace } from '../tenants/bootstrap.ts';
 import { log } from '../log.ts';
 import type { TenantgateMetrics } from '../metrics/metrics.ts';
 import type { DiscoveryCache } from './discovery.ts';
@@ -355,6 +355,11 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
           if (row !== null && status === 201 && info.verb === 'create' && info.resource === 'namespaces') {
             // The tenant's admin gets its rights in a namespace before anyone learns the namespace exists.
             await grantTenantNamespace(deps.pool, tenant, (body as { metadata: { name: string } }).metadata.name);
+          }
+          if (row?.rule === 'crd' && status < 300 && (info.verb === 'create' || info.verb === 'update' || info.verb === 'patch') && (body as { spec?: { scope?: string } }).spec?.scope === 'Cluster') {
+            // Its cluster-scoped resources usable by the tenant's admin before the answer (the lifecycle controller
+            // would grant them a moment later; clients create one at once to learn the CRD is served).
+            await grantTenantCustomResources(deps.pool, tenant).catch((error: Error) => log.warn('tenant custom resources not granted yet', { tenant, error: error.message }));
           }
           // (The rules convert in place: nothing reads the upstream body after this.)
           const view = wholeBodyToTenant(body, status, ctx, convert, (group, version) => deps.discovery.servesTenantResources(group, version), rowObjects);
