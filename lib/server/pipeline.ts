@@ -25,6 +25,7 @@ import type { UpstreamPool } from '../upstream/pool.ts';
 import type { TenantStore } from '../tenants/tenant.ts';
 import type { RecordTenantOperation, TenantgateMetrics } from '../metrics/metrics.ts';
 import { forwardTenantRequest, type TenantForwardDeps } from '../upstream/tenant-forward.ts';
+import { TenantOpenApiV2Cache } from '../upstream/openapi-v2-cache.ts';
 import { forwardUpgrade, isUpgradableRequest } from '../upstream/upgrade.ts';
 import { newRequestContext, type RequestContext } from './context.ts';
 import type { HealthChecks } from './health.ts';
@@ -209,7 +210,7 @@ function authorizeClusterScopeReads(access: AccessReviews): Stage['run'] {
 
 /** The stages of `tenantgate serve`, in order. */
 export function buildPipeline({ pool, health, discovery, passthrough, tenants, tokens, issueKubeconfig, flow, upstream, access, metrics = null, recordOperation, webhookUrlHosts, customResourceDefinitionWritten }: PipelineDeps): Stage[] {
-  const forwardDeps = { pool, discovery, access, metrics, webhookUrlHosts, customResourceDefinitionWritten };
+  const forwardDeps = { pool, discovery, access, metrics, webhookUrlHosts, customResourceDefinitionWritten, openapiV2: new TenantOpenApiV2Cache() };
   return [
     { name: 'validate request target', run: validateTarget },
     { name: 'health checks', run: (ctx) => health.serve(ctx) },

@@ -63,7 +63,9 @@ export class DiscoveryCache {
   /** True when the upstream group version serves at least one resource a tenant may see (per the table of kinds). */
   servesTenantResources(group: string, version: string): boolean {
     const resources = this.resourcesByVersion.get(`${group}/${version}`);
-    if (resources === undefined) return true; // not known yet: the APIResourceList itself is filtered anyway
+    // Not known yet, or listed before its resources (a CRD version not yet established when discovery was read):
+    // the APIResourceList itself is filtered anyway, and a new CRD's schema must not wait for the next refresh.
+    if (resources === undefined || resources.length === 0) return true;
     return resources.some((resource) => isVisibleToTenants(group, resource));
   }
 

@@ -62,6 +62,8 @@ export function openUpstreamStream(
   upstream.once('response', (upstreamHeaders: IncomingHttpHeaders) => {
     responded = true;
     releaseStartSeat(res); // a watch holds its flow-control seat only while it starts
+    // The client went away while the upstream answered: nothing to answer, and piping to it would throw.
+    if (res.destroyed) return;
     onResponse(upstreamHeaders);
   });
   return upstream;

@@ -10,14 +10,16 @@ import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import { openUpstreamStream } from './forward.ts';
 import { upstreamJson } from './client.ts';
 import { applyJsonPatch, parseJsonPatch } from '../convert/json-patch.ts';
-import { parseJsonOrYamlBody } from '../convert/tenant-body.ts';
+import { parseBody, parseJsonOrYamlBody } from '../convert/tenant-body.ts';
+import { stringifyWithDuplicates } from '../convert/duplicate-fields.ts';
 import type { RequestInfo } from '../convert/request-info.ts';
 import { aggregatedDiscoveryToTenant, discoveryToTenant, isAggregatedDiscoveryJson } from '../convert/discovery.ts';
 import { isTenantCrdGroup, isWholeObjectSubresource, type KindRow } from '../convert/kinds.ts';
 import { HIDDEN_GROUPS } from '../convert/visibility.ts';
-import { openapiGroupDocToTenant, openapiIndexToTenant, openapiV2ToTenant } from '../convert/openapi.ts';
-import { OPENAPI_V2_PROTOBUF, openapiV2ToProtobuf, prefersOpenApiV2Protobuf } from '../convert/openapi-v2-protobuf.ts';
-import { isProtobuf, protobufBodyToUpstream } from '../convert/protobuf.ts';
+import { openapiGroupDocToTenant, openapiIndexToTenant } from '../convert/openapi.ts';
+import { prefersOpenApiV2Protobuf } from '../convert/openapi-v2-protobuf.ts';
+import { isProtobuf, PROTOBUF_MEDIA_TYPE, protobufBodyToUpstream } from '../convert/protobuf.ts';
+import { partialObjectMetadataListToProtobuf, partialObjectMetadataToProtobuf, PARTIAL_METADATA_GROUP_VERSION, preferredPartialMetadataProtobuf } from '../convert/partial-metadata-protobuf.ts';
 import { protobufObjectToJson } from '../convert/protobuf-decode.ts';
 import { strategicToMergePatch, touchesMergeLists } from '../convert/strategic-merge.ts';
 import { isObject } from '../convert/rules/json.ts';
@@ -34,13 +36,13 @@ import { ListRewriter, WatchRewriter } from '../stream/tenant-view.ts';
 import { tenantViewSpecOf } from '../stream/view-spec.ts';
 import { listAcrossNamespaces } from './merged-list.ts';
 import { readBody, tenantStatusError } from './read-body.ts';
-import { convertOffThread, OFFLOAD_MIN_BYTES } from './offload.ts';
 import { grantTenantNamespace } from '../tenants/bootstrap.ts';
 import { log } from '../log.ts';
 import type { TenantgateMetrics } from '../metrics/metrics.ts';
 import type { DiscoveryCache } from './discovery.ts';
 import { dropImpersonation, tenantResponseHeaders, upstreamRequestHeaders } from './headers.ts';
 import type { UpstreamPool } from './pool.ts';
+import { answerOpenApiV2, type OpenApiV2Revalidation, type TenantOpenApiV2Cache } from './openapi-v2-cache.ts';
 
 /** The apiserver's own limit for a request body. */
 const MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024;
@@ -60,6 +62,8 @@ export interface TenantForwardDeps {
    * needs to use the CRD's resources is in place by then. Absent: nothing waits.
    */
   customResourceDefinitionWritten?: ((tenant: TenantId, crd: unknown) => Promise<void>) | undefined;
+  /** Tenants' views of OpenAPI v2, kept while the upstream's ETag holds; converted on every request when omitted. */
+  openapiV2?: TenantOpenApiV2Cache | undefined;
 }
 
 function conversionContext(tenant: TenantId, deps: TenantForwardDeps): ConvertContext {
@@ -107,7 +111,11 @@ function patchesTheObject(info: RequestInfo, row: KindRow): boolean {
   return info.verb === 'patch' && isWholeObjectSubresource(row, info.subresource);
 }
 
-function requestBodyToUpstream(text: string, contentType: string, ctx: RequestContext, convert: ConvertContext): string {
+/**
+ * The body the upstream gets for a create, update or patch. Members the client wrote twice are written twice again
+ * (`findDuplicates`: its fieldValidation is not Ignore), so the apiserver reports them as it would have.
+ */
+function requestBodyToUpstream(text: string, contentType: string, ctx: RequestContext, convert: ConvertContext, findDuplicates: boolean): string {
   const info = ctx.info!;
   const row = ctx.row!;
   if (contentType.includes('json-patch')) {
@@ -121,9 +129,10 @@ function requestBodyToUpstream(text: string, contentType: string, ctx: RequestCo
     }
     return text;
   }
-  const body: any = parseJsonOrYamlBody(text, contentType);
+  const { value, duplicates } = parseBody(text, contentType, findDuplicates);
+  const body: any = value;
   const wholeObject = info.verb !== 'patch' || contentType.includes('apply-patch');
-  if (isWholeObjectSubresource(row, info.subresource) && wholeObject) return JSON.stringify(objectToUpstream(body, convert, row, info.verb === 'create' ? 'create' : 'update'));
+  if (isWholeObjectSubresource(row, info.subresource) && wholeObject) return stringifyWithDuplicates(objectToUpstream(body, convert, row, info.verb === 'create' ? 'create' : 'update'), duplicates);
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('the request body must be a JSON object');
   const metadata = body.metadata;
   if (metadata === null || (typeof metadata === 'object' && metadata.labels === null)) {
@@ -135,14 +144,14 @@ function requestBodyToUpstream(text: string, contentType: string, ctx: RequestCo
   if (patchesTheObject(info, row)) {
     // A partial object: the kind's rules convert (and force) what it carries, as for a whole one.
     refuseDeletingDirectives(body, false, '');
-    return JSON.stringify(objectToUpstream(body, convert, row, 'patch'));
+    return stringifyWithDuplicates(objectToUpstream(body, convert, row, 'patch'), duplicates);
   }
   // Subresource bodies (scale, eviction, binding...): only the names they carry change.
   if (typeof metadata === 'object' && metadata !== null) {
     if (typeof metadata.namespace === 'string') metadata.namespace = namespaceToUpstream(metadata.namespace, convert.tenant);
     if (typeof metadata.name === 'string') metadata.name = nameToUpstream(nameMappingOfRow(row), metadata.name, convert.tenant);
   }
-  return JSON.stringify(body);
+  return stringifyWithDuplicates(body, duplicates);
 }
 
 /**
@@ -217,7 +226,7 @@ function wholeBodyToTenant(
   const row = ctx.row;
   if (row === null) {
     const path = ctx.info!.path;
-    if (isOpenApiV2(path)) return openapiV2ToTenant(body, tenant);
+    // (OpenAPI v2 is answered by answerOpenApiV2.)
     if (path === '/openapi/v3' || path === '/openapi/v3/') return openapiIndexToTenant(body, tenant, visibleVersion);
     const group = /^\/openapi\/v3\/apis\/([^/]+)\//.exec(path)?.[1];
     if (group !== undefined && HIDDEN_GROUPS.has(group)) return null; // not found, as in the index
@@ -307,8 +316,20 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
   // kubectl reads OpenAPI v2 as protobuf only. The upstream is still asked for JSON (its protobuf holds every
   // tenant's schemas); the tenant's view of it is encoded.
   const openapiV2AsProtobuf = row === null && isOpenApiV2(info.path) && prefersOpenApiV2Protobuf(req.headers.accept);
+  // Metadata clients prefer PartialObjectMetadata(List) as protobuf, and client-go decodes a list's items differently
+  // from JSON (without kind and apiVersion): the tenant's view, read as JSON, is answered in protobuf.
+  const partialMetadataAs = row !== null && (info.verb === 'list' || info.verb === 'get') ? preferredPartialMetadataProtobuf(req.headers.accept) : null;
+  if (partialMetadataAs !== null) headers.accept = `application/json;as=${partialMetadataAs};g=meta.k8s.io;v=v1`;
   delete headers['accept-encoding']; // bodies are rewritten: they must arrive uncompressed
   delete headers['content-length'];
+  // OpenAPI v2: tenantgate's own conditional request for the view it keeps (the client's went with the headers above).
+  let openapiV2: OpenApiV2Revalidation | null = null;
+  if (row === null && isOpenApiV2(info.path) && deps.openapiV2 !== undefined) {
+    const cache = deps.openapiV2;
+    const upstreamEtag = cache.upstreamEtagOf(tenant, openapiV2AsProtobuf);
+    openapiV2 = { cache, kept: upstreamEtag === undefined ? undefined : cache.get(tenant, openapiV2AsProtobuf, upstreamEtag) };
+    if (openapiV2.kept !== undefined) headers['if-none-match'] = openapiV2.kept.upstreamEtag;
+  }
 
   if (row !== null && row.listPath === 'per-namespace' && info.verb === 'list' && info.namespace === '') {
     // Objects upstream controllers made without the tenant label: one list per tenant namespace, merged.
@@ -329,7 +350,7 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
       const contentType = String(upstreamHeaders['content-type'] ?? '');
       // Tables (what kubectl get asks for) are answered whole, even when a watch of Tables is streamed event by event.
       const table = contentType.includes('as=Table') || String(headers.accept).includes('as=Table');
-      const streamed = status < 300 && row !== null && contentType.startsWith('application/json') && (info.verb === 'watch' || (info.verb === 'list' && !table));
+      const streamed = status < 300 && row !== null && partialMetadataAs === null && contentType.startsWith('application/json') && (info.verb === 'watch' || (info.verb === 'list' && !table));
       if (streamed) {
         (res as ServerResponse).writeHead(status, responseHeaders);
         if ('flushHeaders' in res) res.flushHeaders();
@@ -357,21 +378,16 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
               return;
             }
           }
+          if (row === null && isOpenApiV2(info.path) && status < 400) {
+            await answerOpenApiV2(ctx, tenant, openapiV2AsProtobuf, { status, etag: upstreamHeaders.etag, body: buffer }, openapiV2, responseHeaders);
+            return;
+          }
           // An error without a body (OpenAPI v3's 404 for a group it does not serve) is still a Status to the tenant.
           if (buffer.length === 0 && status >= 400) throw tenantStatusError(status, {}, tenant);
           if (buffer.length === 0) {
             // Nothing to convert (304 Not Modified to a cached discovery or OpenAPI document, 204).
             (res as ServerResponse).writeHead(status, responseHeaders);
             res.end();
-            return;
-          }
-          if (row === null && status === 200 && isOpenApiV2(info.path) && buffer.length >= OFFLOAD_MIN_BYTES) {
-            // Tens of milliseconds of conversion: on a worker thread, so other tenants' requests go on meanwhile.
-            const view = await convertOffThread({ kind: 'openapi-v2', tenant, body: buffer, protobuf: openapiV2AsProtobuf });
-            if (openapiV2AsProtobuf) responseHeaders['content-type'] = OPENAPI_V2_PROTOBUF;
-            responseHeaders['content-length'] = view.length;
-            (res as ServerResponse).writeHead(status, responseHeaders);
-            res.end(view);
             return;
           }
           let body: unknown;
@@ -396,9 +412,9 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
           const view = wholeBodyToTenant(body, status, ctx, convert, (group, version) => discovery.servesTenantResources(group, version), (group) => discovery.versionsOf(group), rowObjects);
           if (view === null) throw notFound();
           if (row?.rule === 'crd' && info.verb !== 'get' && info.verb !== 'list' && info.verb !== 'watch') deps.discovery.invalidate();
-          if (openapiV2AsProtobuf && status < 300) {
-            const bytes = openapiV2ToProtobuf(view as Record<string, unknown>, buffer.length);
-            responseHeaders['content-type'] = OPENAPI_V2_PROTOBUF;
+          if (partialMetadataAs !== null && status < 300 && (view as { apiVersion?: unknown }).apiVersion === PARTIAL_METADATA_GROUP_VERSION) {
+            const bytes = partialMetadataAs === 'PartialObjectMetadataList' ? partialObjectMetadataListToProtobuf(view as Record<string, unknown>) : partialObjectMetadataToProtobuf(view as Record<string, unknown>);
+            responseHeaders['content-type'] = PROTOBUF_MEDIA_TYPE;
             responseHeaders['content-length'] = bytes.length;
             (res as ServerResponse).writeHead(status, responseHeaders);
             res.end(bytes);
@@ -463,7 +479,7 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
           send(body, 'PUT');
         });
       }
-      send(requestBodyToUpstream(buffer.toString('utf8'), contentType, ctx, convert));
+      send(requestBodyToUpstream(buffer.toString('utf8'), contentType, ctx, convert, query.get('fieldValidation') !== 'Ignore'));
     })
     .catch((error: unknown) => sendStatus(res, error));
 }

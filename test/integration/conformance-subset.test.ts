@@ -31,7 +31,7 @@ const SUBSET: SubsetSpec[] = [
   { name: '[sig-auth] Certificates API [Privileged:ClusterAdmin] should support CSR API operations [Conformance]', cause: 'discovery and API: certificates.k8s.io' },
   { name: '[sig-api-machinery] API priority and fairness should support FlowSchema API operations [Conformance]', cause: 'discovery and API: flowcontrol.apiserver.k8s.io (kept upstream as tenantgate\'s custom resources)' },
   { name: '[sig-api-machinery] Discovery should locate the groupVersion and a resource within each APIGroup [Conformance]', cause: 'discovery: apiregistration.k8s.io and certificates.k8s.io were hidden' },
-  { name: '[sig-api-machinery] FieldValidation should detect unknown and duplicate fields of a typed object [Conformance]', cause: 'duplicate JSON fields lost with fieldValidation=Strict', todo: 'issue 14 item 5: duplicate fields reported as the apiserver does' },
+  { name: '[sig-api-machinery] FieldValidation should detect unknown and duplicate fields of a typed object [Conformance]', cause: 'duplicate JSON fields lost with fieldValidation=Strict' },
   { name: '[sig-auth] SubjectReview should support SubjectReview API operations [Conformance]', cause: 'Impersonate-* headers ignored' },
   { name: '[sig-api-machinery] Discovery should accurately determine present and missing resources', cause: 'plain-text upstream 404s became 502' },
   { name: '[sig-api-machinery] health handlers should contain necessary checks', cause: "/healthz?verbose listed tenantgate's own checks, not kube-apiserver's" },
