@@ -36,7 +36,6 @@ t.test('a list decodes to the JSON view', { skip: moduleCache === undefined ? 'n
   };
   const list = { apiVersion: 'meta.k8s.io/v1', kind: 'PartialObjectMetadataList', metadata: { resourceVersion: '9', continue: 'c', remainingItemCount: 2 }, items: [{ apiVersion: 'meta.k8s.io/v1', kind: 'PartialObjectMetadata', metadata }] };
   const decoded: any = decodeBody(messages, 'k8s.io.apimachinery.pkg.apis.meta.v1.PartialObjectMetadataList', partialObjectMetadataListToProtobuf(list));
-  const fields = decoded.items[0].metadata.managedFields[0];
-  fields.fieldsV1 = JSON.parse(Buffer.from(fields.fieldsV1.raw, 'base64').toString());
+  // (The decoder reads FieldsV1 as the JSON it carries, as it reads RawExtension.)
   t.same(decoded, { ...list, items: [{ metadata }] });
 });

@@ -42,7 +42,7 @@ t.test('both kinds are the tenant\'s, kept under tenantgate\'s group upstream; t
   t.equal(visibleGroup(STORED_FLOWCONTROL_GROUP, TENANT), null);
   t.equal(visibleGroup(REAL, TENANT), REAL);
   const grants = TENANT_CLUSTER_ROLE.rules.filter((rule) => rule.apiGroups.includes(STORED_FLOWCONTROL_GROUP) || rule.apiGroups.includes(REAL));
-  t.same(grants, [{ apiGroups: [STORED_FLOWCONTROL_GROUP], resources: ['flowschemas', 'flowschemas/status', 'flowschemas/scale', 'prioritylevelconfigurations', 'prioritylevelconfigurations/status', 'prioritylevelconfigurations/scale'], verbs: ['*'] }], 'tenant identities are granted the custom resources, never the real kinds');
+  t.same(grants, [{ apiGroups: [STORED_FLOWCONTROL_GROUP], resources: ['flowschemas', 'flowschemas/status', 'prioritylevelconfigurations', 'prioritylevelconfigurations/status'], verbs: ['*'] }], 'tenant identities are granted the custom resources, never the real kinds');
 });
 
 t.test('groups map both ways wherever the tenant names a resource, never in discovery paths', async (t) => {
