@@ -226,15 +226,20 @@ export function tenantCustomResourcesRole(tenant: TenantId, crds: readonly Custo
   };
 }
 
-export async function ensureTenantCustomResources(pool: UpstreamPool, tenant: TenantId, crds: readonly CustomResourceDefinition[]): Promise<void> {
-  await ensure(pool, '/apis/rbac.authorization.k8s.io/v1/clusterroles', tenantCustomResourcesRole(tenant, crds));
+/** A ClusterRole of tenantgate's for one tenant, and its binding (of the same name) to that tenant's admin. */
+async function ensureAdminClusterRole(pool: UpstreamPool, tenant: TenantId, role: { metadata: { name: string } }): Promise<void> {
+  await ensure(pool, '/apis/rbac.authorization.k8s.io/v1/clusterroles', role);
   await ensure(pool, '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRoleBinding',
-    metadata: { name: tenantCustomResourcesName(tenant), labels: { [TENANTGATE_OWNED_LABEL]: tenant } },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: tenantCustomResourcesName(tenant) },
+    metadata: { name: role.metadata.name, labels: { [TENANTGATE_OWNED_LABEL]: tenant } },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role.metadata.name },
     subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: tenantAdminUser(tenant) }],
   });
+}
+
+export async function ensureTenantCustomResources(pool: UpstreamPool, tenant: TenantId, crds: readonly CustomResourceDefinition[]): Promise<void> {
+  await ensureAdminClusterRole(pool, tenant, tenantCustomResourcesRole(tenant, crds));
 }
 
 /** Bounded: a write of the role that loses to another writer (the lifecycle's reconcile) is read and made again. */
@@ -291,14 +296,7 @@ export function tenantSignersRole(tenant: TenantId) {
 }
 
 export async function ensureTenantSigners(pool: UpstreamPool, tenant: TenantId): Promise<void> {
-  await ensure(pool, '/apis/rbac.authorization.k8s.io/v1/clusterroles', tenantSignersRole(tenant));
-  await ensure(pool, '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'ClusterRoleBinding',
-    metadata: { name: tenantSignersName(tenant), labels: { [TENANTGATE_OWNED_LABEL]: tenant } },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: tenantSignersName(tenant) },
-    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: tenantAdminUser(tenant) }],
-  });
+  await ensureAdminClusterRole(pool, tenant, tenantSignersRole(tenant));
 }
 
 /** tenantgate's own cluster-scoped objects for a tenant (paths), not under its prefix: removed with the tenant. */
