@@ -14,14 +14,6 @@ const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
 /** The fresh tenant the specs run in (a tenant's name is six characters). */
 export const CONFORMANCE_TENANT = 'e2e001';
 
-/** What the suite's BeforeSuite reads first (for the cluster's IP family); every real cluster has it. */
-const KUBERNETES_SERVICE = {
-  apiVersion: 'v1',
-  kind: 'Service',
-  metadata: { name: 'kubernetes', namespace: 'default', labels: { component: 'apiserver', provider: 'kubernetes' } },
-  spec: { type: 'ClusterIP', ports: [{ name: 'https', port: 443, protocol: 'TCP', targetPort: 6443 }] },
-};
-
 const USAGE = `npm run conformance -- [options]
   --only REGEX        run only specs whose full name matches
   --parallel N        spec processes at a time (default 2)
@@ -31,9 +23,6 @@ const USAGE = `npm run conformance -- [options]
   --tenant-all        through the tenant also the specs that failed directly (default: only those that passed)
   --direct-from FILE  take the direct column from an earlier run's rows.json instead of running it again (it depends
                       on the rig only, not on tenantgate); specs that file lacks run directly as usual
-  --create-kubernetes-service
-                      create Service default/kubernetes in the tenant first, as its admin: a workaround until every
-                      tenant has it at birth (issue 14, item 2); without it the suite's BeforeSuite fails every spec
   --threshold RATIO   exit 1 when the Conformance ratio is below it (default 0.95)
   --list              print the selected specs and exit
   --build-only        build (or find) e2e.test and exit`;
@@ -48,7 +37,6 @@ function options() {
       'tenant-only': { type: 'boolean', default: false },
       'tenant-all': { type: 'boolean', default: false },
       'direct-from': { type: 'string' },
-      'create-kubernetes-service': { type: 'boolean', default: false },
       threshold: { type: 'string', default: '0.95' },
       list: { type: 'boolean', default: false },
       'build-only': { type: 'boolean', default: false },
@@ -96,18 +84,13 @@ async function main(): Promise<void> {
     log('conformance: starting the rig and tenantgate');
     stack = await startStack({ controllers: true });
     const tenant = await createTestTenant(stack, CONFORMANCE_TENANT);
-    if (opts['create-kubernetes-service']) {
-      const created = await tenant.kubectl(['apply', '-f', '-'], { input: JSON.stringify(KUBERNETES_SERVICE) });
-      if (created.code !== 0) throw new Error(`creating Service default/kubernetes in the tenant: ${created.stderr}`);
-    }
     const direct: Target = { name: 'direct', kubeconfig: stack.upstreamKubeconfig };
     const throughTenant: Target = { name: 'tenant', kubeconfig: tenant.kubeconfig };
     const runOptions: RunSpecOptions = { e2eTest, kubectl: stack.rig.binaries.kubectl, outDir: RESULTS_DIR, timeoutSeconds: opts.timeout };
     const rows = new Map<string, Row>(specs.map((spec) => [spec.name, { spec }]));
     const header = () =>
       `Kubernetes ${RIG_VERSIONS.kubernetes}; ${specs.length} specs; one e2e.test process per spec, ${opts.parallel} at a time, ` +
-      `limit ${opts.timeout} s; tenant ${CONFORMANCE_TENANT}, fresh` +
-      `${opts['create-kubernetes-service'] ? ' (WORKAROUND: Service default/kubernetes created in it by the runner)' : ''}; run time so far ${((Date.now() - started) / 60_000).toFixed(1)} min.`;
+      `limit ${opts.timeout} s; tenant ${CONFORMANCE_TENANT}, fresh; run time so far ${((Date.now() - started) / 60_000).toFixed(1)} min.`;
     const writeResults = () => {
       const all = [...rows.values()];
       writeFileSync(`${RESULTS_DIR}table.md`, renderTable(all, [summarize(all, 'conformance'), summarize(all, 'apimachinery')], header()));
@@ -147,7 +130,7 @@ async function main(): Promise<void> {
     const all = [...rows.values()];
     const summaries = [summarize(all, 'conformance'), summarize(all, 'apimachinery')];
     const minutes = (Date.now() - started) / 60_000;
-    writeFileSync(`${RESULTS_DIR}summary.json`, `${JSON.stringify({ kubernetes: RIG_VERSIONS.kubernetes, minutes, parallel: opts.parallel, timeoutSeconds: opts.timeout, workaround: opts['create-kubernetes-service'] ? 'Service default/kubernetes created in the tenant by the runner' : null, summaries }, null, 2)}\n`);
+    writeFileSync(`${RESULTS_DIR}summary.json`, `${JSON.stringify({ kubernetes: RIG_VERSIONS.kubernetes, minutes, parallel: opts.parallel, timeoutSeconds: opts.timeout, summaries }, null, 2)}\n`);
     for (const summary of summaries) process.stdout.write(`${formatRatio(summary)}\n`);
     process.stdout.write(`run time ${minutes.toFixed(1)} min; table in ${RESULTS_DIR}table.md\n`);
     const headline = summaries[0]!.ratio;
