@@ -993,8 +993,15 @@ const NETWORK_POLICY: WireSchema = {
     egress: wireMessages(3, { to: wireMessages(2, { namespaceSelector: wireMessage(2, LABEL_SELECTOR) }) }),
   }),
 };
-/** ResourceQuota spec = 2 → hard = 1; status = 3 → hard = 1, used = 2 (map<string, Quantity>: key = 1, value = 2). */
-const RESOURCE_QUOTA: WireSchema = { spec: wireMessage(2, { hard: wireKeyed(1) }), status: wireMessage(3, { hard: wireKeyed(1), used: wireKeyed(2) }) };
+/**
+ * ResourceQuota metadata = 1 (name = 1, for messages), spec = 2 → hard = 1; status = 3 → hard = 1, used = 2
+ * (map<string, Quantity>: key = 1, value = 2).
+ */
+const RESOURCE_QUOTA: WireSchema = {
+  metadata: wireMessage(1, { name: wireString(META.name) }),
+  spec: wireMessage(2, { hard: wireKeyed(1) }),
+  status: wireMessage(3, { hard: wireKeyed(1), used: wireKeyed(2) }),
+};
 
 // ---- which kinds are converted from protobuf ----
 

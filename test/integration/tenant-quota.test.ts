@@ -142,3 +142,12 @@ t.test('lists, tables and watches show each tenant its own quota only', async (t
   const forbidden = await bravo.kubectl(['get', '--raw', `/api/v1/namespaces/${alpha.id}-default/resourcequotas/${QUOTA}`]);
   t.not(forbidden.code, 0, "bravo cannot read alpha's quota by its upstream namespace");
 });
+
+t.test('a count whose name part is too long once its group is prefixed is refused (422) in the tenant words', async (t) => {
+  const key = 'count/e2e-test-resourcequota-5315-2830-crds.resourcequota.example.com';
+  const long = { ...quota, metadata: { name: 'long', namespace: 'default' }, spec: { hard: { [key]: '1' } } };
+  const refused = await alpha.kubectl(['create', '-f', '-'], { input: JSON.stringify(long) });
+  t.not(refused.code, 0);
+  t.match(refused.stderr, /is invalid: spec\.hard\[count\/e2e-test-resourcequota-5315-2830-crds\.resourcequota\.example\.com\].*no more than 56 bytes/);
+  t.notMatch(refused.stderr, /qtalfa/);
+});

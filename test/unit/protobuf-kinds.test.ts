@@ -480,6 +480,8 @@ t.test('refusals: the same Status as the JSON rule, and 415 where the field numb
   same('apiextensions.k8s.io/CustomResourceDefinition', crd('example.com', 'other.example.com'), 'a CRD named otherwise than plural.group');
   const conversionUrl = { ...crd('example.com', 'things.example.com'), spec: { group: 'example.com', names: { plural: 'things' }, conversion: { strategy: 'Webhook', webhook: { clientConfig: { url: 'https://x.example/' } } } } };
   same('apiextensions.k8s.io/CustomResourceDefinition', conversionUrl, 'a conversion webhook URL');
+  const longCount = { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'q', namespace: 'default' }, spec: { hard: { 'count/e2e-test-resourcequota-5315-2830-crds.resourcequota.example.com': '1' } } };
+  same('/ResourceQuota', longCount, 'a count whose name part is too long once its group is prefixed');
 
   const policy = CASES.find(([key]) => key.endsWith('/ValidatingAdmissionPolicy'))!;
   const policyBody = encodeBody(messages, MESSAGE_OF[policy[0]]!, policy[1]);

@@ -4,6 +4,7 @@ import t from 'tap';
 import { kindOf } from '../../lib/convert/kinds.ts';
 import { objectToTenant, objectToUpstream, type ConvertContext, type Json } from '../../lib/convert/rules/index.ts';
 import { quotaResourceToTenant, quotaResourceToUpstream } from '../../lib/convert/rules/quota.ts';
+import { thrownStatus } from '../helpers/status-error.ts';
 
 const TENANT = 'abc123';
 const CTX: ConvertContext = { tenant: TENANT, scopeOf: () => undefined, kindScope: () => undefined };
@@ -77,4 +78,19 @@ t.test("another tenant never reads the first tenant's quota, nor its groups", as
   mixed.status.used['count/foos.xyz789-mygroup.example.com'] = '3';
   const view = objectToTenant(mixed, CTX, ROW) as any;
   t.same(view.status.used, { 'count/foos.mygroup.example.com': '0', pods: '0' });
+});
+
+t.test('a count whose name part would pass 63 bytes once its group is prefixed: 422 in the tenant words', async (t) => {
+  const group = 'resourcequota.example.com';
+  const withPlural = (plural: string): Json => ({ apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'q', namespace: 'ns' }, spec: { hard: { [`count/${plural}.${group}`]: '1' } } });
+  const fits = 'p'.repeat(56 - group.length - 1);
+  t.same(Object.keys((objectToUpstream(withPlural(fits), CTX, ROW) as any).spec.hard), [`count/${fits}.abc123-${group}`], '56 bytes fit');
+  const tooLong = 'e2e-test-resourcequota-5315-2830-crds'; // the conformance spec's: 63 bytes with its group
+  const error = thrownStatus(() => objectToUpstream(withPlural(tooLong), CTX, ROW));
+  t.equal(error.code, 422);
+  t.match(error.message, `spec.hard[count/${tooLong}.${group}]`);
+  t.match(error.message, /no more than 56 bytes/);
+  t.notMatch(error.message, /abc123/);
+  const builtIn: Json = { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'q', namespace: 'ns' }, spec: { hard: { [`count/${'x'.repeat(50)}.apps`]: '1' } } };
+  t.ok(objectToUpstream(builtIn, CTX, ROW), "built-in groups' counts are the apiserver's to judge");
 });

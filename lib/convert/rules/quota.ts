@@ -2,8 +2,9 @@
 // CRD groups upstream (`<id>-<group>`), so a tenant's quota counts its own custom resources and no one else's.
 // Never lets a key reach another tenant's group, and never shows the tenant a key of a group that is not its own.
 import { isTenantCrdGroup } from '../kinds.ts';
-import { toTenantName, toUpstreamName, type TenantId } from '../prefix.ts';
-import { isObject, objectAt } from './json.ts';
+import { PREFIX_LENGTH, toTenantName, toUpstreamName, type TenantId } from '../prefix.ts';
+import { isObject, objectAt, stringAt } from './json.ts';
+import { invalid } from './names.ts';
 import type { Json, KindRule } from './rule.ts';
 
 /** The maps keyed by resource name: spec.hard, status.hard, status.used (scopes and scopeSelector name scopes, not resources). */
@@ -14,6 +15,9 @@ const RESOURCE_MAPS = [
 ] as const;
 
 const COUNT = 'count/';
+/** A resource name is a qualified name: the part after `count/` is at most 63 bytes, upstream, prefix included. */
+const MAX_NAME_PART = 63;
+export const MAX_TENANT_COUNT_NAME_PART = MAX_NAME_PART - PREFIX_LENGTH;
 
 /** `count/<resource>.<group>` split at the resource's end (plurals hold no dot); null for any other key, or core's `count/<resource>`. */
 function countedGroup(key: string): { head: string; group: string } | null {
@@ -41,14 +45,14 @@ export function quotaResourceToTenant(key: string, tenant: TenantId): string | n
  * Maps the keys of every resource map. Both directions are one-to-one (a prefixed group never is a built-in one, and a
  * stripped group must be a tenant CRD group), so no two keys ever become one.
  */
-function mapKeys(obj: Json, map: (key: string) => string | null): Json {
+function mapKeys(obj: Json, map: (key: string, field: string) => string | null): Json {
   for (const [parent, member] of RESOURCE_MAPS) {
     const holder = objectAt(obj, parent);
     const resources = holder?.[member];
     if (holder === undefined || !isObject(resources)) continue;
     const mapped: Json = {};
     for (const [key, value] of Object.entries(resources)) {
-      const to = map(key);
+      const to = map(key, `${parent}.${member}[${key}]`);
       if (to !== null) mapped[to] = value;
     }
     holder[member] = mapped;
@@ -57,7 +61,16 @@ function mapKeys(obj: Json, map: (key: string) => string | null): Json {
 }
 
 export const resourceQuota: KindRule = {
-  toUpstream: (obj, ctx) => mapKeys(obj, (key) => quotaResourceToUpstream(key, ctx.tenant)),
+  toUpstream: (obj, ctx) =>
+    mapKeys(obj, (key, field) => {
+      const upstream = quotaResourceToUpstream(key, ctx.tenant);
+      // The apiserver would refuse the prefixed name in words about a key the tenant did not write.
+      if (upstream !== key && upstream.length - COUNT.length > MAX_NAME_PART) {
+        const name = stringAt(objectAt(obj, 'metadata') ?? {}, 'name') ?? '';
+        throw invalid('ResourceQuota', '', name, field, key, `name part must be no more than ${MAX_TENANT_COUNT_NAME_PART} bytes for a count of a custom resource group (tenantgate prefixes the group)`);
+      }
+      return upstream;
+    }),
   // Counts of other custom groups cannot come from the tenant (its groups are always prefixed): left out of its view.
   toTenant: (obj, ctx) => mapKeys(obj, (key) => quotaResourceToTenant(key, ctx.tenant)),
 };
