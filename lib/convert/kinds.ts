@@ -40,6 +40,7 @@ export type RuleName =
   | 'persistentvolume'
   | 'persistentvolumeclaim'
   | 'networkpolicy'
+  | 'resourcequota'
   | 'webhook-configuration'
   | 'admission-policy'
   | 'admission-policy-binding'
@@ -125,7 +126,7 @@ export const KINDS: readonly KindRow[] = Object.freeze([
   tenant('', 'persistentvolumes', 'PersistentVolume', C, 'persistentvolume', 'label-filter', ['status']),
   tenant('', 'persistentvolumeclaims', 'PersistentVolumeClaim', N, 'persistentvolumeclaim'),
   tenant('', 'replicationcontrollers', 'ReplicationController', N, 'workload'),
-  tenant('', 'resourcequotas', 'ResourceQuota', N),
+  tenant('', 'resourcequotas', 'ResourceQuota', N, 'resourcequota'),
   tenant('', 'limitranges', 'LimitRange', N),
   tenant('', 'podtemplates', 'PodTemplate', N, 'podtemplate'),
   // Deprecated, and it reports the health of the upstream control plane.

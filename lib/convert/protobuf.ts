@@ -21,6 +21,7 @@ import { NAMESPACE_NAME_LABEL } from './rules/label-selectors.ts';
 import { checkNameFits, checkNamespaceFits, nameMappingOfRow, nameToUpstream, namespaceToUpstream } from './rules/names.ts';
 import { aggregationKeyToUpstream, binding, clusterBinding, policyRuleToUpstream } from './rules/rbac.ts';
 import { networkPolicy } from './rules/network-policy.ts';
+import { resourceQuota } from './rules/quota.ts';
 import { ownerReferencesToUpstream } from './rules/references.ts';
 import { selfSubjectAccessReview, selfSubjectRulesReview, subjectAccessReview } from './rules/reviews.ts';
 import { persistentVolume, persistentVolumeClaim } from './rules/storage.ts';
@@ -699,10 +700,11 @@ const metadataOnly = (object: Buffer): Buffer => object;
 
 /**
  * One field a JSON rule reads or writes: a string, repeated strings, a map<string, string>, one message or repeated
- * ones; or bytes a rule only reads (base64 in the skeleton, as in JSON).
+ * ones; or bytes a rule only reads (base64 in the skeleton, as in JSON); or a map<string, message> whose keys a rule
+ * maps and whose values it only carries (`keyed`: each value's bytes, base64, in the skeleton).
  */
 export type WireField =
-  | { readonly number: number; readonly type: 'string' | 'strings' | 'map' | 'bytes' }
+  | { readonly number: number; readonly type: 'string' | 'strings' | 'map' | 'keyed' | 'bytes' }
   | { readonly number: number; readonly type: 'message' | 'messages'; readonly schema: WireSchema; readonly inline?: true };
 /** A message's fields that a JSON rule reads or writes, by JSON name; an inline message's fields sit in its parent's JSON (`json:",inline"`). */
 export type WireSchema = { readonly [jsonName: string]: WireField };
@@ -711,6 +713,7 @@ const wireString = (number: number): WireField => ({ number, type: 'string' });
 const wireStrings = (number: number): WireField => ({ number, type: 'strings' });
 const wireBytes = (number: number): WireField => ({ number, type: 'bytes' });
 const wireMap = (number: number): WireField => ({ number, type: 'map' });
+const wireKeyed = (number: number): WireField => ({ number, type: 'keyed' });
 const wireMessage = (number: number, schema: WireSchema): WireField => ({ number, type: 'message', schema });
 const wireMessages = (number: number, schema: WireSchema): WireField => ({ number, type: 'messages', schema });
 const wireInline = (number: number, schema: WireSchema): WireField => ({ number, type: 'message', schema, inline: true });
@@ -738,18 +741,27 @@ function jsonNamesOf(schema: WireSchema): readonly string[] {
   return names;
 }
 
-function readStringMap(edit: MessageEdit, fields: readonly Field[], name: string): Json {
+const stringValue = (entry: MessageEdit): string => entry.stringOf(2, 'value');
+/** A message value's bytes, base64 (an absent value is an empty message, as in Go's generated Unmarshal). */
+function messageValue(entry: MessageEdit): string {
+  const found = entry.single(2, 'value');
+  return found === undefined ? '' : entry.payload(found).toString('base64');
+}
+
+function readStringMap(edit: MessageEdit, fields: readonly Field[], name: string, valueOf = stringValue): Json {
   const map: Json = {};
   for (const field of fields) {
     const entry = new MessageEdit(edit.payload(field), `${edit.what}.${name}`);
     const key = entry.stringOf(1, 'key');
-    // No label key starts with '_'; this one would set the object's prototype instead of an entry.
+    // No label key or resource name starts with '_'; this one would set the object's prototype instead of an entry.
     if (key === '__proto__') throw malformed(entry.what, 'a map key is "__proto__"');
     // A later entry wins, as in Go's generated Unmarshal.
-    map[key] = entry.stringOf(2, 'value');
+    map[key] = valueOf(entry);
   }
   return map;
 }
+
+const keyedEntry = (key: string, value: string): Buffer => Buffer.concat([lengthDelimited(1, Buffer.from(key)), lengthDelimited(2, Buffer.from(value, 'base64'))]);
 
 /** The fields of `schema` found in a message, as JSON (absent fields stay absent). */
 function readSkeleton(bytes: Buffer, schema: WireSchema, what: string, into: Json = {}): Json {
@@ -771,6 +783,7 @@ function readSkeleton(bytes: Buffer, schema: WireSchema, what: string, into: Jso
       if (found.length === 0) continue;
       if (field.type === 'strings') into[name] = found.map((item) => edit.string(item, name));
       else if (field.type === 'map') into[name] = readStringMap(edit, found, name);
+      else if (field.type === 'keyed') into[name] = readStringMap(edit, found, name, messageValue);
       else if (field.type === 'messages') {
         const { schema: itemSchema } = field;
         into[name] = found.map((item) => readSkeleton(edit.payload(item), itemSchema, `${what}.${name}`));
@@ -805,6 +818,8 @@ function encodeSkeleton(schema: WireSchema, json: Json, what: string, inline = f
     else if (field.type === 'strings' && Array.isArray(value) && value.every((item) => typeof item === 'string')) for (const item of value) push(field.number, Buffer.from(item));
     else if (field.type === 'map' && isObject(value) && Object.values(value).every((item) => typeof item === 'string')) {
       for (const [key, item] of Object.entries(value)) push(field.number, stringEntry(key, item as string));
+    } else if (field.type === 'keyed' && isObject(value) && Object.values(value).every((item) => typeof item === 'string')) {
+      for (const [key, item] of Object.entries(value)) push(field.number, keyedEntry(key, item as string));
     } else if (field.type === 'message' && field.inline === true) {
       if (hasAnyOf(json, field.schema)) push(field.number, encodeSkeleton(field.schema, json, what, true));
     } else if (field.type === 'message' && isObject(value)) push(field.number, encodeSkeleton(field.schema, value, `${what}.${name}`));
@@ -854,11 +869,12 @@ function writeSkeleton(bytes: Buffer, schema: WireSchema, json: Json, what: stri
       const values = value === undefined ? [] : value;
       if (!Array.isArray(values) || !values.every((item) => typeof item === 'string')) throw unwritable(`${what}.${name}`);
       writeRepeatedStrings(edit, field.number, found, values);
-    } else if (field.type === 'map') {
+    } else if (field.type === 'map' || field.type === 'keyed') {
       const map = value === undefined ? {} : value;
       if (!isObject(map) || !Object.values(map).every((item) => typeof item === 'string')) throw unwritable(`${what}.${name}`);
-      if (!isDeepStrictEqual(readStringMap(edit, found, name), map)) {
-        edit.replaceAll(found, field.number, Object.entries(map).map(([key, item]) => stringEntry(key, item as string)));
+      const [valueOf, entryOf] = field.type === 'map' ? [stringValue, stringEntry] : [messageValue, keyedEntry];
+      if (!isDeepStrictEqual(readStringMap(edit, found, name, valueOf), map)) {
+        edit.replaceAll(found, field.number, Object.entries(map).map(([key, item]) => entryOf(key, item as string)));
       }
     } else if (field.type === 'messages') {
       const items = value === undefined ? [] : value;
@@ -1000,6 +1016,15 @@ const NETWORK_POLICY: WireSchema = {
     egress: wireMessages(3, { to: wireMessages(2, { namespaceSelector: wireMessage(2, LABEL_SELECTOR) }) }),
   }),
 };
+/**
+ * ResourceQuota metadata = 1 (name = 1, for messages), spec = 2 → hard = 1; status = 3 → hard = 1, used = 2
+ * (map<string, Quantity>: key = 1, value = 2).
+ */
+const RESOURCE_QUOTA: WireSchema = {
+  metadata: wireMessage(1, { name: wireString(META.name) }),
+  spec: wireMessage(2, { hard: wireKeyed(1) }),
+  status: wireMessage(3, { hard: wireKeyed(1), used: wireKeyed(2) }),
+};
 
 // ---- which kinds are converted from protobuf ----
 
@@ -1034,6 +1059,7 @@ const SKELETON_ROWS: readonly (readonly [string, string, KindRule, WireSchema])[
   ['/PersistentVolume', 'v1', persistentVolume, PERSISTENT_VOLUME],
   ['/PersistentVolumeClaim', 'v1', persistentVolumeClaim, PERSISTENT_VOLUME_CLAIM],
   ['networking.k8s.io/NetworkPolicy', 'networking.k8s.io/v1', networkPolicy, NETWORK_POLICY],
+  ['/ResourceQuota', 'v1', resourceQuota, RESOURCE_QUOTA],
   ['admissionregistration.k8s.io/ValidatingWebhookConfiguration', ADMISSION_V1, webhookConfiguration, webhooks(10, 11)],
   ['admissionregistration.k8s.io/MutatingWebhookConfiguration', ADMISSION_V1, webhookConfiguration, webhooks(11, 12)],
   ['admissionregistration.k8s.io/ValidatingAdmissionPolicy', ADMISSION_V1, admissionPolicy, VALIDATING_ADMISSION_POLICY],

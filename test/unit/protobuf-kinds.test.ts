@@ -31,6 +31,7 @@ const MESSAGE_OF: Record<string, string> = {
   '/PersistentVolume': `${API}.core.v1.PersistentVolume`,
   '/PersistentVolumeClaim': `${API}.core.v1.PersistentVolumeClaim`,
   'networking.k8s.io/NetworkPolicy': `${API}.networking.v1.NetworkPolicy`,
+  '/ResourceQuota': `${API}.core.v1.ResourceQuota`,
   'admissionregistration.k8s.io/ValidatingWebhookConfiguration': `${API}.admissionregistration.v1.ValidatingWebhookConfiguration`,
   'admissionregistration.k8s.io/MutatingWebhookConfiguration': `${API}.admissionregistration.v1.MutatingWebhookConfiguration`,
   'admissionregistration.k8s.io/ValidatingAdmissionPolicy': `${API}.admissionregistration.v1.ValidatingAdmissionPolicy`,
@@ -58,11 +59,12 @@ t.test('every field number the module reads is the one of generated.proto (k8s.i
       if (proto === undefined) continue;
       t.equal(field.number, proto.number, `${path}.${name} = ${proto.number}`);
       checked++;
-      const repeated = field.type === 'strings' || field.type === 'messages' || field.type === 'map';
+      const repeated = field.type === 'strings' || field.type === 'messages' || field.type === 'map' || field.type === 'keyed';
       t.equal(repeated, proto.repeated, `${path}.${name}: repeated as in the .proto`);
       if (field.type === 'string' || field.type === 'strings') t.equal(proto.type, 'string', `${path}.${name} is a string`);
       if (field.type === 'bytes') t.equal(proto.type, 'bytes', `${path}.${name} is bytes`);
       if (field.type === 'map') t.equal(proto.mapValue, 'string', `${path}.${name} is a map<string, string>`);
+      if (field.type === 'keyed') t.match(proto.mapValue, /^k8s\./, `${path}.${name} is a map<string, message>`);
       if (field.type === 'message' || field.type === 'messages') {
         t.equal(field.type === 'message' && field.inline === true, INLINE_MEMBERS.has(name), `${path}.${name}: inline exactly where Go's JSON inlines`);
         check(field.schema, proto.type, `${path}.${name}`);
@@ -239,6 +241,19 @@ const CASES: [string, Json][] = [
         egress: [{ to: [{ namespaceSelector: byName('team-b', 'team-c'), podSelector: selector({ app: 'db' }) }] }],
         policyTypes: ['Ingress', 'Egress'],
       },
+    },
+  ],
+  [
+    '/ResourceQuota',
+    {
+      apiVersion: 'v1',
+      kind: 'ResourceQuota',
+      metadata: { name: 'quota', namespace: 'default' },
+      spec: {
+        hard: { 'count/widgets.example.com': '2', 'count/deployments.apps': '3', 'count/configmaps': '4', pods: '5', 'requests.cpu': '500m', 'fast.storageclass.storage.k8s.io/requests.storage': '1Gi' },
+        scopeSelector: { matchExpressions: [{ scopeName: 'PriorityClass', operator: 'In', values: ['high'] }] },
+      },
+      status: { hard: { 'count/widgets.example.com': '2', 'count/things.evil00-example.com': '1' }, used: { 'count/widgets.example.com': '1', pods: '0' } },
     },
   ],
   [
@@ -438,14 +453,19 @@ t.test('spot checks of what the rules make (the JSON rule is the reference; thes
   const policy = convertCase(7);
   t.same(policy.spec.ingress[0].from[0].namespaceSelector.matchLabels, { 'kubernetes.io/metadata.name': 'abc123-team-a', [TENANT_LABEL]: TENANT });
   t.same(policy.spec.ingress[0].from[2].namespaceSelector, { matchLabels: { [TENANT_LABEL]: TENANT } }, '"every namespace" is every namespace of the tenant');
-  const hooks = convertCase(8);
+  const quota = convertCase(8);
+  t.same(Object.keys(quota.spec.hard).sort(), ['count/configmaps', 'count/deployments.apps', 'count/widgets.abc123-example.com', 'fast.storageclass.storage.k8s.io/requests.storage', 'pods', 'requests.cpu']);
+  t.same(quota.spec.hard['count/widgets.abc123-example.com'], '2', 'the quantity travels with its renamed key');
+  t.same(Object.keys(quota.status.hard).sort(), ['count/things.abc123-evil00-example.com', 'count/widgets.abc123-example.com'], "a key naming another tenant's group stays within this one's");
+  t.same(quota.status.used, { 'count/widgets.abc123-example.com': '1', pods: '0' });
+  const hooks = convertCase(9);
   t.same(hooks.webhooks[0].clientConfig.service.namespace, 'abc123-default');
   t.same(hooks.webhooks[0].rules[0].apiGroups, ['', 'abc123-example.com']);
   t.same(hooks.webhooks[1].namespaceSelector, { matchLabels: { [TENANT_LABEL]: TENANT } }, 'a namespace selector is forced where none was sent');
   t.same(hooks.webhooks[1].objectSelector.matchLabels, { a: 'b', [TENANT_LABEL]: TENANT }, 'and an object selector, the spoofed label replaced');
-  const crd = convertCase(14);
+  const crd = convertCase(15);
   t.same([crd.metadata.name, crd.spec.group, crd.spec.conversion.webhook.clientConfig.service.namespace], ['widgets.abc123-example.com', 'abc123-example.com', 'abc123-default']);
-  const binding = convertCase(12);
+  const binding = convertCase(13);
   t.same([binding.spec.policyName, binding.spec.paramRef.namespace], ['abc123-replicas', 'abc123-default']);
 });
 
@@ -467,6 +487,8 @@ t.test('refusals: the same Status as the JSON rule, and 415 where the field numb
   same('apiextensions.k8s.io/CustomResourceDefinition', crd('example.com', 'other.example.com'), 'a CRD named otherwise than plural.group');
   const conversionUrl = { ...crd('example.com', 'things.example.com'), spec: { group: 'example.com', names: { plural: 'things' }, conversion: { strategy: 'Webhook', webhook: { clientConfig: { url: 'https://x.example/' } } } } };
   same('apiextensions.k8s.io/CustomResourceDefinition', conversionUrl, 'a conversion webhook URL');
+  const longCount = { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'q', namespace: 'default' }, spec: { hard: { 'count/e2e-test-resourcequota-5315-2830-crds.resourcequota.example.com': '1' } } };
+  same('/ResourceQuota', longCount, 'a count whose name part is too long once its group is prefixed');
 
   const policy = CASES.find(([key]) => key.endsWith('/ValidatingAdmissionPolicy'))!;
   const policyBody = encodeBody(messages, MESSAGE_OF[policy[0]]!, policy[1]);

@@ -11,6 +11,7 @@ import { genericToTenant, genericToUpstream } from './generic.ts';
 import { isObject } from './json.ts';
 import { namespace } from './namespace.ts';
 import { networkPolicy } from './network-policy.ts';
+import { resourceQuota } from './quota.ts';
 import { binding, clusterBinding, role } from './rbac.ts';
 import { selfSubjectAccessReview, selfSubjectReview, selfSubjectRulesReview, subjectAccessReview, tokenReview } from './reviews.ts';
 import type { ConvertContext, Json, KindRule } from './rule.ts';
@@ -44,6 +45,7 @@ export const RULES: { readonly [name in RuleName]: KindRule } = {
   persistentvolume: persistentVolume,
   persistentvolumeclaim: persistentVolumeClaim,
   networkpolicy: networkPolicy,
+  resourcequota: resourceQuota,
   'webhook-configuration': webhookConfiguration,
   'admission-policy': admissionPolicy,
   'admission-policy-binding': admissionPolicyBinding,
