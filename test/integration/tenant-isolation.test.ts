@@ -331,7 +331,7 @@ t.test('bad input gets a 4xx Status and creates nothing', async (t) => {
   const unknown = await h2Request(session, 'GET', '/apis/nowhere.example/v1/namespaces/shop/things');
   t.equal(unknown.status, 404, 'an unknown kind');
   t.equal(unknown.json().kind, 'Status');
-  const hidden = await h2Request(session, 'GET', '/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas');
+  const hidden = await h2Request(session, 'GET', '/apis/storage.k8s.io/v1/volumeattachments');
   t.equal(hidden.status, 404, 'hidden kinds do not exist for tenants');
   const otherPrefix = await h2Request(session, 'POST', '/api/v1/namespaces', {
     headers: { 'content-type': 'application/json' },
