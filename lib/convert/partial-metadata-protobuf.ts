@@ -5,10 +5,9 @@
 // Why it matters: client-go decodes a JSON list's items with their kind and apiVersion, a protobuf list's items
 // without (the PartialObjectMetadata message has none), and metadata informers compare the two.
 
-const VARINT = 0;
-const LENGTH_DELIMITED = 2;
-/** The k8s protobuf envelope: magic bytes, then a runtime.Unknown. */
-const MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]);
+import { LENGTH_DELIMITED, MAGIC, pushVarint, VARINT } from './protobuf-wire.ts';
+import { isObject } from './rules/json.ts';
+
 export const PARTIAL_METADATA_GROUP_VERSION = 'meta.k8s.io/v1';
 
 type Json = Record<string, unknown>;
@@ -54,15 +53,6 @@ class Fields {
   }
 }
 
-function pushVarint(out: number[], value: number): void {
-  while (value >= 0x80) {
-    out.push((value % 0x80) | 0x80);
-    value = Math.floor(value / 0x80);
-  }
-  out.push(value);
-}
-
-const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** metav1.Time: whole seconds since the epoch (RFC 3339 in JSON). */
 function time(value: unknown): Fields | null {

@@ -5,6 +5,7 @@
 import { badRequest, StatusError } from '../server/status.ts';
 import type { KindRow } from './kinds.ts';
 import { protobufEnvelope } from './protobuf.ts';
+import { FIXED32, FIXED64, LENGTH_DELIMITED, malformed, utf8, VARINT } from './protobuf-wire.ts';
 import type { Json } from './rules/rule.ts';
 
 /** Scalars as their JSON: `time` is meta/v1 Time (RFC 3339, seconds), `fieldsV1` its raw JSON (managedFields). */
@@ -114,17 +115,8 @@ export const DECODED_KINDS: ReadonlyMap<string, { readonly apiVersion: string; r
 
 // ---- the wire: varints and length-delimited fields ----
 
-const VARINT = 0;
-const FIXED64 = 1;
-const LENGTH_DELIMITED = 2;
-const FIXED32 = 5;
 /** The zero metav1.Time (0001-01-01T00:00:00Z) as Go encodes it: no time at all, `null` in its JSON. */
 const ZERO_TIME_SECONDS = -62135596800n;
-const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-
-function malformed(what: string, why: string): StatusError {
-  return badRequest(`the protobuf request body is malformed: ${what}: ${why}`);
-}
 
 interface WireField {
   readonly number: number;

@@ -27,6 +27,7 @@ import { selfSubjectAccessReview, selfSubjectRulesReview, subjectAccessReview } 
 import { persistentVolume, persistentVolumeClaim } from './rules/storage.ts';
 import type { ConvertContext, Json, KindRule } from './rules/rule.ts';
 import { badRequest, StatusError } from '../server/status.ts';
+import { FIXED32, FIXED64, LENGTH_DELIMITED, MAGIC, malformed, pushVarint, utf8, VARINT } from './protobuf-wire.ts';
 
 export const PROTOBUF_MEDIA_TYPE = 'application/vnd.kubernetes.protobuf';
 
@@ -60,19 +61,9 @@ export interface ProtobufBodyOptions {
 
 // ---- wire format: varints and length-delimited fields; nothing else is ever interpreted ----
 
-const MAGIC = Buffer.from('k8s\0', 'latin1');
 const EMPTY = Buffer.alloc(0);
-const VARINT = 0;
-const FIXED64 = 1;
-const LENGTH_DELIMITED = 2;
-const FIXED32 = 5;
 /** Larger field numbers would be truncated by the apiserver's int32 field number into another field. */
 const MAX_FIELD_NUMBER = 2 ** 29 - 1;
-const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-
-function malformed(what: string, why: string): StatusError {
-  return badRequest(`the protobuf request body is malformed: ${what}: ${why}`);
-}
 
 function unsupported(what: string): StatusError {
   return new StatusError(415, 'UnsupportedMediaType', `tenantgate cannot convert ${what} sent as protobuf; send it as JSON (application/json)`);
@@ -126,14 +117,6 @@ function parseFields(bytes: Buffer, what: string): Field[] {
     fields.push({ number, wireType, start, valueStart, end: at.pos });
   }
   return fields;
-}
-
-function pushVarint(out: number[], value: number): void {
-  while (value >= 0x80) {
-    out.push((value % 0x80) | 0x80);
-    value = Math.floor(value / 0x80);
-  }
-  out.push(value);
 }
 
 function lengthDelimited(number: number, payload: Buffer): Buffer {
