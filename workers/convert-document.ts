@@ -3,7 +3,7 @@
 import { openapiV2ToTenant } from '../lib/convert/openapi.ts';
 import { openapiV2ToProtobuf } from '../lib/convert/openapi-v2-protobuf.ts';
 import type { TenantId } from '../lib/convert/prefix.ts';
-import { StatusError } from '../lib/server/status.ts';
+import { StatusError } from '../lib/errors/status-error.ts';
 
 export interface ConvertDocumentTask {
   kind: 'openapi-v2';

@@ -6,7 +6,7 @@
 import { LRUCache } from 'lru-cache';
 import type { TenantId } from '../convert/prefix.ts';
 import { clusterShadowOf } from '../convert/rules/cluster-subjects.ts';
-import { StatusError, upstreamUnavailable } from '../server/status.ts';
+import { forbidden, StatusError, upstreamUnavailable } from '../errors/status-error.ts';
 import { upstreamJson } from '../upstream/client.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import type { UpstreamIdentity } from './impersonation.ts';
@@ -88,10 +88,7 @@ export interface AccessCacheOptions {
 export function clusterScopeForbidden(user: string, verb: string, group: string, resource: string, name = ''): StatusError {
   const qualified = group === '' ? resource : `${resource}.${group}`;
   const details = group === '' ? { kind: resource } : { group, kind: resource };
-  return new StatusError(
-    403,
-    'Forbidden',
-    `${qualified}${name === '' ? '' : ' ' + JSON.stringify(name)} is forbidden: User ${JSON.stringify(user)} cannot ${verb} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(group)} at the cluster scope`,
+  return forbidden(`${qualified}${name === '' ? '' : ' ' + JSON.stringify(name)} is forbidden: User ${JSON.stringify(user)} cannot ${verb} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(group)} at the cluster scope`,
     name === '' ? details : { name, ...details },
   );
 }

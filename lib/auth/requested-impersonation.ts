@@ -4,7 +4,7 @@
 import type { TenantId } from '../convert/prefix.ts';
 import { toUpstreamName } from '../convert/prefix.ts';
 import { groupToUpstream, parseServiceAccountUser, userToUpstream } from '../convert/rules/identity.ts';
-import { badRequest, StatusError } from '../server/status.ts';
+import { badRequest, forbidden, StatusError } from '../errors/status-error.ts';
 import type { AccessReviews, ResourceAttributes } from './access-review.ts';
 import type { Identity } from './identity.ts';
 import { TENANT_EXTRA_KEY, upstreamIdentityOf } from './impersonation.ts';
@@ -122,10 +122,7 @@ export function impersonationForbidden(caller: string, attributes: Required<Reso
   const what = subresource === '' ? resource : `${resource}/${subresource}`;
   const scope = namespace === '' ? 'at the cluster scope' : `in the namespace ${JSON.stringify(namespace)}`;
   const message = `User ${JSON.stringify(caller)} cannot impersonate resource ${JSON.stringify(what)} in API group ${JSON.stringify(group)} ${scope}`;
-  return new StatusError(
-    403,
-    'Forbidden',
-    `${qualified}${name === '' ? '' : ` ${JSON.stringify(name)}`} is forbidden: ${message}${reason === '' ? '' : `: ${reason}`}`,
+  return forbidden(`${qualified}${name === '' ? '' : ` ${JSON.stringify(name)}`} is forbidden: ${message}${reason === '' ? '' : `: ${reason}`}`,
     { ...(name === '' ? {} : { name }), ...(group === '' ? {} : { group }), kind: resource },
   );
 }

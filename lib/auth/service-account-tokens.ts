@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { isTenantId, toTenantName, type TenantId } from '../convert/prefix.ts';
 import { authenticatedGroupsToTenant, parseServiceAccountUser } from '../convert/rules/identity.ts';
-import { upstreamUnavailable } from '../server/status.ts';
+import { upstreamUnavailable } from '../errors/status-error.ts';
 import { upstreamJson } from '../upstream/client.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import type { Identity } from './identity.ts';

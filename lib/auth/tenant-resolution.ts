@@ -2,7 +2,7 @@
 // index, is not being deleted, and its proof belongs to this incarnation. Never lets an unproven identity through.
 import type { TenantStore, Tenant } from '../tenants/tenant.ts';
 import { certificateBelongsTo } from '../tenants/credentials.ts';
-import { unauthorized } from '../server/status.ts';
+import { unauthorized } from '../errors/status-error.ts';
 import type { Identity } from './identity.ts';
 
 /** Why a tenant identity is refused now, or null when its tenant accepts it. Administrators are not checked. */

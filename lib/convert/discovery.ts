@@ -3,7 +3,7 @@
 // nobody, hidden groups and kinds removed; shared kinds with their read verbs only; the tenant's own CRD groups
 // shown without the prefix; versions left with nothing to show dropped.
 import { createHash } from 'node:crypto';
-import { StatusError } from '../server/status.ts';
+import { badGateway, StatusError } from '../errors/status-error.ts';
 import { kindOf, tenantMay, type Scope } from './kinds.ts';
 import type { TenantId } from './prefix.ts';
 import { groupOfApiVersion } from './rules/api-groups.ts';
@@ -47,7 +47,7 @@ function arrayOf(value: unknown): unknown[] {
 }
 
 function malformed(what: string): StatusError {
-  return new StatusError(502, 'InternalError', `the upstream ${what} is malformed`);
+  return badGateway(`the upstream ${what} is malformed`);
 }
 
 // ---- legacy discovery ----

@@ -1,13 +1,13 @@
 // RFC 6902 JSON Patch, applied by tenantgate itself: a patch's paths name fields in the tenant's view, which the
 // kind's rules may move or rewrite upstream, so the patch is applied to the tenant's view of the object and the
 // result converted whole (lib/upstream/tenant-forward.ts reads, patches and writes back).
-import { StatusError } from '../server/status.ts';
+import { badRequest, invalid, requestEntityTooLarge, StatusError } from '../errors/status-error.ts';
 import { checkBodyShape, parseJsonBody } from './tenant-body.ts';
 
 type Doc = unknown;
 
-function invalid(message: string): StatusError {
-  return new StatusError(422, 'Invalid', `the JSON patch cannot be applied: ${message}`);
+function patchInvalid(message: string): StatusError {
+  return invalid(`the JSON patch cannot be applied: ${message}`);
 }
 
 /** The apiserver's bounds: operations in one patch, and bytes all its `copy` operations may add together. */
@@ -18,17 +18,17 @@ export const MAX_JSON_PATCH_COPY_BYTES = 3 * 1024 * 1024;
 export function parseJsonPatch(text: string): Record<string, unknown>[] {
   const ops = parseJsonBody(text, 'the JSON patch');
   if (!Array.isArray(ops) || !ops.every((op) => typeof op === 'object' && op !== null && !Array.isArray(op))) {
-    throw new StatusError(400, 'BadRequest', 'a JSON patch must be an array of operations');
+    throw badRequest('a JSON patch must be an array of operations');
   }
   if (ops.length > MAX_JSON_PATCH_OPERATIONS) {
-    throw new StatusError(413, 'RequestEntityTooLarge', `the allowed maximum operations in a JSON patch is ${MAX_JSON_PATCH_OPERATIONS}, got ${ops.length}`);
+    throw requestEntityTooLarge(`the allowed maximum operations in a JSON patch is ${MAX_JSON_PATCH_OPERATIONS}, got ${ops.length}`);
   }
   return ops as Record<string, unknown>[];
 }
 
 /** RFC 6901: "/a/b~1c" → ["a", "b/c"]. */
 function tokens(pointer: unknown): string[] {
-  if (typeof pointer !== 'string' || (pointer !== '' && !pointer.startsWith('/'))) throw invalid(`${JSON.stringify(pointer)} is not a JSON pointer`);
+  if (typeof pointer !== 'string' || (pointer !== '' && !pointer.startsWith('/'))) throw patchInvalid(`${JSON.stringify(pointer)} is not a JSON pointer`);
   return pointer === '' ? [] : pointer.slice(1).split('/').map((t) => t.replaceAll('~1', '/').replaceAll('~0', '~'));
 }
 
@@ -41,16 +41,16 @@ function parentOf(doc: Doc, path: string[], pointer: unknown): [Record<string, u
   let node: unknown = doc;
   for (const token of path.slice(0, -1)) {
     node = Array.isArray(node) ? node[arrayIndex(node, token, false, pointer)] : isContainer(node) && Object.hasOwn(node, token) ? (node as Record<string, unknown>)[token] : undefined;
-    if (!isContainer(node)) throw invalid(`${JSON.stringify(pointer)}: no such path`);
+    if (!isContainer(node)) throw patchInvalid(`${JSON.stringify(pointer)}: no such path`);
   }
   return [node as Record<string, unknown> | unknown[], path[path.length - 1]!];
 }
 
 function arrayIndex(array: unknown[], token: string, forAdd: boolean, pointer: unknown): number {
   if (forAdd && token === '-') return array.length;
-  if (!/^(0|[1-9][0-9]*)$/.test(token)) throw invalid(`${JSON.stringify(pointer)}: ${JSON.stringify(token)} is not an array index`);
+  if (!/^(0|[1-9][0-9]*)$/.test(token)) throw patchInvalid(`${JSON.stringify(pointer)}: ${JSON.stringify(token)} is not an array index`);
   const index = Number(token);
-  if (index > array.length || (!forAdd && index === array.length)) throw invalid(`${JSON.stringify(pointer)}: index ${index} is out of range`);
+  if (index > array.length || (!forAdd && index === array.length)) throw patchInvalid(`${JSON.stringify(pointer)}: index ${index} is out of range`);
   return index;
 }
 
@@ -59,16 +59,16 @@ function get(doc: Doc, pointer: unknown): unknown {
   if (path.length === 0) return doc;
   const [parent, last] = parentOf(doc, path, pointer);
   if (Array.isArray(parent)) return parent[arrayIndex(parent, last, false, pointer)];
-  if (!Object.hasOwn(parent, last)) throw invalid(`${JSON.stringify(pointer)}: no such path`);
+  if (!Object.hasOwn(parent, last)) throw patchInvalid(`${JSON.stringify(pointer)}: no such path`);
   return parent[last];
 }
 
 function remove(doc: Doc, pointer: unknown): unknown {
   const path = tokens(pointer);
-  if (path.length === 0) throw invalid('the whole object cannot be removed');
+  if (path.length === 0) throw patchInvalid('the whole object cannot be removed');
   const [parent, last] = parentOf(doc, path, pointer);
   if (Array.isArray(parent)) return parent.splice(arrayIndex(parent, last, false, pointer), 1)[0];
-  if (!Object.hasOwn(parent, last)) throw invalid(`${JSON.stringify(pointer)}: no such path`);
+  if (!Object.hasOwn(parent, last)) throw patchInvalid(`${JSON.stringify(pointer)}: no such path`);
   const value = parent[last];
   delete parent[last];
   return value;
@@ -124,15 +124,15 @@ export function applyJsonPatch(doc: Doc, ops: Record<string, unknown>[]): Doc {
       case 'copy': {
         const value = get(doc, op.from);
         copiedBytes += JSON.stringify(value)?.length ?? 0;
-        if (copiedBytes > MAX_JSON_PATCH_COPY_BYTES) throw invalid(`its copy operations would add more than ${MAX_JSON_PATCH_COPY_BYTES} bytes`);
+        if (copiedBytes > MAX_JSON_PATCH_COPY_BYTES) throw patchInvalid(`its copy operations would add more than ${MAX_JSON_PATCH_COPY_BYTES} bytes`);
         doc = add(doc, op.path, copy(value));
         break;
       }
       case 'test':
-        if (!jsonEqual(get(doc, op.path), op.value)) throw invalid(`the test of ${JSON.stringify(op.path)} failed`);
+        if (!jsonEqual(get(doc, op.path), op.value)) throw patchInvalid(`the test of ${JSON.stringify(op.path)} failed`);
         break;
       default:
-        throw invalid(`unknown operation ${JSON.stringify(op.op)}`);
+        throw patchInvalid(`unknown operation ${JSON.stringify(op.op)}`);
     }
   }
   checkBodyShape(doc, 'the patched object');

@@ -1,7 +1,7 @@
 // The one table of kinds: for every resource the kube-apiserver (1.36) serves, its scope, whether it is the
 // tenant's own, shared read-only or hidden, which conversion rule applies and how lists find it. Adding a kind is one row.
 // Never treats an unknown built-in resource as the tenant's: what the table does not know is not served.
-import { StatusError } from '../server/status.ts';
+import { forbidden, notFound, StatusError } from '../errors/status-error.ts';
 
 export type Scope = 'Namespaced' | 'Cluster';
 
@@ -356,12 +356,9 @@ export function tenantMay(row: KindRow | undefined, verb: string, subresource = 
 /** Why a tenant may not do `verb` on this kind (a Status to answer with: 404 hidden or unknown, 403 shared), or null when it may. */
 export function accessRefusal(row: KindRow | undefined, verb: string, subresource = ''): StatusError | null {
   if (tenantMay(row, verb, subresource)) return null;
-  if (row === undefined || row.tenancy === 'hidden') return new StatusError(404, 'NotFound', 'the server could not find the requested resource');
+  if (row === undefined || row.tenancy === 'hidden') return notFound('the server could not find the requested resource');
   const resource = subresource === '' ? row.resource : row.resource + '/' + subresource;
-  return new StatusError(
-    403,
-    'Forbidden',
-    `${resource}${row.group === '' ? '' : '.' + row.group} is forbidden: ${row.resource} are shared by all tenants of this cluster and read-only`,
+  return forbidden(`${resource}${row.group === '' ? '' : '.' + row.group} is forbidden: ${row.resource} are shared by all tenants of this cluster and read-only`,
     { group: row.group, kind: row.resource },
   );
 }

@@ -2,7 +2,7 @@
 // tenant may see, its own CRD groups without the prefix, and a tenant CRD group's document is rewritten to its names.
 // v2, one document for the whole API: paths the tenant cannot use removed, its own CRD groups' paths and schemas
 // renamed, and only the schemas the remaining paths lead to kept.
-import { StatusError } from '../server/status.ts';
+import { badGateway } from '../errors/status-error.ts';
 import { kindOf, tenantMay } from './kinds.ts';
 import { toUpstreamName, type TenantId } from './prefix.ts';
 import { parseRequestInfo, type RequestInfo } from './request-info.ts';
@@ -172,7 +172,7 @@ function pathItemToTenant(path: string, item: Json, tenant: TenantId): { path: s
  * with them (the upstream document has no schema that no path reaches).
  */
 export function openapiV2ToTenant(body: unknown, tenant: TenantId): Json {
-  if (!isObject(body) || !isObject(body.paths)) throw new StatusError(502, 'InternalError', 'the upstream OpenAPI v2 document is malformed');
+  if (!isObject(body) || !isObject(body.paths)) throw badGateway('the upstream OpenAPI v2 document is malformed');
   const upstream: Record<Section, Json> = {
     definitions: isObject(body.definitions) ? body.definitions : {},
     parameters: isObject(body.parameters) ? body.parameters : {},

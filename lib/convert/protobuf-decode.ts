@@ -2,7 +2,7 @@
 // upstream takes as JSON only: decoded into the JSON object Go's encoder writes for the same typed object, by the field
 // numbers of k8s.io/api flowcontrol/v1 and apimachinery meta/v1 generated.proto (v0.36), checked by the unit test.
 // Never invents a value: a field it does not know is dropped, as Go's generated Unmarshal skips it; a malformed one is 400.
-import { badRequest, StatusError } from '../server/status.ts';
+import { badRequest, StatusError, unsupportedMediaType } from '../errors/status-error.ts';
 import type { KindRow } from './kinds.ts';
 import { protobufEnvelope } from './protobuf.ts';
 import { FIXED32, FIXED64, LENGTH_DELIMITED, malformed, utf8, VARINT } from './protobuf-wire.ts';
@@ -271,7 +271,7 @@ export function decodeMessage(bytes: Buffer, message: DecodedMessage, what: stri
 }
 
 function unsupported(what: string): StatusError {
-  return new StatusError(415, 'UnsupportedMediaType', `tenantgate cannot convert ${what} sent as protobuf; send it as JSON (application/json)`);
+  return unsupportedMediaType(`tenantgate cannot convert ${what} sent as protobuf; send it as JSON (application/json)`);
 }
 
 /**

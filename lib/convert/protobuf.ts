@@ -26,7 +26,7 @@ import { ownerReferencesToUpstream } from './rules/references.ts';
 import { selfSubjectAccessReview, selfSubjectRulesReview, subjectAccessReview } from './rules/reviews.ts';
 import { persistentVolume, persistentVolumeClaim } from './rules/storage.ts';
 import type { ConvertContext, Json, KindRule } from './rules/rule.ts';
-import { badRequest, StatusError } from '../server/status.ts';
+import { badRequest, StatusError, unsupportedMediaType } from '../errors/status-error.ts';
 import { FIXED32, FIXED64, LENGTH_DELIMITED, MAGIC, malformed, pushVarint, utf8, VARINT } from './protobuf-wire.ts';
 
 export const PROTOBUF_MEDIA_TYPE = 'application/vnd.kubernetes.protobuf';
@@ -66,7 +66,7 @@ const EMPTY = Buffer.alloc(0);
 const MAX_FIELD_NUMBER = 2 ** 29 - 1;
 
 function unsupported(what: string): StatusError {
-  return new StatusError(415, 'UnsupportedMediaType', `tenantgate cannot convert ${what} sent as protobuf; send it as JSON (application/json)`);
+  return unsupportedMediaType(`tenantgate cannot convert ${what} sent as protobuf; send it as JSON (application/json)`);
 }
 
 interface Field {

@@ -2,7 +2,7 @@
 // pkg/endpoints/request/requestinfo.go), so tenantgate and the upstream agree on what a path means.
 // Pure: reads the method, path and query, never the network; rewrites nothing.
 import { isGoInt64, parseFieldSelector, parseLabelSelector } from './selectors.ts';
-import { StatusError, badRequest } from '../server/status.ts';
+import { badRequest, internalError, StatusError } from '../errors/status-error.ts';
 
 export interface RequestInfo {
   /** True for /api/{version}/... and /apis/{group}/{version}/... paths that name a resource. */
@@ -83,10 +83,7 @@ export function parseRequestInfo(method: string, path: string, query: URLSearchP
 
   if (VERB_SEGMENTS.has(parts[0]!)) {
     if (parts.length < 2) {
-      throw new StatusError(
-        500,
-        'InternalError',
-        `Internal error occurred: failed to create RequestInfo: unable to determine kind and namespace from url, ${path}`,
+      throw internalError(`Internal error occurred: failed to create RequestInfo: unable to determine kind and namespace from url, ${path}`,
       );
     }
     info.verb = parts[0]!;

@@ -2,7 +2,7 @@
 // them (pkg/fields, pkg/labels) and rewritten for a tenant. Never lets a selector name another tenant's
 // namespace or cluster-scoped object, or drop the tenant's label requirement.
 import { TENANT_LABEL, toUpstreamName, type TenantId } from './prefix.ts';
-import { badRequest } from '../server/status.ts';
+import { badRequest } from '../errors/status-error.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Field selectors: `field=value,field==value,field!=value`, values escaped with `\` (fields.EscapeValue).

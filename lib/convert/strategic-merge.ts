@@ -1,7 +1,7 @@
 // Strategic merge patches of kinds kept upstream as custom resources, which refuse them: turned into the JSON merge
 // patch that does the same. Their lists are atomic but for the few merged by key (status.conditions by type), which
 // are resolved against the object as it is. Never passes a `$` directive on: refused with 415, not half applied.
-import { badRequest, StatusError } from '../server/status.ts';
+import { badRequest, unsupportedMediaType } from '../errors/status-error.ts';
 import type { KindRow } from './kinds.ts';
 import { applyMergePatch } from './merge-patch.ts';
 import { isObject } from './rules/json.ts';
@@ -70,14 +70,11 @@ function mergeByKey(current: unknown, patch: unknown[], list: MergeList, where: 
 export function strategicToMergePatch(row: KindRow, patch: unknown, current?: Json): Json {
   const kind = `${row.group}/${row.kind}`;
   const lists = MERGE_LISTS.get(kind);
-  if (lists === undefined) throw new StatusError(415, 'UnsupportedMediaType', `tenantgate cannot apply a strategic merge patch to ${row.resource}.${row.group}; send a JSON merge patch`);
+  if (lists === undefined) throw unsupportedMediaType(`tenantgate cannot apply a strategic merge patch to ${row.resource}.${row.group}; send a JSON merge patch`);
   if (!isObject(patch)) throw badRequest('the strategic merge patch must be a JSON object');
   const directive = firstDirective(patch, '');
   if (directive !== null) {
-    throw new StatusError(
-      415,
-      'UnsupportedMediaType',
-      `the strategic merge patch directive ${directive} is not supported for ${row.resource}.${row.group} here; send a JSON merge patch (application/merge-patch+json) or a JSON patch`,
+    throw unsupportedMediaType(`the strategic merge patch directive ${directive} is not supported for ${row.resource}.${row.group} here; send a JSON merge patch (application/merge-patch+json) or a JSON patch`,
     );
   }
   const merge = structuredClone(patch);

@@ -1,7 +1,7 @@
 // A client's JSON or YAML body parsed into a value the rules may walk: nesting bounded and no YAML alias cycles.
 // Never hands on a value deeper than MAX_BODY_NESTING or containing itself: hostile bodies get a 400, never a 500.
 import { isMap, isScalar, isSeq, parseDocument } from 'yaml';
-import { badRequest, type StatusError } from '../server/status.ts';
+import { badRequest, type StatusError } from '../errors/status-error.ts';
 import { jsonDuplicates, lineAt, membersWritten, type DuplicateField } from './duplicate-fields.ts';
 
 /**

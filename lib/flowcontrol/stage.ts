@@ -2,7 +2,7 @@
 // a watch or other long-running request also counts against the tenant's cap on open ones until its response closes.
 // Never leaves a seat or a count behind: both are given back when the response closes, however the request ended.
 import type { RequestContext } from '../server/context.ts';
-import { tooManyRequests } from '../server/status.ts';
+import { tooManyRequests } from '../errors/status-error.ts';
 import type { FlowController } from './dispatcher.ts';
 import type { RejectionReason, SeatKind } from './events.ts';
 import { SEAT_HELD, type Seat } from './tenant-flow.ts';

@@ -31,7 +31,8 @@ import { newRequestContext, type RequestContext } from './context.ts';
 import type { HealthChecks } from './health.ts';
 import type { RequestObserver } from './request-end.ts';
 import { malformedRequestTarget } from './request-target.ts';
-import { badRequest, notFound, sendStatus, unauthorized } from './status.ts';
+import { sendStatus } from './status.ts';
+import { badRequest, notFound, unauthorized } from '../errors/status-error.ts';
 import { tenantApi, type IssueKubeconfig } from './tenant-api.ts';
 
 export interface Stage {

@@ -1,6 +1,6 @@
 // Validates the request target before anything reads it: one parse, so no later stage and no upstream
 // can see a different path than the one tenantgate checked.
-import { badRequest, type StatusError } from './status.ts';
+import { badRequest, type StatusError } from '../errors/status-error.ts';
 
 const MAX_TARGET_BYTES = 16 * 1024;
 

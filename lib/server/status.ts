@@ -1,119 +1,19 @@
-// Every error tenantgate itself answers with is a Kubernetes `Status`, built here and nowhere else,
-// so clients (kubectl, client-go) show a clear message and act on the code and reason.
+// Writes a Kubernetes `Status` (made by errors/status-error.ts) as the answer to a request: the only place that
+// turns an error into bytes. Never writes a second answer over one already under way.
 import type { ServerResponse } from 'node:http';
 import type { Http2ServerResponse } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import { log } from '../log.ts';
+import { asStatusError } from '../errors/status-error.ts';
 
-/** The `reason` values of metav1.StatusReason that tenantgate uses. */
-export type StatusReason =
-  | 'BadRequest'
-  | 'Unauthorized'
-  | 'Forbidden'
-  | 'NotFound'
-  | 'AlreadyExists'
-  | 'Conflict'
-  | 'Expired'
-  | 'MethodNotAllowed'
-  | 'RequestEntityTooLarge'
-  | 'UnsupportedMediaType'
-  | 'Invalid'
-  | 'TooManyRequests'
-  | 'InternalError'
-  | 'ServiceUnavailable'
-  | 'Timeout';
-
-export interface StatusDetails {
-  name?: string;
-  group?: string;
-  kind?: string;
-  causes?: { reason?: string; message?: string; field?: string }[];
-  retryAfterSeconds?: number;
-}
-
-export class StatusError extends Error {
-  readonly code: number;
-  readonly reason: StatusReason;
-  readonly details: StatusDetails | undefined;
-
-  constructor(code: number, reason: StatusReason, message: string, details?: StatusDetails) {
-    super(message);
-    this.code = code;
-    this.reason = reason;
-    this.details = details;
-  }
-
-  toJSON(): object {
-    const status: Record<string, unknown> = {
-      kind: 'Status',
-      apiVersion: 'v1',
-      metadata: {},
-      status: 'Failure',
-      message: this.message,
-      reason: this.reason,
-    };
-    if (this.details !== undefined) status.details = this.details;
-    status.code = this.code;
-    return status;
-  }
-}
-
-/**
- * The reason for an error answer that carries only its code (an upstream's plain-text 404), as client-go derives it
- * for a body that is not a Status (apimachinery's NewGenericServerResponse).
- */
-export function reasonOfCode(code: number): StatusReason {
-  switch (code) {
-    case 400:
-      return 'BadRequest';
-    case 401:
-      return 'Unauthorized';
-    case 403:
-      return 'Forbidden';
-    case 404:
-      return 'NotFound';
-    case 405:
-      return 'MethodNotAllowed';
-    case 409:
-      return 'Conflict';
-    case 410:
-      return 'Expired';
-    case 413:
-      return 'RequestEntityTooLarge';
-    case 415:
-      return 'UnsupportedMediaType';
-    case 422:
-      return 'Invalid';
-    case 429:
-      return 'TooManyRequests';
-    case 503:
-      return 'ServiceUnavailable';
-    case 504:
-      return 'Timeout';
-    default:
-      return 'InternalError';
-  }
-}
-
-export const badRequest = (message: string) => new StatusError(400, 'BadRequest', message);
-export const unauthorized = (message = 'Unauthorized') => new StatusError(401, 'Unauthorized', message);
-export const notFound = (message = 'the server could not find the requested resource', details?: StatusDetails) => new StatusError(404, 'NotFound', message, details);
-export const upstreamUnavailable = (why: string) =>
-  new StatusError(503, 'ServiceUnavailable', `the upstream API server is unavailable: ${why}`, { retryAfterSeconds: 1 });
-/** Flow control's refusal: the client may retry after `retryAfterSeconds` (Retry-After header and details). */
-export const tooManyRequests = (message: string, retryAfterSeconds = 1) => new StatusError(429, 'TooManyRequests', message, { retryAfterSeconds });
-export const headersTooLarge = () => new StatusError(431, 'BadRequest', 'request header fields too large');
-
-function asStatusError(error: unknown): StatusError {
-  if (error instanceof StatusError) return error;
-  // A bug, not bad input: the client learns nothing of it, the operator learns everything.
+/** A bug, not bad input: the client learns nothing of it, the operator learns everything. */
+function logBug(error: unknown): void {
   log.error('internal error', { error: error instanceof Error ? error.stack : String(error) });
-  return new StatusError(500, 'InternalError', 'an internal error occurred in tenantgate');
 }
 
 /** Answers a request with a Status; a response already under way can only be cut off. */
 export function sendStatus(res: ServerResponse | Http2ServerResponse, error: unknown): void {
-  const status = asStatusError(error);
+  const status = asStatusError(error, logBug);
   if (res.headersSent) {
     res.destroy();
     return;
@@ -148,7 +48,7 @@ const REASON_PHRASES: Record<number, string> = {
  * `endSocket: false` leaves the connection open for the caller to close.
  */
 export function writeRawStatus(socket: Duplex, error: unknown, endSocket = true): void {
-  const status = asStatusError(error);
+  const status = asStatusError(error, logBug);
   if (!socket.writable) {
     socket.destroy();
     return;

@@ -46,7 +46,8 @@ import {
 import { validateTenant } from '../tenants/validation.ts';
 import type { RecordTenantOperation, TenantOperation } from '../metrics/metrics.ts';
 import type { RequestContext } from './context.ts';
-import { badRequest, notFound, sendStatus, StatusError } from './status.ts';
+import { sendStatus } from './status.ts';
+import { alreadyExists, badGateway, conflict, expired, forbidden, invalid, methodNotAllowed, badRequest, notFound, requestEntityTooLarge, serviceUnavailable, StatusError, unsupportedMediaType } from '../errors/status-error.ts';
 
 /** Issues a tenant admin's kubeconfig (certificate CN=<id>-admin, OU=<id>, with its private key). */
 export type IssueKubeconfig = (tenant: Tenant) => Promise<string>;
@@ -80,25 +81,25 @@ const QUALIFIED = `${TENANT_RESOURCE}.${TENANT_GROUP}`;
 // ---- Status errors in the apiserver's words ----
 
 const details = (name: string) => ({ name, group: TENANT_GROUP, kind: TENANT_RESOURCE });
-const tenantNotFound = (name: string) => new StatusError(404, 'NotFound', `${QUALIFIED} "${name}" not found`, details(name));
-const conflict = (name: string, why: string) =>
-  new StatusError(409, 'Conflict', `Operation cannot be fulfilled on ${QUALIFIED} "${name}": ${why}`, details(name));
+const tenantNotFound = (name: string) => notFound(`${QUALIFIED} "${name}" not found`, details(name));
+const tenantConflict = (name: string, why: string) =>
+  conflict(`Operation cannot be fulfilled on ${QUALIFIED} "${name}": ${why}`, details(name));
 
 /** The Status a TenantStore failure answers with; anything else is left as it is (a StatusError, or a bug → 500). */
 export function tenantStoreStatus(error: unknown, name = ''): unknown {
   if (error instanceof TenantStoreUnavailable) {
-    return new StatusError(503, 'ServiceUnavailable', `the tenant store is unavailable, try again: ${error.message}`, { ...details(name), retryAfterSeconds: 1 });
+    return serviceUnavailable(`the tenant store is unavailable, try again: ${error.message}`, { ...details(name), retryAfterSeconds: 1 });
   }
-  if (error instanceof TenantConflict) return conflict(name, 'the object has been modified; please apply your changes to the latest version and try again');
-  if (error instanceof TenantExists) return new StatusError(409, 'AlreadyExists', `${QUALIFIED} "${name}" already exists`, details(name));
+  if (error instanceof TenantConflict) return tenantConflict(name, 'the object has been modified; please apply your changes to the latest version and try again');
+  if (error instanceof TenantExists) return alreadyExists(`${QUALIFIED} "${name}" already exists`, details(name));
   if (error instanceof TenantMissing) return tenantNotFound(name);
-  if (error instanceof TenantWatchExpired) return new StatusError(410, 'Expired', error.message);
+  if (error instanceof TenantWatchExpired) return expired(error.message);
   return error;
 }
 
 function forbiddenForTenants(info: RequestInfo): StatusError {
   const resource = info.resource === '' ? TENANT_GROUP : info.subresource === '' ? QUALIFIED : `${info.resource}/${info.subresource}.${TENANT_GROUP}`;
-  return new StatusError(403, 'Forbidden', `${resource} is forbidden: the Tenant API is for tenantgate's administrators only`, {
+  return forbidden(`${resource} is forbidden: the Tenant API is for tenantgate's administrators only`, {
     group: TENANT_GROUP,
     kind: info.resource || TENANT_RESOURCE,
   });
@@ -131,7 +132,7 @@ function sendTenant(ctx: RequestContext, code: number, tenant: Tenant, query: UR
 
 async function readJsonOrYaml(ctx: RequestContext): Promise<{ body: unknown; contentType: string }> {
   const contentType = String(ctx.req.headers['content-type'] ?? 'application/json').toLowerCase();
-  const buffer = await readBody(ctx.req, MAX_BODY_BYTES, () => new StatusError(413, 'RequestEntityTooLarge', `the request body is larger than ${MAX_BODY_BYTES} bytes`));
+  const buffer = await readBody(ctx.req, MAX_BODY_BYTES, () => requestEntityTooLarge(`the request body is larger than ${MAX_BODY_BYTES} bytes`));
   const text = buffer.toString('utf8');
   if (contentType.includes('json-patch')) return { body: parseJsonPatch(text), contentType };
   return { body: parseJsonOrYamlBody(text, contentType), contentType };
@@ -223,7 +224,7 @@ function watch(ctx: RequestContext, store: TenantStore, query: URLSearchParams):
 function forCreate(tenant: Tenant): Parameters<TenantStore['create']>[0] {
   const { uid: _uid, resourceVersion, creationTimestamp: _created, deletionTimestamp: _deleted, generation: _generation, ...metadata } = tenant.metadata;
   if (resourceVersion !== undefined && resourceVersion !== '') {
-    throw new StatusError(422, 'Invalid', `${QUALIFIED} "${tenant.metadata.name}" is invalid: metadata.resourceVersion: Invalid value: "${resourceVersion}": must not be set on create`, details(tenant.metadata.name));
+    throw invalid(`${QUALIFIED} "${tenant.metadata.name}" is invalid: metadata.resourceVersion: Invalid value: "${resourceVersion}": must not be set on create`, details(tenant.metadata.name));
   }
   // The status is the lifecycle controller's to write (status subresource), never the creator's.
   const { status: _status, ...rest } = tenant;
@@ -290,7 +291,7 @@ async function update(ctx: RequestContext, tenants: TenantStore, info: RequestIn
   const resourceVersion = written.metadata.resourceVersion;
   // As for custom resources: an update must say which version it replaces.
   if (resourceVersion === undefined || resourceVersion === '') {
-    throw new StatusError(422, 'Invalid', `${QUALIFIED} "${info.name}" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update`, details(info.name));
+    throw invalid(`${QUALIFIED} "${info.name}" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update`, details(info.name));
   }
   const updated = await store(tenants, merged(current(tenants, info.name), written, info.subresource), query);
   sendTenant(ctx, 200, updated, query);
@@ -311,7 +312,7 @@ const PATCH_TYPES = ['application/json-patch+json', 'application/merge-patch+jso
  */
 async function patch(ctx: RequestContext, tenants: TenantStore, info: RequestInfo, body: unknown, contentType: string, query: URLSearchParams): Promise<void> {
   if (!PATCH_TYPES.some((type) => contentType.startsWith(type))) {
-    throw new StatusError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${PATCH_TYPES.join(', ')}`);
+    throw unsupportedMediaType(`the body of the request was in an unknown format - accepted media types include: ${PATCH_TYPES.join(', ')}`);
   }
   const apply = contentType.startsWith('application/apply-patch');
   if (apply && tenants.get(info.name) === undefined && info.subresource === '') {
@@ -340,10 +341,10 @@ async function remove(ctx: RequestContext, tenants: TenantStore, info: RequestIn
   for (let attempt = 1; ; attempt++) {
     const tenant = current(tenants, info.name);
     if (preconditions.uid !== undefined && preconditions.uid !== tenant.metadata.uid) {
-      throw conflict(info.name, `Precondition failed: UID in precondition: ${preconditions.uid}, UID in object meta: ${tenant.metadata.uid}`);
+      throw tenantConflict(info.name, `Precondition failed: UID in precondition: ${preconditions.uid}, UID in object meta: ${tenant.metadata.uid}`);
     }
     if (preconditions.resourceVersion !== undefined && preconditions.resourceVersion !== tenant.metadata.resourceVersion) {
-      throw conflict(info.name, `Precondition failed: ResourceVersion in precondition: ${preconditions.resourceVersion}, ResourceVersion in object meta: ${tenant.metadata.resourceVersion}`);
+      throw tenantConflict(info.name, `Precondition failed: ResourceVersion in precondition: ${preconditions.resourceVersion}, ResourceVersion in object meta: ${tenant.metadata.resourceVersion}`);
     }
     if (tenant.metadata.deletionTimestamp !== undefined) {
       sendTenant(ctx, 200, tenant, query);
@@ -364,7 +365,7 @@ async function remove(ctx: RequestContext, tenants: TenantStore, info: RequestIn
 async function kubeconfig(ctx: RequestContext, deps: TenantApiDeps, name: string): Promise<void> {
   const tenant = deps.tenants.get(name);
   if (tenant === undefined || tenant.metadata.deletionTimestamp !== undefined) throw tenantNotFound(name);
-  if (deps.issueKubeconfig === null) throw new StatusError(503, 'ServiceUnavailable', 'this tenantgate issues no tenant credentials (no tenant CA is configured)');
+  if (deps.issueKubeconfig === null) throw serviceUnavailable('this tenantgate issues no tenant credentials (no tenant CA is configured)');
   const text = await deps.issueKubeconfig(tenant);
   sendJson(ctx.res, 200, text, 'application/yaml');
 }
@@ -400,7 +401,7 @@ async function serveResource(ctx: RequestContext, deps: TenantApiDeps, info: Req
       return counted(deps, 'delete', (hasBody ? readJsonOrYaml(ctx).then(({ body }) => body) : Promise.resolve(undefined)).then((body) => remove(ctx, tenants, info, body, query)));
     }
   }
-  throw new StatusError(405, 'MethodNotAllowed', `the server does not allow this method on the requested resource (${method} ${QUALIFIED})`);
+  throw methodNotAllowed(`the server does not allow this method on the requested resource (${method} ${QUALIFIED})`);
 }
 
 // ---- discovery for administrators: the upstream's answer with the group added ----
@@ -418,7 +419,7 @@ function addToUpstreamDocument(ctx: RequestContext, pool: UpstreamPool, add: (do
     const responseHeaders = clientResponseHeaders(upstreamHeaders);
     delete responseHeaders['content-length'];
     delete responseHeaders.etag;
-    void readBody(upstream!, MAX_DISCOVERY_BYTES, () => new StatusError(502, 'InternalError', 'the upstream discovery document is too large'))
+    void readBody(upstream!, MAX_DISCOVERY_BYTES, () => badGateway('the upstream discovery document is too large'))
       .then((buffer) => {
         let body: Buffer | string = buffer;
         if (status === 200) {
@@ -430,7 +431,7 @@ function addToUpstreamDocument(ctx: RequestContext, pool: UpstreamPool, add: (do
         (res as ServerResponse).writeHead(status, responseHeaders);
         res.end(body);
       })
-      .catch((error: unknown) => sendStatus(res, error instanceof SyntaxError ? new StatusError(502, 'InternalError', 'the upstream discovery document is not JSON') : error));
+      .catch((error: unknown) => sendStatus(res, error instanceof SyntaxError ? badGateway('the upstream discovery document is not JSON') : error));
   });
 }
 

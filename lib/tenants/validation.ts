@@ -1,7 +1,7 @@
 // Checks what a client sends as a Tenant (create, update, the result of a patch) before the store sees it.
 // Never trusts or fills server-owned fields (uid, resourceVersion, timestamps): it accepts the shape or refuses it.
-import { invalid } from '../convert/rules/names.ts';
-import { badRequest } from '../server/status.ts';
+import { invalidField } from '../convert/rules/names.ts';
+import { badRequest } from '../errors/status-error.ts';
 import { invalidTenantId, TENANT_API_VERSION, TENANT_GROUP, type Tenant } from './tenant.ts';
 
 const CONDITION_STATUSES = new Set(['True', 'False', 'Unknown']);
@@ -28,7 +28,7 @@ export function validateTenant(body: unknown, nameInPath: string | null): Tenant
   const metadata = body.metadata;
   if (!isPlainObject(metadata)) throw badRequest('the Tenant has no metadata');
   const name = typeof metadata.name === 'string' ? metadata.name : '';
-  const fail = (field: string, value: unknown, why: string) => invalid('Tenant', TENANT_GROUP, name, field, typeof value === 'string' ? value : JSON.stringify(value) ?? '', why);
+  const fail = (field: string, value: unknown, why: string) => invalidField('Tenant', TENANT_GROUP, name, field, typeof value === 'string' ? value : JSON.stringify(value) ?? '', why);
   if (nameInPath !== null && name !== nameInPath) throw badRequest(`the name of the object (${name}) does not match the name on the URL (${nameInPath})`);
   if (name === '' && typeof metadata.generateName === 'string') throw fail('metadata.generateName', metadata.generateName, 'a Tenant is named by its id: set metadata.name');
   const why = invalidTenantId(name);

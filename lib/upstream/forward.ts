@@ -9,7 +9,8 @@ import type { TenantgateMetrics } from '../metrics/metrics.ts';
 import { releaseStartSeat } from '../flowcontrol/stage.ts';
 import type { RequestContext } from '../server/context.ts';
 import { verbOf } from '../server/request-end.ts';
-import { sendStatus, upstreamUnavailable } from '../server/status.ts';
+import { sendStatus } from '../server/status.ts';
+import { upstreamUnavailable } from '../errors/status-error.ts';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.ts';
 import type { UpstreamPool } from './pool.ts';
 

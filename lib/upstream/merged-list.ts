@@ -12,7 +12,8 @@ import type { RequestInfo } from '../convert/request-info.ts';
 import { upstreamResourceTarget } from '../convert/request.ts';
 import type { ConvertContext } from '../convert/rules/index.ts';
 import { isTable, tableToTenant, type RowObjects } from '../convert/table.ts';
-import { badRequest, sendStatus, StatusError, upstreamUnavailable } from '../server/status.ts';
+import { sendStatus } from '../server/status.ts';
+import { badGateway, badRequest, internalError, StatusError, upstreamUnavailable } from '../errors/status-error.ts';
 import { ListRewriter } from '../stream/tenant-view.ts';
 import { tenantViewSpecOf } from '../stream/view-spec.ts';
 import type { UpstreamPool } from './pool.ts';
@@ -83,7 +84,7 @@ function request(pool: UpstreamPool, path: string, headers: OutgoingHttpHeaders)
 }
 
 function readPage(body: ClientHttp2Stream): Promise<Buffer> {
-  return readBody(body, MAX_PAGE_BYTES, () => new StatusError(500, 'InternalError', 'the upstream answer is too large to convert'));
+  return readBody(body, MAX_PAGE_BYTES, () => internalError('the upstream answer is too large to convert'));
 }
 
 async function readWhole(body: ClientHttp2Stream): Promise<unknown> {
@@ -91,7 +92,7 @@ async function readWhole(body: ClientHttp2Stream): Promise<unknown> {
   try {
     return JSON.parse(bytes.toString('utf8'));
   } catch {
-    throw new StatusError(502, 'InternalError', 'the upstream answer is not JSON');
+    throw badGateway('the upstream answer is not JSON');
   }
 }
 
@@ -274,7 +275,7 @@ class TableMerge {
 
   async add(body: ClientHttp2Stream): Promise<Page> {
     const page: unknown = await readWhole(body);
-    if (!isTable(page)) throw new StatusError(502, 'InternalError', 'the upstream did not answer with a Table');
+    if (!isTable(page)) throw badGateway('the upstream did not answer with a Table');
     const metadata = (page as { metadata?: { resourceVersion?: string; continue?: string } }).metadata;
     // Rows arrive as the kind's objects; the rule of their kind converts them (or drops them).
     const view: any = tableToTenant(page, this.convert, this.row, this.rowObjects);

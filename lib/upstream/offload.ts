@@ -5,7 +5,7 @@ import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import type { ConvertDocumentResult, ConvertDocumentTask } from '../../workers/convert-document.ts';
-import { StatusError, type StatusReason } from '../server/status.ts';
+import { StatusError, type StatusReason } from '../errors/status-error.ts';
 
 /**
  * Documents at least this large go to the pool. Measured with bench/offload.ts on the rig's OpenAPI v2 document

@@ -8,7 +8,7 @@ import { openapiV2ToTenant } from '../convert/openapi.ts';
 import { OPENAPI_V2_PROTOBUF, openapiV2ToProtobuf } from '../convert/openapi-v2-protobuf.ts';
 import type { TenantId } from '../convert/prefix.ts';
 import type { RequestContext } from '../server/context.ts';
-import { StatusError } from '../server/status.ts';
+import { badGateway } from '../errors/status-error.ts';
 import { convertOffThread, OFFLOAD_MIN_BYTES } from './offload.ts';
 
 interface CachedView {
@@ -104,7 +104,7 @@ export interface OpenApiV2Revalidation {
 export async function answerOpenApiV2(ctx: RequestContext, tenant: TenantId, protobuf: boolean, upstream: { status: number; etag: unknown; body: Buffer }, revalidation: OpenApiV2Revalidation | null, responseHeaders: OutgoingHttpHeaders): Promise<void> {
   let view = upstream.status === 304 ? revalidation?.kept : undefined;
   if (view === undefined) {
-    if (upstream.status === 304) throw new StatusError(502, 'InternalError', 'the upstream answered 304 to a request tenantgate did not make conditional');
+    if (upstream.status === 304) throw badGateway('the upstream answered 304 to a request tenantgate did not make conditional');
     const body = upstream.body.length >= OFFLOAD_MIN_BYTES ? await convertOffThread({ kind: 'openapi-v2', tenant, body: upstream.body, protobuf }) : convertOpenApiV2Inline(upstream.body, tenant, protobuf);
     const etag = typeof upstream.etag === 'string' && upstream.etag !== '' ? upstream.etag : null;
     view = etag !== null && revalidation !== null ? revalidation.cache.put(tenant, protobuf, etag, body) : { upstreamEtag: '', tenantEtag: '', body };
@@ -129,7 +129,7 @@ function convertOpenApiV2Inline(buffer: Buffer, tenant: TenantId, protobuf: bool
   try {
     document = JSON.parse(buffer.toString('utf8'));
   } catch {
-    throw new StatusError(502, 'InternalError', 'the upstream OpenAPI v2 document is not JSON');
+    throw badGateway('the upstream OpenAPI v2 document is not JSON');
   }
   const view = openapiV2ToTenant(document as never, tenant);
   return protobuf ? openapiV2ToProtobuf(view as Record<string, unknown>, buffer.length) : Buffer.from(JSON.stringify(view));

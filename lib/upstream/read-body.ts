@@ -3,7 +3,7 @@
 import type { Readable } from 'node:stream';
 import type { TenantId } from '../convert/prefix.ts';
 import { statusToTenant, stripTenantPrefixes } from '../convert/status.ts';
-import { reasonOfCode, StatusError, type StatusReason } from '../server/status.ts';
+import { reasonOfCode, StatusError, type StatusReason } from '../errors/status-error.ts';
 
 /** The whole body; `tooLarge()` is the rejection once it passes `limit` bytes (the stream is destroyed). */
 export function readBody(stream: Readable, limit: number, tooLarge: () => Error): Promise<Buffer> {

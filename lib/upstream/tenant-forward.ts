@@ -31,7 +31,8 @@ import { apiVersionToTenant, groupOfApiVersion } from '../convert/rules/api-grou
 import { statusToTenant } from '../convert/status.ts';
 import { isTable, rowObjectsFor, tableToTenant, type RowObjects } from '../convert/table.ts';
 import type { RequestContext } from '../server/context.ts';
-import { badRequest, notFound, sendStatus, StatusError } from '../server/status.ts';
+import { sendStatus } from '../server/status.ts';
+import { badGateway, badRequest, internalError, invalid, notFound, requestEntityTooLarge, StatusError } from '../errors/status-error.ts';
 import { ListRewriter, WatchRewriter } from '../stream/tenant-view.ts';
 import { tenantViewSpecOf } from '../stream/view-spec.ts';
 import { listAcrossNamespaces } from './merged-list.ts';
@@ -101,7 +102,7 @@ function refuseDeletingDirectives(value: unknown, inList: boolean, path: string)
   }
   for (const [key, child] of Object.entries(value)) {
     // In a list, {"$patch": "delete"} removes one element; in an object it removes the whole object.
-    if (key === '$patch' && child === 'delete' && !inList) throw new StatusError(422, 'Invalid', `the patch may not delete ${path || 'the object'} with $patch: tenantgate keeps fields there`);
+    if (key === '$patch' && child === 'delete' && !inList) throw invalid(`the patch may not delete ${path || 'the object'} with $patch: tenantgate keeps fields there`);
     refuseDeletingDirectives(child, false, path === '' ? key : `${path}.${key}`);
   }
 }
@@ -123,7 +124,7 @@ function requestBodyToUpstream(text: string, contentType: string, ctx: RequestCo
     for (const op of parseJsonPatch(text) as { path?: unknown; from?: unknown }[]) {
       for (const path of [op.path, op.from]) {
         if (typeof path === 'string' && (path === '/metadata/labels' || path === '/metadata' || PROTECTED_PATCH_PATHS.some((p) => path === p || path.startsWith(p + '/')))) {
-          throw new StatusError(422, 'Invalid', `the JSON patch may not change ${path}: tenantgate manages it`);
+          throw invalid(`the JSON patch may not change ${path}: tenantgate manages it`);
         }
       }
     }
@@ -136,10 +137,10 @@ function requestBodyToUpstream(text: string, contentType: string, ctx: RequestCo
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('the request body must be a JSON object');
   const metadata = body.metadata;
   if (metadata === null || (typeof metadata === 'object' && metadata.labels === null)) {
-    throw new StatusError(422, 'Invalid', `the patch may not remove every label: tenantgate keeps ${TENANT_LABEL}; remove labels one by one`);
+    throw invalid(`the patch may not remove every label: tenantgate keeps ${TENANT_LABEL}; remove labels one by one`);
   }
   if (typeof metadata === 'object' && metadata !== undefined && typeof metadata.labels === 'object' && TENANT_LABEL in metadata.labels) {
-    throw new StatusError(422, 'Invalid', `the label ${TENANT_LABEL} is managed by tenantgate`);
+    throw invalid(`the label ${TENANT_LABEL} is managed by tenantgate`);
   }
   if (patchesTheObject(info, row)) {
     // A partial object: the kind's rules convert (and force) what it carries, as for a whole one.
@@ -366,7 +367,7 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
         });
         return;
       }
-      void readBody(upstream!, MAX_RESPONSE_BODY_BYTES, () => new StatusError(500, 'InternalError', 'the upstream answer is too large to convert'))
+      void readBody(upstream!, MAX_RESPONSE_BODY_BYTES, () => internalError('the upstream answer is too large to convert'))
         .then(async (buffer) => {
           if (status === 403 && row !== null && row.scope === 'Namespaced' && info.namespace !== '' && info.verb !== 'watch') {
             const missing = await missingNamespaceAnswer(ctx, deps, namespaceToUpstream(info.namespace, tenant));
@@ -396,7 +397,7 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
           } catch {
             // An error in plain text keeps its code; only a success that is not JSON is the upstream's fault.
             if (status >= 400) throw tenantStatusError(status, buffer, tenant);
-            throw new StatusError(502, 'InternalError', 'the upstream answer is not JSON');
+            throw badGateway('the upstream answer is not JSON');
           }
           if (status === 201 && (row?.rule === 'selfsubjectaccessreview' || row?.rule === 'subjectaccessreview')) await clusterReviewWithShadow(body, ctx, deps);
           if (row !== null && status === 201 && info.verb === 'create' && info.resource === 'namespaces') {
@@ -434,7 +435,7 @@ export function forwardTenantRequest(ctx: RequestContext, deps: TenantForwardDep
     send(null);
     return;
   }
-  readBody(req, MAX_REQUEST_BODY_BYTES, () => new StatusError(413, 'RequestEntityTooLarge', `the request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes`))
+  readBody(req, MAX_REQUEST_BODY_BYTES, () => requestEntityTooLarge(`the request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes`))
     .then(async (buffer) => {
       let contentType = req.headers['content-type'] ?? 'application/json';
       headers['content-type'] = contentType;

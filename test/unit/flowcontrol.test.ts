@@ -8,7 +8,8 @@ import { DEFAULT_FLOW_CONTROL, FLOW_WEIGHT_ANNOTATION, limitsOf, MAX_WATCHES_ANN
 import { flowControl, isLongRunning, releaseStartSeat, seatKindOf } from '../../lib/flowcontrol/stage.ts';
 import { Seat, SEAT_HELD, SEAT_QUEUED } from '../../lib/flowcontrol/tenant-flow.ts';
 import { newRequestContext } from '../../lib/server/context.ts';
-import { sendStatus, StatusError } from '../../lib/server/status.ts';
+import { sendStatus } from '../../lib/server/status.ts';
+import { StatusError } from '../../lib/errors/status-error.ts';
 import type { Tenant } from '../../lib/tenants/tenant.ts';
 
 function tenant(name: string, annotations?: Record<string, string>): Tenant {

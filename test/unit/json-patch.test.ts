@@ -2,7 +2,7 @@
 import t from 'tap';
 import { applyJsonPatch, MAX_JSON_PATCH_COPY_BYTES, MAX_JSON_PATCH_OPERATIONS, parseJsonPatch } from '../../lib/convert/json-patch.ts';
 import { MAX_BODY_NESTING } from '../../lib/convert/tenant-body.ts';
-import { StatusError } from '../../lib/server/status.ts';
+import { StatusError } from '../../lib/errors/status-error.ts';
 
 const apply = (doc: unknown, ops: object[]) => applyJsonPatch(structuredClone(doc), ops as Record<string, unknown>[]);
 

@@ -5,7 +5,7 @@ import t from 'tap';
 import { openapiV2ToTenant } from '../../lib/convert/openapi.ts';
 import { openapiV2ToProtobuf } from '../../lib/convert/openapi-v2-protobuf.ts';
 import { closeOffload, convertOffThread } from '../../lib/upstream/offload.ts';
-import { StatusError } from '../../lib/server/status.ts';
+import { StatusError } from '../../lib/errors/status-error.ts';
 
 const FIXTURE = readFileSync(new URL('../fixtures/openapi-v2.json', import.meta.url));
 t.teardown(() => closeOffload());

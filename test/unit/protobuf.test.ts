@@ -4,7 +4,7 @@ import { carriesTenantLabel, KINDS, kindOf, type KindRow } from '../../lib/conve
 import { TENANT_LABEL } from '../../lib/convert/prefix.ts';
 import { isProtobuf, protobufBodyToUpstream, type ProtobufBodyOptions } from '../../lib/convert/protobuf.ts';
 import { objectToUpstream } from '../../lib/convert/rules/index.ts';
-import { StatusError } from '../../lib/server/status.ts';
+import { StatusError } from '../../lib/errors/status-error.ts';
 import { mutate, seededRandom } from '../helpers/fuzz.ts';
 import { thrownStatus } from '../helpers/status-error.ts';
 

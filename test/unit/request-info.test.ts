@@ -1,6 +1,6 @@
 import t from 'tap';
 import { parseRequestInfo, type RequestInfo } from '../../lib/convert/request-info.ts';
-import { StatusError } from '../../lib/server/status.ts';
+import { StatusError } from '../../lib/errors/status-error.ts';
 
 type Expected = Partial<RequestInfo>;
 

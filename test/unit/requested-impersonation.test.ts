@@ -3,7 +3,7 @@ import { AccessReviews, type AccessQuestion } from '../../lib/auth/access-review
 import type { Identity } from '../../lib/auth/identity.ts';
 import { upstreamIdentityOf } from '../../lib/auth/impersonation.ts';
 import { authorizeImpersonation, impersonationChecks, requestedImpersonation } from '../../lib/auth/requested-impersonation.ts';
-import { StatusError } from '../../lib/server/status.ts';
+import { StatusError } from '../../lib/errors/status-error.ts';
 import { upstreamRequestHeaders } from '../../lib/upstream/headers.ts';
 
 const raw = (headers: [string, string][]) => headers.flat();

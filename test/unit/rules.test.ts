@@ -16,7 +16,7 @@ import {
   type ConvertContext,
   type Json,
 } from '../../lib/convert/rules/index.ts';
-import { StatusError } from '../../lib/server/status.ts';
+import { StatusError } from '../../lib/errors/status-error.ts';
 
 // Discovery as the upstream would answer it: every tenant below installed the same two CRDs in group example.com.
 const TENANTS = ['abc123', 'xyz789', 'defaul', 'system'];

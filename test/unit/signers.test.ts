@@ -14,7 +14,7 @@ import {
 } from '../../lib/convert/rules/signers.ts';
 import { rewriteFieldSelector } from '../../lib/convert/selectors.ts';
 import { stripTenantPrefixes } from '../../lib/convert/status.ts';
-import { StatusError } from '../../lib/server/status.ts';
+import { StatusError } from '../../lib/errors/status-error.ts';
 import { seededRandom } from '../helpers/fuzz.ts';
 
 const A = 'abc123';

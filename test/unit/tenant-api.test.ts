@@ -7,7 +7,7 @@ import { tenantStoreStatus } from '../../lib/server/tenant-api.ts';
 import { MemoryTenantStore } from '../../lib/tenants/memory-store.ts';
 import { TenantConflict, TenantExists, TenantMissing, TenantStoreUnavailable, TenantWatchExpired, type Tenant, type TenantStore } from '../../lib/tenants/tenant.ts';
 import { connectH2, h2Request } from '../helpers/http.ts';
-import { StatusError } from '../../lib/server/status.ts';
+import { StatusError } from '../../lib/errors/status-error.ts';
 import type { ClientHttp2Session } from 'node:http2';
 
 const BASE = '/apis/tenant.kubezoo.io/v1alpha1/tenants';

@@ -4,7 +4,7 @@
 // never skip). Their rules' custom groups, services, policies and params are the tenant's. A webhook calls a service
 // of the tenant's, or a URL only on a host an administrator allowed: the apiserver would connect anywhere it is told.
 import { builtinKindOf } from '../kinds.ts';
-import { StatusError } from '../../server/status.ts';
+import { invalid } from '../../errors/status-error.ts';
 import { apiGroupToTenant, apiGroupToUpstream, apiVersionToTenant, apiVersionToUpstream } from './api-groups.ts';
 import { celNamespacesToTenant, celNamespacesToUpstream } from './cel-namespaces.ts';
 import { eachObjectAt, ensureObject, everyObjectAt, mapStringAt, mapStringsAt, objectAt } from './json.ts';
@@ -52,7 +52,7 @@ export function checkWebhookUrl(clientConfig: unknown, field: string, group: str
     host === null
       ? 'Forbidden: a webhook URL must be a valid URL on a host the administrator allowed; name a service in your namespaces instead'
       : `Forbidden: webhooks may call ${JSON.stringify(host)} only if the administrator allows it (--tenant-webhook-url-hosts); name a service in your namespaces instead`;
-  throw new StatusError(422, 'Invalid', `${where}: ${detail}`, { group, causes: [{ reason: 'FieldValueForbidden', message: detail, field: where }] });
+  throw invalid(`${where}: ${detail}`, { group, causes: [{ reason: 'FieldValueForbidden', message: detail, field: where }] });
 }
 
 const WEBHOOKS = ['webhooks', '*'];

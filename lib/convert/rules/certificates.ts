@@ -6,7 +6,7 @@ import { isObject, mapStringAt, mapStringsAt, objectAt, stringAt } from './json.
 import type { Json, KindRule } from './rule.ts';
 import { csrSignerNameToUpstream, KUBE_APISERVER_CLIENT_SIGNER, signerNameToTenant } from './signers.ts';
 import { parseCertificateRequest } from '../../auth/pki.ts';
-import { StatusError } from '../../server/status.ts';
+import { forbidden } from '../../errors/status-error.ts';
 
 /** The extra tenantgate marks every tenant request with upstream (auth/impersonation.ts): the apiserver records it. */
 const TENANT_EXTRA_KEY = 'tenant';
@@ -25,10 +25,7 @@ function refuseMasters(spec: Json, name: string): void {
     return;
   }
   if (organizations.includes('system:masters')) {
-    throw new StatusError(
-      403,
-      'Forbidden',
-      `certificatesigningrequests.certificates.k8s.io ${JSON.stringify(name)} is forbidden: use of ${KUBE_APISERVER_CLIENT_SIGNER} signer with system:masters group is not allowed`,
+    throw forbidden(`certificatesigningrequests.certificates.k8s.io ${JSON.stringify(name)} is forbidden: use of ${KUBE_APISERVER_CLIENT_SIGNER} signer with system:masters group is not allowed`,
       { name, group: 'certificates.k8s.io', kind: 'certificatesigningrequests' },
     );
   }

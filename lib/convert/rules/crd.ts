@@ -6,7 +6,7 @@ import { toTenantName, toUpstreamName } from '../prefix.ts';
 import { checkWebhookUrl } from './admission.ts';
 import { apiVersionToTenant, apiVersionToUpstream } from './api-groups.ts';
 import { mapStringAt, objectAt, stringAt } from './json.ts';
-import { invalid, MAX_TENANT_NAMESPACE, namespaceToTenant, namespaceToUpstream } from './names.ts';
+import { invalidField, MAX_TENANT_NAMESPACE, namespaceToTenant, namespaceToUpstream } from './names.ts';
 import type { KindRule } from './rule.ts';
 
 const CONVERSION_SERVICE_NAMESPACE = ['spec', 'conversion', 'webhook', 'clientConfig', 'service', 'namespace'];
@@ -20,15 +20,15 @@ export const crd: KindRule = {
     if (spec !== undefined && group !== undefined) {
       const name = stringAt(objectAt(obj, 'metadata') ?? {}, 'name') ?? '';
       if (!isTenantCrdGroup(group)) {
-        throw invalid(KIND, GROUP, name, 'spec.group', group, 'is a built-in API group; a custom resource cannot define it');
+        throw invalidField(KIND, GROUP, name, 'spec.group', group, 'is a built-in API group; a custom resource cannot define it');
       }
       const firstLabel = group.split('.', 1)[0] as string;
       if (firstLabel.length > MAX_TENANT_NAMESPACE) {
-        throw invalid(KIND, GROUP, name, 'spec.group', group, `its first label must be no more than ${MAX_TENANT_NAMESPACE} characters`);
+        throw invalidField(KIND, GROUP, name, 'spec.group', group, `its first label must be no more than ${MAX_TENANT_NAMESPACE} characters`);
       }
       const plural = stringAt(objectAt(spec, 'names') ?? {}, 'plural');
       if (name && plural !== undefined && name !== plural + '.' + group) {
-        throw invalid(KIND, GROUP, name, 'metadata.name', name, 'must be spec.names.plural+"."+spec.group');
+        throw invalidField(KIND, GROUP, name, 'metadata.name', name, 'must be spec.names.plural+"."+spec.group');
       }
       spec.group = toUpstreamName(group, ctx.tenant);
     }

@@ -2,7 +2,7 @@
 // `system:serviceaccount:<id>-<ns>:<name>` (and its namespace group `system:serviceaccounts:<id>-<ns>`).
 // Never maps an upstream identity to a tenant's unless it carries that tenant's exact prefix.
 import { toTenantName, toUpstreamName, type TenantId } from '../prefix.ts';
-import { StatusError } from '../../server/status.ts';
+import { forbidden } from '../../errors/status-error.ts';
 
 const SA_USER = 'system:serviceaccount:';
 const SA_GROUP = 'system:serviceaccounts:';
@@ -49,7 +49,7 @@ export function userToTenant(upstreamUser: string, tenant: TenantId): string | n
 export function groupToUpstream(group: string, tenant: TenantId): string {
   if (group.startsWith(SA_GROUP) && group.length > SA_GROUP.length) return SA_GROUP + toUpstreamName(group.slice(SA_GROUP.length), tenant);
   if (RESERVED_TENANT_IDS.has(tenant)) {
-    throw new StatusError(403, 'Forbidden', `tenant ${JSON.stringify(tenant)} cannot carry groups: upstream reserves the "${tenant}:" prefix`);
+    throw forbidden(`tenant ${JSON.stringify(tenant)} cannot carry groups: upstream reserves the "${tenant}:" prefix`);
   }
   return tenant + ':' + group;
 }

@@ -1,7 +1,7 @@
 // The conversion rules by name (the table of kinds points here) and the two entry points every object goes through:
 // generic rule plus the kind's own, to upstream and back. objectToTenant never returns an object not the tenant's.
 import { accessRefusal, type KindRow, type RuleName } from '../kinds.ts';
-import { badRequest } from '../../server/status.ts';
+import { badRequest } from '../../errors/status-error.ts';
 import { admissionPolicy, admissionPolicyBinding, webhookConfiguration } from './admission.ts';
 import { certificateSigningRequest } from './certificates.ts';
 import { crd, customResource } from './crd.ts';

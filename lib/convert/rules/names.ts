@@ -2,7 +2,7 @@
 // CRD names prefix the group part; names that would not fit upstream are refused (422) before any upstream call.
 // Never returns a tenant name for an upstream name outside the tenant's exact prefix.
 import { MAX_UPSTREAM_NAME, MAX_UPSTREAM_NAMESPACE, PREFIX_LENGTH, toTenantName, toUpstreamName, type TenantId } from '../prefix.ts';
-import { StatusError } from '../../server/status.ts';
+import { invalid, StatusError } from '../../errors/status-error.ts';
 import type { KindRow } from '../kinds.ts';
 import { apiGroupToTenant, apiGroupToUpstream } from './api-groups.ts';
 import { groupToTenant, groupToUpstream, userToTenant, userToUpstream } from './identity.ts';
@@ -84,9 +84,9 @@ export function namespaceToTenant(upstreamNamespace: string, tenant: TenantId): 
 }
 
 /** A 422 Invalid in the apiserver's own words, so kubectl shows it like any validation error. */
-export function invalid(kind: string, group: string, name: string, field: string, value: string, why: string): StatusError {
+export function invalidField(kind: string, group: string, name: string, field: string, value: string, why: string): StatusError {
   const detail = `Invalid value: ${JSON.stringify(value)}: ${why}`;
-  return new StatusError(422, 'Invalid', `${kind || 'object'} ${JSON.stringify(name)} is invalid: ${field}: ${detail}`, {
+  return invalid(`${kind || 'object'} ${JSON.stringify(name)} is invalid: ${field}: ${detail}`, {
     name,
     group,
     kind,
@@ -98,12 +98,12 @@ export function invalid(kind: string, group: string, name: string, field: string
 export function checkNameFits(row: KindRow, name: string): void {
   if (nameMappingOfRow(row) === 'plain') return;
   const limit = row.group === '' && row.resource === 'namespaces' ? MAX_TENANT_NAMESPACE : MAX_TENANT_NAME;
-  if (name.length > limit) throw invalid(row.kind, row.group, name, 'metadata.name', name, `must be no more than ${limit} characters`);
+  if (name.length > limit) throw invalidField(row.kind, row.group, name, 'metadata.name', name, `must be no more than ${limit} characters`);
 }
 
 /** Refuses (422) an object's namespace that is too long once prefixed. */
 export function checkNamespaceFits(row: KindRow, name: string, namespace: string): void {
   if (namespace.length > MAX_TENANT_NAMESPACE) {
-    throw invalid(row.kind, row.group, name, 'metadata.namespace', namespace, `must be no more than ${MAX_TENANT_NAMESPACE} characters`);
+    throw invalidField(row.kind, row.group, name, 'metadata.namespace', namespace, `must be no more than ${MAX_TENANT_NAMESPACE} characters`);
   }
 }

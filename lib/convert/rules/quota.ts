@@ -4,7 +4,7 @@
 import { isTenantCrdGroup } from '../kinds.ts';
 import { PREFIX_LENGTH, toTenantName, toUpstreamName, type TenantId } from '../prefix.ts';
 import { isObject, objectAt, stringAt } from './json.ts';
-import { invalid } from './names.ts';
+import { invalidField } from './names.ts';
 import type { Json, KindRule } from './rule.ts';
 
 /** The maps keyed by resource name: spec.hard, status.hard, status.used (scopes and scopeSelector name scopes, not resources). */
@@ -67,7 +67,7 @@ export const resourceQuota: KindRule = {
       // The apiserver would refuse the prefixed name in words about a key the tenant did not write.
       if (upstream !== key && upstream.length - COUNT.length > MAX_NAME_PART) {
         const name = stringAt(objectAt(obj, 'metadata') ?? {}, 'name') ?? '';
-        throw invalid('ResourceQuota', '', name, field, key, `name part must be no more than ${MAX_TENANT_COUNT_NAME_PART} bytes for a count of a custom resource group (tenantgate prefixes the group)`);
+        throw invalidField('ResourceQuota', '', name, field, key, `name part must be no more than ${MAX_TENANT_COUNT_NAME_PART} bytes for a count of a custom resource group (tenantgate prefixes the group)`);
       }
       return upstream;
     }),

@@ -9,7 +9,7 @@ import { clusterSubjectToTenant, clusterSubjectToUpstream } from './cluster-subj
 import { groupToTenant, groupToUpstream, userToTenant, userToUpstream } from './identity.ts';
 import { eachObjectAt, everyObjectAt, isObject, mapStringAt } from './json.ts';
 import { objectSelectorToTenant, objectSelectorToUpstream } from './label-selectors.ts';
-import { invalid, nameMappingOfRow, namespaceToTenant, namespaceToUpstream, nameToTenant, nameToUpstream, type NameMapping } from './names.ts';
+import { invalidField, nameMappingOfRow, namespaceToTenant, namespaceToUpstream, nameToTenant, nameToUpstream, type NameMapping } from './names.ts';
 import { nameMappingOfResource } from './referents.ts';
 import type { ConvertContext, Json, KindRule } from './rule.ts';
 
@@ -197,7 +197,7 @@ export const binding: KindRule = {
   toUpstream(obj, ctx) {
     const name = isObject(obj.metadata) ? obj.metadata.name : undefined;
     if (typeof name === 'string' && name.startsWith(TENANTGATE_BINDING_PREFIX)) {
-      throw invalid('RoleBinding', 'rbac.authorization.k8s.io', name, 'metadata.name', name, `names starting with "${TENANTGATE_BINDING_PREFIX}" are reserved for tenantgate`);
+      throw invalidField('RoleBinding', 'rbac.authorization.k8s.io', name, 'metadata.name', name, `names starting with "${TENANTGATE_BINDING_PREFIX}" are reserved for tenantgate`);
     }
     eachObjectAt(obj, SUBJECTS, (subject) => subjectToUpstream(subject, ctx));
     return roleRefToUpstream(obj, ctx);

@@ -1,7 +1,7 @@
 // References from one object to another: metadata.ownerReferences and ObjectReferences (event subjects, endpoint
 // targets, PV claims). Namespaces take the prefix, names of the tenant's cluster-scoped kinds too, custom groups too.
 // On the way back a reference outside the tenant makes the whole object not the tenant's (false).
-import { StatusError } from '../../server/status.ts';
+import { invalid, StatusError } from '../../errors/status-error.ts';
 import { apiVersionToTenant, apiVersionToUpstream } from './api-groups.ts';
 import { eachObjectAt, everyObjectAt, isObject, stringAt } from './json.ts';
 import { namespaceToTenant, namespaceToUpstream, nameToTenant, nameToUpstream } from './names.ts';
@@ -11,7 +11,7 @@ import type { ConvertContext, Json, KindRule } from './rule.ts';
 function unknownOwner(index: number, apiVersion: string, kind: string): StatusError {
   const field = `metadata.ownerReferences[${index}]`;
   const message = `${field}: Invalid value: ${JSON.stringify(kind)}: no kind ${JSON.stringify(kind)} is served in ${JSON.stringify(apiVersion)}`;
-  return new StatusError(422, 'Invalid', message, { causes: [{ reason: 'FieldValueInvalid', message, field }] });
+  return invalid(message, { causes: [{ reason: 'FieldValueInvalid', message, field }] });
 }
 
 /** Throws 422 for an owner whose kind is unknown: guessing its scope wrong would let the garbage collector delete the dependent. */

@@ -1,14 +1,14 @@
 // Kinds that are not the tenant's: shared ones are read as they are (nodes without what would tell of other
 // tenants' volumes and images, APIServices only of the groups the tenant sees) and never written; hidden ones are
 // never served at all.
-import { StatusError } from '../../server/status.ts';
+import { forbidden, notFound } from '../../errors/status-error.ts';
 import { visibleGroup } from '../visibility.ts';
 import { objectAt, stringAt } from './json.ts';
 import { groupVersionNameToTenant } from './names.ts';
 import type { KindRule } from './rule.ts';
 
 const readOnly = (): never => {
-  throw new StatusError(403, 'Forbidden', 'this resource is shared by all tenants of this cluster and read-only');
+  throw forbidden('this resource is shared by all tenants of this cluster and read-only');
 };
 
 export const shared: KindRule = {
@@ -57,7 +57,7 @@ export const apiService: KindRule = {
 
 export const hidden: KindRule = {
   toUpstream() {
-    throw new StatusError(404, 'NotFound', 'the server could not find the requested resource');
+    throw notFound('the server could not find the requested resource');
   },
   toTenant() {
     return null;

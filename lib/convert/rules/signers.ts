@@ -3,7 +3,7 @@
 // Never maps a tenant's signer name outside its own domain, so no upstream signer (kube-controller-manager's
 // `kubernetes.io/*` ones) ever acts on a tenant's CSR; never returns a tenant name for an upstream name outside it.
 import type { TenantId } from '../prefix.ts';
-import { StatusError } from '../../server/status.ts';
+import { invalid } from '../../errors/status-error.ts';
 
 /** The signer whose approved requests become client certificates of the cluster (here: of the tenant, by tenantgate). */
 export const KUBE_APISERVER_CLIENT_SIGNER = 'kubernetes.io/kube-apiserver-client';
@@ -118,7 +118,7 @@ export function signerNameProblem(name: string): string | null {
 export function csrSignerNameToUpstream(name: string, csrName: string, tenant: TenantId): string {
   const field = 'spec.signerName';
   const refuse = (detail: string) =>
-    new StatusError(422, 'Invalid', `CertificateSigningRequest.certificates.k8s.io ${JSON.stringify(csrName)} is invalid: ${field}: ${detail}`, {
+    invalid(`CertificateSigningRequest.certificates.k8s.io ${JSON.stringify(csrName)} is invalid: ${field}: ${detail}`, {
       name: csrName,
       group: 'certificates.k8s.io',
       kind: 'CertificateSigningRequest',
