@@ -206,6 +206,8 @@ const TYPE_ERROR = Buffer.from('ERROR');
 const COMMA = Buffer.from(',');
 const NEWLINE = Buffer.from('\n');
 const EMPTY = Buffer.alloc(0);
+/** walkItem()'s key tables by shape of scanner (name field, metadata or not, marked spec members): a handful. */
+const ITEM_WALK_KEYS = new Map<string, Uint8Array | null>();
 /** Bytes of a chunk first copied behind held bytes; doubled until the held item ends. */
 const FIRST_PIECE = 4096;
 /**
@@ -467,10 +469,20 @@ export class TenantViewScanner {
     this.itemKeys = this.itemWalkKeys();
   }
 
-  /** What onKey() looks for, for walkItem(): the same keys in the same places. */
+  /**
+   * What onKey() looks for, for walkItem(): the same keys in the same places. One table per shape of scanner, shared:
+   * made and copied into the module once, not per scanner (a single object's scanner lives for one object).
+   */
   private itemWalkKeys(): Uint8Array | null {
     const withMetadata = this.tenantMetadata !== null;
     const nameKey = this.nameKey;
+    const shape = `${nameKey?.toString() ?? ''}|${withMetadata}|${this.markedKeys.join('|')}`;
+    let keys = ITEM_WALK_KEYS.get(shape);
+    if (keys === undefined) ITEM_WALK_KEYS.set(shape, (keys = this.newItemWalkKeys(withMetadata, nameKey)));
+    return keys;
+  }
+
+  private newItemWalkKeys(withMetadata: boolean, nameKey: Buffer | null): Uint8Array | null {
     return itemWalkKeys({
       item: [
         ...(nameKey !== null ? [[KEY_METADATA, ITEM_KEY.metadata] as const] : []),
@@ -710,7 +722,8 @@ export class TenantViewScanner {
   private retainTail(): void {
     let from: number;
     if (this.unitStart >= 0) from = this.unitStart;
-    else if (!this.watch && !this.sawItems) from = this.flushedUpTo;
+    // (A single object emits nothing but itself: the whitespace around it is not held.)
+    else if (!this.watch && !this.single && !this.sawItems) from = this.flushedUpTo;
     else from = this.safeEnd();
     const keep = this.end - from;
     if (keep > this.maxItemBytes) {
