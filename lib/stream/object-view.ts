@@ -4,13 +4,19 @@ import { badGateway } from '../errors/status-error.ts';
 import { TenantViewError, TenantViewScanner, type TenantViewSpec } from './tenant-view.ts';
 
 /**
+ * objectToTenantBytes's answer for a body whose name field it cannot check (missing, not a non-empty string, or
+ * written twice): a Status, a Table, a list, or an odd object. The caller converts it parsed, as before.
+ */
+export const PARSED_PATH = Symbol('the parsed path');
+
+/**
  * The tenant's view of the single JSON object `upstream`, for `spec` = tenantViewSpecOf(row, convert): its bytes with
  * the list fast path's edits for kinds where metadataOnly(row) holds (and the rule, parsed, for the odd object that
- * needs it or for any other kind), or null when the object is not the tenant's (the answer is then 404). Exact only
- * for an object: a Status, Table or list must go to their own converters first. `upstream` is left as it was.
+ * needs it or for any other kind); null when the object is not the tenant's (the answer is then 404); PARSED_PATH
+ * when the parsed path must decide. `upstream` is left as it was.
  * Throws a 502 StatusError when `upstream` is not one JSON object.
  */
-export function objectToTenantBytes(upstream: Buffer, spec: TenantViewSpec): Buffer | null {
+export function objectToTenantBytes(upstream: Buffer, spec: TenantViewSpec): Buffer | null | typeof PARSED_PATH {
   const scanner = new TenantViewScanner('object', spec);
   let view: Buffer;
   try {
@@ -21,5 +27,6 @@ export function objectToTenantBytes(upstream: Buffer, spec: TenantViewSpec): Buf
     if (error instanceof TenantViewError) throw badGateway(`the upstream answer cannot be converted: ${error.message}`);
     throw error;
   }
-  return scanner.itemsKept === 0 ? null : view;
+  if (scanner.itemsKept === 1) return view;
+  return scanner.objectUnchecked ? PARSED_PATH : null;
 }

@@ -378,6 +378,7 @@ export class TenantViewScanner {
   private inItems = false;
   private keptItems = 0;
   private keptEvents = 0;
+  private uncheckedObject = false;
 
   // The current item (list) or event (watch).
   private unitStart = -1;
@@ -707,6 +708,15 @@ export class TenantViewScanner {
   /** The items emitted so far. */
   get itemsKept(): number {
     return this.keptItems;
+  }
+
+  /**
+   * A single object ('object') left out because its name field could not be checked: missing, not a non-empty string,
+   * or written twice (ambiguous). Not a stored object of the kind (a Status, a Table, a list) or an odd one: where
+   * the parser and the rule would decide otherwise, the caller asks them instead.
+   */
+  get objectUnchecked(): boolean {
+    return this.uncheckedObject;
   }
 
   /** The watch events emitted so far (bookmarks and errors included). */
@@ -1657,7 +1667,12 @@ export class TenantViewScanner {
     this.unitStart = -1;
     this.flushedUpTo = end;
     const verdict = this.nameVerdict();
-    if (verdict < 0) return;
+    if (verdict < 0) {
+      if (this.single && this.nameKey !== null && (this.ambiguous || this.nameState !== NAME_STRING || this.nameEnd - this.nameStart === 2)) {
+        this.uncheckedObject = true;
+      }
+      return;
+    }
     if (this.fastPathApplies()) {
       if (!this.collectFastEdits(verdict)) return;
       if (this.keptItems + this.itemsBefore > 0) this.emitBytes(COMMA, start);

@@ -4,7 +4,7 @@ import t from 'tap';
 import { KINDS, kindOf, type KindRow } from '../../lib/convert/kinds.ts';
 import { objectToTenant, type ConvertContext } from '../../lib/convert/rules/index.ts';
 import { StatusError } from '../../lib/errors/status-error.ts';
-import { objectToTenantBytes } from '../../lib/stream/object-view.ts';
+import { PARSED_PATH, objectToTenantBytes } from '../../lib/stream/object-view.ts';
 import { TenantViewScanner, type TenantViewSpec } from '../../lib/stream/tenant-view.ts';
 import { metadataOnly, tenantViewSpecOf } from '../../lib/stream/view-spec.ts';
 import { TENANT, k8sJsonGenerator } from '../helpers/generated-k8s-json.ts';
@@ -32,24 +32,23 @@ function canonical(value: unknown): string {
 
 const isObject = (value: unknown): value is Record<string, any> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/**
- * What the parsed path answers for `input`: objectToTenant's view, or null. One difference, on objects kube-apiserver
- * never writes: one without metadata or without a non-empty string name field is not the tenant's to the byte path
- * (its list check), where the rule lets it through unchecked; such objects are expected null here.
- */
+/** What the parsed path answers for `input` (wholeBodyToTenant's last branch): objectToTenant's view, or null. */
 function parsedView(input: string, row: KindRow, convert = CONTEXT): unknown {
-  const object: unknown = JSON.parse(input);
-  const nameField = row.scope === 'Namespaced' ? 'namespace' : 'name';
-  const name: unknown = isObject(object) && isObject(object.metadata) ? object.metadata[nameField] : undefined;
-  if (typeof name !== 'string' || name === '') return null;
-  return objectToTenant(object, convert, row);
+  return objectToTenant(JSON.parse(input), convert, row);
 }
 
-/** The byte path's answer, parsed: the view, null, or the Status error it threw. */
+/** Whether the byte path can check the object's name field: it holds a non-empty string (no key written twice). */
+function nameCheckable(input: string, row: KindRow): boolean {
+  const object: unknown = JSON.parse(input);
+  const name: unknown = isObject(object) && isObject(object.metadata) ? object.metadata[row.scope === 'Namespaced' ? 'namespace' : 'name'] : undefined;
+  return typeof name === 'string' && name !== '';
+}
+
+/** The byte path's answer, parsed: the view, null, PARSED_PATH, or the Status error it threw. */
 function bytesView(input: Buffer, spec: TenantViewSpec): unknown {
   try {
     const view = objectToTenantBytes(input, spec);
-    return view === null ? null : JSON.parse(view.toString('utf8'));
+    return view === null || view === PARSED_PATH ? view : JSON.parse(view.toString('utf8'));
   } catch (error) {
     if (error instanceof StatusError) return error;
     throw error;
@@ -68,7 +67,7 @@ function inPiecesAgrees(input: Buffer, spec: TenantViewSpec): boolean {
   }
   out.push(scanner.finish());
   const whole = objectToTenantBytes(input, spec);
-  return scanner.itemsKept === 0 ? whole === null : whole !== null && Buffer.concat(out).equals(whole);
+  return scanner.itemsKept === 0 ? !Buffer.isBuffer(whole) : Buffer.isBuffer(whole) && Buffer.concat(out).equals(whole);
 }
 
 t.test('every kind the byte path takes is a tenant kind whose objects carry a name field, and ConfigMaps and Pods are among them', async (t) => {
@@ -82,6 +81,7 @@ t.test(`generated objects of every byte-path kind: the bytes agree with the rule
   let kept = 0;
   let dropped = 0;
   let byBytes = 0;
+  let leftToParser = 0;
   for (let round = 0; round < 3000; round++) {
     const row = pick(BYTE_ROWS);
     const spec = tenantViewSpecOf(row, CONTEXT);
@@ -93,6 +93,14 @@ t.test(`generated objects of every byte-path kind: the bytes agree with the rule
     const input = write(item, true, true, round % 3 === 0 ? 0.3 : 0.01);
     const want = parsedView(input, row);
     const got = bytesView(Buffer.from(input), counted);
+    if ((got === PARSED_PATH) !== !nameCheckable(input, row)) {
+      t.fail(`round ${round}: left to the parser exactly when the name field cannot be checked`, { input, got });
+      return;
+    }
+    if (got === PARSED_PATH) {
+      leftToParser++;
+      continue;
+    }
     if (got instanceof StatusError || canonical(got) !== canonical(want)) {
       t.fail(`round ${round} (${row.resource}, ${row.scope}) disagrees`, { input, got: got instanceof StatusError ? got.message : got, want });
       return;
@@ -109,6 +117,7 @@ t.test(`generated objects of every byte-path kind: the bytes agree with the rule
   }
   t.ok(kept > 500 && dropped > 500, `${kept} objects shown and ${dropped} refused, as the rule decides`);
   t.ok(byBytes > kept / 2, `${byBytes} of the shown objects never reached the rule`);
+  t.ok(leftToParser > 50, `${leftToParser} without a checkable name field left to the parsed path`);
 });
 
 t.test('escapes in the name field are decoded before the tenant check, as the parser does', async (t) => {
@@ -139,7 +148,21 @@ t.test("another tenant never gets an object, however its id relates to the owner
   const labelledForAnother = Buffer.from(`{"metadata":{"name":"web","namespace":"${TENANT}-default","labels":{"kubezoo.io/tenant":"zzz999"}}}`);
   t.equal(objectToTenantBytes(labelledForAnother, tenantViewSpecOf(configMaps, CONTEXT)), null, 'labelled for another tenant: not shown');
   const twoMetadata = Buffer.from(`{"metadata":{"namespace":"zzz999-default"},"metadata":{"namespace":"${TENANT}-default"}}`);
-  t.equal(objectToTenantBytes(twoMetadata, tenantViewSpecOf(configMaps, CONTEXT)), null, 'two metadata members: not shown (which one counts is unclear)');
+  t.equal(objectToTenantBytes(twoMetadata, tenantViewSpecOf(configMaps, CONTEXT)), PARSED_PATH, 'two metadata members: left to the parser, whose last one counts');
+});
+
+t.test('a Status, a Table or a list is left to the parsed path, which answers them as before', async (t) => {
+  const spec = tenantViewSpecOf(kindOf('', 'bindings')!, CONTEXT);
+  const bodies = [
+    '{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","code":201}',
+    `{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"7"},"columnDefinitions":[],"rows":[{"cells":["web"],"object":{"metadata":{"namespace":"${TENANT}-x"}}}]}`,
+    `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[{"metadata":{"namespace":"zzz999-x"}}]}`,
+    '{"kind":"ConfigMap","apiVersion":"v1"}',
+    '{"metadata":{"namespace":""}}',
+    '{"metadata":{"namespace":null}}',
+    '{"metadata":[]}',
+  ];
+  for (const body of bodies) t.equal(objectToTenantBytes(Buffer.from(body), spec), PARSED_PATH, body.slice(0, 40));
 });
 
 t.test('huge objects: a ConfigMap of 3 MB and a Pod of 12,000 containers agree with the rule', async (t) => {
@@ -221,13 +244,13 @@ t.test(`mutated objects: a 502 exactly when the parser refuses them, else never 
       refused++;
       continue;
     }
-    // Valid JSON: nothing, or an object the rule shows too, under the same name. (Not always the rule's very bytes:
+    // Valid JSON: left to the parser, nothing, or an object the rule shows too, under the same name. (Not always the rule's very bytes:
     // mutations write shapes kube-apiserver never does, e.g. a field set under a key other than fieldsV1, whose
-    // tenant label the byte path removes and the rule leaves; a duplicate key, where the byte path shows nothing.)
+    // tenant label the byte path removes and the rule leaves.)
     // A JSON value that is not an object is a 502.
     const notObject = !isObject(JSON.parse(input.toString('utf8')));
     const nameField = row.scope === 'Namespaced' ? 'namespace' : 'name';
-    const sameObject = got === null || (isObject(got) && isObject(want) && got.metadata?.[nameField] === want.metadata?.[nameField]);
+    const sameObject = got === null || got === PARSED_PATH || (isObject(got) && isObject(want) && got.metadata?.[nameField] === want.metadata?.[nameField]);
     if (notObject ? !(got instanceof StatusError) : !sameObject) {
       t.fail(`round ${round}: the byte path disagrees`, { input: input.toString(), got, want });
       return;
