@@ -1,5 +1,5 @@
-// Rewrites upstream list and watch JSON (and single objects) into a tenant's view byte by byte, as chunks arrive,
-// holding at most one item. Never emits an object outside the tenant's prefix, nor any byte of an item before the whole item has been checked.
+// Rewrites upstream list and watch JSON, and single objects, into a tenant's view byte by byte, holding one item at most.
+// Never emits an object outside the tenant's prefix, nor any byte of an item before the whole item has been checked.
 import { performance } from 'node:perf_hooks';
 import { Transform, type TransformCallback } from 'node:stream';
 import {
