@@ -7,7 +7,7 @@ import { pipeline } from 'node:stream';
 import { shadowReviewStatus } from '../auth/access-review.ts';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import { aggregatedDiscoveryToTenant, discoveryToTenant } from '../convert/discovery.ts';
-import { isTenantCrdGroup } from '../convert/kinds.ts';
+import { isTenantCrdGroup, isWholeObjectSubresource } from '../convert/kinds.ts';
 import { openapiGroupDocToTenant, openapiIndexToTenant } from '../convert/openapi.ts';
 import { partialObjectMetadataListToProtobuf, partialObjectMetadataToProtobuf, PARTIAL_METADATA_GROUP_VERSION } from '../convert/partial-metadata-protobuf.ts';
 import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
@@ -22,7 +22,8 @@ import { log } from '../log.ts';
 import { verbOf } from '../server/request-end.ts';
 import { sendStatus } from '../server/status.ts';
 import { ListRewriter, WatchRewriter } from '../stream/tenant-view.ts';
-import { tenantViewSpecOf } from '../stream/view-spec.ts';
+import { metadataOnly, tenantViewSpecOf } from '../stream/view-spec.ts';
+import { objectToTenantBytes, PARSED_PATH } from '../stream/object-view.ts';
 import { grantTenantNamespace } from '../tenants/bootstrap.ts';
 import { upstreamJson } from '../upstream/client.ts';
 import { clientResponseHeaders, tenantResponseHeaders } from '../upstream/headers.ts';
@@ -260,7 +261,24 @@ function objectView(ctx: RequestContext, body: any, convert: ConvertContext): un
   return view;
 }
 
+/**
+ * Objects of kinds whose rule reads only metadata are converted as bytes, by the list rewriter's scanner: no
+ * JSON.parse and JSON.stringify. False when the bytes cannot tell (a Status, a list, a missing name): parsed then.
+ */
+function objectAnsweredAsBytes(ctx: RequestContext, answer: WholeAnswer, conversions: TenantConversions): boolean {
+  const row = ctx.row!;
+  const info = ctx.info!;
+  if (answer.status >= 300 || answer.bytes.length === 0 || !metadataOnly(row) || !isWholeObjectSubresource(row, info.subresource)) return false;
+  if (!String(answer.upstreamHeaders['content-type'] ?? '').startsWith('application/json') || partialMetadataProtobufOf(ctx) !== null) return false;
+  const view = objectToTenantBytes(answer.bytes, tenantViewSpecOf(row, conversions.of(ctx.identity!.tenant!)));
+  if (view === PARSED_PATH) return false;
+  if (view === null) throw notFound(`${row.resource} "${info.name}" not found`);
+  ctx.answer(answer.status, answer.headers, view);
+  return true;
+}
+
 async function objectAnswer(ctx: RequestContext, answer: WholeAnswer, conversions: TenantConversions): Promise<void> {
+  if (objectAnsweredAsBytes(ctx, answer, conversions)) return;
   const body = parsedOrAnswered(ctx, answer);
   if (body === null) return;
   const info = ctx.info!;
