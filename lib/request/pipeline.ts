@@ -251,6 +251,8 @@ function runStages(stages: Stage[], ctx: RequestContext, from: number): void {
   }
 }
 
+function ignoreStreamError(): void {}
+
 /** Where the exchange keeps its context for the one shared 'close' listener (no closure per request). */
 const CONTEXT = Symbol('tenantgate.requestContext');
 type Closable = { [CONTEXT]?: RequestContext; once(event: 'close', listener: () => void): unknown };
@@ -285,6 +287,9 @@ export class RequestRunner {
 
   /** An HTTP/2 request: served from its stream. */
   stream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, rawHeaders: readonly string[]): void {
+    // A stream's errors (a client's reset, a write after the peer went away) end the exchange, which 'close' handles;
+    // unheard, one would end the process.
+    stream.on('error', ignoreStreamError);
     this.#run(new Http2RequestContext(stream, headers, rawHeaders), stream as unknown as Closable);
   }
 
