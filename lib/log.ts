@@ -11,6 +11,9 @@ function configuredLevel(): LogLevel {
   return wanted !== undefined && LEVELS.includes(wanted) ? wanted : 'info';
 }
 
+/** Log lines held while stderr cannot take them (a reader that stalls): bounded, as everything held per client is. */
+const MAX_QUEUED_BYTES = 16 * 1024 * 1024;
+
 const logger = pino(
   {
     level: configuredLevel(),
@@ -20,9 +23,11 @@ const logger = pino(
     // The level as the word the lines have always carried ("info"), not pino's number.
     formatters: { level: (label) => ({ level: label }) },
   },
-  // process.stderr, as before: written at once to a file or a TTY, queued (never waited for) when a pipe is full.
-  // Not pino.destination(2): its synchronous writer sleeps 100 ms on a full non-blocking pipe, stalling every request.
-  process.stderr,
+  // Written off the event loop, lines gathered while a write is under way: one write per line (a synchronous pipe
+  // write each, with the one log line per request) cost a GET as much CPU as its conversion (bench/get-breakdown.ts).
+  // Never waited for: a full pipe is retried later (not pino's synchronous writer, which sleeps 100 ms on one), and
+  // past MAX_QUEUED_BYTES lines are dropped rather than held. pino flushes what is queued when the process exits.
+  pino.destination({ dest: 2, sync: false, maxLength: MAX_QUEUED_BYTES }),
 );
 
 type Write = (msg: string, fields?: Record<string, unknown>) => void;

@@ -8,5 +8,5 @@ export function authenticateCaller(socket: TLSSocket, authorization: string | un
   const fromCertificate = identityFromClientCertificate(socket);
   if (fromCertificate !== null) return fromCertificate;
   const token = bearerToken(authorization);
-  return token === null ? null : tokens.authenticate(token);
+  return token === null ? null : tokens.authenticate(token, socket);
 }

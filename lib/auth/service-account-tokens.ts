@@ -74,6 +74,21 @@ export interface TokenCacheOptions {
 const REFUSED = false;
 type Cached = Identity | typeof REFUSED;
 
+/**
+ * The last token each connection sent, with its cache key: a client sends the same token on every request of a
+ * connection, so its sha256 is taken once per connection, not per request.
+ */
+const lastTokenOf = new WeakMap<object, { token: string; key: string }>();
+
+/** The cache key of a token: its sha256 (the reviews' cache never holds a token; a connection's last one lives with it). */
+function cacheKeyOf(token: string, connection: object | undefined): string {
+  const last = connection === undefined ? undefined : lastTokenOf.get(connection);
+  if (last !== undefined && last.token === token) return last.key;
+  const key = createHash('sha256').update(token).digest('base64');
+  if (connection !== undefined) lastTokenOf.set(connection, { token, key });
+  return key;
+}
+
 export class ServiceAccountTokens {
   readonly #cache: LRUCache<string, Cached, string>;
   readonly #failureTtlMs: number;
@@ -112,8 +127,8 @@ export class ServiceAccountTokens {
    * The identity a token proves, or null. Synchronous on a cache hit (the common case on the request path);
    * rejects with 503 when the upstream cannot review it.
    */
-  authenticate(token: string): Identity | null | Promise<Identity | null> {
-    const key = createHash('sha256').update(token).digest('base64');
+  authenticate(token: string, connection?: object): Identity | null | Promise<Identity | null> {
+    const key = cacheKeyOf(token, connection);
     const cached = this.#cache.get(key);
     if (cached !== undefined) return cached === REFUSED ? null : cached;
     return this.#cache.fetch(key, { context: token }).then((fetched) => (fetched === undefined || fetched === REFUSED ? null : fetched));
