@@ -78,10 +78,9 @@ function streamRewritten(ctx: RequestContext, answer: UpstreamAnswer, conversion
   const convert = conversions.of(tenant);
   const row = ctx.row!;
   const table = answer.contentType.includes('as=Table') || asksForTable(ctx);
-  const headers = tenantResponseHeaders(answer.headers, tenant);
-  delete headers['content-length'];
-  ctx.respond(answer.status, headers);
-  const rewriter = verb === 'watch' ? new WatchRewriter(tenantViewSpecOf(row, convert, table ? ctx.rowObjects : null)) : new ListRewriter(tenantViewSpecOf(row, convert));
+  ctx.respond(answer.status, tenantResponseHeaders(answer.headers, tenant));
+  const spec = verb === 'watch' && table ? tenantViewSpecOf(row, convert, ctx.rowObjects) : conversions.viewSpecOf(tenant, row);
+  const rewriter = verb === 'watch' ? new WatchRewriter(spec) : new ListRewriter(spec);
   ctx.rewrite = rewriter;
   const rewriteEnded = conversions.metrics?.rewriteStarted(tenant, verb, rewriter);
   pipeline(answer.body, rewriter, ctx.out, (error) => {
@@ -110,7 +109,6 @@ function whole(convert: (ctx: RequestContext, answer: WholeAnswer, conversions: 
   return async (ctx, answer, conversions) => {
     const bytes = await readBody(answer.body, MAX_RESPONSE_BODY_BYTES, answerTooLarge);
     const headers = tenantResponseHeaders(answer.headers, ctx.identity!.tenant!);
-    delete headers['content-length'];
     await convert(ctx, { status: answer.status, headers, upstreamHeaders: answer.headers, bytes }, conversions);
   };
 }
@@ -272,7 +270,7 @@ function objectAnsweredAsBytes(ctx: RequestContext, answer: WholeAnswer, convers
   const info = ctx.info!;
   if (answer.status >= 300 || answer.bytes.length === 0 || !metadataOnly(row) || !isWholeObjectSubresource(row, info.subresource)) return false;
   if (!String(answer.upstreamHeaders['content-type'] ?? '').startsWith('application/json') || partialMetadataProtobufOf(ctx) !== null) return false;
-  const view = objectToTenantBytes(answer.bytes, tenantViewSpecOf(row, conversions.of(ctx.identity!.tenant!)));
+  const view = objectToTenantBytes(answer.bytes, conversions.viewSpecOf(ctx.identity!.tenant!, row));
   if (view === PARSED_PATH) return false;
   if (view === null) throw notFound(`${row.resource} "${info.name}" not found`);
   ctx.answer(answer.status, answer.headers, view);

@@ -31,7 +31,8 @@ export function prepareUpstreamRequestStage(conversions: TenantConversions): Sta
   const pool = conversions.pool;
   return (ctx) => {
     const identity = ctx.identity!;
-    const headers = upstreamRequestHeaders(ctx.headers, upstreamIdentityOf(identity, ctx.info), pool);
+    // A tenant's answers are converted: their bodies must arrive uncompressed, and their length changes.
+    const headers = upstreamRequestHeaders(ctx.headers, upstreamIdentityOf(identity, ctx.info), pool, ctx.converts);
     ctx.upstreamHeaders = headers;
     ctx.upstreamMethod = ctx.method;
     if (!ctx.converts) {
@@ -54,9 +55,6 @@ export function prepareUpstreamRequestStage(conversions: TenantConversions): Sta
     headers.accept = jsonAccept(ctx.headers.accept, row === null);
     const partialMetadata = partialMetadataProtobufOf(ctx);
     if (partialMetadata !== null) headers.accept = `application/json;as=${partialMetadata};g=meta.k8s.io;v=v1`;
-    // Bodies are rewritten: they must arrive uncompressed, and their length is the converted one.
-    delete headers['accept-encoding'];
-    delete headers['content-length'];
     if (row === null && isOpenApiV2(info.path)) {
       // tenantgate's own conditional request for the view it keeps (the client's went with the headers above).
       const cache = conversions.openapiV2;

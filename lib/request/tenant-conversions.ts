@@ -6,6 +6,9 @@ import type { TenantId } from '../convert/prefix.ts';
 import type { ConvertContext } from '../convert/rules/index.ts';
 import { groupOfApiVersion } from '../convert/rules/api-groups.ts';
 import type { TenantgateMetrics } from '../metrics/metrics.ts';
+import type { KindRow } from '../convert/kinds.ts';
+import { tenantViewSpecOf } from '../stream/view-spec.ts';
+import type { TenantViewSpec } from '../stream/tenant-view.ts';
 import type { DiscoveryCache } from '../upstream/discovery.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import { TenantOpenApiV2Cache } from './openapi-v2-cache.ts';
@@ -39,6 +42,8 @@ export class TenantConversions {
   readonly openapiV2 = new TenantOpenApiV2Cache();
   readonly #webhookUrlHosts: ReadonlySet<string> | undefined;
   readonly #contexts = new LRUCache<TenantId, ConvertContext>({ max: KEPT_CONTEXTS });
+  /** Each tenant's view specs by kind, made on first use (they hold closures over the tenant's context). */
+  readonly #viewSpecs = new WeakMap<ConvertContext, Map<KindRow, TenantViewSpec>>();
 
   constructor(deps: TenantConversionDeps) {
     this.pool = deps.pool;
@@ -64,5 +69,15 @@ export class TenantConversions {
       this.#contexts.set(tenant, convert);
     }
     return convert;
+  }
+
+  /** What the byte-level rewriter does to the tenant's objects of `row` (lists, single objects; not Tables). */
+  viewSpecOf(tenant: TenantId, row: KindRow): TenantViewSpec {
+    const convert = this.of(tenant);
+    let specs = this.#viewSpecs.get(convert);
+    if (specs === undefined) this.#viewSpecs.set(convert, (specs = new Map()));
+    let spec = specs.get(row);
+    if (spec === undefined) specs.set(row, (spec = tenantViewSpecOf(row, convert)));
+    return spec;
   }
 }

@@ -59,7 +59,10 @@ function isDroppedRequestHeader(name: string, listedInConnection: Set<string> | 
  * another (a kubectl cache shared by two tenants' kubeconfigs, keyed by server address, then shows one tenant the
  * other's API). Tenants' requests go unconditional; their answers are always their own.
  */
-const CONDITIONAL_REQUEST_HEADERS = ['if-none-match', 'if-modified-since', 'if-match', 'if-unmodified-since', 'if-range'];
+const CONDITIONAL_REQUEST_HEADERS: ReadonlySet<string> = new Set(['if-none-match', 'if-modified-since', 'if-match', 'if-unmodified-since', 'if-range']);
+
+/** A body that tenantgate rewrites must arrive uncompressed, and its length is the converted one. */
+const REWRITTEN_BODY_HEADERS: ReadonlySet<string> = new Set(['accept-encoding', 'content-length']);
 
 export interface UpstreamCredentialsHeader {
   /** `Bearer <token>` when the upstream kubeconfig uses a token; client certificates travel in TLS instead. */
@@ -67,21 +70,25 @@ export interface UpstreamCredentialsHeader {
 }
 
 /**
- * Headers for the upstream request: the client's headers minus everything dropped above,
- * then tenantgate's own credentials and impersonation of `identity`.
+ * Headers for the upstream request: the client's headers minus everything dropped above (for a tenant, also its
+ * conditions; with `rewritesBodies`, what a rewritten body cannot keep), then tenantgate's own credentials and
+ * impersonation of `identity`. Built by copying what stays: a header deleted afterwards would cost every later read.
  */
 export function upstreamRequestHeaders(
   incoming: IncomingHttpHeaders,
   identity: UpstreamIdentity,
   credentials: UpstreamCredentialsHeader,
+  rewritesBodies = false,
 ): OutgoingHttpHeaders {
   const listedInConnection = namesListedInConnection(incoming.connection);
+  const unconditional = identity.tenant != null;
   const out: OutgoingHttpHeaders = {};
   for (const name in incoming) {
     if (isDroppedRequestHeader(name, listedInConnection)) continue;
+    if (unconditional && CONDITIONAL_REQUEST_HEADERS.has(name)) continue;
+    if (rewritesBodies && REWRITTEN_BODY_HEADERS.has(name)) continue;
     out[name] = incoming[name];
   }
-  if (identity.tenant != null) for (const name of CONDITIONAL_REQUEST_HEADERS) delete out[name];
   if (credentials.authorization !== undefined) out.authorization = credentials.authorization;
   out['impersonate-user'] = identity.user;
   if (identity.groups.length > 0) out['impersonate-group'] = identity.groups;
@@ -107,13 +114,19 @@ export function clientResponseHeaders(upstream: IncomingHttpHeaders): OutgoingHt
   return out;
 }
 
-/** Upstream internals a tenant does not see: the UIDs of the upstream's own FlowSchemas and priority levels (never a tenant's). */
-const UPSTREAM_ONLY_RESPONSE_HEADERS = ['x-kubernetes-pf-flowschema-uid', 'x-kubernetes-pf-prioritylevel-uid'];
+/**
+ * Upstream internals a tenant does not see: the UIDs of the upstream's own FlowSchemas and priority levels (never a
+ * tenant's); and the length, since a tenant's body is the converted one.
+ */
+const NOT_FOR_TENANTS: ReadonlySet<string> = new Set(['x-kubernetes-pf-flowschema-uid', 'x-kubernetes-pf-prioritylevel-uid', 'content-length']);
 
-/** Response headers for a tenant: the client's, minus upstream internals, with warnings in the tenant's names. */
+/** Response headers for a tenant: the client's, minus upstream internals and the length, warnings in the tenant's names. */
 export function tenantResponseHeaders(upstream: IncomingHttpHeaders, tenant: TenantId): OutgoingHttpHeaders {
-  const out = clientResponseHeaders(upstream);
-  for (const name of UPSTREAM_ONLY_RESPONSE_HEADERS) delete out[name];
+  const out: OutgoingHttpHeaders = {};
+  for (const name in upstream) {
+    if (name.charCodeAt(0) === 58 || DROPPED_RESPONSE_HEADERS.has(name) || NOT_FOR_TENANTS.has(name)) continue;
+    out[name] = upstream[name];
+  }
   const warning = out.warning;
   // (Node types warning as one string; the upstream may send several.)
   if (Array.isArray(warning)) (out as Record<string, unknown>).warning = warning.map((w: unknown) => stripTenantPrefixes(String(w), tenant));
