@@ -23,6 +23,40 @@ function uid(random: () => number): string {
   return `${hex(random, 8)}-${hex(random, 4)}-${hex(random, 4)}-${hex(random, 4)}-${hex(random, 12)}`;
 }
 
+/**
+ * One ConfigMap as kube-apiserver answers a GET of it (kind first, as Go writes a typed object): about 1 KB, the tenant
+ * label and its managedFields entry, three data keys.
+ */
+export function realisticConfigMap(random: () => number, index: number, namespace: string, tenant: string): object {
+  return {
+    kind: 'ConfigMap',
+    apiVersion: 'v1',
+    metadata: {
+      name: `app-${index % 97}-config`,
+      namespace,
+      uid: uid(random),
+      resourceVersion: String(100000 + index),
+      creationTimestamp: '2026-11-02T10:15:30Z',
+      labels: { app: `app-${index % 97}`, 'kubezoo.io/tenant': tenant },
+      managedFields: [
+        {
+          manager: 'kubectl-create',
+          operation: 'Update',
+          apiVersion: 'v1',
+          time: '2026-11-02T10:15:30Z',
+          fieldsType: 'FieldsV1',
+          fieldsV1: { 'f:data': { '.': {}, 'f:app.yaml': {}, 'f:LOG_LEVEL': {}, 'f:FEATURES': {} }, 'f:metadata': { 'f:labels': { '.': {}, 'f:app': {}, 'f:kubezoo.io/tenant': {} } } },
+        },
+      ],
+    },
+    data: {
+      'app.yaml': `server:\n  port: 8080\n  token: ${hex(random, 32)}\nfeatures:\n  cache: true\n  ttl: 300\n`,
+      LOG_LEVEL: 'info',
+      FEATURES: `search,export,${hex(random, 8)}`,
+    },
+  };
+}
+
 /** One pod as kube-apiserver would store it: about 8 KB of JSON, 1 in 10 with a last-applied-configuration. */
 export function realisticPod(random: () => number, index: number, namespace: string): object {
   const app = `app-${index % 97}`;

@@ -4,7 +4,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { openapiV2ToTenant } from '../lib/convert/openapi.ts';
-import { closeOffload, convertOffThread, OFFLOAD_MIN_BYTES } from '../lib/upstream/offload.ts';
+import { closeOffload, convertOffThread, OFFLOAD_MIN_BYTES } from '../lib/request/offload.ts';
 import { connectH2, credentialsOf, h2Request } from '../test/helpers/http.ts';
 import { startStack } from '../test/helpers/stack.ts';
 
@@ -54,7 +54,7 @@ async function main(): Promise<void> {
     console.log(`| ${(body.length / 1024).toFixed(0)} KiB | ${row.inlineMs.toFixed(2)} | ${row.poolMs.toFixed(2)} | ${row.poolBlockedMs.toFixed(2)} |`);
   }
   await closeOffload();
-  console.log(`\noffload threshold in lib/upstream/offload.ts: ${OFFLOAD_MIN_BYTES / 1024} KiB`);
+  console.log(`\noffload threshold in lib/request/offload.ts: ${OFFLOAD_MIN_BYTES / 1024} KiB`);
   mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
   writeFileSync(new URL('./results/offload.json', import.meta.url), JSON.stringify({ rows, threshold: OFFLOAD_MIN_BYTES }, null, 2));
 }

@@ -1,5 +1,5 @@
 // A piscina task: one whole upstream document converted to a tenant's view off the event loop. Only documents
-// that take tens of milliseconds to convert come here (lib/upstream/offload.ts says which, and why).
+// that take tens of milliseconds to convert come here (lib/request/offload.ts says which, and why).
 import { openapiV2ToTenant } from '../lib/convert/openapi.ts';
 import { openapiV2ToProtobuf } from '../lib/convert/openapi-v2-protobuf.ts';
 import type { TenantId } from '../lib/convert/prefix.ts';

@@ -1,5 +1,5 @@
-// Scenario 4: the list and watch rewriters against the obvious alternatives, in memory (no sockets, no files).
-// Each payload runs in a child process of its own, so no payload runs on code the JIT tuned for the other.
+// Scenario 4: the list and watch rewriters, and the byte path for one object, against the obvious alternatives, in
+// memory (no sockets, no files). Each payload runs in a child process of its own, so no payload runs on code the JIT tuned for another.
 import { spawnSync } from 'node:child_process';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -10,10 +10,12 @@ import streamArray from 'stream-json/streamers/stream-array.js';
 import streamValues from 'stream-json/streamers/stream-values.js';
 import { ListRewriter, TenantViewScanner, rewriteListBuffer, type TenantViewSpec } from '../../lib/stream/tenant-view.ts';
 import { referenceListView, referenceTenantItem, referenceWatchView } from '../../lib/stream/tenant-view-reference.ts';
-import { kindOf } from '../../lib/convert/kinds.ts';
+import { kindOf, type KindRow } from '../../lib/convert/kinds.ts';
+import { objectToTenant, type ConvertContext } from '../../lib/convert/rules/index.ts';
+import { objectToTenantBytes } from '../../lib/stream/object-view.ts';
 import { tenantViewSpecOf } from '../../lib/stream/view-spec.ts';
 import { TENANTGATE_NODE_FLAGS } from '../../lib/runtime.ts';
-import { podListPayload, podWatchPayload } from '../k8s-payloads.ts';
+import { podListPayload, podWatchPayload, realisticConfigMap, realisticPod, seededRandom } from '../k8s-payloads.ts';
 import type { Scenario, ScenarioOptions, ScenarioResult } from '../scenario.ts';
 
 // In the child processes (--payload): how big and how many runs.
@@ -26,7 +28,8 @@ const CHUNK = 64 * 1024;
 const TENANT = 'abc123';
 // Pods as the proxy rewrites them: the byte-level fast path, and the pod rule applied to every item (the slow path).
 const PODS_ROW = kindOf('', 'pods')!;
-const fast: TenantViewSpec = tenantViewSpecOf(PODS_ROW, { tenant: TENANT, scopeOf: () => undefined, kindScope: () => undefined });
+const CONVERT: ConvertContext = { tenant: TENANT, scopeOf: () => undefined, kindScope: () => undefined };
+const fast: TenantViewSpec = tenantViewSpecOf(PODS_ROW, CONVERT);
 const slow: TenantViewSpec = { ...fast, tenantMetadata: undefined };
 // The name prefix cut alone, as the issue's prototype measured it: what the metadata edits cost on top.
 const nameOnly: TenantViewSpec = { tenant: TENANT, nameField: 'namespace' };
@@ -298,6 +301,65 @@ async function runPayload(payload: 'list' | 'watch'): Promise<void> {
   process.stdout.write(`${ROWS_MARK}${JSON.stringify(rows)}\n`);
 }
 
+/** One object's tenant view (a GET's answer), µs per object by one approach. */
+interface ObjectRow {
+  object: string;
+  approach: string;
+  bytes: number;
+  microsPerObject: number;
+  bestMicrosPerObject: number;
+}
+
+const OBJECT_PARSED = 'JSON.parse + rule + JSON.stringify + encode (today)';
+const OBJECT_BYTES = 'byte path: tenantViewSpecOf + objectToTenantBytes';
+
+/**
+ * The single-object cases: a ConfigMap and a Pod as kube-apiserver answers a GET, converted by the parsed path
+ * (wholeBodyToTenant's way: parse, rule, stringify, and the string's encoding on the way out) and by the byte path,
+ * with the spec made per request as the response path would and made once; timed over `count` objects per run.
+ */
+function runObjects(): void {
+  const random = seededRandom(7);
+  const objects: [name: string, row: KindRow, input: Buffer, count: number][] = [
+    ['ConfigMap', kindOf('', 'configmaps')!, Buffer.from(JSON.stringify(realisticConfigMap(random, 1, `${TENANT}-default`, TENANT)) + '\n'), quick ? 4000 : 20000],
+    ['Pod', PODS_ROW, Buffer.from(JSON.stringify({ kind: 'Pod', apiVersion: 'v1', ...realisticPod(random, 1, `${TENANT}-default`) }) + '\n'), quick ? 1000 : 5000],
+  ];
+  const rounds = quick ? 3 : 9;
+  const objectRows: ObjectRow[] = [];
+  for (const [name, row, input, count] of objects) {
+    const spec = tenantViewSpecOf(row, CONVERT);
+    let ruleCalls = 0;
+    const got = objectToTenantBytes(input, { ...spec, rewriteItem: (item) => (ruleCalls++, spec.rewriteItem!(item)) });
+    const want = JSON.stringify(objectToTenant(JSON.parse(input.toString('utf8')), CONVERT, row));
+    if (!Buffer.isBuffer(got) || JSON.stringify(JSON.parse(got.toString('utf8'))) !== want) throw new Error(`${name}: the byte path and the rule disagree`);
+    if (ruleCalls !== 0) throw new Error(`${name}: the byte path handed the object to the rule`);
+    const cases: [approach: string, convert: () => number][] = [
+      ['raw copy', () => Buffer.from(input).length],
+      [OBJECT_PARSED, () => Buffer.from(JSON.stringify(objectToTenant(JSON.parse(input.toString('utf8')), CONVERT, row))).length],
+      [OBJECT_BYTES, () => (objectToTenantBytes(input, tenantViewSpecOf(row, CONVERT)) as Buffer).length],
+      ['byte path, spec made once', () => (objectToTenantBytes(input, spec) as Buffer).length],
+    ];
+    const times = cases.map((): number[] => []);
+    let sink = 0;
+    for (const [, convert] of cases) for (let i = 0; i < count; i++) sink += convert(); // warm up
+    for (let round = 0; round < rounds; round++) {
+      for (const [k, [, convert]] of cases.entries()) {
+        const t0 = performance.now();
+        for (let i = 0; i < count; i++) sink += convert();
+        times[k]!.push(((performance.now() - t0) * 1000) / count);
+      }
+    }
+    if (sink === 0) throw new Error('nothing converted');
+    for (const [k, [approach]] of cases.entries()) {
+      const objectRow = { object: name, approach, bytes: input.length, microsPerObject: Number(median(times[k]!).toFixed(2)), bestMicrosPerObject: Number(Math.min(...times[k]!).toFixed(2)) };
+      objectRows.push(objectRow);
+      log(`${`${name} ${input.length} B`.padEnd(16)} ${approach.padEnd(52)} ${objectRow.microsPerObject.toFixed(2).padStart(8)} ${objectRow.bestMicrosPerObject.toFixed(2).padStart(8)}`);
+    }
+  }
+  process.stdout.write(`${OBJECT_ROWS_MARK}${JSON.stringify(objectRows)}\n`);
+}
+
+const OBJECT_ROWS_MARK = 'object rows: ';
 const ROWS_MARK = 'rows: ';
 /** The proxy's way: writeOwned(), output over the upstream's chunks. */
 const FAST_PATH = 'tenant-view fast path (64 KiB chunks)';
@@ -330,7 +392,9 @@ async function run(options: ScenarioOptions): Promise<ScenarioResult> {
     `${'payload'.padEnd(6)} ${'approach'.padEnd(52)} ${'MB/s'.padStart(6)} ${'best'.padStart(6)} ${'cpu'.padStart(6)} ${'1st byte'.padStart(9)} ${'min'.padStart(8)}`,
   );
   const all: Row[] = [];
-  for (const payload of ['list', 'watch']) {
+  const objectRows: ObjectRow[] = [];
+  for (const payload of ['list', 'watch', 'object']) {
+    if (payload === 'object') log(`${'object'.padEnd(16)} ${'approach'.padEnd(52)} ${'µs/obj'.padStart(8)} ${'best'.padStart(8)}`);
     // With tenantgate's Node flags: the young generation size changes what the rewriters' garbage costs.
     const child = spawnSync(process.execPath, [...TENANTGATE_NODE_FLAGS, fileURLToPath(import.meta.url), '--payload', payload, ...(options.quick ? ['--quick'] : [])], {
       stdio: ['ignore', 'pipe', 'inherit'],
@@ -340,12 +404,14 @@ async function run(options: ScenarioOptions): Promise<ScenarioResult> {
     if (child.status !== 0) throw new Error(`the ${payload} benchmark failed (${child.status ?? child.signal})`);
     for (const line of child.stdout.split('\n')) {
       if (line.startsWith(ROWS_MARK)) all.push(...(JSON.parse(line.slice(ROWS_MARK.length)) as Row[]));
+      else if (line.startsWith(OBJECT_ROWS_MARK)) objectRows.push(...(JSON.parse(line.slice(OBJECT_ROWS_MARK.length)) as ObjectRow[]));
       else if (line !== '') log(line);
     }
   }
 
   log('MB/s: input bytes over the median wall time; best: the fastest run; cpu: over the median CPU time (user+system,');
   log('GC threads included); 1st byte: median ms from the start of a run to its first output byte; min: the fastest.');
+  log('µs/obj: one object converted, median over the runs of the mean per object; best: the fastest run.');
   const mbPerSecond = (payload: string, approach: string) => all.find((row) => row.payload === payload && row.approach === approach)?.mbPerSecond;
   const charts = (['list', 'watch'] as const).map((payload) => {
     const bars: Record<string, number> = {};
@@ -355,13 +421,18 @@ async function run(options: ScenarioOptions): Promise<ScenarioResult> {
     }
     return { title: `Rewrite of a ${payload === 'list' ? 'pod list' : 'pod watch stream'}, in memory`, unit: 'MB/s', bars };
   });
+  for (const object of new Set(objectRows.map((row) => row.object))) {
+    const bars: Record<string, number> = {};
+    for (const row of objectRows) if (row.object === object && row.approach !== 'raw copy') bars[row.approach] = row.microsPerObject;
+    charts.push({ title: `Tenant view of one ${object} (a GET's answer), in memory: lower is better`, unit: 'µs per object', bars });
+  }
   const targets = (['list', 'watch'] as const).map((payload) => {
     const value = mbPerSecond(payload, FAST_PATH) ?? NaN;
     return { target: `rewrite engine, ${payload}: >= ${TARGET_MB_PER_SECOND} MB/s in memory (fast path)`, value, unit: 'MB/s', met: value >= TARGET_MB_PER_SECOND };
   });
   return {
     scenario: 'rewrite',
-    figures: { pods, listBytes: list.length, watchBytes: watch.length, chunkBytes: CHUNK, rows: all },
+    figures: { pods, listBytes: list.length, watchBytes: watch.length, chunkBytes: CHUNK, rows: all, objectRows },
     targets,
     charts,
   };
@@ -369,11 +440,13 @@ async function run(options: ScenarioOptions): Promise<ScenarioResult> {
 
 export const rewriteScenario: Scenario = {
   name: 'rewrite',
-  description: 'Rewrite engine alone, in memory: MB/s of pod list and watch payloads, against JSON.parse+stringify, stream-json and a raw copy',
+  description: 'Rewrite engine alone, in memory: MB/s of pod list and watch payloads, against JSON.parse+stringify, stream-json and a raw copy; µs per single object, byte path against JSON.parse+stringify',
   run,
 };
 
 // Started by run() with --payload: one payload's cases in this process of its own.
 if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv.includes('--payload')) {
-  await runPayload(process.argv[process.argv.indexOf('--payload') + 1] === 'watch' ? 'watch' : 'list');
+  const payload = process.argv[process.argv.indexOf('--payload') + 1];
+  if (payload === 'object') runObjects();
+  else await runPayload(payload === 'watch' ? 'watch' : 'list');
 }

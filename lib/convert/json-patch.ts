@@ -1,6 +1,6 @@
 // RFC 6902 JSON Patch, applied by tenantgate itself: a patch's paths name fields in the tenant's view, which the
 // kind's rules may move or rewrite upstream, so the patch is applied to the tenant's view of the object and the
-// result converted whole (lib/upstream/tenant-forward.ts reads, patches and writes back).
+// result converted whole (lib/request/request-body.ts reads, patches and writes back).
 import { badRequest, invalid, requestEntityTooLarge, StatusError } from '../errors/status-error.ts';
 import { checkBodyShape, parseJsonBody } from './tenant-body.ts';
 

@@ -1,15 +1,12 @@
 // The flow-control stage: a tenant's request takes a seat before it costs anything upstream, or waits, or gets 429;
 // a watch or other long-running request also counts against the tenant's cap on open ones until its response closes.
 // Never leaves a seat or a count behind: both are given back when the response closes, however the request ended.
-import type { RequestContext } from '../server/context.ts';
+import type { RequestContext } from '../request/context.ts';
 import { tooManyRequests } from '../errors/status-error.ts';
 import type { FlowController } from './dispatcher.ts';
 import type { RejectionReason, SeatKind } from './events.ts';
 import { SEAT_HELD, type Seat } from './tenant-flow.ts';
 
-const SEAT = Symbol('tenantgate.flowcontrol.seat');
-type Response = RequestContext['res'];
-type HoldsSeat = Response & { [SEAT]?: Seat };
 
 /** Requests the apiserver counts as long-running: a watch, and pods' and services' log, proxy, exec, attach, port-forward. */
 const LONG_RUNNING = /^\/api(?:s\/[^/]+)?\/[^/]+\/watch\/|\/(?:pods|services|nodes)\/[^/?]+\/(?:log|proxy|exec|attach|portforward)(?:[/?]|$)|[?&]watch=(?:1|true)(?:&|$)/;
@@ -26,16 +23,16 @@ export function isLongRunning(method: string | undefined, path: string): boolean
   return method === 'GET' ? LONG_RUNNING.test(path) : STREAMING_SUBRESOURCE.test(path);
 }
 
-/** Seats held per request by a `this`-bound listener: no closure per request on the path that admits at once. */
-function releaseOnClose(this: HoldsSeat): void {
-  const seat = this[SEAT]!;
-  seat.owner.closed(seat);
+/** Gives back what the request holds once its exchange closed, however it ended (called once, at close). */
+export function releaseSeat(ctx: RequestContext): void {
+  const seat = ctx.seat;
+  if (seat !== null) seat.owner.closed(seat);
 }
 
 /** A watch (or other long-running request) gives its seat back once its response starts: called as headers arrive. */
-export function releaseStartSeat(res: Response): void {
-  const seat = (res as HoldsSeat)[SEAT];
-  if (seat !== undefined && seat.startOnly && seat.state === SEAT_HELD) seat.owner.release(seat);
+export function releaseStartSeat(ctx: RequestContext): void {
+  const seat = ctx.seat;
+  if (seat !== null && seat.startOnly && seat.state === SEAT_HELD) seat.owner.release(seat);
 }
 
 function refusal(reason: RejectionReason): Error {
@@ -57,12 +54,11 @@ export function flowControl(controller: FlowController): (ctx: RequestContext) =
     // Administrators are exempt (like the apiserver's exempt priority level): they must be able to act, e.g. lower
     // a noisy tenant's limit, while tenants saturate tenantgate.
     if (tenant === null) return false;
-    const method = ctx.req.method;
+    const method = ctx.method;
     const seat = controller.acquire(tenant, seatKindOf(method), isLongRunning(method, ctx.path));
     if (typeof seat === 'string') throw refusal(seat);
-    const res = ctx.res as HoldsSeat;
-    res[SEAT] = seat;
-    res.on('close', releaseOnClose);
+    // Given back by releaseSeat when the exchange closes (request/pipeline.ts), or sooner for a long-running one.
+    ctx.seat = seat;
     if (seat.state === SEAT_HELD) return false;
     return new Promise<boolean>((resolve, reject) => {
       seat.decided = (reason) => (reason === null ? resolve(false) : reject(refusal(reason)));

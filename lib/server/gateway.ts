@@ -1,7 +1,8 @@
 // Assembles a running tenantgate: the TLS listener (HTTP/2, HTTP/1.1 allowed), the pipeline, the upstream pool, the
 // tenant store and the lifecycle controller that keeps tenants' upstream objects.
 // Limits on streams, headers and resets are set here, at the edge, before any request reaches a stage.
-import http2, { type Http2SecureServer } from 'node:http2';
+import http2, { type Http2SecureServer, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
@@ -10,10 +11,10 @@ import { DiscoveryCache } from '../upstream/discovery.ts';
 import { UpstreamPool } from '../upstream/pool.ts';
 import { HealthChecks } from './health.ts';
 import { limitStreamResets } from './rapid-reset.ts';
-import { buildPipeline, handleRequest, handleUpgrade } from './pipeline.ts';
+import { buildPipeline, RequestRunner } from '../request/pipeline.ts';
 import { writeRawStatus } from './status.ts';
 import { badRequest, headersTooLarge } from '../errors/status-error.ts';
-import { closeOffload, offloadQueueSize } from '../upstream/offload.ts';
+import { closeOffload, offloadQueueSize } from '../request/offload.ts';
 import { startMetricsListener, type MetricsListener } from '../metrics/listener.ts';
 import { TenantgateMetrics } from '../metrics/metrics.ts';
 import { RequestObserver } from './request-end.ts';
@@ -136,8 +137,15 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
     maxSessionRejectedStreams: 100,
     maxSessionInvalidFrames: 1000,
   } as http2.SecureServerOptions);
-  server.on('request', (req, res) => handleRequest(stages, req, res, observer));
-  server.on('upgrade', (req, socket: Duplex, head: Buffer) => handleUpgrade(stages, req, socket, head, observer));
+  const runner = new RequestRunner(stages, observer);
+  // HTTP/1.1 requests arrive as 'request' (and 'upgrade'). Listening to 'request' makes node serve HTTP/2 streams
+  // through its compatibility objects too; tenantgate serves them from the raw 'stream' event instead, so the
+  // compatibility listener node added is taken off (and checked to be the only other one).
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => runner.request(req, res));
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => runner.upgrade(req, socket, head));
+  server.removeAllListeners('stream');
+  server.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, _flags: number, rawHeaders: string[]) => runner.stream(stream, headers, rawHeaders));
+  if (server.listenerCount('stream') !== 1 || server.listenerCount('request') !== 1) throw new Error('tenantgate: HTTP/2 streams must be served by one listener');
   server.on('clientError', onClientError);
   server.on('sessionError', () => {}); // the session is torn down by node; nothing else to do
   server.on('session', (session) => {

@@ -1,10 +1,9 @@
 // /livez, /readyz and /healthz, answered without authentication (like the apiserver's): tenantgate's own checks, and
 // with `?verbose` (or for one named check) the upstream's, read with tenantgate's identity. Answers are cached briefly
 // so probes cost the upstream little. Never sends the upstream anything of the caller's: a fixed few paths.
-import type { ServerResponse } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http2';
 import type { UpstreamPool } from '../upstream/pool.ts';
-import type { RequestContext } from './context.ts';
+import type { RequestContext } from '../request/context.ts';
 
 const CACHE_MS = 1000;
 const UPSTREAM_PROBE_TIMEOUT_MS = 2000;
@@ -30,9 +29,7 @@ export class HealthChecks {
 
   /** True when the request was a health check and has been (or is being) answered. */
   serve(ctx: RequestContext): boolean {
-    const { path } = ctx;
-    const end = path.indexOf('?');
-    const pathname = end === -1 ? path : path.slice(0, end);
+    const pathname = ctx.pathname;
     const slash = pathname.indexOf('/', 1);
     const endpoint = pathname.slice(1, slash === -1 ? undefined : slash);
     if (!ENDPOINTS.has(endpoint)) return false;
@@ -41,7 +38,7 @@ export class HealthChecks {
       this.serveOneCheck(ctx, name, pathname.slice(slash + 1));
       return true;
     }
-    const query = new URLSearchParams(end === -1 ? '' : path.slice(end + 1));
+    const query = ctx.query;
     // `?verbose` lists each check as the apiserver does ("[+]etcd ok"), which clients and e2e tests read.
     const verbose = query.has('verbose');
     const excluded = new Set(query.getAll('exclude'));
@@ -182,12 +179,9 @@ export function verboseHealth(name: Endpoint, upstreamProblem: string | null, up
 }
 
 function answer(ctx: RequestContext, status: number, text: string): void {
-  const { res } = ctx;
-  if (res.headersSent) return;
-  (res as ServerResponse).writeHead(status, {
+  ctx.answer(status, {
     'content-type': 'text/plain; charset=utf-8',
     'cache-control': 'no-cache, private',
     'x-content-type-options': 'nosniff',
-  });
-  res.end(text);
+  }, text);
 }

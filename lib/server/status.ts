@@ -1,9 +1,8 @@
 // Writes a Kubernetes `Status` (made by errors/status-error.ts) as the answer to a request: the only place that
 // turns an error into bytes. Never writes a second answer over one already under way.
-import type { ServerResponse } from 'node:http';
-import type { Http2ServerResponse } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import { log } from '../log.ts';
+import type { RequestContext } from '../request/context.ts';
 import { asStatusError } from '../errors/status-error.ts';
 
 /** A bug, not bad input: the client learns nothing of it, the operator learns everything. */
@@ -12,10 +11,10 @@ function logBug(error: unknown): void {
 }
 
 /** Answers a request with a Status; a response already under way can only be cut off. */
-export function sendStatus(res: ServerResponse | Http2ServerResponse, error: unknown): void {
+export function sendStatus(ctx: RequestContext, error: unknown): void {
   const status = asStatusError(error, logBug);
-  if (res.headersSent) {
-    res.destroy();
+  if (ctx.headersSent) {
+    ctx.out.destroy();
     return;
   }
   const body = JSON.stringify(status);
@@ -25,8 +24,7 @@ export function sendStatus(res: ServerResponse | Http2ServerResponse, error: unk
     'cache-control': 'no-cache, private',
   };
   if (status.details?.retryAfterSeconds !== undefined) headers['retry-after'] = status.details.retryAfterSeconds;
-  (res as ServerResponse).writeHead(status.code, headers);
-  res.end(body);
+  ctx.answer(status.code, headers, body);
 }
 
 const REASON_PHRASES: Record<number, string> = {

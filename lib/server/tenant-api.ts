@@ -5,7 +5,6 @@
 // 200 with it, as for a Namespace. The tenant lifecycle controller sees the change through TenantStore.onChange, removes
 // the tenant's upstream objects, reports progress in status.conditions and, last, calls store.remove(). A client that
 // removes every finalizer of a terminating Tenant itself removes it at once, as the apiserver would.
-import type { ServerResponse } from 'node:http';
 import type { OutgoingHttpHeaders } from 'node:http2';
 import { parseJsonOrYamlBody } from '../convert/tenant-body.ts';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
@@ -14,11 +13,11 @@ import { applyMergePatch } from '../convert/merge-patch.ts';
 import { parseRequestInfo, type RequestInfo } from '../convert/request-info.ts';
 import { labelsMatch, parseFieldSelector, parseLabelSelector, type LabelRequirement } from '../convert/selectors.ts';
 import type { RowObjects } from '../convert/table.ts';
-import { openUpstreamStream } from '../upstream/forward.ts';
+import { requestUpstreamFor } from '../request/open-upstream.ts';
 import { clientResponseHeaders, upstreamRequestHeaders } from '../upstream/headers.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
-import { readBody } from '../upstream/read-body.ts';
-import { jsonAccept } from '../upstream/tenant-forward.ts';
+import { readBody } from '../request/read-body.ts';
+import { jsonAccept } from '../request/negotiation.ts';
 import {
   aggregatedDiscoveryGroup,
   apiGroup,
@@ -45,7 +44,7 @@ import {
 } from '../tenants/tenant.ts';
 import { validateTenant } from '../tenants/validation.ts';
 import type { RecordTenantOperation, TenantOperation } from '../metrics/metrics.ts';
-import type { RequestContext } from './context.ts';
+import type { RequestContext } from '../request/context.ts';
 import { sendStatus } from './status.ts';
 import { alreadyExists, badGateway, conflict, expired, forbidden, invalid, methodNotAllowed, badRequest, notFound, requestEntityTooLarge, serviceUnavailable, StatusError, unsupportedMediaType } from '../errors/status-error.ts';
 
@@ -107,10 +106,9 @@ function forbiddenForTenants(info: RequestInfo): StatusError {
 
 // ---- answering ----
 
-function sendJson(res: RequestContext['res'], code: number, body: unknown, contentType = 'application/json'): void {
+function sendJson(ctx: RequestContext, code: number, body: unknown, contentType = 'application/json'): void {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
-  (res as ServerResponse).writeHead(code, { 'content-type': contentType, 'content-length': Buffer.byteLength(text), 'cache-control': 'no-cache, private' });
-  res.end(text);
+  ctx.answer(code, { 'content-type': contentType, 'cache-control': 'no-cache, private' }, text);
 }
 
 function wantsTable(accept: string | undefined): boolean {
@@ -124,15 +122,15 @@ function rowObjectsOf(query: URLSearchParams): RowObjects {
 
 /** One tenant, or a one-row Table when kubectl asks for one. */
 function sendTenant(ctx: RequestContext, code: number, tenant: Tenant, query: URLSearchParams): void {
-  if (wantsTable(ctx.req.headers.accept)) sendJson(ctx.res, code, tenantTable([tenant], tenant.metadata.resourceVersion, rowObjectsOf(query)), TABLE_CONTENT_TYPE);
-  else sendJson(ctx.res, code, tenant);
+  if (wantsTable(ctx.headers.accept)) sendJson(ctx, code, tenantTable([tenant], tenant.metadata.resourceVersion, rowObjectsOf(query)), TABLE_CONTENT_TYPE);
+  else sendJson(ctx, code, tenant);
 }
 
 // ---- reading requests ----
 
 async function readJsonOrYaml(ctx: RequestContext): Promise<{ body: unknown; contentType: string }> {
-  const contentType = String(ctx.req.headers['content-type'] ?? 'application/json').toLowerCase();
-  const buffer = await readBody(ctx.req, MAX_BODY_BYTES, () => requestEntityTooLarge(`the request body is larger than ${MAX_BODY_BYTES} bytes`));
+  const contentType = String(ctx.headers['content-type'] ?? 'application/json').toLowerCase();
+  const buffer = await readBody(ctx.body, MAX_BODY_BYTES, () => requestEntityTooLarge(`the request body is larger than ${MAX_BODY_BYTES} bytes`));
   const text = buffer.toString('utf8');
   if (contentType.includes('json-patch')) return { body: parseJsonPatch(text), contentType };
   return { body: parseJsonOrYamlBody(text, contentType), contentType };
@@ -167,11 +165,11 @@ function list(ctx: RequestContext, store: TenantStore, query: URLSearchParams): 
   const filter = filterOf(query);
   const resourceVersion = store.resourceVersion;
   const items = store.list().filter((tenant) => matches(filter, tenant));
-  if (wantsTable(ctx.req.headers.accept)) {
-    sendJson(ctx.res, 200, tenantTable(items, resourceVersion, rowObjectsOf(query)), TABLE_CONTENT_TYPE);
+  if (wantsTable(ctx.headers.accept)) {
+    sendJson(ctx, 200, tenantTable(items, resourceVersion, rowObjectsOf(query)), TABLE_CONTENT_TYPE);
     return;
   }
-  sendJson(ctx.res, 200, { kind: 'TenantList', apiVersion: TENANT_API_VERSION, metadata: { resourceVersion }, items });
+  sendJson(ctx, 200, { kind: 'TenantList', apiVersion: TENANT_API_VERSION, metadata: { resourceVersion }, items });
 }
 
 /**
@@ -179,21 +177,20 @@ function list(ctx: RequestContext, store: TenantStore, query: URLSearchParams): 
  * sendInitialEvents=true the current tenants come first, then a bookmark marked k8s.io/initial-events-end.
  */
 function watch(ctx: RequestContext, store: TenantStore, query: URLSearchParams): void {
-  const { res } = ctx;
+  const res = ctx.out;
   const filter = filterOf(query);
-  const table = wantsTable(ctx.req.headers.accept);
+  const table = wantsTable(ctx.headers.accept);
   const rowObjects = rowObjectsOf(query);
   let columnsSent = false;
   let headSent = false;
   const writeHead = () => {
     if (headSent) return;
     headSent = true;
-    (res as ServerResponse).writeHead(200, { 'content-type': table ? TABLE_CONTENT_TYPE : 'application/json', 'cache-control': 'no-cache, private' });
-    if ('flushHeaders' in res) res.flushHeaders();
+    ctx.respond(200, { 'content-type': table ? TABLE_CONTENT_TYPE : 'application/json', 'cache-control': 'no-cache, private' });
   };
   const send = (type: string, object: unknown) => {
     writeHead();
-    (res as ServerResponse).write(JSON.stringify({ type, object }) + '\n');
+    res.write(JSON.stringify({ type, object }) + '\n');
   };
   const onEvent = ({ type, tenant }: TenantEvent) => {
     if (!matches(filter, tenant)) return;
@@ -367,14 +364,14 @@ async function kubeconfig(ctx: RequestContext, deps: TenantApiDeps, name: string
   if (tenant === undefined || tenant.metadata.deletionTimestamp !== undefined) throw tenantNotFound(name);
   if (deps.issueKubeconfig === null) throw serviceUnavailable('this tenantgate issues no tenant credentials (no tenant CA is configured)');
   const text = await deps.issueKubeconfig(tenant);
-  sendJson(ctx.res, 200, text, 'application/yaml');
+  sendJson(ctx, 200, text, 'application/yaml');
 }
 
 /** One request under /apis/tenant.kubezoo.io/... from an administrator. */
 async function serveResource(ctx: RequestContext, deps: TenantApiDeps, info: RequestInfo, query: URLSearchParams): Promise<void> {
   const { tenants } = deps;
   if (info.apiVersion !== TENANT_VERSION || info.resource !== TENANT_RESOURCE || info.namespace !== '' || info.parts.length > 3) throw notFound();
-  const method = ctx.req.method ?? 'GET';
+  const method = ctx.method;
   const subresource = info.subresource;
   if (subresource === 'kubeconfig' && info.verb === 'get') return kubeconfig(ctx, deps, info.name);
   if (subresource !== '' && subresource !== 'status') throw notFound();
@@ -397,7 +394,7 @@ async function serveResource(ctx: RequestContext, deps: TenantApiDeps, info: Req
     }
     case 'delete': {
       if (subresource !== '') break;
-      const hasBody = ctx.req.headers['content-length'] !== undefined && ctx.req.headers['content-length'] !== '0';
+      const hasBody = ctx.headers['content-length'] !== undefined && ctx.headers['content-length'] !== '0';
       return counted(deps, 'delete', (hasBody ? readJsonOrYaml(ctx).then(({ body }) => body) : Promise.resolve(undefined)).then((body) => remove(ctx, tenants, info, body, query)));
     }
   }
@@ -408,18 +405,17 @@ async function serveResource(ctx: RequestContext, deps: TenantApiDeps, info: Req
 
 /** An administrator's discovery request, forwarded as they asked it, answered with `add` applied to a 200's document. */
 function addToUpstreamDocument(ctx: RequestContext, pool: UpstreamPool, add: (doc: any) => void): void {
-  const { req, res } = ctx;
-  const headers: OutgoingHttpHeaders = upstreamRequestHeaders(req.headers, upstreamIdentityOf(ctx.identity!), pool);
-  headers.accept = jsonAccept(req.headers.accept, true);
+  const headers: OutgoingHttpHeaders = upstreamRequestHeaders(ctx.headers, upstreamIdentityOf(ctx.identity!), pool);
+  headers.accept = jsonAccept(ctx.headers.accept, true);
   // The answer changes: it must arrive whole and uncompressed, and the upstream's ETag no longer describes it.
   delete headers['accept-encoding'];
   delete headers['if-none-match'];
-  const upstream = openUpstreamStream(res, pool, 'GET', ctx.path, headers, true, (upstreamHeaders) => {
+  requestUpstreamFor(ctx, pool, ctx.path, headers, (upstream, upstreamHeaders) => {
     const status = Number(upstreamHeaders[':status'] ?? 502);
     const responseHeaders = clientResponseHeaders(upstreamHeaders);
     delete responseHeaders['content-length'];
     delete responseHeaders.etag;
-    void readBody(upstream!, MAX_DISCOVERY_BYTES, () => badGateway('the upstream discovery document is too large'))
+    void readBody(upstream, MAX_DISCOVERY_BYTES, () => badGateway('the upstream discovery document is too large'))
       .then((buffer) => {
         let body: Buffer | string = buffer;
         if (status === 200) {
@@ -427,11 +423,9 @@ function addToUpstreamDocument(ctx: RequestContext, pool: UpstreamPool, add: (do
           add(doc);
           body = JSON.stringify(doc);
         }
-        responseHeaders['content-length'] = Buffer.byteLength(body);
-        (res as ServerResponse).writeHead(status, responseHeaders);
-        res.end(body);
+        ctx.answer(status, responseHeaders, body);
       })
-      .catch((error: unknown) => sendStatus(res, error instanceof SyntaxError ? badGateway('the upstream discovery document is not JSON') : error));
+      .catch((error: unknown) => sendStatus(ctx, error instanceof SyntaxError ? badGateway('the upstream discovery document is not JSON') : error));
   });
 }
 
@@ -451,25 +445,24 @@ function addOpenApiPath(doc: any): void {
  */
 export function tenantApi(deps: TenantApiDeps): (ctx: RequestContext) => boolean | Promise<boolean> {
   return (ctx) => {
-    const queryStart = ctx.path.indexOf('?');
-    const rawPath = queryStart === -1 ? ctx.path : ctx.path.slice(0, queryStart);
+    const rawPath = ctx.pathname;
     const isAdmin = ctx.identity!.tenant === null;
     // Most requests are neither for the group nor an administrator's discovery: they leave before any parsing.
     // (A percent-encoded path is decoded first: `tenant%2Ekubezoo.io` is the group too.)
     if (!rawPath.includes('%') && !GROUP_PATH.test(rawPath) && !(isAdmin && ADMIN_DISCOVERY_PATH.test(rawPath))) return false;
-    const query = new URLSearchParams(queryStart === -1 ? '' : ctx.path.slice(queryStart + 1));
-    const info = parseRequestInfo(ctx.req.method ?? 'GET', rawPath, query);
+    const query = ctx.query;
+    const info = parseRequestInfo(ctx.method, rawPath, query);
     if (GROUP_PATH.test(info.path)) {
       if (!isAdmin) throw forbiddenForTenants(info);
       const path = info.path.replace(/\/+$/, '');
-      if (path === `/apis/${TENANT_GROUP}`) sendJson(ctx.res, 200, apiGroup());
-      else if (path === `/apis/${TENANT_API_VERSION}`) sendJson(ctx.res, 200, apiResourceList());
-      else if (path === `/openapi/v3/${OPENAPI_V3_PATH}`) sendJson(ctx.res, 200, OPENAPI_V3_DOCUMENT);
+      if (path === `/apis/${TENANT_GROUP}`) sendJson(ctx, 200, apiGroup());
+      else if (path === `/apis/${TENANT_API_VERSION}`) sendJson(ctx, 200, apiResourceList());
+      else if (path === `/openapi/v3/${OPENAPI_V3_PATH}`) sendJson(ctx, 200, OPENAPI_V3_DOCUMENT);
       else if (path.startsWith('/openapi/')) throw notFound();
       else return serveResource(ctx, deps, info, query).then(() => true, (error: unknown) => Promise.reject(tenantStoreStatus(error, info.name)));
       return true;
     }
-    if (!isAdmin || (ctx.req.method !== 'GET' && ctx.req.method !== 'HEAD')) return false;
+    if (!isAdmin || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) return false;
     if (info.path === '/apis' || info.path === '/apis/') {
       addToUpstreamDocument(ctx, deps.pool, addGroup);
       return true;

@@ -1,4 +1,4 @@
-// Rewrites upstream list and watch JSON into a tenant's view byte by byte, as chunks arrive, holding at most one item.
+// Rewrites upstream list and watch JSON, and single objects, into a tenant's view byte by byte, holding one item at most.
 // Never emits an object outside the tenant's prefix, nor any byte of an item before the whole item has been checked.
 import { performance } from 'node:perf_hooks';
 import { Transform, type TransformCallback } from 'node:stream';
@@ -142,6 +142,7 @@ const ROLE_SPAN = 10; // a member whose bytes the fast path looks at once it is 
 const ROLE_SPEC = 11; // an item's spec: looks for the members the kind's markers are searched in
 const ROLE_MARKED = 12; // such a member: searched for the markers when it ends
 const ROLE_STATUS = 13; // an item's status: looks for "conditions"
+const ROLE_OBJECT_TOP = 14; // depth 0 of a single-object response: its one value is the item
 
 // What the next value is, when it matters.
 const SLOT_NONE = 0;
@@ -162,6 +163,7 @@ const SLOT_STATUS = 14;
 const SLOT_MARKED = 15;
 const SLOT_CONDITIONS = 16;
 const SLOT_GENERATE_NAME = 17;
+const SLOT_OBJECT = 18;
 
 // The members whose extent the fast path notes (index into the span arrays).
 const SPAN_MANAGED_FIELDS = 0;
@@ -204,6 +206,8 @@ const TYPE_ERROR = Buffer.from('ERROR');
 const COMMA = Buffer.from(',');
 const NEWLINE = Buffer.from('\n');
 const EMPTY = Buffer.alloc(0);
+/** walkItem()'s key tables by shape of scanner (name field, metadata or not, marked spec members): a handful. */
+const ITEM_WALK_KEYS = new Map<string, Uint8Array | null>();
 /** Bytes of a chunk first copied behind held bytes; doubled until the held item ends. */
 const FIRST_PIECE = 4096;
 /**
@@ -303,13 +307,18 @@ function describeByte(c: number): string {
 }
 
 /**
- * The incremental rewriter under ListRewriter and WatchRewriter: `write()` each chunk, then `finish()`; each returns
+ * The incremental rewriter under ListRewriter, WatchRewriter and objectToTenantBytes ('object': one object, judged
+ * and edited as one list item, kept or not, as itemsKept tells): `write()` each chunk, then `finish()`; each returns
  * the bytes ready to send. A validating JSON scanner whose state survives chunk boundaries; it keeps in memory
  * only the current item (or watch event) and the chunk it is in. Containers it does not look into are skipped by
  * WebAssembly (json-skip.ts), which validates them as this scanner would. Throws TenantViewError, after which it is unusable.
  */
 export class TenantViewScanner {
   private readonly watch: boolean;
+  /** A single-object response ('object'): its top-level value is the one item, judged and edited as a list's. */
+  private readonly single: boolean;
+  /** What the response must be, for error messages: 'list' or 'object'. */
+  private readonly expected: string;
   private readonly prefix: Buffer;
   private readonly tenant: TenantId;
   private readonly nameKey: Buffer | null;
@@ -369,6 +378,7 @@ export class TenantViewScanner {
   private inItems = false;
   private keptItems = 0;
   private keptEvents = 0;
+  private uncheckedObject = false;
 
   // The current item (list) or event (watch).
   private unitStart = -1;
@@ -427,7 +437,7 @@ export class TenantViewScanner {
   private readonly envelopeParts: Buffer[] | null;
   private readonly itemsBefore: number;
 
-  constructor(kind: 'list' | 'watch', spec: TenantViewSpec, itemsOnly?: ItemsOnly) {
+  constructor(kind: 'list' | 'watch' | 'object', spec: TenantViewSpec, itemsOnly?: ItemsOnly) {
     this.envelopeParts = itemsOnly === undefined ? null : [];
     this.itemsBefore = itemsOnly?.itemsBefore ?? 0;
     if (!isTenantId(spec.tenant)) throw new TypeError(`not a tenant id: ${JSON.stringify(spec.tenant)}`);
@@ -435,6 +445,8 @@ export class TenantViewScanner {
       throw new TypeError('nameField null needs rewriteItem: without either, every object would pass unchecked');
     }
     this.watch = kind === 'watch';
+    this.single = kind === 'object';
+    this.expected = this.single ? 'object' : 'list';
     this.tenant = spec.tenant;
     this.prefix = Buffer.from(tenantPrefix(spec.tenant));
     this.nameKey = spec.nameField === null ? null : spec.nameField === 'name' ? KEY_NAME : Buffer.from(spec.nameField);
@@ -458,10 +470,20 @@ export class TenantViewScanner {
     this.itemKeys = this.itemWalkKeys();
   }
 
-  /** What onKey() looks for, for walkItem(): the same keys in the same places. */
+  /**
+   * What onKey() looks for, for walkItem(): the same keys in the same places. One table per shape of scanner, shared:
+   * made and copied into the module once, not per scanner (a single object's scanner lives for one object).
+   */
   private itemWalkKeys(): Uint8Array | null {
     const withMetadata = this.tenantMetadata !== null;
     const nameKey = this.nameKey;
+    const shape = `${nameKey?.toString() ?? ''}|${withMetadata}|${this.markedKeys.join('|')}`;
+    let keys = ITEM_WALK_KEYS.get(shape);
+    if (keys === undefined) ITEM_WALK_KEYS.set(shape, (keys = this.newItemWalkKeys(withMetadata, nameKey)));
+    return keys;
+  }
+
+  private newItemWalkKeys(withMetadata: boolean, nameKey: Buffer | null): Uint8Array | null {
     return itemWalkKeys({
       item: [
         ...(nameKey !== null ? [[KEY_METADATA, ITEM_KEY.metadata] as const] : []),
@@ -560,10 +582,10 @@ export class TenantViewScanner {
       const at = this.bufOffset + this.pos;
       // A number or literal cut by the end is still held, from `pos` on.
       const pendingToken = this.pos < this.retained;
-      if (!this.watch && !this.sawValue && !pendingToken) throw new TenantViewError('the response is empty, not a list', at);
-      if (!this.watch && !this.sawValue) throw new TenantViewError('not a list: the response is not a JSON object', at);
+      if (!this.watch && !this.sawValue && !pendingToken) throw new TenantViewError(`the response is empty, not ${this.expected === 'list' ? 'a list' : 'an object'}`, at);
+      if (!this.watch && !this.sawValue) throw new TenantViewError(`not ${this.expected === 'list' ? 'a list' : 'an object'}: the response is not a JSON object`, at);
       if (this.unitStart >= 0) throw new TenantViewError('the response ended inside an item', at);
-      if (!this.watch && this.expect !== EXPECT_END) throw new TenantViewError('the response ended before the list did', at);
+      if (!this.watch && this.expect !== EXPECT_END) throw new TenantViewError(`the response ended before the ${this.expected} did`, at);
       if (this.inString || pendingToken || this.depth > 0) throw new TenantViewError('the response ended inside a JSON value', at);
       this.flushBetweenItems();
       return this.takeOutput();
@@ -688,6 +710,15 @@ export class TenantViewScanner {
     return this.keptItems;
   }
 
+  /**
+   * A single object ('object') left out because its name field could not be checked: missing, not a non-empty string,
+   * or written twice (ambiguous). Not a stored object of the kind (a Status, a Table, a list) or an odd one: where
+   * the parser and the rule would decide otherwise, the caller asks them instead.
+   */
+  get objectUnchecked(): boolean {
+    return this.uncheckedObject;
+  }
+
   /** The watch events emitted so far (bookmarks and errors included). */
   get eventsKept(): number {
     return this.keptEvents;
@@ -701,7 +732,8 @@ export class TenantViewScanner {
   private retainTail(): void {
     let from: number;
     if (this.unitStart >= 0) from = this.unitStart;
-    else if (!this.watch && !this.sawItems) from = this.flushedUpTo;
+    // (A single object emits nothing but itself: the whitespace around it is not held.)
+    else if (!this.watch && !this.single && !this.sawItems) from = this.flushedUpTo;
     else from = this.safeEnd();
     const keep = this.end - from;
     if (keep > this.maxItemBytes) {
@@ -759,7 +791,7 @@ export class TenantViewScanner {
     let depth = this.depth;
     let expect = this.expect;
     let stack = this.stack;
-    const topRole = this.watch ? ROLE_WATCH_TOP : ROLE_LIST_TOP;
+    const topRole = this.watch ? ROLE_WATCH_TOP : this.single ? ROLE_OBJECT_TOP : ROLE_LIST_TOP;
     const afterTopValue = this.watch ? EXPECT_VALUE : EXPECT_END;
     let role = depth > 0 ? stack[depth - 1]! >> 1 : topRole;
     // What a ',' leads to in the current container: a value in an array, a key in an object.
@@ -909,7 +941,7 @@ export class TenantViewScanner {
 
       if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
         if ((expect & ALLOW_VALUE) === 0) {
-          throw this.malformed(expect === EXPECT_END ? 'data after the end of the list' : `unexpected ${describeByte(c)}`, pos);
+          throw this.malformed(expect === EXPECT_END ? `data after the end of the ${this.expected}` : `unexpected ${describeByte(c)}`, pos);
         }
         const isArray = c === 0x5b;
         let newRole = ROLE_OTHER;
@@ -928,10 +960,12 @@ export class TenantViewScanner {
             this.onClose(ROLE_ITEM, role, pos);
             if (this.stopAtUnitEnd && this.unitStart < 0) {
               this.stoppedAtUnitEnd = true;
-              expect = EXPECT_COMMA_OR_CLOSE;
+              expect = depth === 0 ? afterTopValue : EXPECT_COMMA_OR_CLOSE;
               break;
             }
-            if (pos < end && buf[pos] === 0x2c /* , */) {
+            // (At depth 0, a single object's: nothing but whitespace may follow.)
+            if (depth === 0) expect = afterTopValue;
+            else if (pos < end && buf[pos] === 0x2c /* , */) {
               pos++;
               expect = afterComma;
             } else {
@@ -983,7 +1017,7 @@ export class TenantViewScanner {
       }
       if (kind !== C_NUMBER && kind !== C_LITERAL) throw this.malformed(`unexpected ${describeByte(c)}`, pos);
       if ((expect & ALLOW_VALUE) === 0) {
-        throw this.malformed(expect === EXPECT_END ? 'data after the end of the list' : `unexpected ${describeByte(c)}`, pos);
+        throw this.malformed(expect === EXPECT_END ? `data after the end of the ${this.expected}` : `unexpected ${describeByte(c)}`, pos);
       }
       const tokenEnd = kind === C_NUMBER ? this.scanNumber(buf, pos, end) : this.scanLiteral(buf, pos, end);
       if (tokenEnd < 0) {
@@ -1087,6 +1121,7 @@ export class TenantViewScanner {
     if (role === ROLE_ITEMS) return SLOT_ITEM;
     if (role === ROLE_LIST_TOP) return SLOT_LIST;
     if (role === ROLE_WATCH_TOP) return SLOT_EVENT;
+    if (role === ROLE_OBJECT_TOP) return SLOT_OBJECT;
     const slot = this.slot;
     this.slot = SLOT_NONE;
     return slot;
@@ -1211,6 +1246,11 @@ export class TenantViewScanner {
       case SLOT_ITEM:
         this.startUnit(at, !isArray);
         return isArray ? ROLE_NON_OBJECT_ITEM : ROLE_ITEM;
+      case SLOT_OBJECT:
+        if (isArray) throw new TenantViewError('not an object: the response is a JSON array', this.bufOffset + at);
+        this.sawValue = true;
+        this.startUnit(at, true);
+        return ROLE_ITEM;
       case SLOT_ITEMS:
         if (!isArray) throw new TenantViewError('not a list: "items" is not an array', this.bufOffset + at);
         // The list's head (kind, apiVersion, metadata, "items":[) is known safe now: send it.
@@ -1308,6 +1348,8 @@ export class TenantViewScanner {
         throw new TenantViewError('not a list: the response is not a JSON object', this.bufOffset + start);
       case SLOT_EVENT:
         throw new TenantViewError('a watch event is not a JSON object', this.bufOffset + start);
+      case SLOT_OBJECT:
+        throw new TenantViewError('not an object: the response is not a JSON object', this.bufOffset + start);
       case SLOT_ITEM:
         // Not an object, so it has no metadata: dropped.
         this.startUnit(start, false);
@@ -1360,7 +1402,8 @@ export class TenantViewScanner {
         this.inItems = false;
         return;
       case ROLE_ITEM:
-        if (parent === ROLE_ITEMS) this.finishListItem(end);
+        // A single object is judged and edited as a list item (it is the first, so no comma leads it).
+        if (parent === ROLE_ITEMS || parent === ROLE_OBJECT_TOP) this.finishListItem(end);
         else if (parent === ROLE_EVENT) this.objectEnd = end;
         return;
       case ROLE_NON_OBJECT_ITEM:
@@ -1624,7 +1667,12 @@ export class TenantViewScanner {
     this.unitStart = -1;
     this.flushedUpTo = end;
     const verdict = this.nameVerdict();
-    if (verdict < 0) return;
+    if (verdict < 0) {
+      if (this.single && this.nameKey !== null && (this.ambiguous || this.nameState !== NAME_STRING || this.nameEnd - this.nameStart === 2)) {
+        this.uncheckedObject = true;
+      }
+      return;
+    }
     if (this.fastPathApplies()) {
       if (!this.collectFastEdits(verdict)) return;
       if (this.keptItems + this.itemsBefore > 0) this.emitBytes(COMMA, start);

@@ -21,10 +21,23 @@ export function tenantViewSpecOf(row: KindRow, convert: ConvertContext, tableRow
   };
   const rewriteStatus = (status: any) => statusToTenant(status, convert.tenant);
   if (row.tenancy !== 'tenant' || tableRows !== null) return { tenant: convert.tenant, nameField: null, rewriteItem, rewriteStatus };
-  const nameField = row.scope === 'Namespaced' ? 'namespace' : row.rule === 'crd' ? null : 'name';
-  const markers = BYTE_LEVEL_RULES[row.rule];
-  const tenantMetadata = nameField !== null && markers !== undefined ? metadataView(convert, markers) : undefined;
+  const nameField = nameFieldOf(row);
+  const tenantMetadata = metadataOnly(row) ? metadataView(convert, BYTE_LEVEL_RULES[row.rule]!) : undefined;
   return { tenant: convert.tenant, nameField, rewriteItem, rewriteStatus, tenantMetadata, listApiGroup: listApiGroupOf(row) };
+}
+
+/**
+ * Whether the rewriter converts objects of `row` at byte level (tenantMetadata), leaving to the rule only the odd
+ * object that holds one of the kind's markers: a tenant kind with a name field whose rule touches nothing but the
+ * object's own metadata and status messages. Other kinds' objects are each parsed and given to their rule.
+ */
+export function metadataOnly(row: KindRow): boolean {
+  return row.tenancy === 'tenant' && nameFieldOf(row) !== null && BYTE_LEVEL_RULES[row.rule] !== undefined;
+}
+
+/** The metadata member that proves a tenant kind's object the tenant's; none for CRDs (the prefix is inside the group). */
+function nameFieldOf(row: KindRow): TenantViewSpec['nameField'] {
+  return row.scope === 'Namespaced' ? 'namespace' : row.rule === 'crd' ? null : 'name';
 }
 
 /** A stored kind's list is `<upstreamGroup>/<version>` upstream and `<group>/<version>` to the tenant. */

@@ -4,7 +4,7 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
 import type { TenantId } from '../convert/prefix.ts';
 import { stripTenantPrefixes } from '../convert/status.ts';
-import { TENANT_EXTRA_KEY, type UpstreamIdentity } from '../auth/impersonation.ts';
+import type { UpstreamIdentity } from '../auth/impersonation.ts';
 
 /** Headers that describe one hop (RFC 9110 §7.6.1) or the client's own credentials: never forwarded. */
 const DROPPED_REQUEST_HEADERS = new Set([
@@ -81,7 +81,7 @@ export function upstreamRequestHeaders(
     if (isDroppedRequestHeader(name, listedInConnection)) continue;
     out[name] = incoming[name];
   }
-  if (identity.extra?.[TENANT_EXTRA_KEY] !== undefined) for (const name of CONDITIONAL_REQUEST_HEADERS) delete out[name];
+  if (identity.tenant != null) for (const name of CONDITIONAL_REQUEST_HEADERS) delete out[name];
   if (credentials.authorization !== undefined) out.authorization = credentials.authorization;
   out['impersonate-user'] = identity.user;
   if (identity.groups.length > 0) out['impersonate-group'] = identity.groups;

@@ -17,6 +17,17 @@ interface PooledSession {
   streams: number;
   /** The server's SETTINGS arrived: its stream limit is known. */
   settled: boolean;
+  pool: UpstreamPool;
+}
+
+/** Where a stream keeps its session, for the one 'close' listener every stream shares (no closure per request). */
+const POOLED = Symbol('tenantgate.upstream.pooledSession');
+type PooledStream = ClientHttp2Stream & { [POOLED]?: PooledSession };
+
+function streamClosed(this: PooledStream): void {
+  const pooled = this[POOLED]!;
+  pooled.streams--;
+  pooled.pool.activeStreams--;
 }
 
 /** Streams a session takes before the server said its limit: HTTP/2's recommended minimum, and kube-apiserver's. */
@@ -60,13 +71,11 @@ export class UpstreamPool {
     headers[HTTP2_HEADER_PATH] = path;
     headers[HTTP2_HEADER_SCHEME] = 'https';
     headers[HTTP2_HEADER_AUTHORITY] = this.url.host;
-    const stream = pooled.session.request(headers, { endStream });
+    const stream: PooledStream = pooled.session.request(headers, { endStream });
     pooled.streams++;
     this.activeStreams++;
-    stream.once('close', () => {
-      pooled.streams--;
-      this.activeStreams--;
-    });
+    stream[POOLED] = pooled;
+    stream.once('close', streamClosed);
     return stream;
   }
 
@@ -104,7 +113,7 @@ export class UpstreamPool {
       // Lists can be large: let the upstream send a lot before waiting for WINDOW_UPDATE, as kubectl does.
       settings: { initialWindowSize: 1024 * 1024 },
     });
-    const pooled: PooledSession = { session, streams: 0, settled: false };
+    const pooled: PooledSession = { session, streams: 0, settled: false, pool: this };
     session.once('remoteSettings', (settings) => {
       pooled.settled = true;
       this.serverStreamLimit = settings.maxConcurrentStreams;

@@ -7,8 +7,8 @@ import type { FlowControlEvents, RejectionReason, SeatKind } from '../../lib/flo
 import { DEFAULT_FLOW_CONTROL, FLOW_WEIGHT_ANNOTATION, limitsOf, MAX_WATCHES_ANNOTATION, type FlowControlOptions } from '../../lib/flowcontrol/limits.ts';
 import { flowControl, isLongRunning, releaseStartSeat, seatKindOf } from '../../lib/flowcontrol/stage.ts';
 import { Seat, SEAT_HELD, SEAT_QUEUED } from '../../lib/flowcontrol/tenant-flow.ts';
-import { newRequestContext } from '../../lib/server/context.ts';
-import { sendStatus } from '../../lib/server/status.ts';
+import type { Http1RequestContext } from '../../lib/request/context.ts';
+import { RequestRunner } from '../../lib/request/pipeline.ts';
 import { StatusError } from '../../lib/errors/status-error.ts';
 import type { Tenant } from '../../lib/tenants/tenant.ts';
 
@@ -215,31 +215,27 @@ t.test("a change to a Tenant's annotation applies at once; a deleted tenant's fl
   t.equal(controller.inflightTotal, 1, 'seats of the deleted tenant still come back (one request was still queued behind the lowered limit and took one)');
 });
 
-/** A real HTTP server whose handler is the flow-control stage, then a response held until `finish` is called. */
+/** A real HTTP server whose pipeline is the flow-control stage, then a response held until `finish` is called. */
 async function serverWithStage(controller: FlowController, tenantOf: (req: http.IncomingMessage) => string | null) {
   const pending: http.ServerResponse[] = [];
-  const stage = flowControl(controller);
-  const server = http.createServer((req, res) => {
-    const ctx = newRequestContext(req, res);
-    ctx.identity = { user: 'u', groups: [], tenant: tenantOf(req) };
-    const proceed = () => {
-      if (req.url?.includes('watch=true')) {
-        releaseStartSeat(res); // what forward.ts does when the upstream's headers arrive
-        res.writeHead(200);
-        res.write('{}\n');
+  const runner = new RequestRunner([
+    { name: 'identity', run: (ctx) => ((ctx.identity = { user: 'u', groups: [], tenant: tenantOf((ctx as Http1RequestContext).req) }), false) },
+    { name: 'flow control', run: flowControl(controller) },
+    {
+      name: 'hold the response',
+      run: (ctx) => {
+        const res = (ctx as Http1RequestContext).res;
+        if (ctx.path.includes('watch=true')) {
+          releaseStartSeat(ctx); // what the answer stage does when the upstream's headers arrive
+          res.writeHead(200);
+          res.write('{}\n');
+        }
         pending.push(res);
-        return;
-      }
-      pending.push(res);
-    };
-    try {
-      const outcome = stage(ctx);
-      if (outcome === false) proceed();
-      else if (outcome !== true) outcome.then((answered) => answered || proceed(), (error: unknown) => sendStatus(res, error));
-    } catch (error) {
-      sendStatus(res, error);
-    }
-  });
+        return true;
+      },
+    },
+  ]);
+  const server = http.createServer((req, res) => runner.request(req, res));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   return { server, port, pending };

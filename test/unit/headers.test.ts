@@ -63,7 +63,7 @@ t.test('hop-by-hop and pseudo headers do not reach the client', async (t) => {
 
 t.test('a tenant\'s requests carry no conditions: the upstream\'s validators are shared by all tenants\' views', async (t) => {
   const conditions = { 'if-none-match': '"E"', 'if-modified-since': 'Tue, 01 Jan 2030 00:00:00 GMT', 'if-match': '"E"', 'if-unmodified-since': 'x', 'if-range': '"E"' };
-  const tenant = upstreamRequestHeaders({ accept: 'application/json', ...conditions }, { user: 'abc123-alice', groups: [], extra: { tenant: ['abc123'] } }, {});
+  const tenant = upstreamRequestHeaders({ accept: 'application/json', ...conditions }, { user: 'abc123-alice', groups: [], extra: { tenant: ['abc123'] }, tenant: 'abc123' }, {});
   t.same(Object.keys(tenant).filter((name) => name.startsWith('if-')), [], 'dropped for a tenant');
   t.equal(tenant.accept, 'application/json');
   const admin = upstreamRequestHeaders({ ...conditions }, alice, {});

@@ -3,7 +3,7 @@
 import t from 'tap';
 import { parseRequestInfo } from '../../lib/convert/request-info.ts';
 import { upstreamNonResourcePath } from '../../lib/convert/request.ts';
-import { isUpgradableRequest } from '../../lib/upstream/upgrade.ts';
+import { isUpgradableRequest } from '../../lib/request/upgrade.ts';
 
 t.test('discovery, version and OpenAPI paths map to the upstream, a CRD group under the tenant prefix', async (t) => {
   const cases: [string, string][] = [

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { openapiV2ToTenant } from '../../lib/convert/openapi.ts';
 import { openapiV2ToProtobuf } from '../../lib/convert/openapi-v2-protobuf.ts';
-import { closeOffload, convertOffThread } from '../../lib/upstream/offload.ts';
+import { closeOffload, convertOffThread } from '../../lib/request/offload.ts';
 import { StatusError } from '../../lib/errors/status-error.ts';
 
 const FIXTURE = readFileSync(new URL('../fixtures/openapi-v2.json', import.meta.url));

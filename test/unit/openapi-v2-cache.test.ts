@@ -1,7 +1,7 @@
 // Tenants' OpenAPI v2 views kept under the upstream's ETag: each tenant's own validator, bounded by bytes, and
 // If-None-Match read as HTTP reads it.
 import t from 'tap';
-import { ifNoneMatchHolds, TenantOpenApiV2Cache, tenantEtagOf } from '../../lib/upstream/openapi-v2-cache.ts';
+import { ifNoneMatchHolds, TenantOpenApiV2Cache, tenantEtagOf } from '../../lib/request/openapi-v2-cache.ts';
 
 t.test('a view is kept per tenant and form, and only for the upstream ETag it was converted from', async (t) => {
   const cache = new TenantOpenApiV2Cache();

@@ -85,13 +85,14 @@ t.test("a tenant may impersonate what its RoleBindings or (through its shadow id
   ]);
   t.same(asked[0]!.groups, ['alpha1:system:authenticated'], "asked about the caller's whole upstream identity");
   t.same(target, { user: 'alice', groups: ['devs', 'system:authenticated'], tenant: 'alpha1', proof: tenantAdmin.proof }, "the target keeps the caller's tenant and proof");
-  t.same(upstreamIdentityOf(target), { user: 'alpha1-alice', groups: ['alpha1:devs', 'alpha1:system:authenticated'], extra: { tenant: ['alpha1'] } }, 'upstream: under the prefix, the tenant extra kept');
+  t.same(upstreamIdentityOf(target), { user: 'alpha1-alice', groups: ['alpha1:devs', 'alpha1:system:authenticated'], extra: { tenant: ['alpha1'] }, tenant: 'alpha1' }, 'upstream: under the prefix, the tenant extra kept');
 
   const robot = await authorizeImpersonation(access, tenantAdmin, requestedImpersonation(raw([['impersonate-user', 'system:serviceaccount:shop:robot']]))!);
   t.same(upstreamIdentityOf(robot), {
     user: 'system:serviceaccount:alpha1-shop:robot',
     groups: ['alpha1:system:serviceaccounts', 'system:serviceaccounts:alpha1-shop', 'alpha1:system:authenticated'],
     extra: { tenant: ['alpha1'] },
+    tenant: 'alpha1',
   }, 'a service account gets its groups, as a token of its own would');
 });
 

@@ -1,10 +1,11 @@
-// The whole path of a request, one named stage after another in the order they run.
-// A stage answers the request (returns true), passes it on (false), or finishes later (a promise of either).
-import { ServerResponse, type IncomingMessage } from 'node:http';
+// The whole path of a request, one named stage after another in the order they run, the same list for every protocol
+// (HTTP/2 streams, HTTP/1.1, Upgrade). A stage answers the request (returns true), passes it on (false), or finishes
+// later (a promise of either). Stages that only concern a converted tenant request pass the others on.
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerHttp2Stream } from 'node:http2';
+import { ServerResponse as Http1Response } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { Duplex } from 'node:stream';
-import type { TLSSocket } from 'node:tls';
 import { clusterScopeForbidden, type AccessReviews } from '../auth/access-review.ts';
 import { authenticateCaller } from '../auth/authenticate.ts';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
@@ -13,27 +14,29 @@ import type { Identity } from '../auth/identity.ts';
 import type { ServiceAccountTokens } from '../auth/service-account-tokens.ts';
 import { resolveTenant } from '../auth/tenant-resolution.ts';
 import type { FlowController } from '../flowcontrol/dispatcher.ts';
-import { flowControl } from '../flowcontrol/stage.ts';
+import { flowControl, releaseSeat } from '../flowcontrol/stage.ts';
 import { accessRefusal, isBuiltinGroup, kindOf, type KindRow } from '../convert/kinds.ts';
 import { parseRequestInfo, type RequestInfo } from '../convert/request-info.ts';
-import { isDiscoveryDocumentPath, upstreamNonResourcePath, upstreamObjectName, upstreamResourceTarget } from '../convert/request.ts';
+import { isDiscoveryDocumentPath, upstreamNonResourcePath, upstreamObjectName } from '../convert/request.ts';
 import { apiGroupToUpstream } from '../convert/rules/index.ts';
+import { badRequest, notFound, unauthorized } from '../errors/status-error.ts';
 import type { DiscoveryCache } from '../upstream/discovery.ts';
-import { forwardToUpstream } from '../upstream/forward.ts';
 import type { ClusterCredentials } from '../upstream/kubeconfig.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import type { TenantStore } from '../tenants/tenant.ts';
 import type { RecordTenantOperation, TenantgateMetrics } from '../metrics/metrics.ts';
-import { forwardTenantRequest, type TenantForwardDeps } from '../upstream/tenant-forward.ts';
-import { TenantOpenApiV2Cache } from '../upstream/openapi-v2-cache.ts';
-import { forwardUpgrade, isUpgradableRequest } from '../upstream/upgrade.ts';
-import { newRequestContext, type RequestContext } from './context.ts';
-import type { HealthChecks } from './health.ts';
-import type { RequestObserver } from './request-end.ts';
-import { malformedRequestTarget } from './request-target.ts';
-import { sendStatus } from './status.ts';
-import { badRequest, notFound, unauthorized } from '../errors/status-error.ts';
-import { tenantApi, type IssueKubeconfig } from './tenant-api.ts';
+import type { HealthChecks } from '../server/health.ts';
+import type { RequestObserver } from '../server/request-end.ts';
+import { malformedRequestTarget } from '../server/request-target.ts';
+import { sendStatus } from '../server/status.ts';
+import { tenantApi, type IssueKubeconfig } from '../server/tenant-api.ts';
+import { answerStage } from './answers.ts';
+import { Http1RequestContext, Http2RequestContext, type RequestContext } from './context.ts';
+import { listAcrossNamespacesStage } from './merged-list.ts';
+import { cancelUpstream, openUpstreamStage, prepareUpstreamRequestStage } from './open-upstream.ts';
+import { convertRequestBodyStage } from './request-body.ts';
+import { TenantConversions, type TenantConversionDeps } from './tenant-conversions.ts';
+import { upgradeStage } from './upgrade.ts';
 
 export interface Stage {
   name: string;
@@ -65,7 +68,7 @@ export interface PipelineDeps {
   /** Callers' RBAC for reads at the cluster scope and for impersonation, asked upstream (shadow identities too), cached. */
   access: AccessReviews;
   /** Before a tenant's CRD write is answered (the lifecycle's write-through); absent: nothing waits. */
-  customResourceDefinitionWritten?: TenantForwardDeps['customResourceDefinitionWritten'];
+  customResourceDefinitionWritten?: TenantConversionDeps['customResourceDefinitionWritten'];
 }
 
 function validateTarget(ctx: RequestContext): boolean {
@@ -81,7 +84,8 @@ function authenticate(tokens: ServiceAccountTokens): Stage['run'] {
     return false;
   };
   return (ctx) => {
-    const identity = authenticateCaller(ctx.req.socket as TLSSocket, ctx.req.headers.authorization, tokens);
+    const authorization = ctx.headers.authorization;
+    const identity = authenticateCaller(ctx.socket, authorization, tokens);
     // A certificate or a cached token answers at once; only a token's first review waits.
     return identity instanceof Promise ? identity.then((reviewed) => accept(ctx, reviewed)) : accept(ctx, identity);
   };
@@ -97,7 +101,7 @@ function impersonate(access: AccessReviews, callers: 'administrators' | 'tenants
   return (ctx) => {
     const caller = ctx.identity!;
     if ((caller.tenant === null) !== (callers === 'administrators')) return false;
-    const requested = requestedImpersonation(ctx.req.rawHeaders);
+    const requested = requestedImpersonation(ctx.rawHeaders);
     if (requested === null) return false;
     return authorizeImpersonation(access, caller, requested).then((target) => {
       ctx.caller = caller;
@@ -107,12 +111,21 @@ function impersonate(access: AccessReviews, callers: 'administrators' | 'tenants
   };
 }
 
+/** A tenant identity counts only while its tenant exists; its requests are converted unless conversion is off. */
+function resolve(tenants: TenantStore, passthrough: boolean): Stage['run'] {
+  return (ctx) => {
+    const identity = ctx.identity!;
+    resolveTenant(identity, tenants);
+    ctx.converts = identity.tenant !== null && !passthrough;
+    return false;
+  };
+}
+
 /** Classify like the apiserver's RequestInfo, then find the kind (scope from discovery for custom resources). */
 function classify(discovery: DiscoveryCache): Stage['run'] {
   return (ctx) => {
-    const queryStart = ctx.path.indexOf('?');
-    const path = queryStart === -1 ? ctx.path : ctx.path.slice(0, queryStart);
-    const info = parseRequestInfo(ctx.req.method ?? 'GET', path, new URLSearchParams(queryStart === -1 ? '' : ctx.path.slice(queryStart + 1)));
+    if (!ctx.converts) return false;
+    const info = parseRequestInfo(ctx.method, ctx.pathname, ctx.query);
     ctx.info = info;
     if (!info.isResourceRequest) {
       // Discovery, version and OpenAPI only, in the forms the apiserver serves them.
@@ -120,7 +133,7 @@ function classify(discovery: DiscoveryCache): Stage['run'] {
       if (upstreamPath === null) throw notFound();
       // Discovery documents are read with tenantgate's own identity: tenant identities need no upstream discovery,
       // which lists every tenant's groups (--confine-upstream-discovery takes it from them); the answer is converted.
-      if (ctx.req.method === 'GET' && isDiscoveryDocumentPath(upstreamPath)) ctx.asTenantgate = true;
+      if (ctx.method === 'GET' && isDiscoveryDocumentPath(upstreamPath)) ctx.asTenantgate = true;
       // Discovery answers are filtered with what discovery knows: make sure it knows something recent.
       return info.path.startsWith('/apis') ? discovery.refreshIfStale().then(() => false) : false;
     }
@@ -138,37 +151,11 @@ function classify(discovery: DiscoveryCache): Stage['run'] {
 
 /** Hidden and unknown kinds do not exist for tenants; shared kinds are read-only. */
 function admit(ctx: RequestContext): boolean {
-  const info = ctx.info!;
-  if (!info.isResourceRequest) return false;
+  const info = ctx.info;
+  if (info === null || !info.isResourceRequest) return false;
   const refusal = accessRefusal(ctx.row ?? undefined, info.verb, info.subresource);
   if (refusal !== null) throw refusal;
   return false;
-}
-
-/** Administrators' requests reach the upstream as they are; an upgrade of theirs is relayed whatever it names. */
-function passThrough(ctx: RequestContext, pool: UpstreamPool, upstream: ClusterCredentials, metrics: TenantgateMetrics | null): true {
-  if (ctx.upgrade !== null) forwardUpgrade(ctx, ctx.path, upstream);
-  else forwardToUpstream(ctx, pool, metrics);
-  return true;
-}
-
-/**
- * A tenant's request that carries Upgrade: exec, attach, port-forward and proxy are upgraded under the tenant's names;
- * any other GET goes on as a plain request (converted by the next stage); any other method is refused, since its body
- * was not read as a request body.
- */
-function upgradeTenantRequest(ctx: RequestContext, upstream: ClusterCredentials): boolean {
-  if (ctx.upgrade === null) return false;
-  const info = ctx.info!;
-  if (isUpgradableRequest(info)) {
-    const queryStart = ctx.path.indexOf('?');
-    const query = new URLSearchParams(queryStart === -1 ? '' : ctx.path.slice(queryStart + 1));
-    forwardUpgrade(ctx, upstreamResourceTarget(info, ctx.row!, query, ctx.identity!.tenant!), upstream);
-    return true;
-  }
-  const method = ctx.req.method;
-  if (method === 'GET' || method === 'HEAD') return false;
-  throw badRequest('Upgrade is served only for exec, attach, port-forward and proxy; send this request without it');
 }
 
 const CROSS_NAMESPACE_VERBS: ReadonlySet<string> = new Set(['list', 'watch']);
@@ -197,9 +184,9 @@ function authorizeClusterScopeReads(access: AccessReviews): Stage['run'] {
     return false;
   };
   return (ctx) => {
-    const info = ctx.info!;
+    const info = ctx.info;
     const row = ctx.row;
-    if (!readsAtClusterScope(info, row)) return false;
+    if (info === null || !readsAtClusterScope(info, row)) return false;
     const identity = ctx.identity!;
     const tenant = identity.tenant!;
     // RBAC's resourceNames match a get of one object by its upstream name.
@@ -210,8 +197,9 @@ function authorizeClusterScopeReads(access: AccessReviews): Stage['run'] {
 }
 
 /** The stages of `tenantgate serve`, in order. */
-export function buildPipeline({ pool, health, discovery, passthrough, tenants, tokens, issueKubeconfig, flow, upstream, access, metrics = null, recordOperation, webhookUrlHosts, customResourceDefinitionWritten }: PipelineDeps): Stage[] {
-  const forwardDeps = { pool, discovery, access, metrics, webhookUrlHosts, customResourceDefinitionWritten, openapiV2: new TenantOpenApiV2Cache() };
+export function buildPipeline(deps: PipelineDeps): Stage[] {
+  const { pool, health, discovery, passthrough, tenants, tokens, issueKubeconfig, flow, upstream, access, metrics = null, recordOperation } = deps;
+  const conversions = new TenantConversions({ pool, discovery, access, metrics, webhookUrlHosts: deps.webhookUrlHosts, customResourceDefinitionWritten: deps.customResourceDefinitionWritten });
   return [
     { name: 'validate request target', run: validateTarget },
     { name: 'health checks', run: (ctx) => health.serve(ctx) },
@@ -220,23 +208,27 @@ export function buildPipeline({ pool, health, discovery, passthrough, tenants, t
     { name: 'impersonate (administrators)', run: impersonate(access, 'administrators') },
     // Before tenant resolution: any tenant identity, valid or not, is refused the group alike (403).
     { name: 'Tenant API (administrators)', run: tenantApi({ pool, tenants, issueKubeconfig, recordOperation }) },
-    { name: 'resolve tenant', run: (ctx) => (resolveTenant(ctx.identity!, tenants), false) },
-    // Before any work for the request: a tenant over its share waits or gets 429 here, cheaply.
+    { name: 'resolve tenant', run: resolve(tenants, passthrough) },
+    // Before any work for the request: a tenant over its share waits or gets 429 here, cheaply. Upgrades (exec,
+    // attach, port-forward) hold a seat like any other long-running request.
     { name: 'flow control', run: flowControl(flow) },
     // After flow control (the apiserver classifies the target, but a tenant's share is the tenant's whoever it acts
     // as): a flood of impersonated requests waits for seats before it costs any access review.
     { name: 'impersonate (tenants)', run: impersonate(access, 'tenants') },
-    {
-      name: 'administrators pass through',
-      run: (ctx) => (ctx.identity!.tenant === null || passthrough ? passThrough(ctx, pool, upstream, metrics) : false),
-    },
+    // From here on, stages of conversion pass on requests that are not converted (administrators, --passthrough).
     { name: 'classify', run: classify(discovery) },
     { name: 'admit', run: admit },
     // After admit: hidden and shared kinds are answered before any question reaches the upstream.
     { name: 'authorize reads at the cluster scope', run: authorizeClusterScopeReads(access) },
     // After admission: an upgrade is converted and checked exactly as the same request without Upgrade would be.
-    { name: 'upgrade exec, attach, port-forward and proxy', run: (ctx) => upgradeTenantRequest(ctx, upstream) },
-    { name: 'convert and forward', run: (ctx) => (forwardTenantRequest(ctx, forwardDeps), true) },
+    { name: 'upgrade exec, attach, port-forward and proxy', run: upgradeStage(upstream) },
+    { name: 'prepare upstream request', run: prepareUpstreamRequestStage(conversions) },
+    // Objects upstream controllers made without the tenant label: one list per tenant namespace, merged.
+    { name: 'list across namespaces', run: listAcrossNamespacesStage(conversions) },
+    { name: 'convert request body', run: convertRequestBodyStage(conversions) },
+    { name: 'open upstream', run: openUpstreamStage(conversions) },
+    // Last: the answer is picked from a table of response converters when the upstream's head arrives.
+    { name: 'answer', run: answerStage(conversions) },
   ];
 }
 
@@ -248,42 +240,71 @@ function runStages(stages: Stage[], ctx: RequestContext, from: number): void {
       if (outcome !== false) {
         outcome.then(
           (answered) => answered || runStages(stages, ctx, i + 1),
-          (error: unknown) => sendStatus(ctx.res, error),
+          (error: unknown) => sendStatus(ctx, error),
         );
         return;
       }
     }
-    sendStatus(ctx.res, notFound());
+    sendStatus(ctx, notFound());
   } catch (error) {
-    sendStatus(ctx.res, error);
+    sendStatus(ctx, error);
   }
 }
 
-export function handleRequest(
-  stages: Stage[],
-  req: Http2ServerRequest | IncomingMessage,
-  res: Http2ServerResponse | ServerResponse,
-  observer?: RequestObserver,
-): void {
-  const ctx = newRequestContext(req, res);
-  // Metrics and the request log line, once the response ends.
-  observer?.begin(ctx);
-  runStages(stages, ctx, 0);
-}
+/** Where the exchange keeps its context for the one shared 'close' listener (no closure per request). */
+const CONTEXT = Symbol('tenantgate.requestContext');
+type Closable = { [CONTEXT]?: RequestContext; once(event: 'close', listener: () => void): unknown };
 
 /**
- * An HTTP/1.1 request that carries `Upgrade` (the server hands it over as a socket): it gets a response object over
- * that socket and passes every stage like any other request. Only exec, attach, port-forward and proxy are upgraded
- * (the stage "upgrade"); any other request is answered plainly, converted, over the same socket.
+ * Runs every request's pipeline, and ends what a request holds once its exchange closes, however it ended: its
+ * flow-control seat, its upstream stream, and its metrics and log line.
  */
-export function handleUpgrade(stages: Stage[], req: IncomingMessage, socket: Duplex, head: Buffer, observer?: RequestObserver): void {
-  socket.on('error', () => socket.destroy());
-  const res = new ServerResponse(req);
-  res.assignSocket(socket as Socket);
-  // One request per upgraded connection: a plain answer closes it once written.
-  res.shouldKeepAlive = false;
-  res.once('finish', () => socket.end());
-  const ctx = newRequestContext(req, res, { socket, head });
-  observer?.begin(ctx);
-  runStages(stages, ctx, 0);
+export class RequestRunner {
+  readonly #stages: Stage[];
+  readonly #observer: RequestObserver | undefined;
+  readonly #onClose: (this: Closable) => void;
+
+  constructor(stages: Stage[], observer?: RequestObserver) {
+    this.#stages = stages;
+    this.#observer = observer;
+    const observed = observer;
+    this.#onClose = function (this: Closable) {
+      const ctx = this[CONTEXT]!;
+      releaseSeat(ctx);
+      cancelUpstream(ctx);
+      observed?.ended(ctx);
+    };
+  }
+
+  #run(ctx: RequestContext, out: Closable): void {
+    out[CONTEXT] = ctx;
+    out.once('close', this.#onClose);
+    this.#observer?.begin(ctx);
+    runStages(this.#stages, ctx, 0);
+  }
+
+  /** An HTTP/2 request: served from its stream. */
+  stream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, rawHeaders: readonly string[]): void {
+    this.#run(new Http2RequestContext(stream, headers, rawHeaders), stream as unknown as Closable);
+  }
+
+  /** An HTTP/1.1 request. */
+  request(req: IncomingMessage, res: ServerResponse): void {
+    this.#run(new Http1RequestContext(req, res), res as unknown as Closable);
+  }
+
+  /**
+   * An HTTP/1.1 request that carries `Upgrade` (the server hands it over as a socket): it gets a response object over
+   * that socket and passes every stage like any other request. Only exec, attach, port-forward and proxy are upgraded
+   * (the stage "upgrade"); any other request is answered plainly, converted, over the same socket.
+   */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    socket.on('error', () => socket.destroy());
+    const res = new Http1Response(req);
+    res.assignSocket(socket as Socket);
+    // One request per upgraded connection: a plain answer closes it once written.
+    res.shouldKeepAlive = false;
+    res.once('finish', () => socket.end());
+    this.#run(new Http1RequestContext(req, res, { socket, head }), res as unknown as Closable);
+  }
 }

@@ -1,19 +1,21 @@
 // exec, attach, port-forward and proxy: HTTP/1.1 Upgrade (SPDY or WebSocket) proxied as two raw sockets once the
 // upstream agrees. HTTP/2 cannot carry Upgrade, so this path opens its own HTTP/1.1 connection upstream.
 // Never relays a tenant anything but a 101 and its stream, or a Status in the tenant's names.
-import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import type { TenantId } from '../convert/prefix.ts';
 import type { RequestInfo } from '../convert/request-info.ts';
 import { releaseStartSeat } from '../flowcontrol/stage.ts';
-import type { RequestContext } from '../server/context.ts';
+import type { Http1RequestContext, RequestContext } from './context.ts';
+import type { Stage } from './pipeline.ts';
+import { upstreamResourceTarget } from '../convert/request.ts';
 import { sendStatus } from '../server/status.ts';
-import { StatusError, upstreamUnavailable } from '../errors/status-error.ts';
-import { upstreamRequestHeaders } from './headers.ts';
+import { badRequest, StatusError, upstreamUnavailable } from '../errors/status-error.ts';
+import { upstreamRequestHeaders } from '../upstream/headers.ts';
 import { readBody, tenantStatusError } from './read-body.ts';
-import type { ClusterCredentials } from './kubeconfig.ts';
+import type { ClusterCredentials } from '../upstream/kubeconfig.ts';
 
 /** Subresources whose protocol is an upgraded stream (the apiserver's exec, attach, portforward and proxy handlers). */
 const UPGRADED_SUBRESOURCES: Readonly<Record<string, ReadonlySet<string>>> = {
@@ -73,22 +75,21 @@ function administratorHeaders(upstreamResponse: IncomingMessage): OutgoingHttpHe
  * flow-control seat released like any other.
  */
 export function forwardUpgrade(ctx: RequestContext, path: string, credentials: ClusterCredentials): void {
-  const { req, res } = ctx;
   const { socket: clientSocket, head } = ctx.upgrade!;
   const identity = ctx.identity!;
   const url = new URL(credentials.server);
-  const headers = upstreamRequestHeaders(req.headers as IncomingHttpHeaders, upstreamIdentityOf(identity), {
+  const headers = upstreamRequestHeaders(ctx.headers, upstreamIdentityOf(identity), {
     authorization: credentials.token === undefined ? undefined : `Bearer ${credentials.token}`,
   });
   // The upgrade itself is the one hop-by-hop exchange this path must carry.
   headers.connection = 'Upgrade';
-  headers.upgrade = req.headers.upgrade;
+  headers.upgrade = ctx.headers.upgrade;
   // A refusal is converted for tenants: it must arrive uncompressed.
   delete headers['accept-encoding'];
   const upstreamRequest = https.request({
     host: url.hostname.replace(/^\[|\]$/g, ''),
     port: url.port === '' ? 443 : Number(url.port),
-    method: req.method,
+    method: ctx.method,
     path,
     headers,
     ca: credentials.caPem,
@@ -104,8 +105,8 @@ export function forwardUpgrade(ctx: RequestContext, path: string, credentials: C
 
   upstreamRequest.once('upgrade', (upstreamResponse: IncomingMessage, upstreamSocket: Duplex, upstreamHead: Buffer) => {
     // Marked as answered for the request log and metrics; the head itself goes out as the upstream wrote it.
-    res.statusCode = 101;
-    releaseStartSeat(res);
+    (ctx as Http1RequestContext).res.statusCode = 101;
+    releaseStartSeat(ctx);
     clientSocket.write(switchingProtocolsHead(upstreamResponse));
     if (upstreamHead.length > 0) clientSocket.write(upstreamHead);
     if (head.length > 0) upstreamSocket.write(head);
@@ -125,16 +126,39 @@ export function forwardUpgrade(ctx: RequestContext, path: string, credentials: C
     const statusCode = upstreamResponse.statusCode ?? 502;
     const tenant = identity.tenant;
     if (tenant === null) {
-      (res as ServerResponse).writeHead(statusCode, administratorHeaders(upstreamResponse));
-      upstreamResponse.pipe(res as ServerResponse);
+      ctx.respond(statusCode, administratorHeaders(upstreamResponse));
+      upstreamResponse.pipe(ctx.out);
       return;
     }
     const tooLarge = () => upstreamUnavailable('the upstream refused the upgrade with an answer too large to convert');
     readBody(upstreamResponse, MAX_REFUSAL_BYTES, tooLarge).then(
-      (refusal) => sendStatus(res, refusalToTenant(refusal, statusCode, tenant)),
-      (error: unknown) => sendStatus(res, error),
+      (refusal) => sendStatus(ctx, refusalToTenant(refusal, statusCode, tenant)),
+      (error: unknown) => sendStatus(ctx, error),
     );
   });
-  upstreamRequest.once('error', (error) => sendStatus(res, upstreamUnavailable(error.message)));
+  upstreamRequest.once('error', (error) => sendStatus(ctx, upstreamUnavailable(error.message)));
   upstreamRequest.end();
+}
+
+/**
+ * The stage "upgrade": a request that carries Upgrade (HTTP/1.1 only). An administrator's is relayed whatever it names.
+ * A tenant's exec, attach, port-forward and proxy are upgraded under the tenant's names; any other GET goes on as a
+ * plain request (converted by the stages after this); any other method is refused, since its body was not read as a
+ * request body.
+ */
+export function upgradeStage(credentials: ClusterCredentials): Stage['run'] {
+  return (ctx) => {
+    if (ctx.upgrade === null) return false;
+    if (!ctx.converts) {
+      forwardUpgrade(ctx, ctx.path, credentials);
+      return true;
+    }
+    const info = ctx.info!;
+    if (isUpgradableRequest(info)) {
+      forwardUpgrade(ctx, upstreamResourceTarget(info, ctx.row!, ctx.query, ctx.identity!.tenant!), credentials);
+      return true;
+    }
+    if (ctx.method === 'GET' || ctx.method === 'HEAD') return false;
+    throw badRequest('Upgrade is served only for exec, attach, port-forward and proxy; send this request without it');
+  };
 }

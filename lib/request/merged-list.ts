@@ -3,7 +3,6 @@
 // order of one cluster-wide list), merged into one answer. `limit` and `continue` count only the tenant's objects;
 // the continue token is tenantgate's own, naming the tenant's namespace and the upstream token within it.
 // Items stream through as they arrive; Tables (what kubectl get asks for) are merged whole, page by page.
-import type { ServerResponse } from 'node:http';
 import type { ClientHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
 import { pipeline } from 'node:stream/promises';
 import type { KindRow } from '../convert/kinds.ts';
@@ -11,13 +10,17 @@ import { TENANT_LABEL, toTenantName, type TenantId } from '../convert/prefix.ts'
 import type { RequestInfo } from '../convert/request-info.ts';
 import { upstreamResourceTarget } from '../convert/request.ts';
 import type { ConvertContext } from '../convert/rules/index.ts';
-import { isTable, tableToTenant, type RowObjects } from '../convert/table.ts';
+import { isTable, rowObjectsFor, tableToTenant, type RowObjects } from '../convert/table.ts';
 import { sendStatus } from '../server/status.ts';
 import { badGateway, badRequest, internalError, StatusError, upstreamUnavailable } from '../errors/status-error.ts';
 import { ListRewriter } from '../stream/tenant-view.ts';
 import { tenantViewSpecOf } from '../stream/view-spec.ts';
-import type { UpstreamPool } from './pool.ts';
+import type { UpstreamPool } from '../upstream/pool.ts';
 import { readBody, tenantStatusError } from './read-body.ts';
+import type { RequestContext } from './context.ts';
+import { asksForTable } from './negotiation.ts';
+import type { Stage } from './pipeline.ts';
+import type { TenantConversions } from './tenant-conversions.ts';
 
 const MAX_PAGE_BYTES = 64 * 1024 * 1024;
 
@@ -54,7 +57,7 @@ function decodeToken(token: string, tenant: TenantId): Position {
 }
 
 export interface MergedListRequest {
-  res: ServerResponse;
+  ctx: RequestContext;
   pool: UpstreamPool;
   info: RequestInfo;
   row: KindRow;
@@ -121,9 +124,9 @@ async function tenantNamespaces(pool: UpstreamPool, headers: OutgoingHttpHeaders
   return names.sort();
 }
 
-/** Lists `row` across the tenant's namespaces into `res` (verb list, no namespace in the path). */
+/** Lists `row` across the tenant's namespaces into the response (verb list, no namespace in the path). */
 export async function listAcrossNamespaces(req: MergedListRequest): Promise<void> {
-  const { res, pool, info, row, query, convert, headers } = req;
+  const { ctx, pool, info, row, query, convert, headers } = req;
   const tenant = convert.tenant;
   try {
     const token = query.get('continue');
@@ -133,12 +136,12 @@ export async function listAcrossNamespaces(req: MergedListRequest): Promise<void
     if (!Number.isInteger(limit) || limit < 0) throw badRequest(`limit must be a non-negative integer, not ${JSON.stringify(limitText)}`);
     const namespaces = (await tenantNamespaces(pool, headers, tenant)).filter((ns) => start === null || ns >= start.namespace);
     const table = String(headers.accept ?? '').includes('as=Table');
-    const merge = table ? new TableMerge(res, row, convert, req.rowObjects) : new StreamMerge(res, row, info, convert);
+    const merge = table ? new TableMerge(ctx, row, convert, req.rowObjects) : new StreamMerge(ctx, row, info, convert);
 
     let resourceVersion = start?.resourceVersion ?? '';
     let next: Position | null = null;
     for (let i = 0; i < namespaces.length; i++) {
-      if (res.destroyed) return;
+      if (ctx.out.destroyed) return;
       const namespace = namespaces[i]!;
       const remaining = limit === 0 ? 0 : limit - merge.count;
       const pageQuery = new URLSearchParams(query);
@@ -178,8 +181,8 @@ export async function listAcrossNamespaces(req: MergedListRequest): Promise<void
     if (next !== null) metadata.continue = encodeToken(tenant, next);
     merge.end(metadata);
   } catch (error) {
-    if (!res.headersSent) sendStatus(res, error);
-    else res.destroy(error as Error);
+    if (!ctx.headersSent) sendStatus(ctx, error);
+    else ctx.out.destroy(error as Error);
   }
 }
 
@@ -196,17 +199,18 @@ interface Page {
 class StreamMerge {
   count = 0;
   private started = false;
-  private readonly res: ServerResponse;
+  private readonly ctx: RequestContext;
   private readonly row: KindRow;
   private readonly info: RequestInfo;
   private readonly convert: ConvertContext;
   /** Writes a page's rewritten bytes to the response, waiting while the client is slow. */
   private readonly relay: (pageBytes: AsyncIterable<Buffer>) => Promise<void>;
-  /** The response closed (an HTTP/2 compatibility response has no `destroyed` to ask). */
+  /** The response closed. */
   private closed = false;
 
-  constructor(res: ServerResponse, row: KindRow, info: RequestInfo, convert: ConvertContext) {
-    this.res = res;
+  constructor(ctx: RequestContext, row: KindRow, info: RequestInfo, convert: ConvertContext) {
+    this.ctx = ctx;
+    const res = ctx.out;
     this.row = row;
     this.info = info;
     this.convert = convert;
@@ -219,7 +223,7 @@ class StreamMerge {
   /** Resolves when the response can take more bytes; rejects when it closed instead (the client went away). */
   private drained(): Promise<void> {
     if (this.closed) return Promise.reject(new Error('the client went away'));
-    const res = this.res;
+    const res = this.ctx.out;
     return new Promise((resolve, reject) => {
       const settle = () => {
         res.off('drain', settle);
@@ -235,9 +239,9 @@ class StreamMerge {
   async add(body: ClientHttp2Stream): Promise<Page> {
     if (!this.started) {
       this.started = true;
-      this.res.writeHead(200, { 'content-type': 'application/json' });
+      this.ctx.respond(200, { 'content-type': 'application/json' });
       const { kind, apiVersion } = listKind(this.row, this.info);
-      this.res.write(`{"kind":${JSON.stringify(kind)},"apiVersion":${JSON.stringify(apiVersion)},"items":[`);
+      this.ctx.out.write(`{"kind":${JSON.stringify(kind)},"apiVersion":${JSON.stringify(apiVersion)},"items":[`);
     }
     const rewriter = new ListRewriter(tenantViewSpecOf(this.row, this.convert), { itemsBefore: this.count });
     // The response outlives every page: piping into it per namespace would leave listeners on it per namespace.
@@ -249,11 +253,10 @@ class StreamMerge {
 
   end(metadata: Record<string, string>): void {
     if (!this.started) {
-      this.res.writeHead(200, { 'content-type': 'application/json' });
-      this.res.end(JSON.stringify({ ...listKind(this.row, this.info), metadata, items: [] }));
+      this.ctx.answer(200, { 'content-type': 'application/json' }, JSON.stringify({ ...listKind(this.row, this.info), metadata, items: [] }));
       return;
     }
-    this.res.end(`],"metadata":${JSON.stringify(metadata)}}`);
+    this.ctx.out.end(`],"metadata":${JSON.stringify(metadata)}}`);
   }
 }
 
@@ -264,10 +267,10 @@ class TableMerge {
   private readonly row: KindRow;
   private readonly convert: ConvertContext;
   private readonly rowObjects: RowObjects;
-  private readonly res: ServerResponse;
+  private readonly ctx: RequestContext;
 
-  constructor(res: ServerResponse, row: KindRow, convert: ConvertContext, rowObjects: RowObjects) {
-    this.res = res;
+  constructor(ctx: RequestContext, row: KindRow, convert: ConvertContext, rowObjects: RowObjects) {
+    this.ctx = ctx;
     this.row = row;
     this.convert = convert;
     this.rowObjects = rowObjects;
@@ -286,10 +289,26 @@ class TableMerge {
   }
 
   end(metadata: Record<string, string>): void {
-    const res = this.res;
     const table = this.table ?? { kind: 'Table', apiVersion: 'meta.k8s.io/v1', columnDefinitions: [], rows: [] };
-    const text = JSON.stringify({ ...table, metadata });
-    res.writeHead(200, { 'content-type': 'application/json;as=Table;v=v1;g=meta.k8s.io', 'content-length': Buffer.byteLength(text) });
-    res.end(text);
+    this.ctx.answer(200, { 'content-type': 'application/json;as=Table;v=v1;g=meta.k8s.io' }, JSON.stringify({ ...table, metadata }));
   }
+}
+
+/**
+ * The stage "list across namespaces": a tenant's list without a namespace of a kind whose objects upstream controllers
+ * make without the tenant label (the table's listPath 'per-namespace'): one list per tenant namespace, merged.
+ */
+export function listAcrossNamespacesStage(conversions: TenantConversions): Stage['run'] {
+  return (ctx) => {
+    const info = ctx.info;
+    const row = ctx.row;
+    if (info === null || row === null || row.listPath !== 'per-namespace' || info.verb !== 'list' || info.namespace !== '') return false;
+    const convert = conversions.of(ctx.identity!.tenant!);
+    const table = asksForTable(ctx);
+    // The query each page is asked with: for Tables, with the row objects the kind's rule must see.
+    const query = table ? new URLSearchParams(ctx.query) : ctx.query;
+    const rowObjects = table ? rowObjectsFor(query, row) : 'Object';
+    void listAcrossNamespaces({ ctx, pool: conversions.pool, info, row, query, convert, headers: ctx.upstreamHeaders!, rowObjects });
+    return true;
+  };
 }

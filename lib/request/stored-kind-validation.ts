@@ -5,8 +5,8 @@ import type { KindRow } from '../convert/kinds.ts';
 import type { TenantId } from '../convert/prefix.ts';
 import { isObject } from '../convert/rules/json.ts';
 import type { Json } from '../convert/rules/rule.ts';
-import { upstreamJson } from './client.ts';
-import type { UpstreamPool } from './pool.ts';
+import { upstreamJson } from '../upstream/client.ts';
+import type { UpstreamPool } from '../upstream/pool.ts';
 import { tenantStatusError } from './read-body.ts';
 
 /** The generated name's start: no tenant's `<id>-` (a 6-character id and a dash), nor a mandatory object's name. */

@@ -3,11 +3,11 @@
 // shows as soon as the upstream publishes it), converted only when the document changed, with an ETag of its own.
 // Never answers one tenant with another's view, nor a 304 for a validator that is not the asking tenant's.
 import { createHash } from 'node:crypto';
-import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { OutgoingHttpHeaders } from 'node:http';
 import { openapiV2ToTenant } from '../convert/openapi.ts';
 import { OPENAPI_V2_PROTOBUF, openapiV2ToProtobuf } from '../convert/openapi-v2-protobuf.ts';
 import type { TenantId } from '../convert/prefix.ts';
-import type { RequestContext } from '../server/context.ts';
+import type { RequestContext } from './context.ts';
 import { badGateway } from '../errors/status-error.ts';
 import { convertOffThread, OFFLOAD_MIN_BYTES } from './offload.ts';
 
@@ -112,16 +112,12 @@ export async function answerOpenApiV2(ctx: RequestContext, tenant: TenantId, pro
   delete responseHeaders.etag;
   responseHeaders['content-type'] = protobuf ? OPENAPI_V2_PROTOBUF : 'application/json';
   if (view.tenantEtag !== '') responseHeaders.etag = view.tenantEtag;
-  const res = ctx.res as ServerResponse;
-  if (view.tenantEtag !== '' && ifNoneMatchHolds(ctx.req.headers['if-none-match'], view.tenantEtag)) {
+  if (view.tenantEtag !== '' && ifNoneMatchHolds(ctx.headers['if-none-match'], view.tenantEtag)) {
     delete responseHeaders['content-type'];
-    res.writeHead(304, responseHeaders);
-    res.end();
+    ctx.answer(304, responseHeaders);
     return;
   }
-  responseHeaders['content-length'] = view.body.length;
-  res.writeHead(200, responseHeaders);
-  res.end(view.body);
+  ctx.answer(200, responseHeaders, view.body);
 }
 
 function convertOpenApiV2Inline(buffer: Buffer, tenant: TenantId, protobuf: boolean): Buffer {

@@ -1,0 +1,346 @@
+// The stage "answer": when the upstream's head arrives, the answer is picked from a table of response converters, in
+// order, the first that takes it answers. Never sends the client a byte of an upstream object before it has been
+// converted to the tenant's view (only administrators' and --passthrough answers go as they are).
+import type { ClientHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
+import { performance } from 'node:perf_hooks';
+import { pipeline } from 'node:stream';
+import { shadowReviewStatus } from '../auth/access-review.ts';
+import { upstreamIdentityOf } from '../auth/impersonation.ts';
+import { aggregatedDiscoveryToTenant, discoveryToTenant } from '../convert/discovery.ts';
+import { isTenantCrdGroup, isWholeObjectSubresource } from '../convert/kinds.ts';
+import { openapiGroupDocToTenant, openapiIndexToTenant } from '../convert/openapi.ts';
+import { partialObjectMetadataListToProtobuf, partialObjectMetadataToProtobuf, PARTIAL_METADATA_GROUP_VERSION } from '../convert/partial-metadata-protobuf.ts';
+import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
+import { apiVersionToTenant } from '../convert/rules/api-groups.ts';
+import { apiGroupToUpstream, namespaceToUpstream, objectToTenant, type ConvertContext } from '../convert/rules/index.ts';
+import { statusToTenant } from '../convert/status.ts';
+import { isTable, tableToTenant } from '../convert/table.ts';
+import { HIDDEN_GROUPS } from '../convert/visibility.ts';
+import { badGateway, internalError, notFound, StatusError } from '../errors/status-error.ts';
+import { releaseStartSeat } from '../flowcontrol/stage.ts';
+import { log } from '../log.ts';
+import { verbOf } from '../server/request-end.ts';
+import { sendStatus } from '../server/status.ts';
+import { ListRewriter, WatchRewriter } from '../stream/tenant-view.ts';
+import { metadataOnly, tenantViewSpecOf } from '../stream/view-spec.ts';
+import { objectToTenantBytes, PARSED_PATH } from '../stream/object-view.ts';
+import { grantTenantNamespace } from '../tenants/bootstrap.ts';
+import { upstreamJson } from '../upstream/client.ts';
+import { clientResponseHeaders, tenantResponseHeaders } from '../upstream/headers.ts';
+import type { RequestContext } from './context.ts';
+import { asksForTable, isOpenApiV2, openApiV2AsProtobuf, partialMetadataProtobufOf } from './negotiation.ts';
+import { contextOf } from './open-upstream.ts';
+import { answerOpenApiV2 } from './openapi-v2-cache.ts';
+import type { Stage } from './pipeline.ts';
+import { readBody, tenantStatusError } from './read-body.ts';
+import type { TenantConversions } from './tenant-conversions.ts';
+
+/** Whole answers are converted in memory: past this, the upstream's answer is refused rather than held. */
+const MAX_RESPONSE_BODY_BYTES = 64 * 1024 * 1024;
+
+/** The upstream's answer as a converter sees it: its status, head, and the stream of its body. */
+export interface UpstreamAnswer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  contentType: string;
+  body: ClientHttp2Stream;
+}
+
+export interface ResponseConverter {
+  name: string;
+  /** True when this converter answers `answer` (the table is read in order: the first that takes it answers). */
+  takes(ctx: RequestContext, answer: UpstreamAnswer): boolean;
+  /** Answers the client; a rejection or throw before anything was sent becomes a Status. */
+  answer(ctx: RequestContext, answer: UpstreamAnswer, conversions: TenantConversions): void | Promise<void>;
+}
+
+// ---- streamed answers
+
+/** The answer as the upstream sent it: administrators and --passthrough. */
+function passThrough(ctx: RequestContext, answer: UpstreamAnswer): void {
+  ctx.respond(answer.status, clientResponseHeaders(answer.headers));
+  // (Errors are the upstream stream's listeners' and the exchange's to handle.)
+  answer.body.pipe(ctx.out);
+}
+
+/** A list or watch converted item by item as bytes arrive (JSON; Tables of a watch event by event). */
+function isStreamed(ctx: RequestContext, answer: UpstreamAnswer, verb: 'list' | 'watch'): boolean {
+  if (answer.status >= 300 || ctx.row === null || ctx.info!.verb !== verb || !answer.contentType.startsWith('application/json')) return false;
+  if (partialMetadataProtobufOf(ctx) !== null) return false;
+  // Tables (what kubectl get asks for) are answered whole, even when a watch of Tables is streamed event by event.
+  return verb === 'watch' || !(answer.contentType.includes('as=Table') || asksForTable(ctx));
+}
+
+function streamRewritten(ctx: RequestContext, answer: UpstreamAnswer, conversions: TenantConversions, verb: 'list' | 'watch'): void {
+  const tenant = ctx.identity!.tenant!;
+  const convert = conversions.of(tenant);
+  const row = ctx.row!;
+  const table = answer.contentType.includes('as=Table') || asksForTable(ctx);
+  const headers = tenantResponseHeaders(answer.headers, tenant);
+  delete headers['content-length'];
+  ctx.respond(answer.status, headers);
+  const rewriter = verb === 'watch' ? new WatchRewriter(tenantViewSpecOf(row, convert, table ? ctx.rowObjects : null)) : new ListRewriter(tenantViewSpecOf(row, convert));
+  ctx.rewrite = rewriter;
+  const rewriteEnded = conversions.metrics?.rewriteStarted(tenant, verb, rewriter);
+  pipeline(answer.body, rewriter, ctx.out, (error) => {
+    rewriteEnded?.();
+    if (!error || ctx.out.destroyed) return;
+    // A watch ends this way whenever its client or the upstream closes it: routine, not worth a warning each.
+    const routine = (error as NodeJS.ErrnoException).code === 'ERR_STREAM_PREMATURE_CLOSE';
+    (routine ? log.debug : log.warn)('a list or watch could not be converted', { tenant, path: ctx.info!.path, error: error.message });
+  });
+}
+
+// ---- whole answers
+
+/** An answer read whole: its status, the tenant's response headers, and the body's bytes. */
+interface WholeAnswer {
+  status: number;
+  headers: OutgoingHttpHeaders;
+  upstreamHeaders: IncomingHttpHeaders;
+  bytes: Buffer;
+}
+
+const answerTooLarge = () => internalError('the upstream answer is too large to convert');
+
+/** A converter of answers read whole first (bounded). */
+function whole(convert: (ctx: RequestContext, answer: WholeAnswer, conversions: TenantConversions) => void | Promise<void>): ResponseConverter['answer'] {
+  return async (ctx, answer, conversions) => {
+    const bytes = await readBody(answer.body, MAX_RESPONSE_BODY_BYTES, answerTooLarge);
+    const headers = tenantResponseHeaders(answer.headers, ctx.identity!.tenant!);
+    delete headers['content-length'];
+    await convert(ctx, { status: answer.status, headers, upstreamHeaders: answer.headers, bytes }, conversions);
+  };
+}
+
+/**
+ * The upstream's JSON, or null when the answer was empty and has been answered as it is (a 304 to a cached discovery
+ * document, a 204). An error without a body (OpenAPI v3's 404 for a group it does not serve) is still a Status.
+ */
+function parsedOrAnswered(ctx: RequestContext, answer: WholeAnswer): any {
+  const tenant = ctx.identity!.tenant!;
+  if (answer.bytes.length === 0) {
+    if (answer.status >= 400) throw tenantStatusError(answer.status, {}, tenant);
+    ctx.answer(answer.status, answer.headers);
+    return null;
+  }
+  try {
+    return JSON.parse(answer.bytes.toString('utf8'));
+  } catch {
+    // An error in plain text keeps its code; only a success that is not JSON is the upstream's fault.
+    if (answer.status >= 400) throw tenantStatusError(answer.status, answer.bytes, tenant);
+    throw badGateway('the upstream answer is not JSON');
+  }
+}
+
+function sendJson(ctx: RequestContext, answer: WholeAnswer, view: unknown): void {
+  ctx.answer(answer.status, answer.headers, JSON.stringify(view));
+}
+
+/**
+ * Upstream, a tenant identity holds rights only in namespaces that exist (RoleBindings in each), so a request in a
+ * missing namespace is refused (403) where the apiserver would answer a tenant whose ClusterRoleBindings allow it
+ * with "not found" (an empty list for a list). That answer, or null when the namespace exists or the tenant's RBAC
+ * does not allow the request cluster-wide (the 403 stands).
+ */
+async function missingNamespaceAnswer(ctx: RequestContext, conversions: TenantConversions): Promise<StatusError | object | null> {
+  const info = ctx.info!;
+  const identity = ctx.identity!;
+  const tenant = identity.tenant!;
+  const upstreamNamespace = namespaceToUpstream(info.namespace, tenant);
+  const namespace = await upstreamJson(conversions.pool, 'GET', `/api/v1/namespaces/${encodeURIComponent(upstreamNamespace)}`);
+  if (namespace.status !== 404) return null;
+  if (!(await conversions.access.allowed(tenant, upstreamIdentityOf(identity), info.verb, apiGroupToUpstream(info.apiGroup, tenant), info.resource))) return null;
+  const row = ctx.row!;
+  if (info.verb === 'list') {
+    return { kind: `${row.kind}List`, apiVersion: info.apiGroup === '' ? info.apiVersion : `${info.apiGroup}/${info.apiVersion}`, metadata: { resourceVersion: '' }, items: [] };
+  }
+  if (info.verb === 'create' || info.name === '') return notFound(`namespaces ${JSON.stringify(info.namespace)} not found`, { name: info.namespace, kind: 'namespaces' });
+  return notFound(`${info.resource}${info.apiGroup === '' ? '' : '.' + info.apiGroup} ${JSON.stringify(info.name)} not found`, {
+    name: info.name,
+    ...(info.apiGroup === '' ? {} : { group: info.apiGroup }),
+    kind: info.resource,
+  });
+}
+
+/** An error answer: the upstream's Status in the tenant's names (or, in a missing namespace, what a cluster would say). */
+async function statusAnswer(ctx: RequestContext, answer: WholeAnswer, conversions: TenantConversions): Promise<void> {
+  const info = ctx.info!;
+  const row = ctx.row;
+  if (answer.status === 403 && row !== null && row.scope === 'Namespaced' && info.namespace !== '' && info.verb !== 'watch') {
+    const missing = await missingNamespaceAnswer(ctx, conversions);
+    if (missing instanceof StatusError) throw missing;
+    if (missing !== null) {
+      ctx.answer(200, { 'content-type': 'application/json' }, JSON.stringify(missing));
+      return;
+    }
+  }
+  const body = parsedOrAnswered(ctx, answer);
+  if (body !== null) sendJson(ctx, answer, statusToTenant(body, ctx.identity!.tenant!));
+}
+
+/** tenantgate's host and port as the client reached them (HTTP/2 :authority, HTTP/1.1 Host), when well-formed. */
+function addressReached(ctx: RequestContext): string | null {
+  const authority = ctx.headers[':authority'] ?? ctx.headers.host;
+  return typeof authority === 'string' && /^[A-Za-z0-9.\-[\]:]{1,300}$/.test(authority) ? authority : null;
+}
+
+/** Discovery documents and OpenAPI v3, in the tenant's view: its groups only, hidden groups not found. */
+function discoveryAnswer(ctx: RequestContext, answer: WholeAnswer, conversions: TenantConversions): void {
+  const body = parsedOrAnswered(ctx, answer);
+  if (body === null) return;
+  const tenant = ctx.identity!.tenant!;
+  const discovery = conversions.discovery;
+  const visibleVersion = (group: string, version: string) => discovery.servesTenantResources(group, version);
+  const path = ctx.info!.path;
+  let view: unknown;
+  if (body?.kind === 'Status') view = statusToTenant(body, tenant);
+  else if (path === '/openapi/v3' || path === '/openapi/v3/') view = openapiIndexToTenant(body, tenant, visibleVersion);
+  else {
+    const group = /^\/openapi\/v3\/apis\/([^/]+)\//.exec(path)?.[1];
+    if (group !== undefined && HIDDEN_GROUPS.has(group)) throw notFound(); // not found, as in the index
+    if (group !== undefined && isTenantCrdGroup(group)) view = JSON.parse(openapiGroupDocToTenant(JSON.stringify(body), tenant, group));
+    else if (body?.kind === 'APIGroupDiscoveryList') view = aggregatedDiscoveryToTenant(body, tenant);
+    else view = discoveryToTenant(body, tenant, visibleVersion, addressReached(ctx), (upstreamGroup) => discovery.versionsOf(upstreamGroup));
+  }
+  sendJson(ctx, answer, view);
+}
+
+function tableAnswer(ctx: RequestContext, answer: WholeAnswer, conversions: TenantConversions): void {
+  const body = parsedOrAnswered(ctx, answer);
+  if (body === null) return;
+  const convert = conversions.of(ctx.identity!.tenant!);
+  // (A Table asked for may come back as something else, a Status or an object: those are converted as such.)
+  sendJson(ctx, answer, isTable(body) ? tableToTenant(body, convert, ctx.row!, ctx.rowObjects) : objectView(ctx, body, convert));
+}
+
+/**
+ * A denied access review at the cluster scope (no namespace) is asked again about the shadow identity, which holds
+ * what the tenant's ClusterRoleBindings grant (`kubectl auth can-i list pods -A`): allowed when either is. In place.
+ */
+async function clusterReviewWithShadow(body: any, ctx: RequestContext, conversions: TenantConversions): Promise<void> {
+  const spec = body?.spec;
+  if (spec === undefined || body.status?.allowed === true) return;
+  const namespace = spec.resourceAttributes?.namespace;
+  if (typeof namespace === 'string' && namespace !== '') return;
+  // A SubjectAccessReview asks about the user it names (upstream names already); a self review about the caller.
+  const identity = ctx.row!.rule === 'subjectaccessreview' ? { user: String(spec.user ?? ''), groups: Array.isArray(spec.groups) ? spec.groups.map(String) : [] } : upstreamIdentityOf(ctx.identity!);
+  const status = await shadowReviewStatus(conversions.pool, identity, spec);
+  if (status !== null) body.status = status;
+}
+
+/** What must be in place before a write is answered: the caller may act on what it was told exists. */
+async function afterWrite(ctx: RequestContext, status: number, body: any, conversions: TenantConversions): Promise<void> {
+  const info = ctx.info!;
+  const row = ctx.row!;
+  const tenant = ctx.identity!.tenant!;
+  if (status === 201 && (row.rule === 'selfsubjectaccessreview' || row.rule === 'subjectaccessreview')) await clusterReviewWithShadow(body, ctx, conversions);
+  if (status === 201 && info.verb === 'create' && info.resource === 'namespaces') {
+    // The tenant's admin gets its rights in a namespace before anyone learns the namespace exists.
+    await grantTenantNamespace(conversions.pool, tenant, (body as { metadata: { name: string } }).metadata.name);
+  }
+  if (row.rule === 'crd' && status < 300 && info.subresource === '' && (info.verb === 'create' || info.verb === 'update' || info.verb === 'patch')) {
+    // As on a real cluster, the tenant may use the kind once it is Established, however soon it asks.
+    await conversions.customResourceDefinitionWritten?.(tenant, body).catch((error: Error) => log.warn('custom resource rights not in place yet', { tenant, error: error.message }));
+  }
+}
+
+/** The tenant's view of one object, or of a list answered whole (deletecollection, a metadata list), or a 2xx Status. */
+function objectView(ctx: RequestContext, body: any, convert: ConvertContext): unknown {
+  const row = ctx.row!;
+  if (body?.kind === 'Status') return statusToTenant(body, convert.tenant);
+  if (Array.isArray(body?.items)) {
+    // A list answered whole: the same per-item view as a streamed list.
+    const items = body.items.map((item: unknown) => objectToTenant(item, convert, row)).filter((item: unknown) => item !== null);
+    // A stored kind's list is in its upstream group (typed clients decode a list by its apiVersion).
+    const apiVersion = typeof body.apiVersion === 'string' ? (apiVersionToTenant(body.apiVersion, convert.tenant) ?? body.apiVersion) : body.apiVersion;
+    return { ...body, apiVersion, items };
+  }
+  const view = objectToTenant(body, convert, row);
+  if (view === null) throw notFound(`${row.resource} "${ctx.info!.name}" not found`);
+  return view;
+}
+
+/**
+ * Objects of kinds whose rule reads only metadata are converted as bytes, by the list rewriter's scanner: no
+ * JSON.parse and JSON.stringify. False when the bytes cannot tell (a Status, a list, a missing name): parsed then.
+ */
+function objectAnsweredAsBytes(ctx: RequestContext, answer: WholeAnswer, conversions: TenantConversions): boolean {
+  const row = ctx.row!;
+  const info = ctx.info!;
+  if (answer.status >= 300 || answer.bytes.length === 0 || !metadataOnly(row) || !isWholeObjectSubresource(row, info.subresource)) return false;
+  if (!String(answer.upstreamHeaders['content-type'] ?? '').startsWith('application/json') || partialMetadataProtobufOf(ctx) !== null) return false;
+  const view = objectToTenantBytes(answer.bytes, tenantViewSpecOf(row, conversions.of(ctx.identity!.tenant!)));
+  if (view === PARSED_PATH) return false;
+  if (view === null) throw notFound(`${row.resource} "${info.name}" not found`);
+  ctx.answer(answer.status, answer.headers, view);
+  return true;
+}
+
+async function objectAnswer(ctx: RequestContext, answer: WholeAnswer, conversions: TenantConversions): Promise<void> {
+  if (objectAnsweredAsBytes(ctx, answer, conversions)) return;
+  const body = parsedOrAnswered(ctx, answer);
+  if (body === null) return;
+  const info = ctx.info!;
+  if (info.verb !== 'get' && info.verb !== 'list' && info.verb !== 'watch') await afterWrite(ctx, answer.status, body, conversions);
+  // (The rules convert in place: nothing reads the upstream body after this.)
+  const view = objectView(ctx, body, conversions.of(ctx.identity!.tenant!));
+  if (ctx.row!.rule === 'crd' && info.verb !== 'get' && info.verb !== 'list' && info.verb !== 'watch') conversions.discovery.invalidate();
+  const partialMetadata = partialMetadataProtobufOf(ctx);
+  if (partialMetadata !== null && answer.status < 300 && (view as { apiVersion?: unknown }).apiVersion === PARTIAL_METADATA_GROUP_VERSION) {
+    const record = view as Record<string, unknown>;
+    answer.headers['content-type'] = PROTOBUF_MEDIA_TYPE;
+    ctx.answer(answer.status, answer.headers, partialMetadata === 'PartialObjectMetadataList' ? partialObjectMetadataListToProtobuf(record) : partialObjectMetadataToProtobuf(record));
+    return;
+  }
+  sendJson(ctx, answer, view);
+}
+
+function openApiV2Answer(ctx: RequestContext, answer: WholeAnswer): Promise<void> {
+  const upstream = { status: answer.status, etag: answer.upstreamHeaders.etag, body: answer.bytes };
+  return answerOpenApiV2(ctx, ctx.identity!.tenant!, openApiV2AsProtobuf(ctx), upstream, ctx.openapiV2, answer.headers);
+}
+
+/** The response converters, in the order they are asked. */
+export const RESPONSE_CONVERTERS: readonly ResponseConverter[] = [
+  { name: 'pass-through', takes: (ctx) => !ctx.converts, answer: passThrough },
+  { name: 'watch stream', takes: (ctx, answer) => isStreamed(ctx, answer, 'watch'), answer: (ctx, answer, conversions) => streamRewritten(ctx, answer, conversions, 'watch') },
+  { name: 'list stream', takes: (ctx, answer) => isStreamed(ctx, answer, 'list'), answer: (ctx, answer, conversions) => streamRewritten(ctx, answer, conversions, 'list') },
+  // Before the empty answers: a 304 to tenantgate's own conditional request answers with the view it keeps.
+  { name: 'OpenAPI v2 (offloaded when large)', takes: (ctx, answer) => ctx.row === null && isOpenApiV2(ctx.info!.path) && answer.status < 400, answer: whole(openApiV2Answer) },
+  { name: 'Status', takes: (_ctx, answer) => answer.status >= 400, answer: whole(statusAnswer) },
+  { name: 'discovery and OpenAPI', takes: (ctx) => ctx.row === null, answer: whole(discoveryAnswer) },
+  { name: 'Table', takes: (ctx, answer) => answer.contentType.includes('as=Table') || asksForTable(ctx), answer: whole(tableAnswer) },
+  { name: 'object', takes: () => true, answer: whole(objectAnswer) },
+];
+
+/** The converter that answers: the first in the table that takes the answer. */
+export function responseConverterFor(ctx: RequestContext, answer: UpstreamAnswer): ResponseConverter {
+  for (const converter of RESPONSE_CONVERTERS) if (converter.takes(ctx, answer)) return converter;
+  throw new Error('no response converter took the answer'); // unreachable: the last takes every answer
+}
+
+function answerWith(ctx: RequestContext, answer: UpstreamAnswer, conversions: TenantConversions): void {
+  ctx.upstreamStatus = answer.status;
+  conversions.metrics?.upstreamResponded(verbOf(ctx), (performance.now() - ctx.upstreamSentAt) / 1000);
+  releaseStartSeat(ctx); // a watch holds its flow-control seat only while it starts
+  // The client went away while the upstream answered: nothing to answer, and piping to it would throw.
+  if (ctx.out.destroyed) return;
+  try {
+    const done = responseConverterFor(ctx, answer).answer(ctx, answer, conversions);
+    if (done !== undefined) done.catch((error: unknown) => sendStatus(ctx, error));
+  } catch (error) {
+    sendStatus(ctx, error);
+  }
+}
+
+/** The stage: answers once the upstream's head arrives (one listener for every request, no closure per request). */
+export function answerStage(conversions: TenantConversions): Stage['run'] {
+  function onResponse(this: ClientHttp2Stream, headers: IncomingHttpHeaders): void {
+    answerWith(contextOf(this), { status: Number(headers[':status'] ?? 502), headers, contentType: String(headers['content-type'] ?? ''), body: this }, conversions);
+  }
+  return (ctx) => {
+    ctx.upstream!.once('response', onResponse);
+    return true;
+  };
+}

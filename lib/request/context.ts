@@ -1,0 +1,200 @@
+// One request's I/O and the state it carries through the pipeline: one object per request, the same for every protocol.
+// HTTP/2 requests are served from raw streams (headers in, respond() out); HTTP/1.1 through the thin adapter below.
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { ServerHttp2Stream } from 'node:http2';
+import type { Readable, Writable, Duplex } from 'node:stream';
+import type { ClientHttp2Stream } from 'node:http2';
+import type { TLSSocket } from 'node:tls';
+import type { Identity } from '../auth/identity.ts';
+import type { KindRow } from '../convert/kinds.ts';
+import type { RequestInfo } from '../convert/request-info.ts';
+import type { Seat } from '../flowcontrol/tenant-flow.ts';
+import type { RewriteCounters } from '../metrics/metrics.ts';
+import type { RowObjects } from '../convert/table.ts';
+import type { OpenApiV2Revalidation } from './openapi-v2-cache.ts';
+
+/** What an HTTP/1.1 Upgrade request brought: its raw socket and the bytes read past its headers. */
+export interface UpgradeRequest {
+  socket: Duplex;
+  head: Buffer;
+}
+
+/** A query that is not there: shared, never written to. */
+const NO_QUERY = new URLSearchParams();
+
+export abstract class RequestContext {
+  // ---- the request, as it arrived
+  readonly method: string;
+  /** The request target (path and query) as sent; the pipeline's first stage validates it. */
+  readonly path: string;
+  readonly headers: IncomingHttpHeaders;
+  /** The TLS connection (the client certificate). */
+  readonly socket: TLSSocket;
+  /** An HTTP/1.1 request that asked for an Upgrade; it passes every stage like any request. */
+  readonly upgrade: UpgradeRequest | null;
+
+  // ---- what the stages learn
+  /** Who the request runs as: the caller, or whom its Impersonate-* headers name once the caller may impersonate them. */
+  identity: Identity | null = null;
+  /** The authenticated caller when the request impersonates someone (for the request log); null otherwise. */
+  caller: Identity | null = null;
+  /** True once the tenant is resolved and its request is to be converted (false: administrators and --passthrough). */
+  converts = false;
+  /** A tenant's request as the apiserver would classify it (null for requests that pass through). */
+  info: RequestInfo | null = null;
+  /** The kind it names, from the table of kinds; null for non-resource requests (discovery). */
+  row: KindRow | null = null;
+  /** performance.now() when the request arrived (request duration, the request log line). */
+  startedAt = 0;
+  /**
+   * Made with tenantgate's own identity instead of the tenant's: a read at the cluster scope, which upstream no tenant
+   * identity may make, once the tenant's own RBAC allowed it (still narrowed to the tenant); or a discovery document,
+   * converted to the tenant's view.
+   */
+  asTenantgate = false;
+  /** The flow-control seat the request holds (tenants only), given back when the response closes. */
+  seat: Seat | null = null;
+  /** The upstream request's target and headers, once built; its body (null: none, or streamed from the client). */
+  upstreamTarget = '';
+  upstreamMethod = '';
+  upstreamHeaders: OutgoingHttpHeaders | null = null;
+  upstreamBody: Buffer | string | null = null;
+  /** The upstream stream, while open: a client that goes away cancels it. */
+  upstream: ClientHttp2Stream | null = null;
+  /** performance.now() when the upstream request went out; the upstream's status once its head arrived (0 before). */
+  upstreamSentAt = 0;
+  upstreamStatus = 0;
+  /** For a Table: the row objects the client asked for (the upstream is asked for what the kind's rule must see). */
+  rowObjects: RowObjects = 'Object';
+  /** OpenAPI v2: the tenant's view kept under the upstream's ETag, revalidated by tenantgate's own conditional request. */
+  openapiV2: OpenApiV2Revalidation | null = null;
+  /** The list or watch rewriter the response streams through, if any (bytes sent, for the request log line). */
+  rewrite: RewriteCounters | null = null;
+
+  #query: URLSearchParams | null = null;
+
+  constructor(method: string, path: string, headers: IncomingHttpHeaders, socket: TLSSocket, upgrade: UpgradeRequest | null) {
+    this.method = method;
+    this.path = path;
+    this.headers = headers;
+    this.socket = socket;
+    this.upgrade = upgrade;
+  }
+
+  /** The path without its query. */
+  get pathname(): string {
+    const queryStart = this.path.indexOf('?');
+    return queryStart === -1 ? this.path : this.path.slice(0, queryStart);
+  }
+
+  /** The query, parsed once, on first use; a request without one shares an empty one (never write to it). */
+  get query(): URLSearchParams {
+    if (this.#query === null) {
+      const queryStart = this.path.indexOf('?');
+      this.#query = queryStart === -1 ? NO_QUERY : new URLSearchParams(this.path.slice(queryStart + 1));
+    }
+    return this.#query;
+  }
+
+  /** Request headers as sent, name and value alternating, repeated ones kept apart (Impersonate-Group). */
+  abstract readonly rawHeaders: readonly string[];
+  /** The request body. */
+  abstract readonly body: Readable;
+  /** True when the request carries no body. */
+  abstract readonly bodyless: boolean;
+  /** The response body; also where 'close' tells that the exchange is over, however it ended. */
+  abstract readonly out: Writable;
+  abstract readonly headersSent: boolean;
+  /** The status sent; 0 before the head went out. */
+  abstract readonly statusCode: number;
+  /** Sends the head of the response; its body follows on `out`. `headers` is the caller's to give away. */
+  abstract respond(status: number, headers: OutgoingHttpHeaders): void;
+
+  /** A whole answer: head and body at once. */
+  answer(status: number, headers: OutgoingHttpHeaders, body?: string | Buffer): void {
+    if (this.headersSent || this.out.destroyed) return;
+    if (body !== undefined && headers['content-length'] === undefined) headers['content-length'] = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+    this.respond(status, headers);
+    this.out.end(body);
+  }
+}
+
+/** An HTTP/2 request served from its stream: no compatibility objects. */
+export class Http2RequestContext extends RequestContext {
+  readonly stream: ServerHttp2Stream;
+  readonly rawHeaders: readonly string[];
+
+  constructor(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, rawHeaders: readonly string[]) {
+    super(String(headers[':method'] ?? 'GET'), String(headers[':path'] ?? ''), headers, stream.session!.socket as TLSSocket, null);
+    this.stream = stream;
+    this.rawHeaders = rawHeaders;
+  }
+
+  get body(): Readable {
+    return this.stream;
+  }
+  get bodyless(): boolean {
+    return this.stream.endAfterHeaders;
+  }
+  get out(): Writable {
+    return this.stream;
+  }
+  get headersSent(): boolean {
+    return this.stream.headersSent;
+  }
+  get statusCode(): number {
+    return Number(this.stream.sentHeaders?.[':status'] ?? 0);
+  }
+  respond(status: number, headers: OutgoingHttpHeaders): void {
+    const stream = this.stream;
+    if (stream.destroyed || stream.headersSent) return;
+    headers[':status'] = status;
+    stream.respond(headers);
+  }
+}
+
+/** The thin adapter for HTTP/1.1 (and Upgrade requests handed over as a socket). */
+export class Http1RequestContext extends RequestContext {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+
+  constructor(req: IncomingMessage, res: ServerResponse, upgrade: UpgradeRequest | null = null) {
+    super(req.method ?? 'GET', req.url ?? '', req.headers, req.socket as TLSSocket, upgrade);
+    this.req = req;
+    this.res = res;
+  }
+
+  get rawHeaders(): readonly string[] {
+    return this.req.rawHeaders;
+  }
+  get body(): Readable {
+    return this.req;
+  }
+  get bodyless(): boolean {
+    const length = this.req.headers['content-length'];
+    return this.req.headers['transfer-encoding'] === undefined && (length === undefined || length === '0');
+  }
+  get out(): Writable {
+    return this.res;
+  }
+  get headersSent(): boolean {
+    return this.res.headersSent;
+  }
+  get statusCode(): number {
+    // (An upgrade's 101 is written on the socket as the upstream sent it, past the response object.)
+    return this.res.headersSent || (this.upgrade !== null && this.res.statusCode === 101) ? this.res.statusCode : 0;
+  }
+  respond(status: number, headers: OutgoingHttpHeaders): void {
+    if (this.res.headersSent || this.res.destroyed) return;
+    this.res.writeHead(status, headers);
+    // Watches must reach the client event by event: the head goes out now, not with the first body chunk.
+    this.res.flushHeaders();
+  }
+  override answer(status: number, headers: OutgoingHttpHeaders, body?: string | Buffer): void {
+    if (this.res.headersSent || this.res.destroyed) return;
+    if (body !== undefined && headers['content-length'] === undefined) headers['content-length'] = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+    // Head and body in one write.
+    this.res.writeHead(status, headers);
+    this.res.end(body);
+  }
+}

@@ -1,0 +1,42 @@
+// What a tenant's request asks to get back (JSON, Tables, PartialObjectMetadata in protobuf, OpenAPI v2 in protobuf)
+// and what tenantgate asks the upstream for instead: always JSON, the only form its converters read.
+import { isAggregatedDiscoveryJson } from '../convert/discovery.ts';
+import { prefersOpenApiV2Protobuf } from '../convert/openapi-v2-protobuf.ts';
+import { preferredPartialMetadataProtobuf } from '../convert/partial-metadata-protobuf.ts';
+import type { RequestContext } from './context.ts';
+
+/**
+ * Accept for the upstream: JSON only (protobuf is not converted yet), keeping Table negotiation; for discovery and
+ * OpenAPI, plain JSON or aggregated discovery (v2) as JSON, the only forms their converters read.
+ */
+export function jsonAccept(accept: string | undefined, discovery: boolean): string {
+  if (accept === undefined) return 'application/json';
+  const isPlainJson = (part: string) => part.split(';')[0]!.trim() === 'application/json' && !/;\s*(g|v|as)\s*=/.test(part);
+  const isJson = discovery ? (part: string) => isAggregatedDiscoveryJson(part) || isPlainJson(part) : (part: string) => part.trim().startsWith('application/json');
+  const kept = accept.split(',').filter(isJson);
+  return kept.length === 0 ? 'application/json' : kept.join(',');
+}
+
+export function isOpenApiV2(path: string): boolean {
+  return path === '/openapi/v2' || path === '/openapi/v2/';
+}
+
+/** kubectl get asks for Tables. */
+export function asksForTable(ctx: RequestContext): boolean {
+  const accept = ctx.headers.accept;
+  return accept !== undefined && accept.includes('as=Table');
+}
+
+/**
+ * Metadata clients prefer PartialObjectMetadata(List) as protobuf, and client-go decodes a list's items differently
+ * from JSON (without kind and apiVersion): the tenant's view, read as JSON, is answered in protobuf. Null: not asked.
+ */
+export function partialMetadataProtobufOf(ctx: RequestContext): 'PartialObjectMetadata' | 'PartialObjectMetadataList' | null {
+  const verb = ctx.info?.verb;
+  return ctx.row !== null && (verb === 'list' || verb === 'get') ? preferredPartialMetadataProtobuf(ctx.headers.accept) : null;
+}
+
+/** kubectl reads OpenAPI v2 as protobuf only; the upstream is still asked for JSON (its protobuf holds every tenant's schemas). */
+export function openApiV2AsProtobuf(ctx: RequestContext): boolean {
+  return ctx.row === null && ctx.info !== null && isOpenApiV2(ctx.info.path) && prefersOpenApiV2Protobuf(ctx.headers.accept);
+}

@@ -1,0 +1,68 @@
+// What the conversion stages share: the upstream pool, discovery, access reviews, metrics, and each tenant's
+// conversion context, made once per tenant rather than once per request. Holds no request state.
+import { LRUCache } from 'lru-cache';
+import type { AccessReviews } from '../auth/access-review.ts';
+import type { TenantId } from '../convert/prefix.ts';
+import type { ConvertContext } from '../convert/rules/index.ts';
+import { groupOfApiVersion } from '../convert/rules/api-groups.ts';
+import type { TenantgateMetrics } from '../metrics/metrics.ts';
+import type { DiscoveryCache } from '../upstream/discovery.ts';
+import type { UpstreamPool } from '../upstream/pool.ts';
+import { TenantOpenApiV2Cache } from './openapi-v2-cache.ts';
+
+export interface TenantConversionDeps {
+  pool: UpstreamPool;
+  discovery: DiscoveryCache;
+  /** The tenant's RBAC at the cluster scope (its ClusterRoleBindings), asked upstream about shadow identities. */
+  access: AccessReviews;
+  /** Where upstream latency, watches and rewrites are counted; null: not counted. */
+  metrics?: TenantgateMetrics | null;
+  /** Hosts tenants' admission webhooks may call by URL; none when omitted. */
+  webhookUrlHosts?: ReadonlySet<string> | undefined;
+  /**
+   * Called with a tenant's CRD as the upstream stored it, before its create or update is answered: whatever the tenant
+   * needs to use the CRD's resources is in place by then. Absent: nothing waits.
+   */
+  customResourceDefinitionWritten?: ((tenant: TenantId, crd: unknown) => Promise<void>) | undefined;
+}
+
+/** Tenants whose conversion context is kept; past it the least recent is made again on its next request. */
+const KEPT_CONTEXTS = 10_000;
+
+export class TenantConversions {
+  readonly pool: UpstreamPool;
+  readonly discovery: DiscoveryCache;
+  readonly access: AccessReviews;
+  readonly metrics: TenantgateMetrics | null;
+  readonly customResourceDefinitionWritten: TenantConversionDeps['customResourceDefinitionWritten'];
+  /** Tenants' views of OpenAPI v2, kept while the upstream's ETag holds. */
+  readonly openapiV2 = new TenantOpenApiV2Cache();
+  readonly #webhookUrlHosts: ReadonlySet<string> | undefined;
+  readonly #contexts = new LRUCache<TenantId, ConvertContext>({ max: KEPT_CONTEXTS });
+
+  constructor(deps: TenantConversionDeps) {
+    this.pool = deps.pool;
+    this.discovery = deps.discovery;
+    this.access = deps.access;
+    this.metrics = deps.metrics ?? null;
+    this.customResourceDefinitionWritten = deps.customResourceDefinitionWritten;
+    this.#webhookUrlHosts = deps.webhookUrlHosts;
+  }
+
+  /** The tenant's conversion context (its closures read discovery as it is at each call). */
+  of(tenant: TenantId): ConvertContext {
+    let convert = this.#contexts.get(tenant);
+    if (convert === undefined) {
+      const discovery = this.discovery;
+      convert = {
+        tenant,
+        webhookUrlHosts: this.#webhookUrlHosts,
+        scopeOf: (group, resource) => discovery.scopeOf(group, resource),
+        kindScope: (apiVersion, kind) => discovery.scopeOfKind(groupOfApiVersion(apiVersion), kind),
+        servesTenantResources: (group, version) => discovery.servesTenantResources(group, version),
+      };
+      this.#contexts.set(tenant, convert);
+    }
+    return convert;
+  }
+}
