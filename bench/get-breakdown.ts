@@ -79,6 +79,31 @@ function selfTimeByFile(profile: CpuProfile, count: number): { file: string; sel
     .map(([file, us]) => ({ file, selfMs: Math.round(us / 100) / 10, percent: Math.round((us / totalUs) * 1000) / 10 }));
 }
 
+/** A profile node's children too: who called a native function (writeUtf8String, say) is in the tree, not in the row. */
+type ProfileTree = CpuProfile & { nodes: (CpuProfile['nodes'][number] & { children?: number[] })[] };
+
+/** For a function of the profile, its nearest callers outside Node's internals, by the self time spent in it under each, ms. */
+function callersOf(profile: ProfileTree, functionName: string, count: number): { caller: string; selfMs: number }[] {
+  const parentOf = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const selfUs = new Map<string, number>();
+  for (let i = 0; i < profile.samples.length; i++) {
+    const node = byId.get(profile.samples[i]!);
+    if (node?.callFrame.functionName !== functionName) continue;
+    // Up through Node's own internals to the first frame of a script of ours (or a dependency's).
+    let parent = byId.get(parentOf.get(node.id) ?? -1);
+    while (parent !== undefined && (parent.callFrame.url === '' || parent.callFrame.url.startsWith('node:'))) parent = byId.get(parentOf.get(parent.id) ?? -1);
+    const frame = parent?.callFrame;
+    const caller = frame === undefined ? '(root)' : `${frame.functionName || '(anonymous)'} (${frame.url.split('/').slice(-2).join('/')}:${frame.lineNumber + 1})`;
+    selfUs.set(caller, (selfUs.get(caller) ?? 0) + (profile.timeDeltas[i + 1] ?? 0));
+  }
+  return [...selfUs.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, count)
+    .map(([caller, us]) => ({ caller, selfMs: Math.round(us / 100) / 10 }));
+}
+
 /** Rows without the time the process sat idle, percent of the busy time: what a request costs, not what waiting does. */
 function busyOnly<T extends { selfMs: number; percent: number; location?: string; file?: string }>(rows: T[]): T[] {
   const busy = rows.filter((row) => (row.location ?? row.file) !== '(idle)' && (row.location ?? row.file) !== '((idle))');
@@ -189,6 +214,11 @@ async function main(): Promise<void> {
     const profile = profileFile === undefined ? null : readProfile(profileFile);
     const top = profile === null ? [] : busyOnly(topSelfTime(profile, Number.MAX_SAFE_INTEGER)).slice(0, PROFILE_TOP);
     const byFile = profile === null ? [] : busyOnly(selfTimeByFile(profile, Number.MAX_SAFE_INTEGER)).slice(0, 15);
+    // The top functions without a script of their own (native): which of ours called them.
+    const nativeCallers = top
+      .filter((row) => !row.location.includes('(') && !row.location.startsWith('('))
+      .slice(0, 3)
+      .map((row) => ({ function: row.location, callers: callersOf(profile as ProfileTree, row.location, 5) }));
 
     const lines: string[] = [];
     lines.push(`Small GET (ConfigMap ${CONFIGMAP}) CPU per request, ${requests} requests per cell, median of ${rounds} rounds; /proc utime+stime (${CPU_TICK_MS} ms ticks), idle rate taken off.`);
@@ -216,9 +246,13 @@ async function main(): Promise<void> {
     for (const row of top) lines.push(`  ${String(row.selfMs).padStart(9)} ms ${String(row.percent).padStart(5)} %  ${row.location}`);
     lines.push('Self time by script:');
     for (const row of byFile) lines.push(`  ${String(row.selfMs).padStart(9)} ms ${String(row.percent).padStart(5)} %  ${row.file}`);
+    for (const native of nativeCallers) {
+      lines.push(`Callers of ${native.function} (its self time under each):`);
+      for (const row of native.callers) lines.push(`  ${String(row.selfMs).padStart(9)} ms  ${row.caller}`);
+    }
     console.log(lines.join('\n'));
     mkdirSync(join(RESULTS_FILE, '..'), { recursive: true });
-    writeFileSync(RESULTS_FILE, JSON.stringify({ when: new Date().toISOString(), requests, rounds, idleCpuMsPerSecond: idle, ablations, rows, profile: { top, byFile } }, null, 2) + '\n');
+    writeFileSync(RESULTS_FILE, JSON.stringify({ when: new Date().toISOString(), requests, rounds, idleCpuMsPerSecond: idle, ablations, rows, profile: { top, byFile, nativeCallers } }, null, 2) + '\n');
   } finally {
     for (const child of children) await stopChild(child);
     await stack.stop();
