@@ -12,6 +12,7 @@ import { runTenantCommand } from './tenants/tenant-command.ts';
 const DEV_OPTIONS = {
   dir: { type: 'string', default: '.tenantgate/dev', description: 'where kubeconfigs and certificates are written' },
   port: { type: 'string', default: '6443', description: 'port tenantgate listens on (127.0.0.1)' },
+  'metrics-port': { type: 'string', default: '9464', description: "port of tenantgate's Prometheus /metrics listener (127.0.0.1; 0: any free port)" },
   passthrough: { type: 'boolean', default: false, description: 'forward without protocol conversion' },
   help: { type: 'boolean', short: 'h', default: false, description: 'show this help' },
 } as const;
@@ -57,7 +58,7 @@ async function dev(args: string[]): Promise<void> {
     process.stdout.write(`Usage: tenantgate dev [flags]\n\n${describeOptions(DEV_OPTIONS)}\n`);
     return;
   }
-  await runDev({ dir: values.dir, port: Number(values.port), passthrough: values.passthrough });
+  await runDev({ dir: values.dir, port: Number(values.port), metricsPort: Number(values['metrics-port']), passthrough: values.passthrough });
 }
 
 async function rig(args: string[]): Promise<void> {

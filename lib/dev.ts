@@ -9,6 +9,7 @@ import type { ServeConfig } from './config.ts';
 import { startGateway, type Gateway } from './server/gateway.ts';
 import { loadKubeconfig, renderKubeconfig } from './upstream/kubeconfig.ts';
 import { log } from './log.ts';
+import { DEFAULT_TENANT_SERIES } from './metrics/metrics.ts';
 import { toUpstreamName } from './convert/prefix.ts';
 import { whenReady } from './tenants/conditions.ts';
 import { issueTenantKubeconfig } from './tenants/credentials.ts';
@@ -113,6 +114,8 @@ export function writeClientKubeconfig(path: string, gatewayUrl: string, ca: Cert
 export interface DevOptions {
   dir: string;
   port: number;
+  /** Port of the Prometheus /metrics listener on 127.0.0.1 (0: any free port). */
+  metricsPort: number;
   passthrough: boolean;
 }
 
@@ -131,7 +134,14 @@ export async function runDev(options: DevOptions): Promise<void> {
   process.once('SIGTERM', () => void stop('SIGTERM'));
   try {
     const files = writeGatewayFiles(dir, rig);
-    gateway = await startGateway(serveConfigOf(files, { port: options.port, passthrough: options.passthrough, confineUpstreamDiscovery: true }));
+    gateway = await startGateway(
+      serveConfigOf(files, {
+        port: options.port,
+        passthrough: options.passthrough,
+        confineUpstreamDiscovery: true,
+        metrics: { listen: { host: '127.0.0.1', port: options.metricsPort }, tenantSeries: DEFAULT_TENANT_SERIES },
+      }),
+    );
     const adminKubeconfig = writeClientKubeconfig(join(dir, 'admin.kubeconfig'), gateway.url, files.ca, DEV_ADMIN);
     // The demo tenant, kept in the rig's etcd like any other; the lifecycle controller sets it up upstream.
     const demo = await gateway.tenants.create({ apiVersion: TENANT_API_VERSION, kind: 'Tenant', metadata: { name: DEV_TENANT }, spec: {} });
@@ -141,6 +151,7 @@ export async function runDev(options: DevOptions): Promise<void> {
     await whenReady(gateway.tenants, DEV_TENANT);
     log.info('tenantgate dev is ready', {
       url: gateway.url,
+      metricsUrl: gateway.metricsUrl,
       adminKubeconfig,
       upstreamKubeconfig: files.upstreamKubeconfigPath,
       tenantKubeconfig,
@@ -151,6 +162,7 @@ export async function runDev(options: DevOptions): Promise<void> {
         `  as tenant ${DEV_TENANT}:     kubectl --kubeconfig ${tenantKubeconfig} get namespaces\n` +
         `  through tenantgate:  kubectl --kubeconfig ${adminKubeconfig} get namespaces\n` +
         `  upstream directly:   kubectl --kubeconfig ${files.upstreamKubeconfigPath} get namespaces\n` +
+        `  metrics (Prometheus): curl ${gateway.metricsUrl}\n` +
         `  (kubectl built for the rig: ${rig.binaries.kubectl})\n` +
         'Ctrl-C stops tenantgate, kube-apiserver, kube-controller-manager and etcd.\n',
     );

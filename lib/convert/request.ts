@@ -44,6 +44,9 @@ export function upstreamResourceTarget(info: RequestInfo, row: KindRow, query: U
   if (name !== undefined) path += '/' + enc(upstreamObjectName(info, row, name, tenant));
   for (const part of rest) path += '/' + enc(part);
 
+  // A get or write without a query (the most common request): nothing to copy or convert. (Lists and watches may
+  // gain a label selector below even without one.)
+  if (query.size === 0 && info.verb !== 'watch' && info.verb !== 'list' && info.verb !== 'deletecollection') return path;
   const upstreamQuery = new URLSearchParams(query);
   // The legacy /watch/ path form becomes ?watch=true: one form to convert and to forward.
   if (info.verb === 'watch') upstreamQuery.set('watch', 'true');

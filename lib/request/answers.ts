@@ -59,8 +59,10 @@ export interface ResponseConverter {
 /** The answer as the upstream sent it: administrators and --passthrough. */
 function passThrough(ctx: RequestContext, answer: UpstreamAnswer): void {
   ctx.respond(answer.status, clientResponseHeaders(answer.headers));
+  // A 204 or 304 ended with its head: the upstream's (empty) body is only drained.
+  if (ctx.out.writableEnded) answer.body.resume();
   // (Errors are the upstream stream's listeners' and the exchange's to handle.)
-  answer.body.pipe(ctx.out);
+  else answer.body.pipe(ctx.out);
 }
 
 /** A list or watch converted item by item as bytes arrive (JSON; Tables of a watch event by event). */

@@ -149,7 +149,21 @@ export class Http2RequestContext extends RequestContext {
     const stream = this.stream;
     if (stream.destroyed || stream.headersSent) return;
     headers[':status'] = status;
+    // (For 204, 205 and 304 node ends the stream with the head: those carry no body.)
     stream.respond(headers);
+  }
+  override answer(status: number, headers: OutgoingHttpHeaders, body?: string | Buffer): void {
+    const stream = this.stream;
+    if (stream.destroyed || stream.headersSent) return;
+    headers[':status'] = status;
+    if (body === undefined || body.length === 0 || status === 204 || status === 205 || status === 304) {
+      // Head only, in one frame that ends the stream.
+      stream.respond(headers, { endStream: true });
+      return;
+    }
+    if (headers['content-length'] === undefined) headers['content-length'] = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+    stream.respond(headers);
+    stream.end(body);
   }
 }
 

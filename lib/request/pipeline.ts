@@ -112,7 +112,7 @@ function impersonate(access: AccessReviews, callers: 'administrators' | 'tenants
 }
 
 /** A tenant identity counts only while its tenant exists; its requests are converted unless conversion is off. */
-function resolve(tenants: TenantStore, passthrough: boolean): Stage['run'] {
+export function resolve(tenants: TenantStore, passthrough: boolean): Stage['run'] {
   return (ctx) => {
     const identity = ctx.identity!;
     resolveTenant(identity, tenants);
@@ -122,7 +122,7 @@ function resolve(tenants: TenantStore, passthrough: boolean): Stage['run'] {
 }
 
 /** Classify like the apiserver's RequestInfo, then find the kind (scope from discovery for custom resources). */
-function classify(discovery: DiscoveryCache): Stage['run'] {
+export function classify(discovery: DiscoveryCache): Stage['run'] {
   return (ctx) => {
     if (!ctx.converts) return false;
     const info = parseRequestInfo(ctx.method, ctx.pathname, ctx.query);
@@ -150,7 +150,7 @@ function classify(discovery: DiscoveryCache): Stage['run'] {
 }
 
 /** Hidden and unknown kinds do not exist for tenants; shared kinds are read-only. */
-function admit(ctx: RequestContext): boolean {
+export function admit(ctx: RequestContext): boolean {
   const info = ctx.info;
   if (info === null || !info.isResourceRequest) return false;
   const refusal = accessRefusal(ctx.row ?? undefined, info.verb, info.subresource);
@@ -176,7 +176,7 @@ function readsAtClusterScope(info: RequestInfo, row: KindRow | null): boolean {
  * name or label and the per-item check of the answer) once the tenant's own RBAC allowed it, as the apiserver would
  * have: the same 403 otherwise.
  */
-function authorizeClusterScopeReads(access: AccessReviews): Stage['run'] {
+export function authorizeClusterScopeReads(access: AccessReviews): Stage['run'] {
   const decide = (ctx: RequestContext, allowed: boolean) => {
     const info = ctx.info!;
     if (!allowed) throw clusterScopeForbidden(ctx.identity!.user, info.verb, info.apiGroup, info.resource, info.verb === 'get' ? info.name : '');
@@ -251,6 +251,8 @@ function runStages(stages: Stage[], ctx: RequestContext, from: number): void {
   }
 }
 
+function ignoreStreamError(): void {}
+
 /** Where the exchange keeps its context for the one shared 'close' listener (no closure per request). */
 const CONTEXT = Symbol('tenantgate.requestContext');
 type Closable = { [CONTEXT]?: RequestContext; once(event: 'close', listener: () => void): unknown };
@@ -285,6 +287,9 @@ export class RequestRunner {
 
   /** An HTTP/2 request: served from its stream. */
   stream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, rawHeaders: readonly string[]): void {
+    // A stream's errors (a client's reset, a write after the peer went away) end the exchange, which 'close' handles;
+    // unheard, one would end the process.
+    stream.on('error', ignoreStreamError);
     this.#run(new Http2RequestContext(stream, headers, rawHeaders), stream as unknown as Closable);
   }
 

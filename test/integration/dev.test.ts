@@ -1,5 +1,5 @@
 // `tenantgate dev`: one command brings up the rig with tenantgate in front, writes both kubeconfigs,
-// says it is ready, and SIGTERM stops every process it started.
+// says it is ready (with where its metrics are), and SIGTERM stops every process it started.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,6 +8,7 @@ import t from 'tap';
 import { TENANTGATE_NODE_FLAGS } from '../../lib/runtime.ts';
 import { ensureRigBinaries } from '../../lib/rig/build.ts';
 import { runCommand } from '../../lib/rig/process.ts';
+import { parsePrometheusText, sampleSum } from '../helpers/prometheus-text.ts';
 import { productionEnv } from '../helpers/stack.ts';
 
 const CLI = new URL('../../dist/lib/cli.js', import.meta.url).pathname;
@@ -28,11 +29,11 @@ function descendants(pid: number): number[] {
 
 const alive = (pid: number) => existsSync(`/proc/${pid}`) && !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ');
 
-t.test('tenantgate dev starts, serves kubectl through tenantgate, and stops everything on SIGTERM', async (t) => {
+t.test('tenantgate dev starts, serves kubectl through tenantgate and its metrics at the URL it prints, and stops everything on SIGTERM', async (t) => {
   const { kubectl } = await ensureRigBinaries();
   const dir = mkdtempSync(join(tmpdir(), 'tenantgate-dev-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const dev = spawn(process.execPath, [...TENANTGATE_NODE_FLAGS, CLI, 'dev', '--dir', dir, '--port', '0'], {
+  const dev = spawn(process.execPath, [...TENANTGATE_NODE_FLAGS, CLI, 'dev', '--dir', dir, '--port', '0', '--metrics-port', '0'], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: productionEnv(),
   });
@@ -61,6 +62,15 @@ t.test('tenantgate dev starts, serves kubectl through tenantgate, and stops ever
   t.equal(direct.stdout.trim(), 'namespace/kube-system', direct.stderr);
   const tenantView = await runCommand(kubectl, ['--kubeconfig', join(dir, 'tenants', 'demo01.kubeconfig'), 'get', 'namespaces', '-o', 'name']);
   t.same(tenantView.stdout.trim().split('\n').sort(), ['namespace/default', 'namespace/kube-node-lease', 'namespace/kube-public', 'namespace/kube-system'], 'the demo tenant sees a cluster of its own');
+
+  const metricsUrl = /metrics \(Prometheus\): curl (http:\/\/127\.0\.0\.1:\d+\/metrics)\n/.exec(stdout)?.[1];
+  t.ok(metricsUrl, 'the ready lines give the metrics URL');
+  const scraped = await fetch(metricsUrl!);
+  t.equal(scraped.status, 200);
+  t.match(scraped.headers.get('content-type'), /^text\/plain; version=0\.0\.4/, 'Prometheus text format');
+  const samples = parsePrometheusText(await scraped.text());
+  t.ok(sampleSum(samples, 'tenantgate_requests_total', { tenant: 'demo01' }) >= 1, "the demo tenant's kubectl requests are counted");
+  t.equal(sampleSum(samples, 'tenantgate_tenants', { phase: 'ready' }), 1, 'the demo tenant is ready');
 
   const started = descendants(dev.pid!);
   t.ok(started.length >= 3, `dev runs its processes as children (${started.length})`);

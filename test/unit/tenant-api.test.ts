@@ -1,11 +1,12 @@
 // The Tenant API's answers on the wire, against an in-process tenantgate whose Tenant API never needs the upstream
 // (the upstream address points nowhere): status codes, Status reasons, watches, patches, and tenants refused.
 import t from 'tap';
-import { createCertificateAuthority, issueCertificate, type CertificateAuthority } from '../../lib/auth/pki.ts';
-import { startGateway, type Gateway } from '../../lib/server/gateway.ts';
+import { issueCertificate, type CertificateAuthority } from '../../lib/auth/pki.ts';
+import type { Gateway } from '../../lib/server/gateway.ts';
 import { tenantStoreStatus } from '../../lib/server/tenant-api.ts';
 import { MemoryTenantStore } from '../../lib/tenants/memory-store.ts';
 import { TenantConflict, TenantExists, TenantMissing, TenantStoreUnavailable, TenantWatchExpired, type Tenant, type TenantStore } from '../../lib/tenants/tenant.ts';
+import { startGatewayWithoutUpstream } from '../helpers/gateway-without-upstream.ts';
 import { connectH2, h2Request } from '../helpers/http.ts';
 import { StatusError } from '../../lib/errors/status-error.ts';
 import type { ClientHttp2Session } from 'node:http2';
@@ -28,20 +29,7 @@ class StoreWithStorageDown extends MemoryTenantStore {
 }
 
 async function startTestGateway(store: TenantStore): Promise<{ gateway: Gateway; ca: CertificateAuthority; as: (who: 'admin' | string) => ClientHttp2Session }> {
-  const ca = createCertificateAuthority('test-ca');
-  const serving = issueCertificate(ca, { commonName: 'tenantgate', ipAddresses: ['127.0.0.1'], usage: 'server' });
-  const gateway = await startGateway(
-    {
-      host: '127.0.0.1',
-      port: 0,
-      tls: serving,
-      clientCaPem: ca.certPem,
-      upstream: { server: 'https://127.0.0.1:1', caPem: ca.certPem },
-      passthrough: false,
-      http2: { maxConcurrentStreams: 100, maxHeaderListBytes: 65536 },
-    },
-    { tenants: store, lifecycle: false }, // no upstream here
-  );
+  const { gateway, ca } = await startGatewayWithoutUpstream(store);
   const sessions: ClientHttp2Session[] = [];
   t.teardown(async () => {
     for (const session of sessions) session.close();
