@@ -9,6 +9,7 @@ import { ensureRigBinaries, RIG_VERSIONS } from '../lib/rig/build.ts';
 import { profileGatewaysInto, profilesIn, readProfile, topSelfTime, type SelfTime } from './profile.ts';
 import { barChartSvg, chartFileName, renderSummary, type Machine, type ScenarioReport, type Versions } from './report.ts';
 import type { Scenario, ScenarioResult } from './scenario.ts';
+import { cpuPerRequestScenario } from './scenarios/cpu-per-request.ts';
 import { listScenario } from './scenarios/list.ts';
 import { manyTenantsScenario } from './scenarios/many-tenants.ts';
 import { noisyNeighbourScenario } from './scenarios/noisy-neighbour.ts';
@@ -16,8 +17,8 @@ import { rewriteScenario } from './scenarios/rewrite.ts';
 import { smallGetScenario } from './scenarios/small-get.ts';
 import { watchFanout } from './scenarios/watch-fanout.ts';
 
-/** In the order they run: issue 6's numbering. */
-const SCENARIOS: Scenario[] = [smallGetScenario, listScenario, watchFanout, rewriteScenario, manyTenantsScenario, noisyNeighbourScenario];
+/** In the order they run: issue 6's numbering, then issue 15's. */
+const SCENARIOS: Scenario[] = [smallGetScenario, listScenario, watchFanout, rewriteScenario, manyTenantsScenario, noisyNeighbourScenario, cpuPerRequestScenario];
 
 /** A scenario that runs longer than this has hung: it is reported as failed and the runner goes on. */
 const SCENARIO_LIMIT_MS = { quick: 150_000, full: 30 * 60_000 };

@@ -8,7 +8,7 @@ interface AutocannonInstance {
   on(event: 'done', listener: (result: unknown) => void): void;
 }
 type Autocannon = (
-  options: { url: string; connections: number; duration: number; headers: Record<string, string>; pipelining: number },
+  options: { url: string; connections: number; duration: number; headers: Record<string, string>; pipelining: number; amount?: number; overallRate?: number },
   callback: (error: Error | null, result: unknown) => void,
 ) => AutocannonInstance;
 
@@ -26,6 +26,10 @@ export interface Http1Load {
   headers: Record<string, string>;
   connections: number;
   seconds: number;
+  /** A fixed number of requests instead of `seconds` (autocannon then runs until all are answered). */
+  amount?: number;
+  /** Requests per second over all connections: a fixed rate instead of as fast as answers come. */
+  overallRate?: number;
 }
 
 export function http1Load(load: Http1Load): Promise<Http1Run> {
@@ -34,7 +38,15 @@ export function http1Load(load: Http1Load): Promise<Http1Run> {
     let non2xx = 0;
     const started = performance.now();
     const instance = autocannon(
-      { url: load.url, connections: load.connections, duration: load.seconds, headers: load.headers, pipelining: 1 },
+      {
+        url: load.url,
+        connections: load.connections,
+        duration: load.seconds,
+        headers: load.headers,
+        pipelining: 1,
+        ...(load.amount === undefined ? {} : { amount: load.amount }),
+        ...(load.overallRate === undefined ? {} : { overallRate: load.overallRate }),
+      },
       (error) => {
         if (error !== null) return reject(error);
         const seconds = (performance.now() - started) / 1000;

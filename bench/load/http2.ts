@@ -19,6 +19,8 @@ export interface Http2Load {
   /** Concurrent streams per connection. */
   streams: number;
   seconds: number;
+  /** A fixed number of requests instead of `seconds` (h2load's -n); `seconds` then only bounds the wait. */
+  requests?: number;
 }
 
 export interface Http2Run {
@@ -33,7 +35,7 @@ export async function http2Load(load: Http2Load): Promise<Http2Run> {
   const dir = mkdtempSync(join(tmpdir(), 'tenantgate-h2load-'));
   const logFile = join(dir, 'requests.log');
   try {
-    const args = ['-c', String(load.connections), '-m', String(load.streams), '-t', '1', '-D', String(load.seconds), `--log-file=${logFile}`];
+    const args = ['-c', String(load.connections), '-m', String(load.streams), '-t', '1', ...(load.requests === undefined ? ['-D', String(load.seconds)] : ['-n', String(load.requests)]), `--log-file=${logFile}`];
     for (const [name, value] of Object.entries(load.headers)) args.push('-H', `${name}: ${value}`);
     args.push(load.url);
     const stdout = await new Promise<string>((resolve, reject) => {

@@ -55,7 +55,14 @@ function podToCreate(random: () => number, index: number, namespace: string): ob
   return { apiVersion: 'v1', kind: 'Pod', metadata: { ...metadata, name: `pod-${index}` }, spec: pod.spec };
 }
 
-async function createPods(upstream: ClientHttp2Session, namespace: string, from: number, to: number): Promise<void> {
+/** Pods `pod-<from>` .. `pod-<to - 1>` in `namespace` upstream, CREATE_CONCURRENCY at a time. */
+export async function createPods(upstream: ClientHttp2Session, namespace: string, from: number, to: number): Promise<void> {
+  // Pods need their service account to exist (the admission plugin looks it up); no controller makes it here.
+  const account = await h2Request(upstream, 'POST', `/api/v1/namespaces/${namespace}/serviceaccounts`, {
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ metadata: { name: 'default' } }),
+  });
+  if (account.status !== 201 && account.status !== 409) throw new Error(`service account: ${account.status} ${account.body.slice(0, 300)}`);
   const random = seededRandom(from + 1);
   let next = from;
   const worker = async () => {
@@ -78,12 +85,6 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
   const sessions = three.targets.map((target) => connectH2(target.credentials));
   const upstream = sessions[0]!;
   try {
-    // Pods need their service account to exist (the admission plugin looks it up); no controller makes it here.
-    const account = await h2Request(upstream, 'POST', `/api/v1/namespaces/${three.upstreamNamespace}/serviceaccounts`, {
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ metadata: { name: 'default' } }),
-    });
-    if (account.status !== 201 && account.status !== 409) throw new Error(`service account: ${account.status} ${account.body.slice(0, 300)}`);
     const figures: Record<string, unknown> = { rounds, createConcurrency: CREATE_CONCURRENCY, client: 'node:http2, client certificates' };
     const targets: TargetCheck[] = [];
     const charts: Chart[] = [];

@@ -8,12 +8,14 @@ import type { Chart, Scenario, ScenarioOptions, ScenarioResult, TargetCheck } fr
 import { median, percentile, rounded } from '../stats.ts';
 
 const TENANT = 'bget01';
-const CONFIGMAP = 'probe';
+export const CONFIGMAP = 'probe';
 /** Throughput: enough concurrency to keep every target busy; latency: one request at a time, nothing queued. */
 const CONNECTIONS_HTTP1 = 8;
 const CONNECTIONS_HTTP2 = 2;
 const STREAMS_HTTP2 = 8;
 const TARGET_RATIO = 0.9;
+/** Issue 15's floor, checked beside issue 6's: a gateway that costs the apiserver's machine little keeps 0.8x. */
+const TARGET_RATIO_FLOOR = 0.8;
 const TARGET_P50_ADDED_MS = 0.3;
 const RBAC_SETTLES_WITHIN_MS = 15_000;
 
@@ -31,7 +33,7 @@ type Protocol = 'http1' | 'http2';
  * targets: it is an upstream token of `system:serviceaccount:<id>-default:bench`, so every target authorizes the
  * same identity upstream (h2load cannot present a client certificate).
  */
-async function tenantToken(tenantCredentials: BenchTarget['credentials']): Promise<string> {
+export async function tenantToken(tenantCredentials: BenchTarget['credentials']): Promise<string> {
   const session = connectH2(tenantCredentials);
   try {
     const post = async (path: string, body: object) => {
@@ -56,12 +58,12 @@ async function tenantToken(tenantCredentials: BenchTarget['credentials']): Promi
   }
 }
 
-function urlOf(target: BenchTarget): string {
+export function urlOf(target: BenchTarget): string {
   return `${target.credentials.server}${target.namespacePath}/configmaps/${CONFIGMAP}`;
 }
 
 /** Waits until the token reads the ConfigMap through `target` (RBAC caches take a moment). */
-async function waitUntilServed(target: BenchTarget, headers: Record<string, string>): Promise<void> {
+export async function waitUntilServed(target: BenchTarget, headers: Record<string, string>): Promise<void> {
   const deadline = Date.now() + RBAC_SETTLES_WITHIN_MS;
   for (;;) {
     const run = await http1Load({ url: urlOf(target), headers, connections: 1, seconds: 0.2 });
@@ -141,6 +143,7 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
       const added = gateway.p50Ms - direct.p50Ms;
       targets.push(
         { target: `small GET, ${label}: >= ${TARGET_RATIO}x direct requests/s`, value: rounded(ratio, 3), unit: 'x direct', met: ratio >= TARGET_RATIO },
+        { target: `small GET, ${label}: >= ${TARGET_RATIO_FLOOR}x direct requests/s at saturation`, value: rounded(ratio, 3), unit: 'x direct', met: ratio >= TARGET_RATIO_FLOOR },
         { target: `small GET, ${label}: p50 added <= ${TARGET_P50_ADDED_MS} ms`, value: rounded(added, 3), unit: 'ms', met: added <= TARGET_P50_ADDED_MS },
       );
       const bars = (pick: (row: ReturnType<typeof of>) => number) => ({ direct: pick(of('direct')), passthrough: pick(of('passthrough')), tenantgate: pick(of('tenantgate')) });
