@@ -112,7 +112,9 @@ function busyOnly<T extends { selfMs: number; percent: number; location?: string
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { requests: { type: 'string', default: '5000' }, rounds: { type: 'string', default: '3' } } });
+  const { values } = parseArgs({ options: { requests: { type: 'string', default: '5000' }, rounds: { type: 'string', default: '3' }, only: { type: 'string' } } });
+  // `--only d,e,f`: the ablations whose names start with these (direct always), to look at a few closely.
+  const only = values.only?.split(',').map((prefix) => prefix.trim()) ?? null;
   const requests = Number(values.requests);
   const rounds = Number(values.rounds);
   if (!Number.isInteger(requests) || requests < 100 || requests > 200_000) throw new Error('--requests must be an integer from 100 to 200000');
@@ -148,9 +150,10 @@ async function main(): Promise<void> {
     const passthrough = await gateway(['--passthrough']);
     const tenantgate = await gateway(converting);
     const tenantgateQuiet = await gateway([...converting, ...quiet]);
+    const tenantgateUnlogged = await gateway([...converting, '--request-log-level', 'debug']);
     const apiserverPid = stack.rig.processes.find((p) => p.name === 'kube-apiserver')!.pid;
     const both: Protocol[] = ['http2', 'http1'];
-    const ablations: Ablation[] = [
+    const allAblations: Ablation[] = [
       { name: 'direct', what: 'kube-apiserver itself (its CPU is the "proxy" column)', pid: apiserverPid, url: `${stack.rig.server}${upstreamPath}`, protocols: both },
       { name: 'a1 bare TLS static, compat API', what: 'TLS in + HTTP framing, fixed body, Http2ServerRequest/Response', pid: staticCompat.child.pid!, url: `${staticCompat.url}${upstreamPath}`, protocols: both },
       { name: 'a2 bare TLS static, raw stream', what: 'TLS in + HTTP/2 framing, fixed body, session stream event', pid: staticStream.child.pid!, url: `${staticStream.url}${upstreamPath}`, protocols: ['http2'] },
@@ -159,7 +162,9 @@ async function main(): Promise<void> {
       { name: 'c tenantgate --passthrough', what: 'tenantgate, conversion off', pid: passthrough.child.pid!, url: `${passthrough.url}${upstreamPath}`, protocols: both },
       { name: 'd tenantgate converting', what: 'tenantgate as the tenant, metrics and request log on', pid: tenantgate.child.pid!, url: `${tenantgate.url}${tenantPath}`, protocols: both },
       { name: 'e (d), metrics + request log off', what: "--metrics-listen '' --request-log-level debug", pid: tenantgateQuiet.child.pid!, url: `${tenantgateQuiet.url}${tenantPath}`, protocols: both },
+      { name: 'f (d), request log off', what: '--request-log-level debug (metrics on)', pid: tenantgateUnlogged.child.pid!, url: `${tenantgateUnlogged.url}${tenantPath}`, protocols: both },
     ];
+    const ablations = allAblations.filter((a) => only === null || a.name === 'direct' || only.some((prefix) => a.name.startsWith(prefix)));
     // The token's RBAC settles within moments: each server must answer 200 before anything is measured (asked over
     // HTTP/1.1; the raw-stream servers speak only HTTP/2 and answer without RBAC anyway).
     const upstreamCredentials = credentialsOf(stack.upstreamKubeconfig);
@@ -241,6 +246,7 @@ async function main(): Promise<void> {
     diff("tenantgate's pass-through path beyond a bare proxy (c - b1)", 'b1', 'c');
     diff('conversion, auth, tenant stages (d - c)', 'c', 'd');
     diff('metrics + request log (d - e)', 'e', 'd');
+    diff('request log alone (d - f)', 'f', 'd');
     lines.push('');
     lines.push(`CPU profile of (d), HTTP/2, ${requests * 2} GETs (${profileFile ?? 'none written'}): top ${PROFILE_TOP} functions by self time, percent of busy (non-idle) time; startup included`);
     for (const row of top) lines.push(`  ${String(row.selfMs).padStart(9)} ms ${String(row.percent).padStart(5)} %  ${row.location}`);

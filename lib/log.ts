@@ -11,9 +11,6 @@ function configuredLevel(): LogLevel {
   return wanted !== undefined && LEVELS.includes(wanted) ? wanted : 'info';
 }
 
-/** Log lines held while stderr cannot take them (a reader that stalls): bounded, as everything held per client is. */
-const MAX_QUEUED_BYTES = 16 * 1024 * 1024;
-
 const logger = pino(
   {
     level: configuredLevel(),
@@ -23,11 +20,11 @@ const logger = pino(
     // The level as the word the lines have always carried ("info"), not pino's number.
     formatters: { level: (label) => ({ level: label }) },
   },
-  // Written off the event loop, lines gathered while a write is under way: one write per line (a synchronous pipe
-  // write each, with the one log line per request) cost a GET as much CPU as its conversion (bench/get-breakdown.ts).
-  // Never waited for: a full pipe is retried later (not pino's synchronous writer, which sleeps 100 ms on one), and
-  // past MAX_QUEUED_BYTES lines are dropped rather than held. pino flushes what is queued when the process exits.
-  pino.destination({ dest: 2, sync: false, maxLength: MAX_QUEUED_BYTES }),
+  // process.stderr, as before: written at once to a file or a TTY, queued (never waited for) when a pipe is full.
+  // Not pino.destination(2): its synchronous writer sleeps 100 ms on a full non-blocking pipe, stalling every request.
+  // Nor its asynchronous one: a GET's request log line cost 0.02 ms of CPU through process.stderr and 0.06 ms
+  // through fs.write on the thread pool (bench/get-breakdown.ts --only d,f, same machine, three rounds each).
+  process.stderr,
 );
 
 type Write = (msg: string, fields?: Record<string, unknown>) => void;

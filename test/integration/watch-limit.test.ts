@@ -117,6 +117,46 @@ t.test('HTTP/1.1 watches count and give their place back the same way', async (t
   reopened.stream.close();
 });
 
+/** An exec as kubectl sends it over HTTP/1.1 (WebSocket upgrade); resolves with the answer's status (101 or refusal). */
+function tryExec(kubeconfig: string): Promise<number> {
+  const credentials = credentialsOf(kubeconfig);
+  const url = new URL(credentials.server);
+  return new Promise((resolve, reject) => {
+    const request = https.request({
+      host: url.hostname,
+      port: url.port,
+      method: 'GET',
+      path: '/api/v1/namespaces/default/pods/nowhere/exec?command=true&stdout=true',
+      headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-protocol': 'v5.channel.k8s.io' },
+      ca: credentials.caPem,
+      cert: credentials.certPem,
+      key: credentials.keyPem,
+      agent: false,
+    });
+    request.on('upgrade', (res, socket) => {
+      socket.destroy();
+      resolve(res.statusCode ?? 0);
+    });
+    request.on('response', (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    request.on('error', reject);
+    request.end();
+  });
+}
+
+t.test('exec holds a flow-control place like a watch: refused with 429 while the tenant\'s long-running requests are at its cap', async (t) => {
+  const session = connectH2(credentialsOf(capped.kubeconfig));
+  t.teardown(() => session.close());
+  const open = [await openUntil(session, 200), await openUntil(session, 200)];
+  const admitted = await tryExec(capped.kubeconfig);
+  t.not(admitted, 429, `with a place free, exec passes flow control (the upstream then answers ${admitted}: no such pod)`);
+  open.push(await openUntil(session, 200));
+  t.equal(await tryExec(capped.kubeconfig), 429, 'at the cap, exec is refused before it reaches the upstream');
+  for (const w of open) w.stream.close();
+});
+
 t.test('another tenant is unaffected and keeps the --tenant-max-watches cap', async (t) => {
   const cappedSession = connectH2(credentialsOf(capped.kubeconfig));
   const full = [await openUntil(cappedSession, 200), await openUntil(cappedSession, 200), await openUntil(cappedSession, 200)];

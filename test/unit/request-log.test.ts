@@ -1,6 +1,5 @@
 // The request log line, as written to stderr by an in-process tenantgate (its upstream points nowhere): one JSON line
 // per request with who, what and the outcome, and never a header, a token or a query string the request carried.
-import fs from 'node:fs';
 import type { ClientHttp2Session } from 'node:http2';
 import t, { type Test } from 'tap';
 import { issueCertificate } from '../../lib/auth/pki.ts';
@@ -28,21 +27,14 @@ const CARRIED = {
 };
 const QUERY = `?labelSelector=app%3D${SECRETS.query}&token=${SECRETS.query}`;
 
-// Every line tenantgate writes to stderr while the test runs: the log writes to fd 2 off the event loop (fs.write,
-// through pino's destination), and node's own warnings through process.stderr.
+// Every line tenantgate writes to stderr while the test runs (the log writes through process.stderr).
 const written: string[] = [];
-const fsWrite = fs.write;
-(fs as { write: unknown }).write = function (fd: number, chunk: string | Uint8Array, ...rest: unknown[]) {
-  if (fd === 2) written.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString());
-  return (fsWrite as (...args: unknown[]) => unknown).call(fs, fd, chunk, ...rest);
-};
 const stderrWrite = process.stderr.write;
 process.stderr.write = function (chunk: string | Uint8Array, ...rest: unknown[]) {
   written.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString());
   return (stderrWrite as (...args: unknown[]) => boolean).call(process.stderr, chunk, ...rest);
 } as typeof process.stderr.write;
 t.teardown(() => {
-  (fs as { write: unknown }).write = fsWrite;
   process.stderr.write = stderrWrite;
 });
 
