@@ -1,11 +1,12 @@
 // objectToTenantBytes, the byte path for one object (get, create, update, patch answers), against the rule itself
 // (objectToTenant on the parsed object), on generated objects of every kind metadataOnly() sends there.
 import t from 'tap';
+import { scanInPieces } from '../helpers/scan-in-pieces.ts';
 import { KINDS, kindOf, type KindRow } from '../../lib/convert/kinds.ts';
 import { objectToTenant, type ConvertContext } from '../../lib/convert/rules/index.ts';
 import { StatusError } from '../../lib/errors/status-error.ts';
 import { PARSED_PATH, objectToTenantBytes } from '../../lib/stream/object-view.ts';
-import { TenantViewScanner, type TenantViewSpec } from '../../lib/stream/tenant-view.ts';
+import type { TenantViewSpec } from '../../lib/stream/tenant-view.ts';
 import { metadataOnly, tenantViewSpecOf } from '../../lib/stream/view-spec.ts';
 import { TENANT, k8sJsonGenerator } from '../helpers/generated-k8s-json.ts';
 
@@ -58,16 +59,9 @@ function bytesView(input: Buffer, spec: TenantViewSpec): unknown {
 /** The 'object' scanner fed `input` in random pieces (as a stream would) gives what objectToTenantBytes gives whole. */
 function inPiecesAgrees(input: Buffer, spec: TenantViewSpec): boolean {
   const cuts = Array.from({ length: 1 + int(5) }, () => int(input.length + 1)).sort((a, b) => a - b);
-  const scanner = new TenantViewScanner('object', spec);
-  const out: Buffer[] = [];
-  let from = 0;
-  for (const cut of [...cuts, input.length]) {
-    out.push(scanner.write(input.subarray(from, cut)));
-    from = cut;
-  }
-  out.push(scanner.finish());
+  const { bytes, scanner } = scanInPieces('object', spec, input, cuts);
   const whole = objectToTenantBytes(input, spec);
-  return scanner.itemsKept === 0 ? !Buffer.isBuffer(whole) : Buffer.isBuffer(whole) && Buffer.concat(out).equals(whole);
+  return scanner.itemsKept === 0 ? !Buffer.isBuffer(whole) : Buffer.isBuffer(whole) && bytes.equals(whole);
 }
 
 t.test('every kind the byte path takes is a tenant kind whose objects carry a name field, and ConfigMaps and Pods are among them', async (t) => {

@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import t from 'tap';
+import { scanInPieces } from '../helpers/scan-in-pieces.ts';
 import {
   ListRewriter,
   TenantViewError,
@@ -24,15 +25,7 @@ const watch = (input: string, spec = namespaced) => rewriteWatchBuffer(Buffer.fr
 
 /** Feeds `input` to a fresh scanner in the given pieces; returns everything it emitted. */
 function inPieces(kind: 'list' | 'watch', input: Buffer, cuts: number[], spec = namespaced): string {
-  const scanner = new TenantViewScanner(kind, spec);
-  const out: Buffer[] = [];
-  let from = 0;
-  for (const cut of [...cuts, input.length]) {
-    out.push(scanner.write(input.subarray(from, cut)));
-    from = cut;
-  }
-  out.push(scanner.finish());
-  return Buffer.concat(out).toString();
+  return scanInPieces(kind, spec, input, cuts).bytes.toString();
 }
 
 t.test('a namespaced item loses exactly its own namespace prefix', async (t) => {
