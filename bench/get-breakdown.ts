@@ -210,6 +210,13 @@ async function main(): Promise<void> {
       };
     });
 
+    // Latency added by each, one request at a time over HTTP/2 (nothing queued): the p50 of a fixed count.
+    const oneAtATimeP50 = new Map<string, number>();
+    for (const ablation of ablations.filter((a) => a.protocols.includes('http2'))) {
+      const run = await http2Load({ url: ablation.url, headers, connections: 1, streams: 1, seconds: 120, requests: Math.min(2000, requests) });
+      oneAtATimeP50.set(ablation.name, rounded(median(run.latenciesMs), 3));
+    }
+
     // The profile: one more converting tenantgate under --cpu-prof, the same HTTP/2 load, then stopped so it writes.
     const profiled = await gateway(converting, ['--cpu-prof', '--cpu-prof-dir', profileDir]);
     await load('http2', `${profiled.url}${tenantPath}`, Math.min(1000, requests));
@@ -237,6 +244,10 @@ async function main(): Promise<void> {
     }
     const cell = (ablation: string, protocol: Protocol) => rows.find((r) => r.ablation.startsWith(ablation) && r.protocol === protocol)?.proxyCpuMsPerRequest ?? NaN;
     lines.push('');
+    lines.push('One request at a time over HTTP/2, p50 ms (added over direct):');
+    const directP50 = oneAtATimeP50.get('direct') ?? NaN;
+    for (const [name, p50] of oneAtATimeP50) lines.push(`- ${name}: ${p50}${name === 'direct' ? '' : ` (+${rounded(p50 - directP50, 3)})`}`);
+    lines.push('');
     lines.push('Differences (HTTP/2 | HTTP/1.1), ms per request:');
     const diff = (label: string, from: string, to: string) =>
       lines.push(`- ${label}: ${rounded(cell(to, 'http2') - cell(from, 'http2'), 4)} | ${rounded(cell(to, 'http1') - cell(from, 'http1'), 4)}`);
@@ -258,7 +269,7 @@ async function main(): Promise<void> {
     }
     console.log(lines.join('\n'));
     mkdirSync(join(RESULTS_FILE, '..'), { recursive: true });
-    writeFileSync(RESULTS_FILE, JSON.stringify({ when: new Date().toISOString(), requests, rounds, idleCpuMsPerSecond: idle, ablations, rows, profile: { top, byFile, nativeCallers } }, null, 2) + '\n');
+    writeFileSync(RESULTS_FILE, JSON.stringify({ when: new Date().toISOString(), requests, rounds, idleCpuMsPerSecond: idle, ablations, rows, oneAtATimeP50Ms: Object.fromEntries(oneAtATimeP50), profile: { top, byFile, nativeCallers } }, null, 2) + '\n');
   } finally {
     for (const child of children) await stopChild(child);
     await stack.stop();
