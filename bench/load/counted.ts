@@ -8,6 +8,8 @@ export interface CountedRequest {
   body?: string;
   /** The status a served request answers with (200, 201). */
   expect: number;
+  /** More request headers (e.g. Impersonate-*). */
+  headers?: Record<string, string | string[]>;
 }
 
 export interface CountedRun {
@@ -20,7 +22,7 @@ const REQUEST_TIMEOUT_MS = 60_000;
 
 function one(session: ClientHttp2Session, request: CountedRequest): Promise<number> {
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { ':method': request.method, ':path': request.path, accept: 'application/json' };
+    const headers: Record<string, string | string[]> = { ...request.headers, ':method': request.method, ':path': request.path, accept: 'application/json' };
     if (request.body !== undefined) headers['content-type'] = 'application/json';
     const stream = session.request(headers, { endStream: request.body === undefined });
     let status = 0;
