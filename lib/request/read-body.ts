@@ -19,7 +19,8 @@ export function readBody(stream: Readable, limit: number, tooLarge: () => Error)
       }
       chunks.push(chunk);
     });
-    stream.on('end', () => resolve(Buffer.concat(chunks, size)));
+    // One chunk (a small body, an object's answer) is the body: no copy.
+    stream.on('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
     stream.on('error', reject);
   });
 }

@@ -16,11 +16,14 @@ export function malformedRequestTarget(target: string | undefined): StatusError 
     const c = target.charCodeAt(i);
     if (c <= 32 || c === 127 || c === 35 /* '#' */) return badRequest('the request path contains a character that is not allowed');
   }
-  let decodedPath: string;
-  try {
-    decodedPath = decodeURIComponent(path);
-  } catch {
-    return badRequest('the request path has a malformed percent-encoding');
+  let decodedPath = path;
+  // (Most paths have nothing encoded: nothing to decode.)
+  if (path.includes('%')) {
+    try {
+      decodedPath = decodeURIComponent(path);
+    } catch {
+      return badRequest('the request path has a malformed percent-encoding');
+    }
   }
   // Encoded, these would end the path (`?`, `#`) or mean nothing in a name anywhere upstream (control characters):
   // refused here so that no later stage can forward a path that reads differently upstream.
@@ -31,8 +34,10 @@ export function malformedRequestTarget(target: string | undefined): StatusError 
     }
   }
   // Dot segments and empty segments would let a path mean two things (to us and to the upstream).
-  for (const segment of decodedPath.split('/').slice(1)) {
-    if (segment === '.' || segment === '..') return badRequest('the request path must not contain "." or ".." segments');
+  if (decodedPath.includes('/.')) {
+    for (const segment of decodedPath.split('/').slice(1)) {
+      if (segment === '.' || segment === '..') return badRequest('the request path must not contain "." or ".." segments');
+    }
   }
   if (decodedPath.includes('//')) return badRequest('the request path must not contain empty segments');
   return null;
