@@ -164,7 +164,7 @@ async function main(): Promise<void> {
       { name: 'e (d), metrics + request log off', what: "--metrics-listen '' --request-log-level debug", pid: tenantgateQuiet.child.pid!, url: `${tenantgateQuiet.url}${tenantPath}`, protocols: both },
       { name: 'f (d), request log off', what: '--request-log-level debug (metrics on)', pid: tenantgateUnlogged.child.pid!, url: `${tenantgateUnlogged.url}${tenantPath}`, protocols: both },
     ];
-    const ablations = allAblations.filter((a) => only === null || a.name === 'direct' || only.some((prefix) => a.name.startsWith(prefix)));
+    const ablations = allAblations.filter((a) => only === null || a.name === 'direct' || only.some((prefix) => a.name.startsWith(`${prefix} `)));
     // The token's RBAC settles within moments: each server must answer 200 before anything is measured (asked over
     // HTTP/1.1; the raw-stream servers speak only HTTP/2 and answer without RBAC anyway).
     const upstreamCredentials = credentialsOf(stack.upstreamKubeconfig);
@@ -242,7 +242,8 @@ async function main(): Promise<void> {
       const ratio = row.ablation === 'direct' ? '' : String(rounded(row.proxyCpuMsPerRequest / Math.max(row.apiserverCpuMsPerRequest, 1e-9), 2));
       lines.push(`| ${row.ablation} | ${row.protocol} | ${row.proxyCpuMsPerRequest} | ${row.ablation.startsWith('a') ? '-' : row.apiserverCpuMsPerRequest} | ${row.ablation.startsWith('a') ? '-' : ratio} | ${row.requestsPerSecond} |`);
     }
-    const cell = (ablation: string, protocol: Protocol) => rows.find((r) => r.ablation.startsWith(ablation) && r.protocol === protocol)?.proxyCpuMsPerRequest ?? NaN;
+    // (By the name's first word: "d" is not "direct".)
+    const cell = (ablation: string, protocol: Protocol) => rows.find((r) => r.ablation.startsWith(`${ablation} `) && r.protocol === protocol)?.proxyCpuMsPerRequest ?? NaN;
     lines.push('');
     lines.push('One request at a time over HTTP/2, p50 ms (added over direct):');
     const directP50 = oneAtATimeP50.get('direct') ?? NaN;
@@ -254,6 +255,7 @@ async function main(): Promise<void> {
     lines.push(`- TLS in + framing, fixed body (a1 compat | a2 raw, HTTP/2): ${cell('a1', 'http2')} | ${cell('a2', 'http2')}; HTTP/1.1 a1: ${cell('a1', 'http1')}`);
     lines.push(`- compat API over raw stream, HTTP/2 (a1 - a2): ${rounded(cell('a1', 'http2') - cell('a2', 'http2'), 4)}; (b1 - b2): ${rounded(cell('b1', 'http2') - cell('b2', 'http2'), 4)}`);
     diff('upstream hop, TLS out + pooled session (b1 - a1)', 'a1', 'b1');
+    lines.push(`- upstream hop, raw streams (b2 - a2), HTTP/2: ${rounded(cell('b2', 'http2') - cell('a2', 'http2'), 4)}`);
     diff("tenantgate's pass-through path beyond a bare proxy (c - b1)", 'b1', 'c');
     diff('conversion, auth, tenant stages (d - c)', 'c', 'd');
     diff('metrics + request log (d - e)', 'e', 'd');
