@@ -71,8 +71,8 @@ function administratorHeaders(upstreamResponse: IncomingMessage): OutgoingHttpHe
 
 /**
  * Opens the upgrade upstream at `path` (already converted for a tenant) as the caller, and on 101 joins the two
- * sockets. `ctx.res` writes the refusals (a Status) and, on success, the 101 head, so the request is observed and its
- * flow-control seat released like any other.
+ * sockets. Refusals are answered through the request's context (a Status); a 101 is marked on its response, so the
+ * request is observed and its flow-control seat released like any other.
  */
 export function forwardUpgrade(ctx: RequestContext, path: string, credentials: ClusterCredentials): void {
   const { socket: clientSocket, head } = ctx.upgrade!;
