@@ -110,13 +110,8 @@ export abstract class RequestContext {
   /** Sends the head of the response; its body follows on `out`. `headers` is the caller's to give away. */
   abstract respond(status: number, headers: OutgoingHttpHeaders): void;
 
-  /** A whole answer: head and body at once. */
-  answer(status: number, headers: OutgoingHttpHeaders, body?: string | Buffer): void {
-    if (this.headersSent || this.out.destroyed) return;
-    if (body !== undefined && headers['content-length'] === undefined) headers['content-length'] = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
-    this.respond(status, headers);
-    this.out.end(body);
-  }
+  /** A whole answer: head and body at once (a head-only one ends with its head). `headers` is the caller's to give away. */
+  abstract answer(status: number, headers: OutgoingHttpHeaders, body?: string | Buffer): void;
 }
 
 /** An HTTP/2 request served from its stream: no compatibility objects. */
@@ -152,7 +147,7 @@ export class Http2RequestContext extends RequestContext {
     // (For 204, 205 and 304 node ends the stream with the head: those carry no body.)
     stream.respond(headers);
   }
-  override answer(status: number, headers: OutgoingHttpHeaders, body?: string | Buffer): void {
+  answer(status: number, headers: OutgoingHttpHeaders, body?: string | Buffer): void {
     const stream = this.stream;
     if (stream.destroyed || stream.headersSent) return;
     headers[':status'] = status;
@@ -204,7 +199,7 @@ export class Http1RequestContext extends RequestContext {
     // Watches must reach the client event by event: the head goes out now, not with the first body chunk.
     this.res.flushHeaders();
   }
-  override answer(status: number, headers: OutgoingHttpHeaders, body?: string | Buffer): void {
+  answer(status: number, headers: OutgoingHttpHeaders, body?: string | Buffer): void {
     if (this.res.headersSent || this.res.destroyed) return;
     if (body !== undefined && headers['content-length'] === undefined) headers['content-length'] = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
     // Head and body in one write.

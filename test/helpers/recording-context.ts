@@ -52,6 +52,12 @@ export class RecordingContext extends RequestContext {
     this.#status = status;
     this.sentHeaders = headers;
   }
+  answer(status: number, headers: OutgoingHttpHeaders, body?: string | Buffer): void {
+    if (this.sentHeaders !== null || this.out.destroyed) return;
+    if (body !== undefined && headers['content-length'] === undefined) headers['content-length'] = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+    this.respond(status, headers);
+    this.out.end(body);
+  }
 
   /** Resolves once the answer ended or was cut off. */
   async ended(): Promise<void> {
