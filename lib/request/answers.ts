@@ -65,19 +65,24 @@ function passThrough(ctx: RequestContext, answer: UpstreamAnswer): void {
   else answer.body.pipe(ctx.out);
 }
 
+/** The answer is a Table: the upstream says so, or the client asked for one (kubectl get). */
+function isTableAnswer(ctx: RequestContext, answer: UpstreamAnswer): boolean {
+  return answer.contentType.includes('as=Table') || asksForTable(ctx);
+}
+
 /** A list or watch converted item by item as bytes arrive (JSON; Tables of a watch event by event). */
 function isStreamed(ctx: RequestContext, answer: UpstreamAnswer, verb: 'list' | 'watch'): boolean {
   if (answer.status >= 300 || ctx.row === null || ctx.info!.verb !== verb || !answer.contentType.startsWith('application/json')) return false;
   if (partialMetadataProtobufOf(ctx) !== null) return false;
   // Tables (what kubectl get asks for) are answered whole, even when a watch of Tables is streamed event by event.
-  return verb === 'watch' || !(answer.contentType.includes('as=Table') || asksForTable(ctx));
+  return verb === 'watch' || !isTableAnswer(ctx, answer);
 }
 
 function streamRewritten(ctx: RequestContext, answer: UpstreamAnswer, conversions: TenantConversions, verb: 'list' | 'watch'): void {
   const tenant = ctx.identity!.tenant!;
   const convert = conversions.of(tenant);
   const row = ctx.row!;
-  const table = answer.contentType.includes('as=Table') || asksForTable(ctx);
+  const table = isTableAnswer(ctx, answer);
   ctx.respond(answer.status, tenantResponseHeaders(answer.headers, tenant));
   const spec = verb === 'watch' && table ? tenantViewSpecOf(row, convert, ctx.rowObjects) : conversions.viewSpecOf(tenant, row);
   const rewriter = verb === 'watch' ? new WatchRewriter(spec) : new ListRewriter(spec);
@@ -310,7 +315,7 @@ export const RESPONSE_CONVERTERS: readonly ResponseConverter[] = [
   { name: 'OpenAPI v2 (offloaded when large)', takes: (ctx, answer) => ctx.row === null && isOpenApiV2(ctx.info!.path) && answer.status < 400, answer: whole(openApiV2Answer) },
   { name: 'Status', takes: (_ctx, answer) => answer.status >= 400, answer: whole(statusAnswer) },
   { name: 'discovery and OpenAPI', takes: (ctx) => ctx.row === null, answer: whole(discoveryAnswer) },
-  { name: 'Table', takes: (ctx, answer) => answer.contentType.includes('as=Table') || asksForTable(ctx), answer: whole(tableAnswer) },
+  { name: 'Table', takes: isTableAnswer, answer: whole(tableAnswer) },
   { name: 'object', takes: () => true, answer: whole(objectAnswer) },
 ];
 

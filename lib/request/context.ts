@@ -13,10 +13,17 @@ import type { RewriteCounters } from '../metrics/metrics.ts';
 import type { RowObjects } from '../convert/table.ts';
 import type { OpenApiV2Revalidation } from './openapi-v2-cache.ts';
 
+export type PartialMetadataForm = 'PartialObjectMetadata' | 'PartialObjectMetadataList';
+
 /** What an HTTP/1.1 Upgrade request brought: its raw socket and the bytes read past its headers. */
 export interface UpgradeRequest {
   socket: Duplex;
   head: Buffer;
+}
+
+/** A whole answer's length, unless its headers already say it. */
+export function setContentLength(headers: OutgoingHttpHeaders, body: string | Buffer): void {
+  headers['content-length'] ??= typeof body === 'string' ? Buffer.byteLength(body) : body.length;
 }
 
 /** A query that is not there: shared, never written to. */
@@ -66,6 +73,8 @@ export abstract class RequestContext {
   upstreamStatus = 0;
   /** For a Table: the row objects the client asked for (the upstream is asked for what the kind's rule must see). */
   rowObjects: RowObjects = 'Object';
+  /** The PartialObjectMetadata form the client asked for in protobuf (null: none); undefined until classified and read. */
+  partialMetadata: PartialMetadataForm | null | undefined = undefined;
   /** OpenAPI v2: the tenant's view kept under the upstream's ETag, revalidated by tenantgate's own conditional request. */
   openapiV2: OpenApiV2Revalidation | null = null;
   /** The list or watch rewriter the response streams through, if any (bytes sent, for the request log line). */
@@ -156,7 +165,7 @@ export class Http2RequestContext extends RequestContext {
       stream.respond(headers, { endStream: true });
       return;
     }
-    if (headers['content-length'] === undefined) headers['content-length'] = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+    setContentLength(headers, body);
     stream.respond(headers);
     stream.end(body);
   }
@@ -201,7 +210,7 @@ export class Http1RequestContext extends RequestContext {
   }
   answer(status: number, headers: OutgoingHttpHeaders, body?: string | Buffer): void {
     if (this.res.headersSent || this.res.destroyed) return;
-    if (body !== undefined && headers['content-length'] === undefined) headers['content-length'] = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+    if (body !== undefined) setContentLength(headers, body);
     // Head and body in one write.
     this.res.writeHead(status, headers);
     this.res.end(body);

@@ -3,7 +3,7 @@
 import { isAggregatedDiscoveryJson } from '../convert/discovery.ts';
 import { prefersOpenApiV2Protobuf } from '../convert/openapi-v2-protobuf.ts';
 import { preferredPartialMetadataProtobuf } from '../convert/partial-metadata-protobuf.ts';
-import type { RequestContext } from './context.ts';
+import type { PartialMetadataForm, RequestContext } from './context.ts';
 
 /**
  * Accept for the upstream: JSON only (protobuf is not converted yet), keeping Table negotiation; for discovery and
@@ -31,9 +31,13 @@ export function asksForTable(ctx: RequestContext): boolean {
  * Metadata clients prefer PartialObjectMetadata(List) as protobuf, and client-go decodes a list's items differently
  * from JSON (without kind and apiVersion): the tenant's view, read as JSON, is answered in protobuf. Null: not asked.
  */
-export function partialMetadataProtobufOf(ctx: RequestContext): 'PartialObjectMetadata' | 'PartialObjectMetadataList' | null {
-  const verb = ctx.info?.verb;
-  return ctx.row !== null && (verb === 'list' || verb === 'get') ? preferredPartialMetadataProtobuf(ctx.headers.accept) : null;
+export function partialMetadataProtobufOf(ctx: RequestContext): PartialMetadataForm | null {
+  // (Asked by the upstream request's stage and again by the answer's: the Accept header is read once.)
+  if (ctx.partialMetadata === undefined) {
+    const verb = ctx.info?.verb;
+    ctx.partialMetadata = ctx.row !== null && (verb === 'list' || verb === 'get') ? preferredPartialMetadataProtobuf(ctx.headers.accept) : null;
+  }
+  return ctx.partialMetadata;
 }
 
 /** kubectl reads OpenAPI v2 as protobuf only; the upstream is still asked for JSON (its protobuf holds every tenant's schemas). */

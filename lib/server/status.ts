@@ -18,11 +18,8 @@ export function sendStatus(ctx: RequestContext, error: unknown): void {
     return;
   }
   const body = JSON.stringify(status);
-  const headers: Record<string, string | number> = {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(body),
-    'cache-control': 'no-cache, private',
-  };
+  // (The length is added by the answer.)
+  const headers: Record<string, string | number> = { 'content-type': 'application/json', 'cache-control': 'no-cache, private' };
   if (status.details?.retryAfterSeconds !== undefined) headers['retry-after'] = status.details.retryAfterSeconds;
   ctx.answer(status.code, headers, body);
 }

@@ -5,7 +5,7 @@ import { PassThrough, Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type { TLSSocket } from 'node:tls';
 import type { Identity } from '../../lib/auth/identity.ts';
-import { RequestContext, type UpgradeRequest } from '../../lib/request/context.ts';
+import { RequestContext, setContentLength, type UpgradeRequest } from '../../lib/request/context.ts';
 
 export interface RecordingOptions {
   headers?: IncomingHttpHeaders;
@@ -54,7 +54,7 @@ export class RecordingContext extends RequestContext {
   }
   answer(status: number, headers: OutgoingHttpHeaders, body?: string | Buffer): void {
     if (this.sentHeaders !== null || this.out.destroyed) return;
-    if (body !== undefined && headers['content-length'] === undefined) headers['content-length'] = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+    if (body !== undefined) setContentLength(headers, body);
     this.respond(status, headers);
     this.out.end(body);
   }
