@@ -1,10 +1,13 @@
 // Scenario 2: LIST of 500 and 5,000 realistic pods (JSON) through the upstream directly, tenantgate --passthrough and
-// tenantgate as a tenant: throughput, time to first byte, tenantgate's peak RSS growth. Pods are made upstream.
+// tenantgate as a tenant: throughput, time to first byte, tenantgate's peak RSS growth. Then issue 16's cached LIST
+// (resourceVersion=0): tenantgate's watch cache against the upstream's own and --watch-cache=false. Pods are made upstream.
 import { readFileSync } from 'node:fs';
 import type { ClientHttp2Session } from 'node:http2';
 import { connectH2, h2Request } from '../../test/helpers/http.ts';
 import { realisticPod, seededRandom } from '../k8s-payloads.ts';
+import { spawnGateway, stopChild } from '../../test/helpers/stack.ts';
 import { startThreeTargets, type TargetName } from '../load/targets.ts';
+import { watchCacheMetrics, watchCacheOffFlags } from '../load/watch-cache.ts';
 import type { Chart, Scenario, ScenarioOptions, ScenarioResult, TargetCheck } from '../scenario.ts';
 import { median, rounded } from '../stats.ts';
 
@@ -13,6 +16,11 @@ const CREATE_CONCURRENCY = 32;
 const TARGET_THROUGHPUT_RATIO = 0.9;
 const TARGET_FIRST_BYTE_RATIO = 1.1;
 const TARGET_RSS_GROWTH_MB = 32;
+/** Issue 16: a LIST served from tenantgate's watch cache against the upstream's (resourceVersion=0 both). */
+const TARGET_CACHED_THROUGHPUT_RATIO = 2;
+const TARGET_CACHED_FIRST_BYTE_RATIO = 0.5;
+/** How long a cache may take to hold every pod just created before its LIST is timed. */
+const CACHE_FILL_WAIT_MS = 30_000;
 
 interface TimedList {
   ms: number;
@@ -39,6 +47,18 @@ function timedList(session: ClientHttp2Session, path: string): Promise<TimedList
     );
     stream.on('error', reject);
   });
+}
+
+/** Waits until a LIST at `path` holds `count` items (a watch cache may still be taking in the pods just made). */
+async function untilListHolds(session: ClientHttp2Session, path: string, count: number): Promise<void> {
+  const deadline = performance.now() + CACHE_FILL_WAIT_MS;
+  for (;;) {
+    const answer = await h2Request(session, 'GET', path, { headers: { accept: 'application/json' } });
+    const items = answer.status === 200 ? (answer.json() as { items: unknown[] }).items.length : -1;
+    if (items === count) return;
+    if (performance.now() > deadline) throw new Error(`LIST ${path}: ${answer.status}, ${items} items, not ${count}, after ${CACHE_FILL_WAIT_MS / 1000} s`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
 }
 
 /** Resident memory of a process now (bytes), from /proc. */
@@ -84,6 +104,7 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
   const three = await startThreeTargets(TENANT);
   const sessions = three.targets.map((target) => connectH2(target.credentials));
   const upstream = sessions[0]!;
+  let cacheOff: Awaited<ReturnType<typeof spawnGateway>> | null = null;
   try {
     const figures: Record<string, unknown> = { rounds, createConcurrency: CREATE_CONCURRENCY, client: 'node:http2, client certificates' };
     const targets: TargetCheck[] = [];
@@ -158,15 +179,85 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
       unit: 'MB',
       met: largestRssGrowthMb <= TARGET_RSS_GROWTH_MB,
     });
+
+    // Issue 16: the cached LIST (resourceVersion=0) of the largest size, after the consistent ones so their RSS
+    // figures are not the cache's. The upstream answers it from its own watch cache too.
+    const offFlags = watchCacheOffFlags();
+    const tenantgate = three.targets.find((t) => t.name === 'tenantgate')!;
+    if (offFlags !== null) {
+      cacheOff = await spawnGateway(three.stack.files, ['--confine-upstream-discovery', ...offFlags]);
+      sessions.push(connectH2({ ...tenantgate.credentials, server: cacheOff.url }));
+    }
+    const cachedLegs = [
+      { name: 'direct', label: 'direct', session: upstream, path: `${three.targets[0]!.namespacePath}/pods?resourceVersion=0` },
+      { name: 'tenantgate', label: 'tenantgate (watch cache)', session: sessions[2]!, path: `${tenantgate.namespacePath}/pods?resourceVersion=0` },
+      ...(cacheOff === null
+        ? []
+        : [{ name: 'watch-cache-off', label: 'tenantgate --watch-cache=false', session: sessions[3]!, path: `${tenantgate.namespacePath}/pods?resourceVersion=0` }]),
+    ];
+    const pods = sizes[sizes.length - 1]!;
+    for (const leg of cachedLegs) await untilListHolds(leg.session, leg.path, pods);
+    const cachedResults = cachedLegs.map(() => ({ ms: [] as number[], firstByteMs: [] as number[], bytes: 0 }));
+    for (let round = 0; round <= rounds; round++) {
+      for (const [i, leg] of cachedLegs.entries()) {
+        const timed = await timedList(leg.session, leg.path);
+        if (round === 0) continue;
+        cachedResults[i]!.ms.push(timed.ms);
+        cachedResults[i]!.firstByteMs.push(timed.firstByteMs);
+        cachedResults[i]!.bytes = timed.bytes;
+      }
+    }
+    const cachedRow = (i: number) => {
+      const r = cachedResults[i]!;
+      return { ms: median(r.ms), firstByteMs: median(r.firstByteMs), bytes: r.bytes, mbPerSecond: r.bytes / 1e6 / (median(r.ms) / 1000) };
+    };
+    const cachedDirect = cachedRow(0);
+    const cachedFigures: Record<string, unknown> = {
+      query: 'resourceVersion=0',
+      watchCacheOffFlags: offFlags ?? 'none: this tenantgate has no watch cache (its leg is today\'s path; no --watch-cache=false leg)',
+    };
+    for (const [i, leg] of cachedLegs.entries()) {
+      const r = cachedRow(i);
+      cachedFigures[leg.name] = {
+        listMs: rounded(r.ms, 1),
+        mbPerSecond: rounded(r.mbPerSecond, 1),
+        throughputVsDirect: rounded(cachedDirect.ms / r.ms, 3),
+        firstByteMs: rounded(r.firstByteMs, 2),
+        firstByteVsDirect: rounded(r.firstByteMs / cachedDirect.firstByteMs, 3),
+        bytes: r.bytes,
+      };
+    }
+    const cache = await watchCacheMetrics(three.stack.metricsUrl);
+    cachedFigures.tenantgateWatchCache = cache;
+    if (cache !== null && cache.objects > 0) cachedFigures.tenantgateWatchCacheBytesPer1000Objects = Math.round((cache.bytes * 1000) / cache.objects);
+    figures[`cachedPods${pods}`] = cachedFigures;
+    const cachedGateway = cachedRow(1);
+    const cachedThroughput = cachedDirect.ms / cachedGateway.ms;
+    const cachedFirstByte = cachedGateway.firstByteMs / cachedDirect.firstByteMs;
+    log(
+      `cached LIST of ${pods} pods (resourceVersion=0): ${cachedLegs.map((leg, i) => `${leg.name} ${cachedRow(i).mbPerSecond.toFixed(0)} MB/s, first byte ${cachedRow(i).firstByteMs.toFixed(1)} ms`).join('; ')}`,
+    );
+    targets.push(
+      { target: `${pods}-pod cached LIST (resourceVersion=0): >= ${TARGET_CACHED_THROUGHPUT_RATIO}x direct throughput`, value: rounded(cachedThroughput, 3), unit: 'x direct', met: cachedThroughput >= TARGET_CACHED_THROUGHPUT_RATIO },
+      { target: `${pods}-pod cached LIST (resourceVersion=0): time to first byte <= ${TARGET_CACHED_FIRST_BYTE_RATIO}x direct`, value: rounded(cachedFirstByte, 3), unit: 'x direct', met: cachedFirstByte <= TARGET_CACHED_FIRST_BYTE_RATIO },
+    );
+    const cachedBars = (pick: (r: ReturnType<typeof cachedRow>) => number) => Object.fromEntries(cachedLegs.map((leg, i) => [leg.label, pick(cachedRow(i))]));
+    charts.push(
+      { title: `Cached LIST (resourceVersion=0) of ${pods} pods, throughput`, unit: 'MB/s', bars: cachedBars((r) => rounded(r.mbPerSecond, 1)) },
+      { title: `Cached LIST (resourceVersion=0) of ${pods} pods, time to first byte`, unit: 'ms', bars: cachedBars((r) => rounded(r.firstByteMs, 2)) },
+    );
     return { scenario: 'list', figures, targets, charts };
   } finally {
     for (const session of sessions) session.close();
+    if (cacheOff !== null) await stopChild(cacheOff.child);
     await three.stop();
   }
 }
 
 export const listScenario: Scenario = {
   name: 'list',
-  description: 'LIST of 500 and 5,000 realistic pods (JSON): throughput, time to first byte, tenantgate peak RSS growth; direct vs passthrough vs tenantgate',
+  description:
+    'LIST of 500 and 5,000 realistic pods (JSON): throughput, time to first byte, tenantgate peak RSS growth; direct vs passthrough vs tenantgate; ' +
+    'then the cached LIST (resourceVersion=0): tenantgate\'s watch cache vs direct vs --watch-cache=false',
   run,
 };
