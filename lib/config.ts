@@ -8,6 +8,8 @@ import { DEFAULT_FLOW_CONTROL, type FlowControlOptions } from './flowcontrol/lim
 import { loadKubeconfig, type ClusterCredentials } from './upstream/kubeconfig.ts';
 import { DEFAULT_TENANT_SERIES } from './metrics/metrics.ts';
 import { REQUEST_LOG_LEVELS, type RequestLogLevel } from './server/request-end.ts';
+import type { CachedResourceId } from './watchcache/resource-cache.ts';
+import { cachedResourcesOf, DEFAULT_CACHED_RESOURCES } from './watchcache/watch-cache.ts';
 
 export interface ServeConfig {
   host: string;
@@ -43,6 +45,8 @@ export interface ServeConfig {
   tenantWebhookUrlHosts?: readonly string[];
   /** Keep the upstream's `system:discovery` binding to system identities (tenants then read discovery through tenantgate only). */
   confineUpstreamDiscovery?: boolean;
+  /** The shared watch cache: the resources it keeps; null: off (every list and watch upstream); omitted: the defaults. */
+  watchCache?: { resources: readonly CachedResourceId[] } | null;
 }
 
 export const SERVE_OPTIONS = {
@@ -69,6 +73,8 @@ export const SERVE_OPTIONS = {
   'queue-wait': { type: 'string', default: `${DEFAULT_FLOW_CONTROL.queueWaitMs / 1000}s`, description: 'longest wait for a seat before 429, e.g. 5s or 500ms (TENANTGATE_QUEUE_WAIT)' },
   'tenant-webhook-url-hosts': { type: 'string', description: "comma-separated hosts tenants' admission webhooks may call by clientConfig.url; others must name a service (TENANTGATE_TENANT_WEBHOOK_URL_HOSTS)" },
   'confine-upstream-discovery': { type: 'boolean', default: false, description: "bind the upstream's system:discovery to system identities only, so tenant tokens used directly upstream see no API groups (TENANTGATE_CONFINE_UPSTREAM_DISCOVERY)" },
+  'watch-cache': { type: 'string', default: 'true', description: "serve tenants' watches and resourceVersion=0 lists from one upstream watch per resource; false: each watch its own upstream watch (TENANTGATE_WATCH_CACHE)" },
+  'watch-cache-resources': { type: 'string', default: DEFAULT_CACHED_RESOURCES.join(','), description: 'resources the watch cache keeps, resource[.group], comma-separated (TENANTGATE_WATCH_CACHE_RESOURCES)' },
   help: { type: 'boolean', short: 'h', default: false, description: 'show this help' },
 } as const;
 
@@ -137,7 +143,14 @@ export function parseListen(listen: string): { host: string; port: number } {
   return { host, port };
 }
 
+/** `--watch-cache` alone means on, as a boolean flag would (its value form takes `=false`). */
+function watchCacheOf(value: string, resources: string): ServeConfig['watchCache'] {
+  if (value !== 'true' && value !== 'false') throw new Error(`--watch-cache must be true or false, not ${JSON.stringify(value)}`);
+  return value === 'false' ? null : { resources: cachedResourcesOf(commaList(resources)) };
+}
+
 export function parseServeConfig(args: string[]): ServeConfig | 'help' {
+  args = args.map((arg) => (arg === '--watch-cache' ? '--watch-cache=true' : arg));
   const { values } = parseArgs({ args, options: SERVE_OPTIONS, strict: true, allowPositionals: false });
   if (values.help) return 'help';
   const listen = fromEnv('listen') ?? values.listen;
@@ -171,6 +184,7 @@ export function parseServeConfig(args: string[]): ServeConfig | 'help' {
     flowControl: flowControlOf(values),
     tenantWebhookUrlHosts: commaList(fromEnv('tenant-webhook-url-hosts') ?? values['tenant-webhook-url-hosts'] ?? '').map((host) => host.toLowerCase()),
     confineUpstreamDiscovery: values['confine-upstream-discovery'] || fromEnv('confine-upstream-discovery') === 'true',
+    watchCache: watchCacheOf(fromEnv('watch-cache') ?? values['watch-cache'], fromEnv('watch-cache-resources') ?? values['watch-cache-resources']),
   };
 }
 

@@ -116,6 +116,17 @@ export class AccessReviews {
   }
 
   /**
+   * Whether `identity` (as the upstream names it) may `verb` `resource` of `group` in the upstream namespace
+   * `namespace`: what impersonation would have let the upstream decide, for a read tenantgate answers itself (the
+   * watch cache). Asks about the identity itself, whose namespaced rights its RoleBindings (and the expansions of its
+   * tenant's ClusterRoleBindings) hold upstream. A cached answer is returned synchronously.
+   */
+  allowedInNamespace(tenant: TenantId, identity: UpstreamIdentity, verb: string, group: string, resource: string, namespace: string): boolean | Promise<boolean> {
+    const key = JSON.stringify(['namespace', tenant, identity.user, identity.groups, verb, group, resource, namespace]);
+    return this.#ask(key, () => ({ user: identity.user, groups: identity.groups, resourceAttributes: { verb, group, resource, namespace } }));
+  }
+
+  /**
    * Whether the caller (`identity`, as the upstream names it) may `impersonate` what `attributes` name (in the
    * upstream's names), as the apiserver's impersonation filter asks its authorizer: about the caller itself and, for a
    * tenant, then about its shadow identity, which holds what the tenant's ClusterRoleBindings grant. Cached by the

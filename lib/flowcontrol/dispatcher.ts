@@ -39,11 +39,7 @@ export class FlowController implements SeatOwner {
    * before it, else queued (the caller waits for `decided`). A refusal is returned instead of a seat.
    */
   acquire(tenant: TenantId, kind: SeatKind, startOnly: boolean): Seat | RejectionReason {
-    let flow = this.flows.get(tenant);
-    if (flow === undefined) {
-      flow = new TenantFlow(tenant, limitsOf(this.tenantOf(tenant), this.options));
-      this.flows.set(tenant, flow);
-    }
+    const flow = this.#flowOf(tenant);
     // The cap on open long-running requests is checked first: a watch past it is refused, never queued.
     if (startOnly && flow.openLongRunning >= flow.limits.longRunning) {
       this.events.rejected(tenant, kind, 'watch-limit');
@@ -75,6 +71,31 @@ export class FlowController implements SeatOwner {
     seat.timer = setTimeout(this.timedOut, this.options.queueWaitMs, seat);
     this.countOpen(seat);
     return seat;
+  }
+
+  /**
+   * A long-running request that takes no seat (a watch the watch cache serves: it costs the upstream nothing): it only
+   * counts against the tenant's cap on open ones, until its response closes.
+   */
+  acquireOpenOnly(tenant: TenantId, kind: SeatKind): Seat | RejectionReason {
+    const flow = this.#flowOf(tenant);
+    if (flow.openLongRunning >= flow.limits.longRunning) {
+      this.events.rejected(tenant, kind, 'watch-limit');
+      return 'watch-limit';
+    }
+    const seat = new Seat(this, flow, kind, true);
+    seat.state = SEAT_DONE;
+    this.countOpen(seat);
+    return seat;
+  }
+
+  #flowOf(tenant: TenantId): TenantFlow {
+    let flow = this.flows.get(tenant);
+    if (flow === undefined) {
+      flow = new TenantFlow(tenant, limitsOf(this.tenantOf(tenant), this.options));
+      this.flows.set(tenant, flow);
+    }
+    return flow;
   }
 
   /** Open long-running requests of the tenant now (watches, exec...), started or waiting for a seat. */

@@ -5,7 +5,7 @@ import type { RequestContext } from '../request/context.ts';
 import { tooManyRequests } from '../errors/status-error.ts';
 import type { FlowController } from './dispatcher.ts';
 import type { RejectionReason, SeatKind } from './events.ts';
-import { SEAT_HELD, type Seat } from './tenant-flow.ts';
+import { SEAT_HELD, SEAT_QUEUED, type Seat } from './tenant-flow.ts';
 
 
 /** Requests the apiserver counts as long-running: a watch, and pods' and services' log, proxy, exec, attach, port-forward. */
@@ -48,18 +48,24 @@ function refusal(reason: RejectionReason): Error {
   }
 }
 
-export function flowControl(controller: FlowController): (ctx: RequestContext) => boolean | Promise<boolean> {
+/**
+ * `startsCheaply`: whether a request is a watch that costs no seat (the watch cache serves it); it then counts against
+ * the tenant's open watches only.
+ */
+export function flowControl(controller: FlowController, startsCheaply: (ctx: RequestContext) => boolean = () => false): (ctx: RequestContext) => boolean | Promise<boolean> {
   return (ctx) => {
     const tenant = ctx.identity!.tenant;
     // Administrators are exempt (like the apiserver's exempt priority level): they must be able to act, e.g. lower
     // a noisy tenant's limit, while tenants saturate tenantgate.
     if (tenant === null) return false;
     const method = ctx.method;
-    const seat = controller.acquire(tenant, seatKindOf(method), isLongRunning(method, ctx.path));
+    const longRunning = isLongRunning(method, ctx.path);
+    const seat = longRunning && startsCheaply(ctx) ? controller.acquireOpenOnly(tenant, seatKindOf(method)) : controller.acquire(tenant, seatKindOf(method), longRunning);
     if (typeof seat === 'string') throw refusal(seat);
     // Given back by releaseSeat when the exchange closes (request/pipeline.ts), or sooner for a long-running one.
     ctx.seat = seat;
-    if (seat.state === SEAT_HELD) return false;
+    // Held, or none needed (a cheap watch start): on at once.
+    if (seat.state !== SEAT_QUEUED) return false;
     return new Promise<boolean>((resolve, reject) => {
       seat.decided = (reason) => (reason === null ? resolve(false) : reject(refusal(reason)));
     });

@@ -62,6 +62,16 @@ interface LiveCounts {
   watches: number;
 }
 
+/** What the shared watch cache tells the metrics, read at scrape time. */
+export interface WatchCacheSource {
+  readonly resources: Iterable<{
+    /** `resource` or `resource.group`. */
+    readonly label: string;
+    readonly stats: { readonly objects: number; readonly bytes: number; readonly eventsIn: number; readonly deliveries: number; readonly slowWatchersClosed: number; readonly relists: number };
+    readonly watchersPerTenant: ReadonlyMap<TenantId, number>;
+  }>;
+}
+
 export interface MetricsOptions {
   /** Tenants keeping a label value of their own (first by name); the rest are `_other`. */
   tenantSeries?: number;
@@ -148,6 +158,53 @@ export class TenantgateMetrics {
 
     this.#followBound();
     this.#stopFollowing = store === undefined ? () => {} : store.onChange((event) => this.#onTenantChange(event));
+  }
+
+  /**
+   * The watch cache's series: objects and bytes kept, events in, events delivered, slow watchers closed and relists per
+   * resource, and watchers per tenant (bounded label), all read from the cache when scraped.
+   */
+  observeWatchCache(source: WatchCacheSource): void {
+    const registers = [this.registry];
+    const gauge = (name: string, help: string, read: (stats: any) => number) =>
+      new Gauge({ name, help, labelNames: ['resource'], registers, collect() { this.reset(); for (const r of source.resources) this.set({ resource: r.label }, read(r.stats)); } });
+    gauge('tenantgate_watch_cache_objects', 'Objects the watch cache keeps, per resource.', (s) => s.objects);
+    gauge('tenantgate_watch_cache_bytes', "Bytes of the tenants' views the watch cache keeps, per resource.", (s) => s.bytes);
+    // Counters kept by the cache, reported as the increase since the last scrape.
+    const counter = (name: string, help: string, read: (stats: any) => number) => {
+      const reported = new Map<string, number>();
+      return new Counter({
+        name,
+        help,
+        labelNames: ['resource'],
+        registers,
+        collect() {
+          for (const r of source.resources) {
+            const now = read(r.stats);
+            const before = reported.get(r.label) ?? 0;
+            this.inc({ resource: r.label }, Math.max(0, now - before));
+            reported.set(r.label, now);
+          }
+        },
+      });
+    };
+    counter('tenantgate_watch_cache_events_total', 'Upstream watch events the watch cache took in, per resource.', (s) => s.eventsIn);
+    counter('tenantgate_watch_cache_deliveries_total', 'Watch events the watch cache delivered to tenant watchers, per resource.', (s) => s.deliveries);
+    counter('tenantgate_watch_cache_slow_watchers_closed_total', 'Tenant watchers closed because their clients left too much unread.', (s) => s.slowWatchersClosed);
+    counter('tenantgate_watch_cache_relists_total', 'Relists of the upstream after its watch could not resume (watchers ended).', (s) => s.relists);
+    const bound = this.bound;
+    new Gauge({
+      name: 'tenantgate_watch_cache_watchers',
+      help: 'Tenant watches served from the watch cache now.',
+      labelNames: ['tenant'],
+      registers,
+      collect() {
+        this.reset();
+        const byLabel = new Map<string, number>();
+        for (const r of source.resources) for (const [tenant, count] of r.watchersPerTenant) byLabel.set(bound.labelOf(tenant), (byLabel.get(bound.labelOf(tenant)) ?? 0) + count);
+        for (const [tenant, count] of byLabel) this.set({ tenant }, count);
+      },
+    });
   }
 
   /** Stops following the tenant store. */

@@ -37,6 +37,8 @@ import { cancelUpstream, openUpstreamStage, prepareUpstreamRequestStage } from '
 import { convertRequestBodyStage } from './request-body.ts';
 import { TenantConversions, type TenantConversionDeps } from './tenant-conversions.ts';
 import { upgradeStage } from './upgrade.ts';
+import { startsCheaply, watchCacheStage } from '../watchcache/stage.ts';
+import type { WatchCache } from '../watchcache/watch-cache.ts';
 
 export interface Stage {
   name: string;
@@ -69,6 +71,10 @@ export interface PipelineDeps {
   access: AccessReviews;
   /** Before a tenant's CRD write is answered (the lifecycle's write-through); absent: nothing waits. */
   customResourceDefinitionWritten?: TenantConversionDeps['customResourceDefinitionWritten'];
+  /** The tenants' conversion contexts, when the caller shares them (with the watch cache); absent: made here. */
+  conversions?: TenantConversions;
+  /** The shared watch cache (--watch-cache); null or absent: every list and watch goes upstream. */
+  watchCache?: WatchCache | null;
 }
 
 function validateTarget(ctx: RequestContext): boolean {
@@ -199,7 +205,8 @@ export function authorizeClusterScopeReads(access: AccessReviews): Stage['run'] 
 /** The stages of `tenantgate serve`, in order. */
 export function buildPipeline(deps: PipelineDeps): Stage[] {
   const { pool, health, discovery, passthrough, tenants, tokens, issueKubeconfig, flow, upstream, access, metrics = null, recordOperation } = deps;
-  const conversions = new TenantConversions({ pool, discovery, access, metrics, webhookUrlHosts: deps.webhookUrlHosts, customResourceDefinitionWritten: deps.customResourceDefinitionWritten });
+  const watchCache = deps.watchCache ?? null;
+  const conversions = deps.conversions ?? new TenantConversions({ pool, discovery, access, metrics, webhookUrlHosts: deps.webhookUrlHosts, customResourceDefinitionWritten: deps.customResourceDefinitionWritten });
   return [
     { name: 'validate request target', run: validateTarget },
     { name: 'health checks', run: (ctx) => health.serve(ctx) },
@@ -211,7 +218,7 @@ export function buildPipeline(deps: PipelineDeps): Stage[] {
     { name: 'resolve tenant', run: resolve(tenants, passthrough) },
     // Before any work for the request: a tenant over its share waits or gets 429 here, cheaply. Upgrades (exec,
     // attach, port-forward) hold a seat like any other long-running request.
-    { name: 'flow control', run: flowControl(flow) },
+    { name: 'flow control', run: watchCache === null ? flowControl(flow) : flowControl(flow, startsCheaply(watchCache)) },
     // After flow control (the apiserver classifies the target, but a tenant's share is the tenant's whoever it acts
     // as): a flood of impersonated requests waits for seats before it costs any access review.
     { name: 'impersonate (tenants)', run: impersonate(access, 'tenants') },
@@ -222,6 +229,8 @@ export function buildPipeline(deps: PipelineDeps): Stage[] {
     { name: 'authorize reads at the cluster scope', run: authorizeClusterScopeReads(access) },
     // After admission: an upgrade is converted and checked exactly as the same request without Upgrade would be.
     { name: 'upgrade exec, attach, port-forward and proxy', run: upgradeStage(upstream) },
+    // After every check a request would pass on its way upstream; it answers from tenantgate's own copy instead.
+    ...(watchCache === null ? [] : [{ name: 'serve from the watch cache', run: watchCacheStage(watchCache, access) }]),
     { name: 'prepare upstream request', run: prepareUpstreamRequestStage(conversions) },
     // Objects upstream controllers made without the tenant label: one list per tenant namespace, merged.
     { name: 'list across namespaces', run: listAcrossNamespacesStage(conversions) },
@@ -274,6 +283,7 @@ export class RequestRunner {
       const ctx = this[CONTEXT]!;
       releaseSeat(ctx);
       cancelUpstream(ctx);
+      ctx.cacheWatcher?.closed();
       observed?.ended(ctx);
     };
   }

@@ -38,6 +38,8 @@ import { FlowController } from '../flowcontrol/dispatcher.ts';
 import { AccessReviews, upstreamAccessReviewer } from '../auth/access-review.ts';
 import type { FlowControlEvents } from '../flowcontrol/events.ts';
 import { DEFAULT_FLOW_CONTROL } from '../flowcontrol/limits.ts';
+import { TenantConversions } from '../request/tenant-conversions.ts';
+import { cachedResourcesOf, DEFAULT_CACHED_RESOURCES, WatchCache } from '../watchcache/watch-cache.ts';
 
 export interface Gateway {
   server: Http2SecureServer;
@@ -51,6 +53,8 @@ export interface Gateway {
   /** The Prometheus metrics (null when the config asks for none), and where they are served (null: nowhere). */
   metrics: TenantgateMetrics | null;
   metricsUrl: string | null;
+  /** The shared watch cache; null when off. */
+  watchCache: WatchCache | null;
   close(): Promise<void>;
 }
 
@@ -116,7 +120,14 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
         if (tenant !== undefined && tenant.metadata.deletionTimestamp === undefined) await syncTenantCustomResources(pool, id, crd as CustomResourceDefinition);
       }
     : undefined;
-  const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery, passthrough: config.passthrough, tenants, tokens, issueKubeconfig, flow, upstream: config.upstream, access: new AccessReviews(upstreamAccessReviewer(pool)), metrics, recordOperation, webhookUrlHosts, customResourceDefinitionWritten });
+  const access = new AccessReviews(upstreamAccessReviewer(pool));
+  const conversions = new TenantConversions({ pool, discovery, access, metrics, webhookUrlHosts, customResourceDefinitionWritten });
+  // On unless switched off; never with --passthrough (nothing is converted, nothing to keep in tenants' views).
+  const cachedResources = config.watchCache === undefined ? cachedResourcesOf(DEFAULT_CACHED_RESOURCES) : (config.watchCache?.resources ?? null);
+  const watchCache = cachedResources === null || cachedResources.length === 0 || config.passthrough ? null : new WatchCache(cachedResources, pool, (tenant) => conversions.of(tenant));
+  watchCache?.start();
+  if (watchCache !== null) metrics?.observeWatchCache(watchCache);
+  const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery, passthrough: config.passthrough, tenants, tokens, issueKubeconfig, flow, upstream: config.upstream, access, metrics, recordOperation, webhookUrlHosts, customResourceDefinitionWritten, conversions, watchCache });
   const requestLogLevel = config.requestLogLevel ?? 'off';
   const observer = metrics === null && requestLogLevel === 'off' ? undefined : new RequestObserver(metrics, requestLogLevel);
   const server = http2.createSecureServer({
@@ -193,7 +204,9 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
     tokens,
     metrics,
     metricsUrl: metricsListener?.url ?? null,
+    watchCache,
     close: async () => {
+      watchCache?.stop();
       await metricsListener?.close();
       metrics?.close();
       csrSigner?.stop();

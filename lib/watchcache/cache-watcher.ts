@@ -1,0 +1,106 @@
+// One tenant watch served from the cache: the events of its selection written to its client as the cache hands them
+// over, bookmarks at the apiserver's cadence, and its end (timeout, relist, or a client that stopped reading).
+// Never buffers without bound: a watcher whose client does not read is closed, as the apiserver closes unresponsive
+// watchers, and never holds anything back from the others.
+import type { Writable } from 'node:stream';
+import type { TenantId } from '../convert/prefix.ts';
+import { eventLine, type CacheEvent, type CacheListener, type ResourceCache } from './resource-cache.ts';
+import { selects, type Selection } from './selection.ts';
+
+/** What every watcher of the cache shares: its limits and where it reports. */
+export interface WatcherPolicy {
+  /** Bytes a watcher's client may leave unread before it is closed. */
+  readonly maxUnreadBytes: number;
+  /** A watcher is closed as slow: counted per resource. */
+  closedSlow(cache: ResourceCache): void;
+  /** The watcher ended, however: it leaves the cache's bookkeeping. */
+  ended(watcher: CacheWatcher): void;
+}
+
+/** The line a watcher of `selection` receives for `event`, or null: selected neither before nor after the change. */
+export function lineFor(selection: Selection, event: CacheEvent): Buffer | null {
+  const selected = selects(selection, event.object);
+  if (event.type !== 'MODIFIED') return selected ? event.line : null;
+  const wasSelected = selects(selection, event.previous!);
+  // A change that moves an object into or out of the selection is, to this watcher, its arrival or departure.
+  if (selected) return wasSelected ? event.line : eventLine('ADDED', event.object.bytes);
+  return wasSelected ? eventLine('DELETED', event.object.bytes) : null;
+}
+
+export class CacheWatcher implements CacheListener {
+  readonly tenant: TenantId;
+  readonly namespace: string | null;
+  readonly cache: ResourceCache;
+  readonly #selection: Selection;
+  readonly #out: Writable;
+  readonly #policy: WatcherPolicy;
+  /** Events at or before this resourceVersion are not this watcher's (it asked to start after it). */
+  #after: number;
+  /** performance.now() when it ends (timeoutSeconds), and when its next bookmark is due (Infinity: none asked). */
+  readonly deadline: number;
+  nextBookmarkAt: number;
+  #ended = false;
+
+  constructor(cache: ResourceCache, tenant: TenantId, selection: Selection, out: Writable, policy: WatcherPolicy, after: number, deadline: number, nextBookmarkAt: number) {
+    this.cache = cache;
+    this.tenant = tenant;
+    this.namespace = selection.namespace;
+    this.#selection = selection;
+    this.#out = out;
+    this.#policy = policy;
+    this.#after = after;
+    this.deadline = deadline;
+    this.nextBookmarkAt = nextBookmarkAt;
+  }
+
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  deliver(event: CacheEvent): void {
+    if (this.#ended || event.resourceVersion <= this.#after) return;
+    const line = lineFor(this.#selection, event);
+    if (line === null) return;
+    this.#after = event.resourceVersion;
+    this.cache.stats.deliveries++;
+    this.write(line);
+  }
+
+  /** Writes to the client, unless it has left too much unread: then the watch is closed. */
+  write(bytes: Buffer): void {
+    if (this.#ended) return;
+    const out = this.#out;
+    if (out.destroyed) return;
+    if (out.writableLength > this.#policy.maxUnreadBytes) {
+      this.#policy.closedSlow(this.cache);
+      this.#close(true);
+      return;
+    }
+    out.write(bytes);
+  }
+
+  /** Ends the response normally (timeout, relist, shutdown): the client resumes from what it saw. */
+  end(): void {
+    this.#close(false);
+  }
+
+  /** The client went away: nothing more to write. */
+  closed(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.cache.removeListener(this);
+    this.#policy.ended(this);
+  }
+
+  #close(abort: boolean): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.cache.removeListener(this);
+    this.#policy.ended(this);
+    const out = this.#out;
+    if (out.destroyed) return;
+    // A client that does not read would hold what is queued for it for ever: its stream is reset, not drained.
+    if (abort) out.destroy();
+    else out.end();
+  }
+}

@@ -1,0 +1,103 @@
+// The stage "serve from the watch cache", and flow control's test for a watch start the cache makes cheap.
+// A request served here never reaches the upstream, so nothing upstream authorizes it: the tenant's own RBAC is asked
+// first (a SubjectAccessReview, cached briefly), and the same 403 as the apiserver's is answered when it refuses.
+import { performance } from 'node:perf_hooks';
+import type { AccessReviews } from '../auth/access-review.ts';
+import { upstreamIdentityOf } from '../auth/impersonation.ts';
+import { isBuiltinGroup, kindOf } from '../convert/kinds.ts';
+import { parseRequestInfo } from '../convert/request-info.ts';
+import { namespaceToUpstream } from '../convert/rules/index.ts';
+import { forbidden } from '../errors/status-error.ts';
+import type { RequestContext } from '../request/context.ts';
+import type { Stage } from '../request/pipeline.ts';
+import { selects } from './selection.ts';
+import { writeList } from './cached-list.ts';
+import type { CachePlan, WatchCache } from './watch-cache.ts';
+
+/** How long a request for a resourceVersion the cache has not seen yet waits for it before going upstream. */
+const FRESHNESS_WAIT_MS = 3_000;
+
+const RESPONSE_HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-cache, private' } as const;
+
+/** The apiserver's 403 for a namespaced read, in the tenant's names. */
+function namespaceForbidden(user: string, verb: string, group: string, resource: string, namespace: string) {
+  const qualified = group === '' ? resource : `${resource}.${group}`;
+  return forbidden(
+    `${qualified} is forbidden: User ${JSON.stringify(user)} cannot ${verb} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(group)} in the namespace ${JSON.stringify(namespace)}`,
+    group === '' ? { kind: resource } : { group, kind: resource },
+  );
+}
+
+export function watchCacheStage(watchCache: WatchCache, access: AccessReviews): Stage['run'] {
+  return (ctx) => {
+    const info = ctx.info;
+    if (!ctx.converts || info === null || ctx.upgrade !== null) return false;
+    const plan = watchCache.planOf(info, ctx.row, ctx.query, ctx.headers.accept);
+    if (plan === null) return false;
+    // Reads across namespaces and of cluster-scoped kinds were authorized by the stage before (the tenant's
+    // ClusterRoleBindings); a read in one namespace is asked about here, as impersonation would have had it asked.
+    if (ctx.asTenantgate) return serve(ctx, plan, watchCache);
+    const identity = ctx.identity!;
+    const tenant = identity.tenant!;
+    const decide = (allowed: boolean) => {
+      if (!allowed) throw namespaceForbidden(identity.user, info.verb, info.apiGroup, info.resource, info.namespace);
+      return serve(ctx, plan, watchCache);
+    };
+    const allowed = access.allowedInNamespace(tenant, upstreamIdentityOf(identity), info.verb, plan.cache.id.group, info.resource, namespaceToUpstream(info.namespace, tenant));
+    return typeof allowed === 'boolean' ? decide(allowed) : allowed.then(decide);
+  };
+}
+
+function serve(ctx: RequestContext, plan: CachePlan, watchCache: WatchCache): boolean | Promise<boolean> {
+  const cache = plan.cache;
+  // A resourceVersion the cache has not reached: the state it asks for must include it (lists, initial events).
+  const needs = plan.resourceVersion === '' ? 0 : Number(plan.resourceVersion);
+  const needsState = !plan.watch || plan.sendInitialEvents === true;
+  if (needsState && needs > cache.resourceVersion) {
+    return cache.waitUntilFresh(needs, FRESHNESS_WAIT_MS).then((fresh) => fresh && serve(ctx, plan, watchCache));
+  }
+  const tenant = ctx.identity!.tenant!;
+  if (plan.watch) {
+    ctx.respond(200, { ...RESPONSE_HEADERS });
+    const watcher = watchCache.watch(plan, tenant, ctx.out, performance.now());
+    if (watcher !== null) {
+      ctx.cacheWatcher = watcher;
+      // The client may have gone while the watch started: the exchange's close has passed then.
+      if (ctx.out.destroyed) watcher.closed();
+    }
+    return true;
+  }
+  const page =
+    plan.continueToken !== ''
+      ? watchCache.snapshots.nextPage(tenant, cache, plan.continueToken, plan.limit)
+      : watchCache.snapshots.firstPage(
+          tenant,
+          cache,
+          cache.objectsOf(tenant, plan.selection.namespace).filter((object) => selects(plan.selection, object)),
+          cache.resourceVersion,
+          plan.selection.everything,
+          plan.limit,
+        );
+  ctx.respond(200, { ...RESPONSE_HEADERS });
+  const { group, version, row } = cache.id;
+  return writeList(ctx.out, row.kind, group === '' ? version : `${group}/${version}`, page).then(() => true);
+}
+
+/**
+ * Whether a tenant's request is a watch the cache will serve: flow control then counts it against the tenant's open
+ * watches only, not its seats (it costs the upstream nothing, and a controller starts hundreds at once).
+ */
+export function startsCheaply(watchCache: WatchCache): (ctx: RequestContext) => boolean {
+  return (ctx) => {
+    if (!ctx.converts || ctx.method !== 'GET' || ctx.upgrade !== null) return false;
+    let info;
+    try {
+      info = parseRequestInfo(ctx.method, ctx.pathname, ctx.query);
+    } catch {
+      return false;
+    }
+    if (info.verb !== 'watch' || !isBuiltinGroup(info.apiGroup)) return false;
+    const plan = watchCache.planOf(info, kindOf(info.apiGroup, info.resource) ?? null, ctx.query, ctx.headers.accept);
+    return plan !== null && !(plan.sendInitialEvents === true && Number(plan.resourceVersion) > plan.cache.resourceVersion);
+  };
+}

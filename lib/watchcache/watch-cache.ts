@@ -1,0 +1,317 @@
+// The shared watch cache (`--watch-cache`): one ResourceCache per cached resource, the tenants' watchers across them
+// (timeouts and bookmarks on one clock), and which tenant requests it answers — the request plan.
+// Never answers what it cannot answer exactly as the apiserver would: such a request goes upstream as before.
+import type { Writable } from 'node:stream';
+import { kindOf, type KindRow } from '../convert/kinds.ts';
+import type { TenantId } from '../convert/prefix.ts';
+import type { RequestInfo } from '../convert/request-info.ts';
+import type { ConvertContext } from '../convert/rules/index.ts';
+import { expired } from '../errors/status-error.ts';
+import type { UpstreamPool } from '../upstream/pool.ts';
+import { CacheWatcher, lineFor, type WatcherPolicy } from './cache-watcher.ts';
+import { ListSnapshots } from './cached-list.ts';
+import { eventLine, ResourceCache, type CachedResourceId } from './resource-cache.ts';
+import { selectionOf, selects, type Selection } from './selection.ts';
+
+/** The version cached for each built-in group (what informers watch). */
+const CACHED_VERSION_OF_GROUP: Readonly<Record<string, string>> = {
+  '': 'v1',
+  apps: 'v1',
+  batch: 'v1',
+  'discovery.k8s.io': 'v1',
+  'rbac.authorization.k8s.io': 'v1',
+  'networking.k8s.io': 'v1',
+  'policy': 'v1',
+  'autoscaling': 'v2',
+  'coordination.k8s.io': 'v1',
+  'storage.k8s.io': 'v1',
+};
+
+/** The resources informers watch most (`resource` or `resource.group`): cached unless --watch-cache-resources says otherwise. */
+export const DEFAULT_CACHED_RESOURCES: readonly string[] = [
+  'pods',
+  'configmaps',
+  'secrets',
+  'services',
+  'endpointslices.discovery.k8s.io',
+  'endpoints',
+  'events',
+  'serviceaccounts',
+  'namespaces',
+  'deployments.apps',
+  'replicasets.apps',
+  'statefulsets.apps',
+  'daemonsets.apps',
+  'jobs.batch',
+  'roles.rbac.authorization.k8s.io',
+  'rolebindings.rbac.authorization.k8s.io',
+  'persistentvolumeclaims',
+];
+
+/** The resources named by `resource[.group]`; throws on one that is not a tenant kind of a group the cache knows. */
+export function cachedResourcesOf(names: readonly string[]): CachedResourceId[] {
+  return names.map((name) => {
+    const dot = name.indexOf('.');
+    const resource = dot === -1 ? name : name.slice(0, dot);
+    const group = dot === -1 ? '' : name.slice(dot + 1);
+    const version = CACHED_VERSION_OF_GROUP[group];
+    const row = version === undefined ? undefined : kindOf(group, resource);
+    if (version === undefined || row === undefined || row.tenancy !== 'tenant' || row.upstreamGroup !== undefined) {
+      throw new Error(`--watch-cache-resources: ${name} is not a built-in tenant resource the watch cache can keep`);
+    }
+    return { group, version, resource, row };
+  });
+}
+
+export interface WatchCacheOptions {
+  /** Bytes a watcher's client may leave unread before the watch is closed (default 4 MiB). */
+  maxUnreadBytes?: number;
+  /** Between two bookmarks to a watcher that allows them (default 60 s, the apiserver's). */
+  bookmarkIntervalMs?: number;
+  /** Events kept per resource for resumed watches (default 10,000). */
+  historyCapacity?: number;
+}
+
+/** A tenant list or watch the cache answers: what it asks, parsed once. */
+export interface CachePlan {
+  readonly cache: ResourceCache;
+  readonly watch: boolean;
+  readonly selection: Selection;
+  /** As sent ('' when unset). */
+  readonly resourceVersion: string;
+  readonly resourceVersionMatch: string;
+  readonly sendInitialEvents: boolean | null;
+  readonly bookmarks: boolean;
+  /** 0: the apiserver's default. */
+  readonly timeoutSeconds: number;
+  /** 0: no limit. */
+  readonly limit: number;
+  /** A continue token of the cache's own ('' when none). */
+  readonly continueToken: string;
+}
+
+/** The query parameters the cache understands; a request with any other goes upstream. */
+const KNOWN_PARAMETERS = new Set(['watch', 'resourceVersion', 'resourceVersionMatch', 'allowWatchBookmarks', 'sendInitialEvents', 'labelSelector', 'fieldSelector', 'timeoutSeconds', 'timeout', 'limit', 'continue']);
+const DIGITS = /^\d{1,15}$/;
+
+/** strconv.ParseBool, as the apiserver reads boolean parameters; undefined when it would refuse the value. */
+function goBool(value: string | null): boolean | null | undefined {
+  if (value === null) return null;
+  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(value)) return true;
+  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(value)) return false;
+  return undefined;
+}
+
+/** Whether a client that sent `accept` takes plain JSON objects first (not Tables, metadata-only forms or protobuf). */
+export function acceptsPlainJson(accept: string | undefined): boolean {
+  if (accept === undefined || accept === '') return true;
+  const comma = accept.indexOf(',');
+  const first = (comma === -1 ? accept : accept.slice(0, comma)).trim().toLowerCase();
+  if (first.includes('as=')) return false;
+  const semicolon = first.indexOf(';');
+  const type = (semicolon === -1 ? first : first.slice(0, semicolon)).trim();
+  return type === 'application/json' || type === '*/*' || type === 'application/*';
+}
+
+const BOOKMARK_CHECK_MS = 1_000;
+/** The apiserver's default watch timeout: a random time between its --min-request-timeout (1,800 s) and twice that. */
+const MIN_REQUEST_TIMEOUT_MS = 1_800_000;
+
+export class WatchCache implements WatcherPolicy {
+  readonly #caches = new Map<string, ResourceCache>();
+  readonly snapshots = new ListSnapshots();
+  readonly #watchers = new Set<CacheWatcher>();
+  readonly maxUnreadBytes: number;
+  readonly #bookmarkIntervalMs: number;
+  #ticker: NodeJS.Timeout | undefined;
+
+  constructor(resources: readonly CachedResourceId[], pool: UpstreamPool, convertOf: (tenant: TenantId) => ConvertContext, options: WatchCacheOptions = {}) {
+    this.maxUnreadBytes = options.maxUnreadBytes ?? 4 * 1024 * 1024;
+    this.#bookmarkIntervalMs = options.bookmarkIntervalMs ?? 60_000;
+    for (const id of resources) this.#caches.set(`${id.group}/${id.version}/${id.resource}`, new ResourceCache(id, pool, convertOf, { historyCapacity: options.historyCapacity }));
+  }
+
+  /** Starts every resource's list-then-watch (not awaited: until a resource is in, its requests go upstream). */
+  start(): void {
+    for (const cache of this.#caches.values()) cache.start();
+    this.#ticker = setInterval(() => this.#tick(), BOOKMARK_CHECK_MS);
+    this.#ticker.unref();
+  }
+
+  /** Resolves once every resource's first list is in. */
+  async whenReady(): Promise<void> {
+    await Promise.all([...this.#caches.values()].map((cache) => cache.whenReady()));
+  }
+
+  stop(): void {
+    if (this.#ticker !== undefined) clearInterval(this.#ticker);
+    for (const cache of this.#caches.values()) cache.stop();
+  }
+
+  get resources(): Iterable<ResourceCache> {
+    return this.#caches.values();
+  }
+
+  /** Open watchers now, all resources. */
+  get watcherCount(): number {
+    return this.#watchers.size;
+  }
+
+  // ---- which requests it answers
+
+  /**
+   * The plan for a tenant's request classified as `info` of `row`, or null when the cache does not answer it: not a
+   * list or watch of a cached resource that is in, a client that does not take plain JSON, a parameter or selector
+   * the cache cannot honour exactly, or a read that must be consistent (resourceVersion unset), which goes upstream.
+   */
+  planOf(info: RequestInfo, row: KindRow | null, query: URLSearchParams, accept: string | undefined): CachePlan | null {
+    if (row === null || !info.isResourceRequest || info.subresource !== '' || (info.verb !== 'list' && info.verb !== 'watch')) return null;
+    if (info.parts.length !== 1) return null; // the legacy /watch/…/name form names one object: upstream
+    const cache = this.#caches.get(`${info.apiGroup}/${info.apiVersion}/${info.resource}`);
+    if (cache === undefined || !cache.ready || cache.id.row !== row) return null;
+    if (!acceptsPlainJson(accept)) return null;
+    for (const name of query.keys()) if (!KNOWN_PARAMETERS.has(name)) return null;
+    const resourceVersion = query.get('resourceVersion') ?? '';
+    const resourceVersionMatch = query.get('resourceVersionMatch') ?? '';
+    const timeout = query.get('timeoutSeconds');
+    const limitText = query.get('limit');
+    if (resourceVersion !== '' && !DIGITS.test(resourceVersion)) return null;
+    if (timeout !== null && !DIGITS.test(timeout)) return null;
+    if (limitText !== null && !DIGITS.test(limitText)) return null;
+    const bookmarks = goBool(query.get('allowWatchBookmarks'));
+    const sendInitialEvents = goBool(query.get('sendInitialEvents'));
+    if (bookmarks === undefined || sendInitialEvents === undefined) return null;
+    const namespace = row.scope === 'Namespaced' && info.namespace !== '' ? info.namespace : null;
+    const selection = selectionOf(cache.id.group, cache.id.resource, namespace, query.get('labelSelector'), query.get('fieldSelector'));
+    if (selection === null) return null;
+    const continueToken = query.get('continue') ?? '';
+    const watch = info.verb === 'watch';
+    if (watch) {
+      if (continueToken !== '') return null;
+      if (sendInitialEvents === null) {
+        if (resourceVersionMatch !== '') return null;
+      } else {
+        // A watch-list: the apiserver's rules (NotOlderThan, bookmarks asked for); resourceVersion unset is a
+        // consistent read, which the cache cannot prove itself fresh enough for: upstream.
+        if (resourceVersionMatch !== 'NotOlderThan' || (sendInitialEvents && bookmarks !== true) || resourceVersion === '') return null;
+      }
+    } else {
+      if (sendInitialEvents !== null) return null;
+      if (continueToken !== '') {
+        // The cache's own token (its snapshot); the apiserver's go back to the apiserver.
+        if (!continueToken.startsWith('tgwc.') || resourceVersion !== '' || resourceVersionMatch !== '') return null;
+      } else {
+        // resourceVersion unset: a consistent list, upstream. Exact: a past state the cache does not keep.
+        if (resourceVersion === '' || (resourceVersionMatch !== '' && resourceVersionMatch !== 'NotOlderThan')) return null;
+      }
+    }
+    return {
+      cache,
+      watch,
+      selection,
+      resourceVersion,
+      resourceVersionMatch,
+      sendInitialEvents,
+      bookmarks: bookmarks === true,
+      timeoutSeconds: timeout === null ? 0 : Number(timeout),
+      limit: limitText === null ? 0 : Number(limitText),
+      continueToken,
+    };
+  }
+
+  // ---- watches
+
+  /**
+   * Serves a watch of `tenant` on `out` (its head already sent): the initial or resumed events, then every event as
+   * it comes, until the timeout, a relist or the client's going. Returns the watcher (the exchange closes it), or
+   * null when the watch ended at once (a resourceVersion older than the history: an ERROR event with 410 Expired).
+   */
+  watch(plan: CachePlan, tenant: TenantId, out: Writable, now: number): CacheWatcher | null {
+    const cache = plan.cache;
+    const resourceVersion = plan.resourceVersion;
+    const lines: Buffer[] = [];
+    let after: number;
+    const initial = plan.sendInitialEvents === true || (plan.sendInitialEvents === null && (resourceVersion === '' || resourceVersion === '0'));
+    const deadline = now + (plan.timeoutSeconds > 0 ? plan.timeoutSeconds * 1000 : MIN_REQUEST_TIMEOUT_MS * (1 + Math.random()));
+    const nextBookmarkAt = plan.bookmarks ? now + this.#bookmarkIntervalMs : Infinity;
+    let watcher: CacheWatcher;
+    if (initial) {
+      after = cache.resourceVersion;
+      watcher = new CacheWatcher(cache, tenant, plan.selection, out, this, after, deadline, nextBookmarkAt);
+      for (const object of cache.objectsOf(tenant, plan.selection.namespace)) if (selects(plan.selection, object)) lines.push(eventLine('ADDED', object.bytes));
+      if (plan.sendInitialEvents === true) lines.push(bookmarkLine(cache, after, true));
+    } else if (resourceVersion === '0') {
+      after = cache.resourceVersion;
+      watcher = new CacheWatcher(cache, tenant, plan.selection, out, this, after, deadline, nextBookmarkAt);
+    } else {
+      const from = Number(resourceVersion);
+      const since = cache.eventsSince(tenant, from);
+      if ('expiredBefore' in since) {
+        out.end(`{"type":"ERROR","object":${JSON.stringify(expired(`too old resource version: ${from} (${since.expiredBefore})`))}}\n`);
+        return null;
+      }
+      for (const event of since.events) {
+        const line = lineFor(plan.selection, event);
+        if (line !== null) lines.push(line);
+      }
+      // From the newest event the cache has (or from the asked one, still ahead of it).
+      after = Math.max(from, cache.resourceVersion);
+      watcher = new CacheWatcher(cache, tenant, plan.selection, out, this, after, deadline, nextBookmarkAt);
+    }
+    // Written and registered in one turn of the event loop: no event can fall between the two.
+    writeBatched(out, lines);
+    cache.stats.deliveries += lines.length;
+    cache.addListener(watcher);
+    this.#watchers.add(watcher);
+    return watcher;
+  }
+
+  closedSlow(cache: ResourceCache): void {
+    cache.stats.slowWatchersClosed++;
+  }
+
+  ended(watcher: CacheWatcher): void {
+    this.#watchers.delete(watcher);
+  }
+
+  #tick(): void {
+    const now = performance.now();
+    const bookmarks = new Map<ResourceCache, Buffer>();
+    for (const watcher of this.#watchers) {
+      const due = now >= watcher.deadline;
+      if (!due && now < watcher.nextBookmarkAt) continue;
+      if (watcher.nextBookmarkAt !== Infinity) {
+        let line = bookmarks.get(watcher.cache);
+        if (line === undefined) bookmarks.set(watcher.cache, (line = bookmarkLine(watcher.cache, watcher.cache.resourceVersion, false)));
+        watcher.write(line);
+        watcher.nextBookmarkAt = now + this.#bookmarkIntervalMs;
+      }
+      if (due) watcher.end();
+    }
+  }
+}
+
+/** A BOOKMARK event at `resourceVersion`, as the apiserver writes one (the end of a watch-list's initial events marked). */
+function bookmarkLine(cache: ResourceCache, resourceVersion: number, initialEventsEnd: boolean): Buffer {
+  const { group, version, row } = cache.id;
+  const metadata = initialEventsEnd ? { resourceVersion: String(resourceVersion), annotations: { 'k8s.io/initial-events-end': 'true' } } : { resourceVersion: String(resourceVersion) };
+  return Buffer.from(`{"type":"BOOKMARK","object":${JSON.stringify({ kind: row.kind, apiVersion: group === '' ? version : `${group}/${version}`, metadata })}}\n`);
+}
+
+const BATCH_BYTES = 64 * 1024;
+
+/** Writes many small lines as few large writes. */
+function writeBatched(out: Writable, lines: Buffer[]): void {
+  let batch: Buffer[] = [];
+  let size = 0;
+  for (const line of lines) {
+    batch.push(line);
+    size += line.length;
+    if (size >= BATCH_BYTES) {
+      out.write(batch.length === 1 ? batch[0]! : Buffer.concat(batch, size));
+      batch = [];
+      size = 0;
+    }
+  }
+  if (batch.length > 0) out.write(batch.length === 1 ? batch[0]! : Buffer.concat(batch, size));
+}

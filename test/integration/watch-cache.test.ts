@@ -1,0 +1,126 @@
+// The shared watch cache against the real apiserver: tenants' watches and cached lists see only their own objects,
+// the events a cache watcher receives are the ones a direct upstream watch receives (after conversion), and the
+// upstream holds one watch per cached resource however many tenant watchers there are.
+import t from 'tap';
+import type { ClientHttp2Session } from 'node:http2';
+import { connectH2, credentialsOf, h2Request, sumMetric } from '../helpers/http.ts';
+import { startStack, type Stack } from '../helpers/stack.ts';
+import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
+
+let stack: Stack;
+let alpha: TestTenant;
+let bravo: TestTenant;
+t.before(async () => {
+  stack = await startStack({ controllers: false });
+  alpha = await createTestTenant(stack, 'wcalfa');
+  bravo = await createTestTenant(stack, 'wcbrav');
+});
+t.teardown(() => stack?.stop());
+
+interface WatchEvent {
+  type: string;
+  object: any;
+}
+
+/** A raw HTTP/2 watch: its events as they come, its status, and whether it ended. */
+function openWatch(session: ClientHttp2Session, path: string) {
+  const events: WatchEvent[] = [];
+  let status = 0;
+  let ended = false;
+  let pending = '';
+  const stream = session.request({ ':path': path, accept: 'application/json' });
+  stream.setEncoding('utf8');
+  const headers = new Promise<number>((resolve) => stream.on('response', (h) => resolve((status = Number(h[':status'])))));
+  stream.on('data', (chunk: string) => {
+    pending += chunk;
+    let newline: number;
+    while ((newline = pending.indexOf('\n')) !== -1) {
+      const line = pending.slice(0, newline);
+      pending = pending.slice(newline + 1);
+      if (line.trim() !== '') events.push(JSON.parse(line));
+    }
+  });
+  stream.on('end', () => (ended = true));
+  stream.on('close', () => (ended = true));
+  stream.on('error', () => (ended = true));
+  return {
+    events,
+    headers,
+    get status() {
+      return status;
+    },
+    get ended() {
+      return ended;
+    },
+    close: () => stream.close(),
+    async until(what: string, check: (events: WatchEvent[]) => boolean, timeoutMs = 15_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (!check(events)) {
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; got ${JSON.stringify(events.map((e) => [e.type, e.object?.metadata?.name]))}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    },
+  };
+}
+
+async function upstreamWatches(resource: string): Promise<number> {
+  const session = connectH2(credentialsOf(stack.upstreamKubeconfig));
+  try {
+    const metrics = await h2Request(session, 'GET', '/metrics');
+    return sumMetric(metrics.body, 'apiserver_longrunning_requests', { resource, verb: 'WATCH' });
+  } finally {
+    session.close();
+  }
+}
+
+async function create(session: ClientHttp2Session, namespace: string, name: string, data: Record<string, string>, labels: Record<string, string> = {}) {
+  const answer = await h2Request(session, 'POST', `/api/v1/namespaces/${namespace}/configmaps`, {
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ metadata: { name, labels }, data }),
+  });
+  if (answer.status !== 201) throw new Error(`create ${name}: ${answer.status} ${answer.body}`);
+  return JSON.parse(answer.body);
+}
+
+t.test('two tenants with the same names: each watch and cached list sees only its own objects', async (t) => {
+  const a = connectH2(credentialsOf(alpha.kubeconfig));
+  const b = connectH2(credentialsOf(bravo.kubeconfig));
+  t.teardown(() => {
+    a.close();
+    b.close();
+  });
+  const inNamespace = openWatch(a, '/api/v1/namespaces/default/configmaps?watch=1&allowWatchBookmarks=true');
+  const everywhere = openWatch(a, '/api/v1/configmaps?watch=1');
+  t.equal(await inNamespace.headers, 200);
+  t.equal(await everywhere.headers, 200);
+  await create(b, 'default', 'same', { owner: 'bravo' });
+  await create(a, 'default', 'same', { owner: 'alpha' });
+  await inNamespace.until('alpha\'s ConfigMap', (events) => events.some((e) => e.object.metadata.name === 'same'));
+  await everywhere.until('alpha\'s ConfigMap', (events) => events.some((e) => e.object.metadata.name === 'same'));
+  for (const [label, watch] of [['namespace', inNamespace], ['all namespaces', everywhere]] as const) {
+    const same = watch.events.filter((e) => e.object.metadata.name === 'same');
+    t.same(same.map((e) => [e.type, e.object.data.owner, e.object.metadata.namespace]), [['ADDED', 'alpha', 'default']], `${label}: alpha's object only, in alpha's names`);
+    t.notOk(watch.events.some((e) => JSON.stringify(e).includes('wcbrav')), `${label}: nothing of bravo`);
+  }
+  const list = await h2Request(a, 'GET', '/api/v1/namespaces/default/configmaps?resourceVersion=0');
+  t.equal(list.status, 200);
+  const body = JSON.parse(list.body);
+  t.equal(body.kind, 'ConfigMapList');
+  const same = body.items.filter((i: any) => i.metadata.name === 'same');
+  t.same(same.map((i: any) => i.data.owner), ['alpha'], 'the cached list holds alpha\'s object only');
+  t.notOk(list.body.includes('wcbrav'), 'nothing of bravo in the cached list');
+  inNamespace.close();
+  everywhere.close();
+});
+
+t.test('the upstream holds one watch per cached resource however many tenants watch', async (t) => {
+  const before = await upstreamWatches('configmaps');
+  const sessions = [connectH2(credentialsOf(alpha.kubeconfig)), connectH2(credentialsOf(bravo.kubeconfig))];
+  const watches = Array.from({ length: 20 }, (_, i) => openWatch(sessions[i % 2]!, `/api/v1/namespaces/default/configmaps?watch=1&allowWatchBookmarks=true`));
+  for (const w of watches) t.equal(await w.headers, 200);
+  const during = await upstreamWatches('configmaps');
+  t.equal(during, before, `20 tenant watches add no upstream watch (upstream configmap watches: ${during})`);
+  t.ok(during >= 1, 'the cache\'s own watch is there');
+  for (const w of watches) w.close();
+  for (const s of sessions) s.close();
+});
