@@ -877,7 +877,7 @@ function report(
       unit: 'CPU s',
       bars: bars((l) => l.fanout.processCpuSecondsPer1000Deliveries),
     },
-    { title: 'Upstream watches the leg adds in the steady phase (a tenantgate: its own included; kube-apiserver apiserver_longrunning_requests)', unit: 'watches', bars: bars((l) => l.fanout.upstreamWatchesAdded) },
+    { title: 'Upstream watches added in the steady phase, a tenantgate its own included', unit: 'watches', bars: bars((l) => l.fanout.upstreamWatchesAdded) },
     {
       title: `One namespace, ${side.namespaceWatchers} watchers at ${side.namespaceWritesPerSecond} writes/s: delivery p99`,
       unit: 'ms',
