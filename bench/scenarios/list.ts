@@ -180,8 +180,8 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
       met: largestRssGrowthMb <= TARGET_RSS_GROWTH_MB,
     });
 
-    // Issue 16: the cached LIST (resourceVersion=0) of the largest size, after the consistent ones so their RSS
-    // figures are not the cache's. The upstream answers it from its own watch cache too.
+    // Issue 16: the cached LIST (resourceVersion=0) of the largest size, after the consistent ones (their peak RSS
+    // growth stays theirs). The upstream answers it from its own watch cache too.
     const offFlags = watchCacheOffFlags();
     const tenantgate = three.targets.find((t) => t.name === 'tenantgate')!;
     if (offFlags !== null) {
