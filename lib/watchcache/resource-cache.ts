@@ -14,7 +14,7 @@ import { fieldsOf, type ObjectFields, type Selectable } from './selection.ts';
 
 /** A resource the cache keeps: its upstream group, version and plural, and its row in the table of kinds. */
 export interface CachedResourceId {
-  /** API group ('' for core); built-in kinds only, so the tenant's and the upstream's are the same. */
+  /** The upstream's API group ('' for core; a tenant custom resource's carries the tenant's prefix, its row's not). */
   readonly group: string;
   readonly version: string;
   readonly resource: string;
@@ -81,6 +81,8 @@ class TenantListeners {
 }
 
 export interface ResourceCacheOptions {
+  /** The upstream no longer serves the resource (404: its CRD was deleted): the cache has stopped. */
+  onGone?: () => void;
   /** Events remembered for watches that resume from a resourceVersion (default 10,000). */
   historyCapacity?: number;
   /** Longest wait between attempts while the upstream is away (default 5 s). */
@@ -122,6 +124,9 @@ export class ResourceCache {
   readonly #convertOf: (tenant: TenantId) => ConvertContext;
   readonly #path: string;
   readonly #apiVersion: string;
+  /** The kind, from the table of kinds or (a custom resource whose kind discovery did not tell) the upstream's list. */
+  #kind: string;
+  readonly #onGone: (() => void) | undefined;
   readonly #capacity: number;
   readonly #maxBackoffMs: number;
 
@@ -154,14 +159,28 @@ export class ResourceCache {
     this.#convertOf = convertOf;
     this.#path = `${id.group === '' ? '/api' : `/apis/${id.group}`}/${id.version}/${id.resource}`;
     this.#apiVersion = id.group === '' ? id.version : `${id.group}/${id.version}`;
+    this.#kind = id.row.kind;
+    this.#onGone = options.onGone;
     this.#capacity = options.historyCapacity ?? 10_000;
     this.#maxBackoffMs = options.maxBackoffMs ?? 5_000;
     this.#history = new Array(this.#capacity);
   }
 
-  /** `resource` or `resource.group` (the metrics' label). */
+  /** `resource` or `resource.group` (the metrics' label); tenants' custom resources all count under `_custom`. */
   get label(): string {
+    if (this.id.row.rule === 'custom-resource') return '_custom';
     return this.id.group === '' ? this.id.resource : `${this.id.resource}.${this.id.group}`;
+  }
+
+  /** The kind of its objects. */
+  get kind(): string {
+    return this.#kind;
+  }
+
+  /** The apiVersion its objects have in their tenant's view (a custom resource's group without the prefix). */
+  get tenantApiVersion(): string {
+    const group = this.id.row.group;
+    return group === '' ? this.id.version : `${group}/${this.id.version}`;
   }
 
   /** The upstream collection it keeps, e.g. /api/v1/pods. */
@@ -304,6 +323,11 @@ export class ResourceCache {
         await this.#relist();
       } catch (error) {
         if (this.#stopped) return;
+        if (error instanceof ResourceGone) {
+          this.stop();
+          this.#onGone?.();
+          return;
+        }
         log.warn('the watch cache could not list the upstream', { resource: this.#path, error: (error as Error).message });
         await this.#backoff();
         continue;
@@ -340,11 +364,14 @@ export class ResourceCache {
     do {
       const page = `${this.#path}?limit=${PAGE_SIZE}${next === '' ? '' : `&continue=${encodeURIComponent(next)}`}`;
       const answer = await upstreamJson(this.#pool, 'GET', page);
+      if (answer.status === 404) throw new ResourceGone();
       if (answer.status !== 200) throw new Error(`listing ${this.#path}: the upstream answered ${answer.status}`);
       if (next === '') listResourceVersion = Number(answer.body?.metadata?.resourceVersion ?? 0);
+      const listKind = answer.body?.kind;
+      if (this.#kind === '' && typeof listKind === 'string' && listKind.endsWith('List')) this.#kind = listKind.slice(0, -'List'.length);
       for (const item of (answer.body?.items ?? []) as any[]) {
         // A list's items leave their kind and apiVersion to the list; a watch event's object needs them, first.
-        const object = this.#toCached({ kind: this.id.row.kind, apiVersion: this.#apiVersion, ...item });
+        const object = this.#toCached({ kind: this.#kind, apiVersion: this.#apiVersion, ...item });
         if (object === null) continue;
         placeIn(objects, object);
         count++;
@@ -543,6 +570,9 @@ export class ResourceCache {
     }
   }
 }
+
+/** The upstream answered 404 for the resource's list. */
+class ResourceGone extends Error {}
 
 function placeIn(objects: Map<TenantId, Map<string, Map<string, CachedObject>>>, object: CachedObject): void {
   let namespaces = objects.get(object.tenant);

@@ -32,7 +32,7 @@ export function watchCacheStage(watchCache: WatchCache, access: AccessReviews): 
   return (ctx) => {
     const info = ctx.info;
     if (!ctx.converts || info === null || ctx.upgrade !== null) return false;
-    const plan = watchCache.planOf(info, ctx.row, ctx.query, ctx.headers.accept);
+    const plan = watchCache.planOf(info, ctx.row, ctx.identity!.tenant!, ctx.query, ctx.headers.accept);
     if (plan === null) return false;
     // Reads across namespaces and of cluster-scoped kinds were authorized by the stage before (the tenant's
     // ClusterRoleBindings); a read in one namespace is asked about here, as impersonation would have had it asked.
@@ -80,8 +80,7 @@ function serve(ctx: RequestContext, plan: CachePlan, watchCache: WatchCache): bo
           plan.limit,
         );
   ctx.respond(200, { ...RESPONSE_HEADERS });
-  const { group, version, row } = cache.id;
-  return writeList(ctx.out, row.kind, group === '' ? version : `${group}/${version}`, page).then(() => true);
+  return writeList(ctx.out, cache.kind, cache.tenantApiVersion, page).then(() => true);
 }
 
 /**
@@ -98,7 +97,7 @@ export function startsCheaply(watchCache: WatchCache): (ctx: RequestContext) => 
       return false;
     }
     if (info.verb !== 'watch' || !isBuiltinGroup(info.apiGroup)) return false;
-    const plan = watchCache.planOf(info, kindOf(info.apiGroup, info.resource) ?? null, ctx.query, ctx.headers.accept);
+    const plan = watchCache.planOf(info, kindOf(info.apiGroup, info.resource) ?? null, ctx.identity!.tenant!, ctx.query, ctx.headers.accept);
     return plan !== null && !(plan.sendInitialEvents === true && Number(plan.resourceVersion) > plan.cache.resourceVersion);
   };
 }
