@@ -62,6 +62,7 @@ function serve(ctx: RequestContext, plan: CachePlan, watchCache: WatchCache): bo
     const watcher = watchCache.watch(plan, tenant, ctx.out, performance.now());
     if (watcher !== null) {
       ctx.cacheWatcher = watcher;
+      ctx.rewrite = watcher;
       ctx.releaseRequest();
       // The client may have gone while the watch started: the exchange's close has passed then.
       if (ctx.out.destroyed) watcher.closed();

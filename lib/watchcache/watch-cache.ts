@@ -73,6 +73,8 @@ export interface WatchCacheOptions {
   historyCapacity?: number;
   /** Tenants' custom resources cached at most at once (default 1,000); past it, theirs go upstream. */
   maxCustomResources?: number;
+  /** Told of each watch it serves (the metrics' active watches and events sent); returns what to call at its end. */
+  observe?: (tenant: TenantId, watcher: CacheWatcher) => () => void;
 }
 
 /** A tenant list or watch the cache answers: what it asks, parsed once. */
@@ -131,6 +133,7 @@ export class WatchCache implements WatcherPolicy {
   readonly #historyCapacity: number | undefined;
   readonly #maxCustomResources: number;
   #customCaches = 0;
+  readonly #observe: WatchCacheOptions['observe'];
   #ticker: NodeJS.Timeout | undefined;
 
   constructor(resources: readonly CachedResourceId[], pool: UpstreamPool, convertOf: (tenant: TenantId) => ConvertContext, options: WatchCacheOptions = {}) {
@@ -140,6 +143,7 @@ export class WatchCache implements WatcherPolicy {
     this.#convertOf = convertOf;
     this.#historyCapacity = options.historyCapacity;
     this.#maxCustomResources = options.maxCustomResources ?? 1_000;
+    this.#observe = options.observe;
     for (const id of resources) this.#caches.set(`${id.group}/${id.version}/${id.resource}`, new ResourceCache(id, pool, convertOf, { historyCapacity: options.historyCapacity }));
   }
 
@@ -296,8 +300,10 @@ export class WatchCache implements WatcherPolicy {
       watcher = new CacheWatcher(cache, tenant, plan.selection, out, this, after, deadline, nextBookmarkAt);
     }
     // Written and registered in one turn of the event loop: no event can fall between the two.
-    writeBatched(out, lines);
+    watcher.bytesOut += writeBatched(out, lines);
+    watcher.eventsOut += lines.length;
     cache.stats.deliveries += lines.length;
+    watcher.onEnd = this.#observe?.(tenant, watcher) ?? null;
     cache.addListener(watcher);
     this.#watchers.add(watcher);
     return watcher;
@@ -336,13 +342,15 @@ function bookmarkLine(cache: ResourceCache, resourceVersion: number, initialEven
 
 const BATCH_BYTES = 64 * 1024;
 
-/** Writes many small lines as few large writes. */
-function writeBatched(out: Writable, lines: Buffer[]): void {
+/** Writes many small lines as few large writes; returns the bytes written. */
+function writeBatched(out: Writable, lines: Buffer[]): number {
+  let total = 0;
   let batch: Buffer[] = [];
   let size = 0;
   for (const line of lines) {
     batch.push(line);
     size += line.length;
+    total += line.length;
     if (size >= BATCH_BYTES) {
       out.write(batch.length === 1 ? batch[0]! : Buffer.concat(batch, size));
       batch = [];
@@ -350,4 +358,5 @@ function writeBatched(out: Writable, lines: Buffer[]): void {
     }
   }
   if (batch.length > 0) out.write(batch.length === 1 ? batch[0]! : Buffer.concat(batch, size));
+  return total;
 }

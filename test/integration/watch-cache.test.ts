@@ -185,3 +185,37 @@ t.test('the upstream holds one watch per cached resource however many tenants wa
   for (const w of watches) w.close();
   for (const s of sessions) s.close();
 });
+
+t.test('a watcher whose client stops reading is closed, and the others get every event meanwhile', async (t) => {
+  const slowSession = connectH2(credentialsOf(alpha.kubeconfig));
+  const a = connectH2(credentialsOf(alpha.kubeconfig));
+  t.teardown(() => {
+    slowSession.destroy();
+    a.close();
+  });
+  const closedBefore = await cacheMetric('tenantgate_watch_cache_slow_watchers_closed_total', 'configmaps');
+  const slow = slowSession.request({ ':path': '/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=0&sendInitialEvents=false&resourceVersionMatch=NotOlderThan', accept: 'application/json' });
+  let slowEnded = false;
+  slow.on('response', () => slow.pause()); // reads nothing: HTTP/2 flow control stops the bytes, they pile up in tenantgate
+  slow.on('close', () => (slowEnded = true));
+  slow.on('error', () => (slowEnded = true));
+  const reader = openWatch(a, '/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=0&sendInitialEvents=false&resourceVersionMatch=NotOlderThan');
+  t.equal(await reader.headers, 200);
+  // 12 ConfigMaps of 600 KB, each written 1 time: about 7 MB for a watcher that reads nothing (the bound is 4 MiB).
+  const big = 'x'.repeat(600 * 1024);
+  for (let i = 0; i < 12; i++) await create(a, 'default', `big-${i}`, { big });
+  await reader.until('every big ConfigMap', (events) => events.filter((e) => e.object.metadata.name.startsWith('big-')).length === 12);
+  let closed = await cacheMetric('tenantgate_watch_cache_slow_watchers_closed_total', 'configmaps');
+  for (let i = 0; i < 100 && closed === closedBefore; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    closed = await cacheMetric('tenantgate_watch_cache_slow_watchers_closed_total', 'configmaps');
+  }
+  t.equal(closed, closedBefore + 1, 'counted as a slow watcher closed');
+  // A paused client stream learns of the reset once it reads again: what arrived, then the end.
+  slow.resume();
+  const deadline = Date.now() + 10_000;
+  while (!slowEnded && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  t.ok(slowEnded, 'the watch that read nothing was closed');
+  t.notOk(reader.ended, 'the reading watcher goes on');
+  reader.close();
+});
