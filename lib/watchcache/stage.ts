@@ -31,7 +31,8 @@ function namespaceForbidden(user: string, verb: string, group: string, resource:
 export function watchCacheStage(watchCache: WatchCache, access: AccessReviews): Stage['run'] {
   return (ctx) => {
     const info = ctx.info;
-    if (!ctx.converts || info === null || ctx.upgrade !== null) return false;
+    // (GET only: a HEAD list has no body to stream.)
+    if (!ctx.converts || info === null || ctx.upgrade !== null || ctx.method !== 'GET') return false;
     const plan = watchCache.planOf(info, ctx.row, ctx.identity!.tenant!, ctx.query, ctx.headers.accept);
     if (plan === null) return false;
     // Reads across namespaces and of cluster-scoped kinds were authorized by the stage before (the tenant's
