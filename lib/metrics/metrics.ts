@@ -188,7 +188,8 @@ export class TenantgateMetrics {
           for (const [resource, now] of byLabel(read)) {
             const before = reported.get(resource) ?? 0;
             // (A custom resource's cache that went takes its counts with it: the sum may go down, the counter never.)
-            if (now > before) this.inc({ resource }, now - before);
+            // An increase of 0 still makes the series: from its first scrape, so increase() sees its first rise.
+            this.inc({ resource }, Math.max(0, now - before));
             reported.set(resource, Math.max(now, before));
           }
         },
