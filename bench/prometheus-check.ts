@@ -105,7 +105,10 @@ function tenantClient(tenant: TestTenant) {
 
 const CONFIGMAPS = '/api/v1/namespaces/default/configmaps';
 
-/** A watch of the tenant's configmaps in `default`, open until closed; counts the bytes it receives. */
+/**
+ * A watch of the tenant's configmaps in `default`, open until closed; counts the bytes it receives. JSON, and
+ * configmaps are cached by default: the watch cache serves it (what the Watch cache panels show).
+ */
 function openWatch(pool: UpstreamPool): { stream: ClientHttp2Stream; received: () => number } {
   const headers = { accept: 'application/json', ...(pool.authorization === undefined ? {} : { authorization: pool.authorization }) };
   const stream = pool.request('GET', `${CONFIGMAPS}?watch=true`, headers, true);
@@ -227,6 +230,11 @@ async function main(): Promise<number> {
     const missingTenants = [QUIET, NOISY].filter((id) => !tenantValues.data.includes(id));
     console.log(`tenant variable (label_values(tenantgate_requests_total, tenant)): ${tenantValues.data.join(', ')}`);
 
+    // The watch cache's panels are only honest if the tenants' watches really came from it, not from the upstream.
+    const cachedWatchers = await instantQuery(prometheus, `tenantgate_watch_cache_watchers{tenant=~"${QUIET}|${NOISY}"} > 0`);
+    const uncached = [QUIET, NOISY].filter((id) => !cachedWatchers.some((sample) => sample.metric.tenant === id));
+    console.log(`watches served from the watch cache: ${cachedWatchers.map((sample) => `${sample.metric.tenant} ${sample.value[1]}`).join(', ') || 'none'}`);
+
     const empty: string[] = [];
     for (const { panel, refId, expr } of dashboardQueries(readDashboard())) {
       const query = expandVariables(expr, { tenants: [QUIET, NOISY], rateInterval: RATE_INTERVAL, range: RANGE });
@@ -244,7 +252,8 @@ async function main(): Promise<number> {
     }
     if (missingTenants.length > 0) console.error(`the tenant variable lacks ${missingTenants.join(', ')}`);
     if (empty.length > 0) console.error(`\nexpressions without data (${empty.length}):\n  ${empty.join('\n  ')}`);
-    if (empty.length > 0 || missingTenants.length > 0) return 1;
+    if (uncached.length > 0) console.error(`the configmap watches of ${uncached.join(', ')} were not served from the watch cache`);
+    if (empty.length > 0 || missingTenants.length > 0 || uncached.length > 0) return 1;
     console.log('\nevery expression of grafana/tenantgate.json returned data');
     return 0;
   } finally {
