@@ -476,21 +476,21 @@ export class ResourceCache {
     if (located === null) return;
     const namespaces = this.#objects.get(located.tenant);
     const previous = namespaces?.get(located.namespace)?.get(located.name) ?? null;
-    const kept = type === 'DELETED' ? null : this.#toCached(upstream);
+    const kept = type === 'DELETED' ? null : this.#viewOf(upstream);
     let eventType: CacheEventType;
-    let object: CachedObject;
+    let view: TenantView;
     if (kept === null) {
       // Deleted, or no longer the tenant's by its view (the defensive check): gone for its tenant either way.
       if (previous === null) return;
       eventType = 'DELETED';
-      object = type === 'DELETED' ? (this.#toCached(upstream) ?? previous) : previous;
+      view = (type === 'DELETED' ? this.#viewOf(upstream) : null) ?? { ...previous, json: previous.bytes.toString('utf8') };
     } else {
       eventType = previous === null ? 'ADDED' : 'MODIFIED';
-      object = kept;
+      view = kept;
     }
-    const line = eventLine(eventType, object.bytes);
-    // What the cache keeps is a view into the event's line: one copy of the bytes per event.
-    const shared = new CachedObject(object.tenant, object.namespace, object.name, resourceVersion, object.labels, object.fields, line.subarray(LINE_HEAD[eventType].length, line.length - LINE_TAIL.length));
+    // What the cache keeps is a view into the event's line: one copy of the bytes per event, of its own size.
+    const line = lastingBytes(`{"type":"${eventType}","object":${view.json}}\n`);
+    const shared = new CachedObject(view.tenant, view.namespace, view.name, resourceVersion, view.labels, view.fields, line.subarray(LINE_HEAD[eventType].length, line.length - LINE_TAIL.length));
     if (kept === null) this.#remove(previous!);
     else this.#place(shared, previous);
     const cacheEvent: CacheEvent = { type: eventType, resourceVersion, object: shared, previous: eventType === 'MODIFIED' ? previous : null, line };
@@ -512,16 +512,20 @@ export class ResourceCache {
   }
 
   /** The tenant's view of an upstream object, or null when it is no tenant's (the conversion's own check decides). */
-  #toCached(upstream: any): CachedObject | null {
+  #viewOf(upstream: any): TenantView | null {
     const located = this.#locate(upstream);
     if (located === null) return null;
-    const resourceVersion = Number(upstream.metadata.resourceVersion);
     const view = objectToTenant(upstream, this.#convertOf(located.tenant), this.id.row) as any;
     if (view === null) return null;
     // The view names the object as the tenant does; anything else would file it under the wrong key.
     if (view.metadata?.name !== located.name || (located.namespace !== '' && view.metadata?.namespace !== located.namespace)) return null;
-    const bytes = Buffer.from(JSON.stringify(view));
-    return new CachedObject(located.tenant, located.namespace, located.name, resourceVersion, view.metadata?.labels, fieldsOf(this.id.group, this.id.resource, view), bytes);
+    return { ...located, labels: view.metadata?.labels, fields: fieldsOf(this.id.group, this.id.resource, view), json: JSON.stringify(view) };
+  }
+
+  #toCached(upstream: any): CachedObject | null {
+    const view = this.#viewOf(upstream);
+    if (view === null) return null;
+    return new CachedObject(view.tenant, view.namespace, view.name, Number(upstream.metadata.resourceVersion), view.labels, view.fields, lastingBytes(view.json));
   }
 
   #place(object: CachedObject, replaced: CachedObject | null): void {
@@ -569,6 +573,26 @@ export class ResourceCache {
       else this.#freshnessWaiters.push(waiter);
     }
   }
+}
+
+/** An object in its tenant's view, before the cache keeps it. */
+interface TenantView {
+  tenant: TenantId;
+  namespace: string;
+  name: string;
+  labels: Record<string, string> | undefined;
+  fields: ObjectFields;
+  json: string;
+}
+
+/**
+ * Bytes the cache keeps for minutes: of their own size, not a slice of node's shared 8 KB pool, whose slab a single
+ * kept slice would hold whole.
+ */
+function lastingBytes(text: string): Buffer {
+  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
+  bytes.write(text, 0, 'utf8');
+  return bytes;
 }
 
 /** The upstream answered 404 for the resource's list. */
