@@ -183,6 +183,13 @@ export class ResourceCache {
     return group === '' ? this.id.version : `${group}/${this.id.version}`;
   }
 
+  /** The upstream collection of its objects in one upstream namespace (null: all of them). */
+  collectionPath(upstreamNamespace: string | null): string {
+    if (upstreamNamespace === null) return this.#path;
+    const base = this.#path.slice(0, this.#path.length - this.id.resource.length);
+    return `${base}namespaces/${encodeURIComponent(upstreamNamespace)}/${this.id.resource}`;
+  }
+
   /** The upstream collection it keeps, e.g. /api/v1/pods. */
   get path(): string {
     return this.#path;
@@ -354,31 +361,41 @@ export class ResourceCache {
     });
   }
 
-  /** The whole resource, page by page from one consistent snapshot; replaces what the cache held. */
-  async #relist(): Promise<void> {
-    const objects = new Map<TenantId, Map<string, Map<string, CachedObject>>>();
+  /**
+   * A consistent list of the upstream collection at `path` (the resource, or its objects in one upstream namespace),
+   * page by page from one snapshot, each item as its tenant sees it; resolves to the snapshot's resourceVersion.
+   */
+  async listConsistently(path: string, onObject: (object: CachedObject) => void, query = ''): Promise<number> {
     let listResourceVersion = 0;
     let next = '';
-    let count = 0;
-    let bytes = 0;
     do {
-      const page = `${this.#path}?limit=${PAGE_SIZE}${next === '' ? '' : `&continue=${encodeURIComponent(next)}`}`;
+      const page = `${path}?${query === '' ? '' : `${query}&`}limit=${PAGE_SIZE}${next === '' ? '' : `&continue=${encodeURIComponent(next)}`}`;
       const answer = await upstreamJson(this.#pool, 'GET', page);
       if (answer.status === 404) throw new ResourceGone();
-      if (answer.status !== 200) throw new Error(`listing ${this.#path}: the upstream answered ${answer.status}`);
+      if (answer.status !== 200) throw new Error(`listing ${path}: the upstream answered ${answer.status}`);
       if (next === '') listResourceVersion = Number(answer.body?.metadata?.resourceVersion ?? 0);
       const listKind = answer.body?.kind;
       if (this.#kind === '' && typeof listKind === 'string' && listKind.endsWith('List')) this.#kind = listKind.slice(0, -'List'.length);
       for (const item of (answer.body?.items ?? []) as any[]) {
         // A list's items leave their kind and apiVersion to the list; a watch event's object needs them, first.
         const object = this.#toCached({ kind: this.#kind, apiVersion: this.#apiVersion, ...item });
-        if (object === null) continue;
-        placeIn(objects, object);
-        count++;
-        bytes += object.bytes.length;
+        if (object !== null) onObject(object);
       }
       next = answer.body?.metadata?.continue ?? '';
     } while (next !== '' && !this.#stopped);
+    return listResourceVersion;
+  }
+
+  /** The whole resource, page by page from one consistent snapshot; replaces what the cache held. */
+  async #relist(): Promise<void> {
+    const objects = new Map<TenantId, Map<string, Map<string, CachedObject>>>();
+    let count = 0;
+    let bytes = 0;
+    const listResourceVersion = await this.listConsistently(this.#path, (object) => {
+      placeIn(objects, object);
+      count++;
+      bytes += object.bytes.length;
+    });
     if (this.#stopped) return;
     const firstList = !this.#ready;
     if (!firstList) this.stats.relists++;

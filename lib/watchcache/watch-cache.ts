@@ -11,7 +11,7 @@ import { apiGroupToUpstream } from '../convert/rules/index.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import { CacheWatcher, lineFor, type WatcherPolicy } from './cache-watcher.ts';
 import { ListSnapshots } from './cached-list.ts';
-import { eventLine, ResourceCache, type CachedResourceId } from './resource-cache.ts';
+import { eventLine, ResourceCache, type CachedObject, type CachedResourceId } from './resource-cache.ts';
 import { selectionOf, selects, type Selection } from './selection.ts';
 
 /** The version cached for each built-in group (what informers watch). */
@@ -93,6 +93,17 @@ export interface CachePlan {
   readonly limit: number;
   /** A continue token of the cache's own ('' when none). */
   readonly continueToken: string;
+  /**
+   * A watch-list with resourceVersion unset: its initial state must be as fresh as the upstream's, which the cache
+   * cannot prove of itself; it comes from one consistent upstream list, the events after it from the cache.
+   */
+  readonly consistentInitialState: boolean;
+}
+
+/** The state a watch starts from when it is not the cache's own: objects (its tenant's view) at a resourceVersion. */
+export interface InitialState {
+  readonly objects: readonly CachedObject[];
+  readonly resourceVersion: number;
 }
 
 /** The query parameters the cache understands; a request with any other goes upstream. */
@@ -216,9 +227,11 @@ export class WatchCache implements WatcherPolicy {
       if (sendInitialEvents === null) {
         if (resourceVersionMatch !== '') return null;
       } else {
-        // A watch-list: the apiserver's rules (NotOlderThan, bookmarks asked for); resourceVersion unset is a
-        // consistent read, which the cache cannot prove itself fresh enough for: upstream.
-        if (resourceVersionMatch !== 'NotOlderThan' || (sendInitialEvents && bookmarks !== true) || resourceVersion === '') return null;
+        // A watch-list: the apiserver's rules (NotOlderThan, bookmarks asked for). With resourceVersion unset (a
+        // consistent read) its initial state comes from one upstream list: of one namespace, or of a cluster-scoped
+        // kind; across all of a tenant's namespaces that would be a list of every tenant's objects: upstream.
+        if (resourceVersionMatch !== 'NotOlderThan' || (sendInitialEvents && bookmarks !== true)) return null;
+        if (resourceVersion === '' && (!sendInitialEvents || (row.scope === 'Namespaced' && namespace === null))) return null;
       }
     } else {
       if (sendInitialEvents !== null) return null;
@@ -241,6 +254,7 @@ export class WatchCache implements WatcherPolicy {
       timeoutSeconds: timeout === null ? 0 : Number(timeout),
       limit: limitText === null ? 0 : Number(limitText),
       continueToken,
+      consistentInitialState: watch && sendInitialEvents === true && resourceVersion === '',
     };
   }
 
@@ -267,7 +281,7 @@ export class WatchCache implements WatcherPolicy {
    * it comes, until the timeout, a relist or the client's going. Returns the watcher (the exchange closes it), or
    * null when the watch ended at once (a resourceVersion older than the history: an ERROR event with 410 Expired).
    */
-  watch(plan: CachePlan, tenant: TenantId, out: Writable, now: number): CacheWatcher | null {
+  watch(plan: CachePlan, tenant: TenantId, out: Writable, now: number, initialState: InitialState | null = null): CacheWatcher | null {
     const cache = plan.cache;
     const resourceVersion = plan.resourceVersion;
     const lines: Buffer[] = [];
@@ -277,9 +291,10 @@ export class WatchCache implements WatcherPolicy {
     const nextBookmarkAt = plan.bookmarks ? now + this.#bookmarkIntervalMs : Infinity;
     let watcher: CacheWatcher;
     if (initial) {
-      after = cache.resourceVersion;
+      after = initialState?.resourceVersion ?? cache.resourceVersion;
       watcher = new CacheWatcher(cache, tenant, plan.selection, out, this, after, deadline, nextBookmarkAt);
-      for (const object of cache.objectsOf(tenant, plan.selection.namespace)) if (selects(plan.selection, object)) lines.push(eventLine('ADDED', object.bytes));
+      const objects = initialState?.objects ?? cache.objectsOf(tenant, plan.selection.namespace);
+      for (const object of objects) if (selects(plan.selection, object)) lines.push(eventLine('ADDED', object.bytes));
       if (plan.sendInitialEvents === true) lines.push(bookmarkLine(cache, after, true));
     } else if (resourceVersion === '0') {
       after = cache.resourceVersion;

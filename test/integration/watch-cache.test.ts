@@ -219,3 +219,33 @@ t.test('a watcher whose client stops reading is closed, and the others get every
   t.notOk(reader.ended, 'the reading watcher goes on');
   reader.close();
 });
+
+t.test('a watch-list with resourceVersion unset starts from a consistent state, then follows the cache', async (t) => {
+  const a = connectH2(credentialsOf(alpha.kubeconfig));
+  const upstream = connectH2(credentialsOf(stack.upstreamKubeconfig));
+  t.teardown(() => {
+    a.close();
+    upstream.close();
+  });
+  const query = 'watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true';
+  // Written just before the watch-list starts: a consistent initial state holds it.
+  const written = await create(a, 'default', 'just-written', { fresh: 'yes' });
+  const deliveredBefore = await cacheMetric('tenantgate_watch_cache_deliveries_total', 'configmaps');
+  const watchList = openWatch(a, `/api/v1/namespaces/default/configmaps?${query}`);
+  const direct = openWatch(upstream, `/api/v1/namespaces/wcalfa-default/configmaps?${query}`);
+  const initialEnd = (events: WatchEvent[]) => events.some((e) => e.type === 'BOOKMARK' && e.object.metadata.annotations?.['k8s.io/initial-events-end'] === 'true');
+  await watchList.until('the end of the initial events', initialEnd);
+  await direct.until('the end of the direct initial events', initialEnd);
+  const initialNames = (events: WatchEvent[]) => events.slice(0, events.findIndex((e) => e.type === 'BOOKMARK')).map((e) => [e.type, e.object.metadata.name]).sort();
+  t.same(initialNames(watchList.events), initialNames(direct.events), 'the same initial ADDED events as the apiserver\'s own watch-list');
+  t.ok(initialNames(watchList.events).some(([, name]) => name === 'just-written'), 'the object written just before is in the initial state');
+  const bookmark = watchList.events.find((e) => e.type === 'BOOKMARK')!;
+  t.ok(Number(bookmark.object.metadata.resourceVersion) >= Number(written.metadata.resourceVersion), 'the initial-events-end bookmark is at least as new as that write');
+  t.equal(bookmark.object.kind, 'ConfigMap');
+  await create(a, 'default', 'after-watch-list', { fresh: 'later' });
+  await watchList.until('the next change', (events) => events.some((e) => e.object.metadata?.name === 'after-watch-list'));
+  t.ok((await cacheMetric('tenantgate_watch_cache_deliveries_total', 'configmaps')) > deliveredBefore, 'served by the cache');
+  t.notOk(watchList.events.some((e) => JSON.stringify(e).includes('wcbrav')), 'nothing of bravo');
+  watchList.close();
+  direct.close();
+});
