@@ -76,7 +76,7 @@ function serve(ctx: RequestContext, plan: CachePlan, watchCache: WatchCache): bo
   if (plan.watch) return startWatch(ctx, plan, watchCache, tenant, null);
   const page =
     plan.continueToken !== ''
-      ? watchCache.snapshots.nextPage(tenant, cache, plan.continueToken, plan.limit)
+      ? watchCache.snapshots.nextPage(tenant, cache, plan.continueToken, plan.limit, plan.selection.key)
       : watchCache.snapshots.firstPage(
           tenant,
           cache,
@@ -84,6 +84,7 @@ function serve(ctx: RequestContext, plan: CachePlan, watchCache: WatchCache): bo
           cache.resourceVersion,
           plan.selection.everything,
           plan.limit,
+          plan.selection.key,
         );
   ctx.respond(200, { ...RESPONSE_HEADERS });
   return writeList(ctx.out, cache.kind, cache.tenantApiVersion, page).then(() => true);
