@@ -26,6 +26,8 @@ t.before(async () => {
   a = connectH2(credentialsOf(alpha.kubeconfig));
   b = connectH2(credentialsOf(bravo.kubeconfig));
   up = connectH2(credentialsOf(stack.upstreamKubeconfig));
+  await createNamespaces(a, ['sem-rv', 'sem-bookmarks', 'sem-watchlist', 'sem-labels', 'sem-fields', 'sem-pods', 'sem-list', 'sem-other', 'sem-exact']);
+  await createNamespaces(b, ['sem-rv', 'sem-watchlist', 'sem-fields', 'sem-list']);
 });
 t.teardown(async () => {
   for (const session of [a, b, up]) session?.close();
@@ -38,7 +40,18 @@ async function send(session: ClientHttp2Session, method: string, path: string, b
   return JSON.parse(answer.body);
 }
 
-const createNamespace = (session: ClientHttp2Session, name: string) => send(session, 'POST', '/api/v1/namespaces', { metadata: { name } }, 201);
+/** Creates the tenant's namespaces; resolves once it may write in each (its RoleBindings there come a moment later). */
+async function createNamespaces(session: ClientHttp2Session, names: string[]): Promise<void> {
+  for (const name of names) await send(session, 'POST', '/api/v1/namespaces', { metadata: { name } }, 201);
+  for (const name of names) {
+    for (let attempt = 0; ; attempt++) {
+      const probe = await h2Request(session, 'POST', `/api/v1/namespaces/${name}/configmaps?dryRun=All`, { headers: { 'content-type': 'application/json' }, body: '{"metadata":{"name":"probe"}}' });
+      if (probe.status === 201) break;
+      if (attempt === 150) throw new Error(`the tenant may not write in its namespace ${name}: ${probe.status} ${probe.body}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
 
 function createConfigMap(session: ClientHttp2Session, namespace: string, name: string, labels: Record<string, string> = {}, data: Record<string, string> = {}) {
   return send(session, 'POST', `/api/v1/namespaces/${namespace}/configmaps`, { metadata: { name, labels }, data }, 201);
@@ -85,8 +98,6 @@ async function servedByCache(t: Test, resource: string, open: () => OpenedWatch[
 }
 
 t.test('resourceVersion unset, "0" and a specific one: the apiserver\'s events, initial state or replay', async (t) => {
-  await createNamespace(a, 'sem-rv');
-  await createNamespace(b, 'sem-rv');
   const first = await createConfigMap(a, 'sem-rv', 'one');
   await createConfigMap(a, 'sem-rv', 'two');
   await createConfigMap(b, 'sem-rv', 'one', {}, { owner: BRAVO });
@@ -148,7 +159,6 @@ t.test('a resourceVersion older than the history: 200, then one ERROR event with
 
 t.test('allowWatchBookmarks: a BOOKMARK at the newest resourceVersion before the watch times out, as the apiserver sends', async (t) => {
   // The apiserver sends one 2 s before the deadline, and then every minute; the minute is not waited for here.
-  await createNamespace(a, 'sem-bookmarks');
   const start = (await getJson(a, '/api/v1/namespaces/sem-bookmarks/configmaps')).json().metadata.resourceVersion;
   const bookmarked = pair('sem-bookmarks', `resourceVersion=${start}&allowWatchBookmarks=true&timeoutSeconds=4`);
   const plain = pair('sem-bookmarks', `resourceVersion=${start}&timeoutSeconds=4`);
@@ -170,8 +180,6 @@ t.test('allowWatchBookmarks: a BOOKMARK at the newest resourceVersion before the
 });
 
 t.test('watch-list (sendInitialEvents): ADDED events, then the bookmark annotated initial-events-end, as the apiserver\'s', async (t) => {
-  await createNamespace(a, 'sem-watchlist');
-  await createNamespace(b, 'sem-watchlist');
   for (const name of ['c', 'a', 'b']) await createConfigMap(a, 'sem-watchlist', name, { app: 'listed' });
   await createConfigMap(b, 'sem-watchlist', 'a', { app: 'listed' }, { owner: BRAVO });
   await createConfigMap(b, 'sem-watchlist', 'only-bravo');
@@ -197,7 +205,6 @@ t.test('watch-list (sendInitialEvents): ADDED events, then the bookmark annotate
 });
 
 t.test('label selectors: a label change moves an object out of the selection (DELETED) and back in (ADDED), as the apiserver says', async (t) => {
-  await createNamespace(a, 'sem-labels');
   await createConfigMap(a, 'sem-labels', 'mover', { app: 'in', tier: 'x' });
   await createConfigMap(a, 'sem-labels', 'stay', { app: 'in' });
   await createConfigMap(a, 'sem-labels', 'other', { app: 'no' });
@@ -229,8 +236,6 @@ t.test('label selectors: a label change moves an object out of the selection (DE
 });
 
 t.test('field selectors: metadata.name, metadata.namespace across namespaces, pods\' spec.nodeName and status.phase', async (t) => {
-  await createNamespace(a, 'sem-fields');
-  await createNamespace(b, 'sem-fields');
   await createConfigMap(a, 'sem-fields', 'named');
   await createConfigMap(a, 'sem-fields', 'unnamed');
   await createConfigMap(b, 'sem-fields', 'named', {}, { owner: BRAVO });
@@ -240,12 +245,17 @@ t.test('field selectors: metadata.name, metadata.namespace across namespaces, po
     tenant: openWatch(a, '/api/v1/configmaps?watch=1&resourceVersion=0&fieldSelector=metadata.namespace%3Dsem-fields'),
     direct: openWatch(up, `/api/v1/configmaps?watch=1&resourceVersion=0&fieldSelector=metadata.namespace%3D${ALPHA}-sem-fields`),
   };
+  // Each watch has its initial state before the changes, or a change could show as initial state.
+  for (const [w, first] of [[byName, 'named'], [notName, 'unnamed'], [inNamespace, 'unnamed']] as const) {
+    await w.tenant.until('the initial state', hasEvent('ADDED', first));
+    await w.direct.until('the initial state', hasEvent('ADDED', first));
+  }
   await patchConfigMap(a, 'sem-fields', 'named', { data: { step: '1' } });
   await patchConfigMap(a, 'sem-fields', 'unnamed', { data: { step: '1' } });
   await patchConfigMap(b, 'sem-fields', 'named', { data: { step: '1' } });
   for (const [label, w, last] of [['metadata.name=', byName, 'named'], ['metadata.name!=', notName, 'unnamed'], ['metadata.namespace= (all namespaces)', inNamespace, 'unnamed']] as const) {
-    await w.tenant.until(label, hasEvent('MODIFIED', last));
-    await w.direct.until(label, hasEvent('MODIFIED', last));
+    await w.tenant.until(`${label} (tenant)`, hasEvent('MODIFIED', last));
+    await w.direct.until(`${label} (direct)`, hasEvent('MODIFIED', last));
     t.same(summary(w.tenant.events), summary(w.direct.events), `${label}: the apiserver's events`);
     t.notOk(w.tenant.events.some((e) => e.object.data?.owner === BRAVO), `${label}: nothing of ${BRAVO}'s`);
     t.ok(w.tenant.events.every((e) => e.object.metadata.namespace === 'sem-fields'), `${label}: in the tenant's names`);
@@ -255,7 +265,6 @@ t.test('field selectors: metadata.name, metadata.namespace across namespaces, po
   t.same(summary(byName.tenant.events).map(([type, name]) => [type, name]), [['ADDED', 'named'], ['MODIFIED', 'named']]);
 
   // Pods without a scheduler or kubelet stay Pending; their status is the tenant's to change here.
-  await createNamespace(a, 'sem-pods');
   await send(a, 'POST', '/api/v1/namespaces/sem-pods/serviceaccounts', { metadata: { name: 'default' } }, 201);
   const pod = (name: string, nodeName?: string) => send(a, 'POST', '/api/v1/namespaces/sem-pods/pods', { metadata: { name }, spec: { ...(nodeName === undefined ? {} : { nodeName }), containers: [{ name: 'c', image: 'busybox' }] } }, 201);
   await pod('on-node', 'node-1');
@@ -275,8 +284,8 @@ t.test('field selectors: metadata.name, metadata.namespace across namespaces, po
   await send(a, 'PATCH', '/api/v1/namespaces/sem-pods/pods/on-node/status', { status: { phase: 'Running' } }, 200, 'application/merge-patch+json');
   await send(a, 'PATCH', '/api/v1/namespaces/sem-pods/pods/unbound', { metadata: { labels: { last: 'yes' } } }, 200, 'application/merge-patch+json');
   for (const [i, [selector, type, name]] of expectations.entries()) {
-    await podWatches[i]!.until(selector, hasEvent(type, name));
-    await podDirect[i]!.until(selector, hasEvent(type, name));
+    await podWatches[i]!.until(`${selector} (tenant)`, hasEvent(type, name));
+    await podDirect[i]!.until(`${selector} (direct)`, hasEvent(type, name));
     t.same(summary(podWatches[i]!.events), summary(podDirect[i]!.events), `${selector}: the apiserver's events`);
     podWatches[i]!.close();
     podDirect[i]!.close();
@@ -303,14 +312,16 @@ t.test('timeoutSeconds ends the watch, over HTTP/2 and HTTP/1.1 (chunked)', asyn
 });
 
 t.test('cached lists: resourceVersion=0 with limit and continue pages through the consistent list\'s items', async (t) => {
-  await createNamespace(a, 'sem-list');
-  await createNamespace(b, 'sem-list');
   for (let i = 0; i < 7; i++) {
     await createConfigMap(a, 'sem-list', `item-${i}`, { parity: i % 2 === 0 ? 'even' : 'odd' });
     await createConfigMap(b, 'sem-list', `item-${i}`, {}, { owner: BRAVO });
   }
   const consistent = (await getJson(a, '/api/v1/namespaces/sem-list/configmaps')).json();
   t.equal(consistent.items.length, 7);
+  // NotOlderThan the consistent list's resourceVersion: the cache waits until it has seen it, then answers.
+  const notOlder = (await getJson(a, `/api/v1/namespaces/sem-list/configmaps?resourceVersionMatch=NotOlderThan&resourceVersion=${consistent.metadata.resourceVersion}`)).json();
+  t.same(notOlder.items, consistent.items, 'resourceVersionMatch=NotOlderThan: the consistent list\'s items');
+  t.ok(Number(notOlder.metadata.resourceVersion) >= Number(consistent.metadata.resourceVersion), 'at a resourceVersion not older than asked');
   const pages: any[] = [];
   let path = '/api/v1/namespaces/sem-list/configmaps?resourceVersion=0&limit=3';
   for (;;) {
@@ -379,4 +390,69 @@ t.test('protobuf watches go upstream, and still never show the other tenant\'s o
   t.notOk(body.includes('only-bravo'), `${BRAVO}'s is not`);
   t.notOk(body.includes(BRAVO), `nor anything named for ${BRAVO}`);
   t.notOk(body.includes(`${ALPHA}-`), 'and alpha\'s objects in its own names');
+});
+
+// Divergences these tests found (reported to the lead, who owns lib/watchcache): asserted as they should be, marked
+// todo while they last, so the suite says which still hold.
+
+t.test('an upstream namespace that only looks like the tenant\'s is not the tenant\'s in the cache either', async (t) => {
+  // Made upstream by the platform, not through tenantgate: no tenant label, no RoleBinding of the tenant's.
+  await send(up, 'POST', '/api/v1/namespaces', { metadata: { name: `${ALPHA}-platform` } }, 201);
+  await send(up, 'POST', `/api/v1/namespaces/${ALPHA}-platform/secrets`, { metadata: { name: 'platform-credentials' }, stringData: { password: 'not-for-tenants' } }, 201);
+  await send(up, 'POST', `/api/v1/namespaces/${ALPHA}-platform/configmaps`, { metadata: { name: 'platform-settings' }, data: { x: 'y' } }, 201);
+  const namespaced = await getJson(a, '/api/v1/namespaces/platform/secrets');
+  t.equal(namespaced.status, 403, 'the tenant may not read it by its namespace');
+  const consistent = await getJson(a, '/api/v1/secrets');
+  t.notOk(consistent.body.includes('platform-credentials'), 'nor does the upstream path list it across namespaces');
+  const upstreamNamespaces = (await getJson(a, '/api/v1/namespaces')).json().items.map((n: any) => n.metadata.name);
+  t.notOk(upstreamNamespaces.includes('platform'), 'nor list the namespace');
+  // The cache's answer must be the same: it keeps objects by name prefix alone.
+  const todo = 'bug: the cache serves objects of any upstream namespace named <tenant>-…, tenant label or not — see the report';
+  // (Fixed, these wait their 5 s in vain.)
+  await waitForCache(a, '/api/v1/configmaps?resourceVersion=0', 'platform-settings');
+  await waitForCache(a, '/api/v1/secrets?resourceVersion=0', 'platform-credentials');
+  const cachedSecrets = await getJson(a, '/api/v1/secrets?resourceVersion=0');
+  t.equal(cachedSecrets.status, 200);
+  t.notOk(cachedSecrets.body.includes('platform-credentials'), 'a cached list across namespaces does not hold its secret', { todo });
+  t.notOk((await getJson(a, '/api/v1/configmaps?resourceVersion=0')).body.includes('platform-settings'), 'nor its ConfigMap', { todo });
+  t.notOk((await getJson(a, '/api/v1/namespaces?resourceVersion=0')).json().items.some((n: any) => n.metadata.name === 'platform'), 'nor the namespace itself', { todo });
+  const watch = openWatch(a, '/api/v1/secrets?watch=1&timeoutSeconds=1');
+  await watch.done;
+  t.notOk(watch.events.some((e) => e.object.metadata.name === 'platform-credentials'), 'nor a cached watch across namespaces', { todo });
+});
+
+/** Polls a cached list until it holds `name` (the cache takes in upstream changes asynchronously). */
+async function waitForCache(session: ClientHttp2Session, path: string, name: string): Promise<void> {
+  for (let i = 0; i < 50 && !(await getJson(session, path)).body.includes(name); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+}
+
+t.test('a continue token answers only the list it was made for: the same namespace and selectors', async (t) => {
+  for (const name of ['p', 'q', 'r']) await createConfigMap(a, 'sem-other', name);
+  const token = (await getJson(a, '/api/v1/namespaces/sem-list/configmaps?resourceVersion=0&limit=2')).json().metadata.continue;
+  const todo = 'bug: the snapshot is not bound to the namespace or selectors it was cut for — see the report';
+  const elsewhere = await getJson(a, `/api/v1/namespaces/sem-other/configmaps?limit=2&continue=${encodeURIComponent(token)}`);
+  const items = elsewhere.status === 200 ? elsewhere.json().items : [];
+  t.ok(items.every((i: any) => i.metadata.namespace === 'sem-other'), `used in another namespace: 400, or that namespace's items (got ${elsewhere.status} ${JSON.stringify(items.map((i: any) => `${i.metadata.namespace}/${i.metadata.name}`))})`, { todo });
+  const token2 = (await getJson(a, '/api/v1/namespaces/sem-list/configmaps?resourceVersion=0&limit=2')).json().metadata.continue;
+  const reselected = await getJson(a, `/api/v1/namespaces/sem-list/configmaps?limit=2&labelSelector=parity%3Dodd&continue=${encodeURIComponent(token2)}`);
+  const reselectedItems = reselected.status === 200 ? reselected.json().items : [];
+  t.ok(reselectedItems.every((i: any) => i.metadata.labels?.parity === 'odd'), `used with another selector: 400, or items that match it (got ${reselected.status} ${JSON.stringify(reselectedItems.map((i: any) => i.metadata.labels))})`, { todo });
+});
+
+t.test('metadata.namespace on a cluster-scoped kind: the apiserver\'s 400', async (t) => {
+  const direct = await getJson(up, '/api/v1/namespaces?resourceVersion=0&fieldSelector=metadata.namespace%3Dfoo');
+  t.equal(direct.status, 400, `the apiserver: ${direct.json().message}`);
+  t.equal((await getJson(a, '/api/v1/namespaces?fieldSelector=metadata.namespace%3Dfoo')).status, 400, 'the upstream path: the same');
+  const cached = await getJson(a, '/api/v1/namespaces?resourceVersion=0&fieldSelector=metadata.namespace%3Dfoo');
+  t.equal(cached.status, 400, 'the cache: the same', { todo: 'bug: the cache answers 200 — see the report' });
+});
+
+t.test('a list with a resourceVersion and a limit (no resourceVersionMatch) is the state at that resourceVersion', async (t) => {
+  await createConfigMap(a, 'sem-exact', 'before');
+  const at = (await getJson(a, '/api/v1/namespaces/sem-exact/configmaps')).json().metadata.resourceVersion;
+  await createConfigMap(a, 'sem-exact', 'after');
+  const direct = (await getJson(up, `/api/v1/namespaces/${ALPHA}-sem-exact/configmaps?resourceVersion=${at}&limit=5`)).json();
+  t.same([direct.metadata.resourceVersion, direct.items.map((i: any) => i.metadata.name)], [at, ['before']], 'the apiserver: the state at that resourceVersion');
+  const cached = (await getJson(a, `/api/v1/namespaces/sem-exact/configmaps?resourceVersion=${at}&limit=5`)).json();
+  t.same([cached.metadata.resourceVersion, cached.items.map((i: any) => i.metadata.name)], [at, ['before']], 'through tenantgate: the same', { todo: 'bug: planOf serves it from the cache\'s newest state — see the report' });
 });
