@@ -14,7 +14,7 @@ import { fieldsOf, type ObjectFields, type Selectable } from './selection.ts';
 
 /** A resource the cache keeps: its upstream group, version and plural, and its row in the table of kinds. */
 export interface CachedResourceId {
-  /** API group ('' for core); built-in kinds only, so the tenant's and the upstream's are the same. */
+  /** The upstream's API group ('' for core; a tenant custom resource's carries the tenant's prefix, its row's not). */
   readonly group: string;
   readonly version: string;
   readonly resource: string;
@@ -81,6 +81,8 @@ class TenantListeners {
 }
 
 export interface ResourceCacheOptions {
+  /** The upstream no longer serves the resource (404: its CRD was deleted): the cache has stopped. */
+  onGone?: () => void;
   /** Events remembered for watches that resume from a resourceVersion (default 10,000). */
   historyCapacity?: number;
   /** Longest wait between attempts while the upstream is away (default 5 s). */
@@ -122,6 +124,9 @@ export class ResourceCache {
   readonly #convertOf: (tenant: TenantId) => ConvertContext;
   readonly #path: string;
   readonly #apiVersion: string;
+  /** The kind, from the table of kinds or (a custom resource whose kind discovery did not tell) the upstream's list. */
+  #kind: string;
+  readonly #onGone: (() => void) | undefined;
   readonly #capacity: number;
   readonly #maxBackoffMs: number;
 
@@ -154,14 +159,28 @@ export class ResourceCache {
     this.#convertOf = convertOf;
     this.#path = `${id.group === '' ? '/api' : `/apis/${id.group}`}/${id.version}/${id.resource}`;
     this.#apiVersion = id.group === '' ? id.version : `${id.group}/${id.version}`;
+    this.#kind = id.row.kind;
+    this.#onGone = options.onGone;
     this.#capacity = options.historyCapacity ?? 10_000;
     this.#maxBackoffMs = options.maxBackoffMs ?? 5_000;
     this.#history = new Array(this.#capacity);
   }
 
-  /** `resource` or `resource.group` (the metrics' label). */
+  /** `resource` or `resource.group` (the metrics' label); tenants' custom resources all count under `_custom`. */
   get label(): string {
+    if (this.id.row.rule === 'custom-resource') return '_custom';
     return this.id.group === '' ? this.id.resource : `${this.id.resource}.${this.id.group}`;
+  }
+
+  /** The kind of its objects. */
+  get kind(): string {
+    return this.#kind;
+  }
+
+  /** The apiVersion its objects have in their tenant's view (a custom resource's group without the prefix). */
+  get tenantApiVersion(): string {
+    const group = this.id.row.group;
+    return group === '' ? this.id.version : `${group}/${this.id.version}`;
   }
 
   /** The upstream collection it keeps, e.g. /api/v1/pods. */
@@ -304,6 +323,11 @@ export class ResourceCache {
         await this.#relist();
       } catch (error) {
         if (this.#stopped) return;
+        if (error instanceof ResourceGone) {
+          this.stop();
+          this.#onGone?.();
+          return;
+        }
         log.warn('the watch cache could not list the upstream', { resource: this.#path, error: (error as Error).message });
         await this.#backoff();
         continue;
@@ -340,11 +364,14 @@ export class ResourceCache {
     do {
       const page = `${this.#path}?limit=${PAGE_SIZE}${next === '' ? '' : `&continue=${encodeURIComponent(next)}`}`;
       const answer = await upstreamJson(this.#pool, 'GET', page);
+      if (answer.status === 404) throw new ResourceGone();
       if (answer.status !== 200) throw new Error(`listing ${this.#path}: the upstream answered ${answer.status}`);
       if (next === '') listResourceVersion = Number(answer.body?.metadata?.resourceVersion ?? 0);
+      const listKind = answer.body?.kind;
+      if (this.#kind === '' && typeof listKind === 'string' && listKind.endsWith('List')) this.#kind = listKind.slice(0, -'List'.length);
       for (const item of (answer.body?.items ?? []) as any[]) {
         // A list's items leave their kind and apiVersion to the list; a watch event's object needs them, first.
-        const object = this.#toCached({ kind: this.id.row.kind, apiVersion: this.#apiVersion, ...item });
+        const object = this.#toCached({ kind: this.#kind, apiVersion: this.#apiVersion, ...item });
         if (object === null) continue;
         placeIn(objects, object);
         count++;
@@ -449,21 +476,21 @@ export class ResourceCache {
     if (located === null) return;
     const namespaces = this.#objects.get(located.tenant);
     const previous = namespaces?.get(located.namespace)?.get(located.name) ?? null;
-    const kept = type === 'DELETED' ? null : this.#toCached(upstream);
+    const kept = type === 'DELETED' ? null : this.#viewOf(upstream);
     let eventType: CacheEventType;
-    let object: CachedObject;
+    let view: TenantView;
     if (kept === null) {
       // Deleted, or no longer the tenant's by its view (the defensive check): gone for its tenant either way.
       if (previous === null) return;
       eventType = 'DELETED';
-      object = type === 'DELETED' ? (this.#toCached(upstream) ?? previous) : previous;
+      view = (type === 'DELETED' ? this.#viewOf(upstream) : null) ?? { ...previous, json: previous.bytes.toString('utf8') };
     } else {
       eventType = previous === null ? 'ADDED' : 'MODIFIED';
-      object = kept;
+      view = kept;
     }
-    const line = eventLine(eventType, object.bytes);
-    // What the cache keeps is a view into the event's line: one copy of the bytes per event.
-    const shared = new CachedObject(object.tenant, object.namespace, object.name, resourceVersion, object.labels, object.fields, line.subarray(LINE_HEAD[eventType].length, line.length - LINE_TAIL.length));
+    // What the cache keeps is a view into the event's line: one copy of the bytes per event, of its own size.
+    const line = lastingBytes(`{"type":"${eventType}","object":${view.json}}\n`);
+    const shared = new CachedObject(view.tenant, view.namespace, view.name, resourceVersion, view.labels, view.fields, line.subarray(LINE_HEAD[eventType].length, line.length - LINE_TAIL.length));
     if (kept === null) this.#remove(previous!);
     else this.#place(shared, previous);
     const cacheEvent: CacheEvent = { type: eventType, resourceVersion, object: shared, previous: eventType === 'MODIFIED' ? previous : null, line };
@@ -485,16 +512,20 @@ export class ResourceCache {
   }
 
   /** The tenant's view of an upstream object, or null when it is no tenant's (the conversion's own check decides). */
-  #toCached(upstream: any): CachedObject | null {
+  #viewOf(upstream: any): TenantView | null {
     const located = this.#locate(upstream);
     if (located === null) return null;
-    const resourceVersion = Number(upstream.metadata.resourceVersion);
     const view = objectToTenant(upstream, this.#convertOf(located.tenant), this.id.row) as any;
     if (view === null) return null;
     // The view names the object as the tenant does; anything else would file it under the wrong key.
     if (view.metadata?.name !== located.name || (located.namespace !== '' && view.metadata?.namespace !== located.namespace)) return null;
-    const bytes = Buffer.from(JSON.stringify(view));
-    return new CachedObject(located.tenant, located.namespace, located.name, resourceVersion, view.metadata?.labels, fieldsOf(this.id.group, this.id.resource, view), bytes);
+    return { ...located, labels: view.metadata?.labels, fields: fieldsOf(this.id.group, this.id.resource, view), json: JSON.stringify(view) };
+  }
+
+  #toCached(upstream: any): CachedObject | null {
+    const view = this.#viewOf(upstream);
+    if (view === null) return null;
+    return new CachedObject(view.tenant, view.namespace, view.name, Number(upstream.metadata.resourceVersion), view.labels, view.fields, lastingBytes(view.json));
   }
 
   #place(object: CachedObject, replaced: CachedObject | null): void {
@@ -543,6 +574,29 @@ export class ResourceCache {
     }
   }
 }
+
+/** An object in its tenant's view, before the cache keeps it. */
+interface TenantView {
+  tenant: TenantId;
+  namespace: string;
+  name: string;
+  labels: Record<string, string> | undefined;
+  fields: ObjectFields;
+  json: string;
+}
+
+/**
+ * Bytes the cache keeps for minutes: of their own size, not a slice of node's shared 8 KB pool, whose slab a single
+ * kept slice would hold whole.
+ */
+function lastingBytes(text: string): Buffer {
+  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
+  bytes.write(text, 0, 'utf8');
+  return bytes;
+}
+
+/** The upstream answered 404 for the resource's list. */
+class ResourceGone extends Error {}
 
 function placeIn(objects: Map<TenantId, Map<string, Map<string, CachedObject>>>, object: CachedObject): void {
   let namespaces = objects.get(object.tenant);

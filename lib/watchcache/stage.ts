@@ -31,8 +31,9 @@ function namespaceForbidden(user: string, verb: string, group: string, resource:
 export function watchCacheStage(watchCache: WatchCache, access: AccessReviews): Stage['run'] {
   return (ctx) => {
     const info = ctx.info;
-    if (!ctx.converts || info === null || ctx.upgrade !== null) return false;
-    const plan = watchCache.planOf(info, ctx.row, ctx.query, ctx.headers.accept);
+    // (GET only: a HEAD list has no body to stream.)
+    if (!ctx.converts || info === null || ctx.upgrade !== null || ctx.method !== 'GET') return false;
+    const plan = watchCache.planOf(info, ctx.row, ctx.identity!.tenant!, ctx.query, ctx.headers.accept);
     if (plan === null) return false;
     // Reads across namespaces and of cluster-scoped kinds were authorized by the stage before (the tenant's
     // ClusterRoleBindings); a read in one namespace is asked about here, as impersonation would have had it asked.
@@ -62,6 +63,8 @@ function serve(ctx: RequestContext, plan: CachePlan, watchCache: WatchCache): bo
     const watcher = watchCache.watch(plan, tenant, ctx.out, performance.now());
     if (watcher !== null) {
       ctx.cacheWatcher = watcher;
+      ctx.rewrite = watcher;
+      ctx.releaseRequest();
       // The client may have gone while the watch started: the exchange's close has passed then.
       if (ctx.out.destroyed) watcher.closed();
     }
@@ -79,8 +82,7 @@ function serve(ctx: RequestContext, plan: CachePlan, watchCache: WatchCache): bo
           plan.limit,
         );
   ctx.respond(200, { ...RESPONSE_HEADERS });
-  const { group, version, row } = cache.id;
-  return writeList(ctx.out, row.kind, group === '' ? version : `${group}/${version}`, page).then(() => true);
+  return writeList(ctx.out, cache.kind, cache.tenantApiVersion, page).then(() => true);
 }
 
 /**
@@ -97,7 +99,7 @@ export function startsCheaply(watchCache: WatchCache): (ctx: RequestContext) => 
       return false;
     }
     if (info.verb !== 'watch' || !isBuiltinGroup(info.apiGroup)) return false;
-    const plan = watchCache.planOf(info, kindOf(info.apiGroup, info.resource) ?? null, ctx.query, ctx.headers.accept);
+    const plan = watchCache.planOf(info, kindOf(info.apiGroup, info.resource) ?? null, ctx.identity!.tenant!, ctx.query, ctx.headers.accept);
     return plan !== null && !(plan.sendInitialEvents === true && Number(plan.resourceVersion) > plan.cache.resourceVersion);
   };
 }

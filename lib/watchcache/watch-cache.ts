@@ -7,6 +7,7 @@ import type { TenantId } from '../convert/prefix.ts';
 import type { RequestInfo } from '../convert/request-info.ts';
 import type { ConvertContext } from '../convert/rules/index.ts';
 import { expired } from '../errors/status-error.ts';
+import { apiGroupToUpstream } from '../convert/rules/index.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import { CacheWatcher, lineFor, type WatcherPolicy } from './cache-watcher.ts';
 import { ListSnapshots } from './cached-list.ts';
@@ -70,6 +71,10 @@ export interface WatchCacheOptions {
   bookmarkIntervalMs?: number;
   /** Events kept per resource for resumed watches (default 10,000). */
   historyCapacity?: number;
+  /** Tenants' custom resources cached at most at once (default 1,000); past it, theirs go upstream. */
+  maxCustomResources?: number;
+  /** Told of each watch it serves (the metrics' active watches and events sent); returns what to call at its end. */
+  observe?: (tenant: TenantId, watcher: CacheWatcher) => () => void;
 }
 
 /** A tenant list or watch the cache answers: what it asks, parsed once. */
@@ -123,11 +128,22 @@ export class WatchCache implements WatcherPolicy {
   readonly #watchers = new Set<CacheWatcher>();
   readonly maxUnreadBytes: number;
   readonly #bookmarkIntervalMs: number;
+  readonly #pool: UpstreamPool;
+  readonly #convertOf: (tenant: TenantId) => ConvertContext;
+  readonly #historyCapacity: number | undefined;
+  readonly #maxCustomResources: number;
+  #customCaches = 0;
+  readonly #observe: WatchCacheOptions['observe'];
   #ticker: NodeJS.Timeout | undefined;
 
   constructor(resources: readonly CachedResourceId[], pool: UpstreamPool, convertOf: (tenant: TenantId) => ConvertContext, options: WatchCacheOptions = {}) {
     this.maxUnreadBytes = options.maxUnreadBytes ?? 4 * 1024 * 1024;
     this.#bookmarkIntervalMs = options.bookmarkIntervalMs ?? 60_000;
+    this.#pool = pool;
+    this.#convertOf = convertOf;
+    this.#historyCapacity = options.historyCapacity;
+    this.#maxCustomResources = options.maxCustomResources ?? 1_000;
+    this.#observe = options.observe;
     for (const id of resources) this.#caches.set(`${id.group}/${id.version}/${id.resource}`, new ResourceCache(id, pool, convertOf, { historyCapacity: options.historyCapacity }));
   }
 
@@ -145,6 +161,7 @@ export class WatchCache implements WatcherPolicy {
 
   stop(): void {
     if (this.#ticker !== undefined) clearInterval(this.#ticker);
+    this.#ticker = undefined;
     for (const cache of this.#caches.values()) cache.stop();
   }
 
@@ -164,11 +181,19 @@ export class WatchCache implements WatcherPolicy {
    * list or watch of a cached resource that is in, a client that does not take plain JSON, a parameter or selector
    * the cache cannot honour exactly, or a read that must be consistent (resourceVersion unset), which goes upstream.
    */
-  planOf(info: RequestInfo, row: KindRow | null, query: URLSearchParams, accept: string | undefined): CachePlan | null {
+  planOf(info: RequestInfo, row: KindRow | null, tenant: TenantId, query: URLSearchParams, accept: string | undefined): CachePlan | null {
     if (row === null || !info.isResourceRequest || info.subresource !== '' || (info.verb !== 'list' && info.verb !== 'watch')) return null;
     if (info.parts.length !== 1) return null; // the legacy /watch/…/name form names one object: upstream
-    const cache = this.#caches.get(`${info.apiGroup}/${info.apiVersion}/${info.resource}`);
-    if (cache === undefined || !cache.ready || cache.id.row !== row) return null;
+    const custom = row.rule === 'custom-resource';
+    const group = custom ? apiGroupToUpstream(info.apiGroup, tenant) : info.apiGroup;
+    const key = `${group}/${info.apiVersion}/${info.resource}`;
+    const cache = this.#caches.get(key);
+    if (cache === undefined) {
+      // A tenant's custom resource is cached once the tenant lists or watches it; this request goes upstream meanwhile.
+      if (custom && row.tenancy === 'tenant') this.#startCustom(key, { group, version: info.apiVersion, resource: info.resource, row });
+      return null;
+    }
+    if (!cache.ready || (custom ? cache.id.row.scope !== row.scope : cache.id.row !== row)) return null;
     if (!acceptsPlainJson(accept)) return null;
     for (const name of query.keys()) if (!KNOWN_PARAMETERS.has(name)) return null;
     const resourceVersion = query.get('resourceVersion') ?? '';
@@ -219,6 +244,22 @@ export class WatchCache implements WatcherPolicy {
     };
   }
 
+  #startCustom(key: string, id: CachedResourceId): void {
+    if (this.#customCaches >= this.#maxCustomResources) return;
+    this.#customCaches++;
+    const cache = new ResourceCache(id, this.#pool, this.#convertOf, {
+      historyCapacity: this.#historyCapacity,
+      // Its CRD was deleted: the cache goes, a new CRD of the same name starts a new one.
+      onGone: () => {
+        if (this.#caches.get(key) !== cache) return;
+        this.#caches.delete(key);
+        this.#customCaches--;
+      },
+    });
+    this.#caches.set(key, cache);
+    if (this.#ticker !== undefined) cache.start();
+  }
+
   // ---- watches
 
   /**
@@ -259,8 +300,10 @@ export class WatchCache implements WatcherPolicy {
       watcher = new CacheWatcher(cache, tenant, plan.selection, out, this, after, deadline, nextBookmarkAt);
     }
     // Written and registered in one turn of the event loop: no event can fall between the two.
-    writeBatched(out, lines);
+    watcher.bytesOut += writeBatched(out, lines);
+    watcher.eventsOut += lines.length;
     cache.stats.deliveries += lines.length;
+    watcher.onEnd = this.#observe?.(tenant, watcher) ?? null;
     cache.addListener(watcher);
     this.#watchers.add(watcher);
     return watcher;
@@ -293,20 +336,21 @@ export class WatchCache implements WatcherPolicy {
 
 /** A BOOKMARK event at `resourceVersion`, as the apiserver writes one (the end of a watch-list's initial events marked). */
 function bookmarkLine(cache: ResourceCache, resourceVersion: number, initialEventsEnd: boolean): Buffer {
-  const { group, version, row } = cache.id;
   const metadata = initialEventsEnd ? { resourceVersion: String(resourceVersion), annotations: { 'k8s.io/initial-events-end': 'true' } } : { resourceVersion: String(resourceVersion) };
-  return Buffer.from(`{"type":"BOOKMARK","object":${JSON.stringify({ kind: row.kind, apiVersion: group === '' ? version : `${group}/${version}`, metadata })}}\n`);
+  return Buffer.from(`{"type":"BOOKMARK","object":${JSON.stringify({ kind: cache.kind, apiVersion: cache.tenantApiVersion, metadata })}}\n`);
 }
 
 const BATCH_BYTES = 64 * 1024;
 
-/** Writes many small lines as few large writes. */
-function writeBatched(out: Writable, lines: Buffer[]): void {
+/** Writes many small lines as few large writes; returns the bytes written. */
+function writeBatched(out: Writable, lines: Buffer[]): number {
+  let total = 0;
   let batch: Buffer[] = [];
   let size = 0;
   for (const line of lines) {
     batch.push(line);
     size += line.length;
+    total += line.length;
     if (size >= BATCH_BYTES) {
       out.write(batch.length === 1 ? batch[0]! : Buffer.concat(batch, size));
       batch = [];
@@ -314,4 +358,5 @@ function writeBatched(out: Writable, lines: Buffer[]): void {
     }
   }
   if (batch.length > 0) out.write(batch.length === 1 ? batch[0]! : Buffer.concat(batch, size));
+  return total;
 }
