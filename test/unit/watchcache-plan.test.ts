@@ -14,7 +14,7 @@ t.teardown(() => stand.stop());
 function planOf(target: string, accept?: string, watchCache: WatchCache = stand.watchCache) {
   const url = new URL(target, 'https://tenantgate');
   const info = parseRequestInfo('GET', url.pathname, url.searchParams);
-  return watchCache.planOf(info, kindOf(info.apiGroup, info.resource) ?? null, url.searchParams, accept);
+  return watchCache.planOf(info, kindOf(info.apiGroup, info.resource) ?? null, 'abcdef', url.searchParams, accept);
 }
 
 const CM = '/api/v1/namespaces/default/configmaps';

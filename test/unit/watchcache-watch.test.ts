@@ -13,7 +13,7 @@ const CONFIGMAPS = '/api/v1/configmaps';
 function watch(stand: StandInCache, tenant: string, target: string) {
   const url = new URL(target, 'https://tenantgate');
   const info = parseRequestInfo('GET', url.pathname, url.searchParams);
-  const plan = stand.watchCache.planOf(info, kindOf(info.apiGroup, info.resource) ?? null, url.searchParams, undefined);
+  const plan = stand.watchCache.planOf(info, kindOf(info.apiGroup, info.resource) ?? null, tenant, url.searchParams, undefined);
   if (plan === null) throw new Error(`the cache does not serve ${target}`);
   const out = new PassThrough();
   const events: any[] = [];
