@@ -77,6 +77,14 @@ export async function standInWatchCache(resources: readonly string[], objects: R
   };
 }
 
+/** An upstream namespace of `tenant` (`namespace` in tenant names), labelled for it as tenantgate makes them. */
+export function upstreamNamespace(tenant: TenantId, namespace: string, resourceVersion: number): any {
+  return { kind: 'Namespace', apiVersion: 'v1', metadata: { name: `${tenant}-${namespace}`, resourceVersion: String(resourceVersion), uid: `ns-${resourceVersion}`, labels: { 'kubezoo.io/tenant': tenant } } };
+}
+
+/** The namespaces the unit tests' tenants have: default and other, of abcdef and zyxwvu. */
+export const TENANT_NAMESPACES = { '/api/v1/namespaces': [upstreamNamespace('abcdef', 'default', 1), upstreamNamespace('abcdef', 'other', 2), upstreamNamespace('zyxwvu', 'default', 3), upstreamNamespace('zyxwvu', 'other', 4)] };
+
 /** An upstream ConfigMap of `tenant` in its namespace `namespace` (tenant names), as the apiserver lists it. */
 export function upstreamConfigMap(tenant: TenantId, namespace: string, name: string, resourceVersion: number, labels: Record<string, string> = {}): any {
   return {

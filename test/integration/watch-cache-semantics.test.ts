@@ -392,8 +392,8 @@ t.test('protobuf watches go upstream, and still never show the other tenant\'s o
   t.notOk(body.includes(`${ALPHA}-`), 'and alpha\'s objects in its own names');
 });
 
-// Divergences these tests found (reported to the lead, who owns lib/watchcache): asserted as they should be, marked
-// todo while they last, so the suite says which still hold.
+// Divergences these tests found once, asserted as they should be: what decides an object its tenant's, continue
+// tokens bound to their list, and what must go upstream.
 
 t.test('an upstream namespace that only looks like the tenant\'s is not the tenant\'s in the cache either', async (t) => {
   // Made upstream by the platform, not through tenantgate: no tenant label, no RoleBinding of the tenant's.
@@ -407,18 +407,17 @@ t.test('an upstream namespace that only looks like the tenant\'s is not the tena
   const upstreamNamespaces = (await getJson(a, '/api/v1/namespaces')).json().items.map((n: any) => n.metadata.name);
   t.notOk(upstreamNamespaces.includes('platform'), 'nor list the namespace');
   // The cache's answer must be the same: it keeps objects by name prefix alone.
-  const todo = 'bug: the cache serves objects of any upstream namespace named <tenant>-…, tenant label or not — see the report';
   // (Fixed, these wait their 5 s in vain.)
   await waitForCache(a, '/api/v1/configmaps?resourceVersion=0', 'platform-settings');
   await waitForCache(a, '/api/v1/secrets?resourceVersion=0', 'platform-credentials');
   const cachedSecrets = await getJson(a, '/api/v1/secrets?resourceVersion=0');
   t.equal(cachedSecrets.status, 200);
-  t.notOk(cachedSecrets.body.includes('platform-credentials'), 'a cached list across namespaces does not hold its secret', { todo });
-  t.notOk((await getJson(a, '/api/v1/configmaps?resourceVersion=0')).body.includes('platform-settings'), 'nor its ConfigMap', { todo });
-  t.notOk((await getJson(a, '/api/v1/namespaces?resourceVersion=0')).json().items.some((n: any) => n.metadata.name === 'platform'), 'nor the namespace itself', { todo });
+  t.notOk(cachedSecrets.body.includes('platform-credentials'), 'a cached list across namespaces does not hold its secret');
+  t.notOk((await getJson(a, '/api/v1/configmaps?resourceVersion=0')).body.includes('platform-settings'), 'nor its ConfigMap');
+  t.notOk((await getJson(a, '/api/v1/namespaces?resourceVersion=0')).json().items.some((n: any) => n.metadata.name === 'platform'), 'nor the namespace itself');
   const watch = openWatch(a, '/api/v1/secrets?watch=1&timeoutSeconds=1');
   await watch.done;
-  t.notOk(watch.events.some((e) => e.object.metadata.name === 'platform-credentials'), 'nor a cached watch across namespaces', { todo });
+  t.notOk(watch.events.some((e) => e.object.metadata.name === 'platform-credentials'), 'nor a cached watch across namespaces');
 });
 
 /** Polls a cached list until it holds `name` (the cache takes in upstream changes asynchronously). */
@@ -429,14 +428,13 @@ async function waitForCache(session: ClientHttp2Session, path: string, name: str
 t.test('a continue token answers only the list it was made for: the same namespace and selectors', async (t) => {
   for (const name of ['p', 'q', 'r']) await createConfigMap(a, 'sem-other', name);
   const token = (await getJson(a, '/api/v1/namespaces/sem-list/configmaps?resourceVersion=0&limit=2')).json().metadata.continue;
-  const todo = 'bug: the snapshot is not bound to the namespace or selectors it was cut for — see the report';
   const elsewhere = await getJson(a, `/api/v1/namespaces/sem-other/configmaps?limit=2&continue=${encodeURIComponent(token)}`);
   const items = elsewhere.status === 200 ? elsewhere.json().items : [];
-  t.ok(items.every((i: any) => i.metadata.namespace === 'sem-other'), `used in another namespace: 400, or that namespace's items (got ${elsewhere.status} ${JSON.stringify(items.map((i: any) => `${i.metadata.namespace}/${i.metadata.name}`))})`, { todo });
+  t.ok(items.every((i: any) => i.metadata.namespace === 'sem-other'), `used in another namespace: 400, or that namespace's items (got ${elsewhere.status} ${JSON.stringify(items.map((i: any) => `${i.metadata.namespace}/${i.metadata.name}`))})`);
   const token2 = (await getJson(a, '/api/v1/namespaces/sem-list/configmaps?resourceVersion=0&limit=2')).json().metadata.continue;
   const reselected = await getJson(a, `/api/v1/namespaces/sem-list/configmaps?limit=2&labelSelector=parity%3Dodd&continue=${encodeURIComponent(token2)}`);
   const reselectedItems = reselected.status === 200 ? reselected.json().items : [];
-  t.ok(reselectedItems.every((i: any) => i.metadata.labels?.parity === 'odd'), `used with another selector: 400, or items that match it (got ${reselected.status} ${JSON.stringify(reselectedItems.map((i: any) => i.metadata.labels))})`, { todo });
+  t.ok(reselectedItems.every((i: any) => i.metadata.labels?.parity === 'odd'), `used with another selector: 400, or items that match it (got ${reselected.status} ${JSON.stringify(reselectedItems.map((i: any) => i.metadata.labels))})`);
 });
 
 t.test('metadata.namespace on a cluster-scoped kind: the apiserver\'s 400', async (t) => {
@@ -444,7 +442,7 @@ t.test('metadata.namespace on a cluster-scoped kind: the apiserver\'s 400', asyn
   t.equal(direct.status, 400, `the apiserver: ${direct.json().message}`);
   t.equal((await getJson(a, '/api/v1/namespaces?fieldSelector=metadata.namespace%3Dfoo')).status, 400, 'the upstream path: the same');
   const cached = await getJson(a, '/api/v1/namespaces?resourceVersion=0&fieldSelector=metadata.namespace%3Dfoo');
-  t.equal(cached.status, 400, 'the cache: the same', { todo: 'bug: the cache answers 200 — see the report' });
+  t.equal(cached.status, 400, 'the cache: the same');
 });
 
 t.test('a list with a resourceVersion and a limit (no resourceVersionMatch) is the state at that resourceVersion', async (t) => {
@@ -454,5 +452,5 @@ t.test('a list with a resourceVersion and a limit (no resourceVersionMatch) is t
   const direct = (await getJson(up, `/api/v1/namespaces/${ALPHA}-sem-exact/configmaps?resourceVersion=${at}&limit=5`)).json();
   t.same([direct.metadata.resourceVersion, direct.items.map((i: any) => i.metadata.name)], [at, ['before']], 'the apiserver: the state at that resourceVersion');
   const cached = (await getJson(a, `/api/v1/namespaces/sem-exact/configmaps?resourceVersion=${at}&limit=5`)).json();
-  t.same([cached.metadata.resourceVersion, cached.items.map((i: any) => i.metadata.name)], [at, ['before']], 'through tenantgate: the same', { todo: 'bug: planOf serves it from the cache\'s newest state — see the report' });
+  t.same([cached.metadata.resourceVersion, cached.items.map((i: any) => i.metadata.name)], [at, ['before']], 'through tenantgate: the same');
 });

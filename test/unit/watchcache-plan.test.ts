@@ -5,9 +5,9 @@ import { kindOf } from '../../lib/convert/kinds.ts';
 import { parseRequestInfo } from '../../lib/convert/request-info.ts';
 import type { UpstreamPool } from '../../lib/upstream/pool.ts';
 import { acceptsPlainJson, cachedResourcesOf, WatchCache } from '../../lib/watchcache/watch-cache.ts';
-import { standInWatchCache, upstreamConfigMap } from '../helpers/watch-cache-stand-in.ts';
+import { standInWatchCache, TENANT_NAMESPACES, upstreamConfigMap } from '../helpers/watch-cache-stand-in.ts';
 
-const stand = await standInWatchCache(['configmaps', 'pods', 'namespaces'], { '/api/v1/configmaps': [upstreamConfigMap('abcdef', 'default', 'a', 90)] }, 100);
+const stand = await standInWatchCache(['configmaps', 'pods', 'namespaces'], { ...TENANT_NAMESPACES, '/api/v1/configmaps': [upstreamConfigMap('abcdef', 'default', 'a', 90)] }, 100);
 t.teardown(() => stand.stop());
 
 /** The plan for GET `target` (path and query, tenant names) with `accept`. */
@@ -36,6 +36,8 @@ t.test('served from the cache: watches of every resourceVersion form, and lists 
     `${CM}?resourceVersion=50`,
     `${CM}?limit=2&continue=tgwc.abc`,
     '/api/v1/configmaps?resourceVersion=0&labelSelector=app',
+    `${CM}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true`,
+    '/api/v1/namespaces?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true',
   ]) {
     t.ok(planOf(target), target);
   }
@@ -65,6 +67,10 @@ t.test('what the plan reads off the request', async (t) => {
   t.equal(planOf('/api/v1/configmaps?watch=1')!.selection.namespace, null, 'all namespaces');
   t.equal(planOf('/api/v1/namespaces?watch=1')!.selection.namespace, null, 'a cluster-scoped kind');
   t.equal(planOf(`${CM}?limit=2&continue=tgwc.abc`)!.continueToken, 'tgwc.abc');
+  t.equal(planOf(`${CM}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true`)!.consistentInitialState, true, 'a watch-list of one namespace without resourceVersion: its initial state from one consistent upstream list');
+  t.equal(watchList.consistentInitialState, false, 'with a resourceVersion: from the cache');
+  t.same(planOf('/api/v1/configmaps?watch=1')!.selection.across?.tenant, 'abcdef', 'across namespaces: the tenant\'s labelled namespaces only');
+  t.equal(planOf(`${CM}?watch=1`)!.selection.across, null, 'one namespace: its RBAC decides');
 });
 
 t.test('sent upstream: what the cache cannot answer exactly as the apiserver', async (t) => {
@@ -76,7 +82,7 @@ t.test('sent upstream: what the cache cannot answer exactly as the apiserver', a
     [`${CM}?limit=2&continue=eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ`, 'the apiserver\'s own continue token'],
     [`${CM}?resourceVersion=0&limit=2&continue=tgwc.abc`, 'a continue token with a resourceVersion (the apiserver\'s 400)'],
     [`${CM}?watch=1&continue=tgwc.abc`, 'a watch with a continue token'],
-    [`${CM}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true`, 'a watch-list without resourceVersion: a consistent read'],
+    ['/api/v1/configmaps?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true', 'a watch-list across namespaces without resourceVersion: a consistent read of every tenant\'s objects'],
     [`${CM}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=100`, 'a watch-list without bookmarks (the apiserver\'s 422)'],
     [`${CM}?watch=1&sendInitialEvents=true&resourceVersion=100&allowWatchBookmarks=true`, 'a watch-list without NotOlderThan (the apiserver\'s 422)'],
     [`${CM}?watch=1&sendInitialEvents=false&resourceVersion=0`, 'sendInitialEvents=false without NotOlderThan (the apiserver\'s 422)'],
@@ -110,7 +116,7 @@ t.test('sent upstream: what the cache cannot answer exactly as the apiserver', a
 
 t.test('a list with a resourceVersion and a limit but no resourceVersionMatch is an Exact read for the apiserver', async (t) => {
   // The apiserver answers the state at that resourceVersion (or 410); the cache only keeps its newest state.
-  t.equal(planOf(`${CM}?resourceVersion=50&limit=2`), null, 'upstream', { todo: 'bug: the cache answers it from its newest state — see the report' });
+  t.equal(planOf(`${CM}?resourceVersion=50&limit=2`), null, 'upstream');
   t.ok(planOf(`${CM}?resourceVersion=50`), 'without a limit it is NotOlderThan: the cache may answer');
   t.ok(planOf(`${CM}?resourceVersion=0&limit=2`), 'resourceVersion=0 with a limit: any state, the cache may answer');
 });

@@ -5,7 +5,7 @@ import t from 'tap';
 import { PassThrough } from 'node:stream';
 import { kindOf } from '../../lib/convert/kinds.ts';
 import { parseRequestInfo } from '../../lib/convert/request-info.ts';
-import { standInWatchCache, upstreamConfigMap, type StandInCache } from '../helpers/watch-cache-stand-in.ts';
+import { standInWatchCache, TENANT_NAMESPACES, upstreamConfigMap, type StandInCache } from '../helpers/watch-cache-stand-in.ts';
 
 const CONFIGMAPS = '/api/v1/configmaps';
 
@@ -44,7 +44,7 @@ const settle = () => new Promise((resolve) => setImmediate(resolve));
 
 t.test('initial state, a replay from a resourceVersion, and 410 Expired at the edge of the history', async (t) => {
   // A history of 3 events: after 5, the first two have left it.
-  const stand = await standInWatchCache(['configmaps'], { [CONFIGMAPS]: [upstreamConfigMap('abcdef', 'default', 'listed', 90), upstreamConfigMap('zyxwvu', 'default', 'listed', 91)] }, 100, { historyCapacity: 3 });
+  const stand = await standInWatchCache(['configmaps', 'namespaces'], { ...TENANT_NAMESPACES, [CONFIGMAPS]: [upstreamConfigMap('abcdef', 'default', 'listed', 90), upstreamConfigMap('zyxwvu', 'default', 'listed', 91)] }, 100, { historyCapacity: 3 });
   t.teardown(() => stand.stop());
   const fresh = watch(stand, 'abcdef', '/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=50');
   await settle();
@@ -86,7 +86,7 @@ t.test('initial state, a replay from a resourceVersion, and 410 Expired at the e
 });
 
 t.test('bookmarks at their cadence, at the newest resourceVersion; none unless asked; the timeout ends the watch', async (t) => {
-  const stand = await standInWatchCache(['configmaps'], { [CONFIGMAPS]: [] }, 200, { bookmarkIntervalMs: 100 });
+  const stand = await standInWatchCache(['configmaps', 'namespaces'], { ...TENANT_NAMESPACES, [CONFIGMAPS]: [] }, 200, { bookmarkIntervalMs: 100 });
   t.teardown(() => stand.stop());
   const marked = watch(stand, 'abcdef', '/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=200&allowWatchBookmarks=true');
   const plain = watch(stand, 'abcdef', '/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=200');
@@ -108,7 +108,7 @@ t.test('bookmarks at their cadence, at the newest resourceVersion; none unless a
 });
 
 t.test('a watch-list: the initial ADDED events, then the bookmark that ends them, at the cache\'s resourceVersion', async (t) => {
-  const stand = await standInWatchCache(['configmaps'], { [CONFIGMAPS]: [upstreamConfigMap('abcdef', 'default', 'b', 301, { app: 'x' }), upstreamConfigMap('abcdef', 'default', 'a', 302), upstreamConfigMap('zyxwvu', 'default', 'a', 303)] }, 310);
+  const stand = await standInWatchCache(['configmaps', 'namespaces'], { ...TENANT_NAMESPACES, [CONFIGMAPS]: [upstreamConfigMap('abcdef', 'default', 'b', 301, { app: 'x' }), upstreamConfigMap('abcdef', 'default', 'a', 302), upstreamConfigMap('zyxwvu', 'default', 'a', 303)] }, 310);
   t.teardown(() => stand.stop());
   const list = watch(stand, 'abcdef', '/api/v1/namespaces/default/configmaps?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=305&allowWatchBookmarks=true');
   const selected = watch(stand, 'abcdef', '/api/v1/namespaces/default/configmaps?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=0&allowWatchBookmarks=true&labelSelector=app%3Dx');
