@@ -63,6 +63,11 @@ export class CacheWatcher implements CacheListener, RewriteCounters {
     return this.#ended;
   }
 
+  /** The newest resourceVersion this watcher has been given or asked to start after: no bookmark may go behind it. */
+  get resourceVersion(): number {
+    return this.#after;
+  }
+
   /** Bytes of tenants' views it carried (each converted once, at ingest, for every watcher). */
   get bytesIn(): number {
     return this.bytesOut;
