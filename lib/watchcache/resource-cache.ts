@@ -62,6 +62,21 @@ export interface CacheEvent {
   readonly previous: CachedObject | null;
   /** `{"type":…,"object":…}\n`; object.bytes is a view into it. */
   readonly line: Buffer;
+  /** For watchers whose selection it leaves: DELETED with the object as it was, at this resourceVersion (made once, when first needed). */
+  departure?: Buffer;
+}
+
+/**
+ * The DELETED a watcher receives when a change takes an object out of its selection: the object before the change,
+ * at the change's resourceVersion, as the apiserver's cacher sends it.
+ */
+export function departureLine(event: CacheEvent): Buffer {
+  if (event.departure === undefined) {
+    const before = JSON.parse(event.previous!.bytes.toString('utf8'));
+    before.metadata.resourceVersion = String(event.resourceVersion);
+    event.departure = eventLine('DELETED', Buffer.from(JSON.stringify(before)));
+  }
+  return event.departure;
 }
 
 /** What a watcher of the cache is told. */
