@@ -1,0 +1,193 @@
+// The watch cache as real clients use it: kubectl `get -w` and client-node informers of two tenants with the same
+// names each see only their own objects and changes; however many informers run, the upstream holds one configmap
+// watch (the cache's); the tenant's RBAC still decides, with the apiserver's own 403; and a burst of watch opens is
+// not refused by flow control. A second tenantgate on the same rig with --watch-cache=false is "today's" path.
+import * as k8s from '@kubernetes/client-node';
+import { spawn, type ChildProcess } from 'node:child_process';
+import http2, { type ClientHttp2Session } from 'node:http2';
+import { join } from 'node:path';
+import t from 'tap';
+import type { ClusterCredentials } from '../../lib/upstream/kubeconfig.ts';
+import { connectH2, credentialsOf, h2Request, sumMetric } from '../helpers/http.ts';
+import { parseJsonStream } from '../helpers/normalize.ts';
+import { productionEnv, spawnGateway, startStack, stopChild, type Stack } from '../helpers/stack.ts';
+import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
+
+let stack: Stack;
+let alpha: TestTenant;
+let bravo: TestTenant;
+/** A replica of tenantgate on the same rig and tenants, without the watch cache. */
+let uncached: { child: ChildProcess; url: string };
+
+t.before(async () => {
+  stack = await startStack({ controllers: false });
+  alpha = await createTestTenant(stack, 'kilo01');
+  bravo = await createTestTenant(stack, 'lima02');
+  uncached = await spawnGateway(stack.files, ['--confine-upstream-discovery', '--watch-cache=false']);
+  for (const tenant of [alpha, bravo]) {
+    const r = await tenant.kubectl(['create', 'namespace', 'other']);
+    if (r.code !== 0) throw new Error(r.stderr);
+  }
+});
+t.teardown(async () => {
+  if (uncached !== undefined) await stopChild(uncached.child);
+  await stack?.stop();
+});
+
+// ---- helpers
+
+async function until<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const got = await check();
+    if (got !== undefined && got !== false) return got;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function upstreamConfigmapWatches(): Promise<number> {
+  const session = connectH2(credentialsOf(stack.upstreamKubeconfig));
+  try {
+    const metrics = await h2Request(session, 'GET', '/metrics');
+    return sumMetric(metrics.body, 'apiserver_longrunning_requests', { resource: 'configmaps', verb: 'WATCH' });
+  } finally {
+    session.close();
+  }
+}
+
+async function gatewayMetric(name: string, labels: Record<string, string>): Promise<number> {
+  return sumMetric(await (await fetch(stack.metricsUrl)).text(), name, labels);
+}
+
+/** Tenant watches the cache serves now, of both tenants. */
+async function cacheWatchers(): Promise<{ alpha: number; bravo: number }> {
+  const text = await (await fetch(stack.metricsUrl)).text();
+  return {
+    alpha: sumMetric(text, 'tenantgate_watch_cache_watchers', { tenant: alpha.id }),
+    bravo: sumMetric(text, 'tenantgate_watch_cache_watchers', { tenant: bravo.id }),
+  };
+}
+
+async function ok(tenant: TestTenant, args: string[], input?: string): Promise<string> {
+  const r = await tenant.kubectl(args, { input });
+  if (r.code !== 0) throw new Error(`${tenant.id}: kubectl ${args.join(' ')}: ${r.stderr}`);
+  return r.stdout;
+}
+
+/** A long-running kubectl of `tenant`, its output as it comes. */
+function kubectlStreaming(tenant: TestTenant, args: string[]) {
+  const child = spawn(stack.rig.binaries.kubectl, [`--kubeconfig=${tenant.kubeconfig}`, `--cache-dir=${join(stack.dir, 'kubectl-cache')}`, ...args], {
+    env: productionEnv(),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    label: `${tenant.id}: kubectl ${args.join(' ')}`,
+    get stdout() {
+      return stdout;
+    },
+    get stderr() {
+      return stderr;
+    },
+    until(what: string, check: (out: string) => boolean) {
+      return until(`${what} (${this.label}; stdout ${JSON.stringify(stdout.slice(-600))}; stderr ${JSON.stringify(stderr.slice(-300))})`, () => check(stdout));
+    },
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** Rows of `kubectl get --output-watch-events` (EVENT [NAMESPACE] NAME DATA AGE) without the header, as "EVENT [NS] NAME DATA". */
+function tableRows(out: string, withNamespace: boolean): string[] {
+  return out
+    .split('\n')
+    .filter((line) => line.trim() !== '' && !line.startsWith('EVENT'))
+    .map((line) => line.trim().split(/\s+/).slice(0, withNamespace ? 4 : 3).join(' '));
+}
+
+interface WatchEvent {
+  type: string;
+  object: any;
+}
+
+function eventsOf(out: string): WatchEvent[] {
+  return parseJsonStream(out) as WatchEvent[];
+}
+
+const described = (e: WatchEvent) => `${e.type} ${e.object.metadata.namespace}/${e.object.metadata.name} ${e.object.data?.owner ?? ''}:${Object.keys(e.object.data ?? {}).length}`;
+
+// ---- kubectl
+
+t.test('kubectl get -w and get -A -w, as Tables and as JSON: each tenant sees only its own configmaps and changes', async (t) => {
+  // Same names in both tenants; bravo's have one key more, so a row of bravo's in alpha's table would show.
+  await ok(alpha, ['-n', 'default', 'create', 'configmap', 'same', '--from-literal=owner=alpha']);
+  await ok(bravo, ['-n', 'default', 'create', 'configmap', 'same', '--from-literal=owner=bravo', '--from-literal=extra=b']);
+  const upstreamBefore = await upstreamConfigmapWatches();
+  const cachedBefore = await cacheWatchers();
+
+  const watches: { tenant: TestTenant; scope: string[]; form: 'table' | 'json'; kubectl: ReturnType<typeof kubectlStreaming> }[] = [];
+  for (const tenant of [alpha, bravo]) {
+    for (const scope of [['-n', 'default'], ['-A']]) {
+      watches.push({ tenant, scope, form: 'table', kubectl: kubectlStreaming(tenant, ['get', 'configmaps', ...scope, '--watch', '--output-watch-events']) });
+      watches.push({ tenant, scope, form: 'json', kubectl: kubectlStreaming(tenant, ['get', 'configmaps', ...scope, '--watch', '--output-watch-events', '-o', 'json']) });
+    }
+  }
+  t.teardown(() => Promise.all(watches.map((w) => w.kubectl.stop())));
+  for (const w of watches) await w.kubectl.until('the initial list', (out) => out.includes('same'));
+  // kubectl asks Tables of the upstream (the cache serves plain JSON only), and its -o json watches of the cache.
+  const routed = await until('kubectl\'s watches to open', async () => {
+    const [upstream, cached] = await Promise.all([upstreamConfigmapWatches(), cacheWatchers()]);
+    return upstream - upstreamBefore === 4 && cached.alpha - cachedBefore.alpha === 2 && cached.bravo - cachedBefore.bravo === 2 ? { upstream, cached } : undefined;
+  });
+  t.pass(`4 Table watches upstream (${routed.upstream} upstream configmap watches), 2 JSON watches per tenant from the cache`);
+
+  for (const [tenant, keys] of [[alpha, 2], [bravo, 3]] as const) {
+    const owner = tenant === alpha ? 'alpha' : 'bravo';
+    await ok(tenant, ['-n', 'default', 'create', 'configmap', `only-${owner}`, `--from-literal=owner=${owner}`]);
+    await ok(tenant, ['-n', 'other', 'create', 'configmap', 'same', `--from-literal=owner=${owner}`]);
+    await ok(tenant, ['-n', 'default', 'patch', 'configmap', 'same', '--type=merge', '-p', JSON.stringify({ data: { [`k${keys}`]: 'x' } })]);
+    await ok(tenant, ['-n', 'default', 'delete', 'configmap', 'same']);
+  }
+  for (const w of watches) {
+    await w.kubectl.until('the delete', (out) => (w.form === 'json' ? eventsOf(out).some((e) => e.type === 'DELETED') : /^DELETED\s/m.test(out)));
+  }
+  // A moment for anything that should not come (the other tenant's events) to arrive.
+  await new Promise((r) => setTimeout(r, 500));
+
+  for (const w of watches) {
+    const mine = w.tenant === alpha ? 'alpha' : 'bravo';
+    const other = w.tenant === alpha ? bravo : alpha;
+    const everywhere = w.scope[0] === '-A';
+    const label = `${w.kubectl.label}`;
+    // alpha's `same` has 1 key, then 2; bravo's 2, then 3.
+    const first = mine === 'alpha' ? 1 : 2;
+    if (w.form === 'table') {
+      const expected = everywhere
+        ? [`ADDED default same ${first}`, `ADDED default only-${mine} 1`, 'ADDED other same 1', `MODIFIED default same ${first + 1}`, `DELETED default same ${first + 1}`]
+        : [`ADDED same ${first}`, `ADDED only-${mine} 1`, `MODIFIED same ${first + 1}`, `DELETED same ${first + 1}`];
+      t.same(tableRows(w.kubectl.stdout, everywhere), expected, `${label}: its own rows, in order`);
+    } else {
+      const expected = [
+        `ADDED default/same ${mine}:${first}`,
+        `ADDED default/only-${mine} ${mine}:1`,
+        ...(everywhere ? [`ADDED other/same ${mine}:1`] : []),
+        `MODIFIED default/same ${mine}:${first + 1}`,
+        `DELETED default/same ${mine}:${first + 1}`,
+      ];
+      t.same(eventsOf(w.kubectl.stdout).map(described), expected, `${label}: its own events, in order`);
+    }
+    t.notMatch(w.kubectl.stdout, new RegExp(`only-${mine === 'alpha' ? 'bravo' : 'alpha'}|${other.id}|${w.tenant.id}`), `${label}: nothing of the other tenant, no upstream name`);
+    t.equal(w.kubectl.stderr, '', `${label}: no error`);
+  }
+  for (const tenant of [alpha, bravo]) {
+    await ok(tenant, ['-n', 'default', 'delete', 'configmap', '--all']);
+    await ok(tenant, ['-n', 'other', 'delete', 'configmap', '--all']);
+  }
+});
