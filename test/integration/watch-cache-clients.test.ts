@@ -191,3 +191,89 @@ t.test('kubectl get -w and get -A -w, as Tables and as JSON: each tenant sees on
     await ok(tenant, ['-n', 'other', 'delete', 'configmap', '--all']);
   }
 });
+
+// ---- client-node informers
+
+interface InformerRecord {
+  tenant: TestTenant;
+  path: string;
+  informer: k8s.Informer<k8s.V1ConfigMap> & k8s.ObjectCache<k8s.V1ConfigMap>;
+  /** "add|update|delete ns/name owner" after the informer started (all delivered by its watch). */
+  seen: string[];
+  errors: unknown[];
+}
+
+function startInformer(tenant: TestTenant, namespace: string | null): InformerRecord {
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(tenant.kubeconfig);
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const path = namespace === null ? '/api/v1/configmaps' : `/api/v1/namespaces/${namespace}/configmaps`;
+  const informer = k8s.makeInformer<k8s.V1ConfigMap>(kc, path, () => (namespace === null ? core.listConfigMapForAllNamespaces() : core.listNamespacedConfigMap({ namespace })));
+  const record: InformerRecord = { tenant, path, informer, seen: [], errors: [] };
+  for (const verb of [k8s.ADD, k8s.UPDATE, k8s.DELETE] as const) {
+    informer.on(verb, (cm: k8s.V1ConfigMap) => record.seen.push(`${verb} ${cm.metadata?.namespace}/${cm.metadata?.name} ${cm.data?.owner ?? ''}:${cm.data?.step ?? ''}`));
+  }
+  informer.on(k8s.ERROR, (error: unknown) => record.errors.push(error));
+  return record;
+}
+
+t.test('client-node informers: each sees only its own objects and changes; the upstream holds no more configmap watches for ten of them, the cache serves them', async (t) => {
+  const upstreamBefore = await upstreamConfigmapWatches();
+  const cachedBefore = await cacheWatchers();
+  const deliveriesBefore = await gatewayMetric('tenantgate_watch_cache_deliveries_total', { resource: 'configmaps' });
+  // Five per tenant: three of one namespace, two across namespaces.
+  const informers: InformerRecord[] = [];
+  for (const tenant of [alpha, bravo]) for (const namespace of ['default', 'default', 'default', null, null]) informers.push(startInformer(tenant, namespace));
+  t.teardown(() => Promise.all(informers.map((i) => i.informer.stop())));
+  await Promise.all(informers.map((i) => i.informer.start()));
+  const cached = await until('ten informer watches in the cache', async () => {
+    const now = await cacheWatchers();
+    return now.alpha - cachedBefore.alpha === 5 && now.bravo - cachedBefore.bravo === 5 ? now : undefined;
+  });
+  t.pass(`the cache serves the ten informers' watches (watchers now: ${JSON.stringify(cached)})`);
+  const upstreamDuring = await upstreamConfigmapWatches();
+  t.ok(upstreamBefore >= 1, `the cache's own upstream watch is there (${upstreamBefore} before)`);
+  t.equal(upstreamDuring, upstreamBefore, `ten informers of two tenants add no upstream configmap watch (${upstreamDuring})`);
+
+  // The same names in both tenants, in order: create, two updates, delete; and one in another namespace.
+  for (const tenant of [alpha, bravo]) {
+    const owner = tenant === alpha ? 'alpha' : 'bravo';
+    await ok(tenant, ['-n', 'default', 'create', 'configmap', 'shared', `--from-literal=owner=${owner}`]);
+    await ok(tenant, ['-n', 'other', 'create', 'configmap', 'shared', `--from-literal=owner=${owner}`]);
+    for (const step of ['1', '2']) await ok(tenant, ['-n', 'default', 'patch', 'configmap', 'shared', '--type=merge', '-p', JSON.stringify({ data: { step } })]);
+    await ok(tenant, ['-n', 'default', 'delete', 'configmap', 'shared']);
+  }
+  const expected = (owner: string, everywhere: boolean) => [
+    `add default/shared ${owner}:`,
+    ...(everywhere ? [`add other/shared ${owner}:`] : []),
+    `update default/shared ${owner}:1`,
+    `update default/shared ${owner}:2`,
+    `delete default/shared ${owner}:2`,
+  ];
+  for (const record of informers) {
+    await until(`${record.tenant.id} ${record.path}: its delete (seen ${JSON.stringify(record.seen)})`, () => record.seen.some((s) => s.startsWith('delete ')));
+  }
+  await new Promise((r) => setTimeout(r, 500));
+  let delivered = 0;
+  for (const record of informers) {
+    const owner = record.tenant === alpha ? 'alpha' : 'bravo';
+    const everywhere = record.path === '/api/v1/configmaps';
+    t.same(record.seen, expected(owner, everywhere), `${record.tenant.id} ${record.path}: its own add, updates and delete, nothing of the other tenant's`);
+    t.same(record.errors, [], `${record.tenant.id} ${record.path}: no error`);
+    t.same(record.informer.list().map((cm) => `${cm.metadata?.namespace}/${cm.metadata?.name} ${cm.data?.owner}`), everywhere ? [`other/shared ${owner}`] : [], 'its store holds its own objects');
+    delivered += record.seen.length;
+  }
+  const deliveries = (await gatewayMetric('tenantgate_watch_cache_deliveries_total', { resource: 'configmaps' })) - deliveriesBefore;
+  t.ok(deliveries >= delivered, `the cache delivered the informers' ${delivered} events (its count went up by ${deliveries})`);
+
+  // Against the same rig, tenantgate without the cache gives each watch its own upstream watch: the count would show it.
+  const session = connectH2({ ...credentialsOf(alpha.kubeconfig), server: uncached.url });
+  t.teardown(() => session.close());
+  const direct = [0, 1].map(() => session.request({ ':path': '/api/v1/namespaces/default/configmaps?watch=1', accept: 'application/json' }));
+  const statuses = await Promise.all(direct.map((stream) => new Promise((resolve) => stream.once('response', (headers) => resolve(headers[':status'])))));
+  t.same(statuses, [200, 200], 'both watches through --watch-cache=false open');
+  const withUncached = await until('two more upstream watches', async () => ((await upstreamConfigmapWatches()) === upstreamBefore + 2 ? true : undefined));
+  t.ok(withUncached, 'two watches through --watch-cache=false are two more upstream watches');
+  for (const stream of direct) stream.close();
+  for (const tenant of [alpha, bravo]) await ok(tenant, ['-n', 'other', 'delete', 'configmap', '--all']);
+});
