@@ -411,3 +411,61 @@ t.test('RBAC: a service account with only get is refused cached watches and list
   t.ok(refusedAfter < 8_000, `revoked: refused again after ${refusedAfter} ms`);
   for (const tenant of [alpha, bravo]) await ok(tenant, ['-n', 'default', 'delete', 'configmap', 'visible']);
 });
+
+// ---- flow control
+
+const BURST = 500;
+
+/** Opens `count` watches of `path` at once on one session; resolves with every stream's status once all answered. */
+async function burstOfWatches(session: ClientHttp2Session, path: string, count: number) {
+  const opened = Array.from({ length: count }, () => {
+    const stream = session.request({ ':path': path, accept: 'application/json' });
+    let received = '';
+    stream.setEncoding('utf8');
+    // Kept short: what a test asks of the stream is whether one name came, or what a refusal said.
+    stream.on('data', (chunk: string) => (received = (received + chunk).slice(-4096)));
+    stream.on('error', () => {});
+    const status = new Promise<number>((resolve) => {
+      stream.once('response', (headers) => resolve(Number(headers[':status'])));
+      stream.once('close', () => resolve(0));
+    });
+    return { stream, status, received: () => received };
+  });
+  const statuses = await Promise.race([
+    Promise.all(opened.map((o) => o.status)),
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the burst was not answered within 30 s')), 30_000)),
+  ]);
+  const byStatus: Record<number, number> = {};
+  for (const status of statuses) byStatus[status] = (byStatus[status] ?? 0) + 1;
+  return { opened, statuses, byStatus, close: () => opened.forEach((o) => o.stream.close()) };
+}
+
+t.test(`flow control: a burst of ${BURST} watch opens by one tenant is served by the cache without a 429; without the cache it is refused in part`, async (t) => {
+  const credentials = credentialsOf(alpha.kubeconfig);
+  const path = '/api/v1/namespaces/default/configmaps?watch=1&allowWatchBookmarks=true';
+  const cachedBefore = (await cacheWatchers()).alpha;
+  const session = connectH2(credentials);
+  t.teardown(() => session.close());
+  const cached = await burstOfWatches(session, path, BURST);
+  t.teardown(() => cached.close());
+  t.same(cached.byStatus, { 200: BURST }, `every watch opens through the cache (${JSON.stringify(cached.byStatus)})`);
+  await until('the burst in the cache', async () => (await cacheWatchers()).alpha - cachedBefore === BURST);
+  // They are live watches, not just answered heads: each receives the next change.
+  await ok(alpha, ['-n', 'default', 'create', 'configmap', 'burst', '--from-literal=owner=alpha']);
+  await until('the change on every watch', () => cached.opened.every((o) => o.received().includes('"name":"burst"')));
+  t.pass(`all ${BURST} watches received the next change`);
+  cached.close();
+  await until('the burst to leave the cache', async () => (await cacheWatchers()).alpha === cachedBefore);
+
+  const uncachedSession = connectH2({ ...credentials, server: uncached.url });
+  t.teardown(() => uncachedSession.close());
+  const today = await burstOfWatches(uncachedSession, path, BURST);
+  t.teardown(() => today.close());
+  t.ok((today.byStatus[429] ?? 0) > 0, `without the cache the same burst gets 429s (${JSON.stringify(today.byStatus)})`);
+  t.same(Object.keys(today.byStatus).sort(), ['200', '429'], 'answered or refused, nothing else');
+  const refusal = today.opened[today.statuses.indexOf(429)]!;
+  await until('a refusal\'s body', () => refusal.received().endsWith('}') || refusal.received().endsWith('}\n'));
+  t.match(JSON.parse(refusal.received()), { kind: 'Status', reason: 'TooManyRequests', code: 429 }, 'a Status saying why');
+  today.close();
+  await ok(alpha, ['-n', 'default', 'delete', 'configmap', 'burst']);
+});
