@@ -5,9 +5,9 @@
 import * as k8s from '@kubernetes/client-node';
 import { spawn, type ChildProcess } from 'node:child_process';
 import http2, { type ClientHttp2Session } from 'node:http2';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import type { ClusterCredentials } from '../../lib/upstream/kubeconfig.ts';
 import { connectH2, credentialsOf, h2Request, sumMetric } from '../helpers/http.ts';
 import { parseJsonStream } from '../helpers/normalize.ts';
 import { productionEnv, spawnGateway, startStack, stopChild, type Stack } from '../helpers/stack.ts';
@@ -200,21 +200,36 @@ interface InformerRecord {
   informer: k8s.Informer<k8s.V1ConfigMap> & k8s.ObjectCache<k8s.V1ConfigMap>;
   /** "add|update|delete ns/name owner" after the informer started (all delivered by its watch). */
   seen: string[];
+  /** The resourceVersion of each object in `seen`. */
+  versions: string[];
   errors: unknown[];
 }
 
-function startInformer(tenant: TestTenant, namespace: string | null): InformerRecord {
+function startInformer(tenant: TestTenant, namespace: string | null, options: { kubeconfig?: string; labelSelector?: string } = {}): InformerRecord {
   const kc = new k8s.KubeConfig();
-  kc.loadFromFile(tenant.kubeconfig);
+  kc.loadFromFile(options.kubeconfig ?? tenant.kubeconfig);
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const path = namespace === null ? '/api/v1/configmaps' : `/api/v1/namespaces/${namespace}/configmaps`;
-  const informer = k8s.makeInformer<k8s.V1ConfigMap>(kc, path, () => (namespace === null ? core.listConfigMapForAllNamespaces() : core.listNamespacedConfigMap({ namespace })));
-  const record: InformerRecord = { tenant, path, informer, seen: [], errors: [] };
+  const labelSelector = options.labelSelector;
+  const list = () => (namespace === null ? core.listConfigMapForAllNamespaces({ labelSelector }) : core.listNamespacedConfigMap({ namespace, labelSelector }));
+  const informer = k8s.makeInformer<k8s.V1ConfigMap>(kc, path, list, labelSelector);
+  const record: InformerRecord = { tenant, path, informer, seen: [], versions: [], errors: [] };
   for (const verb of [k8s.ADD, k8s.UPDATE, k8s.DELETE] as const) {
-    informer.on(verb, (cm: k8s.V1ConfigMap) => record.seen.push(`${verb} ${cm.metadata?.namespace}/${cm.metadata?.name} ${cm.data?.owner ?? ''}:${cm.data?.step ?? ''}`));
+    informer.on(verb, (cm: k8s.V1ConfigMap) => {
+      const labels = labelSelector === undefined ? '' : ` team=${cm.metadata?.labels?.team ?? ''}`;
+      record.seen.push(`${verb} ${cm.metadata?.namespace}/${cm.metadata?.name} ${cm.data?.owner ?? ''}:${cm.data?.step ?? ''}${labels}`);
+      record.versions.push(cm.metadata?.resourceVersion ?? '');
+    });
   }
   informer.on(k8s.ERROR, (error: unknown) => record.errors.push(error));
   return record;
+}
+
+/** A copy of `tenant`'s kubeconfig that reaches the --watch-cache=false replica. */
+function uncachedKubeconfig(tenant: TestTenant): string {
+  const path = join(stack.dir, `uncached-${tenant.id}.kubeconfig`);
+  writeFileSync(path, readFileSync(tenant.kubeconfig, 'utf8').replaceAll(stack.gatewayUrl, uncached.url), { mode: 0o600 });
+  return path;
 }
 
 t.test('client-node informers: each sees only its own objects and changes; the upstream holds no more configmap watches for ten of them, the cache serves them', async (t) => {
@@ -276,6 +291,55 @@ t.test('client-node informers: each sees only its own objects and changes; the u
   t.ok(withUncached, 'two watches through --watch-cache=false are two more upstream watches');
   for (const stream of direct) stream.close();
   for (const tenant of [alpha, bravo]) await ok(tenant, ['-n', 'other', 'delete', 'configmap', '--all']);
+});
+
+t.test('client-node informers with a label selector: objects moving into and out of the selection, as without the cache', async (t) => {
+  const informers: { cached: InformerRecord; today: InformerRecord }[] = [];
+  for (const tenant of [alpha, bravo]) {
+    informers.push({
+      cached: startInformer(tenant, 'default', { labelSelector: 'team=a' }),
+      today: startInformer(tenant, 'default', { labelSelector: 'team=a', kubeconfig: uncachedKubeconfig(tenant) }),
+    });
+  }
+  const all = informers.flatMap((i) => [i.cached, i.today]);
+  t.teardown(() => Promise.all(all.map((i) => i.informer.stop())));
+  await Promise.all(all.map((i) => i.informer.start()));
+  for (const tenant of [alpha, bravo]) {
+    const owner = tenant === alpha ? 'alpha' : 'bravo';
+    const label = (team: string) => ok(tenant, ['-n', 'default', 'label', 'configmap', 'picked', `team=${team}`, '--overwrite']);
+    const step = (n: string) => ok(tenant, ['-n', 'default', 'patch', 'configmap', 'picked', '--type=merge', '-p', JSON.stringify({ data: { step: n } })]);
+    await ok(tenant, ['-n', 'default', 'create', 'configmap', 'picked', `--from-literal=owner=${owner}`]);
+    await label('a');
+    await step('1');
+    await label('b');
+    await step('2');
+    await label('a');
+    await ok(tenant, ['-n', 'default', 'delete', 'configmap', 'picked']);
+  }
+  for (const record of all) {
+    await until(`${record.tenant.id}: the last delete (seen ${JSON.stringify(record.seen)})`, () => record.seen.filter((s) => s.startsWith('delete ')).length === 2);
+  }
+  await new Promise((r) => setTimeout(r, 500));
+  for (const { cached, today } of informers) {
+    const owner = cached.tenant === alpha ? 'alpha' : 'bravo';
+    t.same(
+      cached.seen.filter((s) => !s.startsWith('delete ')),
+      [`add default/picked ${owner}: team=a`, `update default/picked ${owner}:1 team=a`, `add default/picked ${owner}:2 team=a`],
+      `${cached.tenant.id}: added when labelled in, updated, added again; nothing of the other tenant`,
+    );
+    t.same(today.seen.filter((s) => !s.startsWith('delete ')), cached.seen.filter((s) => !s.startsWith('delete ')), `${cached.tenant.id}: the same adds and updates as without the cache`);
+    t.same(cached.errors, [], 'no error');
+    // Leaving the selection: the apiserver's DELETED carries the object as it was before the change (still selected).
+    t.same(today.seen.filter((s) => s.startsWith('delete ')), [`delete default/picked ${owner}:1 team=a`, `delete default/picked ${owner}:2 team=a`], `${cached.tenant.id}: without the cache, deletes carry the object as last selected`);
+    t.same(today.versions.length, today.seen.length);
+    const leaving = today.seen.indexOf(`delete default/picked ${owner}:1 team=a`);
+    t.ok(Number(today.versions[leaving]) > Number(today.versions[leaving - 1]), 'at the resourceVersion of the change that made it leave');
+    // Bug in lib/watchcache/cache-watcher.ts lineFor (reported): the DELETED of an object leaving a selection carries
+    // the object after the change, where the apiserver sends the one before it, at the change's resourceVersion.
+    const todo = 'the watch cache\'s DELETED for an object leaving a selection carries the new object, not the previous one';
+    t.same(cached.seen, today.seen, `${cached.tenant.id}: the cache's events carry the same objects`, { todo });
+    t.same(cached.versions, today.versions, `${cached.tenant.id}: at the same resourceVersions`);
+  }
 });
 
 // ---- RBAC
