@@ -75,9 +75,9 @@ async function ok(tenant: TestTenant, args: string[], input?: string): Promise<s
   return r.stdout;
 }
 
-/** A long-running kubectl of `tenant`, its output as it comes. */
-function kubectlStreaming(tenant: TestTenant, args: string[]) {
-  const child = spawn(stack.rig.binaries.kubectl, [`--kubeconfig=${tenant.kubeconfig}`, `--cache-dir=${join(stack.dir, 'kubectl-cache')}`, ...args], {
+/** A long-running kubectl of `tenant` (through `kubeconfig`, by default its own), its output as it comes. */
+function kubectlStreaming(tenant: TestTenant, args: string[], kubeconfig = tenant.kubeconfig) {
+  const child = spawn(stack.rig.binaries.kubectl, [`--kubeconfig=${kubeconfig}`, `--cache-dir=${join(stack.dir, 'kubectl-cache')}`, ...args], {
     env: productionEnv(),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -189,6 +189,64 @@ t.test('kubectl get -w and get -A -w, as Tables and as JSON: each tenant sees on
   for (const tenant of [alpha, bravo]) {
     await ok(tenant, ['-n', 'default', 'delete', 'configmap', '--all']);
     await ok(tenant, ['-n', 'other', 'delete', 'configmap', '--all']);
+  }
+});
+
+t.test('kubectl -w -o json prints the same events through the cache as without it: namespaces, secrets by field, configmaps by label set', async (t) => {
+  const commands = [
+    { kind: 'namespaces', args: ['get', 'namespaces'], last: (e: WatchEvent) => e.type === 'MODIFIED' && e.object.metadata.name === 'fresh' },
+    { kind: 'secrets', args: ['get', 'secrets', '-n', 'default', '--field-selector', 'type=Opaque'], last: (e: WatchEvent) => e.type === 'DELETED' },
+    { kind: 'configmaps', args: ['get', 'configmaps', '-A', '-l', 'team in (a,b)'], last: (e: WatchEvent) => e.type === 'DELETED' },
+  ];
+  const cachedBefore = await cacheWatchers();
+  const runs: { tenant: TestTenant; kind: string; last: (e: WatchEvent) => boolean; cached: ReturnType<typeof kubectlStreaming>; today: ReturnType<typeof kubectlStreaming> }[] = [];
+  for (const tenant of [alpha, bravo]) {
+    await ok(tenant, ['-n', 'default', 'create', 'secret', 'generic', 'seed', '--from-literal=owner=x']);
+    await ok(tenant, ['-n', 'other', 'create', 'configmap', 'seed']);
+    await ok(tenant, ['-n', 'other', 'label', 'configmap', 'seed', 'team=a']);
+    const withoutCache = uncachedKubeconfig(tenant);
+    for (const { kind, args, last } of commands) {
+      const watch = [...args, '--watch', '--output-watch-events', '-o', 'json'];
+      runs.push({ tenant, kind, last, cached: kubectlStreaming(tenant, watch), today: kubectlStreaming(tenant, watch, withoutCache) });
+    }
+  }
+  t.teardown(() => Promise.all(runs.flatMap((r) => [r.cached.stop(), r.today.stop()])));
+  for (const run of runs) for (const k of [run.cached, run.today]) await k.until('the initial list', (out) => eventsOf(out).length > 0);
+  await until('the cache to serve the three watches of each tenant', async () => {
+    const now = await cacheWatchers();
+    return now.alpha - cachedBefore.alpha === 3 && now.bravo - cachedBefore.bravo === 3;
+  });
+  for (const tenant of [alpha, bravo]) {
+    const owner = tenant === alpha ? 'alpha' : 'bravo';
+    await ok(tenant, ['create', 'namespace', 'fresh']);
+    await ok(tenant, ['label', 'namespace', 'fresh', `owner=${owner}`]);
+    await ok(tenant, ['-n', 'default', 'create', 'secret', 'generic', 'opaque', `--from-literal=owner=${owner}`]);
+    await ok(tenant, ['-n', 'default', 'apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'basic' }, type: 'kubernetes.io/basic-auth', stringData: { username: owner, password: 'p' } }));
+    await ok(tenant, ['-n', 'default', 'patch', 'secret', 'opaque', '--type=merge', '-p', '{"stringData":{"step":"1"}}']);
+    await ok(tenant, ['-n', 'default', 'delete', 'secret', 'opaque', 'basic']);
+    await ok(tenant, ['-n', 'fresh', 'create', 'configmap', 'moving', `--from-literal=owner=${owner}`]);
+    await ok(tenant, ['-n', 'fresh', 'label', 'configmap', 'moving', 'team=c']);
+    await ok(tenant, ['-n', 'fresh', 'label', 'configmap', 'moving', 'team=b', '--overwrite']);
+    await ok(tenant, ['-n', 'fresh', 'delete', 'configmap', 'moving']);
+  }
+  for (const run of runs) for (const k of [run.cached, run.today]) await k.until('the last event', (out) => eventsOf(out).some(run.last));
+  await new Promise((r) => setTimeout(r, 500));
+  for (const run of runs) {
+    const cached = eventsOf(run.cached.stdout);
+    const today = eventsOf(run.today.stdout);
+    t.same(cached, today, `${run.tenant.id} ${run.kind}: the same ${cached.length} events, objects and all`);
+    const other = run.tenant === alpha ? bravo : alpha;
+    t.notMatch(run.cached.stdout, new RegExp(`${other.id}|${run.tenant.id}-|"owner": "${run.tenant === alpha ? 'bravo' : 'alpha'}"`), `${run.tenant.id} ${run.kind}: nothing of the other tenant, no upstream name`);
+    t.equal(run.cached.stderr, '', 'no error');
+  }
+  const summary = (run: (typeof runs)[number]) => eventsOf(run.cached.stdout).map((e) => `${e.type} ${e.object.metadata.namespace ?? ''}/${e.object.metadata.name}`);
+  const [namespaces, secrets, configmaps] = runs.slice(0, 3).map(summary);
+  t.same(namespaces, ['ADDED /default', 'ADDED /kube-node-lease', 'ADDED /kube-public', 'ADDED /kube-system', 'ADDED /other', 'ADDED /fresh', 'MODIFIED /fresh'], 'alpha\'s namespaces only, in its names');
+  t.same(secrets, ['ADDED default/seed', 'ADDED default/opaque', 'MODIFIED default/opaque', 'DELETED default/opaque'], 'alpha\'s Opaque secrets only');
+  t.same(configmaps, ['ADDED other/seed', 'ADDED fresh/moving', 'DELETED fresh/moving'], 'alpha\'s configmaps of team a or b only, entering the selection by label');
+  for (const tenant of [alpha, bravo]) {
+    await ok(tenant, ['-n', 'default', 'delete', 'secret', 'seed']);
+    await ok(tenant, ['-n', 'other', 'delete', 'configmap', 'seed']);
   }
 });
 
