@@ -534,6 +534,54 @@ t.test('RBAC: a service account with only get is refused cached watches and list
   for (const tenant of [alpha, bravo]) await ok(tenant, ['-n', 'default', 'delete', 'configmap', 'visible']);
 });
 
+t.test('RBAC: a tenant ClusterRoleBinding lets a service account watch and list from the cache in every namespace, one made later too, and across namespaces', async (t) => {
+  await ok(alpha, ['-n', 'default', 'create', 'serviceaccount', 'watcher']);
+  await ok(alpha, ['create', 'clusterrole', 'cm-watcher', '--verb=get,list,watch', '--resource=configmaps']);
+  await ok(alpha, ['create', 'clusterrolebinding', 'watcher', '--clusterrole=cm-watcher', '--serviceaccount=default:watcher']);
+  for (const tenant of [alpha, bravo]) await ok(tenant, ['-n', 'other', 'create', 'configmap', 'mine', `--from-literal=owner=${tenant === alpha ? 'alpha' : 'bravo'}`]);
+  const token = (await ok(alpha, ['-n', 'default', 'create', 'token', 'watcher'])).trim();
+  const cachedSession = tokenSession(stack.gatewayUrl);
+  const uncachedSession = tokenSession(uncached.url);
+  t.teardown(() => {
+    cachedSession.close();
+    uncachedSession.close();
+  });
+  await until('the binding upstream', async () => (await getWithToken(uncachedSession, '/api/v1/namespaces/other/configmaps?watch=1', token)).status === 200);
+  await ok(alpha, ['create', 'namespace', 'later']);
+  const paths = [
+    '/api/v1/namespaces/default/configmaps?watch=1',
+    '/api/v1/namespaces/other/configmaps?watch=1',
+    '/api/v1/namespaces/later/configmaps?watch=1',
+    '/api/v1/configmaps?watch=1',
+    '/api/v1/namespaces/other/configmaps?resourceVersion=0',
+    '/api/v1/configmaps?resourceVersion=0',
+  ];
+  for (const path of paths) {
+    // The binding reaches a namespace made after it within moments (tenantgate expands it upstream).
+    const today = await until(`${path} without the cache`, async () => {
+      const answer = await getWithToken(uncachedSession, path, token);
+      return answer.status === 200 ? answer : undefined;
+    });
+    const cached = await until(`${path} through the cache`, async () => {
+      const answer = await getWithToken(cachedSession, path, token);
+      return answer.status === 200 ? answer : undefined;
+    }, 5_000).catch(() => getWithToken(cachedSession, path, token));
+    t.equal(cached.status, today.status, `${path}: ${cached.status} through the cache, as without it`);
+    if (today.body !== null) {
+      const names = (list: any) => list.items.map((cm: any) => `${cm.metadata.namespace}/${cm.metadata.name} ${cm.data?.owner}`).sort();
+      t.same(names(cached.body), names(today.body), `${path}: the same items as without the cache`);
+      t.ok(names(cached.body).includes('other/mine alpha') && !names(cached.body).includes('other/mine bravo'), `${path}: alpha's own configmap, not bravo's`);
+    }
+  }
+  await ok(alpha, ['delete', 'clusterrolebinding', 'watcher']);
+  const revoked = Date.now();
+  for (const path of ['/api/v1/namespaces/other/configmaps?watch=1', '/api/v1/configmaps?watch=1']) {
+    await until(`${path} refused again`, async () => (await getWithToken(cachedSession, path, token)).status === 403);
+  }
+  t.ok(Date.now() - revoked < 10_000, `the binding removed, both refused again after ${Date.now() - revoked} ms`);
+  for (const tenant of [alpha, bravo]) await ok(tenant, ['-n', 'other', 'delete', 'configmap', 'mine']);
+});
+
 // ---- flow control
 
 const BURST = 500;
