@@ -8,10 +8,11 @@ import http2, { type ClientHttp2Session } from 'node:http2';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { connectH2, credentialsOf, h2Request, sumMetric } from '../helpers/http.ts';
+import { connectH2, credentialsOf, sumMetric } from '../helpers/http.ts';
 import { parseJsonStream, withoutRepeats } from '../helpers/normalize.ts';
 import { productionEnv, spawnGateway, startStack, stopChild, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
+import { upstreamWatchCount } from '../helpers/watch-events.ts';
 
 let stack: Stack;
 let alpha: TestTenant;
@@ -49,8 +50,7 @@ async function until<T>(what: string, check: () => T | undefined | false | Promi
 async function upstreamConfigmapWatches(): Promise<number> {
   const session = connectH2(credentialsOf(stack.upstreamKubeconfig));
   try {
-    const metrics = await h2Request(session, 'GET', '/metrics');
-    return sumMetric(metrics.body, 'apiserver_longrunning_requests', { resource: 'configmaps', verb: 'WATCH' });
+    return await upstreamWatchCount(session, 'configmaps');
   } finally {
     session.close();
   }
