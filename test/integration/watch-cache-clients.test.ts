@@ -278,6 +278,20 @@ t.test('kubectl -w -o json prints the same events through the cache as without i
   }
 });
 
+t.test('kubectl get -w --request-timeout ends the same way through the cache as without it', async (t) => {
+  await ok(alpha, ['-n', 'default', 'create', 'configmap', 'timed', '--from-literal=owner=alpha']);
+  const args = ['-n', 'default', 'get', 'configmaps', '--watch', '--output-watch-events', '-o', 'json', '--request-timeout=3s'];
+  const before = (await cacheWatchers()).alpha;
+  const running = Promise.all([stack.rig.kubectl(args, { kubeconfig: alpha.kubeconfig }), stack.rig.kubectl(args, { kubeconfig: uncachedKubeconfig(alpha) })]);
+  await until('the cache to serve the watch', async () => (await cacheWatchers()).alpha === before + 1, 3_000);
+  t.pass('the cache serves kubectl\'s watch with its timeout');
+  const [cached, today] = await running;
+  t.equal(cached.code, today.code, `exit code ${cached.code}, as without the cache`);
+  t.equal(cached.stderr, today.stderr, 'the same words on stderr');
+  t.same(eventsOf(cached.stdout), eventsOf(today.stdout), 'the same events');
+  await ok(alpha, ['-n', 'default', 'delete', 'configmap', 'timed']);
+});
+
 // ---- client-node informers
 
 interface InformerRecord {
