@@ -2,7 +2,7 @@
 // names each see only their own objects and changes; however many informers run, the upstream holds one configmap
 // watch (the cache's); the tenant's RBAC still decides, with the apiserver's own 403; and a burst of watch opens is
 // not refused by flow control. A second tenantgate on the same rig with --watch-cache=false is "today's" path: where
-// the clients' view must not change, the two are run side by side. Known differences are asserted as todo.
+// the clients' view must not change, the two are run side by side. Differences found once are asserted as they must be.
 import * as k8s from '@kubernetes/client-node';
 import { spawn, type ChildProcess } from 'node:child_process';
 import http2, { type ClientHttp2Session } from 'node:http2';
@@ -430,10 +430,8 @@ t.test('client-node informers with a label selector: objects moving into and out
     t.same(today.versions.length, today.seen.length);
     const leaving = today.seen.indexOf(`delete default/picked ${owner}:1 team=a`);
     t.ok(Number(today.versions[leaving]) > Number(today.versions[leaving - 1]), 'at the resourceVersion of the change that made it leave');
-    // Bug in lib/watchcache/cache-watcher.ts lineFor (reported): the DELETED of an object leaving a selection carries
-    // the object after the change, where the apiserver sends the one before it, at the change's resourceVersion.
-    const todo = 'the watch cache\'s DELETED for an object leaving a selection carries the new object, not the previous one';
-    t.same(cached.seen, today.seen, `${cached.tenant.id}: the cache's events carry the same objects`, { todo });
+    // The DELETED of an object leaving a selection carries the object before the change, at the change's resourceVersion.
+    t.same(cached.seen, today.seen, `${cached.tenant.id}: the cache's events carry the same objects`);
     t.same(cached.versions, today.versions, `${cached.tenant.id}: at the same resourceVersions`);
   }
 });
@@ -497,10 +495,8 @@ t.test('RBAC: a service account with only get is refused cached watches and list
   const got = await getWithToken(cachedSession, '/api/v1/namespaces/default/configmaps/visible', alphaToken);
   t.equal(got.status, 200, 'alpha\'s reader gets a configmap: the token works through tenantgate');
   t.equal(got.body?.data?.owner, 'alpha');
-  // Bug in lib/watchcache/stage.ts (reported): its access review and its 403 leave out the name a metadata.name field
-  // selector gives a list or watch, so the cache refuses what the apiserver allows, and words a refusal otherwise.
-  const todo = 'the watch cache asks its SubjectAccessReview without the name from fieldSelector=metadata.name';
-  const refusals: { what: string; path: string; message: string; todo?: string }[] = [
+  // A metadata.name field selector makes a list or watch a read of that object: its access review and its 403 name it.
+  const refusals: { what: string; path: string; message: string }[] = [
     { what: 'a watch of its namespace (served from the cache)', path: '/api/v1/namespaces/default/configmaps?watch=1', message: forbiddenMessage('watch', 'in the namespace "default"') },
     { what: 'a resumed watch (from the cache)', path: '/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=1&allowWatchBookmarks=true', message: forbiddenMessage('watch', 'in the namespace "default"') },
     { what: 'a cached list (resourceVersion=0)', path: '/api/v1/namespaces/default/configmaps?resourceVersion=0', message: forbiddenMessage('list', 'in the namespace "default"') },
@@ -508,18 +504,17 @@ t.test('RBAC: a service account with only get is refused cached watches and list
       what: 'a watch of one object by name',
       path: '/api/v1/namespaces/default/configmaps?watch=1&fieldSelector=metadata.name%3Dvisible',
       message: forbiddenMessage('watch', 'in the namespace "default"').replace('configmaps is', 'configmaps "visible" is'),
-      todo,
     },
     { what: 'a watch across namespaces', path: '/api/v1/configmaps?watch=1', message: forbiddenMessage('watch', 'at the cluster scope') },
     { what: 'a cached list across namespaces', path: '/api/v1/configmaps?resourceVersion=0', message: forbiddenMessage('list', 'at the cluster scope') },
   ];
-  for (const { what, path, message, todo } of refusals) {
+  for (const { what, path, message } of refusals) {
     const cached = await getWithToken(cachedSession, path, alphaToken);
     const today = await getWithToken(uncachedSession, path, alphaToken);
     t.equal(cached.status, 403, `${what}: 403`);
     t.equal(today.body?.message, message, `${what}: the apiserver's message without the watch cache`);
-    t.equal(cached.body?.message, message, `${what}: the apiserver's message, in the tenant's names`, { todo });
-    t.same(cached.body, today.body, `${what}: the same Status as without the watch cache`, { todo });
+    t.equal(cached.body?.message, message, `${what}: the apiserver's message, in the tenant's names`);
+    t.same(cached.body, today.body, `${what}: the same Status as without the watch cache`);
   }
   t.equal((await getWithToken(cachedSession, '/api/v1/namespaces/default/configmaps?watch=1', bravoToken)).status, 200, 'bravo\'s reader of the same name, granted in bravo, watches');
 
@@ -535,7 +530,7 @@ t.test('RBAC: a service account with only get is refused cached watches and list
     // Past the 1 s a refusal of the same question is remembered.
     await new Promise((r) => setTimeout(r, 1_100));
     const cached = await getWithToken(cachedSession, path, alphaToken);
-    t.equal(cached.status, 200, `${what}: allowed through the watch cache too (got ${cached.status}: ${cached.body?.message ?? ''})`, { todo });
+    t.equal(cached.status, 200, `${what}: allowed through the watch cache too (got ${cached.status}: ${cached.body?.message ?? ''})`);
   }
   await ok(alpha, ['-n', 'default', 'delete', 'rolebinding', 'reader-visible']);
 
