@@ -10,7 +10,8 @@ import { objectToTenant, type ConvertContext } from '../convert/rules/index.ts';
 import { log } from '../log.ts';
 import { upstreamJson } from '../upstream/client.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
-import { fieldsOf, type ObjectFields, type Selectable } from './selection.ts';
+import { fieldsOf, type NamespaceMembership, type ObjectFields, type Selectable } from './selection.ts';
+import { TENANT_LABEL } from '../convert/prefix.ts';
 
 /** A resource the cache keeps: its upstream group, version and plural, and its row in the table of kinds. */
 export interface CachedResourceId {
@@ -61,6 +62,21 @@ export interface CacheEvent {
   readonly previous: CachedObject | null;
   /** `{"type":…,"object":…}\n`; object.bytes is a view into it. */
   readonly line: Buffer;
+  /** For watchers whose selection it leaves: DELETED with the object as it was, at this resourceVersion (made once, when first needed). */
+  departure?: Buffer;
+}
+
+/**
+ * The DELETED a watcher receives when a change takes an object out of its selection: the object before the change,
+ * at the change's resourceVersion, as the apiserver's cacher sends it.
+ */
+export function departureLine(event: CacheEvent): Buffer {
+  if (event.departure === undefined) {
+    const before = JSON.parse(event.previous!.bytes.toString('utf8'));
+    before.metadata.resourceVersion = String(event.resourceVersion);
+    event.departure = eventLine('DELETED', Buffer.from(JSON.stringify(before)));
+  }
+  return event.departure;
 }
 
 /** What a watcher of the cache is told. */
@@ -87,6 +103,11 @@ export interface ResourceCacheOptions {
   historyCapacity?: number;
   /** Longest wait between attempts while the upstream is away (default 5 s). */
   maxBackoffMs?: number;
+  /**
+   * How long the upstream watch may stay silent before the cache doubts its connection (default 75 s: the apiserver
+   * bookmarks a watch every minute): it pings the connection, drops it when no answer comes, and watches anew.
+   */
+  upstreamIdleMs?: number;
 }
 
 /** What a resumed watch is given: the events after its resourceVersion, or the oldest it could have resumed from. */
@@ -118,7 +139,15 @@ export function eventLine(type: CacheEventType, bytes: Buffer): Buffer {
   return Buffer.concat([LINE_HEAD[type], bytes, LINE_TAIL]);
 }
 
-export class ResourceCache {
+/** How long a tenant namespace deleted lately still counts as its tenant's (its objects' last events come after). */
+const DEPARTED_NAMESPACE_MS = 60_000;
+/** How long an event in a namespace not seen yet waits for it before watchers across namespaces are denied it. */
+const UNKNOWN_NAMESPACE_WAIT_MS = 5_000;
+const DEFERRED_CHECK_MS = 20;
+/** How long a connection suspected dead has to answer a ping (client-go gives 15 s). */
+const UPSTREAM_PING_TIMEOUT_MS = 15_000;
+
+export class ResourceCache implements NamespaceMembership {
   readonly id: CachedResourceId;
   readonly #pool: UpstreamPool;
   readonly #convertOf: (tenant: TenantId) => ConvertContext;
@@ -129,6 +158,7 @@ export class ResourceCache {
   readonly #onGone: (() => void) | undefined;
   readonly #capacity: number;
   readonly #maxBackoffMs: number;
+  readonly #upstreamIdleMs: number;
 
   /** tenant → tenant namespace ('' for cluster-scoped) → name → object. */
   readonly #objects = new Map<TenantId, Map<string, Map<string, CachedObject>>>();
@@ -149,6 +179,15 @@ export class ResourceCache {
   #stream: ClientHttp2Stream | undefined;
   #timer: NodeJS.Timeout | undefined;
   #backoffMs = FIRST_BACKOFF_MS;
+  /** Cluster-scoped: upstream names with a tenant's prefix that are no tenant's (not labelled for it). */
+  readonly #foreign = new Set<string>();
+  /** Cluster-scoped: tenant objects deleted lately, by upstream name, with when. */
+  readonly #departed = new Map<string, number>();
+  /** Namespaced: who knows the tenants' namespaces (the namespaces cache); null: reads across namespaces go upstream. */
+  namespaces: NamespaceMembership | null = null;
+  /** Events for watchers across namespaces waiting to learn whether their namespace is the tenant's, in order. */
+  readonly #deferred: { event: CacheEvent; since: number }[] = [];
+  #deferredTimer: NodeJS.Timeout | undefined;
   readonly stats: ResourceCacheStats = { objects: 0, bytes: 0, eventsIn: 0, deliveries: 0, slowWatchersClosed: 0, relists: 0 };
   /** Watchers now, per tenant (for the metrics). */
   readonly watchersPerTenant = new Map<TenantId, number>();
@@ -163,6 +202,7 @@ export class ResourceCache {
     this.#onGone = options.onGone;
     this.#capacity = options.historyCapacity ?? 10_000;
     this.#maxBackoffMs = options.maxBackoffMs ?? 5_000;
+    this.#upstreamIdleMs = options.upstreamIdleMs ?? 75_000;
     this.#history = new Array(this.#capacity);
   }
 
@@ -235,6 +275,7 @@ export class ResourceCache {
   stop(): void {
     this.#stopped = true;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
+    if (this.#deferredTimer !== undefined) clearTimeout(this.#deferredTimer);
     this.#stream?.close();
     this.#stream = undefined;
     for (const waiter of this.#readyWaiters.splice(0)) waiter();
@@ -242,6 +283,19 @@ export class ResourceCache {
   }
 
   // ---- reading
+
+  /** For the namespaces cache: whether the tenant's namespace `namespace` (tenant name) is the tenant's. */
+  membership(tenant: TenantId, namespace: string): 'member' | 'foreign' | 'unknown' {
+    if (this.#objects.get(tenant)?.get('')?.has(namespace) === true) return 'member';
+    const upstream = `${tenant}-${namespace}`;
+    if (this.#foreign.has(upstream)) return 'foreign';
+    const departed = this.#departed.get(upstream);
+    if (departed !== undefined) {
+      if (performance.now() - departed < DEPARTED_NAMESPACE_MS) return 'member';
+      this.#departed.delete(upstream);
+    }
+    return 'unknown';
+  }
 
   /** The tenant's objects in `namespace` (null: all), in etcd's key order. */
   objectsOf(tenant: TenantId, namespace: string | null): CachedObject[] {
@@ -365,7 +419,7 @@ export class ResourceCache {
    * A consistent list of the upstream collection at `path` (the resource, or its objects in one upstream namespace),
    * page by page from one snapshot, each item as its tenant sees it; resolves to the snapshot's resourceVersion.
    */
-  async listConsistently(path: string, onObject: (object: CachedObject) => void, query = ''): Promise<number> {
+  async listConsistently(path: string, onObject: (object: CachedObject) => void, query = '', onForeign?: (upstreamName: string) => void): Promise<number> {
     let listResourceVersion = 0;
     let next = '';
     do {
@@ -380,6 +434,7 @@ export class ResourceCache {
         // A list's items leave their kind and apiVersion to the list; a watch event's object needs them, first.
         const object = this.#toCached({ kind: this.#kind, apiVersion: this.#apiVersion, ...item });
         if (object !== null) onObject(object);
+        else if (onForeign !== undefined && this.#locate(item) !== null) onForeign(item.metadata.name);
       }
       next = answer.body?.metadata?.continue ?? '';
     } while (next !== '' && !this.#stopped);
@@ -389,14 +444,23 @@ export class ResourceCache {
   /** The whole resource, page by page from one consistent snapshot; replaces what the cache held. */
   async #relist(): Promise<void> {
     const objects = new Map<TenantId, Map<string, Map<string, CachedObject>>>();
+    const foreign = new Set<string>();
     let count = 0;
     let bytes = 0;
-    const listResourceVersion = await this.listConsistently(this.#path, (object) => {
-      placeIn(objects, object);
-      count++;
-      bytes += object.bytes.length;
-    });
+    const listResourceVersion = await this.listConsistently(
+      this.#path,
+      (object) => {
+        placeIn(objects, object);
+        count++;
+        bytes += object.bytes.length;
+      },
+      '',
+      this.id.row.scope === 'Cluster' ? (name) => foreign.add(name) : undefined,
+    );
     if (this.#stopped) return;
+    this.#foreign.clear();
+    for (const name of foreign) this.#foreign.add(name);
+    this.#deferred.length = 0;
     const firstList = !this.#ready;
     if (!firstList) this.stats.relists++;
     // Watchers of the old history cannot go on without a gap: they end, and their clients resume or relist.
@@ -456,6 +520,25 @@ export class ResourceCache {
         }
         pending = from === data.length ? null : Buffer.from(data.subarray(from));
       });
+      // A connection gone silent (a host lost without a reset, a NAT that forgot the flow) tells nobody: after longer
+      // than the apiserver leaves between bookmarks, the connection must answer a ping or go, and the watch resumes.
+      stream.setTimeout(this.#upstreamIdleMs, () => {
+        const session = stream.session;
+        if (session !== undefined && session !== null && !session.destroyed) {
+          const silent = setTimeout(() => session.destroy(new Error('the upstream connection went silent')), UPSTREAM_PING_TIMEOUT_MS);
+          silent.unref();
+          try {
+            session.ping((error) => {
+              clearTimeout(silent);
+              if (error !== null) session.destroy(error);
+            });
+          } catch {
+            clearTimeout(silent);
+            session.destroy();
+          }
+        }
+        stream.close();
+      });
       stream.on('end', () => settle(status === 200 ? 'ended' : 'failed'));
       stream.on('error', () => settle('failed'));
       stream.on('close', () => settle(status === 200 ? 'ended' : 'failed'));
@@ -494,6 +577,7 @@ export class ResourceCache {
     const namespaces = this.#objects.get(located.tenant);
     const previous = namespaces?.get(located.namespace)?.get(located.name) ?? null;
     const kept = type === 'DELETED' ? null : this.#viewOf(upstream);
+    if (this.id.row.scope === 'Cluster') this.#follow(upstream.metadata.name, type, kept !== null, previous !== null);
     let eventType: CacheEventType;
     let view: TenantView;
     if (kept === null) {
@@ -515,6 +599,19 @@ export class ResourceCache {
     this.#dispatch(cacheEvent);
   }
 
+  /** Cluster-scoped: who, with a tenant's prefix, is not a tenant's, and which tenant objects went lately. */
+  #follow(upstreamName: string, type: CacheEventType, kept: boolean, wasKept: boolean): void {
+    if (kept) {
+      this.#foreign.delete(upstreamName);
+      this.#departed.delete(upstreamName);
+    } else if (type === 'DELETED') {
+      this.#foreign.delete(upstreamName);
+      if (wasKept) this.#departed.set(upstreamName, performance.now());
+    } else {
+      this.#foreign.add(upstreamName);
+    }
+  }
+
   /** Which tenant an upstream object would belong to, by its prefix; null when it is no tenant's. */
   #locate(upstream: any): { tenant: TenantId; namespace: string; name: string } | null {
     const metadata = upstream?.metadata;
@@ -532,6 +629,9 @@ export class ResourceCache {
   #viewOf(upstream: any): TenantView | null {
     const located = this.#locate(upstream);
     if (located === null) return null;
+    // A cluster-scoped object is a tenant's when labelled for it, as the upstream path's lists select them: a prefix
+    // alone is no proof (an operator's namespace `calico-system` beside a tenant `calico`).
+    if (this.id.row.scope === 'Cluster' && upstream.metadata.labels?.[TENANT_LABEL] !== located.tenant) return null;
     const view = objectToTenant(upstream, this.#convertOf(located.tenant), this.id.row) as any;
     if (view === null) return null;
     // The view names the object as the tenant does; anything else would file it under the wrong key.
@@ -573,10 +673,36 @@ export class ResourceCache {
 
   #dispatch(event: CacheEvent): void {
     const listeners = this.#listeners.get(event.object.tenant);
-    if (listeners === undefined) return;
-    for (const listener of listeners.everywhere) listener.deliver(event);
-    const inNamespace = listeners.byNamespace.get(event.object.namespace);
+    if (this.#deferred.length > 0 || (listeners !== undefined && listeners.everywhere.size > 0 && this.#membershipOf(event) === 'unknown')) {
+      // Watchers across namespaces learn of it once its namespace is known; behind it, in order, every later event.
+      this.#deferred.push({ event, since: performance.now() });
+      this.#deferredTimer ??= setTimeout(() => this.#flushDeferred(), DEFERRED_CHECK_MS);
+    } else if (listeners !== undefined) {
+      for (const listener of listeners.everywhere) listener.deliver(event);
+    }
+    // Watchers of its namespace were authorized for it by the upstream's own RBAC: at once.
+    const inNamespace = listeners?.byNamespace.get(event.object.namespace);
     if (inNamespace !== undefined) for (const listener of inNamespace) listener.deliver(event);
+  }
+
+  /** Whether the namespace of a namespaced event is its tenant's; 'member' for cluster-scoped ones (checked at ingest). */
+  #membershipOf(event: CacheEvent): 'member' | 'foreign' | 'unknown' {
+    if (this.id.row.scope !== 'Namespaced') return 'member';
+    return this.namespaces?.membership(event.object.tenant, event.object.namespace) ?? 'foreign';
+  }
+
+  #flushDeferred(): void {
+    this.#deferredTimer = undefined;
+    const now = performance.now();
+    while (this.#deferred.length > 0) {
+      const { event, since } = this.#deferred[0]!;
+      if (this.#membershipOf(event) === 'unknown' && now - since < UNKNOWN_NAMESPACE_WAIT_MS) break;
+      this.#deferred.shift();
+      // (A namespace never seen in time is denied: each watcher's selection asks again, and says no.)
+      const listeners = this.#listeners.get(event.object.tenant);
+      if (listeners !== undefined) for (const listener of listeners.everywhere) listener.deliver(event);
+    }
+    if (this.#deferred.length > 0 && !this.#stopped) this.#deferredTimer = setTimeout(() => this.#flushDeferred(), DEFERRED_CHECK_MS);
   }
 
   #advanceTo(resourceVersion: number): void {

@@ -71,6 +71,8 @@ export interface WatchCacheOptions {
   bookmarkIntervalMs?: number;
   /** Events kept per resource for resumed watches (default 10,000). */
   historyCapacity?: number;
+  /** How long an upstream watch may be silent before its connection is checked (default 75 s). */
+  upstreamIdleMs?: number;
   /** Tenants' custom resources cached at most at once (default 1,000); past it, theirs go upstream. */
   maxCustomResources?: number;
   /** Told of each watch it serves (the metrics' active watches and events sent); returns what to call at its end. */
@@ -142,8 +144,10 @@ export class WatchCache implements WatcherPolicy {
   readonly #pool: UpstreamPool;
   readonly #convertOf: (tenant: TenantId) => ConvertContext;
   readonly #historyCapacity: number | undefined;
+  readonly #upstreamIdleMs: number | undefined;
   readonly #maxCustomResources: number;
   #customCaches = 0;
+  readonly #namespaces: ResourceCache | null;
   readonly #observe: WatchCacheOptions['observe'];
   #ticker: NodeJS.Timeout | undefined;
 
@@ -153,9 +157,14 @@ export class WatchCache implements WatcherPolicy {
     this.#pool = pool;
     this.#convertOf = convertOf;
     this.#historyCapacity = options.historyCapacity;
+    this.#upstreamIdleMs = options.upstreamIdleMs;
     this.#maxCustomResources = options.maxCustomResources ?? 1_000;
     this.#observe = options.observe;
-    for (const id of resources) this.#caches.set(`${id.group}/${id.version}/${id.resource}`, new ResourceCache(id, pool, convertOf, { historyCapacity: options.historyCapacity }));
+    for (const id of resources) this.#caches.set(`${id.group}/${id.version}/${id.resource}`, new ResourceCache(id, pool, convertOf, { historyCapacity: options.historyCapacity, upstreamIdleMs: options.upstreamIdleMs }));
+    // Reads across a tenant's namespaces need to know which namespaces are the tenant's: without namespaces cached,
+    // they go upstream.
+    this.#namespaces = this.#caches.get('/v1/namespaces') ?? null;
+    for (const cache of this.#caches.values()) if (cache.id.row.scope === 'Namespaced') cache.namespaces = this.#namespaces;
   }
 
   /** Starts every resource's list-then-watch (not awaited: until a resource is in, its requests go upstream). */
@@ -218,7 +227,12 @@ export class WatchCache implements WatcherPolicy {
     const sendInitialEvents = goBool(query.get('sendInitialEvents'));
     if (bookmarks === undefined || sendInitialEvents === undefined) return null;
     const namespace = row.scope === 'Namespaced' && info.namespace !== '' ? info.namespace : null;
-    const selection = selectionOf(cache.id.group, cache.id.resource, namespace, query.get('labelSelector'), query.get('fieldSelector'));
+    let across: Selection['across'] = null;
+    if (row.scope === 'Namespaced' && namespace === null) {
+      if (this.#namespaces === null || !this.#namespaces.ready) return null;
+      across = { tenant, namespaces: this.#namespaces };
+    }
+    const selection = selectionOf(cache.id.group, cache.id.resource, namespace, query.get('labelSelector'), query.get('fieldSelector'), row.scope === 'Namespaced', across);
     if (selection === null) return null;
     const continueToken = query.get('continue') ?? '';
     const watch = info.verb === 'watch';
@@ -239,8 +253,10 @@ export class WatchCache implements WatcherPolicy {
         // The cache's own token (its snapshot); the apiserver's go back to the apiserver.
         if (!continueToken.startsWith('tgwc.') || resourceVersion !== '' || resourceVersionMatch !== '') return null;
       } else {
-        // resourceVersion unset: a consistent list, upstream. Exact: a past state the cache does not keep.
+        // resourceVersion unset: a consistent list, upstream. Exact: a past state the cache does not keep, and so is
+        // a resourceVersion other than 0 with a limit and no resourceVersionMatch (the apiserver's legacy reading).
         if (resourceVersion === '' || (resourceVersionMatch !== '' && resourceVersionMatch !== 'NotOlderThan')) return null;
+        if (resourceVersionMatch === '' && resourceVersion !== '0' && limitText !== null && limitText !== '0') return null;
       }
     }
     return {
@@ -261,8 +277,9 @@ export class WatchCache implements WatcherPolicy {
   #startCustom(key: string, id: CachedResourceId): void {
     if (this.#customCaches >= this.#maxCustomResources) return;
     this.#customCaches++;
-    const cache = new ResourceCache(id, this.#pool, this.#convertOf, {
+    const cache: ResourceCache = new ResourceCache(id, this.#pool, this.#convertOf, {
       historyCapacity: this.#historyCapacity,
+      upstreamIdleMs: this.#upstreamIdleMs,
       // Its CRD was deleted: the cache goes, a new CRD of the same name starts a new one.
       onGone: () => {
         if (this.#caches.get(key) !== cache) return;
@@ -270,6 +287,7 @@ export class WatchCache implements WatcherPolicy {
         this.#customCaches--;
       },
     });
+    if (id.row.scope === 'Namespaced') cache.namespaces = this.#namespaces;
     this.#caches.set(key, cache);
     if (this.#ticker !== undefined) cache.start();
   }
@@ -339,8 +357,14 @@ export class WatchCache implements WatcherPolicy {
       const due = now >= watcher.deadline;
       if (!due && now < watcher.nextBookmarkAt) continue;
       if (watcher.nextBookmarkAt !== Infinity) {
-        let line = bookmarks.get(watcher.cache);
-        if (line === undefined) bookmarks.set(watcher.cache, (line = bookmarkLine(watcher.cache, watcher.cache.resourceVersion, false)));
+        const cache = watcher.cache;
+        let line: Buffer | undefined;
+        if (watcher.resourceVersion > cache.resourceVersion) {
+          // A watch that started ahead of the cache (from a consistent read's resourceVersion) is never told less.
+          line = bookmarkLine(cache, watcher.resourceVersion, false);
+        } else if ((line = bookmarks.get(cache)) === undefined) {
+          bookmarks.set(cache, (line = bookmarkLine(cache, cache.resourceVersion, false)));
+        }
         watcher.write(line);
         watcher.nextBookmarkAt = now + this.#bookmarkIntervalMs;
       }
