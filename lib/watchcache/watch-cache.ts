@@ -310,10 +310,23 @@ export class WatchCache implements WatcherPolicy {
     let watcher: CacheWatcher;
     if (initial) {
       after = initialState?.resourceVersion ?? cache.resourceVersion;
-      watcher = new CacheWatcher(cache, tenant, plan.selection, out, this, after, deadline, nextBookmarkAt);
       const objects = initialState?.objects ?? cache.objectsOf(tenant, plan.selection.namespace);
       for (const object of objects) if (selects(plan.selection, object)) lines.push(eventLine('ADDED', object.bytes));
       if (plan.sendInitialEvents === true) lines.push(bookmarkLine(cache, after, true));
+      if (initialState !== null) {
+        // The upstream's list was taken a moment ago: what the cache took in since goes after it, from the history.
+        const since = cache.eventsSince(tenant, initialState.resourceVersion);
+        if ('expiredBefore' in since) {
+          out.end(`{"type":"ERROR","object":${JSON.stringify(expired(`too old resource version: ${initialState.resourceVersion} (${since.expiredBefore})`))}}\n`);
+          return null;
+        }
+        for (const event of since.events) {
+          const line = lineFor(plan.selection, event);
+          if (line !== null) lines.push(line);
+        }
+        after = Math.max(after, cache.resourceVersion);
+      }
+      watcher = new CacheWatcher(cache, tenant, plan.selection, out, this, after, deadline, nextBookmarkAt);
     } else if (resourceVersion === '0') {
       after = cache.resourceVersion;
       watcher = new CacheWatcher(cache, tenant, plan.selection, out, this, after, deadline, nextBookmarkAt);
