@@ -346,7 +346,10 @@ export class WatchCache implements WatcherPolicy {
       watcher = new CacheWatcher(cache, tenant, plan.selection, out, this, after, deadline, nextBookmarkAt);
     }
     // Written and registered in one turn of the event loop: no event can fall between the two.
-    watcher.bytesOut += writeBatched(out, lines);
+    const initialBytes = writeBatched(out, lines);
+    watcher.bytesOut += initialBytes;
+    // A large initial state is not a slow client: the bound counts from what it was given at the start.
+    watcher.initialBytes = initialBytes;
     watcher.eventsOut += lines.length;
     cache.stats.deliveries += lines.length;
     watcher.onEnd = this.#observe?.(tenant, watcher) ?? null;
