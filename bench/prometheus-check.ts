@@ -12,6 +12,7 @@ import { upstreamJson } from '../lib/upstream/client.ts';
 import { loadKubeconfig } from '../lib/upstream/kubeconfig.ts';
 import { UpstreamPool } from '../lib/upstream/pool.ts';
 import { dashboardQueries, expandVariables, readDashboard } from '../test/helpers/grafana-dashboard.ts';
+import { parsePrometheusText, sampleSum } from '../test/helpers/prometheus-text.ts';
 import { startStack, type Stack } from '../test/helpers/stack.ts';
 import { createTestTenant, withClient, type TestTenant } from '../test/helpers/tenants.ts';
 
@@ -23,7 +24,14 @@ const NOISY_LIMIT = 2;
 const BURST_REQUESTS = 300;
 const BURST_CONCURRENCY = 60;
 const RATE_INTERVAL = '30s';
+/** `$__range` (the dashboard's time range): the whole run fits in it. */
+const RANGE = '5m';
 const ROUNDS = 3;
+/** ConfigMaps of 600 KB for a watcher that reads nothing: about 7 MB, past the watch cache's bound of 4 MiB unread. */
+const SLOW_CONFIGMAPS = 12;
+const SLOW_CONFIGMAP_BYTES = 600 * 1024;
+const SLOW_CLOSE_WITHIN_MS = 10_000;
+const SLOW_WATCHERS_CLOSED = 'tenantgate_watch_cache_slow_watchers_closed_total';
 const ROUND_GAP_MS = 1_500;
 const READY_WITHIN_MS = 30_000;
 /** Scrapes to wait for after the traffic, so its last counts are in Prometheus. */
@@ -103,7 +111,10 @@ function tenantClient(tenant: TestTenant) {
 
 const CONFIGMAPS = '/api/v1/namespaces/default/configmaps';
 
-/** A watch of the tenant's configmaps in `default`, open until closed; counts the bytes it receives. */
+/**
+ * A watch of the tenant's configmaps in `default`, open until closed; counts the bytes it receives. JSON, and
+ * configmaps are cached by default: the watch cache serves it (what the Watch cache panels show).
+ */
 function openWatch(pool: UpstreamPool): { stream: ClientHttp2Stream; received: () => number } {
   const headers = { accept: 'application/json', ...(pool.authorization === undefined ? {} : { authorization: pool.authorization }) };
   const stream = pool.request('GET', `${CONFIGMAPS}?watch=true`, headers, true);
@@ -119,6 +130,8 @@ interface TrafficReport {
   messages: Record<string, string>;
   retryAfterSeen: boolean;
   watchBytes: Record<string, number>;
+  /** tenantgate closed the watcher that read nothing (its own count, read from its metrics listener). */
+  slowWatcherClosed: boolean;
 }
 
 class TrafficLog {
@@ -152,10 +165,37 @@ async function tenantRound(tenant: TestTenant, call: ReturnType<typeof tenantCli
 }
 
 /**
+ * A cached configmap watch whose client reads nothing, on a session of its own (HTTP/2 flow control stops its bytes,
+ * they pile up in tenantgate), then big ConfigMaps until tenantgate closes it as slow: the Slow watchers closed panel
+ * then has one to show. Whether tenantgate counted it is read from its own metrics, not from Prometheus.
+ */
+async function closeSlowWatcher(tenant: TestTenant, call: ReturnType<typeof tenantClient>['call'], metricsUrl: string, log: TrafficLog, watches: ReturnType<typeof openWatch>[]): Promise<boolean> {
+  const closedSoFar = async () => sampleSum(parsePrometheusText(await (await fetch(metricsUrl)).text()), SLOW_WATCHERS_CLOSED, { resource: 'configmaps' });
+  const before = await closedSoFar();
+  const { pool } = tenantClient(tenant);
+  pools.push(pool);
+  const headers = { accept: 'application/json', ...(pool.authorization === undefined ? {} : { authorization: pool.authorization }) };
+  const slow = pool.request('GET', `${CONFIGMAPS}?watch=true`, headers, true);
+  slow.on('response', () => slow.pause());
+  slow.on('error', () => {});
+  watches.push({ stream: slow, received: () => 0 });
+  const big = 'x'.repeat(SLOW_CONFIGMAP_BYTES);
+  for (let i = 0; i < SLOW_CONFIGMAPS; i++) {
+    log.record(tenant.id, CONFIGMAPS, await call('POST', CONFIGMAPS, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `slow-${i}` }, data: { big } }));
+  }
+  const deadline = Date.now() + SLOW_CLOSE_WITHIN_MS;
+  while ((await closedSoFar()) === before) {
+    if (Date.now() > deadline) return false;
+    await sleep(100);
+  }
+  return true;
+}
+
+/**
  * Both tenants' ordinary traffic in rounds a few scrapes apart (so every counter moves inside the rate window, not
  * only between its first two scrapes), with their configmap watches open; then the noisy tenant's burst.
  */
-async function generateTraffic(tenants: TestTenant[], noisy: TestTenant, watches: ReturnType<typeof openWatch>[]): Promise<TrafficReport> {
+async function generateTraffic(tenants: TestTenant[], noisy: TestTenant, watches: ReturnType<typeof openWatch>[], metricsUrl: string): Promise<TrafficReport> {
   const log = new TrafficLog();
   const clients = tenants.map((tenant) => {
     const client = tenantClient(tenant);
@@ -163,9 +203,12 @@ async function generateTraffic(tenants: TestTenant[], noisy: TestTenant, watches
     watches.push(openWatch(client.pool));
     return client;
   });
+  let slowWatcherClosed = false;
   for (let round = 0; round < ROUNDS; round++) {
     if (round > 0) await sleep(ROUND_GAP_MS);
     await Promise.all(tenants.map((tenant, i) => tenantRound(tenant, clients[i]!.call, round, log)));
+    // After a first round, so the counter has been scraped before it rises (where tenantgate has it from the start).
+    if (round === 0) slowWatcherClosed = await closeSlowWatcher(tenants[0]!, clients[0]!.call, metricsUrl, log, watches);
   }
   let retryAfterSeen = false;
   const { pool, call } = tenantClient(noisy);
@@ -185,7 +228,7 @@ async function generateTraffic(tenants: TestTenant[], noisy: TestTenant, watches
     };
     await Promise.all(Array.from({ length: BURST_CONCURRENCY }, worker));
   }
-  return { statuses: log.statuses, messages: log.messages, retryAfterSeen, watchBytes: Object.fromEntries(tenants.map((t, i) => [t.id, watches[i]!.received()])) };
+  return { statuses: log.statuses, messages: log.messages, retryAfterSeen, watchBytes: Object.fromEntries(tenants.map((t, i) => [t.id, watches[i]!.received()])), slowWatcherClosed };
 }
 
 async function setInflightLimit(stack: Stack, id: string, limit: number): Promise<void> {
@@ -217,7 +260,7 @@ async function main(): Promise<number> {
     const noisy = await createTestTenant(stack, NOISY);
     await setInflightLimit(stack, NOISY, NOISY_LIMIT);
 
-    const traffic = await generateTraffic([quiet, noisy], noisy, watches);
+    const traffic = await generateTraffic([quiet, noisy], noisy, watches, stack.metricsUrl);
     console.log(JSON.stringify({ traffic }));
     await sleep(SETTLE_MS);
 
@@ -225,9 +268,22 @@ async function main(): Promise<number> {
     const missingTenants = [QUIET, NOISY].filter((id) => !tenantValues.data.includes(id));
     console.log(`tenant variable (label_values(tenantgate_requests_total, tenant)): ${tenantValues.data.join(', ')}`);
 
+    // The watch cache's panels are only honest if the tenants' watches really came from it, not from the upstream.
+    const cachedWatchers = await instantQuery(prometheus, `tenantgate_watch_cache_watchers{tenant=~"${QUIET}|${NOISY}"} > 0`);
+    const uncached = [QUIET, NOISY].filter((id) => !cachedWatchers.some((sample) => sample.metric.tenant === id));
+    console.log(`watches served from the watch cache: ${cachedWatchers.map((sample) => `${sample.metric.tenant} ${sample.value[1]}`).join(', ') || 'none'}`);
+
+    // The one slow watcher closed (by tenantgate's own count) must show on the dashboard as one, not as 0.
+    const slowPanel = dashboardQueries(readDashboard()).find((q) => q.expr.includes(SLOW_WATCHERS_CLOSED))!;
+    const slowShown = (await instantQuery(prometheus, expandVariables(slowPanel.expr, { tenants: [QUIET, NOISY], rateInterval: RATE_INTERVAL, range: RANGE })))
+      .find((sample) => sample.metric.resource === 'configmaps');
+    const slowShownCount = slowShown === undefined ? undefined : Math.round(Number(slowShown.value[1]));
+    console.log(`${slowPanel.panel}, configmaps: ${slowShownCount ?? 'no data'} (tenantgate closed ${traffic.slowWatcherClosed ? 'one' : 'none'})`);
+    const slowMisshown = !traffic.slowWatcherClosed || slowShownCount === undefined || slowShownCount < 1;
+
     const empty: string[] = [];
     for (const { panel, refId, expr } of dashboardQueries(readDashboard())) {
-      const query = expandVariables(expr, { tenants: [QUIET, NOISY], rateInterval: RATE_INTERVAL });
+      const query = expandVariables(expr, { tenants: [QUIET, NOISY], rateInterval: RATE_INTERVAL, range: RANGE });
       let verdict: string;
       try {
         // NaN (a quantile of no observations in the window) is a gap on the panel, not data.
@@ -242,7 +298,10 @@ async function main(): Promise<number> {
     }
     if (missingTenants.length > 0) console.error(`the tenant variable lacks ${missingTenants.join(', ')}`);
     if (empty.length > 0) console.error(`\nexpressions without data (${empty.length}):\n  ${empty.join('\n  ')}`);
-    if (empty.length > 0 || missingTenants.length > 0) return 1;
+    if (uncached.length > 0) console.error(`the configmap watches of ${uncached.join(', ')} were not served from the watch cache`);
+    if (!traffic.slowWatcherClosed) console.error(`tenantgate did not close the watcher that read nothing within ${SLOW_CLOSE_WITHIN_MS / 1000} s`);
+    else if (slowMisshown) console.error(`${slowPanel.panel} shows ${slowShownCount ?? 'no data'} for configmaps after tenantgate closed one slow watcher`);
+    if (empty.length > 0 || missingTenants.length > 0 || uncached.length > 0 || slowMisshown) return 1;
     console.log('\nevery expression of grafana/tenantgate.json returned data');
     return 0;
   } finally {

@@ -46,7 +46,7 @@ export interface ServeConfig {
   /** Keep the upstream's `system:discovery` binding to system identities (tenants then read discovery through tenantgate only). */
   confineUpstreamDiscovery?: boolean;
   /** The shared watch cache: the resources it keeps; null: off (every list and watch upstream); omitted: the defaults. */
-  watchCache?: { resources: readonly CachedResourceId[] } | null;
+  watchCache?: { resources: readonly CachedResourceId[]; bookmarkIntervalMs?: number } | null;
 }
 
 export const SERVE_OPTIONS = {
@@ -75,6 +75,7 @@ export const SERVE_OPTIONS = {
   'confine-upstream-discovery': { type: 'boolean', default: false, description: "bind the upstream's system:discovery to system identities only, so tenant tokens used directly upstream see no API groups (TENANTGATE_CONFINE_UPSTREAM_DISCOVERY)" },
   'watch-cache': { type: 'string', default: 'true', description: "serve tenants' watches and resourceVersion=0 lists from one upstream watch per resource; false: each watch its own upstream watch (TENANTGATE_WATCH_CACHE)" },
   'watch-cache-resources': { type: 'string', default: DEFAULT_CACHED_RESOURCES.join(','), description: 'resources the watch cache keeps, resource[.group], comma-separated (TENANTGATE_WATCH_CACHE_RESOURCES)' },
+  'watch-cache-bookmark-interval': { type: 'string', default: '60s', description: 'time between two bookmarks to a cached watch that allows them (the apiserver: 1 minute)' },
   help: { type: 'boolean', short: 'h', default: false, description: 'show this help' },
 } as const;
 
@@ -144,9 +145,9 @@ export function parseListen(listen: string): { host: string; port: number } {
 }
 
 /** `--watch-cache` alone means on, as a boolean flag would (its value form takes `=false`). */
-function watchCacheOf(value: string, resources: string): ServeConfig['watchCache'] {
+function watchCacheOf(value: string, resources: string, bookmarkInterval: string): ServeConfig['watchCache'] {
   if (value !== 'true' && value !== 'false') throw new Error(`--watch-cache must be true or false, not ${JSON.stringify(value)}`);
-  return value === 'false' ? null : { resources: cachedResourcesOf(commaList(resources)) };
+  return value === 'false' ? null : { resources: cachedResourcesOf(commaList(resources)), bookmarkIntervalMs: parseDurationMs(bookmarkInterval, 'watch-cache-bookmark-interval') };
 }
 
 export function parseServeConfig(args: string[]): ServeConfig | 'help' {
@@ -184,7 +185,7 @@ export function parseServeConfig(args: string[]): ServeConfig | 'help' {
     flowControl: flowControlOf(values),
     tenantWebhookUrlHosts: commaList(fromEnv('tenant-webhook-url-hosts') ?? values['tenant-webhook-url-hosts'] ?? '').map((host) => host.toLowerCase()),
     confineUpstreamDiscovery: values['confine-upstream-discovery'] || fromEnv('confine-upstream-discovery') === 'true',
-    watchCache: watchCacheOf(fromEnv('watch-cache') ?? values['watch-cache'], fromEnv('watch-cache-resources') ?? values['watch-cache-resources']),
+    watchCache: watchCacheOf(fromEnv('watch-cache') ?? values['watch-cache'], fromEnv('watch-cache-resources') ?? values['watch-cache-resources'], values['watch-cache-bookmark-interval']),
   };
 }
 

@@ -166,8 +166,14 @@ export class TenantgateMetrics {
    */
   observeWatchCache(source: WatchCacheSource): void {
     const registers = [this.registry];
+    // (Several caches may share a label: tenants' custom resources all count as `_custom`.)
+    const byLabel = (read: (stats: any) => number) => {
+      const sums = new Map<string, number>();
+      for (const r of source.resources) sums.set(r.label, (sums.get(r.label) ?? 0) + read(r.stats));
+      return sums;
+    };
     const gauge = (name: string, help: string, read: (stats: any) => number) =>
-      new Gauge({ name, help, labelNames: ['resource'], registers, collect() { this.reset(); for (const r of source.resources) this.set({ resource: r.label }, read(r.stats)); } });
+      new Gauge({ name, help, labelNames: ['resource'], registers, collect() { this.reset(); for (const [resource, value] of byLabel(read)) this.set({ resource }, value); } });
     gauge('tenantgate_watch_cache_objects', 'Objects the watch cache keeps, per resource.', (s) => s.objects);
     gauge('tenantgate_watch_cache_bytes', "Bytes of the tenants' views the watch cache keeps, per resource.", (s) => s.bytes);
     // Counters kept by the cache, reported as the increase since the last scrape.
@@ -179,11 +185,12 @@ export class TenantgateMetrics {
         labelNames: ['resource'],
         registers,
         collect() {
-          for (const r of source.resources) {
-            const now = read(r.stats);
-            const before = reported.get(r.label) ?? 0;
-            this.inc({ resource: r.label }, Math.max(0, now - before));
-            reported.set(r.label, now);
+          for (const [resource, now] of byLabel(read)) {
+            const before = reported.get(resource) ?? 0;
+            // (A custom resource's cache that went takes its counts with it: the sum may go down, the counter never.)
+            // An increase of 0 still makes the series: from its first scrape, so increase() sees its first rise.
+            this.inc({ resource }, Math.max(0, now - before));
+            reported.set(resource, Math.max(now, before));
           }
         },
       });

@@ -28,13 +28,16 @@ export function setContentLength(headers: OutgoingHttpHeaders, body: string | Bu
 
 /** A query that is not there: shared, never written to. */
 const NO_QUERY = new URLSearchParams();
+const NO_HEADERS: IncomingHttpHeaders = Object.freeze({}) as IncomingHttpHeaders;
+const NO_PARTS: string[] = [];
 
 export abstract class RequestContext {
   // ---- the request, as it arrived
   readonly method: string;
   /** The request target (path and query) as sent; the pipeline's first stage validates it. */
   readonly path: string;
-  readonly headers: IncomingHttpHeaders;
+  /** (Let go by releaseRequest once a long watch no longer needs them.) */
+  headers: IncomingHttpHeaders;
   /** The TLS connection (the client certificate). */
   readonly socket: TLSSocket;
   /** An HTTP/1.1 request that asked for an Upgrade; it passes every stage like any request. */
@@ -107,6 +110,20 @@ export abstract class RequestContext {
     return this.#query;
   }
 
+  /**
+   * A watch served for minutes from tenantgate's own cache has nothing left to read of its request: its headers and
+   * query are let go, and of its classification only what the request's log line and metrics need is kept (an idle
+   * watcher must cost a few kilobytes, not the request it came as).
+   */
+  releaseRequest(): void {
+    this.headers = NO_HEADERS;
+    this.#query = NO_QUERY;
+    const info = this.info;
+    if (info !== null) {
+      this.info = { isResourceRequest: true, path: '', verb: info.verb, apiPrefix: '', apiGroup: '', apiVersion: '', namespace: info.namespace, resource: info.resource, subresource: '', name: '', parts: NO_PARTS };
+    }
+  }
+
   /** Request headers as sent, name and value alternating, repeated ones kept apart (Impersonate-Group). */
   abstract readonly rawHeaders: readonly string[];
   /** The request body. */
@@ -128,12 +145,17 @@ export abstract class RequestContext {
 /** An HTTP/2 request served from its stream: no compatibility objects. */
 export class Http2RequestContext extends RequestContext {
   readonly stream: ServerHttp2Stream;
-  readonly rawHeaders: readonly string[];
+  rawHeaders: readonly string[];
 
   constructor(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, rawHeaders: readonly string[]) {
     super(String(headers[':method'] ?? 'GET'), String(headers[':path'] ?? ''), headers, stream.session!.socket as TLSSocket, null);
     this.stream = stream;
     this.rawHeaders = rawHeaders;
+  }
+
+  override releaseRequest(): void {
+    super.releaseRequest();
+    this.rawHeaders = NO_PARTS;
   }
 
   get body(): Readable {

@@ -264,7 +264,7 @@ function ignoreStreamError(): void {}
 
 /** Where the exchange keeps its context for the one shared 'close' listener (no closure per request). */
 const CONTEXT = Symbol('tenantgate.requestContext');
-type Closable = { [CONTEXT]?: RequestContext; once(event: 'close', listener: () => void): unknown };
+type Closable = { [CONTEXT]?: RequestContext; on(event: 'close', listener: () => void): unknown };
 
 /**
  * Runs every request's pipeline, and ends what a request holds once its exchange closes, however it ended: its
@@ -290,7 +290,8 @@ export class RequestRunner {
 
   #run(ctx: RequestContext, out: Closable): void {
     out[CONTEXT] = ctx;
-    out.once('close', this.#onClose);
+    // (on, not once: 'close' comes once, and once() would wrap the shared listener in a closure per request.)
+    out.on('close', this.#onClose);
     this.#observer?.begin(ctx);
     runStages(this.#stages, ctx, 0);
   }

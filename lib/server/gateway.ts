@@ -124,7 +124,10 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   const conversions = new TenantConversions({ pool, discovery, access, metrics, webhookUrlHosts, customResourceDefinitionWritten });
   // On unless switched off; never with --passthrough (nothing is converted, nothing to keep in tenants' views).
   const cachedResources = config.watchCache === undefined ? cachedResourcesOf(DEFAULT_CACHED_RESOURCES) : (config.watchCache?.resources ?? null);
-  const watchCache = cachedResources === null || cachedResources.length === 0 || config.passthrough ? null : new WatchCache(cachedResources, pool, (tenant) => conversions.of(tenant));
+  const watchCache = cachedResources === null || cachedResources.length === 0 || config.passthrough ? null : new WatchCache(cachedResources, pool, (tenant) => conversions.of(tenant), {
+          bookmarkIntervalMs: config.watchCache?.bookmarkIntervalMs,
+          observe: metrics === null ? undefined : (tenant, watcher) => metrics.rewriteStarted(tenant, 'watch', watcher),
+        });
   watchCache?.start();
   if (watchCache !== null) metrics?.observeWatchCache(watchCache);
   const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery, passthrough: config.passthrough, tenants, tokens, issueKubeconfig, flow, upstream: config.upstream, access, metrics, recordOperation, webhookUrlHosts, customResourceDefinitionWritten, conversions, watchCache });

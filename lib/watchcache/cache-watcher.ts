@@ -4,6 +4,7 @@
 // watchers, and never holds anything back from the others.
 import type { Writable } from 'node:stream';
 import type { TenantId } from '../convert/prefix.ts';
+import type { RewriteCounters } from '../metrics/metrics.ts';
 import { eventLine, type CacheEvent, type CacheListener, type ResourceCache } from './resource-cache.ts';
 import { selects, type Selection } from './selection.ts';
 
@@ -27,7 +28,7 @@ export function lineFor(selection: Selection, event: CacheEvent): Buffer | null 
   return wasSelected ? eventLine('DELETED', event.object.bytes) : null;
 }
 
-export class CacheWatcher implements CacheListener {
+export class CacheWatcher implements CacheListener, RewriteCounters {
   readonly tenant: TenantId;
   readonly namespace: string | null;
   readonly cache: ResourceCache;
@@ -39,6 +40,11 @@ export class CacheWatcher implements CacheListener {
   /** performance.now() when it ends (timeoutSeconds), and when its next bookmark is due (Infinity: none asked). */
   readonly deadline: number;
   nextBookmarkAt: number;
+  /** What it sent (the metrics' and the request log's counters; conversion happened once, at ingest). */
+  eventsOut = 0;
+  bytesOut = 0;
+  /** Told when the watch ends (the metrics' count of active watches); null: nobody. */
+  onEnd: (() => void) | null = null;
   #ended = false;
 
   constructor(cache: ResourceCache, tenant: TenantId, selection: Selection, out: Writable, policy: WatcherPolicy, after: number, deadline: number, nextBookmarkAt: number) {
@@ -57,12 +63,23 @@ export class CacheWatcher implements CacheListener {
     return this.#ended;
   }
 
+  /** Bytes of tenants' views it carried (each converted once, at ingest, for every watcher). */
+  get bytesIn(): number {
+    return this.bytesOut;
+  }
+
+  /** No time in a rewriter: the cache converted each event once, at ingest. */
+  get scanSeconds(): number {
+    return 0;
+  }
+
   deliver(event: CacheEvent): void {
     if (this.#ended || event.resourceVersion <= this.#after) return;
     const line = lineFor(this.#selection, event);
     if (line === null) return;
     this.#after = event.resourceVersion;
     this.cache.stats.deliveries++;
+    this.eventsOut++;
     this.write(line);
   }
 
@@ -76,6 +93,7 @@ export class CacheWatcher implements CacheListener {
       this.#close(true);
       return;
     }
+    this.bytesOut += bytes.length;
     out.write(bytes);
   }
 
@@ -90,6 +108,7 @@ export class CacheWatcher implements CacheListener {
     this.#ended = true;
     this.cache.removeListener(this);
     this.#policy.ended(this);
+    this.onEnd?.();
   }
 
   #close(abort: boolean): void {
@@ -97,6 +116,7 @@ export class CacheWatcher implements CacheListener {
     this.#ended = true;
     this.cache.removeListener(this);
     this.#policy.ended(this);
+    this.onEnd?.();
     const out = this.#out;
     if (out.destroyed) return;
     // A client that does not read would hold what is queued for it for ever: its stream is reset, not drained.

@@ -16,6 +16,8 @@ interface Snapshot {
   readonly resourceVersion: number;
   /** Whether the list was unfiltered (remainingItemCount is only told then, as the apiserver does). */
   readonly everything: boolean;
+  /** The namespace and selectors it was made for (Selection.key): its token continues that list only. */
+  readonly scope: string;
 }
 
 /** A continue token of the cache: `tgwc.` then base64url JSON (the apiserver's own tokens never start so). */
@@ -31,15 +33,16 @@ export class ListSnapshots {
   readonly #snapshots = new LRUCache<string, Snapshot>({ max: 1_000, ttl: 5 * 60_000 });
 
   /** A page of `objects`: its items, the continue token for the rest ('' when none), and how many remain. */
-  firstPage(tenant: TenantId, cache: ResourceCache, objects: readonly CachedObject[], resourceVersion: number, everything: boolean, limit: number): Page {
+  firstPage(tenant: TenantId, cache: ResourceCache, objects: readonly CachedObject[], resourceVersion: number, everything: boolean, limit: number, scope = ''): Page {
     if (limit <= 0 || objects.length <= limit) return { objects, resourceVersion, continueToken: '', remaining: null };
     const id = randomBytes(12).toString('base64url');
-    this.#snapshots.set(id, { tenant, cache, objects, resourceVersion, everything });
-    return this.#page(id, { tenant, cache, objects, resourceVersion, everything }, 0, limit);
+    const snapshot: Snapshot = { tenant, cache, objects, resourceVersion, everything, scope };
+    this.#snapshots.set(id, snapshot);
+    return this.#page(id, snapshot, 0, limit);
   }
 
   /** The page a continue token of `tenant` asks for: a 400 for a token not made for it, a 410 once its snapshot is gone. */
-  nextPage(tenant: TenantId, cache: ResourceCache, token: string, limit: number): Page {
+  nextPage(tenant: TenantId, cache: ResourceCache, token: string, limit: number, scope = ''): Page {
     let decoded: { s?: unknown; o?: unknown; t?: unknown };
     try {
       decoded = JSON.parse(Buffer.from(token.slice(TOKEN_PREFIX.length), 'base64url').toString('utf8'));
@@ -54,7 +57,8 @@ export class ListSnapshots {
     if (snapshot === undefined) {
       throw expired('The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.');
     }
-    if (snapshot.tenant !== tenant || snapshot.cache !== cache) throw badRequest('invalid continue token: it was not issued for this list');
+    // Another namespace or other selectors with it would read what the request was not authorized for.
+    if (snapshot.tenant !== tenant || snapshot.cache !== cache || snapshot.scope !== scope) throw badRequest('invalid continue token: it was not issued for this list');
     return this.#page(id, snapshot, offset, limit);
   }
 

@@ -10,11 +10,12 @@ import { objectToTenant, type ConvertContext } from '../convert/rules/index.ts';
 import { log } from '../log.ts';
 import { upstreamJson } from '../upstream/client.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
-import { fieldsOf, type ObjectFields, type Selectable } from './selection.ts';
+import { fieldsOf, type NamespaceMembership, type ObjectFields, type Selectable } from './selection.ts';
+import { TENANT_LABEL } from '../convert/prefix.ts';
 
 /** A resource the cache keeps: its upstream group, version and plural, and its row in the table of kinds. */
 export interface CachedResourceId {
-  /** API group ('' for core); built-in kinds only, so the tenant's and the upstream's are the same. */
+  /** The upstream's API group ('' for core; a tenant custom resource's carries the tenant's prefix, its row's not). */
   readonly group: string;
   readonly version: string;
   readonly resource: string;
@@ -81,6 +82,8 @@ class TenantListeners {
 }
 
 export interface ResourceCacheOptions {
+  /** The upstream no longer serves the resource (404: its CRD was deleted): the cache has stopped. */
+  onGone?: () => void;
   /** Events remembered for watches that resume from a resourceVersion (default 10,000). */
   historyCapacity?: number;
   /** Longest wait between attempts while the upstream is away (default 5 s). */
@@ -116,12 +119,21 @@ export function eventLine(type: CacheEventType, bytes: Buffer): Buffer {
   return Buffer.concat([LINE_HEAD[type], bytes, LINE_TAIL]);
 }
 
-export class ResourceCache {
+/** How long a tenant namespace deleted lately still counts as its tenant's (its objects' last events come after). */
+const DEPARTED_NAMESPACE_MS = 60_000;
+/** How long an event in a namespace not seen yet waits for it before watchers across namespaces are denied it. */
+const UNKNOWN_NAMESPACE_WAIT_MS = 5_000;
+const DEFERRED_CHECK_MS = 20;
+
+export class ResourceCache implements NamespaceMembership {
   readonly id: CachedResourceId;
   readonly #pool: UpstreamPool;
   readonly #convertOf: (tenant: TenantId) => ConvertContext;
   readonly #path: string;
   readonly #apiVersion: string;
+  /** The kind, from the table of kinds or (a custom resource whose kind discovery did not tell) the upstream's list. */
+  #kind: string;
+  readonly #onGone: (() => void) | undefined;
   readonly #capacity: number;
   readonly #maxBackoffMs: number;
 
@@ -144,6 +156,15 @@ export class ResourceCache {
   #stream: ClientHttp2Stream | undefined;
   #timer: NodeJS.Timeout | undefined;
   #backoffMs = FIRST_BACKOFF_MS;
+  /** Cluster-scoped: upstream names with a tenant's prefix that are no tenant's (not labelled for it). */
+  readonly #foreign = new Set<string>();
+  /** Cluster-scoped: tenant objects deleted lately, by upstream name, with when. */
+  readonly #departed = new Map<string, number>();
+  /** Namespaced: who knows the tenants' namespaces (the namespaces cache); null: reads across namespaces go upstream. */
+  namespaces: NamespaceMembership | null = null;
+  /** Events for watchers across namespaces waiting to learn whether their namespace is the tenant's, in order. */
+  readonly #deferred: { event: CacheEvent; since: number }[] = [];
+  #deferredTimer: NodeJS.Timeout | undefined;
   readonly stats: ResourceCacheStats = { objects: 0, bytes: 0, eventsIn: 0, deliveries: 0, slowWatchersClosed: 0, relists: 0 };
   /** Watchers now, per tenant (for the metrics). */
   readonly watchersPerTenant = new Map<TenantId, number>();
@@ -154,14 +175,35 @@ export class ResourceCache {
     this.#convertOf = convertOf;
     this.#path = `${id.group === '' ? '/api' : `/apis/${id.group}`}/${id.version}/${id.resource}`;
     this.#apiVersion = id.group === '' ? id.version : `${id.group}/${id.version}`;
+    this.#kind = id.row.kind;
+    this.#onGone = options.onGone;
     this.#capacity = options.historyCapacity ?? 10_000;
     this.#maxBackoffMs = options.maxBackoffMs ?? 5_000;
     this.#history = new Array(this.#capacity);
   }
 
-  /** `resource` or `resource.group` (the metrics' label). */
+  /** `resource` or `resource.group` (the metrics' label); tenants' custom resources all count under `_custom`. */
   get label(): string {
+    if (this.id.row.rule === 'custom-resource') return '_custom';
     return this.id.group === '' ? this.id.resource : `${this.id.resource}.${this.id.group}`;
+  }
+
+  /** The kind of its objects. */
+  get kind(): string {
+    return this.#kind;
+  }
+
+  /** The apiVersion its objects have in their tenant's view (a custom resource's group without the prefix). */
+  get tenantApiVersion(): string {
+    const group = this.id.row.group;
+    return group === '' ? this.id.version : `${group}/${this.id.version}`;
+  }
+
+  /** The upstream collection of its objects in one upstream namespace (null: all of them). */
+  collectionPath(upstreamNamespace: string | null): string {
+    if (upstreamNamespace === null) return this.#path;
+    const base = this.#path.slice(0, this.#path.length - this.id.resource.length);
+    return `${base}namespaces/${encodeURIComponent(upstreamNamespace)}/${this.id.resource}`;
   }
 
   /** The upstream collection it keeps, e.g. /api/v1/pods. */
@@ -209,6 +251,7 @@ export class ResourceCache {
   stop(): void {
     this.#stopped = true;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
+    if (this.#deferredTimer !== undefined) clearTimeout(this.#deferredTimer);
     this.#stream?.close();
     this.#stream = undefined;
     for (const waiter of this.#readyWaiters.splice(0)) waiter();
@@ -216,6 +259,19 @@ export class ResourceCache {
   }
 
   // ---- reading
+
+  /** For the namespaces cache: whether the tenant's namespace `namespace` (tenant name) is the tenant's. */
+  membership(tenant: TenantId, namespace: string): 'member' | 'foreign' | 'unknown' {
+    if (this.#objects.get(tenant)?.get('')?.has(namespace) === true) return 'member';
+    const upstream = `${tenant}-${namespace}`;
+    if (this.#foreign.has(upstream)) return 'foreign';
+    const departed = this.#departed.get(upstream);
+    if (departed !== undefined) {
+      if (performance.now() - departed < DEPARTED_NAMESPACE_MS) return 'member';
+      this.#departed.delete(upstream);
+    }
+    return 'unknown';
+  }
 
   /** The tenant's objects in `namespace` (null: all), in etcd's key order. */
   objectsOf(tenant: TenantId, namespace: string | null): CachedObject[] {
@@ -304,6 +360,11 @@ export class ResourceCache {
         await this.#relist();
       } catch (error) {
         if (this.#stopped) return;
+        if (error instanceof ResourceGone) {
+          this.stop();
+          this.#onGone?.();
+          return;
+        }
         log.warn('the watch cache could not list the upstream', { resource: this.#path, error: (error as Error).message });
         await this.#backoff();
         continue;
@@ -330,29 +391,52 @@ export class ResourceCache {
     });
   }
 
-  /** The whole resource, page by page from one consistent snapshot; replaces what the cache held. */
-  async #relist(): Promise<void> {
-    const objects = new Map<TenantId, Map<string, Map<string, CachedObject>>>();
+  /**
+   * A consistent list of the upstream collection at `path` (the resource, or its objects in one upstream namespace),
+   * page by page from one snapshot, each item as its tenant sees it; resolves to the snapshot's resourceVersion.
+   */
+  async listConsistently(path: string, onObject: (object: CachedObject) => void, query = '', onForeign?: (upstreamName: string) => void): Promise<number> {
     let listResourceVersion = 0;
     let next = '';
-    let count = 0;
-    let bytes = 0;
     do {
-      const page = `${this.#path}?limit=${PAGE_SIZE}${next === '' ? '' : `&continue=${encodeURIComponent(next)}`}`;
+      const page = `${path}?${query === '' ? '' : `${query}&`}limit=${PAGE_SIZE}${next === '' ? '' : `&continue=${encodeURIComponent(next)}`}`;
       const answer = await upstreamJson(this.#pool, 'GET', page);
-      if (answer.status !== 200) throw new Error(`listing ${this.#path}: the upstream answered ${answer.status}`);
+      if (answer.status === 404) throw new ResourceGone();
+      if (answer.status !== 200) throw new Error(`listing ${path}: the upstream answered ${answer.status}`);
       if (next === '') listResourceVersion = Number(answer.body?.metadata?.resourceVersion ?? 0);
+      const listKind = answer.body?.kind;
+      if (this.#kind === '' && typeof listKind === 'string' && listKind.endsWith('List')) this.#kind = listKind.slice(0, -'List'.length);
       for (const item of (answer.body?.items ?? []) as any[]) {
         // A list's items leave their kind and apiVersion to the list; a watch event's object needs them, first.
-        const object = this.#toCached({ kind: this.id.row.kind, apiVersion: this.#apiVersion, ...item });
-        if (object === null) continue;
-        placeIn(objects, object);
-        count++;
-        bytes += object.bytes.length;
+        const object = this.#toCached({ kind: this.#kind, apiVersion: this.#apiVersion, ...item });
+        if (object !== null) onObject(object);
+        else if (onForeign !== undefined && this.#locate(item) !== null) onForeign(item.metadata.name);
       }
       next = answer.body?.metadata?.continue ?? '';
     } while (next !== '' && !this.#stopped);
+    return listResourceVersion;
+  }
+
+  /** The whole resource, page by page from one consistent snapshot; replaces what the cache held. */
+  async #relist(): Promise<void> {
+    const objects = new Map<TenantId, Map<string, Map<string, CachedObject>>>();
+    const foreign = new Set<string>();
+    let count = 0;
+    let bytes = 0;
+    const listResourceVersion = await this.listConsistently(
+      this.#path,
+      (object) => {
+        placeIn(objects, object);
+        count++;
+        bytes += object.bytes.length;
+      },
+      '',
+      this.id.row.scope === 'Cluster' ? (name) => foreign.add(name) : undefined,
+    );
     if (this.#stopped) return;
+    this.#foreign.clear();
+    for (const name of foreign) this.#foreign.add(name);
+    this.#deferred.length = 0;
     const firstList = !this.#ready;
     if (!firstList) this.stats.relists++;
     // Watchers of the old history cannot go on without a gap: they end, and their clients resume or relist.
@@ -449,26 +533,40 @@ export class ResourceCache {
     if (located === null) return;
     const namespaces = this.#objects.get(located.tenant);
     const previous = namespaces?.get(located.namespace)?.get(located.name) ?? null;
-    const kept = type === 'DELETED' ? null : this.#toCached(upstream);
+    const kept = type === 'DELETED' ? null : this.#viewOf(upstream);
+    if (this.id.row.scope === 'Cluster') this.#follow(upstream.metadata.name, type, kept !== null, previous !== null);
     let eventType: CacheEventType;
-    let object: CachedObject;
+    let view: TenantView;
     if (kept === null) {
       // Deleted, or no longer the tenant's by its view (the defensive check): gone for its tenant either way.
       if (previous === null) return;
       eventType = 'DELETED';
-      object = type === 'DELETED' ? (this.#toCached(upstream) ?? previous) : previous;
+      view = (type === 'DELETED' ? this.#viewOf(upstream) : null) ?? { ...previous, json: previous.bytes.toString('utf8') };
     } else {
       eventType = previous === null ? 'ADDED' : 'MODIFIED';
-      object = kept;
+      view = kept;
     }
-    const line = eventLine(eventType, object.bytes);
-    // What the cache keeps is a view into the event's line: one copy of the bytes per event.
-    const shared = new CachedObject(object.tenant, object.namespace, object.name, resourceVersion, object.labels, object.fields, line.subarray(LINE_HEAD[eventType].length, line.length - LINE_TAIL.length));
+    // What the cache keeps is a view into the event's line: one copy of the bytes per event, of its own size.
+    const line = lastingBytes(`{"type":"${eventType}","object":${view.json}}\n`);
+    const shared = new CachedObject(view.tenant, view.namespace, view.name, resourceVersion, view.labels, view.fields, line.subarray(LINE_HEAD[eventType].length, line.length - LINE_TAIL.length));
     if (kept === null) this.#remove(previous!);
     else this.#place(shared, previous);
     const cacheEvent: CacheEvent = { type: eventType, resourceVersion, object: shared, previous: eventType === 'MODIFIED' ? previous : null, line };
     this.#remember(cacheEvent);
     this.#dispatch(cacheEvent);
+  }
+
+  /** Cluster-scoped: who, with a tenant's prefix, is not a tenant's, and which tenant objects went lately. */
+  #follow(upstreamName: string, type: CacheEventType, kept: boolean, wasKept: boolean): void {
+    if (kept) {
+      this.#foreign.delete(upstreamName);
+      this.#departed.delete(upstreamName);
+    } else if (type === 'DELETED') {
+      this.#foreign.delete(upstreamName);
+      if (wasKept) this.#departed.set(upstreamName, performance.now());
+    } else {
+      this.#foreign.add(upstreamName);
+    }
   }
 
   /** Which tenant an upstream object would belong to, by its prefix; null when it is no tenant's. */
@@ -485,16 +583,23 @@ export class ResourceCache {
   }
 
   /** The tenant's view of an upstream object, or null when it is no tenant's (the conversion's own check decides). */
-  #toCached(upstream: any): CachedObject | null {
+  #viewOf(upstream: any): TenantView | null {
     const located = this.#locate(upstream);
     if (located === null) return null;
-    const resourceVersion = Number(upstream.metadata.resourceVersion);
+    // A cluster-scoped object is a tenant's when labelled for it, as the upstream path's lists select them: a prefix
+    // alone is no proof (an operator's namespace `calico-system` beside a tenant `calico`).
+    if (this.id.row.scope === 'Cluster' && upstream.metadata.labels?.[TENANT_LABEL] !== located.tenant) return null;
     const view = objectToTenant(upstream, this.#convertOf(located.tenant), this.id.row) as any;
     if (view === null) return null;
     // The view names the object as the tenant does; anything else would file it under the wrong key.
     if (view.metadata?.name !== located.name || (located.namespace !== '' && view.metadata?.namespace !== located.namespace)) return null;
-    const bytes = Buffer.from(JSON.stringify(view));
-    return new CachedObject(located.tenant, located.namespace, located.name, resourceVersion, view.metadata?.labels, fieldsOf(this.id.group, this.id.resource, view), bytes);
+    return { ...located, labels: view.metadata?.labels, fields: fieldsOf(this.id.group, this.id.resource, view), json: JSON.stringify(view) };
+  }
+
+  #toCached(upstream: any): CachedObject | null {
+    const view = this.#viewOf(upstream);
+    if (view === null) return null;
+    return new CachedObject(view.tenant, view.namespace, view.name, Number(upstream.metadata.resourceVersion), view.labels, view.fields, lastingBytes(view.json));
   }
 
   #place(object: CachedObject, replaced: CachedObject | null): void {
@@ -525,10 +630,36 @@ export class ResourceCache {
 
   #dispatch(event: CacheEvent): void {
     const listeners = this.#listeners.get(event.object.tenant);
-    if (listeners === undefined) return;
-    for (const listener of listeners.everywhere) listener.deliver(event);
-    const inNamespace = listeners.byNamespace.get(event.object.namespace);
+    if (this.#deferred.length > 0 || (listeners !== undefined && listeners.everywhere.size > 0 && this.#membershipOf(event) === 'unknown')) {
+      // Watchers across namespaces learn of it once its namespace is known; behind it, in order, every later event.
+      this.#deferred.push({ event, since: performance.now() });
+      this.#deferredTimer ??= setTimeout(() => this.#flushDeferred(), DEFERRED_CHECK_MS);
+    } else if (listeners !== undefined) {
+      for (const listener of listeners.everywhere) listener.deliver(event);
+    }
+    // Watchers of its namespace were authorized for it by the upstream's own RBAC: at once.
+    const inNamespace = listeners?.byNamespace.get(event.object.namespace);
     if (inNamespace !== undefined) for (const listener of inNamespace) listener.deliver(event);
+  }
+
+  /** Whether the namespace of a namespaced event is its tenant's; 'member' for cluster-scoped ones (checked at ingest). */
+  #membershipOf(event: CacheEvent): 'member' | 'foreign' | 'unknown' {
+    if (this.id.row.scope !== 'Namespaced') return 'member';
+    return this.namespaces?.membership(event.object.tenant, event.object.namespace) ?? 'foreign';
+  }
+
+  #flushDeferred(): void {
+    this.#deferredTimer = undefined;
+    const now = performance.now();
+    while (this.#deferred.length > 0) {
+      const { event, since } = this.#deferred[0]!;
+      if (this.#membershipOf(event) === 'unknown' && now - since < UNKNOWN_NAMESPACE_WAIT_MS) break;
+      this.#deferred.shift();
+      // (A namespace never seen in time is denied: each watcher's selection asks again, and says no.)
+      const listeners = this.#listeners.get(event.object.tenant);
+      if (listeners !== undefined) for (const listener of listeners.everywhere) listener.deliver(event);
+    }
+    if (this.#deferred.length > 0 && !this.#stopped) this.#deferredTimer = setTimeout(() => this.#flushDeferred(), DEFERRED_CHECK_MS);
   }
 
   #advanceTo(resourceVersion: number): void {
@@ -543,6 +674,29 @@ export class ResourceCache {
     }
   }
 }
+
+/** An object in its tenant's view, before the cache keeps it. */
+interface TenantView {
+  tenant: TenantId;
+  namespace: string;
+  name: string;
+  labels: Record<string, string> | undefined;
+  fields: ObjectFields;
+  json: string;
+}
+
+/**
+ * Bytes the cache keeps for minutes: of their own size, not a slice of node's shared 8 KB pool, whose slab a single
+ * kept slice would hold whole.
+ */
+function lastingBytes(text: string): Buffer {
+  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
+  bytes.write(text, 0, 'utf8');
+  return bytes;
+}
+
+/** The upstream answered 404 for the resource's list. */
+class ResourceGone extends Error {}
 
 function placeIn(objects: Map<TenantId, Map<string, Map<string, CachedObject>>>, object: CachedObject): void {
   let namespaces = objects.get(object.tenant);

@@ -1,7 +1,7 @@
 // Which cached objects a tenant's list or watch selects: its namespace, label selector and field selector, judged on
 // the tenant's view of each object as the apiserver judges them on its own. Never guesses: a field the cache does not
 // keep, or a selector it cannot parse, makes the request go upstream, where the apiserver answers it.
-import { TENANT_LABEL } from '../convert/prefix.ts';
+import { TENANT_LABEL, type TenantId } from '../convert/prefix.ts';
 import { labelsMatch, parseFieldSelector, parseLabelSelector, type FieldSelectorTerm, type LabelRequirement } from '../convert/selectors.ts';
 
 /** The selectable fields of one object (tenant names), beyond metadata.name and metadata.namespace. */
@@ -50,14 +50,26 @@ export function fieldsOf(group: string, resource: string, view: any): ObjectFiel
   return fields;
 }
 
+/** Whether an upstream namespace is a tenant's: labelled for it ('member'), or not ('foreign'), or not seen yet. */
+export interface NamespaceMembership {
+  membership(tenant: TenantId, namespace: string): 'member' | 'foreign' | 'unknown';
+}
+
 /** What a request selects, parsed once when it starts. */
 export interface Selection {
   /** The tenant's namespace, or null: all of them (and cluster-scoped kinds). */
   readonly namespace: string | null;
+  /**
+   * Across all namespaces of a namespaced kind: the tenant, and who knows its namespaces. A namespace with the
+   * tenant's prefix is the tenant's only when labelled for it, as the upstream path's lists decide.
+   */
+  readonly across: { readonly tenant: TenantId; readonly namespaces: NamespaceMembership } | null;
   readonly labels: readonly LabelRequirement[];
   readonly fields: readonly FieldSelectorTerm[];
   /** True when neither selector was given (lists then report remainingItemCount). */
   readonly everything: boolean;
+  /** The namespace and selectors as asked: a continue token serves only the list it was made for. */
+  readonly key: string;
 }
 
 /** What a cached object offers a selection. */
@@ -72,7 +84,15 @@ export interface Selectable {
  * The selection of a request (tenant names), or null when the cache cannot judge it exactly: a selector that does not
  * parse (the apiserver answers that one with its own 400), one on the tenant label, or a field the resource's objects do not offer here.
  */
-export function selectionOf(group: string, resource: string, namespace: string | null, labelSelector: string | null, fieldSelector: string | null): Selection | null {
+export function selectionOf(
+  group: string,
+  resource: string,
+  namespace: string | null,
+  labelSelector: string | null,
+  fieldSelector: string | null,
+  namespaced = true,
+  across: Selection['across'] = null,
+): Selection | null {
   let labels: LabelRequirement[] = [];
   let fields: FieldSelectorTerm[] = [];
   try {
@@ -85,9 +105,11 @@ export function selectionOf(group: string, resource: string, namespace: string |
   if (labels.some((requirement) => requirement.key === TENANT_LABEL)) return null;
   const readers = FIELDS_OF[`${group}/${resource}`];
   for (const term of fields) {
-    if (term.field !== 'metadata.name' && term.field !== 'metadata.namespace' && readers?.[term.field] === undefined) return null;
+    // (metadata.namespace of a cluster-scoped kind: the apiserver's 400 "field label not supported".)
+    if (term.field === 'metadata.namespace' ? !namespaced : term.field !== 'metadata.name' && readers?.[term.field] === undefined) return null;
   }
-  return { namespace, labels, fields, everything: labels.length === 0 && fields.length === 0 };
+  const key = JSON.stringify([namespace, labelSelector ?? '', fieldSelector ?? '']);
+  return { namespace, across, labels, fields, everything: labels.length === 0 && fields.length === 0, key };
 }
 
 function fieldValue(object: Selectable, field: string): string {
@@ -99,6 +121,8 @@ function fieldValue(object: Selectable, field: string): string {
 /** Whether `object` (of the selection's tenant) is selected. */
 export function selects(selection: Selection, object: Selectable): boolean {
   if (selection.namespace !== null && object.namespace !== selection.namespace) return false;
+  const across = selection.across;
+  if (across !== null && across.namespaces.membership(across.tenant, object.namespace) !== 'member') return false;
   if (selection.everything) return true;
   for (const term of selection.fields) {
     const equal = fieldValue(object, term.field) === term.value;

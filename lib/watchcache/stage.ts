@@ -12,7 +12,10 @@ import type { RequestContext } from '../request/context.ts';
 import type { Stage } from '../request/pipeline.ts';
 import { selects } from './selection.ts';
 import { writeList } from './cached-list.ts';
-import type { CachePlan, WatchCache } from './watch-cache.ts';
+import type { CachePlan, InitialState, WatchCache } from './watch-cache.ts';
+import type { CachedObject } from './resource-cache.ts';
+import { TENANT_LABEL, type TenantId } from '../convert/prefix.ts';
+import { releaseStartSeat } from '../flowcontrol/stage.ts';
 
 /** How long a request for a resourceVersion the cache has not seen yet waits for it before going upstream. */
 const FRESHNESS_WAIT_MS = 3_000;
@@ -31,8 +34,9 @@ function namespaceForbidden(user: string, verb: string, group: string, resource:
 export function watchCacheStage(watchCache: WatchCache, access: AccessReviews): Stage['run'] {
   return (ctx) => {
     const info = ctx.info;
-    if (!ctx.converts || info === null || ctx.upgrade !== null) return false;
-    const plan = watchCache.planOf(info, ctx.row, ctx.query, ctx.headers.accept);
+    // (GET only: a HEAD list has no body to stream.)
+    if (!ctx.converts || info === null || ctx.upgrade !== null || ctx.method !== 'GET') return false;
+    const plan = watchCache.planOf(info, ctx.row, ctx.identity!.tenant!, ctx.query, ctx.headers.accept);
     if (plan === null) return false;
     // Reads across namespaces and of cluster-scoped kinds were authorized by the stage before (the tenant's
     // ClusterRoleBindings); a read in one namespace is asked about here, as impersonation would have had it asked.
@@ -57,19 +61,22 @@ function serve(ctx: RequestContext, plan: CachePlan, watchCache: WatchCache): bo
     return cache.waitUntilFresh(needs, FRESHNESS_WAIT_MS).then((fresh) => fresh && serve(ctx, plan, watchCache));
   }
   const tenant = ctx.identity!.tenant!;
-  if (plan.watch) {
-    ctx.respond(200, { ...RESPONSE_HEADERS });
-    const watcher = watchCache.watch(plan, tenant, ctx.out, performance.now());
-    if (watcher !== null) {
-      ctx.cacheWatcher = watcher;
-      // The client may have gone while the watch started: the exchange's close has passed then.
-      if (ctx.out.destroyed) watcher.closed();
-    }
-    return true;
+  if (plan.consistentInitialState) {
+    const objects: CachedObject[] = [];
+    const namespace = plan.selection.namespace === null ? null : namespaceToUpstream(plan.selection.namespace, tenant);
+    // A built-in cluster-scoped kind (namespaces) is narrowed by the tenant label tenantgate forces on it; a tenant's
+    // custom resource is its tenant's whole; one namespace is its tenant's whole. The per-object check stays.
+    const narrowed = namespace === null && plan.cache.id.row.rule !== 'custom-resource' ? `labelSelector=${encodeURIComponent(`${TENANT_LABEL}=${tenant}`)}` : '';
+    // (Should the upstream not answer, the request goes its way upstream, where it gets the upstream's answer.)
+    return cache.listConsistently(cache.collectionPath(namespace), (object) => object.tenant === tenant && objects.push(object), narrowed).then(
+      (resourceVersion) => startWatch(ctx, plan, watchCache, tenant, { objects, resourceVersion }),
+      () => false,
+    );
   }
+  if (plan.watch) return startWatch(ctx, plan, watchCache, tenant, null);
   const page =
     plan.continueToken !== ''
-      ? watchCache.snapshots.nextPage(tenant, cache, plan.continueToken, plan.limit)
+      ? watchCache.snapshots.nextPage(tenant, cache, plan.continueToken, plan.limit, plan.selection.key)
       : watchCache.snapshots.firstPage(
           tenant,
           cache,
@@ -77,10 +84,25 @@ function serve(ctx: RequestContext, plan: CachePlan, watchCache: WatchCache): bo
           cache.resourceVersion,
           plan.selection.everything,
           plan.limit,
+          plan.selection.key,
         );
   ctx.respond(200, { ...RESPONSE_HEADERS });
-  const { group, version, row } = cache.id;
-  return writeList(ctx.out, row.kind, group === '' ? version : `${group}/${version}`, page).then(() => true);
+  return writeList(ctx.out, cache.kind, cache.tenantApiVersion, page).then(() => true);
+}
+
+function startWatch(ctx: RequestContext, plan: CachePlan, watchCache: WatchCache, tenant: TenantId, initialState: InitialState | null): boolean {
+  ctx.respond(200, { ...RESPONSE_HEADERS });
+  // A watch that took a seat to start (it cost the upstream a list, or was not known cheap) gives it back now.
+  releaseStartSeat(ctx);
+  const watcher = watchCache.watch(plan, tenant, ctx.out, performance.now(), initialState);
+  if (watcher !== null) {
+    ctx.cacheWatcher = watcher;
+    ctx.rewrite = watcher;
+    ctx.releaseRequest();
+    // The client may have gone while the watch started: the exchange's close has passed then.
+    if (ctx.out.destroyed) watcher.closed();
+  }
+  return true;
 }
 
 /**
@@ -97,7 +119,8 @@ export function startsCheaply(watchCache: WatchCache): (ctx: RequestContext) => 
       return false;
     }
     if (info.verb !== 'watch' || !isBuiltinGroup(info.apiGroup)) return false;
-    const plan = watchCache.planOf(info, kindOf(info.apiGroup, info.resource) ?? null, ctx.query, ctx.headers.accept);
-    return plan !== null && !(plan.sendInitialEvents === true && Number(plan.resourceVersion) > plan.cache.resourceVersion);
+    const plan = watchCache.planOf(info, kindOf(info.apiGroup, info.resource) ?? null, ctx.identity!.tenant!, ctx.query, ctx.headers.accept);
+    // A start that costs the upstream a list, or waits for the cache, takes a seat like any other start.
+    return plan !== null && !plan.consistentInitialState && !(plan.sendInitialEvents === true && Number(plan.resourceVersion) > plan.cache.resourceVersion);
   };
 }

@@ -7,10 +7,11 @@ import type { TenantId } from '../convert/prefix.ts';
 import type { RequestInfo } from '../convert/request-info.ts';
 import type { ConvertContext } from '../convert/rules/index.ts';
 import { expired } from '../errors/status-error.ts';
+import { apiGroupToUpstream } from '../convert/rules/index.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import { CacheWatcher, lineFor, type WatcherPolicy } from './cache-watcher.ts';
 import { ListSnapshots } from './cached-list.ts';
-import { eventLine, ResourceCache, type CachedResourceId } from './resource-cache.ts';
+import { eventLine, ResourceCache, type CachedObject, type CachedResourceId } from './resource-cache.ts';
 import { selectionOf, selects, type Selection } from './selection.ts';
 
 /** The version cached for each built-in group (what informers watch). */
@@ -70,6 +71,10 @@ export interface WatchCacheOptions {
   bookmarkIntervalMs?: number;
   /** Events kept per resource for resumed watches (default 10,000). */
   historyCapacity?: number;
+  /** Tenants' custom resources cached at most at once (default 1,000); past it, theirs go upstream. */
+  maxCustomResources?: number;
+  /** Told of each watch it serves (the metrics' active watches and events sent); returns what to call at its end. */
+  observe?: (tenant: TenantId, watcher: CacheWatcher) => () => void;
 }
 
 /** A tenant list or watch the cache answers: what it asks, parsed once. */
@@ -88,6 +93,17 @@ export interface CachePlan {
   readonly limit: number;
   /** A continue token of the cache's own ('' when none). */
   readonly continueToken: string;
+  /**
+   * A watch-list with resourceVersion unset: its initial state must be as fresh as the upstream's, which the cache
+   * cannot prove of itself; it comes from one consistent upstream list, the events after it from the cache.
+   */
+  readonly consistentInitialState: boolean;
+}
+
+/** The state a watch starts from when it is not the cache's own: objects (its tenant's view) at a resourceVersion. */
+export interface InitialState {
+  readonly objects: readonly CachedObject[];
+  readonly resourceVersion: number;
 }
 
 /** The query parameters the cache understands; a request with any other goes upstream. */
@@ -123,12 +139,28 @@ export class WatchCache implements WatcherPolicy {
   readonly #watchers = new Set<CacheWatcher>();
   readonly maxUnreadBytes: number;
   readonly #bookmarkIntervalMs: number;
+  readonly #pool: UpstreamPool;
+  readonly #convertOf: (tenant: TenantId) => ConvertContext;
+  readonly #historyCapacity: number | undefined;
+  readonly #maxCustomResources: number;
+  #customCaches = 0;
+  readonly #namespaces: ResourceCache | null;
+  readonly #observe: WatchCacheOptions['observe'];
   #ticker: NodeJS.Timeout | undefined;
 
   constructor(resources: readonly CachedResourceId[], pool: UpstreamPool, convertOf: (tenant: TenantId) => ConvertContext, options: WatchCacheOptions = {}) {
     this.maxUnreadBytes = options.maxUnreadBytes ?? 4 * 1024 * 1024;
     this.#bookmarkIntervalMs = options.bookmarkIntervalMs ?? 60_000;
+    this.#pool = pool;
+    this.#convertOf = convertOf;
+    this.#historyCapacity = options.historyCapacity;
+    this.#maxCustomResources = options.maxCustomResources ?? 1_000;
+    this.#observe = options.observe;
     for (const id of resources) this.#caches.set(`${id.group}/${id.version}/${id.resource}`, new ResourceCache(id, pool, convertOf, { historyCapacity: options.historyCapacity }));
+    // Reads across a tenant's namespaces need to know which namespaces are the tenant's: without namespaces cached,
+    // they go upstream.
+    this.#namespaces = this.#caches.get('/v1/namespaces') ?? null;
+    for (const cache of this.#caches.values()) if (cache.id.row.scope === 'Namespaced') cache.namespaces = this.#namespaces;
   }
 
   /** Starts every resource's list-then-watch (not awaited: until a resource is in, its requests go upstream). */
@@ -145,6 +177,7 @@ export class WatchCache implements WatcherPolicy {
 
   stop(): void {
     if (this.#ticker !== undefined) clearInterval(this.#ticker);
+    this.#ticker = undefined;
     for (const cache of this.#caches.values()) cache.stop();
   }
 
@@ -164,11 +197,19 @@ export class WatchCache implements WatcherPolicy {
    * list or watch of a cached resource that is in, a client that does not take plain JSON, a parameter or selector
    * the cache cannot honour exactly, or a read that must be consistent (resourceVersion unset), which goes upstream.
    */
-  planOf(info: RequestInfo, row: KindRow | null, query: URLSearchParams, accept: string | undefined): CachePlan | null {
+  planOf(info: RequestInfo, row: KindRow | null, tenant: TenantId, query: URLSearchParams, accept: string | undefined): CachePlan | null {
     if (row === null || !info.isResourceRequest || info.subresource !== '' || (info.verb !== 'list' && info.verb !== 'watch')) return null;
     if (info.parts.length !== 1) return null; // the legacy /watch/…/name form names one object: upstream
-    const cache = this.#caches.get(`${info.apiGroup}/${info.apiVersion}/${info.resource}`);
-    if (cache === undefined || !cache.ready || cache.id.row !== row) return null;
+    const custom = row.rule === 'custom-resource';
+    const group = custom ? apiGroupToUpstream(info.apiGroup, tenant) : info.apiGroup;
+    const key = `${group}/${info.apiVersion}/${info.resource}`;
+    const cache = this.#caches.get(key);
+    if (cache === undefined) {
+      // A tenant's custom resource is cached once the tenant lists or watches it; this request goes upstream meanwhile.
+      if (custom && row.tenancy === 'tenant') this.#startCustom(key, { group, version: info.apiVersion, resource: info.resource, row });
+      return null;
+    }
+    if (!cache.ready || (custom ? cache.id.row.scope !== row.scope : cache.id.row !== row)) return null;
     if (!acceptsPlainJson(accept)) return null;
     for (const name of query.keys()) if (!KNOWN_PARAMETERS.has(name)) return null;
     const resourceVersion = query.get('resourceVersion') ?? '';
@@ -182,7 +223,12 @@ export class WatchCache implements WatcherPolicy {
     const sendInitialEvents = goBool(query.get('sendInitialEvents'));
     if (bookmarks === undefined || sendInitialEvents === undefined) return null;
     const namespace = row.scope === 'Namespaced' && info.namespace !== '' ? info.namespace : null;
-    const selection = selectionOf(cache.id.group, cache.id.resource, namespace, query.get('labelSelector'), query.get('fieldSelector'));
+    let across: Selection['across'] = null;
+    if (row.scope === 'Namespaced' && namespace === null) {
+      if (this.#namespaces === null || !this.#namespaces.ready) return null;
+      across = { tenant, namespaces: this.#namespaces };
+    }
+    const selection = selectionOf(cache.id.group, cache.id.resource, namespace, query.get('labelSelector'), query.get('fieldSelector'), row.scope === 'Namespaced', across);
     if (selection === null) return null;
     const continueToken = query.get('continue') ?? '';
     const watch = info.verb === 'watch';
@@ -191,9 +237,11 @@ export class WatchCache implements WatcherPolicy {
       if (sendInitialEvents === null) {
         if (resourceVersionMatch !== '') return null;
       } else {
-        // A watch-list: the apiserver's rules (NotOlderThan, bookmarks asked for); resourceVersion unset is a
-        // consistent read, which the cache cannot prove itself fresh enough for: upstream.
-        if (resourceVersionMatch !== 'NotOlderThan' || (sendInitialEvents && bookmarks !== true) || resourceVersion === '') return null;
+        // A watch-list: the apiserver's rules (NotOlderThan, bookmarks asked for). With resourceVersion unset (a
+        // consistent read) its initial state comes from one upstream list: of one namespace, or of a cluster-scoped
+        // kind; across all of a tenant's namespaces that would be a list of every tenant's objects: upstream.
+        if (resourceVersionMatch !== 'NotOlderThan' || (sendInitialEvents && bookmarks !== true)) return null;
+        if (resourceVersion === '' && (!sendInitialEvents || (row.scope === 'Namespaced' && namespace === null))) return null;
       }
     } else {
       if (sendInitialEvents !== null) return null;
@@ -201,8 +249,10 @@ export class WatchCache implements WatcherPolicy {
         // The cache's own token (its snapshot); the apiserver's go back to the apiserver.
         if (!continueToken.startsWith('tgwc.') || resourceVersion !== '' || resourceVersionMatch !== '') return null;
       } else {
-        // resourceVersion unset: a consistent list, upstream. Exact: a past state the cache does not keep.
+        // resourceVersion unset: a consistent list, upstream. Exact: a past state the cache does not keep, and so is
+        // a resourceVersion other than 0 with a limit and no resourceVersionMatch (the apiserver's legacy reading).
         if (resourceVersion === '' || (resourceVersionMatch !== '' && resourceVersionMatch !== 'NotOlderThan')) return null;
+        if (resourceVersionMatch === '' && resourceVersion !== '0' && limitText !== null && limitText !== '0') return null;
       }
     }
     return {
@@ -216,7 +266,25 @@ export class WatchCache implements WatcherPolicy {
       timeoutSeconds: timeout === null ? 0 : Number(timeout),
       limit: limitText === null ? 0 : Number(limitText),
       continueToken,
+      consistentInitialState: watch && sendInitialEvents === true && resourceVersion === '',
     };
+  }
+
+  #startCustom(key: string, id: CachedResourceId): void {
+    if (this.#customCaches >= this.#maxCustomResources) return;
+    this.#customCaches++;
+    const cache: ResourceCache = new ResourceCache(id, this.#pool, this.#convertOf, {
+      historyCapacity: this.#historyCapacity,
+      // Its CRD was deleted: the cache goes, a new CRD of the same name starts a new one.
+      onGone: () => {
+        if (this.#caches.get(key) !== cache) return;
+        this.#caches.delete(key);
+        this.#customCaches--;
+      },
+    });
+    if (id.row.scope === 'Namespaced') cache.namespaces = this.#namespaces;
+    this.#caches.set(key, cache);
+    if (this.#ticker !== undefined) cache.start();
   }
 
   // ---- watches
@@ -226,7 +294,7 @@ export class WatchCache implements WatcherPolicy {
    * it comes, until the timeout, a relist or the client's going. Returns the watcher (the exchange closes it), or
    * null when the watch ended at once (a resourceVersion older than the history: an ERROR event with 410 Expired).
    */
-  watch(plan: CachePlan, tenant: TenantId, out: Writable, now: number): CacheWatcher | null {
+  watch(plan: CachePlan, tenant: TenantId, out: Writable, now: number, initialState: InitialState | null = null): CacheWatcher | null {
     const cache = plan.cache;
     const resourceVersion = plan.resourceVersion;
     const lines: Buffer[] = [];
@@ -236,9 +304,10 @@ export class WatchCache implements WatcherPolicy {
     const nextBookmarkAt = plan.bookmarks ? now + this.#bookmarkIntervalMs : Infinity;
     let watcher: CacheWatcher;
     if (initial) {
-      after = cache.resourceVersion;
+      after = initialState?.resourceVersion ?? cache.resourceVersion;
       watcher = new CacheWatcher(cache, tenant, plan.selection, out, this, after, deadline, nextBookmarkAt);
-      for (const object of cache.objectsOf(tenant, plan.selection.namespace)) if (selects(plan.selection, object)) lines.push(eventLine('ADDED', object.bytes));
+      const objects = initialState?.objects ?? cache.objectsOf(tenant, plan.selection.namespace);
+      for (const object of objects) if (selects(plan.selection, object)) lines.push(eventLine('ADDED', object.bytes));
       if (plan.sendInitialEvents === true) lines.push(bookmarkLine(cache, after, true));
     } else if (resourceVersion === '0') {
       after = cache.resourceVersion;
@@ -259,8 +328,10 @@ export class WatchCache implements WatcherPolicy {
       watcher = new CacheWatcher(cache, tenant, plan.selection, out, this, after, deadline, nextBookmarkAt);
     }
     // Written and registered in one turn of the event loop: no event can fall between the two.
-    writeBatched(out, lines);
+    watcher.bytesOut += writeBatched(out, lines);
+    watcher.eventsOut += lines.length;
     cache.stats.deliveries += lines.length;
+    watcher.onEnd = this.#observe?.(tenant, watcher) ?? null;
     cache.addListener(watcher);
     this.#watchers.add(watcher);
     return watcher;
@@ -293,20 +364,21 @@ export class WatchCache implements WatcherPolicy {
 
 /** A BOOKMARK event at `resourceVersion`, as the apiserver writes one (the end of a watch-list's initial events marked). */
 function bookmarkLine(cache: ResourceCache, resourceVersion: number, initialEventsEnd: boolean): Buffer {
-  const { group, version, row } = cache.id;
   const metadata = initialEventsEnd ? { resourceVersion: String(resourceVersion), annotations: { 'k8s.io/initial-events-end': 'true' } } : { resourceVersion: String(resourceVersion) };
-  return Buffer.from(`{"type":"BOOKMARK","object":${JSON.stringify({ kind: row.kind, apiVersion: group === '' ? version : `${group}/${version}`, metadata })}}\n`);
+  return Buffer.from(`{"type":"BOOKMARK","object":${JSON.stringify({ kind: cache.kind, apiVersion: cache.tenantApiVersion, metadata })}}\n`);
 }
 
 const BATCH_BYTES = 64 * 1024;
 
-/** Writes many small lines as few large writes. */
-function writeBatched(out: Writable, lines: Buffer[]): void {
+/** Writes many small lines as few large writes; returns the bytes written. */
+function writeBatched(out: Writable, lines: Buffer[]): number {
+  let total = 0;
   let batch: Buffer[] = [];
   let size = 0;
   for (const line of lines) {
     batch.push(line);
     size += line.length;
+    total += line.length;
     if (size >= BATCH_BYTES) {
       out.write(batch.length === 1 ? batch[0]! : Buffer.concat(batch, size));
       batch = [];
@@ -314,4 +386,5 @@ function writeBatched(out: Writable, lines: Buffer[]): void {
     }
   }
   if (batch.length > 0) out.write(batch.length === 1 ? batch[0]! : Buffer.concat(batch, size));
+  return total;
 }

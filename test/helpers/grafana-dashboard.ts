@@ -7,12 +7,16 @@ export const DASHBOARD_PATH = new URL('../../grafana/tenantgate.json', import.me
 export interface DashboardTarget {
   refId: string;
   expr: string;
+  datasource?: { type: string; uid: string };
 }
 
 export interface DashboardPanel {
   id: number;
   type: string;
   title: string;
+  description?: string;
+  datasource?: { type: string; uid: string };
+  gridPos: { x: number; y: number; w: number; h: number };
   targets?: DashboardTarget[];
   panels?: DashboardPanel[];
 }
@@ -55,8 +59,11 @@ export function dashboardQueries(dashboard: Dashboard): DashboardQuery[] {
 
 /**
  * The expression as Grafana sends it to Prometheus: `$tenant` as the regex of the chosen tenants (Grafana joins a
- * multi-value selection as `(a|b)`), `$__rate_interval` as a fixed range.
+ * multi-value selection as `(a|b)`), `$__rate_interval` and `$__range` (the dashboard's time range) as fixed ranges.
  */
-export function expandVariables(expr: string, values: { tenants: string[]; rateInterval: string }): string {
-  return expr.replaceAll('$__rate_interval', values.rateInterval).replaceAll('$tenant', `(${values.tenants.join('|')})`);
+export function expandVariables(expr: string, values: { tenants: string[]; rateInterval: string; range: string }): string {
+  return expr
+    .replaceAll('$__rate_interval', values.rateInterval)
+    .replaceAll('$__range', values.range)
+    .replaceAll('$tenant', `(${values.tenants.join('|')})`);
 }
