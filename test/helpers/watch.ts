@@ -1,14 +1,10 @@
-// Watches as clients hold them, for tests of watch faults: a raw watch's events as they come; a client that lists,
-// watches, resumes from the last resourceVersion it saw and relists on 410, as client-go's reflector does; etcd's own
-// record of a collection's changes, the ground truth that neither tenantgate nor the apiserver stands between; and the
-// check that a client's record has no silent gap against it.
+// Watches as clients hold them, for tests of watch faults: a client that lists, watches, resumes from the last
+// resourceVersion it saw and relists on 410, as client-go's reflector does; etcd's own record of a collection's
+// changes, the ground truth that neither tenantgate nor the apiserver stands between; and the check that a client's
+// record has no silent gap against it.
 import type { ClientHttp2Session, ClientHttp2Stream } from 'node:http2';
 import { Etcd3, type Watcher } from 'etcd3';
-
-export interface WatchEvent {
-  type: string;
-  object: any;
-}
+import type { WatchEvent } from './watch-events.ts';
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -19,44 +15,6 @@ export async function waitFor(what: string, check: () => boolean, timeoutMs = 15
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${detail() === '' ? '' : `; ${detail()}`}`);
     await sleep(50);
   }
-}
-
-/** A raw HTTP/2 watch: its events as they come, its status, and whether it ended. */
-export function openWatch(session: ClientHttp2Session, path: string) {
-  const events: WatchEvent[] = [];
-  let status = 0;
-  let ended = false;
-  let pending = '';
-  const stream = session.request({ ':path': path, accept: 'application/json' });
-  stream.setEncoding('utf8');
-  const headers = new Promise<number>((resolve) => stream.on('response', (h) => resolve((status = Number(h[':status'])))));
-  stream.on('data', (chunk: string) => {
-    pending += chunk;
-    let newline: number;
-    while ((newline = pending.indexOf('\n')) !== -1) {
-      const line = pending.slice(0, newline);
-      pending = pending.slice(newline + 1);
-      if (line.trim() !== '') events.push(JSON.parse(line));
-    }
-  });
-  const end = () => (ended = true);
-  stream.on('end', end);
-  stream.on('close', end);
-  stream.on('error', end);
-  return {
-    events,
-    headers,
-    get status() {
-      return status;
-    },
-    get ended() {
-      return ended;
-    },
-    close: () => stream.close(),
-    until(what: string, check: (events: WatchEvent[]) => boolean, timeoutMs = 15_000) {
-      return waitFor(what, () => check(events), timeoutMs, () => `got ${JSON.stringify(events.map((e) => [e.type, e.object?.metadata?.name]))}`);
-    },
-  };
 }
 
 /** What a reflector did and saw, in order. */
@@ -120,7 +78,7 @@ export class Reflector {
   }
 
   until(what: string, check: () => boolean, timeoutMs = 30_000): Promise<void> {
-    return waitFor(what, check, timeoutMs, () => `resourceVersion ${this.resourceVersion}, log ${JSON.stringify(this.log.slice(-12).map(summary))}`);
+    return waitFor(what, check, timeoutMs, () => `resourceVersion ${this.resourceVersion}, log ${JSON.stringify(this.log.slice(-12).map(describeEntry))}`);
   }
 
   /** Resolves once it has seen `resourceVersion` (an event or a list at or after it). */
@@ -260,7 +218,7 @@ function keyOf(object: any): string {
 }
 
 /** One line per log entry, for failure messages. */
-export function summary(entry: ReflectorEntry): string {
+export function describeEntry(entry: ReflectorEntry): string {
   switch (entry.kind) {
     case 'listed':
       return `listed@${entry.resourceVersion} [${entry.items.map((i) => i.metadata.name).join(',')}]`;

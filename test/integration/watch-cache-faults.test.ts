@@ -15,7 +15,8 @@ import { parsePrometheusText, sampleSum } from '../helpers/prometheus-text.ts';
 import { cuttableRelay } from '../helpers/relay.ts';
 import { spawnGateway, startStack, stopChild, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
-import { departures, etcdRecord, openWatch, Reflector, sleep, stateAt, summary, waitFor, type TruthEvent } from '../helpers/watch.ts';
+import { departures, describeEntry, etcdRecord, Reflector, sleep, stateAt, waitFor, type TruthEvent } from '../helpers/watch.ts';
+import { openWatch } from '../helpers/watch-events.ts';
 
 let stack: Stack;
 let alpha: TestTenant;
@@ -85,7 +86,7 @@ async function cacheServes(namespace: string, server?: string, metricsUrl?: stri
     for (const deadline = Date.now() + 40_000; Date.now() < deadline; await sleep(200)) {
       const watchers = await cacheWatchers(alpha, metricsUrl);
       const probe = openWatch(session, `/api/v1/namespaces/${namespace}/configmaps?watch=1&resourceVersion=0`);
-      await probe.headers;
+      await probe.status;
       const served = (await cacheWatchers(alpha, metricsUrl)) > watchers;
       probe.close();
       if (served) return true;
@@ -220,7 +221,7 @@ function endsLikeTheTruth(t: Test, label: string, reflector: Reflector, truth: r
   t.same(departures(reflector.log, truth, nameOf, written), [], `${label}: every change in order, none missed or repeated, lists as the state was`);
   const held = new Map([...reflector.objects.values()].map((object) => [nameOf(object) ?? `(foreign) ${object.metadata.namespace}/${object.metadata.name}`, Number(object.metadata.resourceVersion)]));
   t.same([...held].sort(), [...stateAt(truth, Infinity)].sort(), `${label}: holds exactly what exists`);
-  t.comment(`${label}: ${reflector.count('listed')} lists, ${reflector.count('ended')} watch ends, ${reflector.count('expired')} 410s, ${reflector.count('refused')} refusals: ${reflector.log.map(summary).join(' | ')}`);
+  t.comment(`${label}: ${reflector.count('listed')} lists, ${reflector.count('ended')} watch ends, ${reflector.count('expired')} 410s, ${reflector.count('refused')} refusals: ${reflector.log.map(describeEntry).join(' | ')}`);
 }
 
 for (const how of ['graceful', 'crash'] as const) {
@@ -266,7 +267,7 @@ t.test('etcd compacted and the apiserver restarted: the cache relists, ends its 
   await viaCache.reached(old);
   const tenant = tenantSession(alpha);
   const held = openWatch(tenant, `/api/v1/namespaces/compaction/configmaps?watch=1&resourceVersion=${old}`);
-  t.equal(await held.headers, 200, 'a watch from a resourceVersion in the history is served');
+  t.equal(await held.status, 200, 'a watch from a resourceVersion in the history is served');
   // The same over HTTP/1.1: its answer must end as a whole chunked response (resolves), not be cut (rejects).
   const heldOverHttp1 = h1Request(credentialsOf(alpha.kubeconfig), 'GET', `/api/v1/namespaces/compaction/configmaps?watch=1&resourceVersion=${old}`);
   t.equal(await cacheWatchersSettled(3), 3, 'the three watches are served from the cache');
@@ -299,11 +300,11 @@ t.test('etcd compacted and the apiserver restarted: the cache relists, ends its 
 
   // Resumed from a resourceVersion before the relist: an ERROR event with 410 Expired, as the apiserver answers.
   const resumed = openWatch(tenant, `/api/v1/namespaces/compaction/configmaps?watch=1&resourceVersion=${old}`);
-  t.equal(await resumed.headers, 200, 'the resumed watch is answered 200, then the error');
+  t.equal(await resumed.status, 200, 'the resumed watch is answered 200, then the error');
   await waitFor('the resumed watch to end', () => resumed.ended, 15_000).catch(() => {});
   const upstream = upstreamSession();
   const asApiserver = openWatch(upstream, `/api/v1/namespaces/${s.upstreamNamespace}/configmaps?watch=1&resourceVersion=${old}`);
-  t.equal(await asApiserver.headers, 200, 'the apiserver too answers 200, then the error');
+  t.equal(await asApiserver.status, 200, 'the apiserver too answers 200, then the error');
   await waitFor('the apiserver\'s answer to end', () => asApiserver.ended, 15_000).catch(() => {});
   const shape = (events: { type: string; object: any }[]) => events.map((e) => ({ type: e.type, kind: e.object.kind, apiVersion: e.object.apiVersion, status: e.object.status, reason: e.object.reason, code: e.object.code }));
   t.same(shape(asApiserver.events), [{ type: 'ERROR', kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Expired', code: 410 }], 'the apiserver answers an old resourceVersion with 410 Expired');
@@ -313,7 +314,7 @@ t.test('etcd compacted and the apiserver restarted: the cache relists, ends its 
 
   // A new watch sees the state as it is, then what changes.
   const fresh = openWatch(tenant, '/api/v1/namespaces/compaction/configmaps?watch=1');
-  t.equal(await fresh.headers, 200, 'a new watch is served');
+  t.equal(await fresh.status, 200, 'a new watch is served');
   await fresh.until('the initial events', (events) => events.length >= 1);
   await sleep(300);
   t.same(
@@ -371,7 +372,7 @@ t.test('tenantgate restarted: a client resuming from its last resourceVersion ge
   t.ok(await cacheServes('gateway-restart'), 'the new tenantgate serves watches from its cache');
   const tenant = tenantSession(alpha);
   const resumed = openWatch(tenant, `/api/v1/namespaces/gateway-restart/configmaps?watch=1&resourceVersion=${before}`);
-  t.equal(await resumed.headers, 200, 'the resumed watch is answered 200, then the error');
+  t.equal(await resumed.status, 200, 'the resumed watch is answered 200, then the error');
   await waitFor('the resumed watch to end', () => resumed.ended, 15_000).catch(() => {});
   t.same(
     resumed.events.map((e) => [e.type, e.object.code, e.object.reason]),
@@ -409,7 +410,7 @@ t.test('the upstream connection cut and mended: the cache resumes its watch, and
   probe.close();
   const viaCache = openWatch(connect(), `/api/v1/namespaces/cut/configmaps?watch=1&resourceVersion=${from}`);
   const direct = openWatch(upstreamSession(), `/api/v1/namespaces/${s.upstreamNamespace}/configmaps?watch=1&resourceVersion=${from}`);
-  t.same([await viaCache.headers, await direct.headers], [200, 200], 'both watches are served');
+  t.same([await viaCache.status, await direct.status], [200, 200], 'both watches are served');
   t.equal(await cacheWatchersSettled(1, behindRelay.metricsUrl), 1, 'the tenant watch is served from the cache');
   const relistsBefore = await configmapRelists(behindRelay.metricsUrl);
 
@@ -510,7 +511,7 @@ t.test('a client moving to another replica resumes from its last resourceVersion
   await s.writer.remove('two');
   await s.writer.create('three', { step: '1' });
   const resumed = openWatch(tenantSession(alpha, other.url), `/api/v1/namespaces/replicas/configmaps?watch=1&resourceVersion=${onFirst.resourceVersion}`);
-  t.equal(await resumed.headers, 200, 'the resumed watch is served');
+  t.equal(await resumed.status, 200, 'the resumed watch is served');
   t.equal(await cacheWatchersSettled(1, other.metricsUrl), 1, 'from the other replica\'s cache');
   const last = await s.writer.update('one', { step: '3' });
   await resumed.until('the last change', (events) => events.some((e) => Number(e.object.metadata.resourceVersion) === last));
@@ -531,7 +532,7 @@ t.test('a silently dead upstream connection: the cache notices, and its watcher 
   const s = await scene(t, 'stall');
   const { relay, behindRelay } = await relayedGateway(t);
   const viaCache = openWatch(tenantSession(alpha, behindRelay.url), '/api/v1/namespaces/stall/configmaps?watch=1&resourceVersion=0');
-  t.equal(await viaCache.headers, 200, 'the watch is served');
+  t.equal(await viaCache.status, 200, 'the watch is served');
   const before = await s.writer.create('one', { step: '1' });
   await viaCache.until('the change before the stall', (events) => events.some((e) => Number(e.object.metadata.resourceVersion) === before));
   relay.stall();
