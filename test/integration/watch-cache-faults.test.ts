@@ -18,6 +18,7 @@ import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
 import { departures, describeEntry, etcdRecord, Reflector, sleep, stateAt, waitFor, type TruthEvent } from '../helpers/watch.ts';
 import { openWatch } from '../helpers/watch-events.ts';
 
+const BOOKMARKS_EVERY_SECOND = ['--watch-cache-bookmark-interval', '1s'];
 let stack: Stack;
 let alpha: TestTenant;
 let bravo: TestTenant;
@@ -29,7 +30,8 @@ const gatewayLogs: { name: string; logs: string[] }[] = [];
 const sessions = new Set<ClientHttp2Session>();
 
 t.before(async () => {
-  stack = await startStack({ controllers: false });
+  // Bookmarks every second (the apiserver's cadence is a minute): the clients here see them between the faults.
+  stack = await startStack({ controllers: false, gatewayArgs: BOOKMARKS_EVERY_SECOND });
   gateway = { child: stack.gateway, metricsUrl: stack.metricsUrl };
   gatewayLogs.push({ name: 'the stack\'s tenantgate', logs: stack.gatewayLogs });
   alpha = await createTestTenant(stack, 'wcfalf');
@@ -358,7 +360,7 @@ t.test('tenantgate restarted: a client resuming from its last resourceVersion ge
   const during = await meanwhile.create('three', { step: '1' });
   for (const [resourceVersion, data] of meanwhile.written) s.writer.written.set(resourceVersion, data);
 
-  const restarted = await spawnGateway(stack.files, ['--confine-upstream-discovery', '--listen', `127.0.0.1:${port}`]);
+  const restarted = await spawnGateway(stack.files, ['--confine-upstream-discovery', '--listen', `127.0.0.1:${port}`, ...BOOKMARKS_EVERY_SECOND]);
   gateway = { child: restarted.child, metricsUrl: restarted.metricsUrl };
   gatewayLogs.push({ name: 'the restarted tenantgate', logs: restarted.logs });
   await viaCache.reached(during);
@@ -392,7 +394,7 @@ async function relayedGateway(t: Test) {
   t.teardown(() => relay.close());
   const kubeconfig = join(stack.dir, `relayed-upstream-${relay.port}.kubeconfig`);
   writeFileSync(kubeconfig, renderKubeconfig({ ...stack.rig.admin, server: `https://127.0.0.1:${relay.port}` }, 'relayed'), { mode: 0o600 });
-  const behindRelay = await spawnGateway(stack.files, ['--confine-upstream-discovery', '--upstream-kubeconfig', kubeconfig, '--watch-cache-resources', 'configmaps']);
+  const behindRelay = await spawnGateway(stack.files, ['--confine-upstream-discovery', '--upstream-kubeconfig', kubeconfig, '--watch-cache-resources', 'configmaps', ...BOOKMARKS_EVERY_SECOND]);
   t.teardown(() => stopChild(behindRelay.child));
   gatewayLogs.push({ name: `the tenantgate behind relay ${relay.port}`, logs: behindRelay.logs });
   return { relay, behindRelay };
@@ -522,6 +524,32 @@ t.test('a client moving to another replica resumes from its last resourceVersion
     'every change after the last one it saw, in order, none twice',
   );
   resumed.close();
+});
+
+// Its first check is marked todo: it fails. A bookmark carries the cache's resourceVersion, even to a watch that started ahead of it (a client
+// that listed consistently, or wrote, then watches a resource whose cache has seen nothing newer): the client's
+// resourceVersion goes back, and it resumes from there (events it had sent again, or a needless 410). The apiserver
+// waits until its cache reaches a watch's resourceVersion before it serves it, and never bookmarks below it.
+t.test('a watch from a resourceVersion the cache has not reached: no bookmark behind it', async (t) => {
+  const s = await scene(t, 'ahead');
+  await s.writer.create('one', { step: '1' });
+  // The newest resourceVersion is now a Secret's: ahead of everything the configmaps' cache has seen.
+  const session = tenantSession(alpha);
+  const secret = await h2Request(session, 'POST', '/api/v1/namespaces/ahead/secrets', { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ metadata: { name: 'newest' } }) });
+  t.equal(secret.status, 201, 'a Secret written');
+  const from = Number(secret.json().metadata.resourceVersion);
+  const watch = openWatch(session, `/api/v1/namespaces/ahead/configmaps?watch=1&allowWatchBookmarks=true&resourceVersion=${from}`);
+  t.equal(await watch.status, 200, 'the watch from its resourceVersion is served');
+  t.equal(await cacheWatchersSettled(1), 1, 'from the cache');
+  await watch.until('two bookmarks', (events) => events.filter((e) => e.type === 'BOOKMARK').length >= 2, 10_000);
+  const bookmarks = watch.events.filter((e) => e.type === 'BOOKMARK').map((e) => Number(e.object.metadata.resourceVersion));
+  t.ok(bookmarks.every((resourceVersion) => resourceVersion >= from), `no bookmark before ${from}, where the watch started (bookmarks at ${bookmarks.join(', ')})`, {
+    todo: 'bug: a bookmark carries the cache\'s resourceVersion, behind the watch\'s (see the comment above the test)',
+  });
+  const next = await s.writer.update('one', { step: '2' });
+  await watch.until('the next change', (events) => events.some((e) => Number(e.object.metadata.resourceVersion) === next));
+  t.same(watch.events.filter((e) => e.type !== 'BOOKMARK').map((e) => [e.type, e.object.metadata.name, Number(e.object.metadata.resourceVersion)]), [['MODIFIED', 'one', next]], 'then the change after it, alone');
+  watch.close();
 });
 
 // Skipped: it fails, and would take 100 s. With the upstream connection open but silent (a host gone without a
