@@ -1,5 +1,6 @@
 // The watch cache under faults, against the real rig: the apiserver restarting (gracefully and by crash), etcd
-// compacted under it, tenantgate itself restarting, and its upstream connection cut. Whatever happens, a tenant client
+// compacted under it, tenantgate itself restarting or replaced by another replica, its upstream connection cut, and
+// watches that start while the namespace changes or ahead of the cache. Whatever happens, a tenant client
 // that resumes from the last resourceVersion it saw and relists on 410 (as client-go does) ends with exactly the
 // changes etcd recorded, in order, none missed or repeated; a watch the cache cannot continue is ended, never left to
 // miss an event silently.
@@ -15,7 +16,7 @@ import { parsePrometheusText, sampleSum } from '../helpers/prometheus-text.ts';
 import { cuttableRelay } from '../helpers/relay.ts';
 import { spawnGateway, startStack, stopChild, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
-import { departures, describeEntry, etcdRecord, Reflector, sleep, stateAt, waitFor, type TruthEvent } from '../helpers/watch.ts';
+import { departures, describeEntry, etcdRecord, Reflector, sleep, stateAt, waitFor, type ReflectorEntry, type TruthEvent } from '../helpers/watch.ts';
 import { openWatch } from '../helpers/watch-events.ts';
 
 const BOOKMARKS_EVERY_SECOND = ['--watch-cache-bookmark-interval', '1s'];
@@ -526,6 +527,50 @@ t.test('a client moving to another replica resumes from its last resourceVersion
   resumed.close();
 });
 
+// The check of each round is marked todo: it fails. A watch-list with resourceVersion unset (client-go's informers
+// since 1.35, and their relist after a 410) takes its initial state from one upstream list at resourceVersion L, then
+// registers with the cache: the changes after L that the cache took in while the list was on its way were dispatched
+// before the watcher was there, and are never sent to it (measured: 22 of 25 rounds missed 1 to 5 changes). Replaying
+// the cache's history after L when the watcher registers would close the gap.
+t.test('a watch-list (resourceVersion unset, as informers relist) while the namespace changes: its initial state, then every change after it', async (t) => {
+  const s = await scene(t, 'watch-list');
+  // Larger objects make the upstream list take a moment, as a real namespace's does.
+  const filler = 'x'.repeat(150_000);
+  for (let i = 0; i < 20; i++) await s.writer.create(`filler${i}`, { filler });
+  await s.writer.create('ticker', { n: '0' });
+  let ticking = true;
+  let ticks = 0;
+  const ticker = (async () => {
+    while (ticking) await s.writer.update('ticker', { n: String(++ticks) });
+  })();
+  t.teardown(async () => {
+    ticking = false;
+    await ticker;
+  });
+  const session = tenantSession(alpha);
+  const gaps: string[] = [];
+  for (let round = 0; round < 15; round++) {
+    const watch = openWatch(session, '/api/v1/namespaces/watch-list/configmaps?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true');
+    t.equal(await watch.status, 200, `round ${round}: served`);
+    await watch.until('the initial events\' end, then five changes', (events) => {
+      const end = events.findIndex((e) => e.type === 'BOOKMARK');
+      return end !== -1 && events.slice(end + 1).filter((e) => e.type !== 'BOOKMARK').length >= 5;
+    });
+    watch.close();
+    const end = watch.events.findIndex((e) => e.type === 'BOOKMARK');
+    t.equal(watch.events[end]!.object.metadata.annotations?.['k8s.io/initial-events-end'], 'true', `round ${round}: the initial events end with the annotated bookmark`);
+    const changes = watch.events.slice(end + 1).filter((e) => e.type !== 'BOOKMARK');
+    const log: ReflectorEntry[] = [
+      { kind: 'listed', resourceVersion: Number(watch.events[end]!.object.metadata.resourceVersion), items: watch.events.slice(0, end).map((e) => e.object) },
+      ...changes.map((e) => ({ kind: 'event' as const, type: e.type as 'MODIFIED', resourceVersion: Number(e.object.metadata.resourceVersion), object: e.object })),
+    ];
+    await s.truth.reached(Number(changes.at(-1)!.object.metadata.resourceVersion));
+    gaps.push(...departures(log, s.truth.events, s.tenantName, s.writer.written).map((problem) => `round ${round}: ${problem}`));
+  }
+  t.same(gaps, [], 'each round: the state at its bookmark, then every change after it, none missed', { todo: 'bug: the changes between the upstream list and the watcher\'s registration are lost (see the comment above the test)' });
+  t.comment(`${ticks} changes written during the rounds; ${gaps.length} departures${gaps.length === 0 ? '' : `, the first: ${gaps.slice(0, 3).join('; ')}`}`);
+});
+
 // Its first check is marked todo: it fails. A bookmark carries the cache's resourceVersion, even to a watch that started ahead of it (a client
 // that listed consistently, or wrote, then watches a resource whose cache has seen nothing newer): the client's
 // resourceVersion goes back, and it resumes from there (events it had sent again, or a needless 410). The apiserver
@@ -538,9 +583,10 @@ t.test('a watch from a resourceVersion the cache has not reached: no bookmark be
   const secret = await h2Request(session, 'POST', '/api/v1/namespaces/ahead/secrets', { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ metadata: { name: 'newest' } }) });
   t.equal(secret.status, 201, 'a Secret written');
   const from = Number(secret.json().metadata.resourceVersion);
+  const watchersBefore = await cacheWatchers(alpha);
   const watch = openWatch(session, `/api/v1/namespaces/ahead/configmaps?watch=1&allowWatchBookmarks=true&resourceVersion=${from}`);
   t.equal(await watch.status, 200, 'the watch from its resourceVersion is served');
-  t.equal(await cacheWatchersSettled(1), 1, 'from the cache');
+  t.equal(await cacheWatchers(alpha), watchersBefore + 1, 'from the cache');
   await watch.until('two bookmarks', (events) => events.filter((e) => e.type === 'BOOKMARK').length >= 2, 10_000);
   const bookmarks = watch.events.filter((e) => e.type === 'BOOKMARK').map((e) => Number(e.object.metadata.resourceVersion));
   t.ok(bookmarks.every((resourceVersion) => resourceVersion >= from), `no bookmark before ${from}, where the watch started (bookmarks at ${bookmarks.join(', ')})`, {
