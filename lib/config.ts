@@ -46,7 +46,7 @@ export interface ServeConfig {
   /** Keep the upstream's `system:discovery` binding to system identities (tenants then read discovery through tenantgate only). */
   confineUpstreamDiscovery?: boolean;
   /** The shared watch cache: the resources it keeps; null: off (every list and watch upstream); omitted: the defaults. */
-  watchCache?: { resources: readonly CachedResourceId[]; bookmarkIntervalMs?: number } | null;
+  watchCache?: { resources: readonly CachedResourceId[]; bookmarkIntervalMs?: number; upstreamIdleMs?: number } | null;
 }
 
 export const SERVE_OPTIONS = {
@@ -76,6 +76,7 @@ export const SERVE_OPTIONS = {
   'watch-cache': { type: 'string', default: 'true', description: "serve tenants' watches and resourceVersion=0 lists from one upstream watch per resource; false: each watch its own upstream watch (TENANTGATE_WATCH_CACHE)" },
   'watch-cache-resources': { type: 'string', default: DEFAULT_CACHED_RESOURCES.join(','), description: 'resources the watch cache keeps, resource[.group], comma-separated (TENANTGATE_WATCH_CACHE_RESOURCES)' },
   'watch-cache-bookmark-interval': { type: 'string', default: '60s', description: 'time between two bookmarks to a cached watch that allows them (the apiserver: 1 minute)' },
+  'watch-cache-upstream-idle': { type: 'string', default: '75s', description: "how long the cache's upstream watch may be silent before its connection must answer a ping (the apiserver bookmarks every minute)" },
   help: { type: 'boolean', short: 'h', default: false, description: 'show this help' },
 } as const;
 
@@ -145,9 +146,14 @@ export function parseListen(listen: string): { host: string; port: number } {
 }
 
 /** `--watch-cache` alone means on, as a boolean flag would (its value form takes `=false`). */
-function watchCacheOf(value: string, resources: string, bookmarkInterval: string): ServeConfig['watchCache'] {
+function watchCacheOf(value: string, resources: string, bookmarkInterval: string, upstreamIdle: string): ServeConfig['watchCache'] {
   if (value !== 'true' && value !== 'false') throw new Error(`--watch-cache must be true or false, not ${JSON.stringify(value)}`);
-  return value === 'false' ? null : { resources: cachedResourcesOf(commaList(resources)), bookmarkIntervalMs: parseDurationMs(bookmarkInterval, 'watch-cache-bookmark-interval') };
+  if (value === 'false') return null;
+  return {
+    resources: cachedResourcesOf(commaList(resources)),
+    bookmarkIntervalMs: parseDurationMs(bookmarkInterval, 'watch-cache-bookmark-interval'),
+    upstreamIdleMs: parseDurationMs(upstreamIdle, 'watch-cache-upstream-idle'),
+  };
 }
 
 export function parseServeConfig(args: string[]): ServeConfig | 'help' {
@@ -185,7 +191,7 @@ export function parseServeConfig(args: string[]): ServeConfig | 'help' {
     flowControl: flowControlOf(values),
     tenantWebhookUrlHosts: commaList(fromEnv('tenant-webhook-url-hosts') ?? values['tenant-webhook-url-hosts'] ?? '').map((host) => host.toLowerCase()),
     confineUpstreamDiscovery: values['confine-upstream-discovery'] || fromEnv('confine-upstream-discovery') === 'true',
-    watchCache: watchCacheOf(fromEnv('watch-cache') ?? values['watch-cache'], fromEnv('watch-cache-resources') ?? values['watch-cache-resources'], values['watch-cache-bookmark-interval']),
+    watchCache: watchCacheOf(fromEnv('watch-cache') ?? values['watch-cache'], fromEnv('watch-cache-resources') ?? values['watch-cache-resources'], values['watch-cache-bookmark-interval'], values['watch-cache-upstream-idle']),
   };
 }
 

@@ -119,11 +119,13 @@ export class AccessReviews {
    * Whether `identity` (as the upstream names it) may `verb` `resource` of `group` in the upstream namespace
    * `namespace`: what impersonation would have let the upstream decide, for a read tenantgate answers itself (the
    * watch cache). Asks about the identity itself, whose namespaced rights its RoleBindings (and the expansions of its
-   * tenant's ClusterRoleBindings) hold upstream. A cached answer is returned synchronously.
+   * tenant's ClusterRoleBindings) hold upstream; `name`: the object a `metadata.name` field selector names, which the
+   * apiserver authorizes as that object (RBAC's resourceNames). A cached answer is returned synchronously.
    */
-  allowedInNamespace(tenant: TenantId, identity: UpstreamIdentity, verb: string, group: string, resource: string, namespace: string): boolean | Promise<boolean> {
-    const key = JSON.stringify(['namespace', tenant, identity.user, identity.groups, verb, group, resource, namespace]);
-    return this.#ask(key, () => ({ user: identity.user, groups: identity.groups, resourceAttributes: { verb, group, resource, namespace } }));
+  allowedInNamespace(tenant: TenantId, identity: UpstreamIdentity, verb: string, group: string, resource: string, namespace: string, name = ''): boolean | Promise<boolean> {
+    const key = JSON.stringify(['namespace', tenant, identity.user, identity.groups, verb, group, resource, namespace, name]);
+    const resourceAttributes: ResourceAttributes = name === '' ? { verb, group, resource, namespace } : { verb, group, resource, namespace, name };
+    return this.#ask(key, () => ({ user: identity.user, groups: identity.groups, resourceAttributes }));
   }
 
   /**

@@ -126,6 +126,7 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   const cachedResources = config.watchCache === undefined ? cachedResourcesOf(DEFAULT_CACHED_RESOURCES) : (config.watchCache?.resources ?? null);
   const watchCache = cachedResources === null || cachedResources.length === 0 || config.passthrough ? null : new WatchCache(cachedResources, pool, (tenant) => conversions.of(tenant), {
           bookmarkIntervalMs: config.watchCache?.bookmarkIntervalMs,
+          upstreamIdleMs: config.watchCache?.upstreamIdleMs,
           observe: metrics === null ? undefined : (tenant, watcher) => metrics.rewriteStarted(tenant, 'watch', watcher),
         });
   watchCache?.start();

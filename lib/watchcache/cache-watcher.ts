@@ -5,7 +5,7 @@
 import type { Writable } from 'node:stream';
 import type { TenantId } from '../convert/prefix.ts';
 import type { RewriteCounters } from '../metrics/metrics.ts';
-import { eventLine, type CacheEvent, type CacheListener, type ResourceCache } from './resource-cache.ts';
+import { departureLine, eventLine, type CacheEvent, type CacheListener, type ResourceCache } from './resource-cache.ts';
 import { selects, type Selection } from './selection.ts';
 
 /** What every watcher of the cache shares: its limits and where it reports. */
@@ -25,7 +25,7 @@ export function lineFor(selection: Selection, event: CacheEvent): Buffer | null 
   const wasSelected = selects(selection, event.previous!);
   // A change that moves an object into or out of the selection is, to this watcher, its arrival or departure.
   if (selected) return wasSelected ? event.line : eventLine('ADDED', event.object.bytes);
-  return wasSelected ? eventLine('DELETED', event.object.bytes) : null;
+  return wasSelected ? departureLine(event) : null;
 }
 
 export class CacheWatcher implements CacheListener, RewriteCounters {
@@ -61,6 +61,11 @@ export class CacheWatcher implements CacheListener, RewriteCounters {
 
   get ended(): boolean {
     return this.#ended;
+  }
+
+  /** The newest resourceVersion this watcher has been given or asked to start after: no bookmark may go behind it. */
+  get resourceVersion(): number {
+    return this.#after;
   }
 
   /** Bytes of tenants' views it carried (each converted once, at ingest, for every watcher). */

@@ -62,6 +62,21 @@ export interface CacheEvent {
   readonly previous: CachedObject | null;
   /** `{"type":…,"object":…}\n`; object.bytes is a view into it. */
   readonly line: Buffer;
+  /** For watchers whose selection it leaves: DELETED with the object as it was, at this resourceVersion (made once, when first needed). */
+  departure?: Buffer;
+}
+
+/**
+ * The DELETED a watcher receives when a change takes an object out of its selection: the object before the change,
+ * at the change's resourceVersion, as the apiserver's cacher sends it.
+ */
+export function departureLine(event: CacheEvent): Buffer {
+  if (event.departure === undefined) {
+    const before = JSON.parse(event.previous!.bytes.toString('utf8'));
+    before.metadata.resourceVersion = String(event.resourceVersion);
+    event.departure = eventLine('DELETED', Buffer.from(JSON.stringify(before)));
+  }
+  return event.departure;
 }
 
 /** What a watcher of the cache is told. */
@@ -88,6 +103,11 @@ export interface ResourceCacheOptions {
   historyCapacity?: number;
   /** Longest wait between attempts while the upstream is away (default 5 s). */
   maxBackoffMs?: number;
+  /**
+   * How long the upstream watch may stay silent before the cache doubts its connection (default 75 s: the apiserver
+   * bookmarks a watch every minute): it pings the connection, drops it when no answer comes, and watches anew.
+   */
+  upstreamIdleMs?: number;
 }
 
 /** What a resumed watch is given: the events after its resourceVersion, or the oldest it could have resumed from. */
@@ -124,6 +144,8 @@ const DEPARTED_NAMESPACE_MS = 60_000;
 /** How long an event in a namespace not seen yet waits for it before watchers across namespaces are denied it. */
 const UNKNOWN_NAMESPACE_WAIT_MS = 5_000;
 const DEFERRED_CHECK_MS = 20;
+/** How long a connection suspected dead has to answer a ping (client-go gives 15 s). */
+const UPSTREAM_PING_TIMEOUT_MS = 15_000;
 
 export class ResourceCache implements NamespaceMembership {
   readonly id: CachedResourceId;
@@ -136,6 +158,7 @@ export class ResourceCache implements NamespaceMembership {
   readonly #onGone: (() => void) | undefined;
   readonly #capacity: number;
   readonly #maxBackoffMs: number;
+  readonly #upstreamIdleMs: number;
 
   /** tenant → tenant namespace ('' for cluster-scoped) → name → object. */
   readonly #objects = new Map<TenantId, Map<string, Map<string, CachedObject>>>();
@@ -179,6 +202,7 @@ export class ResourceCache implements NamespaceMembership {
     this.#onGone = options.onGone;
     this.#capacity = options.historyCapacity ?? 10_000;
     this.#maxBackoffMs = options.maxBackoffMs ?? 5_000;
+    this.#upstreamIdleMs = options.upstreamIdleMs ?? 75_000;
     this.#history = new Array(this.#capacity);
   }
 
@@ -495,6 +519,25 @@ export class ResourceCache implements NamespaceMembership {
           from = newline + 1;
         }
         pending = from === data.length ? null : Buffer.from(data.subarray(from));
+      });
+      // A connection gone silent (a host lost without a reset, a NAT that forgot the flow) tells nobody: after longer
+      // than the apiserver leaves between bookmarks, the connection must answer a ping or go, and the watch resumes.
+      stream.setTimeout(this.#upstreamIdleMs, () => {
+        const session = stream.session;
+        if (session !== undefined && session !== null && !session.destroyed) {
+          const silent = setTimeout(() => session.destroy(new Error('the upstream connection went silent')), UPSTREAM_PING_TIMEOUT_MS);
+          silent.unref();
+          try {
+            session.ping((error) => {
+              clearTimeout(silent);
+              if (error !== null) session.destroy(error);
+            });
+          } catch {
+            clearTimeout(silent);
+            session.destroy();
+          }
+        }
+        stream.close();
       });
       stream.on('end', () => settle(status === 200 ? 'ended' : 'failed'));
       stream.on('error', () => settle('failed'));

@@ -22,12 +22,13 @@ const FRESHNESS_WAIT_MS = 3_000;
 
 const RESPONSE_HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-cache, private' } as const;
 
-/** The apiserver's 403 for a namespaced read, in the tenant's names. */
-function namespaceForbidden(user: string, verb: string, group: string, resource: string, namespace: string) {
+/** The apiserver's 403 for a namespaced read (of one object, when a field selector names it), in the tenant's names. */
+function namespaceForbidden(user: string, verb: string, group: string, resource: string, namespace: string, name: string) {
   const qualified = group === '' ? resource : `${resource}.${group}`;
+  const details = group === '' ? { kind: resource } : { group, kind: resource };
   return forbidden(
-    `${qualified} is forbidden: User ${JSON.stringify(user)} cannot ${verb} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(group)} in the namespace ${JSON.stringify(namespace)}`,
-    group === '' ? { kind: resource } : { group, kind: resource },
+    `${qualified}${name === '' ? '' : ' ' + JSON.stringify(name)} is forbidden: User ${JSON.stringify(user)} cannot ${verb} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(group)} in the namespace ${JSON.stringify(namespace)}`,
+    name === '' ? details : { name, ...details },
   );
 }
 
@@ -44,10 +45,11 @@ export function watchCacheStage(watchCache: WatchCache, access: AccessReviews): 
     const identity = ctx.identity!;
     const tenant = identity.tenant!;
     const decide = (allowed: boolean) => {
-      if (!allowed) throw namespaceForbidden(identity.user, info.verb, info.apiGroup, info.resource, info.namespace);
+      if (!allowed) throw namespaceForbidden(identity.user, info.verb, info.apiGroup, info.resource, info.namespace, info.name);
       return serve(ctx, plan, watchCache);
     };
-    const allowed = access.allowedInNamespace(tenant, upstreamIdentityOf(identity), info.verb, plan.cache.id.group, info.resource, namespaceToUpstream(info.namespace, tenant));
+    // (info.name: what a metadata.name field selector names, as the apiserver's RequestInfo has it.)
+    const allowed = access.allowedInNamespace(tenant, upstreamIdentityOf(identity), info.verb, plan.cache.id.group, info.resource, namespaceToUpstream(info.namespace, tenant), info.name);
     return typeof allowed === 'boolean' ? decide(allowed) : allowed.then(decide);
   };
 }

@@ -71,6 +71,8 @@ export interface WatchCacheOptions {
   bookmarkIntervalMs?: number;
   /** Events kept per resource for resumed watches (default 10,000). */
   historyCapacity?: number;
+  /** How long an upstream watch may be silent before its connection is checked (default 75 s). */
+  upstreamIdleMs?: number;
   /** Tenants' custom resources cached at most at once (default 1,000); past it, theirs go upstream. */
   maxCustomResources?: number;
   /** Told of each watch it serves (the metrics' active watches and events sent); returns what to call at its end. */
@@ -142,6 +144,7 @@ export class WatchCache implements WatcherPolicy {
   readonly #pool: UpstreamPool;
   readonly #convertOf: (tenant: TenantId) => ConvertContext;
   readonly #historyCapacity: number | undefined;
+  readonly #upstreamIdleMs: number | undefined;
   readonly #maxCustomResources: number;
   #customCaches = 0;
   readonly #namespaces: ResourceCache | null;
@@ -154,9 +157,10 @@ export class WatchCache implements WatcherPolicy {
     this.#pool = pool;
     this.#convertOf = convertOf;
     this.#historyCapacity = options.historyCapacity;
+    this.#upstreamIdleMs = options.upstreamIdleMs;
     this.#maxCustomResources = options.maxCustomResources ?? 1_000;
     this.#observe = options.observe;
-    for (const id of resources) this.#caches.set(`${id.group}/${id.version}/${id.resource}`, new ResourceCache(id, pool, convertOf, { historyCapacity: options.historyCapacity }));
+    for (const id of resources) this.#caches.set(`${id.group}/${id.version}/${id.resource}`, new ResourceCache(id, pool, convertOf, { historyCapacity: options.historyCapacity, upstreamIdleMs: options.upstreamIdleMs }));
     // Reads across a tenant's namespaces need to know which namespaces are the tenant's: without namespaces cached,
     // they go upstream.
     this.#namespaces = this.#caches.get('/v1/namespaces') ?? null;
@@ -275,6 +279,7 @@ export class WatchCache implements WatcherPolicy {
     this.#customCaches++;
     const cache: ResourceCache = new ResourceCache(id, this.#pool, this.#convertOf, {
       historyCapacity: this.#historyCapacity,
+      upstreamIdleMs: this.#upstreamIdleMs,
       // Its CRD was deleted: the cache goes, a new CRD of the same name starts a new one.
       onGone: () => {
         if (this.#caches.get(key) !== cache) return;
@@ -352,8 +357,14 @@ export class WatchCache implements WatcherPolicy {
       const due = now >= watcher.deadline;
       if (!due && now < watcher.nextBookmarkAt) continue;
       if (watcher.nextBookmarkAt !== Infinity) {
-        let line = bookmarks.get(watcher.cache);
-        if (line === undefined) bookmarks.set(watcher.cache, (line = bookmarkLine(watcher.cache, watcher.cache.resourceVersion, false)));
+        const cache = watcher.cache;
+        let line: Buffer | undefined;
+        if (watcher.resourceVersion > cache.resourceVersion) {
+          // A watch that started ahead of the cache (from a consistent read's resourceVersion) is never told less.
+          line = bookmarkLine(cache, watcher.resourceVersion, false);
+        } else if ((line = bookmarks.get(cache)) === undefined) {
+          bookmarks.set(cache, (line = bookmarkLine(cache, cache.resourceVersion, false)));
+        }
         watcher.write(line);
         watcher.nextBookmarkAt = now + this.#bookmarkIntervalMs;
       }
