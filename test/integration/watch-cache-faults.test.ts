@@ -390,12 +390,12 @@ t.test('tenantgate restarted: a client resuming from its last resourceVersion ge
  * A second tenantgate (caching configmaps only) whose upstream connection passes a relay the test can cut or stall;
  * the stack's own keeps writing meanwhile.
  */
-async function relayedGateway(t: Test) {
+async function relayedGateway(t: Test, extraArgs: string[] = []) {
   const relay = await cuttableRelay(stack.rig.server.replace('https:', 'http:'));
   t.teardown(() => relay.close());
   const kubeconfig = join(stack.dir, `relayed-upstream-${relay.port}.kubeconfig`);
   writeFileSync(kubeconfig, renderKubeconfig({ ...stack.rig.admin, server: `https://127.0.0.1:${relay.port}` }, 'relayed'), { mode: 0o600 });
-  const behindRelay = await spawnGateway(stack.files, ['--confine-upstream-discovery', '--upstream-kubeconfig', kubeconfig, '--watch-cache-resources', 'configmaps', ...BOOKMARKS_EVERY_SECOND]);
+  const behindRelay = await spawnGateway(stack.files, ['--confine-upstream-discovery', '--upstream-kubeconfig', kubeconfig, '--watch-cache-resources', 'configmaps', ...BOOKMARKS_EVERY_SECOND, ...extraArgs]);
   t.teardown(() => stopChild(behindRelay.child));
   gatewayLogs.push({ name: `the tenantgate behind relay ${relay.port}`, logs: behindRelay.logs });
   return { relay, behindRelay };
@@ -571,10 +571,9 @@ t.test('a watch-list (resourceVersion unset, as informers relist) while the name
   t.comment(`${ticks} changes written during the rounds; ${gaps.length} departures${gaps.length === 0 ? '' : `, the first: ${gaps.slice(0, 3).join('; ')}`}`);
 });
 
-// Its first check is marked todo: it fails. A bookmark carries the cache's resourceVersion, even to a watch that started ahead of it (a client
-// that listed consistently, or wrote, then watches a resource whose cache has seen nothing newer): the client's
-// resourceVersion goes back, and it resumes from there (events it had sent again, or a needless 410). The apiserver
-// waits until its cache reaches a watch's resourceVersion before it serves it, and never bookmarks below it.
+// A watch that starts ahead of the cache (its client listed consistently, or wrote, then watches a resource whose cache
+// has seen nothing newer) must never be bookmarked below its own resourceVersion: its client would go back, and resume
+// from there (sent again what it had, or told 410). The apiserver never bookmarks below a watch's start either.
 t.test('a watch from a resourceVersion the cache has not reached: no bookmark behind it', async (t) => {
   const s = await scene(t, 'ahead');
   await s.writer.create('one', { step: '1' });
@@ -589,22 +588,20 @@ t.test('a watch from a resourceVersion the cache has not reached: no bookmark be
   t.equal(await cacheWatchers(alpha), watchersBefore + 1, 'from the cache');
   await watch.until('two bookmarks', (events) => events.filter((e) => e.type === 'BOOKMARK').length >= 2, 10_000);
   const bookmarks = watch.events.filter((e) => e.type === 'BOOKMARK').map((e) => Number(e.object.metadata.resourceVersion));
-  t.ok(bookmarks.every((resourceVersion) => resourceVersion >= from), `no bookmark before ${from}, where the watch started (bookmarks at ${bookmarks.join(', ')})`, {
-    todo: 'bug: a bookmark carries the cache\'s resourceVersion, behind the watch\'s (see the comment above the test)',
-  });
+  t.ok(bookmarks.every((resourceVersion) => resourceVersion >= from), `no bookmark before ${from}, where the watch started (bookmarks at ${bookmarks.join(', ')})`);
   const next = await s.writer.update('one', { step: '2' });
   await watch.until('the next change', (events) => events.some((e) => Number(e.object.metadata.resourceVersion) === next));
   t.same(watch.events.filter((e) => e.type !== 'BOOKMARK').map((e) => [e.type, e.object.metadata.name, Number(e.object.metadata.resourceVersion)]), [['MODIFIED', 'one', next]], 'then the change after it, alone');
   watch.close();
 });
 
-// Skipped: it fails, and would take 100 s. With the upstream connection open but silent (a host gone without a
-// reset, a NAT that dropped the flow), nothing tells the cache: its upstream watch waits for ever, its watchers stay
-// open and get nothing, and the pool keeps the dead session (measured: 90 s, no new connection, no event). client-go
-// pings an idle connection (30 s, 15 s to answer); the apiserver's bookmarks (every minute) would serve as a heartbeat.
-t.test('a silently dead upstream connection: the cache notices, and its watcher gets the change or is ended', { skip: 'bug: the watch cache never notices a silent upstream connection (see the comment above)' }, async (t) => {
+// With the upstream connection open but silent (a host gone without a reset, a NAT that dropped the flow), nothing
+// tells the cache: it must notice by itself. Allowed 2 s of silence here (75 s by default, the apiserver bookmarking
+// every minute), its connection then has 15 s to answer a ping, or is dropped and the watch resumes on a new one.
+t.test('a silently dead upstream connection: the cache notices, resumes on a new one, and its watcher gets the change', async (t) => {
   const s = await scene(t, 'stall');
-  const { relay, behindRelay } = await relayedGateway(t);
+  const { relay, behindRelay } = await relayedGateway(t, ['--watch-cache-upstream-idle', '2s']);
+  t.ok(await cacheServes('stall', behindRelay.url, behindRelay.metricsUrl), 'the relayed tenantgate serves watches from its cache');
   const viaCache = openWatch(tenantSession(alpha, behindRelay.url), '/api/v1/namespaces/stall/configmaps?watch=1&resourceVersion=0');
   t.equal(await viaCache.status, 200, 'the watch is served');
   const before = await s.writer.create('one', { step: '1' });
@@ -612,7 +609,13 @@ t.test('a silently dead upstream connection: the cache notices, and its watcher 
   relay.stall();
   const acceptedAtStall = relay.accepted;
   const during = await s.writer.create('two', { step: '1' });
-  await waitFor('the change made while the connection hung, or the watch\'s end', () => viaCache.ended || viaCache.events.some((e) => Number(e.object.metadata.resourceVersion) === during), 100_000);
+  await waitFor('the change made while the connection hung, or the watch\'s end', () => viaCache.ended || viaCache.events.some((e) => Number(e.object.metadata.resourceVersion) === during), 45_000);
   t.ok(relay.accepted > acceptedAtStall, 'the cache reached the upstream on a new connection');
+  t.notOk(viaCache.ended, 'the tenant watch continued');
+  t.same(
+    viaCache.events.filter((e) => e.type !== 'BOOKMARK').map((e) => [e.type, e.object.metadata.name, Number(e.object.metadata.resourceVersion)]),
+    [['ADDED', 'one', before], ['ADDED', 'two', during]],
+    'with the change made while the connection hung, after the one before',
+  );
   viaCache.close();
 });
