@@ -43,6 +43,8 @@ export class CacheWatcher implements CacheListener, RewriteCounters {
   /** What it sent (the metrics' and the request log's counters; conversion happened once, at ingest). */
   eventsOut = 0;
   bytesOut = 0;
+  /** Bytes beyond the policy's bound its client may leave unread: its initial state, which it is still reading. */
+  initialBytes = 0;
   /** Told when the watch ends (the metrics' count of active watches); null: nobody. */
   onEnd: (() => void) | null = null;
   #ended = false;
@@ -93,7 +95,7 @@ export class CacheWatcher implements CacheListener, RewriteCounters {
     if (this.#ended) return;
     const out = this.#out;
     if (out.destroyed) return;
-    if (out.writableLength > this.#policy.maxUnreadBytes) {
+    if (out.writableLength > this.#policy.maxUnreadBytes + this.initialBytes) {
       this.#policy.closedSlow(this.cache);
       this.#close(true);
       return;

@@ -307,33 +307,40 @@ export class WatchCache implements WatcherPolicy {
     const initial = plan.sendInitialEvents === true || (plan.sendInitialEvents === null && (resourceVersion === '' || resourceVersion === '0'));
     const deadline = now + (plan.timeoutSeconds > 0 ? plan.timeoutSeconds * 1000 : MIN_REQUEST_TIMEOUT_MS * (1 + Math.random()));
     const nextBookmarkAt = plan.bookmarks ? now + this.#bookmarkIntervalMs : Infinity;
-    let watcher: CacheWatcher;
-    if (initial) {
-      after = initialState?.resourceVersion ?? cache.resourceVersion;
-      watcher = new CacheWatcher(cache, tenant, plan.selection, out, this, after, deadline, nextBookmarkAt);
-      const objects = initialState?.objects ?? cache.objectsOf(tenant, plan.selection.namespace);
-      for (const object of objects) if (selects(plan.selection, object)) lines.push(eventLine('ADDED', object.bytes));
-      if (plan.sendInitialEvents === true) lines.push(bookmarkLine(cache, after, true));
-    } else if (resourceVersion === '0') {
-      after = cache.resourceVersion;
-      watcher = new CacheWatcher(cache, tenant, plan.selection, out, this, after, deadline, nextBookmarkAt);
-    } else {
-      const from = Number(resourceVersion);
+    // The events after `from` the cache still has, as this watch's lines; false when it has them no more (410 sent).
+    const replaySince = (from: number): boolean => {
       const since = cache.eventsSince(tenant, from);
       if ('expiredBefore' in since) {
         out.end(`{"type":"ERROR","object":${JSON.stringify(expired(`too old resource version: ${from} (${since.expiredBefore})`))}}\n`);
-        return null;
+        return false;
       }
       for (const event of since.events) {
         const line = lineFor(plan.selection, event);
         if (line !== null) lines.push(line);
       }
-      // From the newest event the cache has (or from the asked one, still ahead of it).
-      after = Math.max(from, cache.resourceVersion);
-      watcher = new CacheWatcher(cache, tenant, plan.selection, out, this, after, deadline, nextBookmarkAt);
+      return true;
+    };
+    if (initial) {
+      after = initialState?.resourceVersion ?? cache.resourceVersion;
+      const objects = initialState?.objects ?? cache.objectsOf(tenant, plan.selection.namespace);
+      for (const object of objects) if (selects(plan.selection, object)) lines.push(eventLine('ADDED', object.bytes));
+      if (plan.sendInitialEvents === true) lines.push(bookmarkLine(cache, after, true));
+      // The upstream's list was taken a moment ago: what the cache took in since goes after it, from the history.
+      if (initialState !== null && !replaySince(initialState.resourceVersion)) return null;
+    } else if (resourceVersion === '0') {
+      after = cache.resourceVersion;
+    } else {
+      after = Number(resourceVersion);
+      if (!replaySince(after)) return null;
     }
+    // From the newest event the cache has (or from the asked one, still ahead of it).
+    after = Math.max(after, cache.resourceVersion);
+    const watcher = new CacheWatcher(cache, tenant, plan.selection, out, this, after, deadline, nextBookmarkAt);
     // Written and registered in one turn of the event loop: no event can fall between the two.
-    watcher.bytesOut += writeBatched(out, lines);
+    const initialBytes = writeBatched(out, lines);
+    watcher.bytesOut += initialBytes;
+    // A large initial state is not a slow client: the bound counts from what it was given at the start.
+    watcher.initialBytes = initialBytes;
     watcher.eventsOut += lines.length;
     cache.stats.deliveries += lines.length;
     watcher.onEnd = this.#observe?.(tenant, watcher) ?? null;

@@ -1,7 +1,6 @@
 // The etcd tenant store against a real etcd (the rig's binary, alone): the same contract as the embedded store, two
 // replicas agreeing, etcd stopped and started mid-test, a replica cut off past a compaction, and 1,000 tenants.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, connect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Etcd3 } from 'etcd3';
@@ -9,6 +8,7 @@ import t from 'tap';
 import { startEtcd, type StandaloneEtcd } from '../../lib/rig/harness.ts';
 import { EtcdTenantStore } from '../../lib/tenants/etcd-store.ts';
 import { TenantStoreUnavailable, type TenantStore } from '../../lib/tenants/tenant.ts';
+import { cuttableRelay } from '../helpers/relay.ts';
 import { eventually, recorder, tenantSpec, testTenantStoreContract } from '../helpers/tenant-store-contract.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'tenant-store-etcd-'));
@@ -138,50 +138,6 @@ t.test('etcd stopped: reads keep answering and writes fail fast with 503; etcd b
     ['keep01', 'new001'],
   );
 });
-
-/**
- * A TCP relay to etcd that the test can cut (every connection dropped, new ones refused) and mend, or stall
- * (connections stay open and nothing goes through: an etcd that hangs).
- */
-async function cuttableRelay(target: string): Promise<{ endpoint: string; cut(): void; mend(): Promise<void>; stall(): void; close(): void }> {
-  const { hostname, port } = new URL(target);
-  const sockets = new Set<Socket>();
-  let server: Server | undefined;
-  let listenPort = 0;
-  const listen = () =>
-    new Promise<void>((resolve) => {
-      server = createServer((client) => {
-        const upstream = connect(Number(port), hostname);
-        for (const socket of [client, upstream]) {
-          sockets.add(socket);
-          socket.on('error', () => {});
-          socket.on('close', () => {
-            sockets.delete(socket);
-            client.destroy();
-            upstream.destroy();
-          });
-        }
-        client.pipe(upstream).pipe(client);
-      });
-      server.listen(listenPort, '127.0.0.1', () => {
-        listenPort = (server!.address() as { port: number }).port;
-        resolve();
-      });
-    });
-  const cut = () => {
-    server?.close();
-    server = undefined;
-    for (const socket of sockets) socket.destroy();
-  };
-  const stall = () => {
-    for (const socket of sockets) {
-      socket.unpipe();
-      socket.pause();
-    }
-  };
-  await listen();
-  return { endpoint: `http://127.0.0.1:${listenPort}`, cut, mend: listen, stall, close: cut };
-}
 
 t.test('a store cut off from etcd past a compaction reads everything again and misses no create, update or delete', async (t) => {
   const prefix = freshPrefix();
