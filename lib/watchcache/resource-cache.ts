@@ -46,10 +46,6 @@ export class CachedObject implements Selectable {
     this.bytes = bytes;
   }
 
-  /** Where etcd keeps it, for the order of lists. */
-  get key(): string {
-    return this.namespace === '' ? this.name : `${this.namespace}/${this.name}`;
-  }
 }
 
 /** One change, with the watch event line every watcher of its tenant that selects it receives, made once. */
@@ -301,14 +297,18 @@ export class ResourceCache implements NamespaceMembership {
   objectsOf(tenant: TenantId, namespace: string | null): CachedObject[] {
     const namespaces = this.#objects.get(tenant);
     if (namespaces === undefined) return [];
-    const objects: CachedObject[] = [];
     if (namespace !== null) {
       const named = namespaces.get(namespace);
-      if (named !== undefined) for (const object of named.values()) objects.push(object);
-    } else {
-      for (const named of namespaces.values()) for (const object of named.values()) objects.push(object);
+      return named === undefined ? [] : [...named.values()].sort(byName);
     }
-    return objects.sort(byKey);
+    // etcd's order is the keys' (`<namespace>/<name>`): namespaces compared with their slash, then names.
+    const objects: CachedObject[] = [];
+    for (const name of [...namespaces.keys()].map((n) => n + '/').sort()) {
+      const start = objects.length;
+      for (const object of namespaces.get(name.slice(0, -1))!.values()) objects.push(object);
+      sortRange(objects, start);
+    }
+    return objects;
   }
 
   /** The tenant's events after `resourceVersion`, or the resourceVersion it is too old against (410 Expired). */
@@ -749,8 +749,17 @@ function placeIn(objects: Map<TenantId, Map<string, Map<string, CachedObject>>>,
   named.set(object.name, object);
 }
 
-function byKey(a: CachedObject, b: CachedObject): number {
-  const ka = a.key;
-  const kb = b.key;
-  return ka < kb ? -1 : ka > kb ? 1 : 0;
+/** By name, without making a string per comparison (a list of 5,000 makes some 60,000 of them). */
+function byName(a: CachedObject, b: CachedObject): number {
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+}
+
+/** Sorts objects[start..] by name, in place. */
+function sortRange(objects: CachedObject[], start: number): void {
+  if (start === 0) {
+    objects.sort(byName);
+    return;
+  }
+  const tail = objects.splice(start).sort(byName);
+  for (const object of tail) objects.push(object);
 }

@@ -121,7 +121,7 @@ function collector(highWaterMark?: number, slowMs = 0): Writable & { text(): str
 
 t.test('writeList: the apiserver\'s list JSON, items without their kind and apiVersion', async (t) => {
   const cached = configmaps.objectsOf('abcdef', null).filter((o) => o.namespace !== 'snap');
-  t.same(cached.map((o) => o.key), ['apps/a', 'default/a', 'default/b'], 'the cache\'s objects of the tenant, in etcd\'s key order (namespace, then name)');
+  t.same(cached.map((o) => `${o.namespace}/${o.name}`), ['apps/a', 'default/a', 'default/b'], 'the cache\'s objects of the tenant, in etcd\'s key order (namespace, then name)');
   const list = await written({ objects: cached, resourceVersion: 20, continueToken: '', remaining: null });
   t.same(Object.keys(list), ['kind', 'apiVersion', 'metadata', 'items'], 'kind, apiVersion, metadata, items, in that order');
   t.same([list.kind, list.apiVersion, list.metadata], ['ConfigMapList', 'v1', { resourceVersion: '20' }]);
