@@ -224,8 +224,12 @@ t.test('label selectors: a label change moves an object out of the selection (DE
     t.notOk(w.tenant.events.some((e) => e.object.metadata.name === 'other'), 'never the object the selector never selected');
   }
   t.same(summary(watches[0]!.tenant.events).map(([type, name]) => [type, name]), [['ADDED', 'mover'], ['ADDED', 'stay'], ['DELETED', 'mover'], ['ADDED', 'mover'], ['MODIFIED', 'mover'], ['MODIFIED', 'stay']]);
+  // The apiserver's cacher sends the object as it was before the change (still selected), at the change's resourceVersion.
   const deleted = watches[0]!.tenant.events[2]!;
-  t.equal(deleted.object.metadata.labels.app, 'out', 'the DELETED event carries the object as it is now, as the apiserver\'s does');
+  const deletedDirectly = watches[0]!.direct.events[2]!;
+  t.equal(deleted.object.metadata.labels.app, 'in', 'the DELETED event carries the object as it was before the change');
+  const { ['kubezoo.io/tenant']: _tenantLabel, ...directLabels } = deletedDirectly.object.metadata.labels;
+  t.same([deleted.object.metadata.labels, deleted.object.metadata.resourceVersion], [directLabels, deletedDirectly.object.metadata.resourceVersion], 'as the apiserver\'s does (without the tenant label), at the same resourceVersion');
   t.same(summary(watches[1]!.tenant.events).map(([type, name]) => [type, name]).slice(-2), [['DELETED', 'mover'], ['MODIFIED', 'stay']], 'a set-based selector: the label that appears (!gone) moves it out');
   const tenantLabel = await getJson(a, '/api/v1/namespaces/sem-labels/configmaps?watch=1&resourceVersion=0&labelSelector=kubezoo.io%2Ftenant%3Dzyxwvu');
   t.equal(tenantLabel.status, 400, 'a selector on the tenant label is refused, as on the upstream path');
