@@ -84,11 +84,12 @@ export interface AccessCacheOptions {
   maxEntries?: number;
 }
 
-/** The 403 the apiserver itself would answer, in the tenant's names. */
-export function clusterScopeForbidden(user: string, verb: string, group: string, resource: string, name = ''): StatusError {
+/** The 403 the apiserver itself would answer, in the tenant's names (`namespace` '': at the cluster scope). */
+export function readForbidden(user: string, verb: string, group: string, resource: string, name = '', namespace = ''): StatusError {
   const qualified = group === '' ? resource : `${resource}.${group}`;
   const details = group === '' ? { kind: resource } : { group, kind: resource };
-  return forbidden(`${qualified}${name === '' ? '' : ' ' + JSON.stringify(name)} is forbidden: User ${JSON.stringify(user)} cannot ${verb} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(group)} at the cluster scope`,
+  const scope = namespace === '' ? 'at the cluster scope' : `in the namespace ${JSON.stringify(namespace)}`;
+  return forbidden(`${qualified}${name === '' ? '' : ' ' + JSON.stringify(name)} is forbidden: User ${JSON.stringify(user)} cannot ${verb} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(group)} ${scope}`,
     name === '' ? details : { name, ...details },
   );
 }

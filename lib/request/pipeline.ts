@@ -6,7 +6,7 @@ import type { ServerHttp2Stream } from 'node:http2';
 import { ServerResponse as Http1Response } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { clusterScopeForbidden, type AccessReviews } from '../auth/access-review.ts';
+import { readForbidden, type AccessReviews } from '../auth/access-review.ts';
 import { authenticateCaller } from '../auth/authenticate.ts';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import { authorizeImpersonation, requestedImpersonation } from '../auth/requested-impersonation.ts';
@@ -185,7 +185,7 @@ function readsAtClusterScope(info: RequestInfo, row: KindRow | null): boolean {
 export function authorizeClusterScopeReads(access: AccessReviews): Stage['run'] {
   const decide = (ctx: RequestContext, allowed: boolean) => {
     const info = ctx.info!;
-    if (!allowed) throw clusterScopeForbidden(ctx.identity!.user, info.verb, info.apiGroup, info.resource, info.verb === 'get' ? info.name : '');
+    if (!allowed) throw readForbidden(ctx.identity!.user, info.verb, info.apiGroup, info.resource, info.verb === 'get' ? info.name : '');
     ctx.asTenantgate = true;
     return false;
   };

@@ -2,12 +2,11 @@
 // A request served here never reaches the upstream, so nothing upstream authorizes it: the tenant's own RBAC is asked
 // first (a SubjectAccessReview, cached briefly), and the same 403 as the apiserver's is answered when it refuses.
 import { performance } from 'node:perf_hooks';
-import type { AccessReviews } from '../auth/access-review.ts';
+import { readForbidden, type AccessReviews } from '../auth/access-review.ts';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import { isBuiltinGroup, kindOf } from '../convert/kinds.ts';
 import { parseRequestInfo } from '../convert/request-info.ts';
 import { namespaceToUpstream } from '../convert/rules/index.ts';
-import { forbidden } from '../errors/status-error.ts';
 import type { RequestContext } from '../request/context.ts';
 import type { Stage } from '../request/pipeline.ts';
 import { selects } from './selection.ts';
@@ -22,16 +21,6 @@ const FRESHNESS_WAIT_MS = 3_000;
 
 const RESPONSE_HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-cache, private' } as const;
 
-/** The apiserver's 403 for a namespaced read (of one object, when a field selector names it), in the tenant's names. */
-function namespaceForbidden(user: string, verb: string, group: string, resource: string, namespace: string, name: string) {
-  const qualified = group === '' ? resource : `${resource}.${group}`;
-  const details = group === '' ? { kind: resource } : { group, kind: resource };
-  return forbidden(
-    `${qualified}${name === '' ? '' : ' ' + JSON.stringify(name)} is forbidden: User ${JSON.stringify(user)} cannot ${verb} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(group)} in the namespace ${JSON.stringify(namespace)}`,
-    name === '' ? details : { name, ...details },
-  );
-}
-
 export function watchCacheStage(watchCache: WatchCache, access: AccessReviews): Stage['run'] {
   return (ctx) => {
     const info = ctx.info;
@@ -45,7 +34,7 @@ export function watchCacheStage(watchCache: WatchCache, access: AccessReviews): 
     const identity = ctx.identity!;
     const tenant = identity.tenant!;
     const decide = (allowed: boolean) => {
-      if (!allowed) throw namespaceForbidden(identity.user, info.verb, info.apiGroup, info.resource, info.namespace, info.name);
+      if (!allowed) throw readForbidden(identity.user, info.verb, info.apiGroup, info.resource, info.name, info.namespace);
       return serve(ctx, plan, watchCache);
     };
     // (info.name: what a metadata.name field selector names, as the apiserver's RequestInfo has it.)

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { accessCacheKey, clusterScopeForbidden, AccessReviews, shadowQuestion, type AccessQuestion } from '../../lib/auth/access-review.ts';
+import { accessCacheKey, readForbidden, AccessReviews, shadowQuestion, type AccessQuestion } from '../../lib/auth/access-review.ts';
 
 /** A reviewer that allows what `allow` says and records each question it was asked. */
 function reviewer(allow: (q: AccessQuestion) => boolean) {
@@ -78,7 +78,7 @@ t.test('concurrent questions reach the upstream once', async (t) => {
 });
 
 t.test('a refusal reads as the apiserver’s own, in the tenant’s names', async (t) => {
-  t.same(clusterScopeForbidden('alice', 'list', '', 'configmaps').toJSON(), {
+  t.same(readForbidden('alice', 'list', '', 'configmaps').toJSON(), {
     kind: 'Status',
     apiVersion: 'v1',
     metadata: {},
@@ -88,5 +88,5 @@ t.test('a refusal reads as the apiserver’s own, in the tenant’s names', asyn
     details: { kind: 'configmaps' },
     code: 403,
   });
-  t.match(clusterScopeForbidden('alice', 'watch', 'apps', 'deployments').message, /^deployments\.apps is forbidden: .* in API group "apps" at the cluster scope$/);
+  t.match(readForbidden('alice', 'watch', 'apps', 'deployments').message, /^deployments\.apps is forbidden: .* in API group "apps" at the cluster scope$/);
 });
