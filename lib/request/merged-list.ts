@@ -21,6 +21,7 @@ import type { RequestContext } from './context.ts';
 import { asksForTable } from './negotiation.ts';
 import type { Stage } from './pipeline.ts';
 import type { TenantConversions } from './tenant-conversions.ts';
+import { drained } from './drained.ts';
 
 const MAX_PAGE_BYTES = 64 * 1024 * 1024;
 
@@ -221,19 +222,8 @@ class StreamMerge {
   }
 
   /** Resolves when the response can take more bytes; rejects when it closed instead (the client went away). */
-  private drained(): Promise<void> {
-    if (this.closed) return Promise.reject(new Error('the client went away'));
-    const res = this.ctx.out;
-    return new Promise((resolve, reject) => {
-      const settle = () => {
-        res.off('drain', settle);
-        res.off('close', settle);
-        if (this.closed) reject(new Error('the client went away'));
-        else resolve();
-      };
-      res.on('drain', settle);
-      res.on('close', settle);
-    });
+  private async drained(): Promise<void> {
+    if (this.closed || !(await drained(this.ctx.out)) || this.closed) throw new Error('the client went away');
   }
 
   async add(body: ClientHttp2Stream): Promise<Page> {

@@ -6,6 +6,7 @@ import { LRUCache } from 'lru-cache';
 import type { Writable } from 'node:stream';
 import type { TenantId } from '../convert/prefix.ts';
 import { badRequest, expired } from '../errors/status-error.ts';
+import { drained } from '../request/drained.ts';
 import type { CachedObject, ResourceCache } from './resource-cache.ts';
 
 /** The first page's objects and resourceVersion, kept for the pages after it. */
@@ -107,21 +108,10 @@ export async function writeList(out: Writable, kind: string, apiVersion: string,
       const more = out.write(Buffer.concat(chunk));
       chunk = [];
       size = 0;
+      // (A client gone: the loop's next check ends the list.)
       if (!more) await drained(out);
     }
   }
   chunk.push(Buffer.from(']}'));
   out.end(Buffer.concat(chunk));
-}
-
-function drained(out: Writable): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      out.off('drain', done);
-      out.off('close', done);
-      resolve();
-    };
-    out.on('drain', done);
-    out.on('close', done);
-  });
 }
