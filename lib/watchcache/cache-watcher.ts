@@ -111,23 +111,25 @@ export class CacheWatcher implements CacheListener, RewriteCounters {
 
   /** The client went away: nothing more to write. */
   closed(): void {
-    if (this.#ended) return;
-    this.#ended = true;
-    this.cache.removeListener(this);
-    this.#policy.ended(this);
-    this.onEnd?.();
+    this.#leave();
   }
 
   #close(abort: boolean): void {
-    if (this.#ended) return;
-    this.#ended = true;
-    this.cache.removeListener(this);
-    this.#policy.ended(this);
-    this.onEnd?.();
+    if (!this.#leave()) return;
     const out = this.#out;
     if (out.destroyed) return;
     // A client that does not read would hold what is queued for it for ever: its stream is reset, not drained.
     if (abort) out.destroy();
     else out.end();
+  }
+
+  /** Leaves the cache and its bookkeeping, once; false when it had already. */
+  #leave(): boolean {
+    if (this.#ended) return false;
+    this.#ended = true;
+    this.cache.removeListener(this);
+    this.#policy.ended(this);
+    this.onEnd?.();
+    return true;
   }
 }
