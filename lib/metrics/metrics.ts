@@ -68,7 +68,7 @@ export interface WatchCacheSource {
     /** `resource` or `resource.group`. */
     readonly label: string;
     readonly stats: { readonly objects: number; readonly bytes: number; readonly eventsIn: number; readonly deliveries: number; readonly slowWatchersClosed: number; readonly relists: number };
-    readonly watchersPerTenant: ReadonlyMap<TenantId, number>;
+    watchersPerTenant(): Iterable<readonly [TenantId, number]>;
   }>;
 }
 
@@ -208,7 +208,7 @@ export class TenantgateMetrics {
       collect() {
         this.reset();
         const byLabel = new Map<string, number>();
-        for (const r of source.resources) for (const [tenant, count] of r.watchersPerTenant) byLabel.set(bound.labelOf(tenant), (byLabel.get(bound.labelOf(tenant)) ?? 0) + count);
+        for (const r of source.resources) for (const [tenant, count] of r.watchersPerTenant()) byLabel.set(bound.labelOf(tenant), (byLabel.get(bound.labelOf(tenant)) ?? 0) + count);
         for (const [tenant, count] of byLabel) this.set({ tenant }, count);
       },
     });

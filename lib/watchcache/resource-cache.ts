@@ -5,13 +5,12 @@
 // watcher miss an event silently: when the cache cannot continue without a gap it ends its watchers.
 import type { ClientHttp2Stream, IncomingHttpHeaders } from 'node:http2';
 import type { KindRow } from '../convert/kinds.ts';
-import { PREFIX_LENGTH, type TenantId } from '../convert/prefix.ts';
+import { PREFIX_LENGTH, TENANT_LABEL, type TenantId } from '../convert/prefix.ts';
 import { objectToTenant, type ConvertContext } from '../convert/rules/index.ts';
 import { log } from '../log.ts';
 import { upstreamJson } from '../upstream/client.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import { fieldsOf, type NamespaceMembership, type ObjectFields, type Selectable } from './selection.ts';
-import { TENANT_LABEL } from '../convert/prefix.ts';
 
 /** A resource the cache keeps: its upstream group, version and plural, and its row in the table of kinds. */
 export interface CachedResourceId {
@@ -45,7 +44,6 @@ export class CachedObject implements Selectable {
     this.fields = fields;
     this.bytes = bytes;
   }
-
 }
 
 /** One change, with the watch event line every watcher of its tenant that selects it receives, made once. */
@@ -185,8 +183,6 @@ export class ResourceCache implements NamespaceMembership {
   readonly #deferred: { event: CacheEvent; since: number }[] = [];
   #deferredTimer: NodeJS.Timeout | undefined;
   readonly stats: ResourceCacheStats = { objects: 0, bytes: 0, eventsIn: 0, deliveries: 0, slowWatchersClosed: 0, relists: 0 };
-  /** Watchers now, per tenant (for the metrics). */
-  readonly watchersPerTenant = new Map<TenantId, number>();
 
   constructor(id: CachedResourceId, pool: UpstreamPool, convertOf: (tenant: TenantId) => ConvertContext, options: ResourceCacheOptions = {}) {
     this.id = id;
@@ -303,10 +299,8 @@ export class ResourceCache implements NamespaceMembership {
     }
     // etcd's order is the keys' (`<namespace>/<name>`): namespaces compared with their slash, then names.
     const objects: CachedObject[] = [];
-    for (const name of [...namespaces.keys()].map((n) => n + '/').sort()) {
-      const start = objects.length;
-      for (const object of namespaces.get(name.slice(0, -1))!.values()) objects.push(object);
-      sortRange(objects, start);
+    for (const key of [...namespaces.keys()].map((n) => n + '/').sort()) {
+      for (const object of [...namespaces.get(key.slice(0, -1))!.values()].sort(byName)) objects.push(object);
     }
     return objects;
   }
@@ -334,6 +328,11 @@ export class ResourceCache implements NamespaceMembership {
 
   // ---- watchers
 
+  /** Watchers now, per tenant (for the metrics). */
+  *watchersPerTenant(): Iterable<[TenantId, number]> {
+    for (const [tenant, listeners] of this.#listeners) yield [tenant, listeners.count];
+  }
+
   addListener(listener: CacheListener): void {
     let listeners = this.#listeners.get(listener.tenant);
     if (listeners === undefined) this.#listeners.set(listener.tenant, (listeners = new TenantListeners()));
@@ -344,7 +343,6 @@ export class ResourceCache implements NamespaceMembership {
       set.add(listener);
     }
     listeners.count++;
-    this.watchersPerTenant.set(listener.tenant, listeners.count);
   }
 
   removeListener(listener: CacheListener): void {
@@ -359,10 +357,7 @@ export class ResourceCache implements NamespaceMembership {
     }
     if (!removed) return;
     listeners.count--;
-    if (listeners.count === 0) {
-      this.#listeners.delete(listener.tenant);
-      this.watchersPerTenant.delete(listener.tenant);
-    } else this.watchersPerTenant.set(listener.tenant, listeners.count);
+    if (listeners.count === 0) this.#listeners.delete(listener.tenant);
   }
 
   #endAllListeners(): void {
@@ -372,7 +367,6 @@ export class ResourceCache implements NamespaceMembership {
       for (const set of listeners.byNamespace.values()) for (const listener of set) all.push(listener);
     }
     this.#listeners.clear();
-    this.watchersPerTenant.clear();
     for (const listener of all) listener.end();
   }
 
@@ -576,7 +570,7 @@ export class ResourceCache implements NamespaceMembership {
     if (located === null) return;
     const namespaces = this.#objects.get(located.tenant);
     const previous = namespaces?.get(located.namespace)?.get(located.name) ?? null;
-    const kept = type === 'DELETED' ? null : this.#viewOf(upstream);
+    const kept = type === 'DELETED' ? null : this.#viewOf(upstream, located);
     if (this.id.row.scope === 'Cluster') this.#follow(upstream.metadata.name, type, kept !== null, previous !== null);
     let eventType: CacheEventType;
     let view: TenantView;
@@ -584,7 +578,7 @@ export class ResourceCache implements NamespaceMembership {
       // Deleted, or no longer the tenant's by its view (the defensive check): gone for its tenant either way.
       if (previous === null) return;
       eventType = 'DELETED';
-      view = (type === 'DELETED' ? this.#viewOf(upstream) : null) ?? { ...previous, json: previous.bytes.toString('utf8') };
+      view = (type === 'DELETED' ? this.#viewOf(upstream, located) : null) ?? { ...previous, json: previous.bytes.toString('utf8') };
     } else {
       eventType = previous === null ? 'ADDED' : 'MODIFIED';
       view = kept;
@@ -626,8 +620,7 @@ export class ResourceCache implements NamespaceMembership {
   }
 
   /** The tenant's view of an upstream object, or null when it is no tenant's (the conversion's own check decides). */
-  #viewOf(upstream: any): TenantView | null {
-    const located = this.#locate(upstream);
+  #viewOf(upstream: any, located = this.#locate(upstream)): TenantView | null {
     if (located === null) return null;
     // A cluster-scoped object is a tenant's when labelled for it, as the upstream path's lists select them: a prefix
     // alone is no proof (an operator's namespace `calico-system` beside a tenant `calico`).
@@ -754,12 +747,3 @@ function byName(a: CachedObject, b: CachedObject): number {
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }
 
-/** Sorts objects[start..] by name, in place. */
-function sortRange(objects: CachedObject[], start: number): void {
-  if (start === 0) {
-    objects.sort(byName);
-    return;
-  }
-  const tail = objects.splice(start).sort(byName);
-  for (const object of tail) objects.push(object);
-}

@@ -10,7 +10,7 @@ import { expired } from '../errors/status-error.ts';
 import { apiGroupToUpstream } from '../convert/rules/index.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import { CacheWatcher, lineFor, type WatcherPolicy } from './cache-watcher.ts';
-import { ListSnapshots } from './cached-list.ts';
+import { isCacheContinueToken, ListSnapshots } from './cached-list.ts';
 import { eventLine, ResourceCache, type CachedObject, type CachedResourceId } from './resource-cache.ts';
 import { selectionOf, selects, type Selection } from './selection.ts';
 
@@ -131,6 +131,11 @@ export function acceptsPlainJson(accept: string | undefined): boolean {
   return type === 'application/json' || type === '*/*' || type === 'application/*';
 }
 
+/** Where a resource's cache is kept: by its upstream group, version and plural. */
+function cacheKey(group: string, version: string, resource: string): string {
+  return `${group}/${version}/${resource}`;
+}
+
 const BOOKMARK_CHECK_MS = 1_000;
 /** The apiserver's default watch timeout: a random time between its --min-request-timeout (1,800 s) and twice that. */
 const MIN_REQUEST_TIMEOUT_MS = 1_800_000;
@@ -160,11 +165,19 @@ export class WatchCache implements WatcherPolicy {
     this.#upstreamIdleMs = options.upstreamIdleMs;
     this.#maxCustomResources = options.maxCustomResources ?? 1_000;
     this.#observe = options.observe;
-    for (const id of resources) this.#caches.set(`${id.group}/${id.version}/${id.resource}`, new ResourceCache(id, pool, convertOf, { historyCapacity: options.historyCapacity, upstreamIdleMs: options.upstreamIdleMs }));
     // Reads across a tenant's namespaces need to know which namespaces are the tenant's: without namespaces cached,
     // they go upstream.
-    this.#namespaces = this.#caches.get('/v1/namespaces') ?? null;
-    for (const cache of this.#caches.values()) if (cache.id.row.scope === 'Namespaced') cache.namespaces = this.#namespaces;
+    const namespaces = resources.find((id) => id.group === '' && id.resource === 'namespaces');
+    this.#namespaces = namespaces === undefined ? null : this.#add(namespaces);
+    for (const id of resources) if (id !== namespaces) this.#add(id);
+  }
+
+  /** A cache of `id`, kept under its key, knowing the tenants' namespaces when its kind is namespaced. */
+  #add(id: CachedResourceId, onGone?: () => void): ResourceCache {
+    const cache = new ResourceCache(id, this.#pool, this.#convertOf, { historyCapacity: this.#historyCapacity, upstreamIdleMs: this.#upstreamIdleMs, onGone });
+    if (id.row.scope === 'Namespaced') cache.namespaces = this.#namespaces;
+    this.#caches.set(cacheKey(id.group, id.version, id.resource), cache);
+    return cache;
   }
 
   /** Starts every resource's list-then-watch (not awaited: until a resource is in, its requests go upstream). */
@@ -206,7 +219,7 @@ export class WatchCache implements WatcherPolicy {
     if (info.parts.length !== 1) return null; // the legacy /watch/…/name form names one object: upstream
     const custom = row.rule === 'custom-resource';
     const group = custom ? apiGroupToUpstream(info.apiGroup, tenant) : info.apiGroup;
-    const key = `${group}/${info.apiVersion}/${info.resource}`;
+    const key = cacheKey(group, info.apiVersion, info.resource);
     const cache = this.#caches.get(key);
     if (cache === undefined) {
       // A tenant's custom resource is cached once the tenant lists or watches it; this request goes upstream meanwhile.
@@ -251,7 +264,7 @@ export class WatchCache implements WatcherPolicy {
       if (sendInitialEvents !== null) return null;
       if (continueToken !== '') {
         // The cache's own token (its snapshot); the apiserver's go back to the apiserver.
-        if (!continueToken.startsWith('tgwc.') || resourceVersion !== '' || resourceVersionMatch !== '') return null;
+        if (!isCacheContinueToken(continueToken) || resourceVersion !== '' || resourceVersionMatch !== '') return null;
       } else {
         // resourceVersion unset: a consistent list, upstream. Exact: a past state the cache does not keep, and so is
         // a resourceVersion other than 0 with a limit and no resourceVersionMatch (the apiserver's legacy reading).
@@ -277,18 +290,12 @@ export class WatchCache implements WatcherPolicy {
   #startCustom(key: string, id: CachedResourceId): void {
     if (this.#customCaches >= this.#maxCustomResources) return;
     this.#customCaches++;
-    const cache: ResourceCache = new ResourceCache(id, this.#pool, this.#convertOf, {
-      historyCapacity: this.#historyCapacity,
-      upstreamIdleMs: this.#upstreamIdleMs,
-      // Its CRD was deleted: the cache goes, a new CRD of the same name starts a new one.
-      onGone: () => {
-        if (this.#caches.get(key) !== cache) return;
-        this.#caches.delete(key);
-        this.#customCaches--;
-      },
+    // Its CRD was deleted: the cache goes, a new CRD of the same name starts a new one.
+    const cache = this.#add(id, () => {
+      if (this.#caches.get(key) !== cache) return;
+      this.#caches.delete(key);
+      this.#customCaches--;
     });
-    if (id.row.scope === 'Namespaced') cache.namespaces = this.#namespaces;
-    this.#caches.set(key, cache);
     if (this.#ticker !== undefined) cache.start();
   }
 

@@ -65,7 +65,7 @@ t.test('the contract is what tenantgate registers: each metric with its type, an
   t.teardown(() => metrics.close());
   // One cached resource that has seen a bit of everything, so every watch cache series exists.
   const stats = { objects: 3, bytes: 900, eventsIn: 5, deliveries: 10, slowWatchersClosed: 1, relists: 1 };
-  metrics.observeWatchCache({ resources: [{ label: 'configmaps', stats, watchersPerTenant: new Map([['aaa111' as TenantId, 2]]) }] });
+  metrics.observeWatchCache({ resources: [{ label: 'configmaps', stats, watchersPerTenant: () => new Map([['aaa111' as TenantId, 2]]) }] });
   metrics.requestEnded(metrics.tenantLabel('aaa111' as TenantId, true), 'get', 'configmaps', 200, 0.003);
   const registered = new Map((await metrics.registry.getMetricsAsJSON()).map((metric) => [metric.name, metric]));
   for (const [name, contract] of Object.entries(CONTRACT_METRICS)) {
