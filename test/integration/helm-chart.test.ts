@@ -1,8 +1,10 @@
 // The Helm chart (charts/tenantgate) as a cluster admin meets it: it lints, renders what its values say, every object
 // it renders is accepted by a real kube-apiserver, and tenantgate serves tenants with nothing but the chart's RBAC.
+import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import forge from 'node-forge';
 import t from 'tap';
 import { parseAllDocuments, stringify } from 'yaml';
 import { createCertificateAuthority, issueCertificate } from '../../lib/auth/pki.ts';
@@ -53,14 +55,20 @@ function valuesFile(name: string, values: unknown): string {
   return path;
 }
 
+/** helm's stdout; throws with its stderr if it fails (on success its stderr only says that the dashboard is a link). */
+async function helmOk(args: string[]): Promise<string> {
+  const result = await runHelm(args);
+  if (result.code !== 0) throw new Error(`helm ${args.join(' ')}: ${result.stderr}`);
+  return result.stdout;
+}
+
 /** Renders the chart as `helm install` would into NAMESPACE, against the rig's Kubernetes version. */
 async function render(values: string): Promise<{ yaml: string; objects: K8sObject[] }> {
-  const result = await runHelm(['template', RELEASE, CHART, '--namespace', NAMESPACE, '--kube-version', RIG_VERSIONS.kubernetes, '-f', values]);
-  if (result.code !== 0) throw new Error(`helm template: ${result.stderr}`);
-  const objects = parseAllDocuments(result.stdout)
+  const yaml = await helmOk(['template', RELEASE, CHART, '--namespace', NAMESPACE, '--kube-version', RIG_VERSIONS.kubernetes, '-f', values]);
+  const objects = parseAllDocuments(yaml)
     .map((document) => document.toJS() as K8sObject | null)
     .filter((object): object is K8sObject => object !== null);
-  return { yaml: result.stdout, objects };
+  return { yaml, objects };
 }
 
 function only(objects: K8sObject[], kind: string, name?: string): K8sObject {
@@ -73,10 +81,10 @@ function containerOf(objects: K8sObject[]): any {
   return only(objects, 'Deployment').spec.template.spec.containers[0];
 }
 
-/** The container's `--flag=value` args as a map (`serve` and bare flags left out). */
+/** The container's flags as a map: `--flag=value` to its value, a bare `--flag` to 'true' (`serve` left out). */
 function argsOf(objects: K8sObject[]): Map<string, string> {
-  const args = containerOf(objects).args as string[];
-  return new Map(args.filter((arg) => arg.startsWith('--') && arg.includes('=')).map((arg) => [arg.slice(2, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)]));
+  const args = (containerOf(objects).args as string[]).filter((arg) => arg.startsWith('--'));
+  return new Map(args.map((arg) => (arg.includes('=') ? [arg.slice(2, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg.slice(2), 'true'])));
 }
 
 /** Whether a rendered role grants `verb` on `resource` of `group` (no resourceNames: the chart's rules name none). */
@@ -114,12 +122,14 @@ const CUSTOM_VALUES = {
   etcd: { endpoints: 'http://10.1.0.5:2379', prefix: '/tg/tenants/' },
   tls: { existingSecret: 'tenantgate-serving' },
   tenantCA: { existingSecret: 'tenantgate-tenant-ca' },
-  inClusterAddress: '10.96.0.50:443',
+  service: { clusterIP: '10.0.0.50' }, // in the rig's service range, as it must be in the cluster's
+  inClusterAddress: '10.0.0.50:443',
   podAntiAffinity: 'required',
   antiAffinityTopologyKey: 'topology.kubernetes.io/zone',
   shutdownDelay: '10s',
   shutdownDrain: '60s',
   terminationGracePeriodSeconds: 90,
+  confineUpstreamDiscovery: true,
   extraArgs: ['--max-inflight=800'],
   resources: { requests: { cpu: '2', memory: '2Gi' }, limits: { cpu: '4', memory: '4Gi' } },
   probes: { startup: { enabled: true } },
@@ -140,7 +150,8 @@ t.before(async () => {
   helm = await ensureHelm({ log: (line) => t.comment(line) });
   serviceMonitorCrd = await ensureServiceMonitorCrd({ log: (line) => t.comment(line) });
   t.comment(`helm ${helm} ready in ${Date.now() - started} ms`);
-  rig = await startRig({ controllers: false, log: (line) => t.comment(line) });
+  // Controllers: a deleted tenant's namespaces finish terminating (the namespace controller), so its deletion ends.
+  rig = await startRig({ log: (line) => t.comment(line) });
   await kubectlOk(['create', 'namespace', NAMESPACE]);
 });
 
@@ -152,19 +163,17 @@ t.teardown(async () => {
 t.test('helm lint --strict passes with the default values and with every option turned', async (t) => {
   for (const [name, values] of [['default', DEFAULT_VALUES], ['custom', CUSTOM_VALUES]] as const) {
     const lint = await runHelm(['lint', '--strict', CHART, '--namespace', NAMESPACE, '-f', valuesFile(`lint-${name}.yaml`, values)]);
-    t.equal(lint.code, 0, `${name}: ${lint.stdout}${lint.stderr}`);
+    t.equal(lint.code, 0, `${name}: helm lint --strict passes`, { output: lint.stdout + lint.stderr });
     t.match(lint.stdout, /1 chart\(s\) linted, 0 chart\(s\) failed/);
     t.notMatch(lint.stdout, /\[(WARNING|ERROR)\]/, `${name}: no warnings`);
   }
 });
 
 t.test('helm package carries the dashboard itself, not the link to it', async (t) => {
-  const packaged = await runHelm(['package', CHART, '--destination', scratch]);
-  t.equal(packaged.code, 0, packaged.stderr);
-  const archive = /saved it to: (\S+)/.exec(packaged.stdout)?.[1] ?? '';
-  const result = await runHelm(['template', RELEASE, archive, '--namespace', NAMESPACE, '-f', valuesFile('packaged.yaml', DEFAULT_VALUES), '--show-only', 'templates/grafana-dashboard.yaml']);
-  t.equal(result.code, 0, result.stderr);
-  const dashboard = parseAllDocuments(result.stdout)[0]!.toJS() as K8sObject;
+  const packaged = await helmOk(['package', CHART, '--destination', scratch]);
+  const archive = /saved it to: (\S+)/.exec(packaged)?.[1] ?? '';
+  const rendered = await helmOk(['template', RELEASE, archive, '--namespace', NAMESPACE, '-f', valuesFile('packaged.yaml', DEFAULT_VALUES), '--show-only', 'templates/grafana-dashboard.yaml']);
+  const dashboard = parseAllDocuments(rendered)[0]!.toJS() as K8sObject;
   t.equal(dashboard.data!['tenantgate.json'], readFileSync(new URL('../../grafana/tenantgate.json', import.meta.url), 'utf8').trimEnd(), 'the packaged chart renders grafana/tenantgate.json');
 });
 
@@ -211,6 +220,7 @@ t.test('default values: two replicas spread over nodes, probes on the health end
   t.equal(args.get('shutdown-drain'), '30s');
   t.ok(pod.terminationGracePeriodSeconds > 35, 'the kubelet waits longer than delay and drain together');
   t.notOk(args.has('upstream-kubeconfig'), 'in-cluster config: the ServiceAccount is its upstream identity');
+  t.notOk(args.has('confine-upstream-discovery'), 'the cluster\'s discovery is left as it is unless asked');
 
   // The files the flags name are in the Secrets the volumes mount.
   const mounts = new Map<string, string>(container.volumeMounts.map((m: { name: string; mountPath: string }) => [m.name, m.mountPath]));
@@ -287,11 +297,13 @@ t.test('custom values: replicas, required anti-affinity, existing Secrets, custo
   t.same(container.resources, CUSTOM_VALUES.resources);
 
   const args = argsOf(objects);
-  t.equal(args.get('in-cluster-address'), '10.96.0.50:443');
+  t.equal(args.get('in-cluster-address'), '10.0.0.50:443');
+  t.equal(only(objects, 'Service', FULLNAME).spec.clusterIP, '10.0.0.50', 'the Service has the pinned address');
   t.equal(args.get('etcd-endpoints'), 'http://10.1.0.5:2379');
   t.equal(args.get('etcd-prefix'), '/tg/tenants/');
   t.equal(args.get('metrics-listen'), '0.0.0.0:9100');
   t.equal(args.get('max-inflight'), '800', 'extraArgs reach tenantgate');
+  t.equal(args.get('confine-upstream-discovery'), 'true');
   t.equal(args.get('shutdown-drain'), '60s');
   t.equal(pod.terminationGracePeriodSeconds, 90);
 
@@ -305,7 +317,10 @@ t.test('custom values: replicas, required anti-affinity, existing Secrets, custo
   const monitor = only(objects, 'ServiceMonitor', FULLNAME);
   t.equal(monitor.metadata.labels?.release, 'prometheus');
   t.same(monitor.spec.endpoints, [{ port: 'metrics', path: '/metrics', scheme: 'http', interval: '15s' }]);
-  t.same(monitor.spec.selector.matchLabels, only(objects, 'Service', FULLNAME).metadata.labels && deployment.spec.selector.matchLabels);
+  const serviceLabels = only(objects, 'Service', FULLNAME).metadata.labels ?? {};
+  for (const [key, value] of Object.entries(monitor.spec.selector.matchLabels as Record<string, string>)) {
+    t.equal(serviceLabels[key], value, `the ServiceMonitor selects the Service by ${key}`);
+  }
   t.equal(only(objects, 'NetworkPolicy', 'tg-ingress').spec.podSelector.matchLabels['app.kubernetes.io/instance'], RELEASE, 'extraObjects are templated');
 });
 
@@ -332,9 +347,8 @@ t.test('the flags the chart passes are flags of tenantgate serve', async (t) => 
 
 t.test('tenantgate serves a tenant with nothing but the chart\'s ServiceAccount and RBAC', async (t) => {
   // The chart's ServiceAccount, ClusterRole and ClusterRoleBinding, for real.
-  const rbac = await runHelm(['template', RELEASE, CHART, '--namespace', NAMESPACE, '-f', valuesFile('rbac.yaml', DEFAULT_VALUES), '--show-only', 'templates/serviceaccount.yaml', '--show-only', 'templates/rbac.yaml']);
-  if (rbac.code !== 0) throw new Error(`helm template --show-only: ${rbac.stderr}`);
-  await kubectlOk(['apply', '-f', '-'], rbac.stdout);
+  const rbac = await helmOk(['template', RELEASE, CHART, '--namespace', NAMESPACE, '-f', valuesFile('rbac.yaml', DEFAULT_VALUES), '--show-only', 'templates/serviceaccount.yaml', '--show-only', 'templates/rbac.yaml']);
+  await kubectlOk(['apply', '-f', '-'], rbac);
   const token = (await kubectlOk(['-n', NAMESPACE, 'create', 'token', FULLNAME, '--duration=1h'])).trim();
 
   const dir = join(scratch, 'gateway');
@@ -343,9 +357,11 @@ t.test('tenantgate serves a tenant with nothing but the chart\'s ServiceAccount 
   writeFileSync(upstreamKubeconfig, renderKubeconfig({ server: rig.server, caPem: rig.caPem, token }, 'upstream'), { mode: 0o600 });
   const serveArgs = [...files.serveArgs];
   serveArgs[serveArgs.indexOf('--upstream-kubeconfig') + 1] = upstreamKubeconfig;
-  const gateway = await spawnGateway({ ...files, serveArgs }, ['--confine-upstream-discovery']);
+  // An in-cluster address that is an IP: tenants' kubernetes Services get an EndpointSlice, their pods the access policy.
+  const gateway = await spawnGateway({ ...files, serveArgs }, ['--confine-upstream-discovery', '--in-cluster-address', '10.0.200.1:443']);
   t.teardown(() => stopChild(gateway.child));
-  const refusals = () => gateway.logs.filter((line) => /forbidden|\b403\b/i.test(line) && !/"tenant"/.test(line));
+  // Its own calls: every log line but the one per request (a tenant's requests here all succeed, checked below).
+  const refusals = () => gateway.logs.filter((line) => /forbidden|\b403\b/i.test(line) && !line.includes('"msg":"request"'));
 
   // An administrator creates a tenant through the Tenant API; tenantgate bootstraps it upstream as the ServiceAccount.
   const adminKubeconfig = writeClientKubeconfig(join(dir, 'admin.kubeconfig'), gateway.url, files.ca, DEV_ADMIN);
@@ -360,6 +376,7 @@ t.test('tenantgate serves a tenant with nothing but the chart\'s ServiceAccount 
 
   const objects = [
     { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'shop' } },
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'reader', namespace: 'shop' } },
     { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings', namespace: 'shop' }, data: { color: 'blue' } },
     {
       apiVersion: 'apps/v1',
@@ -373,7 +390,7 @@ t.test('tenantgate serves a tenant with nothing but the chart\'s ServiceAccount 
       kind: 'RoleBinding',
       metadata: { name: 'reader', namespace: 'shop' },
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'reader' },
-      subjects: [{ kind: 'ServiceAccount', name: 'default', namespace: 'shop' }],
+      subjects: [{ kind: 'ServiceAccount', name: 'reader', namespace: 'shop' }],
     },
     {
       apiVersion: 'apiextensions.k8s.io/v1',
@@ -392,7 +409,7 @@ t.test('tenantgate serves a tenant with nothing but the chart\'s ServiceAccount 
     t.equal(created.code, 0, `create ${object.kind} ${object.metadata.name}: ${created.stderr}`);
   }
   const established = await asTenant(['wait', '--for=condition=Established', '--timeout=30s', 'crd/widgets.example.com']);
-  t.equal(established.code, 0, established.stderr);
+  t.equal(established.code, 0, `the tenant's CRD is established ${established.stderr}`);
   const widget = await asTenant(['create', '-f', '-'], JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w1', namespace: 'shop' }, size: 3 }));
   t.equal(widget.code, 0, `create Widget w1: ${widget.stderr}`);
 
@@ -418,5 +435,62 @@ t.test('tenantgate serves a tenant with nothing but the chart\'s ServiceAccount 
     const events = watched.stdout.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as { type: string; object: K8sObject });
     t.ok(events.some((event) => event.type === 'ADDED' && event.object.metadata.name === name), `watch ${path} shows ${name}`);
   }
+
+  // The tenant's service account with a token minted through tenantgate: tenantgate accepts it by a TokenReview.
+  const saToken = await asTenant(['-n', 'shop', 'create', 'token', 'reader', '--duration=1h']);
+  t.equal(saToken.code, 0, `create token ${saToken.stderr}`);
+  const saKubeconfig = join(dir, 'reader.kubeconfig');
+  writeFileSync(saKubeconfig, renderKubeconfig({ server: gateway.url, caPem: files.ca.certPem, token: saToken.stdout.trim() }, 'tenantgate'), { mode: 0o600 });
+  const readBySa = await rig.kubectl(['-n', 'shop', 'get', 'configmap', 'settings', '-o', 'jsonpath={.data.color}'], { kubeconfig: saKubeconfig });
+  t.equal(readBySa.stdout, 'blue', `the service account reads what its RoleBinding grants ${readBySa.stderr}`);
+
+  // A FlowSchema: validated by a dry-run create of the real kind, kept as tenantgate's stored kind.
+  const flowSchema = await asTenant(['create', '-f', '-'], JSON.stringify({
+    apiVersion: 'flowcontrol.apiserver.k8s.io/v1',
+    kind: 'FlowSchema',
+    metadata: { name: 'shop' },
+    spec: {
+      priorityLevelConfiguration: { name: 'catch-all' },
+      matchingPrecedence: 900,
+      rules: [{ subjects: [{ kind: 'Group', group: { name: 'system:authenticated' } }], resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'], namespaces: ['*'] }] }],
+    },
+  }));
+  t.equal(flowSchema.code, 0, `create FlowSchema ${flowSchema.stderr}`);
+
+  // A client CSR the tenant approves is signed by tenantgate with the tenant CA.
+  const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048, publicKeyEncoding: { type: 'spki', format: 'pem' }, privateKeyEncoding: { type: 'pkcs8', format: 'pem' } });
+  const request = forge.pki.createCertificationRequest();
+  request.publicKey = forge.pki.publicKeyFromPem(publicKey);
+  request.setSubject([{ name: 'commonName', value: 'bob' }]);
+  request.sign(forge.pki.privateKeyFromPem(privateKey), forge.md.sha256.create());
+  const csr = await asTenant(['create', '-f', '-'], JSON.stringify({
+    apiVersion: 'certificates.k8s.io/v1',
+    kind: 'CertificateSigningRequest',
+    metadata: { name: 'bob' },
+    spec: { request: Buffer.from(forge.pki.certificationRequestToPem(request)).toString('base64'), signerName: 'kubernetes.io/kube-apiserver-client', usages: ['client auth'] },
+  }));
+  t.equal(csr.code, 0, `create CSR ${csr.stderr}`);
+  const approved = await asTenant(['certificate', 'approve', 'bob']);
+  t.equal(approved.code, 0, `approve CSR ${approved.stderr}`);
+  t.ok(await within(10_000, async () => (await asTenant(['get', 'csr', 'bob', '-o', 'jsonpath={.status.certificate}'])).stdout !== ''), 'the CSR gets its certificate');
+
+  // The administrator deletes the tenant: everything it had upstream goes.
+  const deleted = await rig.kubectl(['delete', 'tenant', 'chrt01', '--wait=false'], { kubeconfig: adminKubeconfig });
+  t.equal(deleted.code, 0, `delete tenant ${deleted.stderr}`);
+  t.ok(await within(60_000, async () => (await rig.kubectl(['get', 'tenant', 'chrt01'], { kubeconfig: adminKubeconfig })).code !== 0), 'the tenant is gone');
+  const namespacesLeft = (await kubectlOk(['get', 'namespaces', '-o', 'name'])).split('\n').filter((name) => name.startsWith('namespace/chrt01-'));
+  t.same(namespacesLeft, [], 'none of its namespaces is left upstream');
+  t.equal((await rig.kubectl(['get', 'crd', 'widgets.chrt01-example.com'])).code, 1, 'nor its CRD');
+
   t.same(refusals(), [], 'tenantgate logged no refusal of its own calls');
 });
+
+/** Polls `check` until it holds (true) or `timeoutMs` passes (false). */
+async function within(timeoutMs: number, check: () => Promise<boolean>): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return true;
+    if (Date.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
