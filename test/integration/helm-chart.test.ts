@@ -162,7 +162,7 @@ t.teardown(async () => {
 
 t.test('helm lint --strict passes with the default values and with every option turned', async (t) => {
   for (const [name, values] of [['default', DEFAULT_VALUES], ['custom', CUSTOM_VALUES]] as const) {
-    const lint = await runHelm(['lint', '--strict', CHART, '--namespace', NAMESPACE, '-f', valuesFile(`lint-${name}.yaml`, values)]);
+    const lint = await runHelm(['lint', '--strict', CHART, '--namespace', NAMESPACE, '--kube-version', RIG_VERSIONS.kubernetes, '-f', valuesFile(`lint-${name}.yaml`, values)]);
     t.equal(lint.code, 0, `${name}: helm lint --strict passes`, { output: lint.stdout + lint.stderr });
     t.match(lint.stdout, /1 chart\(s\) linted, 0 chart\(s\) failed/);
     t.notMatch(lint.stdout, /\[(WARNING|ERROR)\]/, `${name}: no warnings`);
@@ -335,6 +335,14 @@ t.test('every rendered object is accepted by kube-apiserver (kubectl apply --dry
     const accepted = applied.stdout.trim().split('\n').filter((line) => line !== '');
     t.equal(accepted.length, objects.length, `${name}: all ${objects.length} objects (${[...new Set(objects.map((o) => o.kind))].join(', ')}) accepted`);
   }
+});
+
+t.test('helm install --dry-run=server against the rig passes and its notes say where tenantgate answers', async (t) => {
+  const out = await helmOk(['install', RELEASE, CHART, '--namespace', NAMESPACE, '--dry-run=server', '--kubeconfig', rig.adminKubeconfigPath, '-f', valuesFile('install.yaml', DEFAULT_VALUES)]);
+  const notes = out.slice(out.indexOf('NOTES:'));
+  t.match(notes, `https://${FULLNAME}.${NAMESPACE}.svc:443`);
+  t.match(notes, `rollout status deployment/${FULLNAME}`);
+  t.match(notes, 'tenantgate tenant create');
 });
 
 t.test('the flags the chart passes are flags of tenantgate serve', async (t) => {
