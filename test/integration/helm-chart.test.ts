@@ -2,6 +2,7 @@
 // it renders is accepted by a real kube-apiserver, and tenantgate serves tenants with nothing but the chart's RBAC.
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import forge from 'node-forge';
@@ -368,6 +369,12 @@ t.test('tenantgate serves a tenant with nothing but the chart\'s ServiceAccount 
   // An in-cluster address that is an IP: tenants' kubernetes Services get an EndpointSlice, their pods the access policy.
   const gateway = await spawnGateway({ ...files, serveArgs }, ['--confine-upstream-discovery', '--in-cluster-address', '10.0.200.1:443']);
   t.teardown(() => stopChild(gateway.child));
+  // The kubelet's probes, as the chart writes them: HTTPS, no client certificate.
+  const probed = containerOf((await render(valuesFile('probes.yaml', DEFAULT_VALUES))).objects);
+  for (const probe of [probed.readinessProbe, probed.livenessProbe]) {
+    t.equal(await statusWithoutClientCertificate(`${gateway.url}${probe.httpGet.path}`, files.ca.certPem), 200, `${probe.httpGet.path} answers the kubelet`);
+  }
+
   // Its own calls: every log line but the one per request (a tenant's requests here all succeed, checked below).
   const refusals = () => gateway.logs.filter((line) => /forbidden|\b403\b/i.test(line) && !line.includes('"msg":"request"'));
 
@@ -492,6 +499,19 @@ t.test('tenantgate serves a tenant with nothing but the chart\'s ServiceAccount 
 
   t.same(refusals(), [], 'tenantgate logged no refusal of its own calls');
 });
+
+/** The status of a GET over HTTPS without a client certificate (the kubelet's probe). */
+function statusWithoutClientCertificate(url: string, caPem: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const request = httpsRequest(url, { ca: caPem, timeout: 5_000 }, (response) => {
+      response.resume();
+      response.on('end', () => resolve(response.statusCode ?? 0));
+    });
+    request.on('timeout', () => request.destroy(new Error(`GET ${url} timed out`)));
+    request.on('error', reject);
+    request.end();
+  });
+}
 
 /** Polls `check` until it holds (true) or `timeoutMs` passes (false). */
 async function within(timeoutMs: number, check: () => Promise<boolean>): Promise<boolean> {
