@@ -10,7 +10,7 @@ import type { ServeConfig } from '../config.ts';
 import { DiscoveryCache } from '../upstream/discovery.ts';
 import { UpstreamPool } from '../upstream/pool.ts';
 import { HealthChecks } from './health.ts';
-import { Connections, drainGracefully, type ShutdownTimes } from './shutdown.ts';
+import { closeWithinBound, Connections, drainGracefully, type ShutdownTimes } from './shutdown.ts';
 import { limitStreamResets } from './rapid-reset.ts';
 import { buildPipeline, RequestRunner } from '../request/pipeline.ts';
 import { writeRawStatus } from './status.ts';
@@ -58,7 +58,7 @@ export interface Gateway {
   watchCache: WatchCache | null;
   /** Closes at once: connections cut, watches with them. */
   close(): Promise<void>;
-  /** Graceful (lib/server/shutdown.ts): not ready, then after `delayMs` a drain of at most `drainMs`; then close(). */
+  /** Graceful (lib/server/shutdown.ts): not ready, then after `delayMs` a drain of at most `drainMs`; then close(), briefly waited for. */
   shutdown(times: ShutdownTimes): Promise<void>;
 }
 
@@ -233,7 +233,7 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
     close,
     shutdown: async (times) => {
       await drainGracefully({ server, connections, health, open: runner.open, flow }, times);
-      await close();
+      await closeWithinBound(close());
     },
   };
 }

@@ -25,6 +25,12 @@ const WATCH_SWEEP_MS = 500;
 /** Once the drain bound passed: how long the 503s of requests still queued get to go out before connections are cut. */
 const REFUSALS_WRITTEN_MS = 250;
 
+/**
+ * After the drain: how long closing may wait for background work (the lifecycle controller's bootstrap or cleanup of
+ * a tenant upstream). That work is idempotent and every replica reconciles it, so a replica that exits first loses nothing.
+ */
+const CLOSE_BOUND_MS = 2_000;
+
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** The server's connections from the TLS handshake to their close; HTTP/1.1 ones with their responses under way. */
@@ -152,4 +158,12 @@ export async function drainGracefully(parts: ShutdownParts, times: ShutdownTimes
     await Promise.race([connections.whenAllClosed(), sleep(REFUSALS_WRITTEN_MS)]);
   }
   log.info(drained ? 'drained' : 'drain bound reached: closing what is left', { connections: connections.size, ms: Math.round(performance.now() - started) });
+}
+
+/** Waits for `closing` at most CLOSE_BOUND_MS; what is still running then is left to the other replicas. */
+export async function closeWithinBound(closing: Promise<void>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const closed = await Promise.race([closing.then(() => true), new Promise<boolean>((resolve) => (timer = setTimeout(resolve, CLOSE_BOUND_MS, false)))]);
+  clearTimeout(timer);
+  if (!closed) log.warn('background work still running after the drain is left to the other replicas', { waitedMs: CLOSE_BOUND_MS });
 }

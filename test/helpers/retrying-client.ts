@@ -42,6 +42,8 @@ export class RetryingClient {
   readonly counts: RetryCounts = { answered: {}, goawayRefused: 0, connectionLost: 0, retryAfter: 0, failures: [] };
   readonly #credentials: ClusterCredentials;
   #session: ClientHttp2Session | null = null;
+  /** Sessions that received GOAWAY: a stream of theirs that closes unanswered was refused, not lost. */
+  readonly #goaway = new WeakSet<ClientHttp2Session>();
   /** Sessions opened so far (the first, and one per reconnection). */
   sessionsOpened = 0;
 
@@ -54,6 +56,7 @@ export class RetryingClient {
     if (current !== null && !current.closed && !current.destroyed) return current;
     this.sessionsOpened++;
     const session = connectH2(this.#credentials);
+    session.once('goaway', () => this.#goaway.add(session));
     this.#session = session;
     return session;
   }
@@ -104,6 +107,8 @@ export class RetryingClient {
       });
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
       stream.on('end', () => {
+        // A connection that went before any answer ends its streams too, headless: 'close' decides.
+        if (!responded) return;
         const status = Number(headers[':status'] ?? 0);
         const retryAfter = headers['retry-after'];
         if ((status === 503 || status === 429) && retryAfter !== undefined) {
@@ -113,13 +118,13 @@ export class RetryingClient {
         resolve({ status, headers, body: Buffer.concat(chunks).toString('utf8') });
       });
       stream.on('close', () => {
-        if (stream.readableEnded) return;
+        if (responded && stream.readableEnded) return;
         if (responded) {
           reject(new Error(`the stream was cut mid-answer (HTTP/2 code ${stream.rstCode})`));
           return;
         }
         this.#session = null;
-        const refused = stream.rstCode === NGHTTP2_REFUSED_STREAM || session.closed;
+        const refused = stream.rstCode === NGHTTP2_REFUSED_STREAM || this.#goaway.has(session);
         reject(new Retry(refused ? 'goawayRefused' : 'connectionLost'));
       });
       stream.on('error', () => {}); // 'close' decides
