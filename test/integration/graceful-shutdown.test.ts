@@ -2,6 +2,7 @@
 // takes no new connection, sends GOAWAY, finishes what it accepted, ends watches as the apiserver ends one at its
 // timeout, refuses what still waits for a seat when --shutdown-drain runs out (503, Retry-After), and exits 0.
 // Two replicas share the rig's etcd for tenants; a loopback load balancer stands for the Service.
+import * as k8s from '@kubernetes/client-node';
 import http2, { type ClientHttp2Session } from 'node:http2';
 import https from 'node:https';
 import type { TLSSocket } from 'node:tls';
@@ -10,7 +11,7 @@ import t from 'tap';
 import type { ClusterCredentials } from '../../lib/upstream/kubeconfig.ts';
 import { connectH2, credentialsOf, h2Request } from '../helpers/http.ts';
 import { startLoadBalancer } from '../helpers/load-balancer.ts';
-import { replicaSet } from '../helpers/replicas.ts';
+import { pointAt, replicaSet } from '../helpers/replicas.ts';
 import { RetryingClient } from '../helpers/retrying-client.ts';
 import { startStack } from '../helpers/stack.ts';
 import { createTestTenant } from '../helpers/tenants.ts';
@@ -182,6 +183,20 @@ async function listLoop(until: number): Promise<void> {
 /** A steady loop through the load balancer (first on A), retrying as client-go does. */
 const steady = new RetryingClient({ ...onA, server: lb.url });
 await steady.request('GET', `${CM_PATH}/probe`); // its connection is made while A is the only backend
+
+/** A client-node informer through the load balancer, started on A too: it must re-watch, on B, when A ends its watch. */
+const informerSeen: string[] = [];
+const informerErrors: unknown[] = [];
+const informer = (() => {
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(pointAt(tenant.kubeconfig, lb.url));
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const made = k8s.makeInformer<k8s.V1ConfigMap>(kc, CM_PATH, () => core.listNamespacedConfigMap({ namespace: 'default' }));
+  made.on(k8s.ADD, (cm: k8s.V1ConfigMap) => informerSeen.push(`add ${cm.metadata?.namespace}/${cm.metadata?.name}`));
+  made.on(k8s.ERROR, (error: unknown) => informerErrors.push(error));
+  return made;
+})();
+await informer.start();
 lb.setBackends([aPort, b.port]);
 const steadyAnswers: { at: number; status: number; name: string }[] = [];
 async function steadyLoop(until: number): Promise<void> {
@@ -310,6 +325,19 @@ t.test('SIGTERM: not ready during the delay, then GOAWAY, watches ended cleanly,
   t.comment(`readyz 503 from ${ms(ready503At)} ms; connections refused from ${ms(refusedAt)} ms; GOAWAY at ${ms(goawayAt)} ms; watches ended at ${watches.map((w) => ms(w.endedAt)).join(', ')} ms; exit at ${ms(exit.at)} ms`);
   watchSession.destroy();
   steady.close();
+});
+
+t.test('the client-node informer re-watched on B: it sees an object made after A went, and reported no error', async (t) => {
+  t.teardown(() => informer.stop());
+  const session = connectH2({ ...onA, server: b.url });
+  const made = await h2Request(session, 'POST', CM_PATH, { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ metadata: { name: 'after-shutdown' } }) });
+  session.close();
+  t.equal(made.status, 201, 'made through B');
+  const deadline = Date.now() + 15_000;
+  while (!informerSeen.includes('add default/after-shutdown') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+  t.ok(informerSeen.includes('add default/after-shutdown'), 'the informer saw it');
+  t.ok(informerSeen.includes('add default/probe') && informerSeen.filter((line) => line === 'add default/probe').length === 1, 'each object added once: it resumed, it did not start over');
+  t.same(informerErrors, [], 'no error reported');
 });
 
 t.test('without a request held open, the drain ends as soon as everything is answered', async (t) => {
