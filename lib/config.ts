@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { DEFAULT_TENANT_STORE_OPTIONS, type TenantStoreOptions } from './tenants/store.ts';
 import type { CertificateAuthority } from './auth/pki.ts';
 import { DEFAULT_FLOW_CONTROL, type FlowControlOptions } from './flowcontrol/limits.ts';
-import { loadKubeconfig, type ClusterCredentials } from './upstream/kubeconfig.ts';
+import { inClusterCredentials, loadKubeconfig, type ClusterCredentials } from './upstream/kubeconfig.ts';
 import { DEFAULT_TENANT_SERIES } from './metrics/metrics.ts';
 import { REQUEST_LOG_LEVELS, type RequestLogLevel } from './server/request-end.ts';
 import type { CachedResourceId } from './watchcache/resource-cache.ts';
@@ -47,6 +47,14 @@ export interface ServeConfig {
   confineUpstreamDiscovery?: boolean;
   /** The shared watch cache: the resources it keeps; null: off (every list and watch upstream); omitted: the defaults. */
   watchCache?: { resources: readonly CachedResourceId[]; bookmarkIntervalMs?: number; upstreamIdleMs?: number } | null;
+  /**
+   * Where tenants' pods reach tenantgate, and the CA bundle that verifies its serving certificate: their in-cluster
+   * clients are pointed here (lib/tenants/in-cluster-access.ts). Omitted: the listen address and the serving certificate;
+   * null: tenants' pods are left as the upstream makes them.
+   */
+  inCluster?: { address?: { host: string; port: number }; caPem: string } | null;
+  /** After SIGTERM: how long /readyz fails while it still serves (delayMs), then the longest wait for requests in flight (drainMs). */
+  shutdown?: { delayMs: number; drainMs: number };
 }
 
 export const SERVE_OPTIONS = {
@@ -56,7 +64,7 @@ export const SERVE_OPTIONS = {
   'client-ca-file': { type: 'string', description: 'CA of the client certificates to accept (TENANTGATE_CLIENT_CA_FILE)' },
   'client-ca-key-file': { type: 'string', description: "the client CA's key, to issue tenant kubeconfigs (TENANTGATE_CLIENT_CA_KEY_FILE)" },
   'tenant-certificate-days': { type: 'string', default: '365', description: 'validity of issued tenant admin certificates' },
-  'upstream-kubeconfig': { type: 'string', description: 'kubeconfig of the upstream kube-apiserver (TENANTGATE_UPSTREAM_KUBECONFIG)' },
+  'upstream-kubeconfig': { type: 'string', description: "kubeconfig of the upstream kube-apiserver; none in a pod: the pod's service account (TENANTGATE_UPSTREAM_KUBECONFIG)" },
   passthrough: { type: 'boolean', default: false, description: 'forward without protocol conversion (bench baseline)' },
   'max-concurrent-streams': { type: 'string', default: '1000', description: 'HTTP/2 streams per client connection' },
   'max-header-bytes': { type: 'string', default: '65536', description: 'largest request header block accepted' },
@@ -77,6 +85,10 @@ export const SERVE_OPTIONS = {
   'watch-cache-resources': { type: 'string', default: DEFAULT_CACHED_RESOURCES.join(','), description: 'resources the watch cache keeps, resource[.group], comma-separated (TENANTGATE_WATCH_CACHE_RESOURCES)' },
   'watch-cache-bookmark-interval': { type: 'string', default: '60s', description: 'time between two bookmarks to a cached watch that allows them (the apiserver: 1 minute)' },
   'watch-cache-upstream-idle': { type: 'string', default: '75s', description: "how long the cache's upstream watch may be silent before its connection must answer a ping (the apiserver bookmarks every minute)" },
+  'in-cluster-address': { type: 'string', description: "host:port where tenants' pods reach tenantgate (its Service); '' leaves their pods talking to the upstream; default: the listen address (TENANTGATE_IN_CLUSTER_ADDRESS)" },
+  'in-cluster-ca-file': { type: 'string', description: "CA bundle, PEM, that verifies tenantgate's serving certificate, given to tenants' pods; default: --tls-cert-file (TENANTGATE_IN_CLUSTER_CA_FILE)" },
+  'shutdown-delay': { type: 'string', default: '0s', description: 'after SIGTERM, how long /readyz fails while tenantgate still serves, so Services drop it first (TENANTGATE_SHUTDOWN_DELAY)' },
+  'shutdown-drain': { type: 'string', default: '30s', description: 'then the longest wait for requests in flight before the rest are cut (TENANTGATE_SHUTDOWN_DRAIN)' },
   help: { type: 'boolean', short: 'h', default: false, description: 'show this help' },
 } as const;
 
@@ -136,13 +148,29 @@ function flowControlOf(values: Record<string, unknown>): FlowControlOptions {
   };
 }
 
-export function parseListen(listen: string): { host: string; port: number } {
+export function parseListen(listen: string, flag = 'listen'): { host: string; port: number } {
   const colon = listen.lastIndexOf(':');
-  if (colon === -1) throw new Error(`--listen ${listen}: expected address:port`);
+  if (colon === -1) throw new Error(`--${flag} ${listen}: expected address:port`);
   const host = listen.slice(0, colon).replace(/^\[|\]$/g, '');
   const port = Number(listen.slice(colon + 1));
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--listen ${listen}: bad port`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--${flag} ${listen}: bad port`);
   return { host, port };
+}
+
+/** Like parseDurationMs, and zero is allowed (`0s`: no wait). */
+function parseDurationOrZeroMs(value: string, flag: string): number {
+  return /^\s*0+(\.0+)?\s*(ms|s)?\s*$/.test(value) ? 0 : parseDurationMs(value, flag);
+}
+
+/** The in-cluster address and CA: '' for the address turns it off; without a CA file, the serving certificate's. */
+function inClusterOf(address: string | undefined, caFile: string | undefined, servingCertPem: string): ServeConfig['inCluster'] {
+  if (address === '') return null;
+  const parsed = address === undefined ? undefined : parseListen(address, 'in-cluster-address');
+  if (parsed?.host === '' || parsed?.port === 0) throw new Error(`--in-cluster-address ${address}: expected host:port`);
+  return {
+    address: parsed,
+    caPem: caFile === undefined || caFile === '' ? servingCertPem : readFileSync(caFile, 'utf8'),
+  };
 }
 
 /** `--watch-cache` alone means on, as a boolean flag would (its value form takes `=false`). */
@@ -164,16 +192,15 @@ export function parseServeConfig(args: string[]): ServeConfig | 'help' {
   const clientCaPem = readFileSync(required(values, 'client-ca-file'), 'utf8');
   const caKeyFile = values['client-ca-key-file'] ?? fromEnv('client-ca-key-file');
   const metricsListen = fromEnv('metrics-listen') ?? values['metrics-listen'];
+  const certPem = readFileSync(required(values, 'tls-cert-file'), 'utf8');
+  const upstreamKubeconfig = values['upstream-kubeconfig'] ?? fromEnv('upstream-kubeconfig');
   return {
     ...parseListen(listen),
-    tls: {
-      certPem: readFileSync(required(values, 'tls-cert-file'), 'utf8'),
-      keyPem: readFileSync(required(values, 'tls-key-file'), 'utf8'),
-    },
+    tls: { certPem, keyPem: readFileSync(required(values, 'tls-key-file'), 'utf8') },
     clientCaPem,
     tenantCa: caKeyFile === undefined || caKeyFile === '' ? undefined : { certPem: clientCaPem, keyPem: readFileSync(caKeyFile, 'utf8') },
     tenantCertificateDays: positiveInteger(fromEnv('tenant-certificate-days') ?? values['tenant-certificate-days'], 'tenant-certificate-days'),
-    upstream: loadKubeconfig(required(values, 'upstream-kubeconfig')),
+    upstream: upstreamKubeconfig === undefined || upstreamKubeconfig === '' ? inClusterCredentials() : loadKubeconfig(upstreamKubeconfig),
     passthrough: values.passthrough || fromEnv('passthrough') === 'true',
     http2: {
       maxConcurrentStreams: positiveInteger(values['max-concurrent-streams'], 'max-concurrent-streams'),
@@ -192,6 +219,11 @@ export function parseServeConfig(args: string[]): ServeConfig | 'help' {
     tenantWebhookUrlHosts: commaList(fromEnv('tenant-webhook-url-hosts') ?? values['tenant-webhook-url-hosts'] ?? '').map((host) => host.toLowerCase()),
     confineUpstreamDiscovery: values['confine-upstream-discovery'] || fromEnv('confine-upstream-discovery') === 'true',
     watchCache: watchCacheOf(fromEnv('watch-cache') ?? values['watch-cache'], fromEnv('watch-cache-resources') ?? values['watch-cache-resources'], values['watch-cache-bookmark-interval'], values['watch-cache-upstream-idle']),
+    inCluster: inClusterOf(values['in-cluster-address'] ?? fromEnv('in-cluster-address'), values['in-cluster-ca-file'] ?? fromEnv('in-cluster-ca-file'), certPem),
+    shutdown: {
+      delayMs: parseDurationOrZeroMs(fromEnv('shutdown-delay') ?? values['shutdown-delay'], 'shutdown-delay'),
+      drainMs: parseDurationOrZeroMs(fromEnv('shutdown-drain') ?? values['shutdown-drain'], 'shutdown-drain'),
+    },
   };
 }
 

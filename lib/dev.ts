@@ -71,6 +71,8 @@ export function writeGatewayFiles(dir: string, rig: Rig): GatewayFiles {
       '--tls-key-file', files.tlsKeyFile,
       '--client-ca-file', files.caFile,
       '--client-ca-key-file', files.caKeyFile,
+      // Tenants' pods verify tenantgate's serving certificate with the CA that signed it.
+      '--in-cluster-ca-file', files.caFile,
       '--upstream-kubeconfig', files.upstreamKubeconfigPath,
       '--etcd-endpoints', files.etcdEndpoint,
       // A free port: several tenantgates (tests, replicas) run side by side on one machine.
@@ -91,6 +93,7 @@ export function serveConfigOf(files: GatewayFiles, overrides: Partial<ServeConfi
     passthrough: false,
     http2: { maxConcurrentStreams: 1000, maxHeaderListBytes: 65536 },
     tenantStore: { etcdEndpoints: [files.etcdEndpoint], etcdPrefix: DEFAULT_TENANT_STORE_OPTIONS.etcdPrefix },
+    inCluster: { caPem: files.ca.certPem },
     ...overrides,
   };
 }

@@ -15,7 +15,7 @@ import { sendStatus } from '../server/status.ts';
 import { badRequest, StatusError, upstreamUnavailable } from '../errors/status-error.ts';
 import { upstreamRequestHeaders } from '../upstream/headers.ts';
 import { readBody, tenantStatusError } from './read-body.ts';
-import type { ClusterCredentials } from '../upstream/kubeconfig.ts';
+import { bearerAuthorization, type ClusterCredentials } from '../upstream/kubeconfig.ts';
 
 /** Subresources whose protocol is an upgraded stream (the apiserver's exec, attach, portforward and proxy handlers). */
 const UPGRADED_SUBRESOURCES: Readonly<Record<string, ReadonlySet<string>>> = {
@@ -79,7 +79,7 @@ export function forwardUpgrade(ctx: RequestContext, path: string, credentials: C
   const identity = ctx.identity!;
   const url = new URL(credentials.server);
   const headers = upstreamRequestHeaders(ctx.headers, upstreamIdentityOf(identity), {
-    authorization: credentials.token === undefined ? undefined : `Bearer ${credentials.token}`,
+    authorization: bearerAuthorization(credentials),
   });
   // The upgrade itself is the one hop-by-hop exchange this path must carry.
   headers.connection = 'Upgrade';

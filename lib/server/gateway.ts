@@ -24,6 +24,7 @@ import { RsaKeyPool } from '../auth/key-pool.ts';
 import { issueTenantKubeconfig } from '../tenants/credentials.ts';
 import { CsrSigner } from '../tenants/csr-signer.ts';
 import { inClusterAddress } from '../tenants/cluster-service.ts';
+import { inClusterAccessObjects } from '../tenants/in-cluster-access.ts';
 import { TenantLifecycle } from '../tenants/lifecycle.ts';
 import { syncTenantCustomResources, type CustomResourceDefinition } from '../tenants/bootstrap.ts';
 import type { TenantId } from '../convert/prefix.ts';
@@ -64,6 +65,15 @@ export interface Gateway {
 
 /** Marks a socket already answered for a client error: node reports one per chunk it cannot parse. */
 const ANSWERED = Symbol('tenantgate.clientError.answered');
+
+/** The keeper of the in-cluster access policy, or null (with a warning) when the address is none a pod can reach. */
+function inClusterAccessKeeper(pool: UpstreamPool, address: { host: string; port: number }, caPem: string): ObjectKeeper | null {
+  if (address.host === '0.0.0.0' || address.host === '::') {
+    log.warn("tenants' pods keep talking to the upstream: tenantgate listens on every address, so set --in-cluster-address to the one they reach it at");
+    return null;
+  }
+  return new ObjectKeeper(pool, inClusterAccessObjects({ address, caPem }));
+}
 
 function onClientError(error: NodeJS.ErrnoException, socket: Duplex & { [ANSWERED]?: true }): void {
   // Malformed HTTP/1.1 (oversized or broken headers): answer with a Status where the socket still takes it.
@@ -192,9 +202,12 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
     metrics === null || config.metrics?.listen == null ? null : await startMetricsListener(metrics, config.metrics.listen.host, config.metrics.listen.port);
   const { port } = server.address() as AddressInfo;
   // Started once it listens: each tenant's Service default/kubernetes points at the port it listens on.
-  const clusterAddress = inClusterAddress({ host: config.host, port });
+  const clusterAddress = inClusterAddress({ host: config.host, port }, config.inCluster?.address);
   const lifecycle = runLifecycle ? new TenantLifecycle({ store: tenants, pool, discovery, recordOperation, clusterAddress }) : null;
   await lifecycle?.start();
+  // Tenants' pods pointed at that address too (not with --passthrough: its tenants' requests are the upstream's).
+  const podAccess = runLifecycle && !config.passthrough && config.inCluster !== null ? inClusterAccessKeeper(pool, clusterAddress, config.inCluster?.caPem ?? config.tls.certPem) : null;
+  await podAccess?.start();
   // Tenants' kube-apiserver-client CSRs, signed with the tenant CA (without its key, nobody signs them: as a cluster without a signer).
   const csrSigner =
     runLifecycle && config.tenantCa !== undefined ? new CsrSigner({ pool, ca: config.tenantCa, tenants, maxValidityDays: config.tenantCertificateDays }) : null;
@@ -210,6 +223,7 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
       csrSigner?.stop();
       await lifecycle?.stop();
       await keeper?.stop();
+      await podAccess?.stop();
       stopFollowingTenants();
       keyPool?.close();
       if (parts.tenants === undefined) await tenants.close();

@@ -15,11 +15,11 @@ export interface ClusterAddress {
 }
 
 /**
- * tenantgate's address as tenants reach it: for now where it listens (issue 17's `--in-cluster-address` decides it
- * here). `0.0.0.0`/`::` name no address a client can use: the Service is then left without an EndpointSlice.
+ * tenantgate's address as tenants' workloads reach it: `--in-cluster-address` when given, else where it listens.
+ * `0.0.0.0`/`::` name no address a client can use: the Service is then left without an EndpointSlice.
  */
-export function inClusterAddress(listen: ClusterAddress): ClusterAddress {
-  return { host: listen.host, port: listen.port };
+export function inClusterAddress(listen: ClusterAddress, configured?: ClusterAddress): ClusterAddress {
+  return configured ?? { host: listen.host, port: listen.port };
 }
 
 export const KUBERNETES_SERVICE = 'kubernetes';

@@ -20,9 +20,9 @@ export const CLUSTER_BINDING_SUBJECT_PREFIX = 'tenantgate:cluster:';
 
 const AGGREGATION_LABEL = 'rbac.authorization.k8s.io/aggregate-to-';
 
-/** A CEL string literal (single-quoted) of a constant. */
-function cel(value: string): string {
-  return `'${value.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
+/** A CEL string literal (single-quoted) of a constant; line breaks escaped (a PEM has them). */
+export function cel(value: string): string {
+  return `'${value.replaceAll('\\', '\\\\').replaceAll("'", "\\'").replaceAll('\n', '\\n').replaceAll('\r', '\\r')}'`;
 }
 
 const ADMISSION = 'admissionregistration.k8s.io/v1';

@@ -1,7 +1,7 @@
 // Pooled HTTP/2 sessions to the upstream kube-apiserver, authenticated with tenantgate's own credentials.
 // A session that gets GOAWAY, errors or closes leaves the pool at once; the next request opens a fresh one.
 import http2, { type ClientHttp2Session, type ClientHttp2Stream, type OutgoingHttpHeaders } from 'node:http2';
-import type { ClusterCredentials } from './kubeconfig.ts';
+import { bearerAuthorization, type ClusterCredentials } from './kubeconfig.ts';
 
 const { HTTP2_HEADER_METHOD, HTTP2_HEADER_PATH, HTTP2_HEADER_SCHEME, HTTP2_HEADER_AUTHORITY } = http2.constants;
 
@@ -58,7 +58,7 @@ export class UpstreamPool {
 
   /** The bearer authorization to send upstream, when the credentials carry a token. */
   get authorization(): string | undefined {
-    return this.credentials.token === undefined ? undefined : `Bearer ${this.credentials.token}`;
+    return bearerAuthorization(this.credentials);
   }
 
   /**

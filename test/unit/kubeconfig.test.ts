@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { loadKubeconfig, renderKubeconfig } from '../../lib/upstream/kubeconfig.ts';
+import { bearerAuthorization, loadKubeconfig, renderKubeconfig } from '../../lib/upstream/kubeconfig.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'kubeconfig-test-'));
 
@@ -44,7 +44,7 @@ contexts:
   const current = loadKubeconfig(path);
   t.equal(current.server, 'https://two:6443');
   t.equal(current.caPem, 'FILE-CA', 'relative file paths resolve beside the kubeconfig');
-  t.equal(current.token, 'file-token');
+  t.equal(bearerAuthorization(current), 'Bearer file-token', 'a token file is read (and read again as it rotates)');
   const first = loadKubeconfig(path, 'first');
   t.equal(first.server, 'https://one:6443');
   t.equal(first.token, 'inline-token');
