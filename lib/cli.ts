@@ -45,9 +45,8 @@ async function serve(args: string[]): Promise<void> {
   // Before 'tenantgate serving': whoever waits for that line finds the metrics address already logged.
   if (gateway.metricsUrl !== null) log.info('tenantgate metrics', { url: gateway.metricsUrl });
   log.info('tenantgate serving', { url: gateway.url, upstream: config.upstream.server, passthrough: config.passthrough });
-  // (Until --shutdown-delay and --shutdown-drain are parsed, their defaults.)
-  const shutdown = (config as { shutdown?: { delayMs: number; drainMs: number } }).shutdown;
-  const times = { delayMs: shutdown?.delayMs ?? DEFAULT_SHUTDOWN_TIMES.delayMs, drainMs: shutdown?.drainMs ?? DEFAULT_SHUTDOWN_TIMES.drainMs };
+  // --shutdown-delay and --shutdown-drain (a config made elsewhere may have none: the flags' defaults).
+  const times = config.shutdown ?? DEFAULT_SHUTDOWN_TIMES;
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {
