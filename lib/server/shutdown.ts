@@ -6,9 +6,11 @@ import type { Http2SecureServer, ServerHttp2Session } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import type { FlowController } from '../flowcontrol/dispatcher.ts';
+import { isLongRunning } from '../flowcontrol/stage.ts';
 import { log } from '../log.ts';
 import type { RequestContext } from '../request/context.ts';
 import { WatchRewriter } from '../stream/tenant-view.ts';
+import { TENANTS_PATH } from '../tenants/tenant.ts';
 import type { HealthChecks } from './health.ts';
 
 export interface ShutdownTimes {
@@ -103,16 +105,22 @@ export class Connections {
 
 /**
  * Ends a watch's response as the apiserver ends one at its timeout: normally, after its last whole event, so that the
- * client resumes from what it saw (on another replica). False when the request is no watch tenantgate converts.
+ * client resumes from what it saw (on another replica). False when the request is no watch tenantgate can end so: an
+ * administrator's watch passed through unconverted is cut when the drain ends.
  */
 export function endWatch(ctx: RequestContext): boolean {
   if (ctx.cacheWatcher !== null) {
     ctx.cacheWatcher.end();
     return true;
   }
+  const out = ctx.out;
+  // The Tenant API's watch writes each event whole, at once: its response always ends between events.
+  if (ctx.pathname.startsWith(TENANTS_PATH) && ctx.headersSent && isLongRunning(ctx.method, ctx.path)) {
+    if (!out.writableEnded) out.end();
+    return true;
+  }
   const rewriter = ctx.rewrite;
   if (!(rewriter instanceof WatchRewriter)) return false;
-  const out = ctx.out;
   if (out.writableEnded || out.destroyed) return true;
   // A rewriter sends whole events only: what it still holds is (part of) events the client is sent again on resuming.
   ctx.upstream?.unpipe(rewriter);

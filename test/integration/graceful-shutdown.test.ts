@@ -15,6 +15,7 @@ import { pointAt, replicaSet } from '../helpers/replicas.ts';
 import { RetryingClient } from '../helpers/retrying-client.ts';
 import { startStack } from '../helpers/stack.ts';
 import { createTestTenant } from '../helpers/tenants.ts';
+import { TENANTS_PATH } from '../../lib/tenants/tenant.ts';
 
 const DELAY_MS = 2_000;
 const DRAIN_MS = 3_000;
@@ -101,6 +102,9 @@ function watchH1(credentials: ClusterCredentials, name: string, path: string): W
   return record;
 }
 
+/** The object whose ADDED shows a watch delivers: the probe, or for the Tenant API a tenant. */
+const probeOf = (record: WatchRecord) => (record.name.includes('Tenant API') ? 'gsd001' : 'probe');
+
 /** The watch's events, each a whole JSON line (a cut line would throw). */
 const eventsOf = (record: WatchRecord) =>
   record.text
@@ -111,7 +115,10 @@ const eventsOf = (record: WatchRecord) =>
 const watchSession = connectH2(onA);
 const listed = await h2Request(watchSession, 'GET', `${CM_PATH}?limit=1`);
 const rv = listed.json().metadata.resourceVersion as string;
+const adminSession = connectH2(credentialsOf(stack.adminKubeconfig));
+const tenantApiWatch = watchH2(adminSession, 'HTTP/2 watch of the Tenant API', `${TENANTS_PATH}?watch=1`);
 const watches = [
+  tenantApiWatch,
   watchH2(watchSession, 'HTTP/2 watch from the cache', `${CM_PATH}?watch=1&resourceVersion=${rv}`),
   watchH2(watchSession, 'HTTP/2 watch proxied upstream', `${PT_PATH}?watch=1`),
   watchH1(onA, 'HTTP/1.1 watch from the cache', `${CM_PATH}?watch=1&resourceVersion=${rv}`),
@@ -128,7 +135,7 @@ await new Promise((resolve) => setTimeout(resolve, 300)); // the watches are ope
   session.close();
   if (cm.status !== 201 || pt.status !== 201) throw new Error(`probes: ${cm.status} ${pt.status}`);
   const deadline = Date.now() + 10_000;
-  while (!watches.every((w) => eventsOf(w).some((e) => e.type === 'ADDED' && e.object.metadata.name === 'probe')) && Date.now() < deadline) {
+  while (!watches.every((w) => eventsOf(w).some((e) => e.type === 'ADDED' && e.object.metadata.name === probeOf(w))) && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
@@ -246,7 +253,10 @@ async function readyzUntilRefused(until: number): Promise<{ at: number; status: 
 }
 
 t.test('every watch delivers before the shutdown', async (t) => {
-  for (const w of watches) t.ok(eventsOf(w).some((e) => e.type === 'ADDED' && e.object.metadata.name === 'probe' && e.object.metadata.namespace === 'default'), `${w.name}: the probe's ADDED, in the tenant's view`);
+  for (const w of watches) {
+    const namespace = w === tenantApiWatch ? undefined : 'default';
+    t.ok(eventsOf(w).some((e) => e.type === 'ADDED' && e.object.metadata.name === probeOf(w) && e.object.metadata.namespace === namespace), `${w.name}: the ADDED of ${probeOf(w)}, as its client names it`);
+  }
 });
 
 t.test('SIGTERM: not ready during the delay, then GOAWAY, watches ended cleanly, accepted requests finished, queued ones refused with 503, exit 0', async (t) => {
@@ -324,6 +334,7 @@ t.test('SIGTERM: not ready during the delay, then GOAWAY, watches ended cleanly,
   t.ok(ms(exit.at) <= DELAY_MS + DRAIN_MS + SLACK_MS, `exited ${ms(exit.at)} ms after SIGTERM (delay ${DELAY_MS} + drain ${DRAIN_MS})`);
   t.comment(`readyz 503 from ${ms(ready503At)} ms; connections refused from ${ms(refusedAt)} ms; GOAWAY at ${ms(goawayAt)} ms; watches ended at ${watches.map((w) => ms(w.endedAt)).join(', ')} ms; exit at ${ms(exit.at)} ms`);
   watchSession.destroy();
+  adminSession.destroy();
   steady.close();
 });
 
