@@ -19,8 +19,8 @@ import { TENANTS_PATH } from '../../lib/tenants/tenant.ts';
 
 const DELAY_MS = 2_000;
 const DRAIN_MS = 3_000;
-/** Startup of Node and the signal's way in, on two shared cores. */
-const SLACK_MS = 3_000;
+/** After the drain: the refusals' moment to go out, close() waited for at most 2 s, and the process's exit, on two shared cores. */
+const SLACK_MS = 4_000;
 const SHUTDOWN_ARGS = ['--shutdown-delay', `${DELAY_MS / 1000}s`, '--shutdown-drain', `${DRAIN_MS / 1000}s`, '--queue-wait', '30s'];
 const CONFIGMAPS = 150;
 
