@@ -7,6 +7,7 @@ import { runDev } from './dev.ts';
 import { log } from './log.ts';
 import { ensureRigBinaries } from './rig/build.ts';
 import { startGateway } from './server/gateway.ts';
+import { DEFAULT_SHUTDOWN_TIMES } from './server/shutdown.ts';
 import { runTenantCommand } from './tenants/tenant-command.ts';
 
 const DEV_OPTIONS = {
@@ -44,12 +45,22 @@ async function serve(args: string[]): Promise<void> {
   // Before 'tenantgate serving': whoever waits for that line finds the metrics address already logged.
   if (gateway.metricsUrl !== null) log.info('tenantgate metrics', { url: gateway.metricsUrl });
   log.info('tenantgate serving', { url: gateway.url, upstream: config.upstream.server, passthrough: config.passthrough });
+  // --shutdown-delay and --shutdown-drain (a config made elsewhere may have none: the flags' defaults).
+  const times = config.shutdown ?? DEFAULT_SHUTDOWN_TIMES;
+  let stopping = false;
   const stop = (signal: string) => {
+    if (stopping) {
+      // A second signal (Ctrl-C again): no more waiting.
+      log.info('stopping now', { signal });
+      void gateway.close().then(() => process.exit(0));
+      return;
+    }
+    stopping = true;
     log.info('stopping', { signal });
-    void gateway.close().then(() => process.exit(0));
+    void gateway.shutdown(times).then(() => process.exit(0));
   };
-  process.once('SIGINT', () => stop('SIGINT'));
-  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
 }
 
 async function dev(args: string[]): Promise<void> {

@@ -157,6 +157,17 @@ export class FlowController implements SeatOwner {
     seat.decided?.('queue-timeout');
   }
 
+  /** Refuses every request still waiting for a seat (the drain of a shutdown is over): each gets its refusal now. */
+  refuseQueued(reason: RejectionReason): void {
+    for (const flow of [...this.backlogged]) {
+      for (const seat of [...flow.queuedReadonly, ...flow.queuedMutating]) {
+        this.leaveQueue(seat);
+        this.events.rejected(flow.tenant, seat.kind, reason);
+        seat.decided?.(reason);
+      }
+    }
+  }
+
   private leaveQueue(seat: Seat): void {
     const queue = seat.flow.queueOf(seat.kind);
     const at = queue.indexOf(seat);

@@ -2,7 +2,7 @@
 // a watch or other long-running request also counts against the tenant's cap on open ones until its response closes.
 // Never leaves a seat or a count behind: both are given back when the response closes, however the request ended.
 import type { RequestContext } from '../request/context.ts';
-import { tooManyRequests } from '../errors/status-error.ts';
+import { serviceUnavailable, tooManyRequests } from '../errors/status-error.ts';
 import type { FlowController } from './dispatcher.ts';
 import type { RejectionReason, SeatKind } from './events.ts';
 import { SEAT_HELD, SEAT_QUEUED, type Seat } from './tenant-flow.ts';
@@ -45,6 +45,9 @@ function refusal(reason: RejectionReason): Error {
       return tooManyRequests('the request waited too long for a seat');
     case 'watch-limit':
       return tooManyRequests("too many watches and other long-running requests open for this tenant: its limit is set by the Tenant's tenant.kubezoo.io/max-watches annotation");
+    case 'shutting-down':
+      // Never ran: the client sends it again, to another replica (this one no longer takes connections).
+      return serviceUnavailable('tenantgate is shutting down; retry', { retryAfterSeconds: 1 });
   }
 }
 

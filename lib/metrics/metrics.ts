@@ -130,7 +130,7 @@ export class TenantgateMetrics {
     this.#requests = new Counter({ name: 'tenantgate_requests_total', help: 'Requests answered, by tenant, verb, resource and HTTP code.', labelNames: ['tenant', 'verb', 'resource', 'code'], registers });
     this.#requestDuration = new Histogram({ name: 'tenantgate_request_duration_seconds', help: 'Time from a request arriving to its response ending.', labelNames: ['tenant', 'verb'], buckets: REQUEST_DURATION_BUCKETS, registers });
     this.#inflight = new Gauge({ name: 'tenantgate_inflight_requests', help: 'Requests holding a flow-control seat now.', labelNames: ['tenant', 'kind'], registers, collect: () => this.#collectLive() });
-    this.#rejected = new Counter({ name: 'tenantgate_rejected_requests_total', help: 'Requests refused by flow control (429), by reason: inflight-limit, queue-full, queue-timeout, watch-limit.', labelNames: ['tenant', 'reason'], registers });
+    this.#rejected = new Counter({ name: 'tenantgate_rejected_requests_total', help: 'Requests refused by flow control (429), by reason: inflight-limit, queue-full, queue-timeout, watch-limit; 503 for shutting-down.', labelNames: ['tenant', 'reason'], registers });
     this.#queueWait = new Histogram({ name: 'tenantgate_queue_wait_seconds', help: 'Time admitted requests waited in a flow-control queue.', labelNames: ['tenant'], buckets: REQUEST_DURATION_BUCKETS, registers });
     this.#watchesActive = new Gauge({ name: 'tenantgate_watches_active', help: 'Watches being streamed to tenants now.', labelNames: ['tenant'], registers });
     this.#watchEvents = new Counter({ name: 'tenantgate_watch_events_total', help: 'Watch events sent to tenants.', labelNames: ['tenant'], registers, collect: () => this.#harvestStreams() });

@@ -80,8 +80,8 @@ export abstract class RequestContext {
   partialMetadata: PartialMetadataForm | null | undefined = undefined;
   /** OpenAPI v2: the tenant's view kept under the upstream's ETag, revalidated by tenantgate's own conditional request. */
   openapiV2: OpenApiV2Revalidation | null = null;
-  /** A watch served from the watch cache: told when the exchange closes, so it leaves the cache. */
-  cacheWatcher: { closed(): void } | null = null;
+  /** A watch served from the watch cache: told when the exchange closes, so it leaves the cache; end() ends it cleanly (shutdown). */
+  cacheWatcher: { closed(): void; end(): void } | null = null;
   /** The list or watch rewriter the response streams through, if any (bytes sent, for the request log line). */
   rewrite: RewriteCounters | null = null;
 

@@ -274,13 +274,17 @@ export class RequestRunner {
   readonly #stages: Stage[];
   readonly #observer: RequestObserver | undefined;
   readonly #onClose: (this: Closable) => void;
+  /** Exchanges not closed yet: a shutdown ends the watches among them. */
+  readonly #open = new Set<RequestContext>();
 
   constructor(stages: Stage[], observer?: RequestObserver) {
     this.#stages = stages;
     this.#observer = observer;
     const observed = observer;
+    const open = this.#open;
     this.#onClose = function (this: Closable) {
       const ctx = this[CONTEXT]!;
+      open.delete(ctx);
       releaseSeat(ctx);
       cancelUpstream(ctx);
       ctx.cacheWatcher?.closed();
@@ -288,8 +292,14 @@ export class RequestRunner {
     };
   }
 
+  /** Requests whose exchange is still open (watches included), in arrival order. */
+  get open(): ReadonlySet<RequestContext> {
+    return this.#open;
+  }
+
   #run(ctx: RequestContext, out: Closable): void {
     out[CONTEXT] = ctx;
+    this.#open.add(ctx);
     // (on, not once: 'close' comes once, and once() would wrap the shared listener in a closure per request.)
     out.on('close', this.#onClose);
     this.#observer?.begin(ctx);

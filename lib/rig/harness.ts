@@ -291,6 +291,123 @@ export async function startEtcd(dir: string): Promise<StandaloneEtcd> {
   return { endpoint, start, stop };
 }
 
+export interface EtcdMember {
+  /** m0, m1, ... */
+  name: string;
+  /** http://127.0.0.1:port, the same across restarts. */
+  endpoint: string;
+  readonly running: boolean;
+  /** Stops the member ('crash': SIGKILL); its data stays. */
+  stop(how?: 'graceful' | 'crash'): Promise<void>;
+  /** Starts it again on its data and ports (it rejoins the cluster), and waits until it is healthy. */
+  start(): Promise<void>;
+}
+
+export interface EtcdCluster {
+  members: EtcdMember[];
+  /** Every member's client URL, for --etcd-endpoints. */
+  endpoints: string[];
+  /** The member that leads now, as the running members report it; undefined while none does. */
+  leader(): Promise<EtcdMember | undefined>;
+  stop(): Promise<void>;
+}
+
+/** What a member says of itself and of the leader (etcd's JSON gateway; ids are uint64s in decimal). */
+async function etcdStatus(endpoint: string): Promise<{ memberId: string; leader: string }> {
+  const body = await new Promise<string>((resolveBody, reject) => {
+    const req = httpRequest(`${endpoint}/v3/maintenance/status`, { method: 'POST', timeout: 2_000, headers: { 'content-type': 'application/json' } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => (res.statusCode === 200 ? resolveBody(text) : reject(new Error(`status ${res.statusCode}: ${text}`))));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error('timed out')));
+    req.on('error', reject);
+    req.end('{}');
+  });
+  const status = JSON.parse(body) as { header?: { member_id?: string }; leader?: string };
+  return { memberId: status.header?.member_id ?? '', leader: status.leader ?? '0' };
+}
+
+/**
+ * A cluster of `size` etcd members on loopback, from the rig's binary, its data in `dir`/<member> (emptied first).
+ * Each member can be killed and started again; the cluster elects a leader among those running, as a real one does.
+ */
+export async function startEtcdCluster(dir: string, size = 3): Promise<EtcdCluster> {
+  const binaries = await ensureRigBinaries();
+  installShutdownHooks();
+  const ports = await Promise.all(Array.from({ length: size * 2 }, () => freePort()));
+  const names = Array.from({ length: size }, (_, i) => `m${i}`);
+  const peerUrl = (i: number) => `http://127.0.0.1:${ports[size + i]}`;
+  const initialCluster = names.map((name, i) => `${name}=${peerUrl(i)}`).join(',');
+  const token = `tenantgate-${process.pid}-${Date.now()}`;
+  const members = names.map((name, i) => {
+    const endpoint = `http://127.0.0.1:${ports[i]}`;
+    const dataDir = join(dir, name);
+    rmSync(dataDir, { recursive: true, force: true });
+    const args = [
+      `--name=${name}`,
+      `--data-dir=${dataDir}`,
+      `--listen-client-urls=${endpoint}`,
+      `--advertise-client-urls=${endpoint}`,
+      `--listen-peer-urls=${peerUrl(i)}`,
+      `--initial-advertise-peer-urls=${peerUrl(i)}`,
+      `--initial-cluster=${initialCluster}`,
+      '--initial-cluster-state=new', // ignored once the member has data: a restart rejoins
+      `--initial-cluster-token=${token}`,
+      '--unsafe-no-fsync', // throwaway data: skip fsync for speed
+      // Shorter than etcd's defaults (100 ms, 1 s) but long enough not to elect by mistake on two busy cores.
+      '--heartbeat-interval=50',
+      '--election-timeout=500',
+    ];
+    let supervised: SupervisedProcess | undefined;
+    const member: EtcdMember = {
+      name,
+      endpoint,
+      get running() {
+        return supervised !== undefined && !supervised.hasExited();
+      },
+      async start() {
+        supervised = await startSupervised(`etcd-${name}`, binaries.etcd, args, { logPath: join(dir, `etcd-${name}.log`) });
+        await waitForEtcd(supervised, endpoint);
+      },
+      async stop(how = 'graceful') {
+        const running = supervised;
+        supervised = undefined;
+        if (running === undefined) return;
+        if (how === 'crash') process.kill(running.pid, 'SIGKILL');
+        await running.stop();
+      },
+    };
+    return member;
+  });
+  // Started together: none is healthy before a quorum is up to elect a leader.
+  await Promise.all(members.map((member) => member.start()));
+  const ids = new Map<string, EtcdMember>();
+  for (const member of members) ids.set((await etcdStatus(member.endpoint)).memberId, member);
+  return {
+    members,
+    endpoints: members.map((member) => member.endpoint),
+    async leader() {
+      for (const member of members) {
+        if (!member.running) continue;
+        try {
+          const { leader } = await etcdStatus(member.endpoint);
+          const found = ids.get(leader);
+          if (found !== undefined && found.running) return found;
+        } catch {
+          // this member cannot say: ask the next
+        }
+      }
+      return undefined;
+    },
+    async stop() {
+      await Promise.all(members.map((member) => member.stop()));
+    },
+  };
+}
+
 /** Starts etcd, kube-apiserver and (unless `controllers: false`) kube-controller-manager, and waits until they serve. */
 export async function startRig(options: StartRigOptions = {}): Promise<Rig> {
   const log = options.log ?? (() => {});

@@ -10,6 +10,7 @@ import type { ServeConfig } from '../config.ts';
 import { DiscoveryCache } from '../upstream/discovery.ts';
 import { UpstreamPool } from '../upstream/pool.ts';
 import { HealthChecks } from './health.ts';
+import { closeWithinBound, Connections, drainGracefully, type ShutdownTimes } from './shutdown.ts';
 import { limitStreamResets } from './rapid-reset.ts';
 import { buildPipeline, RequestRunner } from '../request/pipeline.ts';
 import { writeRawStatus } from './status.ts';
@@ -56,7 +57,10 @@ export interface Gateway {
   metricsUrl: string | null;
   /** The shared watch cache; null when off. */
   watchCache: WatchCache | null;
+  /** Closes at once: connections cut, watches with them. */
   close(): Promise<void>;
+  /** Graceful (lib/server/shutdown.ts): not ready, then after `delayMs` a drain of at most `drainMs`; then close(), briefly waited for. */
+  shutdown(times: ShutdownTimes): Promise<void>;
 }
 
 /** Marks a socket already answered for a client error: node reports one per chunk it cannot parse. */
@@ -141,7 +145,8 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
         });
   watchCache?.start();
   if (watchCache !== null) metrics?.observeWatchCache(watchCache);
-  const stages = buildPipeline({ pool, health: new HealthChecks(pool), discovery, passthrough: config.passthrough, tenants, tokens, issueKubeconfig, flow, upstream: config.upstream, access, metrics, recordOperation, webhookUrlHosts, customResourceDefinitionWritten, conversions, watchCache });
+  const health = new HealthChecks(pool);
+  const stages = buildPipeline({ pool, health, discovery, passthrough: config.passthrough, tenants, tokens, issueKubeconfig, flow, upstream: config.upstream, access, metrics, recordOperation, webhookUrlHosts, customResourceDefinitionWritten, conversions, watchCache });
   const requestLogLevel = config.requestLogLevel ?? 'off';
   const observer = metrics === null && requestLogLevel === 'off' ? undefined : new RequestObserver(metrics, requestLogLevel);
   const server = http2.createSecureServer({
@@ -177,14 +182,12 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
     session.on('error', () => {});
     limitStreamResets(session);
   });
-  // Watches would hold close() open forever: remember connections so close() can end them.
-  const connections = new Set<Duplex>();
+  // Watches would hold close() open forever: connections are followed so that a shutdown drains them and close() cuts them.
+  const connections = new Connections(server);
   server.on('secureConnection', (socket: TLSSocket) => {
     // Responses go out as several writes (headers, then body chunks); with Nagle's algorithm a small second write
     // waits for the client's delayed ACK (~40 ms over HTTP/1.1).
     socket.setNoDelay(true);
-    connections.add(socket);
-    socket.once('close', () => connections.delete(socket));
   });
 
   await new Promise<void>((resolve, reject) => {
@@ -211,18 +214,9 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   await csrSigner?.start();
   const hostInUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
   url = `https://${hostInUrl}:${port}`;
-  return {
-    server,
-    pool,
-    host: config.host,
-    port,
-    url,
-    tenants,
-    tokens,
-    metrics,
-    metricsUrl: metricsListener?.url ?? null,
-    watchCache,
-    close: async () => {
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
       watchCache?.stop();
       await metricsListener?.close();
       metrics?.close();
@@ -236,8 +230,24 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
       await new Promise<void>((resolve) => {
         pool.close();
         server.close(() => void closeOffload().then(resolve));
-        for (const socket of connections) socket.destroy();
+        connections.destroyAll();
       });
+    })());
+  return {
+    server,
+    pool,
+    host: config.host,
+    port,
+    url,
+    tenants,
+    tokens,
+    metrics,
+    metricsUrl: metricsListener?.url ?? null,
+    watchCache,
+    close,
+    shutdown: async (times) => {
+      await drainGracefully({ server, connections, health, open: runner.open, flow }, times);
+      await closeWithinBound(close());
     },
   };
 }

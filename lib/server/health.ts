@@ -14,6 +14,9 @@ const ENDPOINTS: ReadonlySet<string> = new Set<Endpoint>(['livez', 'readyz', 'he
 
 /** tenantgate's own check besides `ping`: whether the upstream answers its /readyz (not part of liveness). */
 export const UPSTREAM_CHECK = 'upstream';
+/** tenantgate's own readiness check that fails from the moment it starts shutting down (a Service drops it then). */
+export const SHUTDOWN_CHECK = 'shutdown';
+const SHUTTING_DOWN = 'shutting down';
 
 /** An upstream health answer, or why there is none. */
 export type UpstreamHealth = { status: number; text: string } | { problem: string };
@@ -22,9 +25,15 @@ export class HealthChecks {
   private readonly pool: UpstreamPool;
   /** Upstream answers by path (a fixed few: /readyz and the three verbose lists), each at most CACHE_MS old. */
   private readonly cache = new Map<string, { at: number; answer: Promise<UpstreamHealth> }>();
+  #shuttingDown = false;
 
   constructor(pool: UpstreamPool) {
     this.pool = pool;
+  }
+
+  /** From now on /readyz fails, whatever the upstream says; liveness is unchanged (the process still serves). */
+  shutdownStarted(): void {
+    this.#shuttingDown = true;
   }
 
   /** True when the request was a health check and has been (or is being) answered. */
@@ -42,6 +51,11 @@ export class HealthChecks {
     // `?verbose` lists each check as the apiserver does ("[+]etcd ok"), which clients and e2e tests read.
     const verbose = query.has('verbose');
     const excluded = new Set(query.getAll('exclude'));
+    if (name === 'readyz' && this.#shuttingDown && !excluded.has(SHUTDOWN_CHECK)) {
+      // Answered at once: a probe must see it now, not after an upstream round trip.
+      answer(ctx, 503, verbose ? `[+]ping ok\n[-]${SHUTDOWN_CHECK} failed: ${SHUTTING_DOWN}\nreadyz check failed\n` : SHUTTING_DOWN);
+      return true;
+    }
     const own = name === 'livez' || excluded.has(UPSTREAM_CHECK) ? Promise.resolve(null) : this.upstreamReadiness();
     const upstream = verbose ? this.upstreamChecks(name) : Promise.resolve(null);
     Promise.all([own, upstream]).then(
@@ -61,6 +75,10 @@ export class HealthChecks {
   private serveOneCheck(ctx: RequestContext, endpoint: Endpoint, check: string): void {
     if (check === 'ping') {
       answer(ctx, 200, 'ok'); // tenantgate answers: it is alive, whatever the upstream says
+      return;
+    }
+    if (check === SHUTDOWN_CHECK && endpoint === 'readyz') {
+      answer(ctx, this.#shuttingDown ? 503 : 200, this.#shuttingDown ? SHUTTING_DOWN : 'ok');
       return;
     }
     if (check === UPSTREAM_CHECK && endpoint !== 'livez') {

@@ -80,7 +80,8 @@ export async function spawnGateway(
   let metricsUrl = '';
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('tenantgate did not start within 20 s')), 20_000);
-    child.once('exit', (code) => reject(new Error(`tenantgate exited with ${code} before serving`)));
+    // (After the lines already read: the reason is usually the last of them.)
+    child.once('exit', (code) => setImmediate(() => reject(new Error(`tenantgate exited with ${code} before serving; its last lines:\n${logs.slice(-5).join('\n')}`))));
     lines.on('line', (line) => {
       try {
         const entry = JSON.parse(line) as { msg?: string; url?: string };

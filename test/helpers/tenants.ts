@@ -41,9 +41,10 @@ export async function waitUntilReady(pool: UpstreamPool, id: string): Promise<Te
   }
 }
 
-export async function createTestTenant(stack: Stack, id: string): Promise<TestTenant> {
+/** A Tenant created through the Tenant API, Ready, with its admin kubeconfig; `annotations` set its limits. */
+export async function createTestTenant(stack: Stack, id: string, annotations?: Record<string, string>): Promise<TestTenant> {
   return withClient(stack.adminKubeconfig, async (pool) => {
-    const created = await upstreamJson(pool, 'POST', TENANTS_PATH, { apiVersion: TENANT_API_VERSION, kind: 'Tenant', metadata: { name: id }, spec: {} });
+    const created = await upstreamJson(pool, 'POST', TENANTS_PATH, { apiVersion: TENANT_API_VERSION, kind: 'Tenant', metadata: { name: id, annotations }, spec: {} });
     if (created.status !== 201) throw new Error(`creating tenant ${id}: ${created.status} ${JSON.stringify(created.body).slice(0, 400)}`);
     const tenant = await waitUntilReady(pool, id);
     const kubeconfig = join(stack.dir, `tenant-${id}.kubeconfig`);

@@ -1,13 +1,13 @@
 // Issue 4 end to end: two tenantgate processes sharing one etcd for tenants (not the apiserver's), driven the way an
 // administrator drives them (`tenantgate tenant ...`) and used the way a tenant uses them (kubectl): replicas agree,
 // credentials follow a tenant's life, etcd and a replica go away and come back, ids that would trap prefixes.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Etcd3 } from 'etcd3';
 import t, { type Test } from 'tap';
-import { DEV_ADMIN, writeClientKubeconfig, writeGatewayFiles } from '../../lib/dev.ts';
+import { writeGatewayFiles } from '../../lib/dev.ts';
 import { startEtcd, startRig } from '../../lib/rig/harness.ts';
 import { runCommand, type CommandResult } from '../../lib/rig/process.ts';
 import { TENANTGATE_NODE_FLAGS } from '../../lib/runtime.ts';
@@ -16,7 +16,8 @@ import { TENANT_API_VERSION, TENANTS_PATH, type Tenant } from '../../lib/tenants
 import { upstreamJson } from '../../lib/upstream/client.ts';
 import { loadKubeconfig } from '../../lib/upstream/kubeconfig.ts';
 import { h1Request } from '../helpers/http.ts';
-import { productionEnv, spawnGateway, stopChild } from '../helpers/stack.ts';
+import { pointAt as pointAtUrl, replicaSet, within, type Replica } from '../helpers/replicas.ts';
+import { productionEnv } from '../helpers/stack.ts';
 import { waitUntilReady, withClient } from '../helpers/tenants.ts';
 
 const CLI = new URL('../../dist/lib/cli.js', import.meta.url).pathname;
@@ -30,25 +31,11 @@ const files = writeGatewayFiles(join(dir, 'gateway'), rig);
 // The later --etcd-endpoints wins (parseArgs keeps the last value of a repeated string option).
 const storeArgs = ['--etcd-endpoints', tenantEtcd.endpoint];
 
-interface Replica {
-  name: string;
-  child: ChildProcess;
-  url: string;
-  logs: string[];
-  /** tenantgate's administrator on this replica */
-  admin: string;
-}
-
-const replicas = new Set<Replica>();
-async function startReplica(name: string): Promise<Replica> {
-  const { child, url, logs } = await spawnGateway(files, storeArgs);
-  const replica = { name, child, url, logs, admin: writeClientKubeconfig(join(dir, `admin-${name}-${child.pid}.kubeconfig`), url, files.ca, DEV_ADMIN) };
-  replicas.add(replica);
-  return replica;
-}
+const replicas = replicaSet(dir, files, storeArgs);
+const startReplica = (name: string) => replicas.start(name);
 
 t.teardown(async () => {
-  for (const replica of replicas) await stopChild(replica.child);
+  await replicas.stopAll();
   await tenantEtcd.stop();
   await rig.stop();
   rmSync(dir, { recursive: true, force: true });
@@ -76,12 +63,7 @@ async function createTenant(t: Test, replica: Replica, id: string): Promise<stri
 }
 
 /** The same kubeconfig (same certificate) pointing at another replica. */
-function pointAt(kubeconfig: string, replica: Replica): string {
-  const moved = readFileSync(kubeconfig, 'utf8').replaceAll(loadKubeconfig(kubeconfig).server, replica.url);
-  const file = join(dir, `moved-${++kubeconfigs}.kubeconfig`);
-  writeFileSync(file, moved, { mode: 0o600 });
-  return file;
-}
+const pointAt = (kubeconfig: string, replica: Replica) => pointAtUrl(kubeconfig, replica.url);
 
 const kubectl = (kubeconfig: string, ...args: string[]) => rig.kubectl(args, { kubeconfig });
 /** kubectl straight to the upstream, as the rig's admin. */
@@ -101,15 +83,6 @@ async function tenantOn(replica: Replica, id: string): Promise<Tenant | undefine
 
 const readyOn = (replica: Replica, id: string) => withClient(replica.admin, (pool) => waitUntilReady(pool, id));
 
-/** Polls `check` every 20 ms until it holds; resolves to how long that took, rejects after `limitMs`. */
-async function within(limitMs: number, what: string, check: () => Promise<boolean>): Promise<number> {
-  const started = Date.now();
-  for (;;) {
-    if (await check()) return Date.now() - started;
-    if (Date.now() - started > limitMs) throw new Error(`${what}: not within ${limitMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 const namespacesOf = async (kubeconfig: string) => {
   const listed = await kubectl(kubeconfig, 'get', 'namespaces', '-o', 'name');
@@ -373,8 +346,7 @@ t.test('the tenant etcd stopped: tenants keep working on both replicas, creates 
 t.test('a restarted replica has every tenant, and the kubeconfigs issued before work against it', async (t) => {
   const before = (await tenantOn(b, 'rep001'))!;
   const ids = (await withClient(b.admin, (pool) => upstreamJson(pool, 'GET', TENANTS_PATH))).body.items.map((x: Tenant) => x.metadata.name);
-  await stopChild(a.child);
-  replicas.delete(a);
+  await replicas.stop(a);
   a = await startReplica('a2');
   const listed = await withClient(a.admin, (pool) => upstreamJson(pool, 'GET', TENANTS_PATH));
   t.same(

@@ -195,6 +195,26 @@ t.test('a queue at the global budget refuses with queue-full; a wait past the bo
   t.equal(seat(controller.acquire('other1', 'readonly', false)).state, SEAT_HELD, 'and the tenant is served again');
 });
 
+t.test('at the end of a shutdown\'s drain every waiting request is refused (shutting-down, a 503 with Retry-After); held seats stay', async (t) => {
+  const { controller, events } = controllerWith({ tenantQueueLength: 10 }, { noisy1: tenant('noisy1', { 'tenant.kubezoo.io/max-requests-inflight': '1,1' }) });
+  const held = [seat(controller.acquire('noisy1', 'readonly', false)), seat(controller.acquire('noisy1', 'mutating', false))];
+  const waiting = [seat(controller.acquire('noisy1', 'readonly', false)), seat(controller.acquire('noisy1', 'mutating', false)), seat(controller.acquire('noisy1', 'readonly', false))];
+  const outcomes: (RejectionReason | null)[] = [];
+  for (const w of waiting) w.decided = (reason) => outcomes.push(reason);
+  controller.refuseQueued('shutting-down');
+  t.same(outcomes, ['shutting-down', 'shutting-down', 'shutting-down']);
+  t.same(events.rejections.map((r) => r.reason), ['shutting-down', 'shutting-down', 'shutting-down']);
+  t.equal(controller.inflightTotal, 2, 'the requests that hold seats go on');
+  // Through the stage: the request still waiting gets a 503 with Retry-After, not a 429.
+  const waitingRequest = flowControl(controller)({ identity: { tenant: 'noisy1' }, method: 'GET', path: '/api/v1/namespaces/default/pods', seat: null } as never);
+  t.type(waitingRequest, Promise, 'it waits for a seat');
+  controller.refuseQueued('shutting-down');
+  const error = await (waitingRequest as Promise<boolean>).catch((e: unknown) => e);
+  t.ok(error instanceof StatusError && error.code === 503 && error.reason === 'ServiceUnavailable' && error.details?.retryAfterSeconds === 1, `503 ServiceUnavailable, Retry-After 1: ${String(error)}`);
+  for (const h of held) controller.release(h);
+  t.equal(controller.inflightTotal, 0, 'nothing refused took a seat');
+});
+
 t.test("a change to a Tenant's annotation applies at once; a deleted tenant's flow is dropped", async (t) => {
   const tenants: Record<string, Tenant> = { abc123: tenant('abc123', { 'tenant.kubezoo.io/max-requests-inflight': '1' }) };
   const { controller } = controllerWith({}, tenants);

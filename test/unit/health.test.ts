@@ -1,5 +1,7 @@
 import t from 'tap';
-import { checksText, parseChecks, verboseHealth } from '../../lib/server/health.ts';
+import { checksText, HealthChecks, parseChecks, verboseHealth } from '../../lib/server/health.ts';
+import type { RequestContext } from '../../lib/request/context.ts';
+import type { UpstreamPool } from '../../lib/upstream/pool.ts';
 
 const UPSTREAM_READY = '[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]informer-sync ok\n[+]poststarthook/start-apiextensions-informers ok\nreadyz check passed\n';
 
@@ -45,4 +47,23 @@ t.test('the check lines of a verbose answer', async (t) => {
     { check: 'ping', passed: true, outcome: 'ok' },
     { check: 'poststarthook/x', passed: false, outcome: 'failed: reason withheld' },
   ]);
+});
+
+t.test('once shutting down, /readyz fails at once without asking the upstream; /livez still passes', async (t) => {
+  let upstreamAsked = 0;
+  const pool = { authorization: undefined, request: () => (upstreamAsked++, { setTimeout() {}, on() {} }) } as unknown as UpstreamPool;
+  const health = new HealthChecks(pool);
+  const ask = (path: string) =>
+    new Promise<{ status: number; text: string }>((resolve) => {
+      const [pathname, query = ''] = path.split('?');
+      const ctx = { pathname, query: new URLSearchParams(query), answer: (status: number, _headers: unknown, text: string) => resolve({ status, text }) } as unknown as RequestContext;
+      t.ok(health.serve(ctx), `${path} is a health check`);
+    });
+  t.same(await ask('/readyz/shutdown'), { status: 200, text: 'ok' }, 'not shutting down yet');
+  health.shutdownStarted();
+  t.same(await ask('/readyz'), { status: 503, text: 'shutting down' });
+  t.same(await ask('/readyz?verbose'), { status: 503, text: '[+]ping ok\n[-]shutdown failed: shutting down\nreadyz check failed\n' });
+  t.same(await ask('/readyz/shutdown'), { status: 503, text: 'shutting down' });
+  t.equal(upstreamAsked, 0, 'the upstream was not asked');
+  t.same(await ask('/livez/ping'), { status: 200, text: 'ok' }, 'alive: a restart is not what it needs');
 });
