@@ -18,6 +18,7 @@ import { fetchKubeconfig } from '../../lib/tenants/tenant-command.ts';
 import { TENANT_API_VERSION, TENANTS_PATH } from '../../lib/tenants/tenant.ts';
 import { upstreamJson } from '../../lib/upstream/client.ts';
 import { renderKubeconfig } from '../../lib/upstream/kubeconfig.ts';
+import { exampleCrd } from '../helpers/fixtures.ts';
 import { spawnGateway, stopChild } from '../helpers/stack.ts';
 import { waitUntilReady, withClient } from '../helpers/tenants.ts';
 
@@ -408,17 +409,7 @@ t.test('tenantgate serves a tenant with nothing but the chart\'s ServiceAccount 
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'reader' },
       subjects: [{ kind: 'ServiceAccount', name: 'reader', namespace: 'shop' }],
     },
-    {
-      apiVersion: 'apiextensions.k8s.io/v1',
-      kind: 'CustomResourceDefinition',
-      metadata: { name: 'widgets.example.com' },
-      spec: {
-        group: 'example.com',
-        scope: 'Namespaced',
-        names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
-        versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
-      },
-    },
+    exampleCrd('Widget', 'widgets'),
   ];
   for (const object of objects) {
     const created = await asTenant(['create', '-f', '-'], JSON.stringify(object));
@@ -426,7 +417,7 @@ t.test('tenantgate serves a tenant with nothing but the chart\'s ServiceAccount 
   }
   const established = await asTenant(['wait', '--for=condition=Established', '--timeout=30s', 'crd/widgets.example.com']);
   t.equal(established.code, 0, `the tenant's CRD is established ${established.stderr}`);
-  const widget = await asTenant(['create', '-f', '-'], JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w1', namespace: 'shop' }, size: 3 }));
+  const widget = await asTenant(['create', '-f', '-'], JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w1', namespace: 'shop' }, spec: { size: 3 } }));
   t.equal(widget.code, 0, `create Widget w1: ${widget.stderr}`);
 
   const collections: [string, string][] = [

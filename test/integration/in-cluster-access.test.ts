@@ -9,31 +9,22 @@ import t from 'tap';
 import { CA_ANNOTATION, NAMESPACE_ANNOTATION, SERVICE_ACCOUNT_MOUNT_PATH } from '../../lib/tenants/in-cluster-access.ts';
 import { connectH2, credentialsOf, h2Request } from '../helpers/http.ts';
 import { encodeBody, goModuleCache, loadProtoMessages } from '../helpers/k8s-proto.ts';
+import { exampleCrd } from '../helpers/fixtures.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
 
 type Json = Record<string, any>;
 
 const TENANTS = { alpha: 'incla1', bravo: 'inclb2' } as const;
-const GROUPS = { alpha: 'widgets.alpha.example.com', bravo: 'gadgets.bravo.example.com' } as const;
+/** Each tenant's CRD: the same fixture, in a group of its own. */
+const GROUPS = { alpha: 'alpha.example.com', bravo: 'bravo.example.com' } as const;
+const crd = (group: string) => {
+  const definition = exampleCrd('Widget', 'widgets');
+  return JSON.stringify({ ...definition, metadata: { name: `widgets.${group}` }, spec: { ...definition.spec, group } });
+};
 
 let stack: Stack;
 const tenants = new Map<string, TestTenant>();
-
-function crd(group: string): string {
-  const [plural] = group.split('.');
-  return JSON.stringify({
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: group },
-    spec: {
-      group: group.slice(plural!.length + 1),
-      scope: 'Namespaced',
-      names: { plural, singular: plural!.slice(0, -1), kind: plural![0]!.toUpperCase() + plural!.slice(1, -1) },
-      versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
-    },
-  });
-}
 
 function deployment(name: string, extra: Json = {}): string {
   return JSON.stringify({
@@ -161,8 +152,8 @@ for (const [who, id] of Object.entries(TENANTS)) {
     const whoami = await kc.makeApiClient(k8s.AuthenticationV1Api).createSelfSubjectReview({ body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } });
     t.equal(whoami.status?.userInfo?.username, 'system:serviceaccount:default:default', 'it is its own service account, as the tenant names it');
     const groups = (await kc.makeApiClient(k8s.ApisApi).getAPIVersions()).groups.map((g) => g.name);
-    t.ok(groups.includes(GROUPS[who as keyof typeof GROUPS].split('.').slice(1).join('.')), `discovery shows ${who}'s CRD group`);
-    t.notOk(groups.includes(GROUPS[other as keyof typeof GROUPS].split('.').slice(1).join('.')), `not ${other}'s`);
+    t.ok(groups.includes(GROUPS[who as keyof typeof GROUPS]), `discovery shows ${who}'s CRD group`);
+    t.notOk(groups.includes(GROUPS[other as keyof typeof GROUPS]), `not ${other}'s`);
     t.notOk(groups.some((g) => /^[a-z0-9]{6}-/.test(g)), 'and no prefixed group');
     await t.rejects(core.readNamespacedConfigMap({ namespace: `${TENANTS[other as keyof typeof TENANTS]}-default`, name: 'settings' }), { code: 403 }, `${other}'s namespace by its upstream name is not reachable`);
     await t.rejects(core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'written' } } }), { code: 403 }, 'view grants no writes: the upstream RBAC of the service account decides');
