@@ -61,7 +61,7 @@ export interface ProtobufBodyOptions {
 
 // ---- wire format: varints and length-delimited fields; nothing else is ever interpreted ----
 
-const EMPTY = Buffer.alloc(0);
+export const EMPTY = Buffer.alloc(0);
 /** Larger field numbers would be truncated by the apiserver's int32 field number into another field. */
 const MAX_FIELD_NUMBER = 2 ** 29 - 1;
 
@@ -69,7 +69,7 @@ function unsupported(what: string): StatusError {
   return unsupportedMediaType(`tenantgate cannot convert ${what} sent as protobuf; send it as JSON (application/json)`);
 }
 
-interface Field {
+export interface Field {
   readonly number: number;
   readonly wireType: number;
   /** Offsets in the message: the whole field from its tag, and the payload of a length-delimited field. */
@@ -92,7 +92,7 @@ function readVarint(bytes: Buffer, at: { pos: number }, what: string): number {
   throw malformed(what, 'a varint is longer than 10 bytes');
 }
 
-function parseFields(bytes: Buffer, what: string): Field[] {
+export function parseFields(bytes: Buffer, what: string): Field[] {
   const fields: Field[] = [];
   const at = { pos: 0 };
   const skip = (length: number) => {
@@ -119,7 +119,7 @@ function parseFields(bytes: Buffer, what: string): Field[] {
   return fields;
 }
 
-function lengthDelimited(number: number, payload: Buffer): Buffer {
+export function lengthDelimited(number: number, payload: Buffer): Buffer {
   const head: number[] = [];
   pushVarint(head, number * 8 + LENGTH_DELIMITED);
   pushVarint(head, payload.length);
@@ -127,12 +127,12 @@ function lengthDelimited(number: number, payload: Buffer): Buffer {
 }
 
 /** A map<string, string> entry (labels, matchLabels): key = 1, value = 2. */
-function stringEntry(key: string, value: string): Buffer {
+export function stringEntry(key: string, value: string): Buffer {
   return Buffer.concat([lengthDelimited(1, Buffer.from(key)), lengthDelimited(2, Buffer.from(value))]);
 }
 
 /** One message being rewritten: fields replaced, removed or added; every other field copied byte for byte. */
-class MessageEdit {
+export class MessageEdit {
   readonly bytes: Buffer;
   readonly what: string;
   readonly fields: readonly Field[];
@@ -236,14 +236,14 @@ class MessageEdit {
 }
 
 /** The singular string fields `numbers` of a message, by name ('' when absent): a JSON object for a JSON rule to map. */
-function readStrings<K extends string>(edit: MessageEdit, numbers: Readonly<Record<K, number>>): Record<K, string> {
+export function readStrings<K extends string>(edit: MessageEdit, numbers: Readonly<Record<K, number>>): Record<K, string> {
   const values = {} as Record<K, string>;
   for (const key of Object.keys(numbers) as K[]) values[key] = edit.stringOf(numbers[key], key);
   return values;
 }
 
 /** Writes back the string fields a JSON rule changed in `after` (a field absent before is added). */
-function writeStrings<K extends string>(edit: MessageEdit, numbers: Readonly<Record<K, number>>, before: Record<K, string>, after: Json): void {
+export function writeStrings<K extends string>(edit: MessageEdit, numbers: Readonly<Record<K, number>>, before: Record<K, string>, after: Json): void {
   for (const key of Object.keys(numbers) as K[]) {
     const value = after[key];
     if (typeof value !== 'string' || value === before[key]) continue;
@@ -265,10 +265,10 @@ function writeRepeatedStrings(edit: MessageEdit, number: number, fields: readonl
 }
 
 /** A step of a field path: a field number, or '*' after a repeated field's number (every element). */
-type Step = number | '*';
+export type Step = number | '*';
 
 /** Rewrites every message found at `path` (length-delimited fields all the way); absent steps are skipped. */
-function rewriteAt(bytes: Buffer, path: readonly Step[], what: string, visit: (message: Buffer) => Buffer, from = 0): Buffer {
+export function rewriteAt(bytes: Buffer, path: readonly Step[], what: string, visit: (message: Buffer) => Buffer, from = 0): Buffer {
   if (from === path.length) return visit(bytes);
   const number = path[from] as number;
   const repeated = path[from + 1] === '*';
@@ -283,14 +283,14 @@ function rewriteAt(bytes: Buffer, path: readonly Step[], what: string, visit: (m
 
 // ---- labels and ObjectMeta ----
 
-const TENANT_LABEL_BYTES = Buffer.from(TENANT_LABEL);
-const NAMESPACE_NAME_LABEL_BYTES = Buffer.from(NAMESPACE_NAME_LABEL);
+export const TENANT_LABEL_BYTES = Buffer.from(TENANT_LABEL);
+export const NAMESPACE_NAME_LABEL_BYTES = Buffer.from(NAMESPACE_NAME_LABEL);
 
 /** ObjectMeta (k8s.io/apimachinery pkg/apis/meta/v1/generated.proto). */
-const META = { name: 1, generateName: 2, namespace: 3, labels: 11, ownerReferences: 13, managedFields: 17 } as const;
+export const META = { name: 1, generateName: 2, namespace: 3, labels: 11, ownerReferences: 13, managedFields: 17 } as const;
 /** OwnerReference: kind = 1, name = 3, apiVersion = 5. ManagedFieldsEntry: apiVersion = 3. */
-const OWNER = { kind: 1, name: 3, apiVersion: 5 } as const;
-const MANAGED_FIELDS_API_VERSION = 3;
+export const OWNER = { kind: 1, name: 3, apiVersion: 5 } as const;
+export const MANAGED_FIELDS_API_VERSION = 3;
 
 /**
  * Forces `kubezoo.io/tenant=<id>` into a map<string, string> field (labels, matchLabels): every entry with that key is
@@ -430,19 +430,19 @@ function objectMetaToUpstream(meta: Buffer, conversion: Conversion): Buffer {
  * PodSpec.affinity = 18 → Affinity.podAffinity = 2 | podAntiAffinity = 3 → requiredDuringScheduling… = 1 (repeated
  * PodAffinityTerm) | preferredDuringScheduling… = 2 (repeated WeightedPodAffinityTerm → podAffinityTerm = 2).
  */
-const AFFINITY_TERMS: readonly (readonly Step[])[] = [2, 3].flatMap((affinity) => [
+export const AFFINITY_TERMS: readonly (readonly Step[])[] = [2, 3].flatMap((affinity) => [
   [18, affinity, 1, '*'],
   [18, affinity, 2, '*', 2],
 ]);
 /** PodAffinityTerm: namespaces = 2 (repeated string), namespaceSelector = 4 (LabelSelector). */
-const TERM = { namespaces: 2, namespaceSelector: 4 } as const;
+export const TERM = { namespaces: 2, namespaceSelector: 4 } as const;
 /** LabelSelector: matchLabels = 1 (map), matchExpressions = 2 (LabelSelectorRequirement: key = 1, values = 3). */
-const SELECTOR = { matchLabels: 1, matchExpressions: 2, key: 1, values: 3 } as const;
+export const SELECTOR = { matchLabels: 1, matchExpressions: 2, key: 1, values: 3 } as const;
 /**
  * PodSpec.volumes = 1 (repeated Volume) → volumeSource = 2 → VolumeSource.ephemeral = 29 →
  * EphemeralVolumeSource.volumeClaimTemplate = 1 (PersistentVolumeClaimTemplate: metadata = 1).
  */
-const EPHEMERAL_CLAIM_TEMPLATES: readonly Step[] = [1, '*', 2, 29, 1];
+export const EPHEMERAL_CLAIM_TEMPLATES: readonly Step[] = [1, '*', 2, 29, 1];
 
 /** A namespace selector only ever selects the tenant's namespaces; names on `kubernetes.io/metadata.name` take the prefix. */
 function namespaceSelectorToUpstreamWire(selector: Buffer, tenant: TenantId): Buffer {
@@ -476,7 +476,7 @@ function podSpecToUpstream(spec: Buffer, tenant: TenantId): Buffer {
   return rewriteAt(result, EPHEMERAL_CLAIM_TEMPLATES, 'pod spec', (template) => labelTemplate(template, tenant, 'volumeClaimTemplate'));
 }
 
-interface ProtobufTemplates {
+export interface ProtobufTemplates {
   readonly apiVersion: string;
   /** Paths (from the object) to each template (metadata = 1) whose children must carry the tenant label. */
   readonly labelled: readonly (readonly Step[])[];
@@ -492,7 +492,7 @@ const workloadTemplate = (apiVersion: string, template: number): ProtobufTemplat
 });
 
 /** By `<group>/<kind>`: the protobuf field paths of the JSON paths in rules/workloads.ts. */
-const TEMPLATES: ReadonlyMap<string, ProtobufTemplates> = new Map([
+export const TEMPLATES: ReadonlyMap<string, ProtobufTemplates> = new Map([
   ['/Pod', { apiVersion: 'v1', labelled: [], podSpecs: [[2]] }],
   ['/ReplicationController', workloadTemplate('v1', 3)],
   ['/PodTemplate', { apiVersion: 'v1', labelled: [[2]], podSpecs: [[2, 2]] }],
@@ -692,14 +692,14 @@ export type WireField =
 /** A message's fields that a JSON rule reads or writes, by JSON name; an inline message's fields sit in its parent's JSON (`json:",inline"`). */
 export type WireSchema = { readonly [jsonName: string]: WireField };
 
-const wireString = (number: number): WireField => ({ number, type: 'string' });
-const wireStrings = (number: number): WireField => ({ number, type: 'strings' });
-const wireBytes = (number: number): WireField => ({ number, type: 'bytes' });
-const wireMap = (number: number): WireField => ({ number, type: 'map' });
-const wireKeyed = (number: number): WireField => ({ number, type: 'keyed' });
-const wireMessage = (number: number, schema: WireSchema): WireField => ({ number, type: 'message', schema });
-const wireMessages = (number: number, schema: WireSchema): WireField => ({ number, type: 'messages', schema });
-const wireInline = (number: number, schema: WireSchema): WireField => ({ number, type: 'message', schema, inline: true });
+export const wireString = (number: number): WireField => ({ number, type: 'string' });
+export const wireStrings = (number: number): WireField => ({ number, type: 'strings' });
+export const wireBytes = (number: number): WireField => ({ number, type: 'bytes' });
+export const wireMap = (number: number): WireField => ({ number, type: 'map' });
+export const wireKeyed = (number: number): WireField => ({ number, type: 'keyed' });
+export const wireMessage = (number: number, schema: WireSchema): WireField => ({ number, type: 'message', schema });
+export const wireMessages = (number: number, schema: WireSchema): WireField => ({ number, type: 'messages', schema });
+export const wireInline = (number: number, schema: WireSchema): WireField => ({ number, type: 'message', schema, inline: true });
 
 const jsonNamesBySchema = new WeakMap<WireSchema, readonly string[]>();
 const fieldsBySchema = new WeakMap<WireSchema, readonly (readonly [string, WireField])[]>();
@@ -747,7 +747,7 @@ function readStringMap(edit: MessageEdit, fields: readonly Field[], name: string
 const keyedEntry = (key: string, value: string): Buffer => Buffer.concat([lengthDelimited(1, Buffer.from(key)), lengthDelimited(2, Buffer.from(value, 'base64'))]);
 
 /** The fields of `schema` found in a message, as JSON (absent fields stay absent). */
-function readSkeleton(bytes: Buffer, schema: WireSchema, what: string, into: Json = {}): Json {
+export function readSkeleton(bytes: Buffer, schema: WireSchema, what: string, into: Json = {}): Json {
   const edit = new MessageEdit(bytes, what);
   for (const [name, field] of fieldsOf(schema)) {
     if (field.type === 'string') {
@@ -816,7 +816,7 @@ function encodeSkeleton(schema: WireSchema, json: Json, what: string, inline = f
  * Writes back what a rule changed in a skeleton read by readSkeleton from the same bytes: changed strings replaced in
  * place, created messages added, removed fields dropped; every field outside the schema copied byte for byte.
  */
-function writeSkeleton(bytes: Buffer, schema: WireSchema, json: Json, what: string, inline = false): Buffer {
+export function writeSkeleton(bytes: Buffer, schema: WireSchema, json: Json, what: string, inline = false): Buffer {
   if (!inline) checkJsonNames(json, schema, what);
   const edit = new MessageEdit(bytes, what);
   for (const [name, field] of fieldsOf(schema)) {
@@ -883,9 +883,9 @@ const skeletonToUpstreamWire =
 // apiextensions-apiserver apiextensions/v1 generated.proto (v0.36), for exactly the JSON paths the rules map.
 
 /** core/v1 ObjectReference: kind = 1, namespace = 2, name = 3, apiVersion = 5 (uid, resourceVersion, fieldPath copied). */
-const OBJECT_REFERENCE: WireSchema = { kind: wireString(1), namespace: wireString(2), name: wireString(3), apiVersion: wireString(5) };
+export const OBJECT_REFERENCE: WireSchema = { kind: wireString(1), namespace: wireString(2), name: wireString(3), apiVersion: wireString(5) };
 /** meta/v1 LabelSelector: matchLabels = 1, matchExpressions = 2 → LabelSelectorRequirement key = 1, values = 3 (operator = 2 copied). */
-const LABEL_SELECTOR: WireSchema = { matchLabels: wireMap(1), matchExpressions: wireMessages(2, { key: wireString(1), values: wireStrings(3) }) };
+export const LABEL_SELECTOR: WireSchema = { matchLabels: wireMap(1), matchExpressions: wireMessages(2, { key: wireString(1), values: wireStrings(3) }) };
 /** core/v1 SecretReference and ObjectReference: namespace = 2. */
 const SECRET_NAMESPACE: WireSchema = { namespace: wireString(2) };
 /** admissionregistration/v1 WebhookClientConfig and apiextensions/v1's: service = 1 → ServiceReference namespace = 1; url = 3. */
@@ -1034,7 +1034,7 @@ const FIELD_RULES: ReadonlyMap<RuleName, ProtobufKind> = new Map([
 ]);
 const ADMISSION_V1 = 'admissionregistration.k8s.io/v1';
 /** `<group>/<kind>` (one rule may serve kinds of different messages), the one apiVersion, the rule, its fields. */
-const SKELETON_ROWS: readonly (readonly [string, string, KindRule, WireSchema])[] = [
+export const SKELETON_ROWS: readonly (readonly [string, string, KindRule, WireSchema])[] = [
   ['/Event', 'v1', event, CORE_EVENT],
   ['events.k8s.io/Event', 'events.k8s.io/v1', event, EVENTS_EVENT],
   ['/Endpoints', 'v1', endpoints, ENDPOINTS],
@@ -1075,14 +1075,14 @@ function protobufKindOf(row: KindRow): ProtobufKind | undefined {
 
 // ---- the envelope: `k8s\0` + runtime.Unknown { typeMeta = 1 { apiVersion = 1, kind = 2 }, raw = 2, contentEncoding = 3, contentType = 4 } ----
 
-interface Envelope {
+export interface Envelope {
   readonly edit: MessageEdit;
   readonly apiVersion: string;
   readonly kind: string;
   readonly rawField: Field | undefined;
 }
 
-function parseEnvelope(body: Buffer): Envelope {
+export function parseEnvelope(body: Buffer): Envelope {
   if (body.length < MAGIC.length || !body.subarray(0, MAGIC.length).equals(MAGIC)) {
     throw badRequest('the request body is not Kubernetes protobuf: it does not start with "k8s\\x00"');
   }

@@ -309,3 +309,13 @@ export function decodeBody(messages: ProtoMessages, type: string, body: Buffer):
   const raw = (envelope.filter((f) => f.number === 2).at(-1)?.value as Buffer | undefined) ?? Buffer.alloc(0);
   return { apiVersion: text(1), kind: text(2), ...decodeMessage(messages, type, raw) };
 }
+
+/** A message's fields in wire order (number, wire type, payload or varint value): for tests that look at the wire itself. */
+export function protoFields(bytes: Buffer): readonly { readonly number: number; readonly wireType: number; readonly value: Buffer | bigint }[] {
+  return wireFields(bytes);
+}
+
+/** A length-delimited field of `number` holding `payload`, as Kubernetes writes it. */
+export function protoField(number: number, payload: Buffer): Buffer {
+  return lengthDelimited(number, payload);
+}

@@ -1,0 +1,796 @@
+// The tenant's view of the upstream's protobuf answers (one object, a list fed in chunks, a watch stream of frames, a
+// Status), at the wire level as protobuf.ts converts request bodies: what objectToTenant decides and makes of the object.
+// Never emits an object, nor any byte of one, that is not the tenant's: each object is whole and judged before it is written.
+import { badGateway, StatusError } from '../errors/status-error.ts';
+import { type KindRow } from './kinds.ts';
+import { TENANT_LABEL, type TenantId } from './prefix.ts';
+import {
+  AFFINITY_TERMS,
+  EMPTY,
+  EPHEMERAL_CLAIM_TEMPLATES,
+  LABEL_SELECTOR,
+  MANAGED_FIELDS_API_VERSION,
+  META,
+  MessageEdit,
+  NAMESPACE_NAME_LABEL_BYTES,
+  OWNER,
+  SKELETON_ROWS,
+  TEMPLATES,
+  TENANT_LABEL_BYTES,
+  TERM,
+  parseEnvelope,
+  readSkeleton,
+  readStrings,
+  rewriteAt,
+  stringEntry,
+  wireKeyed,
+  wireMap,
+  wireMessage,
+  wireMessages,
+  wireString,
+  wireStrings,
+  writeSkeleton,
+  writeStrings,
+  type ProtobufTemplates,
+  type WireSchema,
+} from './protobuf.ts';
+import { LENGTH_DELIMITED, MAGIC, pushVarint } from './protobuf-wire.ts';
+import { RULES } from './rules/index.ts';
+import { apiVersionToTenant } from './rules/api-groups.ts';
+import { namespaceSelectorToTenant } from './rules/label-selectors.ts';
+import { managedFieldsToTenant } from './rules/managed-fields.ts';
+import { nameMappingOfRow, namespaceToTenant, nameToTenant } from './rules/names.ts';
+import { ownerReferencesToTenant } from './rules/references.ts';
+import type { ConvertContext, Json, KindRule } from './rules/rule.ts';
+import { statusToTenant, stripTenantPrefixes, type StatusScope } from './status.ts';
+import { toTenantName } from './prefix.ts';
+
+// ---- judging: an object found not to be the tenant's anywhere deep in it ----
+
+/** Thrown from deep in a rewrite (visitors of rewriteAt) when the object is not the tenant's; caught at the object. */
+class NotTheTenants {}
+const NOT_THE_TENANTS = new NotTheTenants();
+function notTheTenants(): never {
+  throw NOT_THE_TENANTS;
+}
+
+/**
+ * A malformed answer of the upstream is the upstream's fault (502), never the client's: the 400 (malformed) and 415
+ * (a contentEncoding, a rule's output that cannot be written) the wire machinery of protobuf.ts throws for bodies.
+ */
+function fromUpstream<T>(convert: () => T): T {
+  try {
+    return convert();
+  } catch (error) {
+    if (error instanceof StatusError && error.code >= 400 && error.code < 500) {
+      throw badGateway(`the upstream's protobuf answer cannot be converted: ${error.message.replace(/^the protobuf request body is malformed: /, '')}`);
+    }
+    throw error;
+  }
+}
+
+// ---- metadata (the generic rule, rules/generic.ts) ----
+
+const TENANT_LABEL_FIELD = Buffer.from('f:' + TENANT_LABEL);
+/** FieldsV1 { raw = 1 }: a managedFields entry's field set, itself JSON. */
+const MANAGED_FIELDS_FIELDS_V1 = 7;
+
+/** Removes the tenant label entry from a map<string, string> field; another tenant's label: not the tenant's. */
+function removeTenantEntryWire(edit: MessageEdit, number: number, name: string, tenant: TenantId): void {
+  for (const field of edit.all(number, name)) {
+    const entry = new MessageEdit(edit.payload(field), `${edit.what}.${name}`);
+    const key = entry.single(1, 'key');
+    if (key === undefined || !entry.payload(key).equals(TENANT_LABEL_BYTES)) continue;
+    if (entry.stringOf(2, 'value') !== tenant) notTheTenants();
+    edit.remove(field);
+  }
+}
+
+function ownerReferencesToTenantWire(edit: MessageEdit, ctx: ConvertContext): void {
+  const fields = edit.all(META.ownerReferences, 'ownerReferences');
+  if (fields.length === 0) return;
+  const entries = fields.map((field) => new MessageEdit(edit.payload(field), `${edit.what}.ownerReferences`));
+  const before = entries.map((entry) => readStrings(entry, OWNER));
+  const after: Json[] = before.map((owner) => ({ ...owner }));
+  if (!ownerReferencesToTenant({ ownerReferences: after }, ctx)) notTheTenants();
+  entries.forEach((entry, i) => {
+    writeStrings(entry, OWNER, before[i]!, after[i]!);
+    edit.replaceMessage(fields[i]!, entry);
+  });
+}
+
+/** managedFields: apiVersions of the tenant's groups, and the tenant label's fields forgotten (managed-fields.ts). */
+function managedFieldsToTenantWire(edit: MessageEdit, tenant: TenantId): void {
+  for (const field of edit.all(META.managedFields, 'managedFields')) {
+    edit.rewrite(field, (payload) => {
+      const entry = new MessageEdit(payload, `${edit.what}.managedFields`);
+      const apiVersionField = entry.single(MANAGED_FIELDS_API_VERSION, 'apiVersion');
+      if (apiVersionField !== undefined) {
+        const apiVersion = entry.string(apiVersionField, 'apiVersion');
+        const mine = apiVersionToTenant(apiVersion, tenant) ?? apiVersion;
+        if (mine !== apiVersion) entry.replaceString(apiVersionField, mine);
+      }
+      const fieldsV1 = entry.single(MANAGED_FIELDS_FIELDS_V1, 'fieldsV1');
+      if (fieldsV1 !== undefined && entry.payload(fieldsV1).includes(TENANT_LABEL_FIELD)) {
+        entry.rewrite(fieldsV1, (fields) => {
+          const holder = new MessageEdit(fields, `${entry.what}.fieldsV1`);
+          const raw = holder.single(1, 'raw');
+          if (raw === undefined) return fields;
+          let set: unknown;
+          try {
+            set = JSON.parse(holder.string(raw, 'fieldsV1'));
+          } catch (error) {
+            if (error instanceof StatusError) throw error;
+            throw badGateway(`the upstream's protobuf answer is malformed: ${holder.what} is not JSON`);
+          }
+          const entries: Json = { managedFields: [{ fieldsV1: set }] };
+          managedFieldsToTenant(entries, tenant);
+          holder.replaceString(raw, JSON.stringify(set));
+          return holder.finish();
+        });
+      }
+      return entry.finish();
+    });
+  }
+}
+
+/** The object's own metadata as the generic rule (and the namespace rule's label) leaves it; throws when not the tenant's. */
+function objectMetaToTenant(meta: Buffer, row: KindRow, ctx: ConvertContext): Buffer {
+  const { tenant } = ctx;
+  const edit = new MessageEdit(meta, 'metadata');
+  if (row.scope === 'Namespaced') {
+    const field = edit.single(META.namespace, 'namespace');
+    const namespace = edit.string(field, 'namespace');
+    if (field !== undefined && namespace !== '') edit.replaceString(field, namespaceToTenant(namespace, tenant) ?? notTheTenants());
+  } else {
+    const mapping = nameMappingOfRow(row);
+    const field = edit.single(META.name, 'name');
+    const name = edit.string(field, 'name');
+    if (field !== undefined && name !== '') edit.replaceString(field, nameToTenant(mapping, name, tenant) ?? notTheTenants());
+    const generateNameField = edit.single(META.generateName, 'generateName');
+    const generateName = edit.string(generateNameField, 'generateName');
+    if (generateNameField !== undefined && generateName !== '' && mapping === 'prefix') {
+      const mine = toTenantName(generateName, tenant);
+      if (mine !== null) edit.replaceString(generateNameField, mine);
+    }
+  }
+  removeTenantEntryWire(edit, META.labels, 'labels', tenant);
+  if (row.rule === 'namespace') namespaceNameLabelToTenant(edit, tenant);
+  ownerReferencesToTenantWire(edit, ctx);
+  managedFieldsToTenantWire(edit, tenant);
+  return edit.finish();
+}
+
+/** A Namespace's `kubernetes.io/metadata.name` label follows its name (rules/namespace.ts). */
+function namespaceNameLabelToTenant(edit: MessageEdit, tenant: TenantId): void {
+  for (const field of edit.all(META.labels, 'labels')) {
+    const entry = new MessageEdit(edit.payload(field), `${edit.what}.labels`);
+    const key = entry.single(1, 'key');
+    if (key === undefined || !entry.payload(key).equals(NAMESPACE_NAME_LABEL_BYTES)) continue;
+    const value = entry.stringOf(2, 'value');
+    if (value !== '') edit.replace(field, stringEntry(NAMESPACE_NAME_LABEL_BYTES.toString(), namespaceToTenant(value, tenant) ?? notTheTenants()));
+  }
+}
+
+/**
+ * Status conditions whose messages the generic rule strips of the tenant's prefixes, by `<group>/<kind>`: the object's
+ * status field, its conditions field, a condition's message field (k8s.io/api, apiextensions generated.proto v0.36,
+ * checked by the unit test); null for a kind without conditions. A kind of neither kind is answered in JSON.
+ */
+export const STATUS_CONDITIONS: ReadonlyMap<string, readonly [status: number, conditions: number, message: number] | null> = new Map([
+  ['/Namespace', [3, 2, 6]],
+  ['/Pod', [3, 2, 6]],
+  ['/PersistentVolumeClaim', [3, 4, 6]],
+  ['/ReplicationController', [3, 6, 5]],
+  ['/Service', [3, 2, 6]],
+  ['apps/Deployment', [3, 6, 5]],
+  ['apps/ReplicaSet', [3, 6, 5]],
+  ['apps/DaemonSet', [3, 10, 5]],
+  ['apps/StatefulSet', [3, 10, 5]],
+  ['batch/Job', [3, 1, 6]],
+  ['admissionregistration.k8s.io/ValidatingAdmissionPolicy', [3, 3, 6]],
+  ['certificates.k8s.io/CertificateSigningRequest', [3, 1, 3]],
+  ['apiextensions.k8s.io/CustomResourceDefinition', [3, 1, 5]],
+  ...(
+    [
+      '/ConfigMap',
+      '/Secret',
+      '/ServiceAccount',
+      '/LimitRange',
+      '/PodTemplate',
+      '/Endpoints',
+      '/Event',
+      '/PersistentVolume',
+      '/ResourceQuota',
+      'apps/ControllerRevision',
+      'batch/CronJob',
+      'discovery.k8s.io/EndpointSlice',
+      'events.k8s.io/Event',
+      'networking.k8s.io/NetworkPolicy',
+      'networking.k8s.io/Ingress',
+      'rbac.authorization.k8s.io/Role',
+      'rbac.authorization.k8s.io/ClusterRole',
+      'rbac.authorization.k8s.io/RoleBinding',
+      'rbac.authorization.k8s.io/ClusterRoleBinding',
+      'admissionregistration.k8s.io/ValidatingWebhookConfiguration',
+      'admissionregistration.k8s.io/MutatingWebhookConfiguration',
+      'admissionregistration.k8s.io/MutatingAdmissionPolicy',
+      'admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding',
+      'admissionregistration.k8s.io/MutatingAdmissionPolicyBinding',
+      'resource.k8s.io/ResourceClaimTemplate',
+    ] as const
+  ).map((key) => [key, null] as const),
+]);
+
+function conditionMessagesToTenant(object: Buffer, path: readonly [number, number, number], tenant: TenantId): Buffer {
+  const [status, conditions, message] = path;
+  return rewriteAt(object, [status, conditions, '*'], 'object', (condition) => {
+    const edit = new MessageEdit(condition, 'status.conditions');
+    const field = edit.single(message, 'message');
+    const text = edit.string(field, 'message');
+    if (field === undefined || text === '') return condition;
+    const mine = stripTenantPrefixes(text, tenant);
+    if (mine !== text) edit.replaceString(field, mine);
+    return edit.finish();
+  });
+}
+
+// ---- pod specs and templates (rules/workloads.ts) ----
+
+/** Removes the tenant label from a template's metadata (metadata = 1), and the metadata once nothing else is in it. */
+function unlabelTemplate(template: Buffer, tenant: TenantId, what: string): Buffer {
+  const edit = new MessageEdit(template, what);
+  const meta = edit.single(1, 'metadata');
+  if (meta === undefined) return template;
+  const metaEdit = new MessageEdit(edit.payload(meta), `${what}.metadata`);
+  removeTenantEntryWire(metaEdit, META.labels, 'labels', tenant);
+  const rewritten = metaEdit.finish();
+  if (rewritten.length === 0) edit.remove(meta);
+  else if (rewritten !== metaEdit.bytes) edit.replace(meta, rewritten);
+  return edit.finish();
+}
+
+function namespaceSelectorToTenantWire(selector: Buffer, tenant: TenantId): Buffer {
+  const json = readSkeleton(selector, LABEL_SELECTOR, 'namespaceSelector');
+  if (!namespaceSelectorToTenant(json, tenant)) notTheTenants();
+  return writeSkeleton(selector, LABEL_SELECTOR, json, 'namespaceSelector');
+}
+
+function affinityTermToTenant(term: Buffer, tenant: TenantId): Buffer {
+  const edit = new MessageEdit(term, 'pod affinity term');
+  for (const field of edit.all(TERM.namespaces, 'namespaces')) {
+    const namespace = edit.string(field, 'namespaces');
+    const mine = namespaceToTenant(namespace, tenant) ?? notTheTenants();
+    if (mine !== namespace) edit.replaceString(field, mine);
+  }
+  const selector = edit.single(TERM.namespaceSelector, 'namespaceSelector');
+  if (selector !== undefined) edit.rewrite(selector, (payload) => namespaceSelectorToTenantWire(payload, tenant));
+  return edit.finish();
+}
+
+/** Paths below PodSpec.affinity (18) and below one Volume (volumes = 1): the spec is parsed once, not once per path. */
+const AFFINITY_TERMS_IN_AFFINITY = AFFINITY_TERMS.map((path) => path.slice(1));
+const EPHEMERAL_CLAIM_TEMPLATE_IN_VOLUME = EPHEMERAL_CLAIM_TEMPLATES.slice(2);
+
+function podSpecToTenant(spec: Buffer, tenant: TenantId): Buffer {
+  const edit = new MessageEdit(spec, 'pod spec');
+  const affinity = edit.single(18, 'affinity');
+  if (affinity !== undefined) {
+    edit.rewrite(affinity, (payload) => {
+      let result = payload;
+      for (const path of AFFINITY_TERMS_IN_AFFINITY) result = rewriteAt(result, path, 'pod spec', (term) => affinityTermToTenant(term, tenant));
+      return result;
+    });
+  }
+  for (const volume of edit.all(1, 'volumes')) {
+    edit.rewrite(volume, (payload) => rewriteAt(payload, EPHEMERAL_CLAIM_TEMPLATE_IN_VOLUME, 'pod spec', (template) => unlabelTemplate(template, tenant, 'volumeClaimTemplate')));
+  }
+  return edit.finish();
+}
+
+function templatesToTenant(object: Buffer, templates: ProtobufTemplates, tenant: TenantId): Buffer {
+  let result = object;
+  for (const path of templates.labelled) result = rewriteAt(result, path, 'object', (template) => unlabelTemplate(template, tenant, 'template'));
+  for (const path of templates.podSpecs) result = rewriteAt(result, path, 'object', (spec) => podSpecToTenant(spec, tenant));
+  return result;
+}
+
+// ---- every other kind: the fields its JSON rule's toTenant reads, as a skeleton mapped by the rule itself ----
+
+/** rbac/v1 PolicyRule apiGroups = 2, resources = 3, resourceNames = 4; ClusterRole aggregationRule = 3 → clusterRoleSelectors = 1. */
+const ROLE: WireSchema = {
+  metadata: wireMessage(1, { labels: wireMap(META.labels) }),
+  rules: wireMessages(2, { apiGroups: wireStrings(2), resources: wireStrings(3), resourceNames: wireStrings(4) }),
+};
+const CLUSTER_ROLE: WireSchema = { ...ROLE, aggregationRule: wireMessage(3, { clusterRoleSelectors: wireMessages(1, LABEL_SELECTOR) }) };
+/** RoleBinding, ClusterRoleBinding: subjects = 2 (kind = 1, apiGroup = 2, name = 3, namespace = 4), roleRef = 3 (apiGroup = 1, kind = 2, name = 3). */
+const BINDING: WireSchema = {
+  metadata: wireMessage(1, { name: wireString(META.name) }),
+  subjects: wireMessages(2, { kind: wireString(1), apiGroup: wireString(2), name: wireString(3), namespace: wireString(4) }),
+  roleRef: wireMessage(3, { apiGroup: wireString(1), kind: wireString(2), name: wireString(3) }),
+};
+/** What toTenant reads beyond what toUpstream maps: event texts (core message = 4, events.k8s.io note = 10), a CSR's extra (spec = 2 → extra = 6). */
+const TENANT_ONLY_FIELDS: ReadonlyMap<string, (schema: WireSchema) => WireSchema> = new Map<string, (schema: WireSchema) => WireSchema>([
+  ['/Event', (schema: WireSchema) => ({ ...schema, message: wireString(4) })],
+  ['events.k8s.io/Event', (schema: WireSchema) => ({ ...schema, note: wireString(10) })],
+  [
+    'certificates.k8s.io/CertificateSigningRequest',
+    (schema: WireSchema) => {
+      const spec = schema.spec!;
+      if (spec.type !== 'message') throw new TypeError('a CSR spec is a message');
+      return { ...schema, spec: wireMessage(spec.number, { ...spec.schema, extra: wireKeyed(6) }) };
+    },
+  ],
+]);
+
+/** Kinds beyond metadata and templates, by `<group>/<kind>`: the rule and the skeleton it reads. */
+const SKELETONS: ReadonlyMap<string, { readonly rule: KindRule; readonly schema: WireSchema }> = new Map([
+  ...SKELETON_ROWS.map(([key, , rule, schema]) => [key, { rule, schema: TENANT_ONLY_FIELDS.get(key)?.(schema) ?? schema }] as const),
+  ['rbac.authorization.k8s.io/Role', { rule: RULES.role, schema: ROLE }],
+  ['rbac.authorization.k8s.io/ClusterRole', { rule: RULES.role, schema: CLUSTER_ROLE }],
+  ['rbac.authorization.k8s.io/RoleBinding', { rule: RULES.binding, schema: BINDING }],
+  ['rbac.authorization.k8s.io/ClusterRoleBinding', { rule: RULES.clusterrolebinding, schema: BINDING }],
+]);
+
+/** Rules that touch nothing but metadata (and status condition messages). */
+const METADATA_RULES = new Set(['generic', 'namespace']);
+
+const keyOf = (row: KindRow) => `${row.group}/${row.kind}`;
+
+/**
+ * Whether the tenant view of `row`'s objects is made here: shared kinds read as they are, and the tenant's built-in
+ * kinds whose every converted field has known field numbers. Others (reviews, nodes, APIServices, custom resources)
+ * are answered in JSON: ask the upstream for protobuf only when this is true.
+ */
+export function protobufResponseSupported(row: KindRow): boolean {
+  if (row.tenancy === 'hidden') return false;
+  if (row.tenancy === 'shared-read-only') return row.rule === 'shared';
+  const key = keyOf(row);
+  if (!STATUS_CONDITIONS.has(key)) return false;
+  return METADATA_RULES.has(row.rule) || SKELETONS.has(key) || TEMPLATES.has(key);
+}
+
+function objectToTenantWire(raw: Buffer, row: KindRow, ctx: ConvertContext): Buffer {
+  if (row.tenancy === 'shared-read-only') return raw; // the shared rule: read as it is
+  const key = keyOf(row);
+  const conditions = STATUS_CONDITIONS.get(key);
+  // The generic rule first, then the kind's own: the order of objectToTenant (a CRD's rule reads its tenant name).
+  const edit = new MessageEdit(raw, 'object');
+  const meta = edit.single(1, 'metadata');
+  if (meta !== undefined) {
+    const rewritten = objectMetaToTenant(edit.payload(meta), row, ctx);
+    if (rewritten.length === 0) edit.remove(meta); // a review's metadata held nothing but the label
+    else if (rewritten !== edit.payload(meta)) edit.replace(meta, rewritten);
+  }
+  let result = edit.finish();
+  if (conditions != null && result.includes(ctx.tenant)) result = conditionMessagesToTenant(result, conditions, ctx.tenant);
+  if (METADATA_RULES.has(row.rule)) return result;
+  const templates = TEMPLATES.get(key);
+  if (templates !== undefined && !SKELETONS.has(key)) return templatesToTenant(result, templates, ctx.tenant);
+  const skeleton = SKELETONS.get(key)!;
+  const json = readSkeleton(result, skeleton.schema, 'object');
+  if (skeleton.rule.toTenant(json, ctx) === null) notTheTenants();
+  return writeSkeleton(result, skeleton.schema, json, 'object');
+}
+
+function unsupportedKind(row: KindRow): StatusError {
+  return badGateway(`tenantgate does not convert ${row.kind || row.resource} objects from protobuf; they are asked for as JSON`);
+}
+
+/**
+ * The tenant's view of one upstream object's message (the `raw` of its runtime.Unknown envelope), or null when the
+ * object (or anything it refers to) is not the tenant's: exactly what objectToTenant decides and makes of it. Untouched
+ * fields are copied byte for byte; the very same Buffer comes back when nothing changed. Throws a StatusError: 502 for
+ * malformed bytes or a kind protobufResponseSupported refuses.
+ */
+export function protobufObjectToTenant(raw: Buffer, row: KindRow, ctx: ConvertContext): Buffer | null {
+  if (!protobufResponseSupported(row)) throw unsupportedKind(row);
+  try {
+    return fromUpstream(() => objectToTenantWire(raw, row, ctx));
+  } catch (error) {
+    if (error === NOT_THE_TENANTS) return null;
+    throw error;
+  }
+}
+
+// ---- the envelope, and Status ----
+
+/** meta/v1 Status: message = 3, details = 5 → name = 1, group = 2, kind = 3, causes = 4 (message = 2, field = 3). */
+const STATUS: WireSchema = {
+  message: wireString(3),
+  details: wireMessage(5, { name: wireString(1), group: wireString(2), kind: wireString(3), causes: wireMessages(4, { message: wireString(2), field: wireString(3) }) }),
+};
+
+/** The skeletons read at field numbers, by `<group>/<kind>` (and `Status`): what the unit test checks against generated.proto. */
+export const RESPONSE_SCHEMAS: ReadonlyMap<string, WireSchema> = new Map([...[...SKELETONS].map(([key, { schema }]) => [key, schema] as const), ['Status', STATUS]]);
+
+/** A Status message as the tenant reads it (status.ts's statusToTenant: names in its message and details unprefixed). */
+function statusMessageToTenant(status: Buffer, tenant: TenantId, scope: StatusScope | undefined): Buffer {
+  if (!status.includes(tenant)) return status;
+  const json = readSkeleton(status, STATUS, 'Status');
+  return writeSkeleton(status, STATUS, statusToTenant(json, tenant, scope) as Json, 'Status');
+}
+
+/** Replaces the envelope's raw by `converted` (the same body when unchanged). */
+function withRaw(body: Buffer, envelope: ReturnType<typeof parseEnvelope>, raw: Buffer, converted: Buffer): Buffer {
+  if (converted === raw) return body;
+  const { edit, rawField } = envelope;
+  if (rawField === undefined) edit.add(2, converted);
+  else edit.replace(rawField, converted);
+  return Buffer.concat([MAGIC, edit.finish()]);
+}
+
+/** The tenant's view of an upstream Status answer (`k8s\0` + runtime.Unknown of kind Status). */
+export function protobufStatusToTenant(body: Buffer, tenant: TenantId, scope?: StatusScope): Buffer {
+  return fromUpstream(() => {
+    const envelope = parseEnvelope(body);
+    const raw = envelope.rawField === undefined ? EMPTY : envelope.edit.payload(envelope.rawField);
+    return withRaw(body, envelope, raw, statusMessageToTenant(raw, tenant, scope));
+  });
+}
+
+/**
+ * The tenant's view of a whole protobuf answer of one object (`k8s\0` + runtime.Unknown): a Status converted as
+ * protobufStatusToTenant, an object of `row`'s kind as protobufObjectToTenant (null: not the tenant's, answered as the
+ * JSON path answers it). The envelope's apiVersion and kind stay: built-in kinds keep theirs (custom resources are JSON).
+ */
+export function protobufBodyToTenant(body: Buffer, row: KindRow, ctx: ConvertContext, scope?: StatusScope): Buffer | null {
+  const envelope = fromUpstream(() => parseEnvelope(body));
+  if (envelope.kind === 'Status') return protobufStatusToTenant(body, ctx.tenant, scope);
+  if (envelope.kind !== row.kind) throw badGateway(`the upstream answered a ${envelope.kind || 'message without a kind'} where ${row.kind} was asked for`);
+  const raw = envelope.rawField === undefined ? EMPTY : envelope.edit.payload(envelope.rawField);
+  const converted = protobufObjectToTenant(raw, row, ctx);
+  return converted === null ? null : withRaw(body, envelope, raw, converted);
+}
+
+// ---- lists, fed in chunks ----
+
+/** Largest object held at once, as the JSON rewriter's default (lib/stream/tenant-view.ts). */
+const DEFAULT_MAX_ITEM_BYTES = 16 * 1024 * 1024;
+/**
+ * The list's raw length is written before its items are converted: it is declared as the upstream's plus this, and
+ * the bytes the tenant view saves are filled at the end by one field of this number, which the List messages do not
+ * have and every protobuf decoder skips (Go's generated Unmarshal, prost). A tenant view is never longer than the
+ * upstream object (the rules only remove prefixes, labels and objects), so the padding needs no more than this.
+ */
+const PADDING_FIELD = 2 ** 29 - 1;
+const PADDING_TAG: readonly number[] = (() => {
+  const tag: number[] = [];
+  pushVarint(tag, PADDING_FIELD * 8 + LENGTH_DELIMITED);
+  return tag;
+})();
+/** The smallest padding field: its tag and a zero length. */
+const PADDING_RESERVE = PADDING_TAG.length + 1;
+
+function varintBytes(value: number): Buffer {
+  const out: number[] = [];
+  pushVarint(out, value);
+  return Buffer.from(out);
+}
+
+/** A field that takes exactly `size` bytes (size ≥ PADDING_RESERVE): tag, length, zeros. */
+function padding(size: number): Buffer {
+  const rest = size - PADDING_TAG.length;
+  // No minimal varint fits some sizes (129: 128 takes two bytes, 127 one): a five-byte one always does.
+  const lengthBytes = rest <= 128 ? 1 : 5;
+  const length = rest - lengthBytes;
+  return Buffer.concat([Buffer.from([...PADDING_TAG, ...paddedVarint(length, lengthBytes)]), Buffer.alloc(length)]);
+}
+
+/** `value` as a varint of exactly `bytes` bytes (continuation bits on zero groups: decoders read it as the value). */
+function paddedVarint(value: number, bytes: number): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < bytes; i++) {
+    const group = value % 128;
+    value = Math.floor(value / 128);
+    out.push(i < bytes - 1 ? group | 0x80 : group);
+  }
+  return out;
+}
+
+/** Reads a varint at `at` of `bytes` up to `end`; undefined when it is not whole yet. */
+function peekVarint(bytes: Buffer, at: number, end: number): { value: number; next: number } | undefined {
+  let value = 0;
+  let scale = 1;
+  for (let i = 0; i < 10; i++) {
+    if (at + i >= end) return undefined;
+    const byte = bytes[at + i]!;
+    value += (byte & 0x7f) * scale;
+    if (byte < 0x80) return { value, next: at + i + 1 };
+    scale *= 128;
+  }
+  throw badGateway("the upstream's protobuf answer is malformed: a varint is longer than 10 bytes");
+}
+
+function upstreamMalformed(why: string): StatusError {
+  return badGateway(`the upstream's protobuf answer is malformed: ${why}`);
+}
+
+/** One field's head: its number, wire type and, for a length-delimited one, its payload's length. */
+interface FieldHead {
+  readonly number: number;
+  readonly wireType: number;
+  /** Bytes of the head (tag and length). */
+  readonly size: number;
+  /** The payload's length (length-delimited), or the bytes of the whole value (varint, fixed). */
+  readonly length: number;
+}
+
+/** The head of the field at `at`, or undefined while bytes are missing; a varint field's value counts as its payload. */
+function peekFieldHead(bytes: Buffer, at: number, end: number): FieldHead | undefined {
+  const tag = peekVarint(bytes, at, end);
+  if (tag === undefined) return undefined;
+  const number = Math.floor(tag.value / 8);
+  const wireType = tag.value % 8;
+  if (number < 1 || number > 2 ** 29 - 1) throw upstreamMalformed(`field number ${number} is out of range`);
+  switch (wireType) {
+    case LENGTH_DELIMITED: {
+      const length = peekVarint(bytes, tag.next, end);
+      if (length === undefined) return undefined;
+      return { number, wireType, size: length.next - at, length: length.value };
+    }
+    case 0: {
+      const value = peekVarint(bytes, tag.next, end);
+      if (value === undefined) return undefined;
+      return { number, wireType, size: tag.next - at, length: value.next - tag.next };
+    }
+    case 1:
+      return { number, wireType, size: tag.next - at, length: 8 };
+    case 5:
+      return { number, wireType, size: tag.next - at, length: 4 };
+    default:
+      throw upstreamMalformed(`field ${number} has wire type ${wireType}, which Kubernetes does not use`);
+  }
+}
+
+export interface ProtobufListOptions {
+  /** Largest item (or other field) held from one chunk to the next; larger → 502. Default 16 MiB. */
+  readonly maxItemBytes?: number;
+  /**
+   * Lists up to this many bytes are held whole and sent with their exact length; longer ones stream, padded (see
+   * PADDING_FIELD). Default 4 MiB.
+   */
+  readonly holdListBytes?: number;
+}
+
+const DEFAULT_HOLD_LIST_BYTES = 4 * 1024 * 1024;
+/** Unknown.raw = 2, length-delimited. */
+const RAW_TAG = Buffer.from([2 * 8 + LENGTH_DELIMITED]);
+
+/**
+ * A `<Kind>List` answer (`k8s\0` + runtime.Unknown { typeMeta = 1, raw = 2: the list, contentEncoding = 3, contentType = 4 })
+ * rewritten as its bytes arrive: `write` returns what can be sent so far, `finish` the rest. The list message
+ * (metadata = 1: ListMeta, passed on as the JSON path passes it, continue token and remainingItemCount included;
+ * items = 2) is converted item by item, items not the tenant's dropped. The envelope's raw length comes before the
+ * items: a list up to holdListBytes is held (converted) and sent with its exact length; a longer one streams holding
+ * one item at most, its length declared up front as the upstream's plus PADDING_RESERVE and what the tenant view
+ * saved filled at the list's end by an unknown field (PADDING_FIELD): memory stays bounded, the bytes on the wire are
+ * the upstream's.
+ */
+export class ProtobufListToTenant {
+  /** Items kept and dropped so far. */
+  kept = 0;
+  dropped = 0;
+
+  private readonly row: KindRow;
+  private readonly ctx: ConvertContext;
+  private readonly maxItemBytes: number;
+  private readonly holdListBytes: number;
+  /** Bytes received and not yet consumed. */
+  private pending: Buffer = EMPTY;
+  private magicSeen = false;
+  /** Bytes of the list (the envelope's raw) not yet consumed; -1 outside it. */
+  private rawLeft = -1;
+  /** Bytes emitted inside the list, and the length declared for it (streaming). */
+  private rawEmitted = 0;
+  private rawDeclared = 0;
+  private rawDone = false;
+  /** The converted list while it is held (short lists); undefined when streaming. */
+  private held: Buffer[] | undefined;
+
+  constructor(row: KindRow, ctx: ConvertContext, options: ProtobufListOptions = {}) {
+    if (!protobufResponseSupported(row)) throw unsupportedKind(row);
+    this.row = row;
+    this.ctx = ctx;
+    this.maxItemBytes = options.maxItemBytes ?? DEFAULT_MAX_ITEM_BYTES;
+    this.holdListBytes = options.holdListBytes ?? DEFAULT_HOLD_LIST_BYTES;
+  }
+
+  write(chunk: Buffer): Buffer {
+    const bytes = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
+    const out: Buffer[] = [];
+    let at = 0;
+    if (!this.magicSeen) {
+      if (bytes.length < MAGIC.length) {
+        this.pending = bytes;
+        return EMPTY;
+      }
+      if (!bytes.subarray(0, MAGIC.length).equals(MAGIC)) throw upstreamMalformed('it does not start with "k8s\\x00"');
+      this.magicSeen = true;
+      out.push(MAGIC);
+      at = MAGIC.length;
+    }
+    for (;;) {
+      if (this.rawLeft === 0) this.endRaw(out);
+      const inRaw = this.rawLeft > 0;
+      const end = inRaw ? Math.min(bytes.length, at + this.rawLeft) : bytes.length;
+      const head = at < end ? peekFieldHead(bytes, at, end) : undefined;
+      if (head === undefined) {
+        if (inRaw && end - at >= this.rawLeft) throw upstreamMalformed('a field of the list runs past its end');
+        break;
+      }
+      const whole = head.size + (head.wireType === 0 ? 0 : head.length);
+      if (inRaw && whole > this.rawLeft) throw upstreamMalformed('a field of the list runs past its end');
+      if (!inRaw && head.number === 2 && head.wireType === LENGTH_DELIMITED && !this.rawDone) {
+        this.startRaw(head.length, out);
+        at += head.size;
+        continue;
+      }
+      if (whole > this.maxItemBytes) throw badGateway(`an item of the upstream's protobuf list is larger than ${this.maxItemBytes} bytes`);
+      if (at + whole > bytes.length) break; // the rest of this field has not arrived yet
+      const field = bytes.subarray(at, at + whole);
+      at += whole;
+      if (!inRaw) {
+        out.push(field); // typeMeta, contentEncoding, contentType: as they came
+        continue;
+      }
+      this.rawLeft -= whole;
+      const emitted = head.number === 2 && head.wireType === LENGTH_DELIMITED ? this.item(field.subarray(head.size)) : field;
+      if (emitted === null) continue;
+      this.rawEmitted += emitted.length;
+      // (A held field is copied: the caller's chunk may be reused once write returns; items are new buffers.)
+      if (this.held !== undefined) this.held.push(emitted === field ? Buffer.from(field) : emitted);
+      else if (this.rawEmitted + PADDING_RESERVE > this.rawDeclared) throw badGateway("a tenant view of the upstream's protobuf list came out longer than the list");
+      else out.push(emitted);
+    }
+    this.pending = at === bytes.length ? EMPTY : Buffer.from(bytes.subarray(at));
+    return out.length === 1 ? out[0]! : Buffer.concat(out);
+  }
+
+  finish(): Buffer {
+    const out: Buffer[] = [];
+    if (this.rawLeft === 0) this.endRaw(out);
+    if (!this.magicSeen || this.pending.length > 0 || this.rawLeft > 0) throw upstreamMalformed('the list is cut off');
+    return Buffer.concat(out);
+  }
+
+  private startRaw(length: number, out: Buffer[]): void {
+    this.rawLeft = length;
+    if (length <= this.holdListBytes) {
+      this.held = [];
+      return;
+    }
+    this.rawDeclared = length + PADDING_RESERVE;
+    out.push(RAW_TAG, varintBytes(this.rawDeclared));
+  }
+
+  private endRaw(out: Buffer[]): void {
+    if (this.held !== undefined) out.push(RAW_TAG, varintBytes(this.rawEmitted), ...this.held);
+    else out.push(padding(this.rawDeclared - this.rawEmitted));
+    this.held = undefined;
+    this.rawLeft = -1;
+    this.rawDone = true;
+  }
+
+  /** One item (items = 2) converted, with its field head; null when it is not the tenant's. */
+  private item(raw: Buffer): Buffer | null {
+    const converted = protobufObjectToTenant(raw, this.row, this.ctx);
+    if (converted === null) {
+      this.dropped++;
+      return null;
+    }
+    this.kept++;
+    const head: number[] = [];
+    pushVarint(head, 2 * 8 + LENGTH_DELIMITED);
+    pushVarint(head, converted.length);
+    return Buffer.concat([Buffer.from(head), converted]);
+  }
+}
+
+/** The whole list at once (the same bytes as fed in any pieces to ProtobufListToTenant). */
+export function protobufListToTenant(body: Buffer, row: KindRow, ctx: ConvertContext, options?: ProtobufListOptions): Buffer {
+  const list = new ProtobufListToTenant(row, ctx, options);
+  return Buffer.concat([list.write(body), list.finish()]);
+}
+
+// ---- watch streams: frames of a 4-byte big-endian length and a meta/v1 WatchEvent ----
+
+/** WatchEvent: type = 1, object = 2 (RawExtension: raw = 1, the object as `k8s\0` + runtime.Unknown). */
+const WATCH_EVENT = { type: 1, object: 2 } as const;
+const RAW_EXTENSION_RAW = 1;
+const FRAME_HEAD = 4;
+
+function frame(event: Buffer): Buffer {
+  const head = Buffer.alloc(FRAME_HEAD);
+  head.writeUInt32BE(event.length);
+  return Buffer.concat([head, event]);
+}
+
+/**
+ * One watch event (the message of a frame, without its length) as the tenant sees it, or null to drop it, as the
+ * JSON WatchRewriter does: ADDED, MODIFIED, DELETED of an object not the tenant's are dropped; a BOOKMARK whose object
+ * names nothing (only a resourceVersion and annotations) passes as it is; an ERROR's Status is converted.
+ */
+export function protobufWatchEventToTenant(event: Buffer, row: KindRow, ctx: ConvertContext, scope?: StatusScope): Buffer | null {
+  const edit = fromUpstream(() => new MessageEdit(event, 'watch event'));
+  const type = fromUpstream(() => edit.stringOf(WATCH_EVENT.type, 'type'));
+  const objectField = fromUpstream(() => edit.single(WATCH_EVENT.object, 'object'));
+  if (objectField === undefined) throw upstreamMalformed('a watch event has no object');
+  const extension = fromUpstream(() => new MessageEdit(edit.payload(objectField), 'watch event object'));
+  const rawField = fromUpstream(() => extension.single(RAW_EXTENSION_RAW, 'raw'));
+  const body = rawField === undefined ? EMPTY : extension.payload(rawField);
+  let converted: Buffer | null;
+  if (type === 'ERROR') converted = protobufStatusToTenant(body, ctx.tenant, scope);
+  else if (type === 'BOOKMARK' && bookmarkNamesNothing(body)) converted = body;
+  else converted = protobufBodyToTenant(body, row, ctx, scope);
+  if (converted === null) return null;
+  if (converted === body) return event;
+  extension.replace(rawField!, converted);
+  edit.replaceMessage(objectField, extension);
+  return edit.finish();
+}
+
+/** A bookmark's object carries only a resourceVersion and annotations: no name, no namespace. */
+function bookmarkNamesNothing(body: Buffer): boolean {
+  return fromUpstream(() => {
+    const { edit, rawField } = parseEnvelope(body);
+    if (rawField === undefined) return true;
+    const object = new MessageEdit(edit.payload(rawField), 'object');
+    const meta = object.single(1, 'metadata');
+    if (meta === undefined) return true;
+    const metadata = new MessageEdit(object.payload(meta), 'metadata');
+    return metadata.stringOf(META.name, 'name') === '' && metadata.stringOf(META.namespace, 'namespace') === '';
+  });
+}
+
+/**
+ * A protobuf watch stream (application/vnd.kubernetes.protobuf;stream=watch) rewritten as its bytes arrive: each frame
+ * is held whole (up to maxItemBytes), converted by protobufWatchEventToTenant and written with its new length.
+ */
+export class ProtobufWatchToTenant {
+  /** Events kept (bookmarks and errors included) and dropped so far. */
+  kept = 0;
+  dropped = 0;
+
+  private readonly row: KindRow;
+  private readonly ctx: ConvertContext;
+  private readonly scope: StatusScope | undefined;
+  private readonly maxItemBytes: number;
+  private pending: Buffer = EMPTY;
+
+  constructor(row: KindRow, ctx: ConvertContext, options: ProtobufListOptions & { readonly scope?: StatusScope } = {}) {
+    if (!protobufResponseSupported(row)) throw unsupportedKind(row);
+    this.row = row;
+    this.ctx = ctx;
+    this.scope = options.scope;
+    this.maxItemBytes = options.maxItemBytes ?? DEFAULT_MAX_ITEM_BYTES;
+  }
+
+  write(chunk: Buffer): Buffer {
+    const bytes = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
+    const out: Buffer[] = [];
+    let at = 0;
+    while (bytes.length - at >= FRAME_HEAD) {
+      const length = bytes.readUInt32BE(at);
+      if (length > this.maxItemBytes) throw badGateway(`a watch event of the upstream is larger than ${this.maxItemBytes} bytes`);
+      if (bytes.length - at - FRAME_HEAD < length) break;
+      const event = bytes.subarray(at + FRAME_HEAD, at + FRAME_HEAD + length);
+      at += FRAME_HEAD + length;
+      const converted = protobufWatchEventToTenant(event, this.row, this.ctx, this.scope);
+      if (converted === null) {
+        this.dropped++;
+        continue;
+      }
+      this.kept++;
+      out.push(converted === event ? bytes.subarray(at - FRAME_HEAD - length, at) : frame(converted));
+    }
+    this.pending = at === bytes.length ? EMPTY : Buffer.from(bytes.subarray(at));
+    return out.length === 1 ? out[0]! : Buffer.concat(out);
+  }
+
+  /** The stream ended: a frame cut off is the upstream's fault. */
+  finish(): Buffer {
+    if (this.pending.length > 0) throw upstreamMalformed('a watch event is cut off');
+    return EMPTY;
+  }
+}
