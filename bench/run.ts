@@ -13,12 +13,13 @@ import { cpuPerRequestScenario } from './scenarios/cpu-per-request.ts';
 import { listScenario } from './scenarios/list.ts';
 import { manyTenantsScenario } from './scenarios/many-tenants.ts';
 import { noisyNeighbourScenario } from './scenarios/noisy-neighbour.ts';
+import { protobufEngineScenario } from './scenarios/protobuf-engine.ts';
 import { rewriteScenario } from './scenarios/rewrite.ts';
 import { smallGetScenario } from './scenarios/small-get.ts';
 import { watchFanout } from './scenarios/watch-fanout.ts';
 
 /** In the order they run: issue 6's numbering, then issue 15's. */
-const SCENARIOS: Scenario[] = [smallGetScenario, listScenario, watchFanout, rewriteScenario, manyTenantsScenario, noisyNeighbourScenario, cpuPerRequestScenario];
+const SCENARIOS: Scenario[] = [smallGetScenario, listScenario, watchFanout, rewriteScenario, manyTenantsScenario, noisyNeighbourScenario, cpuPerRequestScenario, protobufEngineScenario];
 
 /** A scenario that runs longer than this has hung: it is reported as failed and the runner goes on. */
 const SCENARIO_LIMIT_MS = { quick: 150_000, full: 30 * 60_000 };

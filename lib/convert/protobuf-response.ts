@@ -72,18 +72,73 @@ function fromUpstream<T>(convert: () => T): T {
 // ---- metadata (the generic rule, rules/generic.ts) ----
 
 const TENANT_LABEL_FIELD = Buffer.from('f:' + TENANT_LABEL);
+/** The tenant label as a key of a field set, and its compact value. */
+const TENANT_LABEL_KEY = Buffer.from(`"f:${TENANT_LABEL}":{}`);
+const COMMA = 0x2c;
+const OPEN = 0x7b;
+const CLOSE = 0x7d;
+
+/**
+ * A field set (compact JSON, as the apiserver writes it) without its `"f:kubezoo.io/tenant":{}` members, cut out with
+ * their comma; null when one is not between a comma and another member (the set it empties goes too, as
+ * managed-fields.ts forgets it: then the set is parsed) or the bytes are not of that shape.
+ */
+function fieldSetWithoutTenantLabel(set: Buffer): Buffer | null {
+  const cuts: number[] = [];
+  for (let at = set.indexOf(TENANT_LABEL_KEY); at !== -1; at = set.indexOf(TENANT_LABEL_KEY, at + 1)) {
+    const to = at + TENANT_LABEL_KEY.length;
+    const before = set[at - 1];
+    const after = set[to];
+    if (before === COMMA && (after === COMMA || after === CLOSE)) cuts.push(at - 1, to);
+    else if (before === OPEN && after === COMMA) cuts.push(at, to + 1);
+    else return null;
+    if (cuts.length > 2 && cuts[cuts.length - 2]! < cuts[cuts.length - 3]!) return null;
+  }
+  const parts: Buffer[] = [];
+  let from = 0;
+  for (let k = 0; k < cuts.length; k += 2) {
+    parts.push(set.subarray(from, cuts[k]));
+    from = cuts[k + 1]!;
+  }
+  parts.push(set.subarray(from));
+  return Buffer.concat(parts);
+}
+
+/** The same through managed-fields.ts, for field sets of any shape. */
+function parsedFieldSetWithoutTenantLabel(text: string, tenant: TenantId): Buffer {
+  let set: unknown;
+  try {
+    set = JSON.parse(text);
+  } catch {
+    throw badGateway("the upstream's protobuf answer is malformed: a managedFields entry's fieldsV1 is not JSON");
+  }
+  managedFieldsToTenant({ managedFields: [{ fieldsV1: set }] }, tenant);
+  return Buffer.from(JSON.stringify(set));
+}
 /** FieldsV1 { raw = 1 }: a managedFields entry's field set, itself JSON. */
 const MANAGED_FIELDS_FIELDS_V1 = 7;
 
 /** Removes the tenant label entry from a map<string, string> field; another tenant's label: not the tenant's. */
 function removeTenantEntryWire(edit: MessageEdit, number: number, name: string, tenant: TenantId): void {
   for (const field of edit.all(number, name)) {
-    const entry = new MessageEdit(edit.payload(field), `${edit.what}.${name}`);
+    const payload = edit.payload(field);
+    if (keyIsNot(payload, TENANT_LABEL_BYTES)) continue;
+    const entry = new MessageEdit(payload, `${edit.what}.${name}`);
     const key = entry.single(1, 'key');
     if (key === undefined || !entry.payload(key).equals(TENANT_LABEL_BYTES)) continue;
     if (entry.stringOf(2, 'value') !== tenant) notTheTenants();
     edit.remove(field);
   }
+}
+
+/**
+ * True when a map entry surely has another key than `key`: it starts with its key (field 1) of a one-byte length, as
+ * encoders write entries, and that key differs. False when it might be `key` (then the entry is parsed).
+ */
+function keyIsNot(entry: Buffer, key: Buffer): boolean {
+  if (entry[0] !== 0x0a || entry[1]! >= 0x80) return false;
+  const length = entry[1]!;
+  return length !== key.length || entry.compare(key, 0, key.length, 2, 2 + length) !== 0;
 }
 
 function ownerReferencesToTenantWire(edit: MessageEdit, ctx: ConvertContext): void {
@@ -116,16 +171,7 @@ function managedFieldsToTenantWire(edit: MessageEdit, tenant: TenantId): void {
           const holder = new MessageEdit(fields, `${entry.what}.fieldsV1`);
           const raw = holder.single(1, 'raw');
           if (raw === undefined) return fields;
-          let set: unknown;
-          try {
-            set = JSON.parse(holder.string(raw, 'fieldsV1'));
-          } catch (error) {
-            if (error instanceof StatusError) throw error;
-            throw badGateway(`the upstream's protobuf answer is malformed: ${holder.what} is not JSON`);
-          }
-          const entries: Json = { managedFields: [{ fieldsV1: set }] };
-          managedFieldsToTenant(entries, tenant);
-          holder.replaceString(raw, JSON.stringify(set));
+          holder.replace(raw, fieldSetWithoutTenantLabel(holder.payload(raw)) ?? parsedFieldSetWithoutTenantLabel(holder.string(raw, 'fieldsV1'), tenant));
           return holder.finish();
         });
       }
@@ -164,6 +210,7 @@ function objectMetaToTenant(meta: Buffer, row: KindRow, ctx: ConvertContext): Bu
 /** A Namespace's `kubernetes.io/metadata.name` label follows its name (rules/namespace.ts). */
 function namespaceNameLabelToTenant(edit: MessageEdit, tenant: TenantId): void {
   for (const field of edit.all(META.labels, 'labels')) {
+    if (keyIsNot(edit.payload(field), NAMESPACE_NAME_LABEL_BYTES)) continue;
     const entry = new MessageEdit(edit.payload(field), `${edit.what}.labels`);
     const key = entry.single(1, 'key');
     if (key === undefined || !entry.payload(key).equals(NAMESPACE_NAME_LABEL_BYTES)) continue;
@@ -222,9 +269,10 @@ export const STATUS_CONDITIONS: ReadonlyMap<string, readonly [status: number, co
   ).map((key) => [key, null] as const),
 ]);
 
-function conditionMessagesToTenant(object: Buffer, path: readonly [number, number, number], tenant: TenantId): Buffer {
-  const [status, conditions, message] = path;
-  return rewriteAt(object, [status, conditions, '*'], 'object', (condition) => {
+/** A status message's conditions (`path`: see STATUS_CONDITIONS) with their messages stripped of the tenant's prefixes. */
+function conditionMessagesToTenant(status: Buffer, path: readonly [number, number, number], tenant: TenantId): Buffer {
+  const [, conditions, message] = path;
+  return rewriteAt(status, [conditions, '*'], 'status', (condition) => {
     const edit = new MessageEdit(condition, 'status.conditions');
     const field = edit.single(message, 'message');
     const text = edit.string(field, 'message');
@@ -271,6 +319,8 @@ function affinityTermToTenant(term: Buffer, tenant: TenantId): Buffer {
 /** Paths below PodSpec.affinity (18) and below one Volume (volumes = 1): the spec is parsed once, not once per path. */
 const AFFINITY_TERMS_IN_AFFINITY = AFFINITY_TERMS.map((path) => path.slice(1));
 const EPHEMERAL_CLAIM_TEMPLATE_IN_VOLUME = EPHEMERAL_CLAIM_TEMPLATES.slice(2);
+/** The tag of VolumeSource.ephemeral (29, length-delimited): a volume without these bytes has none. */
+const EPHEMERAL_TAG = Buffer.from([(29 * 8 + LENGTH_DELIMITED) | 0x80, 1]);
 
 function podSpecToTenant(spec: Buffer, tenant: TenantId): Buffer {
   const edit = new MessageEdit(spec, 'pod spec');
@@ -283,15 +333,17 @@ function podSpecToTenant(spec: Buffer, tenant: TenantId): Buffer {
     });
   }
   for (const volume of edit.all(1, 'volumes')) {
+    if (!edit.payload(volume).includes(EPHEMERAL_TAG)) continue; // no VolumeSource.ephemeral (29) in it
     edit.rewrite(volume, (payload) => rewriteAt(payload, EPHEMERAL_CLAIM_TEMPLATE_IN_VOLUME, 'pod spec', (template) => unlabelTemplate(template, tenant, 'volumeClaimTemplate')));
   }
   return edit.finish();
 }
 
-function templatesToTenant(object: Buffer, templates: ProtobufTemplates, tenant: TenantId): Buffer {
-  let result = object;
-  for (const path of templates.labelled) result = rewriteAt(result, path, 'object', (template) => unlabelTemplate(template, tenant, 'template'));
-  for (const path of templates.podSpecs) result = rewriteAt(result, path, 'object', (spec) => podSpecToTenant(spec, tenant));
+/** The templates and pod specs of `templates` in the object's field 2 (every path starts there). */
+function templatesToTenant(spec: Buffer, templates: ProtobufTemplates, tenant: TenantId): Buffer {
+  let result = spec;
+  for (const path of templates.labelled) result = rewriteAt(result, path.slice(1), 'object', (template) => unlabelTemplate(template, tenant, 'template'));
+  for (const path of templates.podSpecs) result = rewriteAt(result, path.slice(1), 'object', (podSpec) => podSpecToTenant(podSpec, tenant));
   return result;
 }
 
@@ -353,7 +405,7 @@ export function protobufResponseSupported(row: KindRow): boolean {
 function objectToTenantWire(raw: Buffer, row: KindRow, ctx: ConvertContext): Buffer {
   if (row.tenancy === 'shared-read-only') return raw; // the shared rule: read as it is
   const key = keyOf(row);
-  const conditions = STATUS_CONDITIONS.get(key);
+  const { tenant } = ctx;
   // The generic rule first, then the kind's own: the order of objectToTenant (a CRD's rule reads its tenant name).
   const edit = new MessageEdit(raw, 'object');
   const meta = edit.single(1, 'metadata');
@@ -362,12 +414,20 @@ function objectToTenantWire(raw: Buffer, row: KindRow, ctx: ConvertContext): Buf
     if (rewritten.length === 0) edit.remove(meta); // a review's metadata held nothing but the label
     else if (rewritten !== edit.payload(meta)) edit.replace(meta, rewritten);
   }
-  let result = edit.finish();
-  if (conditions != null && result.includes(ctx.tenant)) result = conditionMessagesToTenant(result, conditions, ctx.tenant);
-  if (METADATA_RULES.has(row.rule)) return result;
-  const templates = TEMPLATES.get(key);
-  if (templates !== undefined && !SKELETONS.has(key)) return templatesToTenant(result, templates, ctx.tenant);
-  const skeleton = SKELETONS.get(key)!;
+  const conditions = STATUS_CONDITIONS.get(key);
+  if (conditions != null) {
+    const status = edit.single(conditions[0], 'status');
+    if (status !== undefined && edit.payload(status).includes(tenant)) edit.rewrite(status, (payload) => conditionMessagesToTenant(payload, conditions, tenant));
+  }
+  const templates = SKELETONS.has(key) ? undefined : TEMPLATES.get(key);
+  if (templates !== undefined) {
+    // Every template and pod spec is under the object's field 2 (spec, or a PodTemplate's template): one edit for all.
+    const spec = edit.single(2, 'spec');
+    if (spec !== undefined) edit.rewrite(spec, (payload) => templatesToTenant(payload, templates, tenant));
+  }
+  const result = edit.finish();
+  const skeleton = SKELETONS.get(key);
+  if (skeleton === undefined) return result;
   const json = readSkeleton(result, skeleton.schema, 'object');
   if (skeleton.rule.toTenant(json, ctx) === null) notTheTenants();
   return writeSkeleton(result, skeleton.schema, json, 'object');
@@ -635,13 +695,14 @@ export class ProtobufListToTenant {
         continue;
       }
       this.rawLeft -= whole;
-      const emitted = head.number === 2 && head.wireType === LENGTH_DELIMITED ? this.item(field.subarray(head.size)) : field;
-      if (emitted === null) continue;
-      this.rawEmitted += emitted.length;
-      // (A held field is copied: the caller's chunk may be reused once write returns; items are new buffers.)
-      if (this.held !== undefined) this.held.push(emitted === field ? Buffer.from(field) : emitted);
+      const item = head.number === 2 && head.wireType === LENGTH_DELIMITED ? this.item(field.subarray(head.size)) : ([EMPTY, field] as const);
+      if (item === null) continue;
+      const [itemHead, message] = item;
+      this.rawEmitted += itemHead.length + message.length;
+      // (What is held is copied: the caller's chunk may be reused once write returns.)
+      if (this.held !== undefined) this.held.push(itemHead, message.buffer === bytes.buffer ? Buffer.from(message) : message);
       else if (this.rawEmitted + PADDING_RESERVE > this.rawDeclared) throw badGateway("a tenant view of the upstream's protobuf list came out longer than the list");
-      else out.push(emitted);
+      else out.push(itemHead, message);
     }
     this.pending = at === bytes.length ? EMPTY : Buffer.from(bytes.subarray(at));
     return out.length === 1 ? out[0]! : Buffer.concat(out);
@@ -672,8 +733,8 @@ export class ProtobufListToTenant {
     this.rawDone = true;
   }
 
-  /** One item (items = 2) converted, with its field head; null when it is not the tenant's. */
-  private item(raw: Buffer): Buffer | null {
+  /** One item (items = 2) converted: its field head and message; null when it is not the tenant's. */
+  private item(raw: Buffer): readonly [Buffer, Buffer] | null {
     const converted = protobufObjectToTenant(raw, this.row, this.ctx);
     if (converted === null) {
       this.dropped++;
@@ -683,7 +744,7 @@ export class ProtobufListToTenant {
     const head: number[] = [];
     pushVarint(head, 2 * 8 + LENGTH_DELIMITED);
     pushVarint(head, converted.length);
-    return Buffer.concat([Buffer.from(head), converted]);
+    return [Buffer.from(head), converted];
   }
 }
 

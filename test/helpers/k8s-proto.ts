@@ -84,6 +84,11 @@ const INLINED: ReadonlyMap<string, string> = new Map([
   ['k8s.io.api.core.v1.Volume', 'volumeSource'],
   ['k8s.io.api.admissionregistration.v1.RuleWithOperations', 'rule'],
   ['k8s.io.api.admissionregistration.v1.NamedRuleWithOperations', 'ruleWithOperations'],
+  // References to a ConfigMap or Secret by name (a pod's volumes and environment).
+  ['k8s.io.api.core.v1.Probe', 'handler'],
+  ...['ConfigMapVolumeSource', 'ConfigMapKeySelector', 'SecretKeySelector', 'ConfigMapProjection', 'SecretProjection', 'ConfigMapEnvSource', 'SecretEnvSource'].map(
+    (message) => [`k8s.io.api.core.v1.${message}`, 'localObjectReference'] as const,
+  ),
 ]);
 /** Types whose JSON is a string or a free value rather than an object. */
 const TIME = 'k8s.io.apimachinery.pkg.apis.meta.v1.Time';
