@@ -180,8 +180,8 @@ function managedFieldsToTenantWire(edit: MessageEdit, tenant: TenantId): void {
   }
 }
 
-/** The object's own metadata as the generic rule (and the namespace rule's label) leaves it; throws when not the tenant's. */
-function objectMetaToTenant(meta: Buffer, row: KindRow, ctx: ConvertContext): Buffer {
+/** The object's own metadata as the generic rule (and the namespace rule's label) leaves it, as an edit; throws when not the tenant's. */
+function objectMetaToTenant(meta: Buffer, row: KindRow, ctx: ConvertContext): MessageEdit {
   const { tenant } = ctx;
   const edit = new MessageEdit(meta, 'metadata');
   if (row.scope === 'Namespaced') {
@@ -204,7 +204,7 @@ function objectMetaToTenant(meta: Buffer, row: KindRow, ctx: ConvertContext): Bu
   if (row.rule === 'namespace') namespaceNameLabelToTenant(edit, tenant);
   ownerReferencesToTenantWire(edit, ctx);
   managedFieldsToTenantWire(edit, tenant);
-  return edit.finish();
+  return edit;
 }
 
 /** A Namespace's `kubernetes.io/metadata.name` label follows its name (rules/namespace.ts). */
@@ -402,17 +402,21 @@ export function protobufResponseSupported(row: KindRow): boolean {
   return METADATA_RULES.has(row.rule) || SKELETONS.has(key) || TEMPLATES.has(key);
 }
 
-function objectToTenantWire(raw: Buffer, row: KindRow, ctx: ConvertContext): Buffer {
-  if (row.tenancy === 'shared-read-only') return raw; // the shared rule: read as it is
+/** The tenant view of an object as pieces in order (the object itself when unchanged); throws NOT_THE_TENANTS. */
+function objectToTenantParts(raw: Buffer, row: KindRow, ctx: ConvertContext): Buffer[] {
+  if (row.tenancy === 'shared-read-only') return [raw]; // the shared rule: read as it is
   const key = keyOf(row);
   const { tenant } = ctx;
   // The generic rule first, then the kind's own: the order of objectToTenant (a CRD's rule reads its tenant name).
   const edit = new MessageEdit(raw, 'object');
   const meta = edit.single(1, 'metadata');
   if (meta !== undefined) {
-    const rewritten = objectMetaToTenant(edit.payload(meta), row, ctx);
-    if (rewritten.length === 0) edit.remove(meta); // a review's metadata held nothing but the label
-    else if (rewritten !== edit.payload(meta)) edit.replace(meta, rewritten);
+    const metaEdit = objectMetaToTenant(edit.payload(meta), row, ctx);
+    if (metaEdit.changed) {
+      const parts = metaEdit.finishParts();
+      if (parts.every((part) => part.length === 0)) edit.remove(meta); // a review's metadata held nothing but the label
+      else edit.replaceParts(meta, parts);
+    }
   }
   const conditions = STATUS_CONDITIONS.get(key);
   if (conditions != null) {
@@ -425,12 +429,12 @@ function objectToTenantWire(raw: Buffer, row: KindRow, ctx: ConvertContext): Buf
     const spec = edit.single(2, 'spec');
     if (spec !== undefined) edit.rewrite(spec, (payload) => templatesToTenant(payload, templates, tenant));
   }
-  const result = edit.finish();
   const skeleton = SKELETONS.get(key);
-  if (skeleton === undefined) return result;
+  if (skeleton === undefined) return edit.finishParts();
+  const result = edit.finish();
   const json = readSkeleton(result, skeleton.schema, 'object');
   if (skeleton.rule.toTenant(json, ctx) === null) notTheTenants();
-  return writeSkeleton(result, skeleton.schema, json, 'object');
+  return [writeSkeleton(result, skeleton.schema, json, 'object')];
 }
 
 function unsupportedKind(row: KindRow): StatusError {
@@ -445,8 +449,14 @@ function unsupportedKind(row: KindRow): StatusError {
  */
 export function protobufObjectToTenant(raw: Buffer, row: KindRow, ctx: ConvertContext): Buffer | null {
   if (!protobufResponseSupported(row)) throw unsupportedKind(row);
+  const parts = objectPartsToTenant(raw, row, ctx);
+  return parts === null ? null : parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+}
+
+/** protobufObjectToTenant as pieces (for lists, which write them on as they are); the kind is known to be supported. */
+function objectPartsToTenant(raw: Buffer, row: KindRow, ctx: ConvertContext): Buffer[] | null {
   try {
-    return fromUpstream(() => objectToTenantWire(raw, row, ctx));
+    return fromUpstream(() => objectToTenantParts(raw, row, ctx));
   } catch (error) {
     if (error === NOT_THE_TENANTS) return null;
     throw error;
@@ -695,14 +705,13 @@ export class ProtobufListToTenant {
         continue;
       }
       this.rawLeft -= whole;
-      const item = head.number === 2 && head.wireType === LENGTH_DELIMITED ? this.item(field.subarray(head.size)) : ([EMPTY, field] as const);
+      const item = head.number === 2 && head.wireType === LENGTH_DELIMITED ? this.item(field.subarray(head.size)) : { parts: [field], length: field.length };
       if (item === null) continue;
-      const [itemHead, message] = item;
-      this.rawEmitted += itemHead.length + message.length;
+      this.rawEmitted += item.length;
       // (What is held is copied: the caller's chunk may be reused once write returns.)
-      if (this.held !== undefined) this.held.push(itemHead, message.buffer === bytes.buffer ? Buffer.from(message) : message);
+      if (this.held !== undefined) this.held.push(...item.parts.map((part) => (part.buffer === bytes.buffer ? Buffer.from(part) : part)));
       else if (this.rawEmitted + PADDING_RESERVE > this.rawDeclared) throw badGateway("a tenant view of the upstream's protobuf list came out longer than the list");
-      else out.push(itemHead, message);
+      else out.push(...item.parts);
     }
     this.pending = at === bytes.length ? EMPTY : Buffer.from(bytes.subarray(at));
     return out.length === 1 ? out[0]! : Buffer.concat(out);
@@ -733,18 +742,21 @@ export class ProtobufListToTenant {
     this.rawDone = true;
   }
 
-  /** One item (items = 2) converted: its field head and message; null when it is not the tenant's. */
-  private item(raw: Buffer): readonly [Buffer, Buffer] | null {
-    const converted = protobufObjectToTenant(raw, this.row, this.ctx);
-    if (converted === null) {
+  /** One item (items = 2) converted: its field head and message, in pieces; null when it is not the tenant's. */
+  private item(raw: Buffer): { parts: Buffer[]; length: number } | null {
+    const parts = objectPartsToTenant(raw, this.row, this.ctx);
+    if (parts === null) {
       this.dropped++;
       return null;
     }
     this.kept++;
+    let length = 0;
+    for (const part of parts) length += part.length;
     const head: number[] = [];
     pushVarint(head, 2 * 8 + LENGTH_DELIMITED);
-    pushVarint(head, converted.length);
-    return [Buffer.from(head), converted];
+    pushVarint(head, length);
+    parts.unshift(Buffer.from(head));
+    return { parts, length: length + head.length };
   }
 }
 

@@ -136,8 +136,9 @@ export class MessageEdit {
   readonly bytes: Buffer;
   readonly what: string;
   readonly fields: readonly Field[];
-  private readonly replaced = new Map<Field, Buffer>();
-  private readonly added: { number: number; bytes: Buffer }[] = [];
+  /** A replaced field's new bytes (its head and payload, or nothing when removed). */
+  private readonly replaced = new Map<Field, readonly Buffer[]>();
+  private readonly added: { number: number; bytes: readonly Buffer[] }[] = [];
 
   constructor(bytes: Buffer, what: string) {
     this.bytes = bytes;
@@ -147,18 +148,27 @@ export class MessageEdit {
 
   /** Every occurrence of a length-delimited field (repeated and map fields). */
   all(number: number, name: string): Field[] {
-    const found = this.fields.filter((field) => field.number === number);
-    for (const field of found) {
+    const found: Field[] = [];
+    for (const field of this.fields) {
+      if (field.number !== number) continue;
       if (field.wireType !== LENGTH_DELIMITED) throw malformed(this.what, `${name} (field ${number}) has wire type ${field.wireType}`);
+      found.push(field);
     }
     return found;
   }
 
   /** The one occurrence of a singular length-delimited field, or undefined. */
   single(number: number, name: string): Field | undefined {
-    const found = this.all(number, name);
-    if (found.length > 1) throw malformed(this.what, `${name} (field ${number}) appears ${found.length} times`);
-    return found[0];
+    let found: Field | undefined;
+    let count = 0;
+    for (const field of this.fields) {
+      if (field.number !== number) continue;
+      if (field.wireType !== LENGTH_DELIMITED) throw malformed(this.what, `${name} (field ${number}) has wire type ${field.wireType}`);
+      found ??= field;
+      count++;
+    }
+    if (count > 1) throw malformed(this.what, `${name} (field ${number}) appears ${count} times`);
+    return found;
   }
 
   payload(field: Field): Buffer {
@@ -167,6 +177,8 @@ export class MessageEdit {
 
   string(field: Field | undefined, name: string): string {
     if (field === undefined) return '';
+    // Names are ASCII: read as latin1 (the same characters), far cheaper than a decoder call for a short string.
+    if (isAscii(this.bytes, field.valueStart, field.end)) return this.bytes.toString('latin1', field.valueStart, field.end);
     try {
       return utf8.decode(this.payload(field));
     } catch {
@@ -180,7 +192,14 @@ export class MessageEdit {
   }
 
   replace(field: Field, payload: Buffer): void {
-    this.replaced.set(field, lengthDelimited(field.number, payload));
+    this.replaced.set(field, [fieldHead(field.number, payload.length), payload]);
+  }
+
+  /** Replaces a field's payload by `parts` in order (a sub-message's finishParts), without joining them. */
+  replaceParts(field: Field, parts: readonly Buffer[]): void {
+    let length = 0;
+    for (const part of parts) length += part.length;
+    this.replaced.set(field, [fieldHead(field.number, length), ...parts]);
   }
 
   replaceString(field: Field, value: string): void {
@@ -201,7 +220,7 @@ export class MessageEdit {
   }
 
   remove(field: Field): void {
-    this.replaced.set(field, EMPTY);
+    this.replaced.set(field, []);
   }
 
   /** Replaces every occurrence of a repeated field by `payloads`, written where the first was (added when none was). */
@@ -211,28 +230,73 @@ export class MessageEdit {
       for (const payload of payloads) this.add(number, payload);
       return;
     }
-    this.replaced.set(first, Buffer.concat(payloads.map((payload) => lengthDelimited(number, payload))));
+    this.replaced.set(first, payloads.flatMap((payload) => [fieldHead(number, payload.length), payload]));
     for (const field of rest) this.remove(field);
   }
 
   /** Adds a field before the first one with a higher number (after its kind, as encoders order them). */
   add(number: number, payload: Buffer): void {
-    this.added.push({ number, bytes: lengthDelimited(number, payload) });
+    this.added.push({ number, bytes: [fieldHead(number, payload.length), payload] });
+  }
+
+  /** Whether anything was replaced, removed or added. */
+  get changed(): boolean {
+    return this.replaced.size > 0 || this.added.length > 0;
+  }
+
+  /**
+   * The rewritten message as pieces, in order (runs of unchanged fields as one slice of the original): for a caller
+   * that writes them on without joining them first. The original bytes alone when nothing changed.
+   */
+  finishParts(): Buffer[] {
+    if (!this.changed) return [this.bytes];
+    const added = this.added.length < 2 ? this.added : [...this.added].sort((a, b) => a.number - b.number);
+    const parts: Buffer[] = [];
+    let next = 0;
+    /** Start of the run of unchanged fields not yet pushed, or -1. */
+    let runStart = -1;
+    let runEnd = 0;
+    const flushRun = () => {
+      if (runStart >= 0) parts.push(this.bytes.subarray(runStart, runEnd));
+      runStart = -1;
+    };
+    for (const field of this.fields) {
+      while (next < added.length && added[next]!.number < field.number) {
+        flushRun();
+        parts.push(...added[next++]!.bytes);
+      }
+      const replacement = this.replaced.get(field);
+      if (replacement === undefined) {
+        if (runStart < 0) runStart = field.start;
+        runEnd = field.end;
+        continue;
+      }
+      flushRun();
+      parts.push(...replacement);
+    }
+    flushRun();
+    while (next < added.length) parts.push(...added[next++]!.bytes);
+    return parts;
   }
 
   /** The rewritten message; the very same Buffer when nothing changed. */
   finish(): Buffer {
-    if (this.replaced.size === 0 && this.added.length === 0) return this.bytes;
-    const added = [...this.added].sort((a, b) => a.number - b.number);
-    const parts: Buffer[] = [];
-    let next = 0;
-    for (const field of this.fields) {
-      while (next < added.length && added[next]!.number < field.number) parts.push(added[next++]!.bytes);
-      parts.push(this.replaced.get(field) ?? this.bytes.subarray(field.start, field.end));
-    }
-    while (next < added.length) parts.push(added[next++]!.bytes);
-    return Buffer.concat(parts);
+    if (!this.changed) return this.bytes;
+    return Buffer.concat(this.finishParts());
   }
+}
+
+function isAscii(bytes: Buffer, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) if (bytes[i]! >= 0x80) return false;
+  return true;
+}
+
+/** A length-delimited field's tag and length. */
+function fieldHead(number: number, length: number): Buffer {
+  const head: number[] = [];
+  pushVarint(head, number * 8 + LENGTH_DELIMITED);
+  pushVarint(head, length);
+  return Buffer.from(head);
 }
 
 /** The singular string fields `numbers` of a message, by name ('' when absent): a JSON object for a JSON rule to map. */
