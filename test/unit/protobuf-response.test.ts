@@ -505,3 +505,54 @@ t.test('bad bytes from the upstream are a Status (502), never a crash', NEEDS_PR
   }
   t.ok((outcomes['502'] ?? 0) > 100 && (outcomes.converted ?? 0) > 100, `outcomes: ${JSON.stringify(outcomes)}`);
 });
+
+t.test('fuzz: mutated objects that still decode convert as objectToTenant converts what they decode to', NEEDS_PROTO, async (t) => {
+  const random = seededRandom(20261126);
+  let compared = 0;
+  let disagreements = 0;
+  for (let i = 0; i < 150 * CASES.length; i++) {
+    const [key, object] = CASES[i % CASES.length]!;
+    const [group, kind] = key.split('/') as [string, string];
+    const body = mutate(encodeBody(messages, messageOf(key), upstreamOf(key, object)), random, 4);
+    let input: Json;
+    try {
+      input = decodeBody(messages, messageOf(key), body);
+      JSON.stringify(input);
+    } catch {
+      continue; // not a message of the kind any more: the conversion may refuse it or copy what it does not read
+    }
+    let got: Buffer | null;
+    try {
+      got = protobufBodyToTenant(body, rowOf(group, kind), CTX);
+    } catch (error) {
+      if (!(error instanceof StatusError) || error.code !== 502) t.fail(`${key}: ${String(error)}`);
+      continue; // refused: a duplicated field, bytes that are not UTF-8... (the JSON path never sees such bytes)
+    }
+    let want: Json | null;
+    try {
+      want = objectToTenant(structuredClone(input), CTX, rowOf(group, kind));
+    } catch {
+      continue;
+    }
+    compared++;
+    const gotJson = got === null ? null : decodeBody(messages, messageOf(key), got);
+    if (JSON.stringify(normalize(gotJson)) !== JSON.stringify(normalize(want))) {
+      disagreements++;
+      if (disagreements <= 3) t.same(gotJson, want, `${key}: a mutated object converted unlike its JSON`);
+    }
+  }
+  t.equal(disagreements, 0, `${compared} mutants compared with objectToTenant`);
+  t.ok(compared > 300, `enough mutants still decode (${compared})`);
+});
+
+/** Protobuf has no empty map or list (none and empty are the same bytes): those a rule emptied are left out. */
+const MAPS = new Set(['labels', 'annotations', 'matchLabels', 'hard', 'used', 'data', 'extra']);
+
+/** Key order aside, and empty maps and lists. */
+function normalize(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(normalize);
+  if (value === null || typeof value !== 'object') return value;
+  const empty = (k: string, v: unknown) => (Array.isArray(v) ? v.length === 0 : MAPS.has(k) && v !== null && typeof v === 'object' && Object.keys(v).length === 0);
+  const entries = Object.entries(value).filter(([k, v]) => !empty(k, v));
+  return Object.fromEntries(entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => [k, normalize(v)]));
+}
