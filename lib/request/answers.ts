@@ -10,7 +10,8 @@ import { aggregatedDiscoveryToTenant, discoveryToTenant } from '../convert/disco
 import { isTenantCrdGroup, isWholeObjectSubresource } from '../convert/kinds.ts';
 import { openapiGroupDocToTenant, openapiIndexToTenant } from '../convert/openapi.ts';
 import { partialObjectMetadataListToProtobuf, partialObjectMetadataToProtobuf, PARTIAL_METADATA_GROUP_VERSION } from '../convert/partial-metadata-protobuf.ts';
-import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
+import { isProtobuf, PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
+import { protobufBodyToTenant, protobufStatusToTenant } from '../convert/protobuf-response.ts';
 import { apiVersionToTenant } from '../convert/rules/api-groups.ts';
 import { apiGroupToUpstream, namespaceToUpstream, objectToTenant, type ConvertContext } from '../convert/rules/index.ts';
 import { statusToTenant } from '../convert/status.ts';
@@ -22,13 +23,14 @@ import { log } from '../log.ts';
 import { verbOf } from '../server/request-end.ts';
 import { sendStatus } from '../server/status.ts';
 import { ListRewriter, WatchRewriter } from '../stream/tenant-view.ts';
+import { ProtobufListRewriter, ProtobufWatchRewriter } from '../stream/protobuf-view.ts';
 import { metadataOnly, tenantViewSpecOf } from '../stream/view-spec.ts';
 import { objectToTenantBytes, PARSED_PATH } from '../stream/object-view.ts';
 import { grantTenantNamespace } from '../tenants/bootstrap.ts';
 import { upstreamJson } from '../upstream/client.ts';
 import { clientResponseHeaders, tenantResponseHeaders } from '../upstream/headers.ts';
 import type { RequestContext } from './context.ts';
-import { asksForTable, isOpenApiV2, openApiV2AsProtobuf, partialMetadataProtobufOf } from './negotiation.ts';
+import { asksForTable, isOpenApiV2, openApiV2AsProtobuf, partialMetadataProtobufOf, protobufAnswerOf } from './negotiation.ts';
 import { contextOf } from './open-upstream.ts';
 import { answerOpenApiV2 } from './openapi-v2-cache.ts';
 import type { Stage } from './pipeline.ts';
@@ -94,6 +96,27 @@ function streamRewritten(ctx: RequestContext, answer: UpstreamAnswer, conversion
     // A watch ends this way whenever its client or the upstream closes it: routine, not worth a warning each.
     const routine = (error as NodeJS.ErrnoException).code === 'ERR_STREAM_PREMATURE_CLOSE';
     (routine ? log.debug : log.warn)('a list or watch could not be converted', { tenant, path: ctx.info!.path, error: error.message });
+  });
+}
+
+/** A protobuf list or watch the client asked for in protobuf (negotiation.ts), converted on the wire as bytes arrive. */
+function isProtobufStreamed(ctx: RequestContext, answer: UpstreamAnswer, verb: 'list' | 'watch'): boolean {
+  return answer.status < 300 && ctx.row !== null && ctx.info!.verb === verb && isProtobuf(answer.contentType) && protobufAnswerOf(ctx);
+}
+
+function protobufStreamRewritten(ctx: RequestContext, answer: UpstreamAnswer, conversions: TenantConversions, verb: 'list' | 'watch'): void {
+  const tenant = ctx.identity!.tenant!;
+  const convert = conversions.of(tenant);
+  // Made before the head goes out: a kind the engine cannot convert is refused while a Status can still be sent.
+  const rewriter = verb === 'watch' ? new ProtobufWatchRewriter(ctx.row!, convert) : new ProtobufListRewriter(ctx.row!, convert);
+  ctx.respond(answer.status, tenantResponseHeaders(answer.headers, tenant));
+  ctx.rewrite = rewriter;
+  const rewriteEnded = conversions.metrics?.rewriteStarted(tenant, verb, rewriter);
+  pipeline(answer.body, rewriter, ctx.out, (error) => {
+    rewriteEnded?.();
+    if (!error || ctx.out.destroyed) return;
+    const routine = (error as NodeJS.ErrnoException).code === 'ERR_STREAM_PREMATURE_CLOSE';
+    (routine ? log.debug : log.warn)('a protobuf list or watch could not be converted', { tenant, path: ctx.info!.path, error: error.message });
   });
 }
 
@@ -179,6 +202,10 @@ async function statusAnswer(ctx: RequestContext, answer: WholeAnswer, conversion
       ctx.answer(200, { 'content-type': 'application/json' }, JSON.stringify(missing));
       return;
     }
+  }
+  if (isProtobuf(String(answer.upstreamHeaders['content-type'] ?? '')) && answer.bytes.length > 0) {
+    ctx.answer(answer.status, answer.headers, protobufStatusToTenant(answer.bytes, ctx.identity!.tenant!));
+    return;
   }
   const body = parsedOrAnswered(ctx, answer);
   if (body !== null) sendJson(ctx, answer, statusToTenant(body, ctx.identity!.tenant!));
@@ -282,7 +309,18 @@ function objectAnsweredAsBytes(ctx: RequestContext, answer: WholeAnswer, convers
   return true;
 }
 
+/** A protobuf object (or a list answered whole) converted on the wire; false when the answer is not protobuf. */
+function objectAnsweredAsProtobuf(ctx: RequestContext, answer: WholeAnswer, conversions: TenantConversions): boolean {
+  if (answer.bytes.length === 0 || !isProtobuf(String(answer.upstreamHeaders['content-type'] ?? '')) || !protobufAnswerOf(ctx)) return false;
+  const row = ctx.row!;
+  const view = protobufBodyToTenant(answer.bytes, row, conversions.of(ctx.identity!.tenant!));
+  if (view === null) throw notFound(`${row.resource} "${ctx.info!.name}" not found`);
+  ctx.answer(answer.status, answer.headers, view);
+  return true;
+}
+
 async function objectAnswer(ctx: RequestContext, answer: WholeAnswer, conversions: TenantConversions): Promise<void> {
+  if (objectAnsweredAsProtobuf(ctx, answer, conversions)) return;
   if (objectAnsweredAsBytes(ctx, answer, conversions)) return;
   const body = parsedOrAnswered(ctx, answer);
   if (body === null) return;
@@ -309,6 +347,8 @@ function openApiV2Answer(ctx: RequestContext, answer: WholeAnswer): Promise<void
 /** The response converters, in the order they are asked. */
 export const RESPONSE_CONVERTERS: readonly ResponseConverter[] = [
   { name: 'pass-through', takes: (ctx) => !ctx.converts, answer: passThrough },
+  { name: 'protobuf watch stream', takes: (ctx, answer) => isProtobufStreamed(ctx, answer, 'watch'), answer: (ctx, answer, conversions) => protobufStreamRewritten(ctx, answer, conversions, 'watch') },
+  { name: 'protobuf list stream', takes: (ctx, answer) => isProtobufStreamed(ctx, answer, 'list'), answer: (ctx, answer, conversions) => protobufStreamRewritten(ctx, answer, conversions, 'list') },
   { name: 'watch stream', takes: (ctx, answer) => isStreamed(ctx, answer, 'watch'), answer: (ctx, answer, conversions) => streamRewritten(ctx, answer, conversions, 'watch') },
   { name: 'list stream', takes: (ctx, answer) => isStreamed(ctx, answer, 'list'), answer: (ctx, answer, conversions) => streamRewritten(ctx, answer, conversions, 'list') },
   // Before the empty answers: a 304 to tenantgate's own conditional request answers with the view it keeps.

@@ -78,6 +78,8 @@ export abstract class RequestContext {
   rowObjects: RowObjects = 'Object';
   /** The PartialObjectMetadata form the client asked for in protobuf (null: none); undefined until classified and read. */
   partialMetadata: PartialMetadataForm | null | undefined = undefined;
+  /** The answer is asked for and converted in protobuf (negotiation.ts, protobufAnswerOf); undefined until decided. */
+  protobufAnswer: boolean | undefined = undefined;
   /** OpenAPI v2: the tenant's view kept under the upstream's ETag, revalidated by tenantgate's own conditional request. */
   openapiV2: OpenApiV2Revalidation | null = null;
   /** A watch served from the watch cache: told when the exchange closes, so it leaves the cache; end() ends it cleanly (shutdown). */

@@ -284,6 +284,11 @@ class TableMerge {
   }
 }
 
+/** Whether a tenant's request is such a list (answered in JSON: the pages are merged as JSON). */
+export function isMergedAcrossNamespaces(info: RequestInfo, row: KindRow): boolean {
+  return row.listPath === 'per-namespace' && info.verb === 'list' && info.namespace === '';
+}
+
 /**
  * The stage "list across namespaces": a tenant's list without a namespace of a kind whose objects upstream controllers
  * make without the tenant label (the table's listPath 'per-namespace'): one list per tenant namespace, merged.
@@ -292,7 +297,7 @@ export function listAcrossNamespacesStage(conversions: TenantConversions): Stage
   return (ctx) => {
     const info = ctx.info;
     const row = ctx.row;
-    if (info === null || row === null || row.listPath !== 'per-namespace' || info.verb !== 'list' || info.namespace !== '') return false;
+    if (info === null || row === null || !isMergedAcrossNamespaces(info, row)) return false;
     const convert = conversions.of(ctx.identity!.tenant!);
     const table = asksForTable(ctx);
     // The query each page is asked with: for Tables, with the row objects the kind's rule must see.

@@ -3,7 +3,10 @@
 import { isAggregatedDiscoveryJson } from '../convert/discovery.ts';
 import { prefersOpenApiV2Protobuf } from '../convert/openapi-v2-protobuf.ts';
 import { preferredPartialMetadataProtobuf } from '../convert/partial-metadata-protobuf.ts';
+import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
+import { protobufResponseSupported } from '../convert/protobuf-response.ts';
 import type { PartialMetadataForm, RequestContext } from './context.ts';
+import { isMergedAcrossNamespaces } from './merged-list.ts';
 
 /**
  * Accept for the upstream: JSON only (protobuf is not converted yet), keeping Table negotiation; for discovery and
@@ -38,6 +41,39 @@ export function partialMetadataProtobufOf(ctx: RequestContext): PartialMetadataF
     ctx.partialMetadata = ctx.row !== null && (verb === 'list' || verb === 'get') ? preferredPartialMetadataProtobuf(ctx.headers.accept) : null;
   }
   return ctx.partialMetadata;
+}
+
+/** Whether the first media type of `accept` is Kubernetes protobuf (not a Table or metadata form of it). */
+export function prefersProtobuf(accept: string | undefined): boolean {
+  if (accept === undefined) return false;
+  const comma = accept.indexOf(',');
+  const first = (comma === -1 ? accept : accept.slice(0, comma)).trim().toLowerCase();
+  if (first.includes('as=')) return false;
+  const semicolon = first.indexOf(';');
+  return (semicolon === -1 ? first : first.slice(0, semicolon)).trim() === PROTOBUF_MEDIA_TYPE;
+}
+
+/**
+ * A tenant's read (get, list, watch) of a whole object of a kind tenantgate converts in protobuf, from a client that
+ * prefers protobuf (client-go's controllers): the upstream is asked for protobuf and the answer converted on the wire.
+ * Writes are still answered in JSON (what happens after one reads the written object), which client-go decodes too.
+ */
+export function protobufAnswerOf(ctx: RequestContext): boolean {
+  if (ctx.protobufAnswer === undefined) {
+    const info = ctx.info;
+    const verb = info?.verb;
+    ctx.protobufAnswer =
+      ctx.row !== null &&
+      info !== null &&
+      info.subresource === '' &&
+      (verb === 'get' || verb === 'list' || verb === 'watch') &&
+      prefersProtobuf(ctx.headers.accept) &&
+      !asksForTable(ctx) &&
+      partialMetadataProtobufOf(ctx) === null &&
+      !isMergedAcrossNamespaces(info, ctx.row) &&
+      protobufResponseSupported(ctx.row);
+  }
+  return ctx.protobufAnswer;
 }
 
 /** kubectl reads OpenAPI v2 as protobuf only; the upstream is still asked for JSON (its protobuf holds every tenant's schemas). */

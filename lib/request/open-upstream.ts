@@ -5,6 +5,7 @@ import http2, { type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingH
 import { performance } from 'node:perf_hooks';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import type { TenantId } from '../convert/prefix.ts';
+import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
 import { upstreamNonResourcePath, upstreamResourceTarget } from '../convert/request.ts';
 import { rowObjectsFor } from '../convert/table.ts';
 import { notFound, upstreamUnavailable } from '../errors/status-error.ts';
@@ -12,7 +13,7 @@ import { sendStatus } from '../server/status.ts';
 import { dropImpersonation, upstreamRequestHeaders } from '../upstream/headers.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import type { RequestContext } from './context.ts';
-import { asksForTable, isOpenApiV2, jsonAccept, openApiV2AsProtobuf, partialMetadataProtobufOf } from './negotiation.ts';
+import { asksForTable, isOpenApiV2, jsonAccept, openApiV2AsProtobuf, partialMetadataProtobufOf, protobufAnswerOf } from './negotiation.ts';
 import type { Stage } from './pipeline.ts';
 import type { TenantConversions } from './tenant-conversions.ts';
 
@@ -55,6 +56,8 @@ export function prepareUpstreamRequestStage(conversions: TenantConversions): Sta
     headers.accept = jsonAccept(ctx.headers.accept, row === null);
     const partialMetadata = partialMetadataProtobufOf(ctx);
     if (partialMetadata !== null) headers.accept = `application/json;as=${partialMetadata};g=meta.k8s.io;v=v1`;
+    // (As client-go asks: protobuf, else JSON for what the apiserver does not serve as protobuf.)
+    else if (protobufAnswerOf(ctx)) headers.accept = `${PROTOBUF_MEDIA_TYPE}, application/json`;
     if (row === null && isOpenApiV2(info.path)) {
       // tenantgate's own conditional request for the view it keeps (the client's went with the headers above).
       const cache = conversions.openapiV2;

@@ -9,6 +9,7 @@ import type { FlowController } from '../flowcontrol/dispatcher.ts';
 import { isLongRunning } from '../flowcontrol/stage.ts';
 import { log } from '../log.ts';
 import type { RequestContext } from '../request/context.ts';
+import { ProtobufWatchRewriter } from '../stream/protobuf-view.ts';
 import { WatchRewriter } from '../stream/tenant-view.ts';
 import { TENANTS_PATH } from '../tenants/tenant.ts';
 import type { HealthChecks } from './health.ts';
@@ -120,7 +121,8 @@ export function endWatch(ctx: RequestContext): boolean {
     return true;
   }
   const rewriter = ctx.rewrite;
-  if (!(rewriter instanceof WatchRewriter)) return false;
+  // (Both send whole events only: JSON lines, protobuf frames.)
+  if (!(rewriter instanceof WatchRewriter || rewriter instanceof ProtobufWatchRewriter)) return false;
   if (out.writableEnded || out.destroyed) return true;
   // A rewriter sends whole events only: what it still holds is (part of) events the client is sent again on resuming.
   ctx.upstream?.unpipe(rewriter);

@@ -8,6 +8,8 @@ export interface Answer {
   status: number;
   headers: IncomingHttpHeaders;
   body: string;
+  /** The body's bytes (protobuf answers are not text). */
+  bytes: Buffer;
   json(): any;
 }
 
@@ -21,8 +23,10 @@ export function connectH2(credentials: ClusterCredentials): ClientHttp2Session {
   return session;
 }
 
-function answer(status: number, headers: IncomingHttpHeaders, body: string): Answer {
-  return { status, headers, body, json: () => JSON.parse(body) };
+function answer(status: number, headers: IncomingHttpHeaders, body: string | Buffer): Answer {
+  const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+  const text = bytes.toString();
+  return { status, headers, body: text, bytes, json: () => JSON.parse(text) };
 }
 
 export function h2Request(
@@ -37,7 +41,7 @@ export function h2Request(
     const chunks: Buffer[] = [];
     stream.on('response', (h) => (headers = h));
     stream.on('data', (c: Buffer) => chunks.push(c));
-    stream.on('end', () => resolve(answer(Number(headers[':status']), headers, Buffer.concat(chunks).toString())));
+    stream.on('end', () => resolve(answer(Number(headers[':status']), headers, Buffer.concat(chunks))));
     stream.on('error', reject);
     if (options.body !== undefined) stream.end(options.body);
   });

@@ -324,3 +324,24 @@ export function protoFields(bytes: Buffer): readonly { readonly number: number; 
 export function protoField(number: number, payload: Buffer): Buffer {
   return lengthDelimited(number, payload);
 }
+
+/**
+ * A protobuf watch stream's events (frames of a 4-byte big-endian length and a meta/v1 WatchEvent: type = 1,
+ * object = 2, a RawExtension whose raw = 1 is a whole body), each object decoded as message `type`; a frame cut off
+ * at the end is left out (the stream may still be open).
+ */
+export function decodeWatchFrames(messages: ProtoMessages, type: string, stream: Buffer): { type: string; object: Json }[] {
+  const events: { type: string; object: Json }[] = [];
+  for (let at = 0; at + 4 <= stream.length; ) {
+    const length = stream.readUInt32BE(at);
+    if (at + 4 + length > stream.length) break;
+    const fields = wireFields(stream.subarray(at + 4, at + 4 + length));
+    at += 4 + length;
+    const eventType = (fields.find((f) => f.number === 1)?.value as Buffer | undefined)?.toString() ?? '';
+    const extension = fields.find((f) => f.number === 2)?.value as Buffer | undefined;
+    const raw = extension === undefined ? undefined : (wireFields(extension).find((f) => f.number === 1)?.value as Buffer | undefined);
+    if (raw === undefined) throw new Error('k8s-proto: a watch event without an object');
+    events.push({ type: eventType, object: decodeBody(messages, eventType === 'ERROR' ? 'k8s.io.apimachinery.pkg.apis.meta.v1.Status' : type, raw) });
+  }
+  return events;
+}
