@@ -505,12 +505,28 @@ export function protobufStatusToTenant(body: Buffer, tenant: TenantId, scope?: S
  * JSON path answers it). The envelope's apiVersion and kind stay: built-in kinds keep theirs (custom resources are JSON).
  */
 export function protobufBodyToTenant(body: Buffer, row: KindRow, ctx: ConvertContext, scope?: StatusScope): Buffer | null {
+  const parts = bodyPartsToTenant(body, row, ctx, scope);
+  return parts === null ? null : joined(parts);
+}
+
+function joined(parts: readonly Buffer[]): Buffer {
+  return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+}
+
+/** protobufBodyToTenant in pieces: `[body]` when unchanged. */
+function bodyPartsToTenant(body: Buffer, row: KindRow, ctx: ConvertContext, scope: StatusScope | undefined): Buffer[] | null {
   const envelope = fromUpstream(() => parseEnvelope(body));
-  if (envelope.kind === 'Status') return protobufStatusToTenant(body, ctx.tenant, scope);
+  if (envelope.kind === 'Status') return [protobufStatusToTenant(body, ctx.tenant, scope)];
   if (envelope.kind !== row.kind) throw badGateway(`the upstream answered a ${envelope.kind || 'message without a kind'} where ${row.kind} was asked for`);
-  const raw = envelope.rawField === undefined ? EMPTY : envelope.edit.payload(envelope.rawField);
-  const converted = protobufObjectToTenant(raw, row, ctx);
-  return converted === null ? null : withRaw(body, envelope, raw, converted);
+  if (!protobufResponseSupported(row)) throw unsupportedKind(row);
+  const { edit, rawField } = envelope;
+  const raw = rawField === undefined ? EMPTY : edit.payload(rawField);
+  const parts = objectPartsToTenant(raw, row, ctx);
+  if (parts === null) return null;
+  if (parts.length === 1 && parts[0] === raw) return [body];
+  if (rawField === undefined) edit.add(2, joined(parts));
+  else edit.replaceParts(rawField, parts);
+  return [MAGIC, ...edit.finishParts()];
 }
 
 // ---- lists, fed in chunks ----
@@ -773,10 +789,10 @@ const WATCH_EVENT = { type: 1, object: 2 } as const;
 const RAW_EXTENSION_RAW = 1;
 const FRAME_HEAD = 4;
 
-function frame(event: Buffer): Buffer {
-  const head = Buffer.alloc(FRAME_HEAD);
-  head.writeUInt32BE(event.length);
-  return Buffer.concat([head, event]);
+function frameHead(length: number): Buffer {
+  const head = Buffer.allocUnsafe(FRAME_HEAD);
+  head.writeUInt32BE(length);
+  return head;
 }
 
 /**
@@ -785,22 +801,29 @@ function frame(event: Buffer): Buffer {
  * names nothing (only a resourceVersion and annotations) passes as it is; an ERROR's Status is converted.
  */
 export function protobufWatchEventToTenant(event: Buffer, row: KindRow, ctx: ConvertContext, scope?: StatusScope): Buffer | null {
+  const parts = watchEventPartsToTenant(event, row, ctx, scope);
+  return parts === null ? null : joined(parts);
+}
+
+/** protobufWatchEventToTenant in pieces: `[event]` when unchanged. */
+function watchEventPartsToTenant(event: Buffer, row: KindRow, ctx: ConvertContext, scope: StatusScope | undefined): Buffer[] | null {
   const edit = fromUpstream(() => new MessageEdit(event, 'watch event'));
   const type = fromUpstream(() => edit.stringOf(WATCH_EVENT.type, 'type'));
   const objectField = fromUpstream(() => edit.single(WATCH_EVENT.object, 'object'));
   if (objectField === undefined) throw upstreamMalformed('a watch event has no object');
   const extension = fromUpstream(() => new MessageEdit(edit.payload(objectField), 'watch event object'));
   const rawField = fromUpstream(() => extension.single(RAW_EXTENSION_RAW, 'raw'));
-  const body = rawField === undefined ? EMPTY : extension.payload(rawField);
-  let converted: Buffer | null;
-  if (type === 'ERROR') converted = protobufStatusToTenant(body, ctx.tenant, scope);
-  else if (type === 'BOOKMARK' && bookmarkNamesNothing(body)) converted = body;
-  else converted = protobufBodyToTenant(body, row, ctx, scope);
+  if (rawField === undefined) throw upstreamMalformed('a watch event has no object');
+  const body = extension.payload(rawField);
+  let converted: Buffer[] | null;
+  if (type === 'ERROR') converted = [protobufStatusToTenant(body, ctx.tenant, scope)];
+  else if (type === 'BOOKMARK' && bookmarkNamesNothing(body)) converted = [body];
+  else converted = bodyPartsToTenant(body, row, ctx, scope);
   if (converted === null) return null;
-  if (converted === body) return event;
-  extension.replace(rawField!, converted);
-  edit.replaceMessage(objectField, extension);
-  return edit.finish();
+  if (converted.length === 1 && converted[0] === body) return [event];
+  extension.replaceParts(rawField, converted);
+  edit.replaceParts(objectField, extension.finishParts());
+  return edit.finishParts();
 }
 
 /** A bookmark's object carries only a resourceVersion and annotations: no name, no namespace. */
@@ -849,13 +872,19 @@ export class ProtobufWatchToTenant {
       if (bytes.length - at - FRAME_HEAD < length) break;
       const event = bytes.subarray(at + FRAME_HEAD, at + FRAME_HEAD + length);
       at += FRAME_HEAD + length;
-      const converted = protobufWatchEventToTenant(event, this.row, this.ctx, this.scope);
+      const converted = watchEventPartsToTenant(event, this.row, this.ctx, this.scope);
       if (converted === null) {
         this.dropped++;
         continue;
       }
       this.kept++;
-      out.push(converted === event ? bytes.subarray(at - FRAME_HEAD - length, at) : frame(converted));
+      if (converted.length === 1 && converted[0] === event) {
+        out.push(bytes.subarray(at - FRAME_HEAD - length, at));
+        continue;
+      }
+      let convertedLength = 0;
+      for (const part of converted) convertedLength += part.length;
+      out.push(frameHead(convertedLength), ...converted);
     }
     this.pending = at === bytes.length ? EMPTY : Buffer.from(bytes.subarray(at));
     return out.length === 1 ? out[0]! : Buffer.concat(out);
