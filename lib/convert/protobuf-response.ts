@@ -3,7 +3,7 @@
 // Never emits an object, nor any byte of one, that is not the tenant's: each object is whole and judged before it is written.
 import { badGateway, StatusError } from '../errors/status-error.ts';
 import { type KindRow } from './kinds.ts';
-import { TENANT_LABEL, type TenantId } from './prefix.ts';
+import { TENANT_LABEL, toTenantName, type TenantId } from './prefix.ts';
 import {
   AFFINITY_TERMS,
   EMPTY,
@@ -43,7 +43,6 @@ import { nameMappingOfRow, namespaceToTenant, nameToTenant } from './rules/names
 import { ownerReferencesToTenant } from './rules/references.ts';
 import type { ConvertContext, Json, KindRule } from './rules/rule.ts';
 import { statusToTenant, stripTenantPrefixes, type StatusScope } from './status.ts';
-import { toTenantName } from './prefix.ts';
 
 // ---- judging: an object found not to be the tenant's anywhere deep in it ----
 
@@ -534,10 +533,11 @@ function bodyPartsToTenant(body: Buffer, row: KindRow, ctx: ConvertContext, scop
 /** Largest object held at once, as the JSON rewriter's default (lib/stream/tenant-view.ts). */
 const DEFAULT_MAX_ITEM_BYTES = 16 * 1024 * 1024;
 /**
- * The list's raw length is written before its items are converted: it is declared as the upstream's plus this, and
- * the bytes the tenant view saves are filled at the end by one field of this number, which the List messages do not
- * have and every protobuf decoder skips (Go's generated Unmarshal, prost). A tenant view is never longer than the
- * upstream object (the rules only remove prefixes, labels and objects), so the padding needs no more than this.
+ * A streamed list's raw length is written before its items are converted: it is declared as the upstream's plus
+ * PADDING_RESERVE, and the bytes the tenant view saves (prefixes, labels, dropped items) are filled by fields of this
+ * number, which no List message has and every protobuf decoder skips as unknown (Go's generated Unmarshal, prost):
+ * sent along the items once PADDING_FLUSH_BYTES are saved, and the rest at the list's end. A tenant view is never
+ * longer than the upstream object (the rules only remove prefixes, labels and objects); one that is fails the list (502).
  */
 const PADDING_FIELD = 2 ** 29 - 1;
 const PADDING_TAG: readonly number[] = (() => {
@@ -554,13 +554,20 @@ function varintBytes(value: number): Buffer {
   return Buffer.from(out);
 }
 
-/** A field that takes exactly `size` bytes (size ≥ PADDING_RESERVE): tag, length, zeros. */
-function padding(size: number): Buffer {
+/** Zeros every padding field's payload is cut from (a padding field longer than this takes several slices). */
+const ZEROS = Buffer.alloc(64 * 1024);
+/** A streamed list pads as soon as this much was saved: the padding is sent along the items, never built at the end. */
+const PADDING_FLUSH_BYTES = 4096;
+
+/** A field that takes exactly `size` bytes (size ≥ PADDING_RESERVE): tag, length, zeros, in pieces. */
+function padding(size: number): Buffer[] {
   const rest = size - PADDING_TAG.length;
   // No minimal varint fits some sizes (129: 128 takes two bytes, 127 one): a five-byte one always does.
   const lengthBytes = rest <= 128 ? 1 : 5;
-  const length = rest - lengthBytes;
-  return Buffer.concat([Buffer.from([...PADDING_TAG, ...paddedVarint(length, lengthBytes)]), Buffer.alloc(length)]);
+  let length = rest - lengthBytes;
+  const parts = [Buffer.from([...PADDING_TAG, ...paddedVarint(length, lengthBytes)])];
+  for (; length > 0; length -= ZEROS.length) parts.push(ZEROS.subarray(0, Math.min(length, ZEROS.length)));
+  return parts;
 }
 
 /** `value` as a varint of exactly `bytes` bytes (continuation bits on zero groups: decoders read it as the value). */
@@ -640,6 +647,8 @@ export interface ProtobufListOptions {
 }
 
 const DEFAULT_HOLD_LIST_BYTES = 4 * 1024 * 1024;
+/** What a dropped item leaves in the list. */
+const DROPPED: { readonly parts: readonly Buffer[]; readonly length: number } = { parts: [], length: 0 };
 /** Unknown.raw = 2, length-delimited. */
 const RAW_TAG = Buffer.from([2 * 8 + LENGTH_DELIMITED]);
 
@@ -649,9 +658,8 @@ const RAW_TAG = Buffer.from([2 * 8 + LENGTH_DELIMITED]);
  * (metadata = 1: ListMeta, passed on as the JSON path passes it, continue token and remainingItemCount included;
  * items = 2) is converted item by item, items not the tenant's dropped. The envelope's raw length comes before the
  * items: a list up to holdListBytes is held (converted) and sent with its exact length; a longer one streams holding
- * one item at most, its length declared up front as the upstream's plus PADDING_RESERVE and what the tenant view
- * saved filled at the list's end by an unknown field (PADDING_FIELD): memory stays bounded, the bytes on the wire are
- * the upstream's.
+ * one item at most, its length declared up front and what the tenant view saves padded (PADDING_FIELD): memory stays
+ * bounded (an item, the chunk it came in, a padding of at most an item), the bytes on the wire are the upstream's.
  */
 export class ProtobufListToTenant {
   /** Items kept and dropped so far. */
@@ -721,13 +729,21 @@ export class ProtobufListToTenant {
         continue;
       }
       this.rawLeft -= whole;
-      const item = head.number === 2 && head.wireType === LENGTH_DELIMITED ? this.item(field.subarray(head.size)) : { parts: [field], length: field.length };
-      if (item === null) continue;
+      const isItem = head.number === 2 && head.wireType === LENGTH_DELIMITED;
+      const item = isItem ? (this.item(field.subarray(head.size)) ?? DROPPED) : { parts: [field], length: field.length };
       this.rawEmitted += item.length;
       // (What is held is copied: the caller's chunk may be reused once write returns.)
-      if (this.held !== undefined) this.held.push(...item.parts.map((part) => (part.buffer === bytes.buffer ? Buffer.from(part) : part)));
-      else if (this.rawEmitted + PADDING_RESERVE > this.rawDeclared) throw badGateway("a tenant view of the upstream's protobuf list came out longer than the list");
-      else out.push(...item.parts);
+      if (this.held !== undefined) {
+        this.held.push(...item.parts.map((part) => (part.buffer === bytes.buffer ? Buffer.from(part) : part)));
+        continue;
+      }
+      const saved = this.rawDeclared - PADDING_RESERVE - this.rawLeft - this.rawEmitted;
+      if (saved < 0) throw badGateway("a tenant view of the upstream's protobuf list came out longer than the list");
+      out.push(...item.parts);
+      if (saved >= PADDING_FLUSH_BYTES) {
+        out.push(...padding(saved));
+        this.rawEmitted += saved;
+      }
     }
     this.pending = at === bytes.length ? EMPTY : Buffer.from(bytes.subarray(at));
     return out.length === 1 ? out[0]! : Buffer.concat(out);
@@ -752,14 +768,14 @@ export class ProtobufListToTenant {
 
   private endRaw(out: Buffer[]): void {
     if (this.held !== undefined) out.push(RAW_TAG, varintBytes(this.rawEmitted), ...this.held);
-    else out.push(padding(this.rawDeclared - this.rawEmitted));
+    else out.push(...padding(this.rawDeclared - this.rawEmitted));
     this.held = undefined;
     this.rawLeft = -1;
     this.rawDone = true;
   }
 
   /** One item (items = 2) converted: its field head and message, in pieces; null when it is not the tenant's. */
-  private item(raw: Buffer): { parts: Buffer[]; length: number } | null {
+  private item(raw: Buffer): { readonly parts: readonly Buffer[]; readonly length: number } | null {
     const parts = objectPartsToTenant(raw, this.row, this.ctx);
     if (parts === null) {
       this.dropped++;

@@ -414,6 +414,28 @@ t.test('an empty list, and a list of only other tenants, are lists', NEEDS_PROTO
   for (const hold of [undefined, 0]) t.same(decodeList(listInPieces(others, [], hold)).list, { metadata: {} }, "none of another tenant's pods");
 });
 
+t.test("a streamed list sends the padding for what it drops along the items, never all at once at the end", NEEDS_PROTO, async (t) => {
+  const pods = Array.from({ length: 60 }, (_, i) => upstreamOf('/Pod', { ...CASES[0]![1], metadata: { name: `p${i}`, namespace: 'default' } }, OTHER)).map(({ apiVersion, kind, ...pod }) => pod);
+  const body = encodeBody(messages, POD_LIST, { apiVersion: 'v1', kind: 'PodList', metadata: {}, items: pods });
+  const list = new ProtobufListToTenant(rowOf('', 'Pod'), CTX, { holdListBytes: 0 });
+  const outputs: number[] = [];
+  for (let at = 0; at < body.length; at += 8192) outputs.push(list.write(body.subarray(at, at + 8192)).length);
+  const end = list.finish();
+  t.ok(end.length < 8192, `the end holds less than a flush of padding (${end.length} bytes)`);
+  t.ok(Math.max(...outputs) < 8192 * 3, `no write returns much more than it was given (${Math.max(...outputs)} bytes at most)`);
+  t.equal(list.dropped, 60);
+  t.same(decodeList(Buffer.concat(outputsOf(body, 8192))).list, { metadata: {} }, 'and the list is empty');
+});
+
+/** The outputs of a fresh streamed list engine over `body` in pieces of `size`, its end included. */
+function outputsOf(body: Buffer, size: number): Buffer[] {
+  const list = new ProtobufListToTenant(rowOf('', 'Pod'), CTX, { holdListBytes: 0 });
+  const outputs: Buffer[] = [];
+  for (let at = 0; at < body.length; at += size) outputs.push(list.write(body.subarray(at, at + size)));
+  outputs.push(list.finish());
+  return outputs;
+}
+
 // ---- watch streams ----
 
 const frameOf = (event: Buffer) => {
