@@ -388,17 +388,30 @@ const METADATA_RULES = new Set(['generic', 'namespace']);
 
 const keyOf = (row: KindRow) => `${row.group}/${row.kind}`;
 
+/** The one version of each tenant kind converted here: its group's v1 (the .proto the unit test reads for it). */
+function convertedApiVersion(row: KindRow): string {
+  return row.group === '' ? 'v1' : `${row.group}/v1`;
+}
+
 /**
- * Whether the tenant view of `row`'s objects is made here: shared kinds read as they are, and the tenant's built-in
- * kinds whose every converted field has known field numbers. Others (reviews, nodes, APIServices, custom resources)
- * are answered in JSON: ask the upstream for protobuf only when this is true.
+ * Whether the tenant view of `row`'s objects in `apiVersion` is made here: shared kinds read as they are (any
+ * version), and the tenant's built-in kinds in the version whose every converted field has known field numbers.
+ * Others (reviews, nodes, APIServices, custom resources, other versions) are answered in JSON: ask the upstream for
+ * protobuf only when this is true.
  */
-export function protobufResponseSupported(row: KindRow): boolean {
+export function protobufResponseSupported(row: KindRow, apiVersion: string): boolean {
   if (row.tenancy === 'hidden') return false;
   if (row.tenancy === 'shared-read-only') return row.rule === 'shared';
   const key = keyOf(row);
-  if (!STATUS_CONDITIONS.has(key)) return false;
+  if (!STATUS_CONDITIONS.has(key) || apiVersion !== convertedApiVersion(row)) return false;
   return METADATA_RULES.has(row.rule) || SKELETONS.has(key) || TEMPLATES.has(key);
+}
+
+/** 502 unless protobufResponseSupported: the field numbers would be another version's. */
+function checkSupported(row: KindRow, apiVersion: string): void {
+  if (!protobufResponseSupported(row, apiVersion)) {
+    throw badGateway(`tenantgate does not convert ${row.kind || row.resource} ${apiVersion} objects from protobuf; they are asked for as JSON`);
+  }
 }
 
 /** The tenant view of an object as pieces in order (the object itself when unchanged); throws NOT_THE_TENANTS. */
@@ -436,18 +449,14 @@ function objectToTenantParts(raw: Buffer, row: KindRow, ctx: ConvertContext): Bu
   return [writeSkeleton(result, skeleton.schema, json, 'object')];
 }
 
-function unsupportedKind(row: KindRow): StatusError {
-  return badGateway(`tenantgate does not convert ${row.kind || row.resource} objects from protobuf; they are asked for as JSON`);
-}
-
 /**
  * The tenant's view of one upstream object's message (the `raw` of its runtime.Unknown envelope), or null when the
  * object (or anything it refers to) is not the tenant's: exactly what objectToTenant decides and makes of it. Untouched
- * fields are copied byte for byte; the very same Buffer comes back when nothing changed. Throws a StatusError: 502 for
- * malformed bytes or a kind protobufResponseSupported refuses.
+ * fields are copied byte for byte; the very same Buffer comes back when nothing changed. `apiVersion`: the object's
+ * (its envelope's, or its list's). Throws a StatusError: 502 for malformed bytes or what protobufResponseSupported refuses.
  */
-export function protobufObjectToTenant(raw: Buffer, row: KindRow, ctx: ConvertContext): Buffer | null {
-  if (!protobufResponseSupported(row)) throw unsupportedKind(row);
+export function protobufObjectToTenant(raw: Buffer, row: KindRow, ctx: ConvertContext, apiVersion: string): Buffer | null {
+  checkSupported(row, apiVersion);
   const parts = objectPartsToTenant(raw, row, ctx);
   return parts === null ? null : parts.length === 1 ? parts[0]! : Buffer.concat(parts);
 }
@@ -517,7 +526,7 @@ function bodyPartsToTenant(body: Buffer, row: KindRow, ctx: ConvertContext, scop
   const envelope = fromUpstream(() => parseEnvelope(body));
   if (envelope.kind === 'Status') return [protobufStatusToTenant(body, ctx.tenant, scope)];
   if (envelope.kind !== row.kind) throw badGateway(`the upstream answered a ${envelope.kind || 'message without a kind'} where ${row.kind} was asked for`);
-  if (!protobufResponseSupported(row)) throw unsupportedKind(row);
+  checkSupported(row, envelope.apiVersion);
   const { edit, rawField } = envelope;
   const raw = rawField === undefined ? EMPTY : edit.payload(rawField);
   const parts = objectPartsToTenant(raw, row, ctx);
@@ -668,6 +677,7 @@ export class ProtobufListToTenant {
 
   private readonly row: KindRow;
   private readonly ctx: ConvertContext;
+  private readonly apiVersion: string;
   private readonly maxItemBytes: number;
   private readonly holdListBytes: number;
   /** Bytes received and not yet consumed. */
@@ -682,8 +692,10 @@ export class ProtobufListToTenant {
   /** The converted list while it is held (short lists); undefined when streaming. */
   private held: Buffer[] | undefined;
 
-  constructor(row: KindRow, ctx: ConvertContext, options: ProtobufListOptions = {}) {
-    if (!protobufResponseSupported(row)) throw unsupportedKind(row);
+  /** `apiVersion`: the list's, as asked of the upstream (the envelope's is checked against it). */
+  constructor(row: KindRow, ctx: ConvertContext, apiVersion: string, options: ProtobufListOptions = {}) {
+    checkSupported(row, apiVersion);
+    this.apiVersion = apiVersion;
     this.row = row;
     this.ctx = ctx;
     this.maxItemBytes = options.maxItemBytes ?? DEFAULT_MAX_ITEM_BYTES;
@@ -725,6 +737,7 @@ export class ProtobufListToTenant {
       const field = bytes.subarray(at, at + whole);
       at += whole;
       if (!inRaw) {
+        if (head.number === 1) this.checkTypeMeta(field.subarray(head.size));
         out.push(field); // typeMeta, contentEncoding, contentType: as they came
         continue;
       }
@@ -754,6 +767,14 @@ export class ProtobufListToTenant {
     if (this.rawLeft === 0) this.endRaw(out);
     if (!this.magicSeen || this.pending.length > 0 || this.rawLeft > 0) throw upstreamMalformed('the list is cut off');
     return Buffer.concat(out);
+  }
+
+  /** The items' field numbers are those of the version asked for: a list of another is refused, never misread. */
+  private checkTypeMeta(typeMeta: Buffer): void {
+    const listApiVersion = fromUpstream(() => new MessageEdit(typeMeta, 'typeMeta').stringOf(1, 'apiVersion'));
+    if (listApiVersion !== '' && listApiVersion !== this.apiVersion && this.row.tenancy !== 'shared-read-only') {
+      throw badGateway(`the upstream answered a list of ${listApiVersion} where ${this.apiVersion} was asked for`);
+    }
   }
 
   private startRaw(length: number, out: Buffer[]): void {
@@ -793,8 +814,8 @@ export class ProtobufListToTenant {
 }
 
 /** The whole list at once (the same bytes as fed in any pieces to ProtobufListToTenant). */
-export function protobufListToTenant(body: Buffer, row: KindRow, ctx: ConvertContext, options?: ProtobufListOptions): Buffer {
-  const list = new ProtobufListToTenant(row, ctx, options);
+export function protobufListToTenant(body: Buffer, row: KindRow, ctx: ConvertContext, apiVersion: string, options?: ProtobufListOptions): Buffer {
+  const list = new ProtobufListToTenant(row, ctx, apiVersion, options);
   return Buffer.concat([list.write(body), list.finish()]);
 }
 
@@ -870,8 +891,9 @@ export class ProtobufWatchToTenant {
   private readonly maxItemBytes: number;
   private pending: Buffer = EMPTY;
 
-  constructor(row: KindRow, ctx: ConvertContext, options: ProtobufListOptions & { readonly scope?: StatusScope } = {}) {
-    if (!protobufResponseSupported(row)) throw unsupportedKind(row);
+  /** `apiVersion`: the watched objects', as asked of the upstream (each object's envelope is checked against it). */
+  constructor(row: KindRow, ctx: ConvertContext, apiVersion: string, options: ProtobufListOptions & { readonly scope?: StatusScope } = {}) {
+    checkSupported(row, apiVersion);
     this.row = row;
     this.ctx = ctx;
     this.scope = options.scope;

@@ -14,11 +14,12 @@ import {
   protobufResponseSupported,
   protobufStatusToTenant,
 } from '../../lib/convert/protobuf-response.ts';
-import type { WireSchema } from '../../lib/convert/protobuf.ts';
+import { TEMPLATES, WIRE_SCHEMAS, type WireSchema } from '../../lib/convert/protobuf.ts';
 import { objectToTenant, objectToUpstream, type ConvertContext } from '../../lib/convert/rules/index.ts';
 import { statusToTenant } from '../../lib/convert/status.ts';
 import { StatusError } from '../../lib/errors/status-error.ts';
 import { mutate, seededRandom } from '../helpers/fuzz.ts';
+import { thrownStatus } from '../helpers/status-error.ts';
 import { decodeBody, decodeMessage, encodeBody, encodeMessage, goModuleCache, loadProtoMessages, protoField, protoFields, type ProtoMessages } from '../helpers/k8s-proto.ts';
 
 const TENANT = 'abc123';
@@ -93,6 +94,10 @@ t.test('every field number the response engine reads is the one of generated.pro
   const event = messages.get(`${META_V1}.WatchEvent`)!;
   t.same([event.get('type')?.number, event.get('object')?.number], [1, 2], 'WatchEvent type = 1, object = 2');
   t.same([messages.get(`${META_V1}.ListMeta`)?.get('continue')?.number, messages.get('k8s.io.api.core.v1.PodList')?.get('items')?.number], [3, 2], 'ListMeta continue = 3, a list\'s items = 2');
+  for (const [key, { apiVersion }] of [...TEMPLATES, ...WIRE_SCHEMAS]) {
+    const group = key.split('/')[0]!;
+    t.equal(apiVersion, group === '' ? 'v1' : `${group}/v1`, `${key}: converted in its group's v1, the version answers are checked against`);
+  }
   t.ok(checked > 80, `${checked} field numbers checked`);
 });
 
@@ -231,7 +236,7 @@ t.test('each kind: the protobuf answer converted decodes to what objectToTenant 
   const kinds = new Set<string>();
   for (const [key, object] of CASES) {
     const [group, kind] = key.split('/') as [string, string];
-    t.ok(protobufResponseSupported(rowOf(group, kind)), `${key} is answered in protobuf`);
+    t.ok(protobufResponseSupported(rowOf(group, kind), group === '' ? 'v1' : `${group}/v1`), `${key} is answered in protobuf`);
     const body = encodeBody(messages, messageOf(key), upstreamOf(key, object));
     const want = expected(key, body);
     t.ok(want !== null, `${key}: the tenant's object is the tenant's`);
@@ -287,9 +292,14 @@ t.test('an unchanged object comes back as the very same bytes; kinds without fie
   const shared = kindOf('scheduling.k8s.io', 'priorityclasses')!;
   const body = encodeBody(messages, 'k8s.io.api.core.v1.ConfigMap', { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name: 'high' } });
   if (shared.tenancy === 'shared-read-only' && shared.rule === 'shared') t.equal(protobufBodyToTenant(body, shared, CTX), body, 'a shared kind reads as it is');
-  t.notOk(protobufResponseSupported(kindOf('authorization.k8s.io', 'selfsubjectaccessreviews')!), 'reviews stay JSON');
-  t.notOk(protobufResponseSupported(kindOf('', 'nodes')!), 'nodes stay JSON');
-  t.notOk(protobufResponseSupported(kindOf('example.com', 'widgets', 'Namespaced', 'Widget')!), 'custom resources stay JSON');
+  t.notOk(protobufResponseSupported(kindOf('authorization.k8s.io', 'selfsubjectaccessreviews')!, 'authorization.k8s.io/v1'), 'reviews stay JSON');
+  t.notOk(protobufResponseSupported(kindOf('', 'nodes')!, 'v1'), 'nodes stay JSON');
+  t.notOk(protobufResponseSupported(kindOf('example.com', 'widgets', 'Namespaced', 'Widget')!, 'example.com/v1'), 'custom resources stay JSON');
+  t.notOk(protobufResponseSupported(kindOf('admissionregistration.k8s.io', 'validatingadmissionpolicies')!, 'admissionregistration.k8s.io/v1beta1'), 'another version than the one whose field numbers are known stays JSON');
+  const beta = encodeBody(messages, messageOf('admissionregistration.k8s.io/ValidatingAdmissionPolicy'), { ...upstreamOf(...CASES.find(([key]) => key.endsWith('/ValidatingAdmissionPolicy'))!), apiVersion: 'admissionregistration.k8s.io/v1beta1' });
+  t.equal(thrownStatus(() => protobufBodyToTenant(beta, rowOf('admissionregistration.k8s.io', 'ValidatingAdmissionPolicy'), CTX)).code, 502, 'an answer in another version is refused, never misread');
+  const v1beta1List = encodeBody(messages, POD_LIST, { apiVersion: 'v1beta1', kind: 'PodList', metadata: {} });
+  t.equal(thrownStatus(() => protobufListToTenant(v1beta1List, rowOf('', 'Pod'), CTX, 'v1')).code, 502, 'so is a list of another version');
 });
 
 // ---- Status ----
@@ -363,7 +373,7 @@ function decodeList(body: Buffer): { list: Json; rawLength: number; padding: num
 }
 
 function listInPieces(body: Buffer, cuts: readonly number[], holdListBytes?: number): Buffer {
-  const list = new ProtobufListToTenant(rowOf('', 'Pod'), CTX, holdListBytes === undefined ? {} : { holdListBytes });
+  const list = new ProtobufListToTenant(rowOf('', 'Pod'), CTX, 'v1', holdListBytes === undefined ? {} : { holdListBytes });
   const out: Buffer[] = [];
   let from = 0;
   for (const cut of [...cuts, body.length]) {
@@ -383,7 +393,7 @@ t.test("a pod list: each item as objectToTenant makes it, another tenant's dropp
   const want = items.map((item) => objectToTenant({ apiVersion: 'v1', kind: 'Pod', ...decodeMessage(messages, 'k8s.io.api.core.v1.Pod', encodeMessage(messages, 'k8s.io.api.core.v1.Pod', item)) }, CTX, rowOf('', 'Pod')));
   const kept = want.filter((item) => item !== null).map(({ apiVersion, kind, ...item }: any) => item);
   t.ok(kept.length > 10 && kept.length < items.length, `${kept.length} of ${items.length} items are the tenant's`);
-  const held = decodeList(protobufListToTenant(body, rowOf('', 'Pod'), CTX));
+  const held = decodeList(protobufListToTenant(body, rowOf('', 'Pod'), CTX, 'v1'));
   t.strictSame(held.list.items, kept, 'held: the items');
   t.same(held.list.metadata, { resourceVersion: '77', continue: 'eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6NzcsInN0YXJ0IjoiYWJjMTIzLWRlZmF1bHQvcG9kLTkifQ', remainingItemCount: 12 });
   t.equal(held.padding, 0, 'a list held whole has its exact length, no padding');
@@ -417,7 +427,7 @@ t.test('an empty list, and a list of only other tenants, are lists', NEEDS_PROTO
 t.test("a streamed list sends the padding for what it drops along the items, never all at once at the end", NEEDS_PROTO, async (t) => {
   const pods = Array.from({ length: 60 }, (_, i) => upstreamOf('/Pod', { ...CASES[0]![1], metadata: { name: `p${i}`, namespace: 'default' } }, OTHER)).map(({ apiVersion, kind, ...pod }) => pod);
   const body = encodeBody(messages, POD_LIST, { apiVersion: 'v1', kind: 'PodList', metadata: {}, items: pods });
-  const list = new ProtobufListToTenant(rowOf('', 'Pod'), CTX, { holdListBytes: 0 });
+  const list = new ProtobufListToTenant(rowOf('', 'Pod'), CTX, 'v1', { holdListBytes: 0 });
   const outputs: number[] = [];
   for (let at = 0; at < body.length; at += 8192) outputs.push(list.write(body.subarray(at, at + 8192)).length);
   const end = list.finish();
@@ -429,7 +439,7 @@ t.test("a streamed list sends the padding for what it drops along the items, nev
 
 /** The outputs of a fresh streamed list engine over `body` in pieces of `size`, its end included. */
 function outputsOf(body: Buffer, size: number): Buffer[] {
-  const list = new ProtobufListToTenant(rowOf('', 'Pod'), CTX, { holdListBytes: 0 });
+  const list = new ProtobufListToTenant(rowOf('', 'Pod'), CTX, 'v1', { holdListBytes: 0 });
   const outputs: Buffer[] = [];
   for (let at = 0; at < body.length; at += size) outputs.push(list.write(body.subarray(at, at + size)));
   outputs.push(list.finish());
@@ -458,7 +468,7 @@ function readFrames(stream: Buffer): { type: string; object: Buffer }[] {
 }
 
 function watchInPieces(stream: Buffer, cuts: readonly number[]): Buffer {
-  const watch = new ProtobufWatchToTenant(rowOf('', 'Pod'), CTX);
+  const watch = new ProtobufWatchToTenant(rowOf('', 'Pod'), CTX, 'v1');
   const out: Buffer[] = [];
   let from = 0;
   for (const cut of [...cuts, stream.length]) {
