@@ -135,7 +135,7 @@ function removeTenantEntryWire(edit: MessageEdit, number: number, name: string, 
  * encoders write entries, and that key differs. False when it might be `key` (then the entry is parsed).
  */
 function keyIsNot(entry: Buffer, key: Buffer): boolean {
-  if (entry[0] !== 0x0a || entry[1]! >= 0x80) return false;
+  if (entry.length < 2 || entry[0] !== 0x0a || entry[1]! >= 0x80 || entry[1]! + 2 > entry.length) return false;
   const length = entry[1]!;
   return length !== key.length || entry.compare(key, 0, key.length, 2, 2 + length) !== 0;
 }
@@ -237,6 +237,7 @@ export const STATUS_CONDITIONS: ReadonlyMap<string, readonly [status: number, co
   ['admissionregistration.k8s.io/ValidatingAdmissionPolicy', [3, 3, 6]],
   ['certificates.k8s.io/CertificateSigningRequest', [3, 1, 3]],
   ['apiextensions.k8s.io/CustomResourceDefinition', [3, 1, 5]],
+  ['policy/PodDisruptionBudget', [3, 7, 6]],
   ...(
     [
       '/ConfigMap',
@@ -264,6 +265,8 @@ export const STATUS_CONDITIONS: ReadonlyMap<string, readonly [status: number, co
       'admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding',
       'admissionregistration.k8s.io/MutatingAdmissionPolicyBinding',
       'resource.k8s.io/ResourceClaimTemplate',
+      'resource.k8s.io/ResourceClaim',
+      'coordination.k8s.io/Lease',
     ] as const
   ).map((key) => [key, null] as const),
 ]);

@@ -46,6 +46,8 @@ const PACKAGE_OF: Record<string, string> = {
   'admissionregistration.k8s.io': 'k8s.io.api.admissionregistration.v1',
   'resource.k8s.io': 'k8s.io.api.resource.v1',
   'certificates.k8s.io': 'k8s.io.api.certificates.v1',
+  policy: 'k8s.io.api.policy.v1',
+  'coordination.k8s.io': 'k8s.io.api.coordination.v1',
   'apiextensions.k8s.io': 'k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1',
 };
 const messageOf = (key: string) => {
@@ -150,6 +152,16 @@ const CASES: [string, Json][] = [
   ['batch/Job', { metadata: { name: 'once', namespace: 'default' }, spec: { template: bareTemplate }, status: { conditions: [{ type: 'Failed', status: 'True', message: 'BackoffLimitExceeded in abc123-default' }] } }],
   ['batch/CronJob', { metadata: { name: 'tick', namespace: 'default' }, spec: { schedule: '*/5 * * * *', jobTemplate: { spec: { template: bareTemplate } } } }],
   ['resource.k8s.io/ResourceClaimTemplate', { metadata: { name: 'gpu', namespace: 'default' }, spec: { metadata: { labels: { a: 'b' } }, spec: {} } }],
+  ['coordination.k8s.io/Lease', { metadata: { name: 'kube-controller-manager', namespace: 'kube-system' }, spec: { holderIdentity: 'node-1_abc123-x', leaseDurationSeconds: 15, acquireTime: '2026-11-25T15:00:00.000000Z', leaseTransitions: 2 } }],
+  [
+    'policy/PodDisruptionBudget',
+    {
+      metadata: { name: 'web', namespace: 'default' },
+      spec: { minAvailable: 1, selector: selector({ app: 'web' }) },
+      status: { currentHealthy: 1, desiredHealthy: 1, expectedPods: 2, disruptionsAllowed: 0, conditions: [{ type: 'DisruptionAllowed', status: 'False', lastTransitionTime: '2026-11-25T15:00:00Z', reason: 'InsufficientPods', message: 'pods in abc123-default' }] },
+    },
+  ],
+  ['resource.k8s.io/ResourceClaim', { metadata: { name: 'gpu-1', namespace: 'default', ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: 'web', uid: 'u9' }] }, spec: { devices: { requests: [{ name: 'gpu', exactly: { deviceClassName: 'gpu.example.com' } }] } } }],
   ['networking.k8s.io/Ingress', { metadata: { name: 'ing', namespace: 'default' }, spec: { ingressClassName: 'nginx', rules: [{ host: 'a.example.com' }] } }],
   ['/Event', { metadata: { name: 'web.1', namespace: 'default' }, involvedObject: { apiVersion: 'v1', kind: 'Pod', namespace: 'default', name: 'web', uid: 'u1' }, related: { apiVersion: 'v1', kind: 'PersistentVolume', name: 'pv1' }, reason: 'Started', message: 'Started pod abc123-default/web', type: 'Normal', count: 1 }],
   ['events.k8s.io/Event', { metadata: { name: 'cfg.1', namespace: 'team-a' }, eventTime: '2026-11-25T15:00:00.123456Z', reportingController: 'c', reportingInstance: 'c-1', action: 'A', reason: 'R', regarding: { apiVersion: 'v1', kind: 'ConfigMap', namespace: 'team-a', name: 'cfg' }, related: { apiVersion: 'example.com/v1', kind: 'Widget', name: 'w1' }, note: 'synced abc123-team-a/cfg', type: 'Normal' }],
