@@ -321,10 +321,14 @@ function affinityTermToTenant(term: Buffer, tenant: TenantId): Buffer {
 /** Paths below PodSpec.affinity (18) and below one Volume (volumes = 1): the spec is parsed once, not once per path. */
 const AFFINITY_TERMS_IN_AFFINITY = AFFINITY_TERMS.map((path) => path.slice(1));
 const EPHEMERAL_CLAIM_TEMPLATE_IN_VOLUME = EPHEMERAL_CLAIM_TEMPLATES.slice(2);
+/** The tag of PodSpec.affinity (18, length-delimited): a spec without these bytes has no affinity. */
+const AFFINITY_TAG = Buffer.from([(18 * 8 + LENGTH_DELIMITED) | 0x80, 1]);
 /** The tag of VolumeSource.ephemeral (29, length-delimited): a volume without these bytes has none. */
 const EPHEMERAL_TAG = Buffer.from([(29 * 8 + LENGTH_DELIMITED) | 0x80, 1]);
 
 function podSpecToTenant(spec: Buffer, tenant: TenantId): Buffer {
+  // Most pods have neither: their spec (containers and all) is not parsed at all.
+  if (!spec.includes(AFFINITY_TAG) && !spec.includes(EPHEMERAL_TAG)) return spec;
   const edit = new MessageEdit(spec, 'pod spec');
   const affinity = edit.single(18, 'affinity');
   if (affinity !== undefined) {
