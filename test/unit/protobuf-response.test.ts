@@ -4,16 +4,8 @@
 import t from 'tap';
 import { kindOf, type KindRow } from '../../lib/convert/kinds.ts';
 import { TENANT_LABEL } from '../../lib/convert/prefix.ts';
-import {
-  ProtobufListToTenant,
-  ProtobufWatchToTenant,
-  RESPONSE_SCHEMAS,
-  STATUS_CONDITIONS,
-  protobufBodyToTenant,
-  protobufListToTenant,
-  protobufResponseSupported,
-  protobufStatusToTenant,
-} from '../../lib/convert/protobuf-response.ts';
+import { RESPONSE_SCHEMAS, STATUS_CONDITIONS, protobufBodyToTenant, protobufResponseSupported, protobufStatusToTenant } from '../../lib/convert/protobuf-response.ts';
+import { ProtobufListToTenant, ProtobufWatchToTenant, protobufListToTenant } from '../../lib/convert/protobuf-streams.ts';
 import { TEMPLATES, WIRE_SCHEMAS, type WireSchema } from '../../lib/convert/protobuf.ts';
 import { objectToTenant, objectToUpstream, type ConvertContext } from '../../lib/convert/rules/index.ts';
 import { statusToTenant } from '../../lib/convert/status.ts';
