@@ -1,8 +1,8 @@
-// Issue 18's engine bench: the protobuf tenant view (lib/convert/protobuf-response.ts) alone, in memory, on a pod list
+// Issue 18's engine bench: the protobuf tenant view (lib/convert/protobuf-streams.ts) alone, in memory, on a pod list
 // and a pod watch stream as kube-apiserver encodes them, against a raw copy and the JSON rewriter on the same pods.
 // Never touches a socket or a file; payloads are encoded from the rig's generated.proto (the Go module cache).
 import { kindOf } from '../../lib/convert/kinds.ts';
-import { ProtobufListToTenant, ProtobufWatchToTenant } from '../../lib/convert/protobuf-response.ts';
+import { ProtobufListToTenant, ProtobufWatchToTenant } from '../../lib/convert/protobuf-streams.ts';
 import type { ConvertContext } from '../../lib/convert/rules/index.ts';
 import { TenantViewScanner } from '../../lib/stream/tenant-view.ts';
 import { tenantViewSpecOf } from '../../lib/stream/view-spec.ts';
@@ -74,11 +74,11 @@ async function run(options: ScenarioOptions): Promise<ScenarioResult> {
   const spec = tenantViewSpecOf(PODS_ROW, CTX);
   const cases: Case[] = [
     { payload: 'list', approach: 'raw copy (protobuf)', input: list, run: () => chunks.list.reduce((sum, chunk) => sum + Buffer.from(chunk).length, 0) },
-    { payload: 'list', approach: 'protobuf, streamed (padded)', input: list, run: () => drive(new ProtobufListToTenant(PODS_ROW, CTX, { holdListBytes: 0 }), chunks.list) },
-    { payload: 'list', approach: 'protobuf, held whole (exact length)', input: list, run: () => drive(new ProtobufListToTenant(PODS_ROW, CTX, { holdListBytes: Infinity }), chunks.list) },
+    { payload: 'list', approach: 'protobuf, streamed (padded)', input: list, run: () => drive(new ProtobufListToTenant(PODS_ROW, CTX, 'v1', { holdListBytes: 0 }), chunks.list) },
+    { payload: 'list', approach: 'protobuf, held whole (exact length)', input: list, run: () => drive(new ProtobufListToTenant(PODS_ROW, CTX, 'v1', { holdListBytes: Infinity }), chunks.list) },
     { payload: 'list', approach: 'JSON rewriter (same pods)', input: jsonList, run: () => drive(new TenantViewScanner('list', spec), chunks.jsonList) },
     { payload: 'watch', approach: 'raw copy (protobuf)', input: watch, run: () => chunks.watch.reduce((sum, chunk) => sum + Buffer.from(chunk).length, 0) },
-    { payload: 'watch', approach: 'protobuf watch frames', input: watch, run: () => drive(new ProtobufWatchToTenant(PODS_ROW, CTX), chunks.watch) },
+    { payload: 'watch', approach: 'protobuf watch frames', input: watch, run: () => drive(new ProtobufWatchToTenant(PODS_ROW, CTX, 'v1'), chunks.watch) },
     { payload: 'watch', approach: 'JSON rewriter (same pods)', input: jsonWatch, run: () => drive(new TenantViewScanner('watch', spec), chunks.jsonWatch) },
   ];
   for (const c of cases) c.run(); // warm up

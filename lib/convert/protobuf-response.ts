@@ -1,9 +1,9 @@
-// The tenant's view of the upstream's protobuf answers (one object, a list fed in chunks, a watch stream of frames, a
-// Status), at the wire level as protobuf.ts converts request bodies: what objectToTenant decides and makes of the object.
-// Never emits an object, nor any byte of one, that is not the tenant's: each object is whole and judged before it is written.
+// The tenant's view of the upstream's protobuf answers of one object or a Status, at the wire level as protobuf.ts
+// converts request bodies: what objectToTenant decides and makes of the object (lists and watches: protobuf-streams.ts).
+// Never returns an object, nor any byte of one, that is not the tenant's: each object is whole and judged first.
 import { badGateway, StatusError } from '../errors/status-error.ts';
 import { type KindRow } from './kinds.ts';
-import { TENANT_LABEL, type TenantId } from './prefix.ts';
+import { TENANT_LABEL, toTenantName, type TenantId } from './prefix.ts';
 import {
   AFFINITY_TERMS,
   EMPTY,
@@ -34,7 +34,7 @@ import {
   type ProtobufTemplates,
   type WireSchema,
 } from './protobuf.ts';
-import { LENGTH_DELIMITED, MAGIC, pushVarint } from './protobuf-wire.ts';
+import { LENGTH_DELIMITED, MAGIC } from './protobuf-wire.ts';
 import { RULES } from './rules/index.ts';
 import { apiVersionToTenant } from './rules/api-groups.ts';
 import { namespaceSelectorToTenant } from './rules/label-selectors.ts';
@@ -43,7 +43,6 @@ import { nameMappingOfRow, namespaceToTenant, nameToTenant } from './rules/names
 import { ownerReferencesToTenant } from './rules/references.ts';
 import type { ConvertContext, Json, KindRule } from './rules/rule.ts';
 import { statusToTenant, stripTenantPrefixes, type StatusScope } from './status.ts';
-import { toTenantName } from './prefix.ts';
 
 // ---- judging: an object found not to be the tenant's anywhere deep in it ----
 
@@ -58,7 +57,7 @@ function notTheTenants(): never {
  * A malformed answer of the upstream is the upstream's fault (502), never the client's: the 400 (malformed) and 415
  * (a contentEncoding, a rule's output that cannot be written) the wire machinery of protobuf.ts throws for bodies.
  */
-function fromUpstream<T>(convert: () => T): T {
+export function fromUpstream<T>(convert: () => T): T {
   try {
     return convert();
   } catch (error) {
@@ -136,7 +135,7 @@ function removeTenantEntryWire(edit: MessageEdit, number: number, name: string, 
  * encoders write entries, and that key differs. False when it might be `key` (then the entry is parsed).
  */
 function keyIsNot(entry: Buffer, key: Buffer): boolean {
-  if (entry[0] !== 0x0a || entry[1]! >= 0x80) return false;
+  if (entry.length < 2 || entry[0] !== 0x0a || entry[1]! >= 0x80 || entry[1]! + 2 > entry.length) return false;
   const length = entry[1]!;
   return length !== key.length || entry.compare(key, 0, key.length, 2, 2 + length) !== 0;
 }
@@ -238,6 +237,7 @@ export const STATUS_CONDITIONS: ReadonlyMap<string, readonly [status: number, co
   ['admissionregistration.k8s.io/ValidatingAdmissionPolicy', [3, 3, 6]],
   ['certificates.k8s.io/CertificateSigningRequest', [3, 1, 3]],
   ['apiextensions.k8s.io/CustomResourceDefinition', [3, 1, 5]],
+  ['policy/PodDisruptionBudget', [3, 7, 6]],
   ...(
     [
       '/ConfigMap',
@@ -265,6 +265,8 @@ export const STATUS_CONDITIONS: ReadonlyMap<string, readonly [status: number, co
       'admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding',
       'admissionregistration.k8s.io/MutatingAdmissionPolicyBinding',
       'resource.k8s.io/ResourceClaimTemplate',
+      'resource.k8s.io/ResourceClaim',
+      'coordination.k8s.io/Lease',
     ] as const
   ).map((key) => [key, null] as const),
 ]);
@@ -319,10 +321,14 @@ function affinityTermToTenant(term: Buffer, tenant: TenantId): Buffer {
 /** Paths below PodSpec.affinity (18) and below one Volume (volumes = 1): the spec is parsed once, not once per path. */
 const AFFINITY_TERMS_IN_AFFINITY = AFFINITY_TERMS.map((path) => path.slice(1));
 const EPHEMERAL_CLAIM_TEMPLATE_IN_VOLUME = EPHEMERAL_CLAIM_TEMPLATES.slice(2);
+/** The tag of PodSpec.affinity (18, length-delimited): a spec without these bytes has no affinity. */
+const AFFINITY_TAG = Buffer.from([(18 * 8 + LENGTH_DELIMITED) | 0x80, 1]);
 /** The tag of VolumeSource.ephemeral (29, length-delimited): a volume without these bytes has none. */
 const EPHEMERAL_TAG = Buffer.from([(29 * 8 + LENGTH_DELIMITED) | 0x80, 1]);
 
 function podSpecToTenant(spec: Buffer, tenant: TenantId): Buffer {
+  // Most pods have neither: their spec (containers and all) is not parsed at all.
+  if (!spec.includes(AFFINITY_TAG) && !spec.includes(EPHEMERAL_TAG)) return spec;
   const edit = new MessageEdit(spec, 'pod spec');
   const affinity = edit.single(18, 'affinity');
   if (affinity !== undefined) {
@@ -389,17 +395,30 @@ const METADATA_RULES = new Set(['generic', 'namespace']);
 
 const keyOf = (row: KindRow) => `${row.group}/${row.kind}`;
 
+/** The one version of each tenant kind converted here: its group's v1 (the .proto the unit test reads for it). */
+function convertedApiVersion(row: KindRow): string {
+  return row.group === '' ? 'v1' : `${row.group}/v1`;
+}
+
 /**
- * Whether the tenant view of `row`'s objects is made here: shared kinds read as they are, and the tenant's built-in
- * kinds whose every converted field has known field numbers. Others (reviews, nodes, APIServices, custom resources)
- * are answered in JSON: ask the upstream for protobuf only when this is true.
+ * Whether the tenant view of `row`'s objects in `apiVersion` is made here: shared kinds read as they are (any
+ * version), and the tenant's built-in kinds in the version whose every converted field has known field numbers.
+ * Others (reviews, nodes, APIServices, custom resources, other versions) are answered in JSON: ask the upstream for
+ * protobuf only when this is true.
  */
-export function protobufResponseSupported(row: KindRow): boolean {
+export function protobufResponseSupported(row: KindRow, apiVersion: string): boolean {
   if (row.tenancy === 'hidden') return false;
   if (row.tenancy === 'shared-read-only') return row.rule === 'shared';
   const key = keyOf(row);
-  if (!STATUS_CONDITIONS.has(key)) return false;
+  if (!STATUS_CONDITIONS.has(key) || apiVersion !== convertedApiVersion(row)) return false;
   return METADATA_RULES.has(row.rule) || SKELETONS.has(key) || TEMPLATES.has(key);
+}
+
+/** 502 unless protobufResponseSupported: the field numbers would be another version's. */
+export function checkSupported(row: KindRow, apiVersion: string): void {
+  if (!protobufResponseSupported(row, apiVersion)) {
+    throw badGateway(`tenantgate does not convert ${row.kind || row.resource} ${apiVersion} objects from protobuf; they are asked for as JSON`);
+  }
 }
 
 /** The tenant view of an object as pieces in order (the object itself when unchanged); throws NOT_THE_TENANTS. */
@@ -437,24 +456,20 @@ function objectToTenantParts(raw: Buffer, row: KindRow, ctx: ConvertContext): Bu
   return [writeSkeleton(result, skeleton.schema, json, 'object')];
 }
 
-function unsupportedKind(row: KindRow): StatusError {
-  return badGateway(`tenantgate does not convert ${row.kind || row.resource} objects from protobuf; they are asked for as JSON`);
-}
-
 /**
  * The tenant's view of one upstream object's message (the `raw` of its runtime.Unknown envelope), or null when the
  * object (or anything it refers to) is not the tenant's: exactly what objectToTenant decides and makes of it. Untouched
- * fields are copied byte for byte; the very same Buffer comes back when nothing changed. Throws a StatusError: 502 for
- * malformed bytes or a kind protobufResponseSupported refuses.
+ * fields are copied byte for byte; the very same Buffer comes back when nothing changed. `apiVersion`: the object's
+ * (its envelope's, or its list's). Throws a StatusError: 502 for malformed bytes or what protobufResponseSupported refuses.
  */
-export function protobufObjectToTenant(raw: Buffer, row: KindRow, ctx: ConvertContext): Buffer | null {
-  if (!protobufResponseSupported(row)) throw unsupportedKind(row);
+export function protobufObjectToTenant(raw: Buffer, row: KindRow, ctx: ConvertContext, apiVersion: string): Buffer | null {
+  checkSupported(row, apiVersion);
   const parts = objectPartsToTenant(raw, row, ctx);
   return parts === null ? null : parts.length === 1 ? parts[0]! : Buffer.concat(parts);
 }
 
 /** protobufObjectToTenant as pieces (for lists, which write them on as they are); the kind is known to be supported. */
-function objectPartsToTenant(raw: Buffer, row: KindRow, ctx: ConvertContext): Buffer[] | null {
+export function objectPartsToTenant(raw: Buffer, row: KindRow, ctx: ConvertContext): Buffer[] | null {
   try {
     return fromUpstream(() => objectToTenantParts(raw, row, ctx));
   } catch (error) {
@@ -505,365 +520,26 @@ export function protobufStatusToTenant(body: Buffer, tenant: TenantId, scope?: S
  * JSON path answers it). The envelope's apiVersion and kind stay: built-in kinds keep theirs (custom resources are JSON).
  */
 export function protobufBodyToTenant(body: Buffer, row: KindRow, ctx: ConvertContext, scope?: StatusScope): Buffer | null {
+  const parts = bodyPartsToTenant(body, row, ctx, scope);
+  return parts === null ? null : joined(parts);
+}
+
+export function joined(parts: readonly Buffer[]): Buffer {
+  return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+}
+
+/** protobufBodyToTenant in pieces: `[body]` when unchanged. */
+export function bodyPartsToTenant(body: Buffer, row: KindRow, ctx: ConvertContext, scope: StatusScope | undefined): Buffer[] | null {
   const envelope = fromUpstream(() => parseEnvelope(body));
-  if (envelope.kind === 'Status') return protobufStatusToTenant(body, ctx.tenant, scope);
+  if (envelope.kind === 'Status') return [protobufStatusToTenant(body, ctx.tenant, scope)];
   if (envelope.kind !== row.kind) throw badGateway(`the upstream answered a ${envelope.kind || 'message without a kind'} where ${row.kind} was asked for`);
-  const raw = envelope.rawField === undefined ? EMPTY : envelope.edit.payload(envelope.rawField);
-  const converted = protobufObjectToTenant(raw, row, ctx);
-  return converted === null ? null : withRaw(body, envelope, raw, converted);
-}
-
-// ---- lists, fed in chunks ----
-
-/** Largest object held at once, as the JSON rewriter's default (lib/stream/tenant-view.ts). */
-const DEFAULT_MAX_ITEM_BYTES = 16 * 1024 * 1024;
-/**
- * The list's raw length is written before its items are converted: it is declared as the upstream's plus this, and
- * the bytes the tenant view saves are filled at the end by one field of this number, which the List messages do not
- * have and every protobuf decoder skips (Go's generated Unmarshal, prost). A tenant view is never longer than the
- * upstream object (the rules only remove prefixes, labels and objects), so the padding needs no more than this.
- */
-const PADDING_FIELD = 2 ** 29 - 1;
-const PADDING_TAG: readonly number[] = (() => {
-  const tag: number[] = [];
-  pushVarint(tag, PADDING_FIELD * 8 + LENGTH_DELIMITED);
-  return tag;
-})();
-/** The smallest padding field: its tag and a zero length. */
-const PADDING_RESERVE = PADDING_TAG.length + 1;
-
-function varintBytes(value: number): Buffer {
-  const out: number[] = [];
-  pushVarint(out, value);
-  return Buffer.from(out);
-}
-
-/** A field that takes exactly `size` bytes (size ≥ PADDING_RESERVE): tag, length, zeros. */
-function padding(size: number): Buffer {
-  const rest = size - PADDING_TAG.length;
-  // No minimal varint fits some sizes (129: 128 takes two bytes, 127 one): a five-byte one always does.
-  const lengthBytes = rest <= 128 ? 1 : 5;
-  const length = rest - lengthBytes;
-  return Buffer.concat([Buffer.from([...PADDING_TAG, ...paddedVarint(length, lengthBytes)]), Buffer.alloc(length)]);
-}
-
-/** `value` as a varint of exactly `bytes` bytes (continuation bits on zero groups: decoders read it as the value). */
-function paddedVarint(value: number, bytes: number): number[] {
-  const out: number[] = [];
-  for (let i = 0; i < bytes; i++) {
-    const group = value % 128;
-    value = Math.floor(value / 128);
-    out.push(i < bytes - 1 ? group | 0x80 : group);
-  }
-  return out;
-}
-
-/** Reads a varint at `at` of `bytes` up to `end`; undefined when it is not whole yet. */
-function peekVarint(bytes: Buffer, at: number, end: number): { value: number; next: number } | undefined {
-  let value = 0;
-  let scale = 1;
-  for (let i = 0; i < 10; i++) {
-    if (at + i >= end) return undefined;
-    const byte = bytes[at + i]!;
-    value += (byte & 0x7f) * scale;
-    if (byte < 0x80) return { value, next: at + i + 1 };
-    scale *= 128;
-  }
-  throw badGateway("the upstream's protobuf answer is malformed: a varint is longer than 10 bytes");
-}
-
-function upstreamMalformed(why: string): StatusError {
-  return badGateway(`the upstream's protobuf answer is malformed: ${why}`);
-}
-
-/** One field's head: its number, wire type and, for a length-delimited one, its payload's length. */
-interface FieldHead {
-  readonly number: number;
-  readonly wireType: number;
-  /** Bytes of the head (tag and length). */
-  readonly size: number;
-  /** The payload's length (length-delimited), or the bytes of the whole value (varint, fixed). */
-  readonly length: number;
-}
-
-/** The head of the field at `at`, or undefined while bytes are missing; a varint field's value counts as its payload. */
-function peekFieldHead(bytes: Buffer, at: number, end: number): FieldHead | undefined {
-  const tag = peekVarint(bytes, at, end);
-  if (tag === undefined) return undefined;
-  const number = Math.floor(tag.value / 8);
-  const wireType = tag.value % 8;
-  if (number < 1 || number > 2 ** 29 - 1) throw upstreamMalformed(`field number ${number} is out of range`);
-  switch (wireType) {
-    case LENGTH_DELIMITED: {
-      const length = peekVarint(bytes, tag.next, end);
-      if (length === undefined) return undefined;
-      return { number, wireType, size: length.next - at, length: length.value };
-    }
-    case 0: {
-      const value = peekVarint(bytes, tag.next, end);
-      if (value === undefined) return undefined;
-      return { number, wireType, size: tag.next - at, length: value.next - tag.next };
-    }
-    case 1:
-      return { number, wireType, size: tag.next - at, length: 8 };
-    case 5:
-      return { number, wireType, size: tag.next - at, length: 4 };
-    default:
-      throw upstreamMalformed(`field ${number} has wire type ${wireType}, which Kubernetes does not use`);
-  }
-}
-
-export interface ProtobufListOptions {
-  /** Largest item (or other field) held from one chunk to the next; larger → 502. Default 16 MiB. */
-  readonly maxItemBytes?: number;
-  /**
-   * Lists up to this many bytes are held whole and sent with their exact length; longer ones stream, padded (see
-   * PADDING_FIELD). Default 4 MiB.
-   */
-  readonly holdListBytes?: number;
-}
-
-const DEFAULT_HOLD_LIST_BYTES = 4 * 1024 * 1024;
-/** Unknown.raw = 2, length-delimited. */
-const RAW_TAG = Buffer.from([2 * 8 + LENGTH_DELIMITED]);
-
-/**
- * A `<Kind>List` answer (`k8s\0` + runtime.Unknown { typeMeta = 1, raw = 2: the list, contentEncoding = 3, contentType = 4 })
- * rewritten as its bytes arrive: `write` returns what can be sent so far, `finish` the rest. The list message
- * (metadata = 1: ListMeta, passed on as the JSON path passes it, continue token and remainingItemCount included;
- * items = 2) is converted item by item, items not the tenant's dropped. The envelope's raw length comes before the
- * items: a list up to holdListBytes is held (converted) and sent with its exact length; a longer one streams holding
- * one item at most, its length declared up front as the upstream's plus PADDING_RESERVE and what the tenant view
- * saved filled at the list's end by an unknown field (PADDING_FIELD): memory stays bounded, the bytes on the wire are
- * the upstream's.
- */
-export class ProtobufListToTenant {
-  /** Items kept and dropped so far. */
-  kept = 0;
-  dropped = 0;
-
-  private readonly row: KindRow;
-  private readonly ctx: ConvertContext;
-  private readonly maxItemBytes: number;
-  private readonly holdListBytes: number;
-  /** Bytes received and not yet consumed. */
-  private pending: Buffer = EMPTY;
-  private magicSeen = false;
-  /** Bytes of the list (the envelope's raw) not yet consumed; -1 outside it. */
-  private rawLeft = -1;
-  /** Bytes emitted inside the list, and the length declared for it (streaming). */
-  private rawEmitted = 0;
-  private rawDeclared = 0;
-  private rawDone = false;
-  /** The converted list while it is held (short lists); undefined when streaming. */
-  private held: Buffer[] | undefined;
-
-  constructor(row: KindRow, ctx: ConvertContext, options: ProtobufListOptions = {}) {
-    if (!protobufResponseSupported(row)) throw unsupportedKind(row);
-    this.row = row;
-    this.ctx = ctx;
-    this.maxItemBytes = options.maxItemBytes ?? DEFAULT_MAX_ITEM_BYTES;
-    this.holdListBytes = options.holdListBytes ?? DEFAULT_HOLD_LIST_BYTES;
-  }
-
-  write(chunk: Buffer): Buffer {
-    const bytes = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
-    const out: Buffer[] = [];
-    let at = 0;
-    if (!this.magicSeen) {
-      if (bytes.length < MAGIC.length) {
-        this.pending = bytes;
-        return EMPTY;
-      }
-      if (!bytes.subarray(0, MAGIC.length).equals(MAGIC)) throw upstreamMalformed('it does not start with "k8s\\x00"');
-      this.magicSeen = true;
-      out.push(MAGIC);
-      at = MAGIC.length;
-    }
-    for (;;) {
-      if (this.rawLeft === 0) this.endRaw(out);
-      const inRaw = this.rawLeft > 0;
-      const end = inRaw ? Math.min(bytes.length, at + this.rawLeft) : bytes.length;
-      const head = at < end ? peekFieldHead(bytes, at, end) : undefined;
-      if (head === undefined) {
-        if (inRaw && end - at >= this.rawLeft) throw upstreamMalformed('a field of the list runs past its end');
-        break;
-      }
-      const whole = head.size + (head.wireType === 0 ? 0 : head.length);
-      if (inRaw && whole > this.rawLeft) throw upstreamMalformed('a field of the list runs past its end');
-      if (!inRaw && head.number === 2 && head.wireType === LENGTH_DELIMITED && !this.rawDone) {
-        this.startRaw(head.length, out);
-        at += head.size;
-        continue;
-      }
-      if (whole > this.maxItemBytes) throw badGateway(`an item of the upstream's protobuf list is larger than ${this.maxItemBytes} bytes`);
-      if (at + whole > bytes.length) break; // the rest of this field has not arrived yet
-      const field = bytes.subarray(at, at + whole);
-      at += whole;
-      if (!inRaw) {
-        out.push(field); // typeMeta, contentEncoding, contentType: as they came
-        continue;
-      }
-      this.rawLeft -= whole;
-      const item = head.number === 2 && head.wireType === LENGTH_DELIMITED ? this.item(field.subarray(head.size)) : { parts: [field], length: field.length };
-      if (item === null) continue;
-      this.rawEmitted += item.length;
-      // (What is held is copied: the caller's chunk may be reused once write returns.)
-      if (this.held !== undefined) this.held.push(...item.parts.map((part) => (part.buffer === bytes.buffer ? Buffer.from(part) : part)));
-      else if (this.rawEmitted + PADDING_RESERVE > this.rawDeclared) throw badGateway("a tenant view of the upstream's protobuf list came out longer than the list");
-      else out.push(...item.parts);
-    }
-    this.pending = at === bytes.length ? EMPTY : Buffer.from(bytes.subarray(at));
-    return out.length === 1 ? out[0]! : Buffer.concat(out);
-  }
-
-  finish(): Buffer {
-    const out: Buffer[] = [];
-    if (this.rawLeft === 0) this.endRaw(out);
-    if (!this.magicSeen || this.pending.length > 0 || this.rawLeft > 0) throw upstreamMalformed('the list is cut off');
-    return Buffer.concat(out);
-  }
-
-  private startRaw(length: number, out: Buffer[]): void {
-    this.rawLeft = length;
-    if (length <= this.holdListBytes) {
-      this.held = [];
-      return;
-    }
-    this.rawDeclared = length + PADDING_RESERVE;
-    out.push(RAW_TAG, varintBytes(this.rawDeclared));
-  }
-
-  private endRaw(out: Buffer[]): void {
-    if (this.held !== undefined) out.push(RAW_TAG, varintBytes(this.rawEmitted), ...this.held);
-    else out.push(padding(this.rawDeclared - this.rawEmitted));
-    this.held = undefined;
-    this.rawLeft = -1;
-    this.rawDone = true;
-  }
-
-  /** One item (items = 2) converted: its field head and message, in pieces; null when it is not the tenant's. */
-  private item(raw: Buffer): { parts: Buffer[]; length: number } | null {
-    const parts = objectPartsToTenant(raw, this.row, this.ctx);
-    if (parts === null) {
-      this.dropped++;
-      return null;
-    }
-    this.kept++;
-    let length = 0;
-    for (const part of parts) length += part.length;
-    const head: number[] = [];
-    pushVarint(head, 2 * 8 + LENGTH_DELIMITED);
-    pushVarint(head, length);
-    parts.unshift(Buffer.from(head));
-    return { parts, length: length + head.length };
-  }
-}
-
-/** The whole list at once (the same bytes as fed in any pieces to ProtobufListToTenant). */
-export function protobufListToTenant(body: Buffer, row: KindRow, ctx: ConvertContext, options?: ProtobufListOptions): Buffer {
-  const list = new ProtobufListToTenant(row, ctx, options);
-  return Buffer.concat([list.write(body), list.finish()]);
-}
-
-// ---- watch streams: frames of a 4-byte big-endian length and a meta/v1 WatchEvent ----
-
-/** WatchEvent: type = 1, object = 2 (RawExtension: raw = 1, the object as `k8s\0` + runtime.Unknown). */
-const WATCH_EVENT = { type: 1, object: 2 } as const;
-const RAW_EXTENSION_RAW = 1;
-const FRAME_HEAD = 4;
-
-function frame(event: Buffer): Buffer {
-  const head = Buffer.alloc(FRAME_HEAD);
-  head.writeUInt32BE(event.length);
-  return Buffer.concat([head, event]);
-}
-
-/**
- * One watch event (the message of a frame, without its length) as the tenant sees it, or null to drop it, as the
- * JSON WatchRewriter does: ADDED, MODIFIED, DELETED of an object not the tenant's are dropped; a BOOKMARK whose object
- * names nothing (only a resourceVersion and annotations) passes as it is; an ERROR's Status is converted.
- */
-export function protobufWatchEventToTenant(event: Buffer, row: KindRow, ctx: ConvertContext, scope?: StatusScope): Buffer | null {
-  const edit = fromUpstream(() => new MessageEdit(event, 'watch event'));
-  const type = fromUpstream(() => edit.stringOf(WATCH_EVENT.type, 'type'));
-  const objectField = fromUpstream(() => edit.single(WATCH_EVENT.object, 'object'));
-  if (objectField === undefined) throw upstreamMalformed('a watch event has no object');
-  const extension = fromUpstream(() => new MessageEdit(edit.payload(objectField), 'watch event object'));
-  const rawField = fromUpstream(() => extension.single(RAW_EXTENSION_RAW, 'raw'));
-  const body = rawField === undefined ? EMPTY : extension.payload(rawField);
-  let converted: Buffer | null;
-  if (type === 'ERROR') converted = protobufStatusToTenant(body, ctx.tenant, scope);
-  else if (type === 'BOOKMARK' && bookmarkNamesNothing(body)) converted = body;
-  else converted = protobufBodyToTenant(body, row, ctx, scope);
-  if (converted === null) return null;
-  if (converted === body) return event;
-  extension.replace(rawField!, converted);
-  edit.replaceMessage(objectField, extension);
-  return edit.finish();
-}
-
-/** A bookmark's object carries only a resourceVersion and annotations: no name, no namespace. */
-function bookmarkNamesNothing(body: Buffer): boolean {
-  return fromUpstream(() => {
-    const { edit, rawField } = parseEnvelope(body);
-    if (rawField === undefined) return true;
-    const object = new MessageEdit(edit.payload(rawField), 'object');
-    const meta = object.single(1, 'metadata');
-    if (meta === undefined) return true;
-    const metadata = new MessageEdit(object.payload(meta), 'metadata');
-    return metadata.stringOf(META.name, 'name') === '' && metadata.stringOf(META.namespace, 'namespace') === '';
-  });
-}
-
-/**
- * A protobuf watch stream (application/vnd.kubernetes.protobuf;stream=watch) rewritten as its bytes arrive: each frame
- * is held whole (up to maxItemBytes), converted by protobufWatchEventToTenant and written with its new length.
- */
-export class ProtobufWatchToTenant {
-  /** Events kept (bookmarks and errors included) and dropped so far. */
-  kept = 0;
-  dropped = 0;
-
-  private readonly row: KindRow;
-  private readonly ctx: ConvertContext;
-  private readonly scope: StatusScope | undefined;
-  private readonly maxItemBytes: number;
-  private pending: Buffer = EMPTY;
-
-  constructor(row: KindRow, ctx: ConvertContext, options: ProtobufListOptions & { readonly scope?: StatusScope } = {}) {
-    if (!protobufResponseSupported(row)) throw unsupportedKind(row);
-    this.row = row;
-    this.ctx = ctx;
-    this.scope = options.scope;
-    this.maxItemBytes = options.maxItemBytes ?? DEFAULT_MAX_ITEM_BYTES;
-  }
-
-  write(chunk: Buffer): Buffer {
-    const bytes = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
-    const out: Buffer[] = [];
-    let at = 0;
-    while (bytes.length - at >= FRAME_HEAD) {
-      const length = bytes.readUInt32BE(at);
-      if (length > this.maxItemBytes) throw badGateway(`a watch event of the upstream is larger than ${this.maxItemBytes} bytes`);
-      if (bytes.length - at - FRAME_HEAD < length) break;
-      const event = bytes.subarray(at + FRAME_HEAD, at + FRAME_HEAD + length);
-      at += FRAME_HEAD + length;
-      const converted = protobufWatchEventToTenant(event, this.row, this.ctx, this.scope);
-      if (converted === null) {
-        this.dropped++;
-        continue;
-      }
-      this.kept++;
-      out.push(converted === event ? bytes.subarray(at - FRAME_HEAD - length, at) : frame(converted));
-    }
-    this.pending = at === bytes.length ? EMPTY : Buffer.from(bytes.subarray(at));
-    return out.length === 1 ? out[0]! : Buffer.concat(out);
-  }
-
-  /** The stream ended: a frame cut off is the upstream's fault. */
-  finish(): Buffer {
-    if (this.pending.length > 0) throw upstreamMalformed('a watch event is cut off');
-    return EMPTY;
-  }
+  checkSupported(row, envelope.apiVersion);
+  const { edit, rawField } = envelope;
+  const raw = rawField === undefined ? EMPTY : edit.payload(rawField);
+  const parts = objectPartsToTenant(raw, row, ctx);
+  if (parts === null) return null;
+  if (parts.length === 1 && parts[0] === raw) return [body];
+  if (rawField === undefined) edit.add(2, joined(parts));
+  else edit.replaceParts(rawField, parts);
+  return [MAGIC, ...edit.finishParts()];
 }

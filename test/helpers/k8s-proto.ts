@@ -27,7 +27,7 @@ const PROTO_FILES = [
   `k8s.io/apimachinery@${K8S_MODULE_VERSION}/pkg/runtime/generated.proto`,
   `k8s.io/apimachinery@${K8S_MODULE_VERSION}/pkg/api/resource/generated.proto`,
   `k8s.io/apimachinery@${K8S_MODULE_VERSION}/pkg/util/intstr/generated.proto`,
-  ...['core/v1', 'apps/v1', 'batch/v1', 'rbac/v1', 'networking/v1', 'discovery/v1', 'events/v1', 'admissionregistration/v1', 'resource/v1', 'flowcontrol/v1', 'certificates/v1'].map(
+  ...['core/v1', 'apps/v1', 'batch/v1', 'rbac/v1', 'networking/v1', 'discovery/v1', 'events/v1', 'admissionregistration/v1', 'resource/v1', 'flowcontrol/v1', 'certificates/v1', 'policy/v1', 'coordination/v1'].map(
     (path) => `k8s.io/api@${K8S_MODULE_VERSION}/${path}/generated.proto`,
   ),
   `k8s.io/apiextensions-apiserver@${K8S_MODULE_VERSION}/pkg/apis/apiextensions/v1/generated.proto`,

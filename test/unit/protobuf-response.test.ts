@@ -4,21 +4,14 @@
 import t from 'tap';
 import { kindOf, type KindRow } from '../../lib/convert/kinds.ts';
 import { TENANT_LABEL } from '../../lib/convert/prefix.ts';
-import {
-  ProtobufListToTenant,
-  ProtobufWatchToTenant,
-  RESPONSE_SCHEMAS,
-  STATUS_CONDITIONS,
-  protobufBodyToTenant,
-  protobufListToTenant,
-  protobufResponseSupported,
-  protobufStatusToTenant,
-} from '../../lib/convert/protobuf-response.ts';
-import type { WireSchema } from '../../lib/convert/protobuf.ts';
+import { RESPONSE_SCHEMAS, STATUS_CONDITIONS, protobufBodyToTenant, protobufResponseSupported, protobufStatusToTenant } from '../../lib/convert/protobuf-response.ts';
+import { ProtobufListToTenant, ProtobufWatchToTenant, protobufListToTenant } from '../../lib/convert/protobuf-streams.ts';
+import { TEMPLATES, WIRE_SCHEMAS, type WireSchema } from '../../lib/convert/protobuf.ts';
 import { objectToTenant, objectToUpstream, type ConvertContext } from '../../lib/convert/rules/index.ts';
 import { statusToTenant } from '../../lib/convert/status.ts';
 import { StatusError } from '../../lib/errors/status-error.ts';
 import { mutate, seededRandom } from '../helpers/fuzz.ts';
+import { thrownStatus } from '../helpers/status-error.ts';
 import { decodeBody, decodeMessage, encodeBody, encodeMessage, goModuleCache, loadProtoMessages, protoField, protoFields, type ProtoMessages } from '../helpers/k8s-proto.ts';
 
 const TENANT = 'abc123';
@@ -45,6 +38,8 @@ const PACKAGE_OF: Record<string, string> = {
   'admissionregistration.k8s.io': 'k8s.io.api.admissionregistration.v1',
   'resource.k8s.io': 'k8s.io.api.resource.v1',
   'certificates.k8s.io': 'k8s.io.api.certificates.v1',
+  policy: 'k8s.io.api.policy.v1',
+  'coordination.k8s.io': 'k8s.io.api.coordination.v1',
   'apiextensions.k8s.io': 'k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1',
 };
 const messageOf = (key: string) => {
@@ -93,6 +88,10 @@ t.test('every field number the response engine reads is the one of generated.pro
   const event = messages.get(`${META_V1}.WatchEvent`)!;
   t.same([event.get('type')?.number, event.get('object')?.number], [1, 2], 'WatchEvent type = 1, object = 2');
   t.same([messages.get(`${META_V1}.ListMeta`)?.get('continue')?.number, messages.get('k8s.io.api.core.v1.PodList')?.get('items')?.number], [3, 2], 'ListMeta continue = 3, a list\'s items = 2');
+  for (const [key, { apiVersion }] of [...TEMPLATES, ...WIRE_SCHEMAS]) {
+    const group = key.split('/')[0]!;
+    t.equal(apiVersion, group === '' ? 'v1' : `${group}/v1`, `${key}: converted in its group's v1, the version answers are checked against`);
+  }
   t.ok(checked > 80, `${checked} field numbers checked`);
 });
 
@@ -145,6 +144,16 @@ const CASES: [string, Json][] = [
   ['batch/Job', { metadata: { name: 'once', namespace: 'default' }, spec: { template: bareTemplate }, status: { conditions: [{ type: 'Failed', status: 'True', message: 'BackoffLimitExceeded in abc123-default' }] } }],
   ['batch/CronJob', { metadata: { name: 'tick', namespace: 'default' }, spec: { schedule: '*/5 * * * *', jobTemplate: { spec: { template: bareTemplate } } } }],
   ['resource.k8s.io/ResourceClaimTemplate', { metadata: { name: 'gpu', namespace: 'default' }, spec: { metadata: { labels: { a: 'b' } }, spec: {} } }],
+  ['coordination.k8s.io/Lease', { metadata: { name: 'kube-controller-manager', namespace: 'kube-system' }, spec: { holderIdentity: 'node-1_abc123-x', leaseDurationSeconds: 15, acquireTime: '2026-11-25T15:00:00.000000Z', leaseTransitions: 2 } }],
+  [
+    'policy/PodDisruptionBudget',
+    {
+      metadata: { name: 'web', namespace: 'default' },
+      spec: { minAvailable: 1, selector: selector({ app: 'web' }) },
+      status: { currentHealthy: 1, desiredHealthy: 1, expectedPods: 2, disruptionsAllowed: 0, conditions: [{ type: 'DisruptionAllowed', status: 'False', lastTransitionTime: '2026-11-25T15:00:00Z', reason: 'InsufficientPods', message: 'pods in abc123-default' }] },
+    },
+  ],
+  ['resource.k8s.io/ResourceClaim', { metadata: { name: 'gpu-1', namespace: 'default', ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: 'web', uid: 'u9' }] }, spec: { devices: { requests: [{ name: 'gpu', exactly: { deviceClassName: 'gpu.example.com' } }] } } }],
   ['networking.k8s.io/Ingress', { metadata: { name: 'ing', namespace: 'default' }, spec: { ingressClassName: 'nginx', rules: [{ host: 'a.example.com' }] } }],
   ['/Event', { metadata: { name: 'web.1', namespace: 'default' }, involvedObject: { apiVersion: 'v1', kind: 'Pod', namespace: 'default', name: 'web', uid: 'u1' }, related: { apiVersion: 'v1', kind: 'PersistentVolume', name: 'pv1' }, reason: 'Started', message: 'Started pod abc123-default/web', type: 'Normal', count: 1 }],
   ['events.k8s.io/Event', { metadata: { name: 'cfg.1', namespace: 'team-a' }, eventTime: '2026-11-25T15:00:00.123456Z', reportingController: 'c', reportingInstance: 'c-1', action: 'A', reason: 'R', regarding: { apiVersion: 'v1', kind: 'ConfigMap', namespace: 'team-a', name: 'cfg' }, related: { apiVersion: 'example.com/v1', kind: 'Widget', name: 'w1' }, note: 'synced abc123-team-a/cfg', type: 'Normal' }],
@@ -231,7 +240,7 @@ t.test('each kind: the protobuf answer converted decodes to what objectToTenant 
   const kinds = new Set<string>();
   for (const [key, object] of CASES) {
     const [group, kind] = key.split('/') as [string, string];
-    t.ok(protobufResponseSupported(rowOf(group, kind)), `${key} is answered in protobuf`);
+    t.ok(protobufResponseSupported(rowOf(group, kind), group === '' ? 'v1' : `${group}/v1`), `${key} is answered in protobuf`);
     const body = encodeBody(messages, messageOf(key), upstreamOf(key, object));
     const want = expected(key, body);
     t.ok(want !== null, `${key}: the tenant's object is the tenant's`);
@@ -287,9 +296,14 @@ t.test('an unchanged object comes back as the very same bytes; kinds without fie
   const shared = kindOf('scheduling.k8s.io', 'priorityclasses')!;
   const body = encodeBody(messages, 'k8s.io.api.core.v1.ConfigMap', { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name: 'high' } });
   if (shared.tenancy === 'shared-read-only' && shared.rule === 'shared') t.equal(protobufBodyToTenant(body, shared, CTX), body, 'a shared kind reads as it is');
-  t.notOk(protobufResponseSupported(kindOf('authorization.k8s.io', 'selfsubjectaccessreviews')!), 'reviews stay JSON');
-  t.notOk(protobufResponseSupported(kindOf('', 'nodes')!), 'nodes stay JSON');
-  t.notOk(protobufResponseSupported(kindOf('example.com', 'widgets', 'Namespaced', 'Widget')!), 'custom resources stay JSON');
+  t.notOk(protobufResponseSupported(kindOf('authorization.k8s.io', 'selfsubjectaccessreviews')!, 'authorization.k8s.io/v1'), 'reviews stay JSON');
+  t.notOk(protobufResponseSupported(kindOf('', 'nodes')!, 'v1'), 'nodes stay JSON');
+  t.notOk(protobufResponseSupported(kindOf('example.com', 'widgets', 'Namespaced', 'Widget')!, 'example.com/v1'), 'custom resources stay JSON');
+  t.notOk(protobufResponseSupported(kindOf('admissionregistration.k8s.io', 'validatingadmissionpolicies')!, 'admissionregistration.k8s.io/v1beta1'), 'another version than the one whose field numbers are known stays JSON');
+  const beta = encodeBody(messages, messageOf('admissionregistration.k8s.io/ValidatingAdmissionPolicy'), { ...upstreamOf(...CASES.find(([key]) => key.endsWith('/ValidatingAdmissionPolicy'))!), apiVersion: 'admissionregistration.k8s.io/v1beta1' });
+  t.equal(thrownStatus(() => protobufBodyToTenant(beta, rowOf('admissionregistration.k8s.io', 'ValidatingAdmissionPolicy'), CTX)).code, 502, 'an answer in another version is refused, never misread');
+  const v1beta1List = encodeBody(messages, POD_LIST, { apiVersion: 'v1beta1', kind: 'PodList', metadata: {} });
+  t.equal(thrownStatus(() => protobufListToTenant(v1beta1List, rowOf('', 'Pod'), CTX, 'v1')).code, 502, 'so is a list of another version');
 });
 
 // ---- Status ----
@@ -363,7 +377,7 @@ function decodeList(body: Buffer): { list: Json; rawLength: number; padding: num
 }
 
 function listInPieces(body: Buffer, cuts: readonly number[], holdListBytes?: number): Buffer {
-  const list = new ProtobufListToTenant(rowOf('', 'Pod'), CTX, holdListBytes === undefined ? {} : { holdListBytes });
+  const list = new ProtobufListToTenant(rowOf('', 'Pod'), CTX, 'v1', holdListBytes === undefined ? {} : { holdListBytes });
   const out: Buffer[] = [];
   let from = 0;
   for (const cut of [...cuts, body.length]) {
@@ -383,7 +397,7 @@ t.test("a pod list: each item as objectToTenant makes it, another tenant's dropp
   const want = items.map((item) => objectToTenant({ apiVersion: 'v1', kind: 'Pod', ...decodeMessage(messages, 'k8s.io.api.core.v1.Pod', encodeMessage(messages, 'k8s.io.api.core.v1.Pod', item)) }, CTX, rowOf('', 'Pod')));
   const kept = want.filter((item) => item !== null).map(({ apiVersion, kind, ...item }: any) => item);
   t.ok(kept.length > 10 && kept.length < items.length, `${kept.length} of ${items.length} items are the tenant's`);
-  const held = decodeList(protobufListToTenant(body, rowOf('', 'Pod'), CTX));
+  const held = decodeList(protobufListToTenant(body, rowOf('', 'Pod'), CTX, 'v1'));
   t.strictSame(held.list.items, kept, 'held: the items');
   t.same(held.list.metadata, { resourceVersion: '77', continue: 'eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6NzcsInN0YXJ0IjoiYWJjMTIzLWRlZmF1bHQvcG9kLTkifQ', remainingItemCount: 12 });
   t.equal(held.padding, 0, 'a list held whole has its exact length, no padding');
@@ -414,6 +428,28 @@ t.test('an empty list, and a list of only other tenants, are lists', NEEDS_PROTO
   for (const hold of [undefined, 0]) t.same(decodeList(listInPieces(others, [], hold)).list, { metadata: {} }, "none of another tenant's pods");
 });
 
+t.test("a streamed list sends the padding for what it drops along the items, never all at once at the end", NEEDS_PROTO, async (t) => {
+  const pods = Array.from({ length: 60 }, (_, i) => upstreamOf('/Pod', { ...CASES[0]![1], metadata: { name: `p${i}`, namespace: 'default' } }, OTHER)).map(({ apiVersion, kind, ...pod }) => pod);
+  const body = encodeBody(messages, POD_LIST, { apiVersion: 'v1', kind: 'PodList', metadata: {}, items: pods });
+  const list = new ProtobufListToTenant(rowOf('', 'Pod'), CTX, 'v1', { holdListBytes: 0 });
+  const outputs: number[] = [];
+  for (let at = 0; at < body.length; at += 8192) outputs.push(list.write(body.subarray(at, at + 8192)).length);
+  const end = list.finish();
+  t.ok(end.length < 8192, `the end holds less than a flush of padding (${end.length} bytes)`);
+  t.ok(Math.max(...outputs) < 8192 * 3, `no write returns much more than it was given (${Math.max(...outputs)} bytes at most)`);
+  t.equal(list.dropped, 60);
+  t.same(decodeList(Buffer.concat(outputsOf(body, 8192))).list, { metadata: {} }, 'and the list is empty');
+});
+
+/** The outputs of a fresh streamed list engine over `body` in pieces of `size`, its end included. */
+function outputsOf(body: Buffer, size: number): Buffer[] {
+  const list = new ProtobufListToTenant(rowOf('', 'Pod'), CTX, 'v1', { holdListBytes: 0 });
+  const outputs: Buffer[] = [];
+  for (let at = 0; at < body.length; at += size) outputs.push(list.write(body.subarray(at, at + size)));
+  outputs.push(list.finish());
+  return outputs;
+}
+
 // ---- watch streams ----
 
 const frameOf = (event: Buffer) => {
@@ -436,7 +472,7 @@ function readFrames(stream: Buffer): { type: string; object: Buffer }[] {
 }
 
 function watchInPieces(stream: Buffer, cuts: readonly number[]): Buffer {
-  const watch = new ProtobufWatchToTenant(rowOf('', 'Pod'), CTX);
+  const watch = new ProtobufWatchToTenant(rowOf('', 'Pod'), CTX, 'v1');
   const out: Buffer[] = [];
   let from = 0;
   for (const cut of [...cuts, stream.length]) {
