@@ -30,7 +30,7 @@ import { grantTenantNamespace } from '../tenants/bootstrap.ts';
 import { upstreamJson } from '../upstream/client.ts';
 import { clientResponseHeaders, tenantResponseHeaders } from '../upstream/headers.ts';
 import type { RequestContext } from './context.ts';
-import { asksForTable, isOpenApiV2, openApiV2AsProtobuf, partialMetadataProtobufOf, protobufAnswerOf } from './negotiation.ts';
+import { asksForTable, isOpenApiV2, openApiV2AsProtobuf, partialMetadataProtobufOf, protobufAnswerOf, requestApiVersion } from './negotiation.ts';
 import { contextOf } from './open-upstream.ts';
 import { answerOpenApiV2 } from './openapi-v2-cache.ts';
 import type { Stage } from './pipeline.ts';
@@ -108,7 +108,8 @@ function protobufStreamRewritten(ctx: RequestContext, answer: UpstreamAnswer, co
   const tenant = ctx.identity!.tenant!;
   const convert = conversions.of(tenant);
   // Made before the head goes out: a kind the engine cannot convert is refused while a Status can still be sent.
-  const rewriter = verb === 'watch' ? new ProtobufWatchRewriter(ctx.row!, convert) : new ProtobufListRewriter(ctx.row!, convert);
+  const apiVersion = requestApiVersion(ctx.info!);
+  const rewriter = verb === 'watch' ? new ProtobufWatchRewriter(ctx.row!, convert, apiVersion) : new ProtobufListRewriter(ctx.row!, convert, apiVersion);
   ctx.respond(answer.status, tenantResponseHeaders(answer.headers, tenant));
   ctx.rewrite = rewriter;
   const rewriteEnded = conversions.metrics?.rewriteStarted(tenant, verb, rewriter);
@@ -181,7 +182,7 @@ async function missingNamespaceAnswer(ctx: RequestContext, conversions: TenantCo
   if (!(await conversions.access.allowed(tenant, upstreamIdentityOf(identity), info.verb, apiGroupToUpstream(info.apiGroup, tenant), info.resource))) return null;
   const row = ctx.row!;
   if (info.verb === 'list') {
-    return { kind: `${row.kind}List`, apiVersion: info.apiGroup === '' ? info.apiVersion : `${info.apiGroup}/${info.apiVersion}`, metadata: { resourceVersion: '' }, items: [] };
+    return { kind: `${row.kind}List`, apiVersion: requestApiVersion(info), metadata: { resourceVersion: '' }, items: [] };
   }
   if (info.verb === 'create' || info.name === '') return notFound(`namespaces ${JSON.stringify(info.namespace)} not found`, { name: info.namespace, kind: 'namespaces' });
   return notFound(`${info.resource}${info.apiGroup === '' ? '' : '.' + info.apiGroup} ${JSON.stringify(info.name)} not found`, {

@@ -18,7 +18,7 @@ import { tenantViewSpecOf } from '../stream/view-spec.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import { readBody, tenantStatusError } from './read-body.ts';
 import type { RequestContext } from './context.ts';
-import { asksForTable } from './negotiation.ts';
+import { asksForTable, requestApiVersion } from './negotiation.ts';
 import type { Stage } from './pipeline.ts';
 import type { TenantConversions } from './tenant-conversions.ts';
 import { drained } from './drained.ts';
@@ -188,7 +188,7 @@ export async function listAcrossNamespaces(req: MergedListRequest): Promise<void
 }
 
 function listKind(row: KindRow, info: RequestInfo): { kind: string; apiVersion: string } {
-  return { kind: `${row.kind}List`, apiVersion: info.apiGroup === '' ? info.apiVersion : `${info.apiGroup}/${info.apiVersion}` };
+  return { kind: `${row.kind}List`, apiVersion: requestApiVersion(info) };
 }
 
 interface Page {

@@ -43,6 +43,11 @@ export function partialMetadataProtobufOf(ctx: RequestContext): PartialMetadataF
   return ctx.partialMetadata;
 }
 
+/** The apiVersion a resource request names (`v1`, `apps/v1`): the version of the objects asked for. */
+export function requestApiVersion(info: { apiGroup: string; apiVersion: string }): string {
+  return info.apiGroup === '' ? info.apiVersion : `${info.apiGroup}/${info.apiVersion}`;
+}
+
 /** Whether the first media type of `accept` is Kubernetes protobuf (not a Table or metadata form of it). */
 export function prefersProtobuf(accept: string | undefined): boolean {
   if (accept === undefined) return false;
@@ -71,7 +76,7 @@ export function protobufAnswerOf(ctx: RequestContext): boolean {
       !asksForTable(ctx) &&
       partialMetadataProtobufOf(ctx) === null &&
       !isMergedAcrossNamespaces(info, ctx.row) &&
-      protobufResponseSupported(ctx.row);
+      protobufResponseSupported(ctx.row, requestApiVersion(info));
   }
   return ctx.protobufAnswer;
 }

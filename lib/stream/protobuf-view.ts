@@ -4,7 +4,7 @@
 import { performance } from 'node:perf_hooks';
 import { Transform, type TransformCallback } from 'node:stream';
 import type { KindRow } from '../convert/kinds.ts';
-import { ProtobufListToTenant, ProtobufWatchToTenant } from '../convert/protobuf-response.ts';
+import { ProtobufListToTenant, ProtobufWatchToTenant } from '../convert/protobuf-streams.ts';
 import type { ConvertContext } from '../convert/rules/index.ts';
 import type { RewriteCounters } from '../metrics/metrics.ts';
 
@@ -53,9 +53,10 @@ export class ProtobufListRewriter extends ProtobufRewriter {
   readonly eventsOut = 0;
   readonly #list: ProtobufListToTenant;
 
-  constructor(row: KindRow, ctx: ConvertContext) {
+  /** `apiVersion`: the list's, as asked of the upstream. */
+  constructor(row: KindRow, ctx: ConvertContext, apiVersion: string) {
     super();
-    this.#list = new ProtobufListToTenant(row, ctx);
+    this.#list = new ProtobufListToTenant(row, ctx, apiVersion);
   }
 
   protected convert(chunk: Buffer): Buffer {
@@ -71,9 +72,10 @@ export class ProtobufListRewriter extends ProtobufRewriter {
 export class ProtobufWatchRewriter extends ProtobufRewriter {
   readonly #watch: ProtobufWatchToTenant;
 
-  constructor(row: KindRow, ctx: ConvertContext) {
+  /** `apiVersion`: the watched objects', as asked of the upstream. */
+  constructor(row: KindRow, ctx: ConvertContext, apiVersion: string) {
     super();
-    this.#watch = new ProtobufWatchToTenant(row, ctx);
+    this.#watch = new ProtobufWatchToTenant(row, ctx, apiVersion);
   }
 
   get eventsOut(): number {
