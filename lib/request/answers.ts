@@ -3,7 +3,7 @@
 // converted to the tenant's view (only administrators' and --passthrough answers go as they are).
 import type { ClientHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
 import { performance } from 'node:perf_hooks';
-import { pipeline } from 'node:stream';
+import { pipeline, type Transform } from 'node:stream';
 import { shadowReviewStatus } from '../auth/access-review.ts';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import { aggregatedDiscoveryToTenant, discoveryToTenant } from '../convert/discovery.ts';
@@ -19,6 +19,7 @@ import { isTable, tableToTenant } from '../convert/table.ts';
 import { HIDDEN_GROUPS } from '../convert/visibility.ts';
 import { badGateway, internalError, notFound, StatusError } from '../errors/status-error.ts';
 import { releaseStartSeat } from '../flowcontrol/stage.ts';
+import type { RewriteCounters } from '../metrics/metrics.ts';
 import { log } from '../log.ts';
 import { verbOf } from '../server/request-end.ts';
 import { sendStatus } from '../server/status.ts';
@@ -87,7 +88,12 @@ function streamRewritten(ctx: RequestContext, answer: UpstreamAnswer, conversion
   const table = isTableAnswer(ctx, answer);
   ctx.respond(answer.status, tenantResponseHeaders(answer.headers, tenant));
   const spec = verb === 'watch' && table ? tenantViewSpecOf(row, convert, ctx.rowObjects) : conversions.viewSpecOf(tenant, row);
-  const rewriter = verb === 'watch' ? new WatchRewriter(spec) : new ListRewriter(spec);
+  pipeRewritten(ctx, answer, conversions, verb, verb === 'watch' ? new WatchRewriter(spec) : new ListRewriter(spec));
+}
+
+/** The upstream's body through `rewriter` to the client, observed by the metrics and the request log. */
+function pipeRewritten(ctx: RequestContext, answer: UpstreamAnswer, conversions: TenantConversions, verb: 'list' | 'watch', rewriter: Transform & RewriteCounters): void {
+  const tenant = ctx.identity!.tenant!;
   ctx.rewrite = rewriter;
   const rewriteEnded = conversions.metrics?.rewriteStarted(tenant, verb, rewriter);
   pipeline(answer.body, rewriter, ctx.out, (error) => {
@@ -111,14 +117,7 @@ function protobufStreamRewritten(ctx: RequestContext, answer: UpstreamAnswer, co
   const apiVersion = requestApiVersion(ctx.info!);
   const rewriter = verb === 'watch' ? new ProtobufWatchRewriter(ctx.row!, convert, apiVersion) : new ProtobufListRewriter(ctx.row!, convert, apiVersion);
   ctx.respond(answer.status, tenantResponseHeaders(answer.headers, tenant));
-  ctx.rewrite = rewriter;
-  const rewriteEnded = conversions.metrics?.rewriteStarted(tenant, verb, rewriter);
-  pipeline(answer.body, rewriter, ctx.out, (error) => {
-    rewriteEnded?.();
-    if (!error || ctx.out.destroyed) return;
-    const routine = (error as NodeJS.ErrnoException).code === 'ERR_STREAM_PREMATURE_CLOSE';
-    (routine ? log.debug : log.warn)('a protobuf list or watch could not be converted', { tenant, path: ctx.info!.path, error: error.message });
-  });
+  pipeRewritten(ctx, answer, conversions, verb, rewriter);
 }
 
 // ---- whole answers
