@@ -12,6 +12,7 @@ import type { KindRow } from '../convert/kinds.ts';
 import type { TenantId } from '../convert/prefix.ts';
 import type { ConvertContext } from '../convert/rules/index.ts';
 import { StatusError, type StatusReason } from '../errors/status-error.ts';
+import { log } from '../log.ts';
 import { SizeRoutedListRewriter } from '../stream/offloaded-list.ts';
 import { ListRewriter, TenantViewScanner, type TenantViewSpec } from '../stream/tenant-view.ts';
 import type { DiscoveryCache } from '../upstream/discovery.ts';
@@ -93,7 +94,11 @@ export function listRewriter(source: ListRewriteSource): ListRewriter | SizeRout
     threshold: listOffloadBytes,
     declaredLength,
     inline: () => new TenantViewScanner('list', source.spec),
-    offload: () => startStreamRewrite({ kind: 'json-list', tenant: source.convert.tenant, row: source.row, discovery: source.discovery.tables(), webhookUrlHosts: source.convert.webhookUrlHosts }),
+    offload() {
+      const { tenant } = source.convert;
+      log.debug('a list goes to a worker thread', { tenant, resource: source.row.resource, declaredLength });
+      return startStreamRewrite({ kind: 'json-list', tenant, row: source.row, discovery: source.discovery.tables(), webhookUrlHosts: source.convert.webhookUrlHosts });
+    },
   });
 }
 

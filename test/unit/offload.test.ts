@@ -123,3 +123,21 @@ t.test('a broken list fails the stream as inline, and a list abandoned mid-way f
   const after = await throughRewriter(upstream, 1, 16384);
   t.ok(after.offloaded, 'and the next large list still goes to a worker');
 });
+
+t.test('a client that stops reading stops the list on a worker within a few batches, not at its end', async (t) => {
+  const upstream = upstreamConfigMapList(12000); // several MB
+  setListOffloadThreshold(1);
+  const discovery = discoveryOfRig();
+  const convert = convertContextOf('alpha1', discovery, undefined);
+  const rewriter = listRewriter({ row: CONFIGMAPS, convert, discovery, spec: tenantViewSpecOf(CONFIGMAPS, convert), declaredLength: null }) as SizeRoutedListRewriter;
+  const pieces: Buffer[] = [];
+  for (let at = 0; at < upstream.length; at += 16384) pieces.push(upstream.subarray(at, at + 16384));
+  const source = Readable.from(pieces);
+  source.pipe(rewriter); // and nobody reads the rewriter's output
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  t.ok(rewriter.offloaded, 'the list went to a worker');
+  t.ok(upstream.length > 4 * 1024 * 1024, `the list is ${upstream.length} bytes`);
+  t.ok(rewriter.bytesIn < 2 * 1024 * 1024, `${rewriter.bytesIn} bytes taken from upstream while the client read nothing`);
+  rewriter.destroy();
+  source.destroy();
+});
