@@ -158,31 +158,10 @@ export class SizeRoutedListRewriter extends Transform {
     this.#port.postMessage(input, input === null ? [] : [input.buffer as ArrayBuffer]);
   }
 
-  /**
-   * Takes the next chunk now, or once the worker has answered enough of those in flight and the client has taken
-   * what was answered: Transform itself holds a write back only when that write pushed something, and here the
-   * pushes come later, from the worker.
-   */
+  /** Takes the next chunk now, or once the worker has answered enough of those in flight. */
   #afterWrite(callback: TransformCallback): void {
-    if (this.#mayTakeMore()) callback();
+    if (this.#inflight < OFFLOAD_WINDOW) callback();
     else this.#waiting = callback;
-  }
-
-  #mayTakeMore(): boolean {
-    return this.#inflight < OFFLOAD_WINDOW && this.readableLength < this.readableHighWaterMark;
-  }
-
-  #takeMore(): void {
-    const waiting = this.#waiting;
-    if (waiting !== null && this.#mayTakeMore()) {
-      this.#waiting = null;
-      waiting();
-    }
-  }
-
-  override _read(size: number): void {
-    super._read(size);
-    this.#takeMore();
   }
 
   #answered(output: RewriteOutput): void {
@@ -203,7 +182,11 @@ export class SizeRoutedListRewriter extends Transform {
       return;
     }
     if (this.#inflight === 0) this.#sendBatch();
-    this.#takeMore();
+    const waiting = this.#waiting;
+    if (waiting !== null && this.#inflight < OFFLOAD_WINDOW) {
+      this.#waiting = null;
+      waiting();
+    }
   }
 
   #pushOut(out: Buffer): void {
