@@ -23,7 +23,7 @@ import type { RewriteCounters } from '../metrics/metrics.ts';
 import { log } from '../log.ts';
 import { verbOf } from '../server/request-end.ts';
 import { sendStatus } from '../server/status.ts';
-import { ListRewriter, WatchRewriter } from '../stream/tenant-view.ts';
+import { WatchRewriter } from '../stream/tenant-view.ts';
 import { ProtobufListRewriter, ProtobufWatchRewriter } from '../stream/protobuf-view.ts';
 import { metadataOnly, tenantViewSpecOf } from '../stream/view-spec.ts';
 import { objectToTenantBytes, PARSED_PATH } from '../stream/object-view.ts';
@@ -32,6 +32,7 @@ import { upstreamJson } from '../upstream/client.ts';
 import { clientResponseHeaders, tenantResponseHeaders } from '../upstream/headers.ts';
 import type { RequestContext } from './context.ts';
 import { asksForTable, isOpenApiV2, openApiV2AsProtobuf, partialMetadataProtobufOf, protobufAnswerOf, requestApiVersion } from './negotiation.ts';
+import { listRewriter } from './offload.ts';
 import { contextOf } from './open-upstream.ts';
 import { answerOpenApiV2 } from './openapi-v2-cache.ts';
 import type { Stage } from './pipeline.ts';
@@ -81,6 +82,12 @@ function isStreamed(ctx: RequestContext, answer: UpstreamAnswer, verb: 'list' | 
   return verb === 'watch' || !isTableAnswer(ctx, answer);
 }
 
+/** The upstream's Content-Length, when it sent one. */
+function declaredLengthOf(answer: UpstreamAnswer): number | null {
+  const length = Number(answer.headers['content-length'] ?? Number.NaN);
+  return Number.isSafeInteger(length) && length >= 0 ? length : null;
+}
+
 function streamRewritten(ctx: RequestContext, answer: UpstreamAnswer, conversions: TenantConversions, verb: 'list' | 'watch'): void {
   const tenant = ctx.identity!.tenant!;
   const convert = conversions.of(tenant);
@@ -88,7 +95,8 @@ function streamRewritten(ctx: RequestContext, answer: UpstreamAnswer, conversion
   const table = isTableAnswer(ctx, answer);
   ctx.respond(answer.status, tenantResponseHeaders(answer.headers, tenant));
   const spec = verb === 'watch' && table ? tenantViewSpecOf(row, convert, ctx.rowObjects) : conversions.viewSpecOf(tenant, row);
-  pipeRewritten(ctx, answer, conversions, verb, verb === 'watch' ? new WatchRewriter(spec) : new ListRewriter(spec));
+  const rewriter = verb === 'watch' ? new WatchRewriter(spec) : listRewriter({ row, convert, discovery: conversions.discovery, spec, declaredLength: declaredLengthOf(answer) });
+  pipeRewritten(ctx, answer, conversions, verb, rewriter);
 }
 
 /** The upstream's body through `rewriter` to the client, observed by the metrics and the request log. */

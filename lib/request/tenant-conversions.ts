@@ -29,6 +29,17 @@ export interface TenantConversionDeps {
   customResourceDefinitionWritten?: ((tenant: TenantId, crd: unknown) => Promise<void>) | undefined;
 }
 
+/** A tenant's conversion context over `discovery` (its closures read discovery as it is at each call). */
+export function convertContextOf(tenant: TenantId, discovery: DiscoveryCache, webhookUrlHosts: ReadonlySet<string> | undefined): ConvertContext {
+  return {
+    tenant,
+    webhookUrlHosts,
+    scopeOf: (group, resource) => discovery.scopeOf(group, resource),
+    kindScope: (apiVersion, kind) => discovery.scopeOfKind(groupOfApiVersion(apiVersion), kind),
+    servesTenantResources: (group, version) => discovery.servesTenantResources(group, version),
+  };
+}
+
 /** Tenants whose conversion context is kept; past it the least recent is made again on its next request. */
 const KEPT_CONTEXTS = 10_000;
 
@@ -58,14 +69,7 @@ export class TenantConversions {
   of(tenant: TenantId): ConvertContext {
     let convert = this.#contexts.get(tenant);
     if (convert === undefined) {
-      const discovery = this.discovery;
-      convert = {
-        tenant,
-        webhookUrlHosts: this.#webhookUrlHosts,
-        scopeOf: (group, resource) => discovery.scopeOf(group, resource),
-        kindScope: (apiVersion, kind) => discovery.scopeOfKind(groupOfApiVersion(apiVersion), kind),
-        servesTenantResources: (group, version) => discovery.servesTenantResources(group, version),
-      };
+      convert = convertContextOf(tenant, this.discovery, this.#webhookUrlHosts);
       this.#contexts.set(tenant, convert);
     }
     return convert;

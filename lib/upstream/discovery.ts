@@ -38,6 +38,13 @@ export interface ClusterResource {
   verbs: readonly string[];
 }
 
+/** The lookup tables of a DiscoveryCache, copied to a worker thread (plain Maps: structured clone copies them). */
+export interface DiscoveryTables {
+  scopes: Map<string, Scope>;
+  kindScopes: Map<string, Scope>;
+  resourcesByVersion: Map<string, string[]>;
+}
+
 export class DiscoveryCache {
   private readonly pool: UpstreamPool;
   /** `group/resource` → scope ("" is the core group). */
@@ -54,6 +61,24 @@ export class DiscoveryCache {
 
   constructor(pool: UpstreamPool) {
     this.pool = pool;
+  }
+
+  /**
+   * A cache that answers lookups from tables copied off another thread (a worker rewriting a list): the same answers
+   * as the cache they came from, at the time they were copied. It never asks the upstream.
+   */
+  static ofTables(tables: DiscoveryTables): DiscoveryCache {
+    const cache = new DiscoveryCache(null as unknown as UpstreamPool);
+    cache.scopes = tables.scopes;
+    cache.kindScopes = tables.kindScopes;
+    cache.resourcesByVersion = tables.resourcesByVersion;
+    cache.refreshedAt = Number.POSITIVE_INFINITY;
+    return cache;
+  }
+
+  /** The lookup tables as they are now (shared, not copied: the caller sends them to a worker thread at once). */
+  tables(): DiscoveryTables {
+    return { scopes: this.scopes, kindScopes: this.kindScopes, resourcesByVersion: this.resourcesByVersion };
   }
 
   scopeOf(group: string, resource: string): Scope | undefined {

@@ -6,6 +6,15 @@ import { openapiV2ToTenant } from '../../lib/convert/openapi.ts';
 import { openapiV2ToProtobuf } from '../../lib/convert/openapi-v2-protobuf.ts';
 import { closeOffload, convertOffThread } from '../../lib/request/offload.ts';
 import { StatusError } from '../../lib/errors/status-error.ts';
+import { Readable, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { kindOf } from '../../lib/convert/kinds.ts';
+import { listRewriter, openStreamRewrites, setListOffloadThreshold } from '../../lib/request/offload.ts';
+import { convertContextOf } from '../../lib/request/tenant-conversions.ts';
+import { SizeRoutedListRewriter } from '../../lib/stream/offloaded-list.ts';
+import { rewriteListBuffer } from '../../lib/stream/tenant-view.ts';
+import { tenantViewSpecOf } from '../../lib/stream/view-spec.ts';
+import { DiscoveryCache } from '../../lib/upstream/discovery.ts';
 
 const FIXTURE = readFileSync(new URL('../fixtures/openapi-v2.json', import.meta.url));
 t.teardown(() => closeOffload());
@@ -27,4 +36,110 @@ t.test('a broken document is a 502 Status, not a crash of the worker', async (t)
     const error = await convertOffThread({ kind: 'openapi-v2', tenant: 'alpha1', body: Buffer.from(broken), protobuf: false }).catch((e: unknown) => e);
     t.ok(error instanceof StatusError && error.code === 502, `${broken}: ${(error as Error).message}`);
   }
+});
+
+// ---- lists rewritten on a worker thread as they stream
+
+/** A ConfigMap list upstream: tenant alpha1's items, another tenant's with the same names, and an owner reference. */
+function upstreamConfigMapList(count: number): Buffer {
+  const items: object[] = [];
+  for (let i = 0; i < count; i++) {
+    for (const tenant of ['alpha1', 'beta22']) {
+      items.push({
+        metadata: {
+          name: `cm-${i}`,
+          namespace: `${tenant}-default`,
+          labels: { 'kubezoo.io/tenant': tenant },
+          ownerReferences: i % 7 === 0 ? [{ apiVersion: 'v1', kind: 'Namespace', name: `${tenant}-default`, uid: 'u' }] : undefined,
+        },
+        data: { value: 'x'.repeat(i % 300) + '"\\u00e9' },
+      });
+    }
+  }
+  return Buffer.from(JSON.stringify({ kind: 'ConfigMapList', apiVersion: 'v1', metadata: { resourceVersion: '42' }, items }));
+}
+
+const CONFIGMAPS = kindOf('', 'configmaps')!;
+
+function discoveryOfRig(): DiscoveryCache {
+  return DiscoveryCache.ofTables({
+    scopes: new Map([['/configmaps', 'Namespaced'], ['/namespaces', 'Cluster']]),
+    kindScopes: new Map([['/ConfigMap', 'Namespaced'], ['/Namespace', 'Cluster']]),
+    resourcesByVersion: new Map([['/v1', ['configmaps', 'namespaces']]]),
+  });
+}
+
+/** The list's view through listRewriter at `threshold`, fed in pieces of `piece` bytes, and whether it went to a worker. */
+async function throughRewriter(upstream: Buffer, threshold: number, piece: number, declaredLength: number | null = null): Promise<{ view: Buffer; offloaded: boolean }> {
+  setListOffloadThreshold(threshold);
+  const discovery = discoveryOfRig();
+  const convert = convertContextOf('alpha1', discovery, undefined);
+  const rewriter = listRewriter({ row: CONFIGMAPS, convert, discovery, spec: tenantViewSpecOf(CONFIGMAPS, convert), declaredLength });
+  const pieces: Buffer[] = [];
+  for (let at = 0; at < upstream.length; at += piece) pieces.push(upstream.subarray(at, at + piece));
+  const out: Buffer[] = [];
+  await pipeline(Readable.from(pieces), rewriter, new Writable({ write(chunk, _e, done) { out.push(chunk); done(); } }));
+  return { view: Buffer.concat(out), offloaded: rewriter instanceof SizeRoutedListRewriter && rewriter.offloaded };
+}
+
+t.test('a list rewritten on a worker is byte for byte the inline view, however it is cut', async (t) => {
+  const upstream = upstreamConfigMapList(400);
+  const inline = rewriteListBuffer(upstream, tenantViewSpecOf(CONFIGMAPS, convertContextOf('alpha1', discoveryOfRig(), undefined)));
+  t.notOk(inline.includes('beta22'), "the other tenant's items are not in the view");
+  for (const [threshold, piece, declared, offloaded] of [
+    [0, 16384, null, false],
+    [1, 16384, null, true],
+    [1, 7, null, true],
+    [100_000, 16384, null, true],
+    [100_000, 1000, upstream.length, true],
+    [upstream.length + 1, 16384, null, false],
+    [upstream.length + 1, 16384, upstream.length, false],
+  ] as const) {
+    const result = await throughRewriter(upstream, threshold, piece, declared);
+    t.equal(result.offloaded, offloaded, `threshold ${threshold}, pieces of ${piece}, Content-Length ${declared}: offloaded ${offloaded}`);
+    t.ok(result.view.equals(inline), 'the same bytes');
+  }
+  // (A task ends a moment after its last answer reaches the event loop.)
+  for (let wait = 0; wait < 50 && openStreamRewrites() > 0; wait++) await new Promise((resolve) => setTimeout(resolve, 20));
+  t.equal(openStreamRewrites(), 0, 'every worker task ended');
+});
+
+t.test('a broken list fails the stream as inline, and a list abandoned mid-way frees its worker task', async (t) => {
+  const upstream = upstreamConfigMapList(400);
+  const broken = Buffer.concat([upstream.subarray(0, 200_000), Buffer.from('}garbage')]);
+  const error = await throughRewriter(broken, 1, 16384).catch((e: unknown) => e);
+  t.match(error, { message: /./ }, `the pipeline fails: ${(error as Error).message}`);
+  t.throws(() => rewriteListBuffer(broken, tenantViewSpecOf(CONFIGMAPS, convertContextOf('alpha1', discoveryOfRig(), undefined))), 'as inline');
+
+  setListOffloadThreshold(1);
+  const discovery = discoveryOfRig();
+  const convert = convertContextOf('alpha1', discovery, undefined);
+  for (let i = 0; i < 40; i++) {
+    const rewriter = listRewriter({ row: CONFIGMAPS, convert, discovery, spec: tenantViewSpecOf(CONFIGMAPS, convert), declaredLength: null });
+    rewriter.write(upstream.subarray(0, 100_000));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    rewriter.destroy();
+  }
+  for (let wait = 0; wait < 100 && openStreamRewrites() > 0; wait++) await new Promise((resolve) => setTimeout(resolve, 20));
+  t.equal(openStreamRewrites(), 0, 'every abandoned task ended (more than the pool runs at once)');
+  const after = await throughRewriter(upstream, 1, 16384);
+  t.ok(after.offloaded, 'and the next large list still goes to a worker');
+});
+
+t.test('a client that stops reading stops the list on a worker within a few batches, not at its end', async (t) => {
+  const upstream = upstreamConfigMapList(12000); // several MB
+  setListOffloadThreshold(1);
+  const discovery = discoveryOfRig();
+  const convert = convertContextOf('alpha1', discovery, undefined);
+  const rewriter = listRewriter({ row: CONFIGMAPS, convert, discovery, spec: tenantViewSpecOf(CONFIGMAPS, convert), declaredLength: null }) as SizeRoutedListRewriter;
+  const pieces: Buffer[] = [];
+  for (let at = 0; at < upstream.length; at += 16384) pieces.push(upstream.subarray(at, at + 16384));
+  const source = Readable.from(pieces);
+  source.pipe(rewriter); // and nobody reads the rewriter's output
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  t.ok(rewriter.offloaded, 'the list went to a worker');
+  t.ok(upstream.length > 4 * 1024 * 1024, `the list is ${upstream.length} bytes`);
+  t.ok(rewriter.bytesIn < 2 * 1024 * 1024, `${rewriter.bytesIn} bytes taken from upstream while the client read nothing`);
+  rewriter.destroy();
+  source.destroy();
 });
