@@ -219,8 +219,11 @@ for (const id of IDS) {
     t.match(got.stdout, new RegExp(`owner: ${id}`), 'its data');
     t.match(got.stdout, /namespace: default\n/, 'under its namespace');
     t.notOk(got.stdout.includes(`${id}-`) || got.stdout.includes(other), 'no upstream name, nothing of the other tenant');
+    // kubectl get (v1.36.3) asks for JSON only (`Accept: application/json`, logged below), even with -o yaml: its YAML is
+    // the JSON path's tenant view, asserted above; kubectl's reads never take the protobuf path.
     const accepts = got.stderr.split('\n').filter((line) => /accept/i.test(line));
     t.comment(`kubectl get -o yaml, its Accept lines:\n${accepts.join('\n')}`);
     t.ok(accepts.length > 0, 'kubectl logged its Accept');
+    t.notOk(accepts.some((line) => line.includes('protobuf')), 'kubectl did not ask for protobuf (if it starts to, the YAML above is the protobuf path\'s view)');
   });
 }
