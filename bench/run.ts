@@ -11,6 +11,7 @@ import { barChartSvg, chartFileName, renderSummary, type Machine, type ScenarioR
 import type { Scenario, ScenarioResult } from './scenario.ts';
 import { cpuPerRequestScenario } from './scenarios/cpu-per-request.ts';
 import { listScenario } from './scenarios/list.ts';
+import { listProtobufScenario } from './scenarios/list-protobuf.ts';
 import { manyTenantsScenario } from './scenarios/many-tenants.ts';
 import { noisyNeighbourScenario } from './scenarios/noisy-neighbour.ts';
 import { protobufEngineScenario } from './scenarios/protobuf-engine.ts';
@@ -18,8 +19,8 @@ import { rewriteScenario } from './scenarios/rewrite.ts';
 import { smallGetScenario } from './scenarios/small-get.ts';
 import { watchFanout } from './scenarios/watch-fanout.ts';
 
-/** In the order they run: issue 6's numbering, then issue 15's. */
-const SCENARIOS: Scenario[] = [smallGetScenario, listScenario, watchFanout, rewriteScenario, manyTenantsScenario, noisyNeighbourScenario, cpuPerRequestScenario, protobufEngineScenario];
+/** In the order they run: issue 6's numbering, then issue 15's, then issue 18's. */
+const SCENARIOS: Scenario[] = [smallGetScenario, listScenario, watchFanout, rewriteScenario, manyTenantsScenario, noisyNeighbourScenario, cpuPerRequestScenario, protobufEngineScenario, listProtobufScenario];
 
 /** A scenario that runs longer than this has hung: it is reported as failed and the runner goes on. */
 const SCENARIO_LIMIT_MS = { quick: 150_000, full: 30 * 60_000 };

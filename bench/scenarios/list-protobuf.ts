@@ -1,0 +1,175 @@
+// Issue 18: LIST of 5,000 realistic pods in protobuf (what client-go's controllers ask for) directly, through
+// tenantgate --passthrough and through tenantgate as a tenant, beside the JSON path: throughput, time to first byte,
+// bytes on the wire and CPU per list, all in one run. Pods are made upstream; every loop is bounded in count.
+import type { ClientHttp2Session } from 'node:http2';
+import { connectH2, h2Request } from '../../test/helpers/http.ts';
+import { decodeBody, goModuleCache, loadProtoMessages } from '../../test/helpers/k8s-proto.ts';
+import { CPU_TICK_MS, cpuMeter, idleCpuRate, type Pids } from '../load/cpu.ts';
+import { startThreeTargets, type TargetName } from '../load/targets.ts';
+import type { Chart, Scenario, ScenarioOptions, ScenarioResult, TargetCheck } from '../scenario.ts';
+import { median, rounded } from '../stats.ts';
+import { createPods, timedList } from './list.ts';
+
+const TENANT = 'blpb01';
+const PROTOBUF = 'application/vnd.kubernetes.protobuf';
+/** What client-go sends with ContentType protobuf. */
+const ACCEPT_PROTOBUF = `${PROTOBUF}, application/json`;
+const ACCEPT_JSON = 'application/json';
+const TARGET_THROUGHPUT_RATIO = 0.9;
+
+interface Leg {
+  /** Figures key and chart label, e.g. `tenantgate protobuf`. */
+  label: string;
+  target: TargetName;
+  encoding: 'protobuf' | 'json';
+}
+
+/** Interleaved in this order every round; the JSON legs are there for bytes (and the CPU) against protobuf. */
+const LEGS: readonly Leg[] = [
+  { label: 'direct protobuf', target: 'direct', encoding: 'protobuf' },
+  { label: 'passthrough protobuf', target: 'passthrough', encoding: 'protobuf' },
+  { label: 'tenantgate protobuf', target: 'tenantgate', encoding: 'protobuf' },
+  { label: 'direct json', target: 'direct', encoding: 'json' },
+  { label: 'tenantgate json', target: 'tenantgate', encoding: 'json' },
+];
+
+interface Sizes {
+  pods: number;
+  rounds: number;
+  idleSeconds: number;
+}
+const QUICK: Sizes = { pods: 300, rounds: 2, idleSeconds: 1 };
+const FULL: Sizes = { pods: 5000, rounds: 7, idleSeconds: 3 };
+
+/**
+ * Checks once, outside the timed rounds, that the tenant's protobuf LIST is what it should be: every pod, each in the
+ * tenant's own `default` namespace. A bench that silently measured JSON or a wrong view would be worse than none.
+ */
+async function checkTenantList(session: ClientHttp2Session, path: string, pods: number): Promise<void> {
+  const moduleCache = goModuleCache();
+  if (moduleCache === undefined) throw new Error('the Go module cache with k8s.io/api v0.36.3 is not on this machine: build the rig first (npm run rig)');
+  const answer = await h2Request(session, 'GET', path, { headers: { accept: ACCEPT_PROTOBUF } });
+  if (answer.status !== 200 || !String(answer.headers['content-type']).startsWith(PROTOBUF)) {
+    throw new Error(`tenant LIST ${path} in protobuf: ${answer.status} ${String(answer.headers['content-type'])}`);
+  }
+  const list = decodeBody(loadProtoMessages(moduleCache), 'k8s.io.api.core.v1.PodList', answer.bytes) as { items: { metadata: { namespace: string } }[] };
+  const outside = list.items.filter((item) => item.metadata.namespace !== 'default').length;
+  if (list.items.length !== pods || outside > 0) throw new Error(`tenant LIST in protobuf: ${list.items.length} pods, ${outside} outside default; ${pods} expected`);
+}
+
+async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
+  const sizes = quick ? QUICK : FULL;
+  const three = await startThreeTargets(TENANT);
+  const sessions = new Map(three.targets.map((target) => [target.name, connectH2(target.credentials)]));
+  try {
+    const apiserver = three.stack.rig.processes.find((p) => p.name === 'kube-apiserver')!;
+    const pids: Pids = { passthrough: three.passthrough.child.pid!, tenantgate: three.stack.gateway.pid!, apiserver: apiserver.pid };
+    const pathOf = (name: TargetName) => `${three.targets.find((t) => t.name === name)!.namespacePath}/pods`;
+
+    const t0 = performance.now();
+    await createPods(sessions.get('direct')!, three.upstreamNamespace, 0, sizes.pods);
+    log(`${sizes.pods} pods created upstream in ${Math.round(performance.now() - t0)} ms`);
+    await checkTenantList(sessions.get('tenantgate')!, pathOf('tenantgate'), sizes.pods);
+    const idle = await idleCpuRate(pids, sizes.idleSeconds);
+
+    const results = LEGS.map(() => ({ ms: [] as number[], firstByteMs: [] as number[], bytes: 0, gatewayCpuMs: 0, apiserverCpuMs: 0 }));
+    // Rounds interleaved across legs so drift on a noisy machine hits all of them alike; round 0 warms up.
+    for (let round = 0; round <= sizes.rounds; round++) {
+      for (const [i, leg] of LEGS.entries()) {
+        const spent = cpuMeter(pids, idle);
+        const timed = await timedList(sessions.get(leg.target)!, pathOf(leg.target), leg.encoding === 'protobuf' ? ACCEPT_PROTOBUF : ACCEPT_JSON);
+        const cpu = spent().ms;
+        const answeredProtobuf = timed.contentType.startsWith(PROTOBUF);
+        if (answeredProtobuf !== (leg.encoding === 'protobuf')) throw new Error(`${leg.label}: answered as ${timed.contentType}`);
+        if (round === 0) continue;
+        const r = results[i]!;
+        r.ms.push(timed.ms);
+        r.firstByteMs.push(timed.firstByteMs);
+        r.bytes = timed.bytes;
+        if (leg.target !== 'direct') r.gatewayCpuMs += cpu[leg.target]!;
+        r.apiserverCpuMs += cpu.apiserver!;
+      }
+    }
+
+    const row = (label: string) => {
+      const r = results[LEGS.findIndex((leg) => leg.label === label)]!;
+      const ms = median(r.ms);
+      return {
+        ms,
+        firstByteMs: median(r.firstByteMs),
+        bytes: r.bytes,
+        mbPerSecond: r.bytes / 1e6 / (ms / 1000),
+        listsPerSecond: 1000 / ms,
+        gatewayCpuMsPerList: r.gatewayCpuMs / sizes.rounds,
+        apiserverCpuMsPerList: r.apiserverCpuMs / sizes.rounds,
+      };
+    };
+    const directProtobuf = row('direct protobuf');
+    const directJson = row('direct json');
+    const figures: Record<string, unknown> = {
+      pods: sizes.pods,
+      rounds: sizes.rounds,
+      client: `node:http2, client certificates; Accept "${ACCEPT_PROTOBUF}" (client-go's) or "${ACCEPT_JSON}"`,
+      throughputNote: 'lists per second, each leg against the direct leg of its own encoding (the median list time of each)',
+      cpuSource: `/proc/<pid>/stat utime+stime around each list, ${CPU_TICK_MS} ms resolution, each process's idle rate taken off`,
+    };
+    for (const leg of LEGS) {
+      const r = row(leg.label);
+      const direct = leg.encoding === 'protobuf' ? directProtobuf : directJson;
+      figures[leg.label] = {
+        listMs: rounded(r.ms, 1),
+        listsPerSecond: rounded(r.listsPerSecond, 2),
+        mbPerSecond: rounded(r.mbPerSecond, 1),
+        throughputVsDirect: rounded(direct.ms / r.ms, 3),
+        firstByteMs: rounded(r.firstByteMs, 2),
+        firstByteVsDirect: rounded(r.firstByteMs / direct.firstByteMs, 3),
+        bytes: r.bytes,
+        bytesPerPod: Math.round(r.bytes / sizes.pods),
+        gatewayCpuMsPerList: leg.target === 'direct' ? null : rounded(r.gatewayCpuMsPerList, 1),
+        apiserverCpuMsPerList: rounded(r.apiserverCpuMsPerList, 1),
+      };
+    }
+    const gatewayProtobuf = row('tenantgate protobuf');
+    const gatewayJson = row('tenantgate json');
+    const throughput = directProtobuf.ms / gatewayProtobuf.ms;
+    figures.tenantgateProtobufVsJson = {
+      bytes: rounded(gatewayProtobuf.bytes / gatewayJson.bytes, 3),
+      listTime: rounded(gatewayProtobuf.ms / gatewayJson.ms, 3),
+      gatewayCpu: rounded(gatewayProtobuf.gatewayCpuMsPerList / gatewayJson.gatewayCpuMsPerList, 3),
+    };
+    log(
+      `${sizes.pods} pods: lists/s ${LEGS.map((leg) => `${leg.label} ${row(leg.label).listsPerSecond.toFixed(2)}`).join(', ')}; ` +
+        `first byte ms ${LEGS.map((leg) => row(leg.label).firstByteMs.toFixed(1)).join(' / ')}`,
+    );
+    log(
+      `bytes per list: protobuf ${gatewayProtobuf.bytes} vs JSON ${gatewayJson.bytes} through tenantgate (${((100 * gatewayProtobuf.bytes) / gatewayJson.bytes).toFixed(1)} %); ` +
+        `tenantgate CPU per list ${gatewayProtobuf.gatewayCpuMsPerList.toFixed(1)} ms protobuf, ${gatewayJson.gatewayCpuMsPerList.toFixed(1)} ms JSON`,
+    );
+    const targets: TargetCheck[] = [
+      {
+        target: `${sizes.pods}-pod LIST in protobuf: >= ${TARGET_THROUGHPUT_RATIO}x direct protobuf throughput`,
+        value: rounded(throughput, 3),
+        unit: 'x direct',
+        met: throughput >= TARGET_THROUGHPUT_RATIO,
+      },
+    ];
+    const bars = (pick: (r: ReturnType<typeof row>) => number) => Object.fromEntries(LEGS.map((leg) => [leg.label, rounded(pick(row(leg.label)), 2)]));
+    const charts: Chart[] = [
+      { title: `LIST of ${sizes.pods} pods, protobuf and JSON, lists per second`, unit: 'lists/s', bars: bars((r) => r.listsPerSecond) },
+      { title: `LIST of ${sizes.pods} pods, protobuf and JSON, time to first byte`, unit: 'ms', bars: bars((r) => r.firstByteMs) },
+      { title: `LIST of ${sizes.pods} pods, protobuf and JSON, bytes on the wire`, unit: 'MB', bars: bars((r) => r.bytes / 1e6) },
+    ];
+    return { scenario: 'list-protobuf', figures, targets, charts };
+  } finally {
+    for (const session of sessions.values()) session.close();
+    await three.stop();
+  }
+}
+
+export const listProtobufScenario: Scenario = {
+  name: 'list-protobuf',
+  description:
+    'LIST of 5,000 realistic pods in protobuf: direct vs passthrough vs tenantgate throughput and time to first byte, ' +
+    'bytes on the wire and CPU per list against the JSON path',
+  run,
+};
