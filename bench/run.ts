@@ -12,6 +12,7 @@ import type { Scenario, ScenarioResult } from './scenario.ts';
 import { cpuPerRequestScenario } from './scenarios/cpu-per-request.ts';
 import { listScenario } from './scenarios/list.ts';
 import { listOffloadScenario } from './scenarios/list-offload.ts';
+import { listProtobufScenario } from './scenarios/list-protobuf.ts';
 import { manyTenantsScenario } from './scenarios/many-tenants.ts';
 import { noisyNeighbourScenario } from './scenarios/noisy-neighbour.ts';
 import { protobufEngineScenario } from './scenarios/protobuf-engine.ts';
@@ -19,8 +20,8 @@ import { rewriteScenario } from './scenarios/rewrite.ts';
 import { smallGetScenario } from './scenarios/small-get.ts';
 import { watchFanout } from './scenarios/watch-fanout.ts';
 
-/** In the order they run: issue 6's numbering, then issue 15's. */
-const SCENARIOS: Scenario[] = [smallGetScenario, listScenario, watchFanout, rewriteScenario, manyTenantsScenario, noisyNeighbourScenario, cpuPerRequestScenario, protobufEngineScenario, listOffloadScenario];
+/** In the order they run: issue 6's numbering, then issue 15's, then issue 18's. */
+const SCENARIOS: Scenario[] = [smallGetScenario, listScenario, watchFanout, rewriteScenario, manyTenantsScenario, noisyNeighbourScenario, cpuPerRequestScenario, protobufEngineScenario, listProtobufScenario, listOffloadScenario];
 
 /** A scenario that runs longer than this has hung: it is reported as failed and the runner goes on. */
 const SCENARIO_LIMIT_MS = { quick: 150_000, full: 30 * 60_000 };

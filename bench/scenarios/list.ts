@@ -22,27 +22,33 @@ const TARGET_CACHED_FIRST_BYTE_RATIO = 0.5;
 /** How long a cache may take to hold every pod just created before its LIST is timed. */
 const CACHE_FILL_WAIT_MS = 30_000;
 
-interface TimedList {
+export interface TimedList {
   ms: number;
   firstByteMs: number;
   bytes: number;
+  contentType: string;
 }
 
-function timedList(session: ClientHttp2Session, path: string): Promise<TimedList> {
+/** One LIST at `path`, timed from the request to its last byte; `accept` chooses the encoding (JSON unless told). */
+export function timedList(session: ClientHttp2Session, path: string, accept = 'application/json'): Promise<TimedList> {
   return new Promise((resolve, reject) => {
     const started = process.hrtime.bigint();
     let firstByte = 0n;
     let bytes = 0;
     let status = 0;
-    const stream = session.request({ ':path': path, accept: 'application/json' });
-    stream.on('response', (headers) => (status = Number(headers[':status'])));
+    let contentType = '';
+    const stream = session.request({ ':path': path, accept });
+    stream.on('response', (headers) => {
+      status = Number(headers[':status']);
+      contentType = String(headers['content-type'] ?? '');
+    });
     stream.on('data', (chunk: Buffer) => {
       if (firstByte === 0n) firstByte = process.hrtime.bigint();
       bytes += chunk.length;
     });
     stream.on('end', () =>
       status === 200
-        ? resolve({ ms: Number(process.hrtime.bigint() - started) / 1e6, firstByteMs: Number(firstByte - started) / 1e6, bytes })
+        ? resolve({ ms: Number(process.hrtime.bigint() - started) / 1e6, firstByteMs: Number(firstByte - started) / 1e6, bytes, contentType })
         : reject(new Error(`LIST ${path}: ${status}`)),
     );
     stream.on('error', reject);
