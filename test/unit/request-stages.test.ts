@@ -193,7 +193,7 @@ t.test('upgrade', async (t) => {
 });
 
 t.test('prepare upstream request', async (t) => {
-  t.test('a tenant\'s get goes to its prefixed namespace as the tenant\'s prefixed user and groups, JSON asked, no tenant extra', async (t) => {
+  t.test('a tenant\'s get goes to its prefixed namespace as the tenant\'s prefixed user and groups, protobuf asked as the client prefers, no tenant extra', async (t) => {
     const ctx = tenantRequest('GET', '/api/v1/namespaces/default/configmaps/x', {
       headers: { accept: 'application/vnd.kubernetes.protobuf,application/json', 'accept-encoding': 'gzip', authorization: 'Bearer the-clients-token', 'impersonate-user': 'someone-else' },
     });
@@ -204,7 +204,7 @@ t.test('prepare upstream request', async (t) => {
     t.equal(headers['impersonate-user'], 'abc123-alice');
     t.same(headers['impersonate-group'], ['abc123:team', 'abc123:system:authenticated']);
     t.equal(headers['impersonate-extra-tenant'], undefined, 'a read carries only what RBAC reads');
-    t.equal(headers.accept, 'application/json');
+    t.equal(headers.accept, 'application/vnd.kubernetes.protobuf, application/json', 'a client that prefers protobuf: protobuf asked, converted on the wire');
     t.equal(headers['accept-encoding'], undefined, 'answers are rewritten: they must arrive uncompressed');
     t.equal(headers.authorization, 'Bearer tenantgate-token', 'tenantgate\'s credentials, never the client\'s');
   });

@@ -33,6 +33,9 @@ const TABLE_ACCEPT = 'application/json;as=Table;v=v1;g=meta.k8s.io,application/j
 const METADATA_PROTOBUF_ACCEPT = 'application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
 
 /** A tenant's request as classified (real request info, the table's own row). */
+/** What client-go sends with ContentType protobuf. */
+const PROTOBUF_ACCEPT = 'application/vnd.kubernetes.protobuf, application/json';
+
 function tenantRequest(method: string, path: string, headers: Record<string, string> = {}): RecordingContext {
   const ctx = new RecordingContext(method, path, { identity: alice, headers });
   ctx.converts = true;
@@ -96,6 +99,9 @@ t.test('responseConverterFor picks, for each answer, the converter that answers 
     ['a get', () => tenantRequest('GET', '/api/v1/namespaces/default/configmaps/x'), upstreamAnswer(200, {}), 'object'],
     ['a create', () => tenantRequest('POST', '/api/v1/namespaces/default/configmaps'), upstreamAnswer(201, {}), 'object'],
     ['a deletecollection (a list answered whole)', () => tenantRequest('DELETE', '/api/v1/namespaces/default/configmaps'), upstreamAnswer(200, { items: [] }), 'object'],
+    ['a watch asked in protobuf, answered in protobuf', () => tenantRequest('GET', '/api/v1/namespaces/default/configmaps?watch=true', { accept: PROTOBUF_ACCEPT }), upstreamAnswer(200, '', { 'content-type': 'application/vnd.kubernetes.protobuf;stream=watch' }), 'protobuf watch stream'],
+    ['a list asked in protobuf, answered in protobuf', () => tenantRequest('GET', '/api/v1/namespaces/default/configmaps', { accept: PROTOBUF_ACCEPT }), upstreamAnswer(200, '', { 'content-type': 'application/vnd.kubernetes.protobuf' }), 'protobuf list stream'],
+    ['a list asked in protobuf, answered in JSON (the apiserver chose JSON)', () => tenantRequest('GET', '/api/v1/namespaces/default/configmaps', { accept: PROTOBUF_ACCEPT }), upstreamAnswer(200, { items: [] }), 'list stream'],
     ['a list of PartialObjectMetadata asked in protobuf', () => tenantRequest('GET', '/api/v1/namespaces/default/configmaps', { accept: METADATA_PROTOBUF_ACCEPT }), upstreamAnswer(200, { items: [] }), 'object'],
   ];
   for (const [answerName, request, answer, converter] of cases) t.equal(responseConverterFor(request(), answer).name, converter, answerName);
