@@ -48,14 +48,21 @@ export function requestApiVersion(info: { apiGroup: string; apiVersion: string }
   return info.apiGroup === '' ? info.apiVersion : `${info.apiGroup}/${info.apiVersion}`;
 }
 
-/** Whether the first media type of `accept` is Kubernetes protobuf (not a Table or metadata form of it). */
-export function prefersProtobuf(accept: string | undefined): boolean {
-  if (accept === undefined) return false;
+/**
+ * The first media type of `accept`, lower case and without parameters; null when that type carries `as=` (a Table or
+ * metadata form, which is not the plain object of that encoding).
+ */
+export function firstPlainMediaType(accept: string): string | null {
   const comma = accept.indexOf(',');
   const first = (comma === -1 ? accept : accept.slice(0, comma)).trim().toLowerCase();
-  if (first.includes('as=')) return false;
+  if (first.includes('as=')) return null;
   const semicolon = first.indexOf(';');
-  return (semicolon === -1 ? first : first.slice(0, semicolon)).trim() === PROTOBUF_MEDIA_TYPE;
+  return (semicolon === -1 ? first : first.slice(0, semicolon)).trim();
+}
+
+/** Whether the first media type of `accept` is Kubernetes protobuf (not a Table or metadata form of it). */
+export function prefersProtobuf(accept: string | undefined): boolean {
+  return accept !== undefined && firstPlainMediaType(accept) === PROTOBUF_MEDIA_TYPE;
 }
 
 /**

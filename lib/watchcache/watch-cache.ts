@@ -9,6 +9,7 @@ import type { ConvertContext } from '../convert/rules/index.ts';
 import { expired } from '../errors/status-error.ts';
 import { apiGroupToUpstream } from '../convert/rules/index.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
+import { firstPlainMediaType } from '../request/negotiation.ts';
 import { CacheWatcher, lineFor, type WatcherPolicy } from './cache-watcher.ts';
 import { isCacheContinueToken, ListSnapshots } from './cached-list.ts';
 import { eventLine, ResourceCache, type CachedObject, type CachedResourceId } from './resource-cache.ts';
@@ -123,11 +124,7 @@ function goBool(value: string | null): boolean | null | undefined {
 /** Whether a client that sent `accept` takes plain JSON objects first (not Tables, metadata-only forms or protobuf). */
 export function acceptsPlainJson(accept: string | undefined): boolean {
   if (accept === undefined || accept === '') return true;
-  const comma = accept.indexOf(',');
-  const first = (comma === -1 ? accept : accept.slice(0, comma)).trim().toLowerCase();
-  if (first.includes('as=')) return false;
-  const semicolon = first.indexOf(';');
-  const type = (semicolon === -1 ? first : first.slice(0, semicolon)).trim();
+  const type = firstPlainMediaType(accept);
   return type === 'application/json' || type === '*/*' || type === 'application/*';
 }
 
