@@ -6,7 +6,6 @@ import { describeOptions, parseServeConfig, SERVE_OPTIONS } from './config.ts';
 import { runDev } from './dev.ts';
 import { log } from './log.ts';
 import { ensureRigBinaries } from './rig/build.ts';
-import { setListOffloadThreshold } from './request/offload.ts';
 import { startGateway } from './server/gateway.ts';
 import { DEFAULT_SHUTDOWN_TIMES } from './server/shutdown.ts';
 import { runTenantCommand } from './tenants/tenant-command.ts';
@@ -42,7 +41,6 @@ async function serve(args: string[]): Promise<void> {
     process.stdout.write(`Usage: tenantgate serve [flags]\n\n${describeOptions(SERVE_OPTIONS)}\n`);
     return;
   }
-  setListOffloadThreshold(config.listOffloadThresholdBytes ?? 0);
   const gateway = await startGateway(config);
   // Before 'tenantgate serving': whoever waits for that line finds the metrics address already logged.
   if (gateway.metricsUrl !== null) log.info('tenantgate metrics', { url: gateway.metricsUrl });
