@@ -5,6 +5,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import type { Test } from 'tap';
+import type { WireSchema } from '../../lib/convert/protobuf.ts';
 
 /** The Kubernetes module version whose .proto files the rig is built from (FACTS.md: v1.36.3). */
 export const K8S_MODULE_VERSION = 'v0.36.3';
@@ -344,4 +346,35 @@ export function decodeWatchFrames(messages: ProtoMessages, type: string, stream:
     events.push({ type: eventType, object: decodeBody(messages, eventType === 'ERROR' ? 'k8s.io.apimachinery.pkg.apis.meta.v1.Status' : type, raw) });
   }
   return events;
+}
+
+/** Go's JSON inlines these members into their parent: a schema names them but reads their fields there. */
+export const INLINE_MEMBERS: ReadonlySet<string> = new Set(['persistentVolumeSource', 'rule', 'ruleWithOperations']);
+
+/**
+ * Asserts that every field of a wire schema (lib/convert/protobuf.ts) is the field of that name in `message` of the
+ * .proto files: its number, whether it repeats, its type, nested schemas in turn. Returns the fields checked.
+ */
+export function checkWireSchema(t: Test, messages: ProtoMessages, schema: WireSchema, message: string, path: string): number {
+  const fields = messages.get(message);
+  if (fields === undefined) throw new Error(`no message ${message}`);
+  let checked = 0;
+  for (const [name, field] of Object.entries(schema)) {
+    const proto: ProtoField | undefined = fields.get(name) ?? fields.get(name[0]!.toUpperCase() + name.slice(1));
+    t.ok(proto, `${path}.${name} is a field of ${message}`);
+    if (proto === undefined) continue;
+    t.equal(field.number, proto.number, `${path}.${name} = ${proto.number}`);
+    checked++;
+    const repeated = field.type === 'strings' || field.type === 'messages' || field.type === 'map' || field.type === 'keyed';
+    t.equal(repeated, proto.repeated, `${path}.${name}: repeated as in the .proto`);
+    if (field.type === 'string' || field.type === 'strings') t.equal(proto.type, 'string', `${path}.${name} is a string`);
+    if (field.type === 'bytes') t.equal(proto.type, 'bytes', `${path}.${name} is bytes`);
+    if (field.type === 'map') t.equal(proto.mapValue, 'string', `${path}.${name} is a map<string, string>`);
+    if (field.type === 'keyed') t.match(proto.mapValue, /^k8s\./, `${path}.${name} is a map<string, message>`);
+    if (field.type === 'message' || field.type === 'messages') {
+      t.equal(field.type === 'message' && field.inline === true, INLINE_MEMBERS.has(name), `${path}.${name}: inline exactly where Go's JSON inlines`);
+      checked += checkWireSchema(t, messages, field.schema, proto.type, `${path}.${name}`);
+    }
+  }
+  return checked;
 }

@@ -10,7 +10,7 @@ import { objectToTenant, objectToUpstream, type ConvertContext } from '../../lib
 import { StatusError } from '../../lib/errors/status-error.ts';
 import { mutate, seededRandom } from '../helpers/fuzz.ts';
 import { thrownStatus } from '../helpers/status-error.ts';
-import { decodeBody, encodeBody, goModuleCache, loadProtoMessages, type ProtoMessages } from '../helpers/k8s-proto.ts';
+import { checkWireSchema, decodeBody, encodeBody, goModuleCache, loadProtoMessages, type ProtoMessages } from '../helpers/k8s-proto.ts';
 
 const TENANT = 'abc123';
 type Json = Record<string, unknown>;
@@ -45,38 +45,14 @@ const MESSAGE_OF: Record<string, string> = {
   'resource.k8s.io/ResourceClaimTemplate': `${API}.resource.v1.ResourceClaimTemplate`,
 };
 
-/** Go's JSON inlines these members into their parent: the module's schema names them but reads their fields there. */
-const INLINE_MEMBERS = new Set(['persistentVolumeSource', 'rule', 'ruleWithOperations']);
-
 t.test('every field number the module reads is the one of generated.proto (k8s.io/api v0.36.3)', NEEDS_PROTO, async (t) => {
   let checked = 0;
-  const check = (schema: WireSchema, message: string, path: string): void => {
-    const fields = messages.get(message);
-    if (fields === undefined) throw new Error(`no message ${message}`);
-    for (const [name, field] of Object.entries(schema)) {
-      const proto = fields.get(name) ?? fields.get(name[0]!.toUpperCase() + name.slice(1));
-      t.ok(proto, `${path}.${name} is a field of ${message}`);
-      if (proto === undefined) continue;
-      t.equal(field.number, proto.number, `${path}.${name} = ${proto.number}`);
-      checked++;
-      const repeated = field.type === 'strings' || field.type === 'messages' || field.type === 'map' || field.type === 'keyed';
-      t.equal(repeated, proto.repeated, `${path}.${name}: repeated as in the .proto`);
-      if (field.type === 'string' || field.type === 'strings') t.equal(proto.type, 'string', `${path}.${name} is a string`);
-      if (field.type === 'bytes') t.equal(proto.type, 'bytes', `${path}.${name} is bytes`);
-      if (field.type === 'map') t.equal(proto.mapValue, 'string', `${path}.${name} is a map<string, string>`);
-      if (field.type === 'keyed') t.match(proto.mapValue, /^k8s\./, `${path}.${name} is a map<string, message>`);
-      if (field.type === 'message' || field.type === 'messages') {
-        t.equal(field.type === 'message' && field.inline === true, INLINE_MEMBERS.has(name), `${path}.${name}: inline exactly where Go's JSON inlines`);
-        check(field.schema, proto.type, `${path}.${name}`);
-      }
-    }
-  };
   for (const [key, { apiVersion, schema }] of WIRE_SCHEMAS) {
     const message = MESSAGE_OF[key];
     t.ok(message, `${key}: the test knows its message`);
     if (message === undefined) continue;
     t.match(message, new RegExp(`\\.${apiVersion.split('/').at(-1)}\\.`), `${key}: the .proto of ${apiVersion}`);
-    check(schema, message, key);
+    checked += checkWireSchema(t, messages, schema, message, key);
   }
   t.ok(checked > 60, `${checked} field numbers checked`);
 });

@@ -12,7 +12,7 @@ import { statusToTenant } from '../../lib/convert/status.ts';
 import { StatusError } from '../../lib/errors/status-error.ts';
 import { mutate, seededRandom } from '../helpers/fuzz.ts';
 import { thrownStatus } from '../helpers/status-error.ts';
-import { decodeBody, decodeMessage, encodeBody, encodeMessage, goModuleCache, loadProtoMessages, protoField, protoFields, type ProtoMessages } from '../helpers/k8s-proto.ts';
+import { checkWireSchema, decodeBody, decodeMessage, encodeBody, encodeMessage, goModuleCache, loadProtoMessages, protoField, protoFields, type ProtoMessages } from '../helpers/k8s-proto.ts';
 
 const TENANT = 'abc123';
 const OTHER = 'zzz999';
@@ -61,20 +61,7 @@ function rowOf(group: string, kind: string): KindRow {
 
 t.test('every field number the response engine reads is the one of generated.proto (v0.36.3)', NEEDS_PROTO, async (t) => {
   let checked = 0;
-  const check = (schema: WireSchema, message: string, path: string): void => {
-    const fields = messages.get(message);
-    if (fields === undefined) throw new Error(`no message ${message}`);
-    for (const [name, field] of Object.entries(schema)) {
-      const proto = fields.get(name) ?? fields.get(name[0]!.toUpperCase() + name.slice(1));
-      if (!t.ok(proto, `${path}.${name} is a field of ${message}`) || proto === undefined) continue;
-      t.equal(field.number, proto.number, `${path}.${name} = ${proto.number}`);
-      checked++;
-      t.equal(field.type === 'strings' || field.type === 'messages' || field.type === 'map' || field.type === 'keyed', proto.repeated, `${path}.${name}: repeated as in the .proto`);
-      if (field.type === 'string' || field.type === 'strings') t.equal(proto.type, 'string', `${path}.${name} is a string`);
-      if (field.type === 'message' || field.type === 'messages') check(field.schema, proto.type, `${path}.${name}`);
-    }
-  };
-  for (const [key, schema] of RESPONSE_SCHEMAS) check(schema, key === 'Status' ? `${META_V1}.Status` : messageOf(key), key);
+  for (const [key, schema] of RESPONSE_SCHEMAS) checked += checkWireSchema(t, messages, schema, key === 'Status' ? `${META_V1}.Status` : messageOf(key), key);
   for (const [key, path] of STATUS_CONDITIONS) {
     const status = messages.get(messageOf(key))?.get('status');
     const conditions = status === undefined ? undefined : messages.get(status.type)?.get('conditions');
