@@ -218,6 +218,13 @@ export function protobufMessageOf(apiVersion: string, kind: string): string | un
   return undefined;
 }
 
+/** The number of the field `json` (its JSON name) of `message`; throws when it has none. */
+export function fieldNumberOf(message: string, json: string): number {
+  const field = compiledOf(message).fields.find((candidate) => candidate.json === json && candidate.shape !== 'inline');
+  if (field === undefined) throw new Error(`protobuf-encode: ${message} has no field ${JSON.stringify(json)}`);
+  return field.number;
+}
+
 /** `json`, an object of message `message` (full name, e.g. `k8s.io.api.core.v1.Pod`), as that message's bytes. */
 export function encodeMessage(message: string, json: Json): Buffer {
   const out = writer();

@@ -94,6 +94,12 @@ export class ProtobufWriter {
     this.buffer[this.position++] = Number(rest);
   }
 
+  /** The tag and length of a length-delimited field whose payload of `length` bytes the caller sends after these bytes. */
+  head(number: number, length: number): void {
+    this.tag(number, LENGTH_DELIMITED);
+    this.varint(length);
+  }
+
   /** Starts a length-delimited field; returns where its length goes. */
   begin(number: number): number {
     this.tag(number, LENGTH_DELIMITED);
