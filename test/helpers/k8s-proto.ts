@@ -274,6 +274,24 @@ export function protoFields(bytes: Buffer): readonly { readonly number: number; 
   return wireFields(bytes);
 }
 
+/** An empty Timestamp as decodeMessage reads it; Go reads it as the zero time (`null` in JSON, as an absent field). */
+const ZERO_TIMES = new Set(['1970-01-01T00:00:00Z', '1970-01-01T00:00:00.000000Z']);
+
+/**
+ * A decoded object as Go reads it back: a zero value ('', 0, false, an empty list, the zero time) is the same as an
+ * absent field (Go's protobuf writes some zero values, tenantgate's encoder and JSON leave them out): both left out.
+ */
+export function withoutZeroValues(value: unknown): unknown {
+  if (Array.isArray(value)) return value.length === 0 ? undefined : value.map(withoutZeroValues);
+  if (value === null || typeof value !== 'object') return value === '' || value === 0 || value === false || (typeof value === 'string' && ZERO_TIMES.has(value)) ? undefined : value;
+  const out: Json = {};
+  for (const [key, member] of Object.entries(value)) {
+    const kept = withoutZeroValues(member);
+    if (kept !== undefined) out[key] = kept;
+  }
+  return out;
+}
+
 /** A length-delimited field of `number` holding `payload`, as Kubernetes writes it. */
 export function protoField(number: number, payload: Buffer): Buffer {
   return lengthDelimited(number, payload);
