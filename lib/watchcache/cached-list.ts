@@ -10,7 +10,7 @@ import { drained } from '../request/drained.ts';
 import { encodeMessage, fieldNumberOf, protobufMessageOf } from '../convert/protobuf-encode.ts';
 import { MAGIC } from '../convert/protobuf-wire.ts';
 import { ProtobufWriter } from '../convert/protobuf-writer.ts';
-import { protobufMessageOfObject } from './encodings.ts';
+import { listItemProtobufOf } from './encodings.ts';
 import type { CachedObject, ResourceCache } from './resource-cache.ts';
 
 /** The first page's objects and resourceVersion, kept for the pages after it. */
@@ -138,7 +138,7 @@ export function protobufListParts(kind: string, apiVersion: string, page: Page):
   const message = protobufMessageOf(apiVersion, listKind);
   if (message === undefined) throw new Error(`no protobuf message for ${apiVersion} ${listKind}`);
   const itemsField = fieldNumberOf(message, 'items');
-  const items = page.objects.map(protobufMessageOfObject);
+  const items = page.objects.map(listItemProtobufOf);
   // Every item's field head in one buffer; ends[i] is where item i's head ends.
   const itemHeads = new ProtobufWriter(items.length * 6 + 16);
   const ends: number[] = [];

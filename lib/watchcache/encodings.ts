@@ -43,7 +43,7 @@ export function protobufBodyOf(object: CachedObject): Buffer {
 }
 
 /** The object's message alone (a list item): the tail of its body. */
-export function protobufMessageOfObject(object: CachedObject): Buffer {
+export function listItemProtobufOf(object: CachedObject): Buffer {
   return protobufBodyOf(object).subarray(object.protobufMessageStart);
 }
 
