@@ -126,3 +126,18 @@ t.test('a protobuf list of the cache: the apiserver\'s List message, its ListMet
   const empty = decode({ objects: [], resourceVersion: 100, continueToken: '', remaining: null });
   t.same(empty, { apiVersion: 'v1', kind: 'ConfigMapList', metadata: { resourceVersion: '100' } }, 'an empty list');
 });
+
+t.test('an object the encoder cannot write (a field its schema lacks) ends the protobuf watch, never a guessed field; JSON watchers go on', NEEDS_PROTO, async (t) => {
+  const stand = await standInWatchCache(['configmaps', 'namespaces'], { ...TENANT_NAMESPACES, [CONFIGMAPS]: [] }, 100);
+  t.teardown(() => stand.stop());
+  const protobuf = watch(stand, 'abcdef', '/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=100');
+  const json = watch(stand, 'abcdef', '/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=100', 'application/json');
+  await stand.push(CONFIGMAPS, [['ADDED', { ...upstreamConfigMap('abcdef', 'default', 'odd', 101), futureField: 'x' }], ['ADDED', upstreamConfigMap('abcdef', 'default', 'fine', 102)]]);
+  await settle();
+  t.ok(protobuf.ended, 'the protobuf watch ended (its client resumes, as after any end)');
+  t.same(protobuf.chunks, [], 'having sent nothing of it');
+  t.equal(Buffer.concat(json.chunks).toString().split('\n').filter((line) => line !== '').length, 2, 'the JSON watcher got both events');
+  const [cache] = [...stand.watchCache.resources].filter((c) => c.kind === 'ConfigMap') as [ResourceCache];
+  t.throws(() => protobufListParts('ConfigMap', 'v1', { objects: cache.objectsOf('abcdef', 'default'), resourceVersion: 102, continueToken: '', remaining: null }), /has no field "futureField"/, 'a list of it throws before a byte is answered (the stage sends it upstream)');
+  json.watcher?.end();
+});
