@@ -195,7 +195,9 @@ export function goDurationNanos(text: string): number {
 let shared = new ProtobufWriter(64 * 1024);
 
 function written(out: ProtobufWriter): Buffer {
-  const bytes = Buffer.from(out.bytes());
+  // Its own memory, not a slice of Node's shared pool: a cache keeps these long, and a slice would pin the pool's 8 KiB.
+  const bytes = Buffer.allocUnsafeSlow(out.length);
+  out.bytes().copy(bytes);
   // A huge object once must not keep its buffer for good.
   if (out.length > 1024 * 1024) shared = new ProtobufWriter(64 * 1024);
   else out.truncate(0);

@@ -69,7 +69,13 @@ function readLength(bytes: Buffer, at: { pos: number }): number {
 /** What a watcher in `encoding` is sent for `event` (its own type and object). */
 export function eventBytes(event: CacheEvent, encoding: CacheEncoding): Buffer {
   if (encoding === 'json') return event.line;
-  return (event.frame ??= encodeWatchFrame(event.type, protobufBodyOf(event.object)));
+  if (event.frame === undefined) {
+    const body = protobufBodyOf(event.object);
+    event.frame = encodeWatchFrame(event.type, body);
+    // The object keeps a view into the frame, as its JSON is a view into the event's line: one copy per event.
+    event.object.protobuf = event.frame.subarray(event.frame.length - body.length);
+  }
+  return event.frame;
 }
 
 /** An object's arrival (an initial event, or a change that moved it into a watcher's selection). */

@@ -84,6 +84,7 @@ t.test('each event is converted once per encoding, however many protobuf watcher
   const [cache] = [...stand.watchCache.resources].filter((c) => c.kind === 'ConfigMap') as [ResourceCache];
   const [object] = cache.objectsOf('abcdef', 'default');
   t.ok(object!.protobuf !== undefined && first.includes(object!.protobuf), 'the frame carries the object\'s protobuf body, kept on the object for lists and later watchers');
+  t.equal(object!.protobuf!.buffer, first.buffer, 'as a view into the frame: one copy of the bytes per event, as for JSON');
   for (const w of watchers) w.watcher?.end();
 });
 
