@@ -34,6 +34,10 @@ export class CachedObject implements Selectable {
   readonly fields: ObjectFields;
   /** The tenant's view, JSON. */
   readonly bytes: Buffer;
+  /** The tenant's view in protobuf (`k8s\0` + Unknown), made the first time a protobuf client needs it (encodings.ts). */
+  protobuf: Buffer | undefined = undefined;
+  /** Where the object's message starts in `protobuf` (a list item is the message alone). */
+  protobufMessageStart = 0;
 
   constructor(tenant: TenantId, namespace: string, name: string, resourceVersion: number, labels: Record<string, string> | undefined, fields: ObjectFields, bytes: Buffer) {
     this.tenant = tenant;
@@ -58,6 +62,9 @@ export interface CacheEvent {
   readonly line: Buffer;
   /** For watchers whose selection it leaves: DELETED with the object as it was, at this resourceVersion (made once, when first needed). */
   departure?: Buffer;
+  /** The protobuf watch frames of `line` and `departure`, made once, when a protobuf watcher first needs them (encodings.ts). */
+  frame?: Buffer;
+  departureFrame?: Buffer;
 }
 
 /**
