@@ -2,36 +2,17 @@
 // merged from upstream pages (its head, its ListMeta, the pages' items converted one by one). Never writes a byte of
 // an upstream object the engine (protobuf-response.ts) has not converted and judged the tenant's.
 import type { KindRow } from './kinds.ts';
-import { EMPTY, lengthDelimited, MessageEdit } from './protobuf.ts';
+import { EMPTY, MessageEdit } from './protobuf.ts';
+import { encodeMessage, encodeObject } from './protobuf-encode.ts';
 import { checkSupported, fromUpstream, objectPartsToTenant } from './protobuf-response.ts';
-import { peekFieldHead, upstreamMalformed, varintBytes } from './protobuf-streams.ts';
+import { peekFieldHead, upstreamMalformed } from './protobuf-streams.ts';
+import { ProtobufWriter } from './protobuf-writer.ts';
 import { LENGTH_DELIMITED, MAGIC, pushVarint, VARINT } from './protobuf-wire.ts';
-import type { ConvertContext } from './rules/rule.ts';
+import type { ConvertContext, Json } from './rules/rule.ts';
 
-// ---- writing: the few messages tenantgate makes, field by field (k8s.io/apimachinery meta/v1 and runtime generated.proto)
+// ---- writing: Status and ListMeta by the schema-driven encoder; the envelope of any kind's list by its writer
 
-function stringField(number: number, value: unknown): Buffer {
-  return typeof value === 'string' && value !== '' ? lengthDelimited(number, Buffer.from(value, 'utf8')) : EMPTY;
-}
-
-/** An int32/int64 field; negative values (never in what tenantgate makes) are left out rather than mis-encoded. */
-function integerField(number: number, value: unknown): Buffer {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) return EMPTY;
-  const bytes: number[] = [];
-  pushVarint(bytes, number * 8 + VARINT);
-  pushVarint(bytes, value);
-  return Buffer.from(bytes);
-}
-
-/** runtime.Unknown { typeMeta = 1 { apiVersion = 1, kind = 2 } } without its raw: what precedes raw = 2 in an answer. */
-function typeMetaField(apiVersion: string, kind: string): Buffer {
-  return lengthDelimited(1, Buffer.concat([stringField(1, apiVersion), stringField(2, kind)]));
-}
-
-/** A whole answer: `k8s\0` + runtime.Unknown { typeMeta, raw = the message }. */
-function envelope(apiVersion: string, kind: string, message: Buffer): Buffer {
-  return Buffer.concat([MAGIC, typeMetaField(apiVersion, kind), lengthDelimited(2, message)]);
-}
+const LIST_META = 'k8s.io.apimachinery.pkg.apis.meta.v1.ListMeta';
 
 export interface ListMetaJson {
   resourceVersion?: string;
@@ -39,46 +20,37 @@ export interface ListMetaJson {
   remainingItemCount?: number;
 }
 
-/** A list's metadata field (metadata = 1): ListMeta { selfLink = 1, resourceVersion = 2, continue = 3, remainingItemCount = 4 }. */
+/** A list's metadata field (metadata = 1, a ListMeta). */
 export function listMetaField(metadata: ListMetaJson): Buffer {
-  return lengthDelimited(1, Buffer.concat([stringField(2, metadata.resourceVersion), stringField(3, metadata.continue), integerField(4, metadata.remainingItemCount)]));
+  const out = new ProtobufWriter(64);
+  out.bytesField(1, encodeMessage(LIST_META, metadata as Json));
+  return Buffer.from(out.bytes());
+}
+
+/**
+ * `k8s\0` + runtime.Unknown { typeMeta = 1 { apiVersion = 1, kind = 2 }, raw = 2 } up to raw's payload, which holds
+ * `rawLength` bytes the caller writes after these. Any kind's: a list is written here whatever the schema holds.
+ */
+export function protobufListHead(apiVersion: string, kind: string, rawLength: number): Buffer {
+  const out = new ProtobufWriter(64);
+  out.raw(MAGIC);
+  const typeMeta = out.begin(1);
+  out.string(1, apiVersion);
+  out.string(2, kind);
+  out.end(typeMeta);
+  out.head(2, rawLength);
+  return Buffer.from(out.bytes());
 }
 
 /** A `<Kind>List` without items, as the apiserver answers a list that finds nothing. */
 export function protobufEmptyList(apiVersion: string, kind: string, metadata: ListMetaJson): Buffer {
-  return envelope(apiVersion, kind, listMetaField(metadata));
+  const meta = listMetaField(metadata);
+  return Buffer.concat([protobufListHead(apiVersion, kind, meta.length), meta]);
 }
 
-interface StatusJson {
-  status?: unknown;
-  message?: unknown;
-  reason?: unknown;
-  code?: unknown;
-  details?: { name?: unknown; group?: unknown; kind?: unknown; uid?: unknown; retryAfterSeconds?: unknown; causes?: unknown } | undefined;
-}
-
-/**
- * A Status (the JSON of status-error.ts) as the apiserver's protobuf: Status { metadata = 1, status = 2, message = 3,
- * reason = 4, details = 5 { name = 1, group = 2, kind = 3, causes = 4 { reason = 1, message = 2, field = 3 },
- * retryAfterSeconds = 5, uid = 6 }, code = 6 }.
- */
-export function protobufStatus(status: StatusJson): Buffer {
-  const parts = [lengthDelimited(1, EMPTY), stringField(2, status.status), stringField(3, status.message), stringField(4, status.reason)];
-  const details = status.details;
-  if (details !== undefined) {
-    const causes = Array.isArray(details.causes) ? details.causes : [];
-    const detailParts = [stringField(1, details.name), stringField(2, details.group), stringField(3, details.kind)];
-    for (const cause of causes) detailParts.push(lengthDelimited(4, Buffer.concat([stringField(1, cause?.reason), stringField(2, cause?.message), stringField(3, cause?.field)])));
-    detailParts.push(integerField(5, details.retryAfterSeconds), stringField(6, details.uid));
-    parts.push(lengthDelimited(5, Buffer.concat(detailParts)));
-  }
-  parts.push(integerField(6, status.code));
-  return envelope('v1', 'Status', Buffer.concat(parts));
-}
-
-/** The head of a list whose list message (raw) is `rawLength` bytes: magic, typeMeta, raw's tag and length. */
-export function protobufListHead(apiVersion: string, kind: string, rawLength: number): Buffer {
-  return Buffer.concat([MAGIC, typeMetaField(apiVersion, kind), Buffer.from([2 * 8 + LENGTH_DELIMITED]), varintBytes(rawLength)]);
+/** A Status (the JSON of status-error.ts) as the apiserver's protobuf body. */
+export function protobufStatus(status: object): Buffer {
+  return encodeObject('v1', 'Status', status as Json);
 }
 
 // ---- reading: one upstream page of a list, item by item

@@ -28,7 +28,7 @@ const PADDING_TAG: readonly number[] = (() => {
 /** The smallest padding field: its tag and a zero length. */
 export const PADDING_RESERVE = PADDING_TAG.length + 1;
 
-export function varintBytes(value: number): Buffer {
+function varintBytes(value: number): Buffer {
   const out: number[] = [];
   pushVarint(out, value);
   return Buffer.from(out);
