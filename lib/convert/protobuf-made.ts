@@ -80,7 +80,10 @@ export class ProtobufListPage {
   private readonly ctx: ConvertContext;
   private readonly apiVersion: string;
   private readonly maxItemBytes: number;
-  private pending: Buffer = EMPTY;
+  /** Bytes received and not yet read, in the chunks they came in; `needed`: how many the field they start needs (0: unknown). */
+  private pending: Buffer[] = [];
+  private pendingLength = 0;
+  private needed = 0;
   private magicSeen = false;
   /** Bytes of the list message not yet read; -1 before it, and after it (then rawDone). */
   private rawLeft = -1;
@@ -96,12 +99,21 @@ export class ProtobufListPage {
 
   /** The items converted out of `chunk` (with what came before it). */
   write(chunk: Buffer): ConvertedItem[] {
-    const bytes = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
     const items: ConvertedItem[] = [];
+    // A large item comes in many chunks: they are joined once it is whole, not once per chunk.
+    if (this.pendingLength + chunk.length < this.needed) {
+      this.pending.push(chunk);
+      this.pendingLength += chunk.length;
+      return items;
+    }
+    const bytes = this.pendingLength === 0 ? chunk : Buffer.concat([...this.pending, chunk]);
+    this.pending = [];
+    this.pendingLength = 0;
+    this.needed = 0;
     let at = 0;
     if (!this.magicSeen) {
       if (bytes.length < MAGIC.length) {
-        this.pending = bytes;
+        this.keep(bytes, 0, MAGIC.length);
         return items;
       }
       if (!bytes.subarray(0, MAGIC.length).equals(MAGIC)) throw upstreamMalformed('it does not start with "k8s\\x00"');
@@ -129,7 +141,10 @@ export class ProtobufListPage {
         continue;
       }
       if (whole > this.maxItemBytes) throw upstreamMalformed(`an item of the list is larger than ${this.maxItemBytes} bytes`);
-      if (at + whole > bytes.length) break; // the rest of this field has not arrived yet
+      if (at + whole > bytes.length) {
+        this.needed = whole; // the rest of this field has not arrived yet
+        break;
+      }
       const field = bytes.subarray(at, at + whole);
       at += whole;
       if (!inRaw) {
@@ -144,14 +159,23 @@ export class ProtobufListPage {
         if (item !== null) items.push(item);
       }
     }
-    this.pending = at === bytes.length ? EMPTY : Buffer.from(bytes.subarray(at));
+    this.keep(bytes, at, this.needed);
     return items;
+  }
+
+  /** Keeps `bytes` from `at` for the next chunk; `needed` of them make the next field whole (0: not known yet). */
+  private keep(bytes: Buffer, at: number, needed: number): void {
+    if (at < bytes.length) {
+      this.pending = [bytes.subarray(at)];
+      this.pendingLength = bytes.length - at;
+    }
+    this.needed = needed;
   }
 
   /** The page ended: a page cut off is the upstream's fault. */
   finish(): void {
     if (this.rawLeft === 0) this.rawDone = true;
-    if (!this.magicSeen || this.pending.length > 0 || !this.rawDone) throw upstreamMalformed('the list is cut off');
+    if (!this.magicSeen || this.pendingLength > 0 || !this.rawDone) throw upstreamMalformed('the list is cut off');
   }
 
   private checkTypeMeta(typeMeta: Buffer): void {
