@@ -417,7 +417,7 @@ class TableMerge {
   }
 }
 
-/** Whether a tenant's request is such a list (answered in JSON: the pages are merged as JSON). */
+/** Whether a tenant's request is such a list. */
 export function isMergedAcrossNamespaces(info: RequestInfo, row: KindRow): boolean {
   return row.listPath === 'per-namespace' && info.verb === 'list' && info.namespace === '';
 }
