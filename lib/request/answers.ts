@@ -354,7 +354,11 @@ async function objectAnsweredAsProtobuf(ctx: RequestContext, answer: WholeAnswer
   const info = ctx.info!;
   const view = protobufBodyToTenant(answer.bytes, row, conversions.of(ctx.identity!.tenant!));
   if (view === null) throw notFound(`${row.resource} "${info.name}" not found`);
-  if (isWrite(info.verb)) await afterWrite(ctx, answer.status, { metadata: { name: protobufObjectName(answer.bytes) } }, conversions);
+  if (isWrite(info.verb)) {
+    // (Only a namespace's create reads the written object: its name.)
+    const name = info.verb === 'create' && info.resource === 'namespaces' ? protobufObjectName(answer.bytes) : '';
+    await afterWrite(ctx, answer.status, { metadata: { name } }, conversions);
+  }
   ctx.answer(answer.status, answer.headers, view);
   return true;
 }

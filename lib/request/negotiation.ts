@@ -9,8 +9,9 @@ import { protobufResponseSupported } from '../convert/protobuf-response.ts';
 import type { PartialMetadataForm, RequestContext } from './context.ts';
 
 /**
- * Accept for the upstream: JSON only (protobuf is not converted yet), keeping Table negotiation; for discovery and
- * OpenAPI, plain JSON or aggregated discovery (v2) as JSON, the only forms their converters read.
+ * Accept for the upstream when the answer is converted from JSON (protobufAnswerOf decides when it is not), keeping
+ * Table negotiation; for discovery and OpenAPI, plain JSON or aggregated discovery (v2) as JSON, the only forms their
+ * converters read.
  */
 export function jsonAccept(accept: string | undefined, discovery: boolean): string {
   if (accept === undefined) return 'application/json';

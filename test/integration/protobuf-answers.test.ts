@@ -258,6 +258,13 @@ for (const id of IDS) {
       t.match(gone, kind === 'Status' ? { status: 'Success', details: { name } } : { metadata: { name, namespace: 'default' }, data: { owner: id } }, `delete: the ${kind} of the tenant's view`);
       t.notOk(deleted.bytes.includes(`${id}-`), 'delete: no upstream name');
 
+      // A namespace answered in protobuf is the tenant's to use at once (its rights are in place before the answer).
+      const namespace = `made-${protocol === 'HTTP/2' ? 'h2' : 'h1'}`;
+      const namespaceMade = await send(protocol, id, 'POST', '/api/v1/namespaces', { headers: protobufBody, body: encodeBody(messages, `${CORE}.Namespace`, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } }) });
+      t.match(await check('namespace create', namespaceMade, 201, `${CORE}.Namespace`, `/api/v1/namespaces/${namespace}`), { metadata: { name: namespace } });
+      const inIt = await send(protocol, id, 'POST', `/api/v1/namespaces/${namespace}/configmaps`, { headers: protobufBody, body: body({ metadata: { name: 'first' } }) });
+      t.equal(inIt.status, 201, 'a configmap in it right after');
+
       const again = await send(protocol, id, 'DELETE', path, { headers: ACCEPT_PROTOBUF });
       t.equal(again.status, 404, 'deleted again: not found');
       t.ok(isProtobufAnswer(again), 'the Status in protobuf');
