@@ -26,7 +26,7 @@ const PADDING_TAG: readonly number[] = (() => {
   return tag;
 })();
 /** The smallest padding field: its tag and a zero length. */
-const PADDING_RESERVE = PADDING_TAG.length + 1;
+export const PADDING_RESERVE = PADDING_TAG.length + 1;
 
 function varintBytes(value: number): Buffer {
   const out: number[] = [];
@@ -37,10 +37,10 @@ function varintBytes(value: number): Buffer {
 /** Zeros every padding field's payload is cut from (a padding field longer than this takes several slices). */
 const ZEROS = Buffer.alloc(64 * 1024);
 /** A streamed list pads as soon as this much was saved: the padding is sent along the items, never built at the end. */
-const PADDING_FLUSH_BYTES = 4096;
+export const PADDING_FLUSH_BYTES = 4096;
 
 /** A field that takes exactly `size` bytes (size ≥ PADDING_RESERVE): tag, length, zeros, in pieces. */
-function padding(size: number): Buffer[] {
+export function padding(size: number): Buffer[] {
   const rest = size - PADDING_TAG.length;
   // No minimal varint fits some sizes (129: 128 takes two bytes, 127 one): a five-byte one always does.
   const lengthBytes = rest <= 128 ? 1 : 5;
@@ -75,12 +75,12 @@ function peekVarint(bytes: Buffer, at: number, end: number): { value: number; ne
   throw badGateway("the upstream's protobuf answer is malformed: a varint is longer than 10 bytes");
 }
 
-function upstreamMalformed(why: string): StatusError {
+export function upstreamMalformed(why: string): StatusError {
   return badGateway(`the upstream's protobuf answer is malformed: ${why}`);
 }
 
 /** One field's head: its number, wire type and, for a length-delimited one, its payload's length. */
-interface FieldHead {
+export interface FieldHead {
   readonly number: number;
   readonly wireType: number;
   /** Bytes of the head (tag and length). */
@@ -90,7 +90,7 @@ interface FieldHead {
 }
 
 /** The head of the field at `at`, or undefined while bytes are missing; a varint field's value counts as its payload. */
-function peekFieldHead(bytes: Buffer, at: number, end: number): FieldHead | undefined {
+export function peekFieldHead(bytes: Buffer, at: number, end: number): FieldHead | undefined {
   const tag = peekVarint(bytes, at, end);
   if (tag === undefined) return undefined;
   const number = Math.floor(tag.value / 8);
