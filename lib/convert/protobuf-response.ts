@@ -551,12 +551,23 @@ export function objectSplices(bytes: Buffer, from: number, to: number, view: Fas
   if (view.status !== null) {
     const status = object.single(view.status[0]);
     if (status === ANOMALY) return CAREFUL_PATH;
-    if (status >= 0 && statusNeedsCare(bytes, object.valueStart[status]!, object.end[status]!, view.status, view.tenant)) return CAREFUL_PATH;
+    if (status >= 0) {
+      const statusFrom = object.valueStart[status]!;
+      const statusTo = object.end[status]!;
+      // What does not name the tenant anywhere has no condition message to rewrite (as objectToTenantParts checks).
+      if (rangeIncludes(bytes, view.tenant, statusFrom, statusTo) && statusNeedsCare(bytes, statusFrom, statusTo, view.status, view.tenant)) return CAREFUL_PATH;
+    }
   }
   if (view.podSpec) {
     const spec = object.single(2);
     if (spec === ANOMALY) return CAREFUL_PATH;
-    if (spec >= 0 && podSpecNeedsCare(bytes, object.valueStart[spec]!, object.end[spec]!)) return CAREFUL_PATH;
+    if (spec >= 0) {
+      const specFrom = object.valueStart[spec]!;
+      const specTo = object.end[spec]!;
+      // Without the tags' bytes there is neither (as podSpecToTenant checks).
+      const tagged = rangeIncludes(bytes, AFFINITY_TAG, specFrom, specTo) || rangeIncludes(bytes, EPHEMERAL_TAG, specFrom, specTo);
+      if (tagged && podSpecNeedsCare(bytes, specFrom, specTo)) return CAREFUL_PATH;
+    }
   }
   return delta;
 }
@@ -615,7 +626,9 @@ function metaSplices(bytes: Buffer, start: number, valueStart: number, end: numb
   const meta = META_FIELDS;
   if (!meta.scan(bytes, valueStart, end)) return CAREFUL_PATH;
   const { ctx } = view;
+  // A placeholder for the metadata's own head, first of its splices (they stay in order).
   const mark = splices.count;
+  splices.delete(start, start);
   let delta = 0;
   const namespace = meta.single(META.namespace);
   if (namespace === ANOMALY) return CAREFUL_PATH;
@@ -700,27 +713,28 @@ function metaSplices(bytes: Buffer, start: number, valueStart: number, end: numb
     const cuts = fieldSetCuts(bytes.subarray(rawFrom, rawTo), Math.max(0, labelField - 1 - rawFrom));
     if (cuts === null) return CAREFUL_PATH;
     let cut = 0;
-    for (let k = 0; k < cuts.length; k += 2) {
-      splices.delete(rawFrom + cuts[k]!, rawFrom + cuts[k + 1]!);
-      cut += cuts[k + 1]! - cuts[k]!;
-    }
-    // Every head around the cut is written anew (minimal, as MessageEdit writes a replaced field's).
+    for (let k = 0; k < cuts.length; k += 2) cut += cuts[k + 1]! - cuts[k]!;
+    // Every head around the cut is written anew (minimal, as MessageEdit writes a replaced field's); splices in order.
     const rawLength = rawTo - rawFrom - cut;
     const holderLength = holderTo - holderFrom - (rawTo - holder.start[raw]!) + headSize(1, rawLength) + rawLength;
     const entryLength = entryTo - entryFrom - (holderTo - entry.start[fieldsV1]!) + headSize(MANAGED_FIELDS_FIELDS_V1, holderLength) + holderLength;
-    splices.head(holder.start[raw]!, rawFrom, 1, rawLength);
-    splices.head(entry.start[fieldsV1]!, holderFrom, MANAGED_FIELDS_FIELDS_V1, holderLength);
     splices.head(meta.start[i]!, entryFrom, META.managedFields, entryLength);
+    splices.head(entry.start[fieldsV1]!, holderFrom, MANAGED_FIELDS_FIELDS_V1, holderLength);
+    splices.head(holder.start[raw]!, rawFrom, 1, rawLength);
+    for (let k = 0; k < cuts.length; k += 2) splices.delete(rawFrom + cuts[k]!, rawFrom + cuts[k + 1]!);
     delta += headSize(META.managedFields, entryLength) + entryLength - (entryTo - meta.start[i]!);
   }
-  if (splices.count === mark) return 0;
+  if (splices.count === mark + 1) {
+    splices.truncate(mark);
+    return 0;
+  }
   const length = end - valueStart + delta;
   if (length === 0) {
     splices.truncate(mark);
     splices.delete(start, end);
     return start - end;
   }
-  splices.head(start, valueStart, 1, length);
+  splices.setHead(mark, start, valueStart, 1, length);
   return headSize(1, length) + length - (end - start);
 }
 

@@ -186,6 +186,16 @@ export class Splices {
     this.count = count;
   }
 
+  /** Replaces splice `index` (a placeholder pushed to keep the splices in order) by a head, as `head`. */
+  setHead(index: number, start: number, end: number, number: number, length: number): void {
+    this.start[index] = start;
+    this.end[index] = end;
+    this.kind[index] = HEAD;
+    this.number[index] = number;
+    this.length[index] = length;
+    this.text[index] = undefined;
+  }
+
   delete(start: number, end: number): void {
     this.push(start, end, DELETE, 0, 0, undefined);
   }
@@ -267,6 +277,9 @@ export class Splices {
   }
 }
 
+/** Copies up to this many bytes byte by byte. */
+const SHORT_COPY = 48;
+
 /** An output buffer filled front to back, grown (copied) when a write does not fit; `take` hands out what was written. */
 export class Output {
   buffer: Buffer;
@@ -295,7 +308,15 @@ export class Output {
   copy(source: Buffer, from: number, to: number): void {
     if (to <= from) return;
     this.ensure(to - from);
-    this.position += source.copy(this.buffer, this.position, from, to);
+    if (to - from > SHORT_COPY) {
+      this.position += source.copy(this.buffer, this.position, from, to);
+      return;
+    }
+    // A few bytes between two splices: a loop is cheaper than the native call.
+    const buffer = this.buffer;
+    let at = this.position;
+    for (let i = from; i < to; i++) buffer[at++] = source[i]!;
+    this.position = at;
   }
 
   bytes(source: Buffer): void {
