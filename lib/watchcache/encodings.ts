@@ -53,6 +53,7 @@ export function protobufBodyOf(object: CachedObject): Buffer {
     const body = encodeObject(String(json.apiVersion), String(json.kind), json);
     object.protobufMessageStart = messageStartOf(body);
     object.protobuf = body;
+    if (object.countedIn !== null) object.countedIn.bytes += body.length;
   }
   return object.protobuf;
 }
