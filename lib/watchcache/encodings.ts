@@ -27,8 +27,23 @@ export function acceptsPlainJson(accept: string | undefined): boolean {
  */
 export function cacheEncodingOf(accept: string | undefined, row: KindRow, apiVersion: string, kind: string): CacheEncoding | null {
   if (acceptsPlainJson(accept)) return 'json';
-  if (!prefersProtobuf(accept) || row.rule === 'custom-resource' || !protobufResponseSupported(row, apiVersion)) return null;
+  if (!prefersProtobuf(accept)) return null;
+  // The apiserver has no protobuf for a tenant's custom resources: it answers the next type the client accepts
+  // (client-go's JSON), or 406 when there is none (left to the upstream path). Kinds tenantgate stores as custom
+  // resources (row.upstreamGroup) are built-in kinds to the tenant: protobuf, which the upstream path answers.
+  if (row.rule === 'custom-resource') return row.upstreamGroup === undefined && acceptsPlainJsonAfterProtobuf(accept!) ? 'json' : null;
+  if (!protobufResponseSupported(row, apiVersion)) return null;
   return protobufMessageOf(apiVersion, kind) !== undefined && protobufMessageOf(apiVersion, `${kind}List`) !== undefined ? 'protobuf' : null;
+}
+
+/**
+ * Whether `accept`, protobuf first, names plain JSON next: what the apiserver answers a kind it has no protobuf for.
+ * Quality values reorder the apiserver's choice: such a client goes upstream.
+ */
+function acceptsPlainJsonAfterProtobuf(accept: string): boolean {
+  if (/;\s*q\s*=/i.test(accept)) return false;
+  const comma = accept.indexOf(',');
+  return comma !== -1 && accept.slice(comma + 1).trim() !== '' && acceptsPlainJson(accept.slice(comma + 1));
 }
 
 /** An object's protobuf body, made once (from its JSON view, which has its kind and apiVersion). */
@@ -38,6 +53,7 @@ export function protobufBodyOf(object: CachedObject): Buffer {
     const body = encodeObject(String(json.apiVersion), String(json.kind), json);
     object.protobufMessageStart = messageStartOf(body);
     object.protobuf = body;
+    if (object.countedIn !== null) object.countedIn.bytes += body.length;
   }
   return object.protobuf;
 }

@@ -4,7 +4,7 @@
 // timeouts, paging — and that no answer ever carries the other tenant's objects.
 import t, { type Test } from 'tap';
 import type { ClientHttp2Session } from 'node:http2';
-import { connectH2, credentialsOf, h1Request, h2Request, type Answer } from '../helpers/http.ts';
+import { connectH2, credentialsOf, h1Request, h2Request, sumMetric, type Answer } from '../helpers/http.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
 import { decodeBody, decodeWatchFrames, goModuleCache, loadProtoMessages, withoutZeroValues } from '../helpers/k8s-proto.ts';
@@ -384,6 +384,11 @@ t.test('cached lists: resourceVersion=0 with limit and continue pages through th
   t.ok(bravoList.items.every((i: any) => i.data?.owner === BRAVO), `${BRAVO}'s cached list: its own objects only`);
 });
 
+/** The watch cache's tenantgate_watch_cache_bytes for `resource`. */
+async function cacheBytes(resource: string): Promise<number> {
+  return sumMetric(await (await fetch(stack.metricsUrl)).text(), 'tenantgate_watch_cache_bytes', { resource });
+}
+
 /** A protobuf watch as client-go opens one: its frames decoded (ConfigMaps) as they come. */
 function openProtobufWatch(session: ClientHttp2Session, path: string) {
   const stream = session.request({ ':path': path, accept: PROTOBUF_ACCEPT });
@@ -416,6 +421,7 @@ t.test('protobuf watches (client-go\'s Accept) are served by the cache: each ten
   await createConfigMap(b, 'sem-proto', 'same', { app: 'x' }, { owner: BRAVO });
   const from = first.metadata.resourceVersion;
   const before = await settledUpstreamWatches('configmaps');
+  const bytesBefore = await cacheBytes('configmaps');
   const alphaWatch = openProtobufWatch(a, `/api/v1/namespaces/sem-proto/configmaps?watch=1&resourceVersion=${from}&allowWatchBookmarks=true`);
   const bravoWatch = openProtobufWatch(b, '/api/v1/namespaces/sem-proto/configmaps?watch=1');
   const acrossWatch = openProtobufWatch(a, '/api/v1/configmaps?watch=1&labelSelector=app%3Dx');
@@ -428,6 +434,9 @@ t.test('protobuf watches (client-go\'s Accept) are served by the cache: each ten
   const direct = openProtobufWatch(up, `/api/v1/namespaces/${ALPHA}-sem-proto/configmaps?watch=1&resourceVersion=${from}`);
   t.equal((await direct.head)[':status'], 200);
   await bravoWatch.until('bravo\'s initial state', (events) => events.length >= 1);
+  await acrossWatch.until('the selection\'s initial state', (events) => events.length >= 1);
+  const bytesServed = await cacheBytes('configmaps');
+  t.ok(bytesServed > bytesBefore, `the protobuf the cache made for them counts in tenantgate_watch_cache_bytes (${bytesBefore} → ${bytesServed})`);
   await patchConfigMap(a, 'sem-proto', 'same', { metadata: { labels: { app: 'y' } } });
   await createConfigMap(a, 'sem-proto', 'second', { app: 'x' });
   await send(a, 'DELETE', '/api/v1/namespaces/sem-proto/configmaps/second', {}, 200);

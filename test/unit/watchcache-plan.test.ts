@@ -4,7 +4,7 @@ import t from 'tap';
 import { kindOf } from '../../lib/convert/kinds.ts';
 import { parseRequestInfo } from '../../lib/convert/request-info.ts';
 import type { UpstreamPool } from '../../lib/upstream/pool.ts';
-import { acceptsPlainJson } from '../../lib/watchcache/encodings.ts';
+import { acceptsPlainJson, cacheEncodingOf } from '../../lib/watchcache/encodings.ts';
 import { cachedResourcesOf, WatchCache } from '../../lib/watchcache/watch-cache.ts';
 import { standInWatchCache, TENANT_NAMESPACES, upstreamConfigMap } from '../helpers/watch-cache-stand-in.ts';
 
@@ -149,4 +149,24 @@ t.test('acceptsPlainJson: the client takes plain JSON objects first', async (t) 
   ]) {
     t.equal(acceptsPlainJson(accept), false, accept);
   }
+});
+
+t.test('a tenant\'s custom resource asked for protobuf first: JSON, as the apiserver (no protobuf for custom resources) answers', async (t) => {
+  const widget = kindOf('example.com', 'widgets', 'Namespaced', 'Widget')!;
+  const encodingOf = (accept: string | undefined) => cacheEncodingOf(accept, widget, 'example.com/v1', 'Widget');
+  for (const accept of ['application/vnd.kubernetes.protobuf, application/json', 'application/vnd.kubernetes.protobuf,application/json;charset=utf-8', 'application/vnd.kubernetes.protobuf, */*', 'application/json']) {
+    t.equal(encodingOf(accept), 'json', `Accept ${accept}`);
+  }
+  for (const [accept, why] of [
+    ['application/vnd.kubernetes.protobuf', 'protobuf only: the apiserver\'s 406, from the upstream'],
+    ['application/vnd.kubernetes.protobuf;stream=watch', 'idem'],
+    ['application/vnd.kubernetes.protobuf, application/yaml', 'YAML next: the apiserver answers YAML'],
+    ['application/vnd.kubernetes.protobuf, application/json;as=Table;v=v1;g=meta.k8s.io', 'a Table next'],
+    ['application/vnd.kubernetes.protobuf;q=0.5, application/json;q=0.9', 'quality values reorder the apiserver\'s choice'],
+  ]) {
+    t.equal(encodingOf(accept), null, `${why}: Accept ${accept}`);
+  }
+  const stored = kindOf('flowcontrol.apiserver.k8s.io', 'flowschemas')!;
+  t.ok(stored.upstreamGroup, 'FlowSchemas are stored as custom resources');
+  t.equal(cacheEncodingOf('application/vnd.kubernetes.protobuf, application/json', stored, 'flowcontrol.apiserver.k8s.io/v1', 'FlowSchema'), null, 'a built-in kind stored as a custom resource is protobuf to the tenant: not JSON from the cache');
 });

@@ -88,6 +88,33 @@ t.test('each event is converted once per encoding, however many protobuf watcher
   for (const w of watchers) w.watcher?.end();
 });
 
+t.test('the cache\'s bytes (tenantgate_watch_cache_bytes) count the protobuf it keeps, made once a protobuf client is served', NEEDS_PROTO, async (t) => {
+  const stand = await standInWatchCache(['configmaps', 'namespaces'], { ...TENANT_NAMESPACES, [CONFIGMAPS]: [upstreamConfigMap('abcdef', 'default', 'a', 90)] }, 100);
+  t.teardown(() => stand.stop());
+  const [cache] = [...stand.watchCache.resources].filter((c) => c.kind === 'ConfigMap') as [ResourceCache];
+  const objectOf = (name: string) => cache.objectsOf('abcdef', 'default').find((o) => o.name === name)!;
+  const jsonOnly = objectOf('a').bytes.length;
+  t.equal(cache.stats.bytes, jsonOnly, 'JSON only while no protobuf client asked');
+  const json = watch(stand, 'abcdef', '/api/v1/namespaces/default/configmaps?watch=1', 'application/json');
+  await settle();
+  t.equal(cache.stats.bytes, jsonOnly, 'a JSON watcher makes no protobuf');
+  const proto = watch(stand, 'abcdef', '/api/v1/namespaces/default/configmaps?watch=1');
+  await settle();
+  t.equal(proto.summary().length, 1);
+  t.ok(objectOf('a').protobuf!.length > 0);
+  t.equal(cache.stats.bytes, jsonOnly + objectOf('a').protobuf!.length, 'a protobuf watcher served: the object\'s protobuf counts too');
+  const again = watch(stand, 'abcdef', '/api/v1/namespaces/default/configmaps?watch=1');
+  await settle();
+  t.equal(cache.stats.bytes, jsonOnly + objectOf('a').protobuf!.length, 'made once: a second protobuf watcher adds nothing');
+  await stand.push(CONFIGMAPS, [['MODIFIED', upstreamConfigMap('abcdef', 'default', 'a', 101, { app: 'y' })], ['ADDED', upstreamConfigMap('abcdef', 'default', 'b', 102)]]);
+  t.same(proto.summary().map(([type, name]) => [type, name]), [['ADDED', 'a'], ['MODIFIED', 'a'], ['ADDED', 'b']]);
+  const kept = ['a', 'b'].map(objectOf);
+  t.equal(cache.stats.bytes, kept.reduce((sum, o) => sum + o.bytes.length + o.protobuf!.length, 0), 'the new versions\' JSON and protobuf, the replaced version\'s gone');
+  await stand.push(CONFIGMAPS, [['DELETED', upstreamConfigMap('abcdef', 'default', 'a', 103, { app: 'y' })], ['DELETED', upstreamConfigMap('abcdef', 'default', 'b', 104)]]);
+  t.equal(cache.stats.bytes, 0, 'nothing kept, nothing counted');
+  for (const w of [json, proto, again]) w.watcher?.end();
+});
+
 t.test('protobuf: 410 Expired for a resourceVersion older than the history, bookmarks, and a watch-list\'s end', NEEDS_PROTO, async (t) => {
   const stand = await standInWatchCache(['configmaps', 'namespaces'], { ...TENANT_NAMESPACES, [CONFIGMAPS]: [upstreamConfigMap('abcdef', 'default', 'a', 90)] }, 100, { bookmarkIntervalMs: 100 });
   t.teardown(() => stand.stop());
