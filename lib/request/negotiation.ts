@@ -6,6 +6,7 @@ import { prefersOpenApiV2Protobuf } from '../convert/openapi-v2-protobuf.ts';
 import { preferredPartialMetadataProtobuf } from '../convert/partial-metadata-protobuf.ts';
 import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
 import { protobufResponseSupported } from '../convert/protobuf-response.ts';
+import { notAcceptable } from '../errors/status-error.ts';
 import type { PartialMetadataForm, RequestContext } from './context.ts';
 
 /**
@@ -64,6 +65,25 @@ export function firstPlainMediaType(accept: string): string | null {
 /** Whether the first media type of `accept` is Kubernetes protobuf (not a Table or metadata form of it). */
 export function prefersProtobuf(accept: string | undefined): boolean {
   return accept !== undefined && firstPlainMediaType(accept) === PROTOBUF_MEDIA_TYPE;
+}
+
+/** Whether every media type of `accept` is Kubernetes protobuf: a client that reads nothing else (no JSON fallback). */
+export function acceptsOnlyProtobuf(accept: string | undefined): boolean {
+  if (accept === undefined || accept.trim() === '') return false;
+  return accept.split(',').every((part) => {
+    const [type, ...parameters] = part.toLowerCase().split(';');
+    return type!.trim() === PROTOBUF_MEDIA_TYPE && !parameters.some((parameter) => parameter.trim().startsWith('as='));
+  });
+}
+
+/**
+ * A custom resource asked for in protobuf only: the apiserver serves custom resources as JSON or YAML, so it answers
+ * 406 (tenantgate never asks it: it would ask for JSON and answer in an encoding the client refused).
+ */
+export function refuseProtobufOnlyCustomResource(ctx: RequestContext): void {
+  if (ctx.row?.rule === 'custom-resource' && acceptsOnlyProtobuf(ctx.headers.accept)) {
+    throw notAcceptable(`${ctx.row.resource}.${ctx.info?.apiGroup ?? ''} is a custom resource, served as application/json or application/yaml only, not as ${PROTOBUF_MEDIA_TYPE}`);
+  }
 }
 
 const READ_VERBS: ReadonlySet<string> = new Set(['get', 'list', 'watch']);

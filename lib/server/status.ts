@@ -6,7 +6,7 @@ import type { RequestContext } from '../request/context.ts';
 import { asStatusError, type StatusError } from '../errors/status-error.ts';
 import { protobufStatus } from '../convert/protobuf-made.ts';
 import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
-import { protobufAnswerOf } from '../request/negotiation.ts';
+import { acceptsOnlyProtobuf, protobufAnswerOf } from '../request/negotiation.ts';
 
 /** A bug, not bad input: the client learns nothing of it, the operator learns everything. */
 function logBug(error: unknown): void {
@@ -30,8 +30,9 @@ export function sendStatus(ctx: RequestContext, error: unknown): void {
     ctx.out.destroy();
     return;
   }
-  // As the apiserver negotiates a Status: in protobuf to a client that prefers it, for a request answered in protobuf.
-  const protobuf = protobufAnswerOf(ctx) ? protobufStatusOrNull(status) : null;
+  // As the apiserver negotiates a Status: in protobuf to a client that prefers it, for a request answered in protobuf,
+  // and to a client that reads nothing else.
+  const protobuf = protobufAnswerOf(ctx) || acceptsOnlyProtobuf(ctx.headers.accept) ? protobufStatusOrNull(status) : null;
   const body = protobuf ?? JSON.stringify(status);
   // (The length is added by the answer.)
   const headers: Record<string, string | number> = { 'content-type': protobuf !== null ? PROTOBUF_MEDIA_TYPE : 'application/json', 'cache-control': 'no-cache, private' };
