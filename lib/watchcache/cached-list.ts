@@ -7,8 +7,8 @@ import type { Writable } from 'node:stream';
 import type { TenantId } from '../convert/prefix.ts';
 import { badRequest, expired } from '../errors/status-error.ts';
 import { drained } from '../request/drained.ts';
-import { encodeMessage, fieldNumberOf, protobufMessageOf } from '../convert/protobuf-encode.ts';
-import { MAGIC } from '../convert/protobuf-wire.ts';
+import { fieldNumberOf, protobufMessageOf } from '../convert/protobuf-encode.ts';
+import { listMetaField, protobufListHead, type ListMetaJson } from '../convert/protobuf-made.ts';
 import { ProtobufWriter } from '../convert/protobuf-writer.ts';
 import { listItemProtobufOf } from './encodings.ts';
 import type { CachedObject, ResourceCache } from './resource-cache.ts';
@@ -119,14 +119,12 @@ export async function writeList(out: Writable, kind: string, apiVersion: string,
 }
 
 /** A page's ListMeta, as the apiserver fills it. */
-function listMetaOf(page: Page): Record<string, unknown> {
-  const metadata: Record<string, unknown> = { resourceVersion: String(page.resourceVersion) };
+function listMetaOf(page: Page): ListMetaJson {
+  const metadata: ListMetaJson = { resourceVersion: String(page.resourceVersion) };
   if (page.continueToken !== '') metadata.continue = page.continueToken;
   if (page.remaining !== null) metadata.remainingItemCount = page.remaining;
   return metadata;
 }
-
-const LIST_META = 'k8s.io.apimachinery.pkg.apis.meta.v1.ListMeta';
 
 /**
  * `page` as the apiserver's protobuf list (`k8s\0` + Unknown{typeMeta, raw: <Kind>List{metadata, items}}), in pieces:
@@ -150,19 +148,8 @@ export function protobufListParts(kind: string, apiVersion: string, page: Page):
   }
   const heads = Buffer.from(itemHeads.bytes());
   itemBytes += heads.length;
-  const head = new ProtobufWriter(256);
-  head.raw(MAGIC);
-  const typeMeta = head.begin(1);
-  head.string(1, apiVersion);
-  head.string(2, listKind);
-  head.end(typeMeta);
-  const listMeta = encodeMessage(LIST_META, listMetaOf(page));
-  const metaField = new ProtobufWriter(listMeta.length + 8);
-  metaField.head(fieldNumberOf(message, 'metadata'), listMeta.length);
-  metaField.raw(listMeta);
-  head.head(2, metaField.length + itemBytes);
-  head.raw(metaField.bytes());
-  const parts: Buffer[] = [Buffer.from(head.bytes())];
+  const metaField = listMetaField(listMetaOf(page));
+  const parts: Buffer[] = [protobufListHead(apiVersion, listKind, metaField.length + itemBytes), metaField];
   for (let i = 0, start = 0; i < items.length; start = ends[i++]!) parts.push(heads.subarray(start, ends[i]), items[i]!);
   return parts;
 }
