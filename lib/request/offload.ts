@@ -13,7 +13,9 @@ import type { TenantId } from '../convert/prefix.ts';
 import type { ConvertContext } from '../convert/rules/index.ts';
 import { StatusError, type StatusReason } from '../errors/status-error.ts';
 import { log } from '../log.ts';
+import { ProtobufListToTenant } from '../convert/protobuf-streams.ts';
 import { SizeRoutedListRewriter } from '../stream/offloaded-list.ts';
+import { ProtobufListRewriter } from '../stream/protobuf-view.ts';
 import { ListRewriter, TenantViewScanner, type TenantViewSpec } from '../stream/tenant-view.ts';
 import type { DiscoveryCache } from '../upstream/discovery.ts';
 
@@ -93,20 +95,55 @@ export interface ListRewriteSource {
   declaredLength: number | null;
 }
 
+/** Whether a list of `declaredLength` bytes (null: not said) may go to a worker: else it is rewritten inline. */
+function mayOffload(declaredLength: number | null): boolean {
+  return listOffloadBytes > 0 && (declaredLength === null || declaredLength >= listOffloadBytes);
+}
+
 /** The rewriter of a JSON list answer: inline below the threshold, on a worker thread at or above it. */
 export function listRewriter(source: ListRewriteSource): ListRewriter | SizeRoutedListRewriter {
   const { declaredLength } = source;
-  if (listOffloadBytes <= 0 || (declaredLength !== null && declaredLength < listOffloadBytes)) return new ListRewriter(source.spec);
+  if (!mayOffload(declaredLength)) return new ListRewriter(source.spec);
   return new SizeRoutedListRewriter({
     threshold: listOffloadBytes,
     declaredLength,
     inline: () => new TenantViewScanner('list', source.spec),
-    offload() {
-      const { tenant } = source.convert;
-      log.debug('a list goes to a worker thread', { tenant, resource: source.row.resource, declaredLength });
-      return startStreamRewrite({ kind: 'json-list', tenant, row: source.row, discovery: source.discovery.tables(), webhookUrlHosts: source.convert.webhookUrlHosts });
-    },
+    offload: () => offloadList('json-list', source),
   });
+}
+
+/** What a protobuf list's rewrite needs, on a worker as on the event loop. */
+export interface ProtobufListRewriteSource {
+  row: KindRow;
+  convert: ConvertContext;
+  discovery: DiscoveryCache;
+  /** The list's apiVersion, as asked of the upstream. */
+  apiVersion: string;
+  /** The upstream's Content-Length, or null. */
+  declaredLength: number | null;
+}
+
+/**
+ * The rewriter of a protobuf list answer, as listRewriter's for JSON. Throws, before any byte is sent, for a kind or
+ * version the protobuf engine cannot convert (the caller answers a Status).
+ */
+export function protobufListRewriter(source: ProtobufListRewriteSource): ProtobufListRewriter | SizeRoutedListRewriter {
+  const { row, convert, apiVersion, declaredLength } = source;
+  if (!mayOffload(declaredLength)) return new ProtobufListRewriter(row, convert, apiVersion);
+  // Made now, whichever way the list goes: its constructor is where the engine refuses what it cannot convert.
+  const inline = new ProtobufListToTenant(row, convert, apiVersion);
+  return new SizeRoutedListRewriter({
+    threshold: listOffloadBytes,
+    declaredLength,
+    inline: () => inline,
+    offload: () => offloadList('protobuf-list', source, apiVersion),
+  });
+}
+
+function offloadList(kind: RewriteStreamTask['kind'], source: { row: KindRow; convert: ConvertContext; discovery: DiscoveryCache; declaredLength: number | null }, apiVersion?: string): MessagePort {
+  const { tenant } = source.convert;
+  log.debug('a list goes to a worker thread', { tenant, resource: source.row.resource, kind, declaredLength: source.declaredLength });
+  return startStreamRewrite({ kind, tenant, row: source.row, apiVersion, discovery: source.discovery.tables(), webhookUrlHosts: source.convert.webhookUrlHosts });
 }
 
 /**
@@ -118,12 +155,21 @@ export function startStreamRewrite(task: Omit<RewriteStreamTask, 'port'>): Messa
   openStreams++;
   workers()
     .run({ ...task, port: port2 }, { filename: STREAM_WORKER.href, transferList: [port2] })
-    .then(() => openStreams--, (error: Error) => {
-      openStreams--;
-      // The worker died or the pool closed: the answer ends as it would on a broken upstream stream.
-      port1.emit('message', { error: `the list rewrite stopped: ${error.message}` });
-    });
+    .then(
+      () => streamEnded(null),
+      (error: Error) => {
+        streamEnded(error);
+        // The worker died or the pool closed: the answer ends as it would on a broken upstream stream.
+        port1.emit('message', { error: `the list rewrite stopped: ${error.message}` });
+      },
+    );
   return port1;
+}
+
+function streamEnded(error: Error | null): void {
+  openStreams--;
+  // The tests of faults read it: every task started ends, whatever became of its list.
+  log.debug('a list rewrite on a worker ended', { open: openStreams, ...(error === null ? {} : { error: error.message }) });
 }
 
 /** Streamed rewrites started and not yet ended on their worker (cancelled ones end when their port closes). */
