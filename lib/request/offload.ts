@@ -28,19 +28,18 @@ import type { DiscoveryCache } from '../upstream/discovery.ts';
 export const OFFLOAD_MIN_BYTES = 256 * 1024;
 
 /**
- * The threshold the measurements point to (--list-offload-threshold; off by default: an upstream error in the middle of
- * an offloaded list hung one test run, not yet explained, and the offloaded list itself runs at about half the speed
- * on two cores). Measured with
- * bench/scenarios/list-offload.ts (one run, 2 shared cores), the event loop's busy time per list, inline / worker:
- * ConfigMaps (byte-level) 1.4 / 1.6 ms at 64 KB, 6.5 / 4.0 ms at 1 MB, 13.4 / 9.1 ms at 8 MB; RoleBindings (parsed
- * per item) 1.8 / 1.1 ms at 64 KB, 15.6 / 4.6 ms at 1 MB, 98 / 8.6 ms at 8 MB. From 1 MB the worker frees the event
- * loop for either kind; below it the hop saves a millisecond at most, and the head held while deciding costs a list
- * its first byte. The worker's own list is slower (one more thread on the same cores): 0.42x direct against 0.75x
- * inline for 51 MB of ConfigMaps, while a quiet tenant's GET p99 beside it is 156 ms against 218 ms inline.
+ * The default list offload threshold (--list-offload-threshold), from bench/scenarios/list-offload.ts (one run, 2
+ * shared cores, heavily loaded). The event loop's busy time per list in memory, inline / worker: ConfigMaps (byte
+ * level) 0.95 / 1.76 ms at 64 KB, 6.0 / 3.3 ms at 1 MB, 14.5 / 8.7 ms at 8 MB, 195 / 50 ms at 52 MB; RoleBindings
+ * (parsed per item) 2.2 / 0.9 ms at 64 KB, 14.4 / 2.2 ms at 1 MB, 86 / 7.8 ms at 8 MB. Below 1 MB the hop costs a
+ * byte-level kind more than it saves, and the head held while deciding delays a list's first byte; from 1 MB the worker
+ * frees the event loop for every kind. Over the rig, 51 MB of ConfigMaps: a quiet tenant's GET p99 beside them 95 ms
+ * with the pool against 119 ms inline, the list itself 0.44x direct against 0.36x inline (0.57x against 0.27x in
+ * protobuf); 42 MB of RoleBindings: p99 217 against 235 ms, the list 0.40x against 0.31x.
  */
 export const LIST_OFFLOAD_MEASURED_BYTES = 1024 * 1024;
 
-/** List answers at least this large are rewritten on a worker thread; 0: never. */
+/** List answers at least this large are rewritten on a worker thread; 0: never (the gateway sets it from its config). */
 let listOffloadBytes = 0;
 
 /** Sets the list offload threshold in bytes (0: every list is rewritten on the event loop). */
