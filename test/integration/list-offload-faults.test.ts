@@ -1,8 +1,8 @@
-// A list on a worker thread under faults, against the real rig: the upstream connection cut mid-list, the apiserver
-// killed mid-list, clients that leave at any point of it (while chunks are in the worker). Whatever happens, the
-// client's answer ends within seconds (cut, never completed as if whole), every worker task started ends, no request
-// stays open upstream, and the next large list still goes through the pool. (A list the scanner cannot read mid-way:
-// test/unit/offload.test.ts; TLS turns a corrupted byte on the wire into a cut connection.)
+// A list on a worker thread (JSON or protobuf) under faults, against the real rig: the upstream connection cut
+// mid-list, the apiserver killed mid-list, clients that leave at any point of it (while chunks are in the worker).
+// Whatever happens, the client's answer ends within seconds (cut, never completed as if whole), every worker task
+// started ends, no request stays open upstream, and the next large list still goes through the pool. (A list the
+// scanner cannot read mid-way: test/unit/offload.test.ts; TLS turns a corrupted byte on the wire into a cut connection.)
 import type { ClientHttp2Session } from 'node:http2';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,6 +21,8 @@ const LIST = '/api/v1/namespaces/default/configmaps';
 /** How long a client may wait for the end of a list whose upstream broke. */
 const END_BOUND_MS = 10_000;
 const OFFLOADED = 'a list goes to a worker thread';
+/** The lists held mid-way when the fault strikes: JSON, and protobuf as client-go's controllers ask. */
+const ENCODINGS = ['application/json', 'application/json', 'application/vnd.kubernetes.protobuf'];
 const TASK_ENDED = 'a list rewrite on a worker ended';
 
 process.env.TENANTGATE_LOG_LEVEL = 'debug';
@@ -89,17 +91,18 @@ interface HeldList {
 }
 
 /** A list whose client reads its first bytes, then stops reading (the list is held mid-way in tenantgate). */
-function heldList(session: ClientHttp2Session, path: string): Promise<HeldList> {
+function heldList(session: ClientHttp2Session, path: string, accept = 'application/json'): Promise<HeldList> {
   return new Promise((resolve, reject) => {
-    const stream = session.request({ ':path': path, accept: 'application/json' });
+    const stream = session.request({ ':path': path, accept });
     const chunks: Buffer[] = [];
     let status = 0;
     const ended = new Promise<ListEnd>((resolveEnd) => {
       const finish = (how: ListEnd['how']) => {
         const body = Buffer.concat(chunks);
-        let whole = false;
+        // (A protobuf list is whole when all its bytes came: the list is the same size in either encoding, give or take.)
+        let whole = accept !== 'application/json' && body.length >= OBJECTS * VALUE_BYTES;
         try {
-          whole = Array.isArray((JSON.parse(body.toString('utf8')) as { items?: unknown }).items);
+          whole ||= Array.isArray((JSON.parse(body.toString('utf8')) as { items?: unknown }).items);
         } catch {
           // cut: not JSON
         }
@@ -200,11 +203,12 @@ function endsCut(t: Test, end: ListEnd | null, label: string): void {
 t.test('the upstream connection cut mid-list: the client\'s answer ends cut, the worker task ends, the next list goes through the pool', async (t) => {
   const session = sessionAt(relayed.url);
   t.equal(await wholeList(session), OBJECTS, 'a whole list through the relay first');
-  const lists = await Promise.all(Array.from({ length: 3 }, () => heldList(session, LIST)));
+  const lists = await Promise.all(ENCODINGS.map((accept) => heldList(session, LIST, accept)));
   await sleep(300);
   relayed.relay.cut();
   for (const list of lists) list.resume();
-  for (const [i, list] of lists.entries()) endsCut(t, await within(list.ended, END_BOUND_MS), `list ${i + 1}`);
+  for (const [i, list] of lists.entries()) endsCut(t, await within(list.ended, END_BOUND_MS), `list ${i + 1} (${ENCODINGS[i]})`);
+  t.ok(relayed.logs.some((line) => line.includes(OFFLOADED) && line.includes('protobuf-list')), 'the protobuf list went to a worker too');
   await tasksAllEnded(t, relayed.logs, 'after the cut');
   await noSeatHeld(t, relayed.metricsUrl, 'after the cut');
   await relayed.relay.mend();
@@ -252,11 +256,11 @@ t.test('clients that leave mid-list, reading or paused, cancel their upstream re
 
 t.test('the apiserver killed mid-list: the client\'s answer ends cut, the worker task ends, lists go through the pool once it is back', async (t) => {
   const session = sessionAt(stack.gatewayUrl);
-  const lists = await Promise.all(Array.from({ length: 3 }, () => heldList(session, LIST)));
+  const lists = await Promise.all(ENCODINGS.map((accept) => heldList(session, LIST, accept)));
   await sleep(300);
   await stack.rig.stopApiserver('crash');
   for (const list of lists) list.resume();
-  for (const [i, list] of lists.entries()) endsCut(t, await within(list.ended, END_BOUND_MS), `list ${i + 1}`);
+  for (const [i, list] of lists.entries()) endsCut(t, await within(list.ended, END_BOUND_MS), `list ${i + 1} (${ENCODINGS[i]})`);
   await tasksAllEnded(t, stack.gatewayLogs, 'after the crash');
   await noSeatHeld(t, stack.metricsUrl, 'after the crash');
   await stack.rig.startApiserver();
