@@ -18,10 +18,11 @@ import { noisyNeighbourScenario } from './scenarios/noisy-neighbour.ts';
 import { protobufEngineScenario } from './scenarios/protobuf-engine.ts';
 import { rewriteScenario } from './scenarios/rewrite.ts';
 import { smallGetScenario } from './scenarios/small-get.ts';
+import { watchCacheProtobufScenario } from './scenarios/watch-cache-protobuf.ts';
 import { watchFanout } from './scenarios/watch-fanout.ts';
 
 /** In the order they run: issue 6's numbering, then issue 15's, then issue 18's. */
-const SCENARIOS: Scenario[] = [smallGetScenario, listScenario, watchFanout, rewriteScenario, manyTenantsScenario, noisyNeighbourScenario, cpuPerRequestScenario, protobufEngineScenario, listProtobufScenario, listOffloadScenario];
+const SCENARIOS: Scenario[] = [smallGetScenario, listScenario, watchFanout, rewriteScenario, manyTenantsScenario, noisyNeighbourScenario, cpuPerRequestScenario, protobufEngineScenario, listProtobufScenario, listOffloadScenario, watchCacheProtobufScenario];
 
 /** A scenario that runs longer than this has hung: it is reported as failed and the runner goes on. */
 const SCENARIO_LIMIT_MS = { quick: 150_000, full: 30 * 60_000 };

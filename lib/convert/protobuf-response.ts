@@ -34,6 +34,7 @@ import {
   type ProtobufTemplates,
   type WireSchema,
 } from './protobuf.ts';
+import { ANOMALY, FieldScan, headSize, isAsciiRange, rangeEquals, rangeIncludes, rangeIndexOf, type Splices } from './protobuf-splice.ts';
 import { LENGTH_DELIMITED, MAGIC } from './protobuf-wire.ts';
 import { RULES } from './rules/index.ts';
 import { apiVersionToTenant } from './rules/api-groups.ts';
@@ -78,13 +79,13 @@ const OPEN = 0x7b;
 const CLOSE = 0x7d;
 
 /**
- * A field set (compact JSON, as the apiserver writes it) without its `"f:kubezoo.io/tenant":{}` members, cut out with
- * their comma; null when one is not between a comma and another member (the set it empties goes too, as
- * managed-fields.ts forgets it: then the set is parsed) or the bytes are not of that shape.
+ * Where a field set (compact JSON, as the apiserver writes it) has its `"f:kubezoo.io/tenant":{}` members, as pairs of
+ * offsets to cut (each with its comma); null when one is not between a comma and another member (the set it empties
+ * goes too, as managed-fields.ts forgets it: then the set is parsed) or the bytes are not of that shape.
  */
-function fieldSetWithoutTenantLabel(set: Buffer): Buffer | null {
+function fieldSetCuts(set: Buffer, from = 0): number[] | null {
   const cuts: number[] = [];
-  for (let at = set.indexOf(TENANT_LABEL_KEY); at !== -1; at = set.indexOf(TENANT_LABEL_KEY, at + 1)) {
+  for (let at = set.indexOf(TENANT_LABEL_KEY, from); at !== -1; at = set.indexOf(TENANT_LABEL_KEY, at + 1)) {
     const to = at + TENANT_LABEL_KEY.length;
     const before = set[at - 1];
     const after = set[to];
@@ -93,6 +94,13 @@ function fieldSetWithoutTenantLabel(set: Buffer): Buffer | null {
     else return null;
     if (cuts.length > 2 && cuts[cuts.length - 2]! < cuts[cuts.length - 3]!) return null;
   }
+  return cuts;
+}
+
+/** A field set without its `"f:kubezoo.io/tenant":{}` members (fieldSetCuts), or null. */
+function fieldSetWithoutTenantLabel(set: Buffer): Buffer | null {
+  const cuts = fieldSetCuts(set);
+  if (cuts === null) return null;
   const parts: Buffer[] = [];
   let from = 0;
   for (let k = 0; k < cuts.length; k += 2) {
@@ -476,6 +484,270 @@ export function objectPartsToTenant(raw: Buffer, row: KindRow, ctx: ConvertConte
     if (error === NOT_THE_TENANTS) return null;
     throw error;
   }
+}
+
+// ---- the common object, fast: its tenant view as splices of its bytes (protobuf-splice.ts) ----
+
+/** What objectSplices returns instead of a length change: the object is not the tenant's; ask objectPartsToTenant. */
+export const NOT_THE_TENANTS_OBJECT = -0x7fffffff;
+export const CAREFUL_PATH = 0x7fffffff;
+
+/** How objectSplices treats a kind's objects: built once per list or watch. */
+export interface FastView {
+  readonly ctx: ConvertContext;
+  readonly tenant: Buffer;
+  /** A shared kind: its objects are read as they are. */
+  readonly shared: boolean;
+  /** The status field, its conditions and a condition's message (STATUS_CONDITIONS); null: none. */
+  readonly status: readonly [status: number, conditions: number, message: number] | null;
+  /** Field 2 is a PodSpec (a Pod). */
+  readonly podSpec: boolean;
+}
+
+/**
+ * The fast view of `row`'s objects: shared kinds, and the tenant's namespaced kinds whose rule touches only metadata
+ * and status condition messages, or a pod's spec; null for every other kind (converted by objectPartsToTenant).
+ */
+export function fastViewOf(row: KindRow, ctx: ConvertContext): FastView | null {
+  const tenant = Buffer.from(ctx.tenant);
+  if (row.tenancy === 'shared-read-only') return { ctx, tenant, shared: true, status: null, podSpec: false };
+  const key = keyOf(row);
+  if (row.scope !== 'Namespaced' || row.rule === 'namespace' || SKELETONS.has(key) || !STATUS_CONDITIONS.has(key)) return null;
+  const templates = TEMPLATES.get(key);
+  const podSpec = templates !== undefined && templates.labelled.length === 0 && templates.podSpecs.length === 1 && templates.podSpecs[0]!.join() === '2';
+  if (templates !== undefined && !podSpec) return null;
+  return { ctx, tenant, shared: false, status: STATUS_CONDITIONS.get(key) ?? null, podSpec };
+}
+
+const OWNER_NUMBERS = [OWNER.kind, OWNER.name, OWNER.apiVersion] as const;
+const OBJECT_FIELDS = new FieldScan();
+const META_FIELDS = new FieldScan();
+const ENTRY_FIELDS = new FieldScan();
+const HOLDER_FIELDS = new FieldScan();
+const STATUS_FIELDS = new FieldScan();
+const CONDITION_FIELDS = new FieldScan();
+const SPEC_FIELDS = new FieldScan();
+const VOLUME_FIELDS = new FieldScan();
+const VOLUME_SOURCE_FIELDS = new FieldScan();
+
+/**
+ * The tenant view of the object at bytes[from, to) as splices added to `splices`, returning how much longer it gets
+ * (negative: shorter); NOT_THE_TENANTS_OBJECT when it is not the tenant's; CAREFUL_PATH for anything this does not
+ * read exactly as objectPartsToTenant would (a malformed or unusual message, a rule that would change more): then
+ * objectPartsToTenant decides, with the splices added since discarded by the caller. Same bytes as objectPartsToTenant.
+ */
+export function objectSplices(bytes: Buffer, from: number, to: number, view: FastView, splices: Splices): number {
+  if (view.shared) return 0;
+  const object = OBJECT_FIELDS;
+  if (!object.scan(bytes, from, to)) return CAREFUL_PATH;
+  // In objectToTenantParts' order: metadata, status conditions, the pod spec.
+  const meta = object.single(1);
+  if (meta === ANOMALY) return CAREFUL_PATH;
+  let delta = 0;
+  if (meta >= 0) {
+    delta = metaSplices(bytes, object.start[meta]!, object.valueStart[meta]!, object.end[meta]!, view, splices);
+    if (delta === CAREFUL_PATH || delta === NOT_THE_TENANTS_OBJECT) return delta;
+  }
+  if (view.status !== null) {
+    const status = object.single(view.status[0]);
+    if (status === ANOMALY) return CAREFUL_PATH;
+    if (status >= 0) {
+      const statusFrom = object.valueStart[status]!;
+      const statusTo = object.end[status]!;
+      // What does not name the tenant anywhere has no condition message to rewrite (as objectToTenantParts checks).
+      if (rangeIncludes(bytes, view.tenant, statusFrom, statusTo) && statusNeedsCare(bytes, statusFrom, statusTo, view.status, view.tenant)) return CAREFUL_PATH;
+    }
+  }
+  if (view.podSpec) {
+    const spec = object.single(2);
+    if (spec === ANOMALY) return CAREFUL_PATH;
+    if (spec >= 0) {
+      const specFrom = object.valueStart[spec]!;
+      const specTo = object.end[spec]!;
+      // Without the tags' bytes there is neither (as podSpecToTenant checks).
+      const tagged = rangeIncludes(bytes, AFFINITY_TAG, specFrom, specTo) || rangeIncludes(bytes, EPHEMERAL_TAG, specFrom, specTo);
+      if (tagged && podSpecNeedsCare(bytes, specFrom, specTo)) return CAREFUL_PATH;
+    }
+  }
+  return delta;
+}
+
+/**
+ * Whether a status could have a condition message naming the tenant (what conditionMessagesToTenant rewrites), or is
+ * read differently by it: then the careful path converts it. Reads the fields instead of searching all its bytes.
+ */
+function statusNeedsCare(bytes: Buffer, from: number, to: number, path: readonly [number, number, number], tenant: Buffer): boolean {
+  const status = STATUS_FIELDS;
+  const [, conditions, message] = path;
+  if (!status.scan(bytes, from, to) || !status.allDelimited(conditions)) return true;
+  const condition = CONDITION_FIELDS;
+  for (let i = 0; i < status.count; i++) {
+    if (status.number[i] !== conditions) continue;
+    if (!condition.scan(bytes, status.valueStart[i]!, status.end[i]!)) return true;
+    const field = condition.single(message);
+    if (field === ANOMALY) return true;
+    if (field < 0) continue;
+    const messageFrom = condition.valueStart[field]!;
+    const messageTo = condition.end[field]!;
+    if (!isAsciiRange(bytes, messageFrom, messageTo) || rangeIncludes(bytes, tenant, messageFrom, messageTo)) return true;
+  }
+  return false;
+}
+
+/**
+ * Whether a pod spec has an affinity (18) or a volume with an ephemeral source (volumes = 1 → volumeSource = 2 →
+ * ephemeral = 29), what podSpecToTenant rewrites, or is read differently by it: then the careful path converts it.
+ */
+function podSpecNeedsCare(bytes: Buffer, from: number, to: number): boolean {
+  const spec = SPEC_FIELDS;
+  if (!spec.scan(bytes, from, to) || spec.single(18) !== -1 || !spec.allDelimited(1)) return true;
+  const volume = VOLUME_FIELDS;
+  for (let i = 0; i < spec.count; i++) {
+    if (spec.number[i] !== 1) continue;
+    if (!volume.scan(bytes, spec.valueStart[i]!, spec.end[i]!)) return true;
+    const source = volume.single(2);
+    if (source === ANOMALY) return true;
+    if (source < 0) continue;
+    if (!VOLUME_SOURCE_FIELDS.scan(bytes, volume.valueStart[source]!, volume.end[source]!) || VOLUME_SOURCE_FIELDS.single(29) !== -1) return true;
+  }
+  return false;
+}
+
+/** A string field of `fields` ('' when absent), or undefined when it is not ASCII (the careful path decodes it). */
+function asciiString(bytes: Buffer, fields: FieldScan, index: number): string | undefined {
+  if (index < 0) return '';
+  const from = fields.valueStart[index]!;
+  const to = fields.end[index]!;
+  return isAsciiRange(bytes, from, to) ? bytes.toString('latin1', from, to) : undefined;
+}
+
+/** objectMetaToTenant as splices (a namespaced kind); see objectSplices. */
+function metaSplices(bytes: Buffer, start: number, valueStart: number, end: number, view: FastView, splices: Splices): number {
+  const meta = META_FIELDS;
+  if (!meta.scan(bytes, valueStart, end)) return CAREFUL_PATH;
+  const { ctx } = view;
+  // A placeholder for the metadata's own head, first of its splices (they stay in order).
+  const mark = splices.count;
+  splices.delete(start, start);
+  let delta = 0;
+  const namespace = meta.single(META.namespace);
+  if (namespace === ANOMALY) return CAREFUL_PATH;
+  if (namespace >= 0 && meta.end[namespace]! > meta.valueStart[namespace]!) {
+    const text = asciiString(bytes, meta, namespace);
+    if (text === undefined) return CAREFUL_PATH;
+    const mine = namespaceToTenant(text, ctx.tenant);
+    if (mine === null) return NOT_THE_TENANTS_OBJECT;
+    const fieldStart = meta.start[namespace]!;
+    splices.stringField(fieldStart, meta.end[namespace]!, META.namespace, mine);
+    delta += headSize(META.namespace, mine.length) + mine.length - (meta.end[namespace]! - fieldStart);
+  }
+  const entry = ENTRY_FIELDS;
+  // Labels: the tenant's label removed; another tenant's: not the tenant's.
+  if (!meta.allDelimited(META.labels)) return CAREFUL_PATH;
+  for (let i = 0; i < meta.count; i++) {
+    if (meta.number[i] !== META.labels) continue;
+    const from = meta.valueStart[i]!;
+    const to = meta.end[i]!;
+    if (keyIsNotAt(bytes, from, to, TENANT_LABEL_BYTES)) continue;
+    if (!entry.scan(bytes, from, to)) return CAREFUL_PATH;
+    const key = entry.single(1);
+    if (key === ANOMALY) return CAREFUL_PATH;
+    if (key < 0 || !rangeEquals(bytes, entry.valueStart[key]!, entry.end[key]!, TENANT_LABEL_BYTES)) continue;
+    const value = entry.single(2);
+    if (value === ANOMALY) return CAREFUL_PATH;
+    if (value >= 0 && !isAsciiRange(bytes, entry.valueStart[value]!, entry.end[value]!)) return CAREFUL_PATH;
+    if (value < 0 || !rangeEquals(bytes, entry.valueStart[value]!, entry.end[value]!, view.tenant)) return NOT_THE_TENANTS_OBJECT;
+    splices.delete(meta.start[i]!, to);
+    delta -= to - meta.start[i]!;
+  }
+  // Owner references: read, judged and mapped by the JSON rule; one it would change goes the careful path.
+  if (!meta.allDelimited(META.ownerReferences)) return CAREFUL_PATH;
+  let before: string[] | undefined;
+  for (let i = 0; i < meta.count; i++) {
+    if (meta.number[i] !== META.ownerReferences) continue;
+    if (!entry.scan(bytes, meta.valueStart[i]!, meta.end[i]!)) return CAREFUL_PATH;
+    before ??= [];
+    for (const number of OWNER_NUMBERS) {
+      const text = asciiString(bytes, entry, entry.single(number));
+      if (text === undefined || entry.single(number) === ANOMALY) return CAREFUL_PATH;
+      before.push(text);
+    }
+  }
+  if (before !== undefined) {
+    const after: Json[] = [];
+    for (let k = 0; k < before.length; k += 3) after.push({ kind: before[k]!, name: before[k + 1]!, apiVersion: before[k + 2]! });
+    if (!ownerReferencesToTenant({ ownerReferences: after }, ctx)) return NOT_THE_TENANTS_OBJECT;
+    for (let k = 0; k < after.length; k++) {
+      const owner = after[k]!;
+      if (owner.kind !== before[3 * k] || owner.name !== before[3 * k + 1] || owner.apiVersion !== before[3 * k + 2]) return CAREFUL_PATH;
+    }
+  }
+  // managedFields: apiVersions of the tenant's groups go the careful path; the tenant label's fields are cut out.
+  if (!meta.allDelimited(META.managedFields)) return CAREFUL_PATH;
+  const holder = HOLDER_FIELDS;
+  for (let i = 0; i < meta.count; i++) {
+    if (meta.number[i] !== META.managedFields) continue;
+    const entryFrom = meta.valueStart[i]!;
+    const entryTo = meta.end[i]!;
+    if (!entry.scan(bytes, entryFrom, entryTo)) return CAREFUL_PATH;
+    const apiVersionField = entry.single(MANAGED_FIELDS_API_VERSION);
+    if (apiVersionField === ANOMALY) return CAREFUL_PATH;
+    if (apiVersionField >= 0 && !isCoreApiVersion(bytes, entry.valueStart[apiVersionField]!, entry.end[apiVersionField]!)) {
+      const apiVersion = asciiString(bytes, entry, apiVersionField);
+      if (apiVersion === undefined || (apiVersionToTenant(apiVersion, ctx.tenant) ?? apiVersion) !== apiVersion) return CAREFUL_PATH;
+    }
+    const fieldsV1 = entry.single(MANAGED_FIELDS_FIELDS_V1);
+    if (fieldsV1 === ANOMALY) return CAREFUL_PATH;
+    if (fieldsV1 < 0) continue;
+    const holderFrom = entry.valueStart[fieldsV1]!;
+    const holderTo = entry.end[fieldsV1]!;
+    const labelField = rangeIndexOf(bytes, TENANT_LABEL_FIELD, holderFrom, holderTo);
+    if (labelField === -1) continue;
+    if (!holder.scan(bytes, holderFrom, holderTo)) return CAREFUL_PATH;
+    const raw = holder.single(1);
+    if (raw === ANOMALY) return CAREFUL_PATH;
+    if (raw < 0) continue;
+    const rawFrom = holder.valueStart[raw]!;
+    const rawTo = holder.end[raw]!;
+    // No member of the tenant label starts before the first `f:kubezoo.io/tenant` (but for its quote).
+    const cuts = fieldSetCuts(bytes.subarray(rawFrom, rawTo), Math.max(0, labelField - 1 - rawFrom));
+    if (cuts === null) return CAREFUL_PATH;
+    let cut = 0;
+    for (let k = 0; k < cuts.length; k += 2) cut += cuts[k + 1]! - cuts[k]!;
+    // Every head around the cut is written anew (minimal, as MessageEdit writes a replaced field's); splices in order.
+    const rawLength = rawTo - rawFrom - cut;
+    const holderLength = holderTo - holderFrom - (rawTo - holder.start[raw]!) + headSize(1, rawLength) + rawLength;
+    const entryLength = entryTo - entryFrom - (holderTo - entry.start[fieldsV1]!) + headSize(MANAGED_FIELDS_FIELDS_V1, holderLength) + holderLength;
+    splices.head(meta.start[i]!, entryFrom, META.managedFields, entryLength);
+    splices.head(entry.start[fieldsV1]!, holderFrom, MANAGED_FIELDS_FIELDS_V1, holderLength);
+    splices.head(holder.start[raw]!, rawFrom, 1, rawLength);
+    for (let k = 0; k < cuts.length; k += 2) splices.delete(rawFrom + cuts[k]!, rawFrom + cuts[k + 1]!);
+    delta += headSize(META.managedFields, entryLength) + entryLength - (entryTo - meta.start[i]!);
+  }
+  if (splices.count === mark + 1) {
+    splices.truncate(mark);
+    return 0;
+  }
+  const length = end - valueStart + delta;
+  if (length === 0) {
+    splices.truncate(mark);
+    splices.delete(start, end);
+    return start - end;
+  }
+  splices.setHead(mark, start, valueStart, 1, length);
+  return headSize(1, length) + length - (end - start);
+}
+
+/** An ASCII apiVersion without a group (`v1`): every tenant reads it as it is (apiVersionToTenant). */
+function isCoreApiVersion(bytes: Buffer, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) if (bytes[i] === 0x2f /* '/' */ || bytes[i]! >= 0x80) return false;
+  return true;
+}
+
+/** keyIsNot on bytes[from, to) of a larger buffer. */
+function keyIsNotAt(bytes: Buffer, from: number, to: number, key: Buffer): boolean {
+  if (to - from < 2 || bytes[from] !== 0x0a || bytes[from + 1]! >= 0x80 || bytes[from + 1]! + 2 > to - from) return false;
+  return !rangeEquals(bytes, from + 2, from + 2 + bytes[from + 1]!, key);
 }
 
 // ---- the envelope, and Status ----

@@ -3,7 +3,20 @@
 import { badGateway, type StatusError } from '../errors/status-error.ts';
 import type { KindRow } from './kinds.ts';
 import { EMPTY, META, MessageEdit, parseEnvelope } from './protobuf.ts';
-import { bodyPartsToTenant, checkSupported, fromUpstream, joined, objectPartsToTenant, protobufStatusToTenant } from './protobuf-response.ts';
+import {
+  bodyPartsToTenant,
+  CAREFUL_PATH,
+  checkSupported,
+  fastViewOf,
+  fromUpstream,
+  joined,
+  NOT_THE_TENANTS_OBJECT,
+  objectPartsToTenant,
+  objectSplices,
+  protobufStatusToTenant,
+  type FastView,
+} from './protobuf-response.ts';
+import { ANOMALY, FieldScan, headSize, isAsciiRange, Output, rangeEquals, Splices, varintSize } from './protobuf-splice.ts';
 import { LENGTH_DELIMITED, MAGIC, pushVarint } from './protobuf-wire.ts';
 import type { ConvertContext } from './rules/rule.ts';
 import type { StatusScope } from './status.ts';
@@ -26,27 +39,35 @@ const PADDING_TAG: readonly number[] = (() => {
   return tag;
 })();
 /** The smallest padding field: its tag and a zero length. */
-const PADDING_RESERVE = PADDING_TAG.length + 1;
+export const PADDING_RESERVE = PADDING_TAG.length + 1;
 
-function varintBytes(value: number): Buffer {
-  const out: number[] = [];
-  pushVarint(out, value);
-  return Buffer.from(out);
-}
-
-/** Zeros every padding field's payload is cut from (a padding field longer than this takes several slices). */
-const ZEROS = Buffer.alloc(64 * 1024);
 /** A streamed list pads as soon as this much was saved: the padding is sent along the items, never built at the end. */
-const PADDING_FLUSH_BYTES = 4096;
+export const PADDING_FLUSH_BYTES = 4096;
 
-/** A field that takes exactly `size` bytes (size ≥ PADDING_RESERVE): tag, length, zeros, in pieces. */
-function padding(size: number): Buffer[] {
+/** A padding field of exactly `size` bytes (size ≥ PADDING_RESERVE): its tag and length, and how many zeros follow. */
+function paddingHead(size: number): { head: number[]; zeros: number } {
   const rest = size - PADDING_TAG.length;
   // No minimal varint fits some sizes (129: 128 takes two bytes, 127 one): a five-byte one always does.
   const lengthBytes = rest <= 128 ? 1 : 5;
-  let length = rest - lengthBytes;
-  const parts = [Buffer.from([...PADDING_TAG, ...paddedVarint(length, lengthBytes)])];
-  for (; length > 0; length -= ZEROS.length) parts.push(ZEROS.subarray(0, Math.min(length, ZEROS.length)));
+  const zeros = rest - lengthBytes;
+  return { head: [...PADDING_TAG, ...paddedVarint(zeros, lengthBytes)], zeros };
+}
+
+/** Writes a field that takes exactly `size` bytes: tag, length, zeros. */
+function writePadding(out: Output, size: number): void {
+  const { head, zeros } = paddingHead(size);
+  for (const byte of head) out.byte(byte);
+  out.zeros(zeros);
+}
+
+/** Zeros a padding field's pieces are cut from (a longer field takes several). */
+const ZEROS = Buffer.alloc(64 * 1024);
+
+/** The same field as pieces, for writers that send buffers rather than fill an Output (merged lists). */
+export function padding(size: number): Buffer[] {
+  const { head, zeros } = paddingHead(size);
+  const parts = [Buffer.from(head)];
+  for (let left = zeros; left > 0; left -= ZEROS.length) parts.push(ZEROS.subarray(0, Math.min(left, ZEROS.length)));
   return parts;
 }
 
@@ -75,12 +96,12 @@ function peekVarint(bytes: Buffer, at: number, end: number): { value: number; ne
   throw badGateway("the upstream's protobuf answer is malformed: a varint is longer than 10 bytes");
 }
 
-function upstreamMalformed(why: string): StatusError {
+export function upstreamMalformed(why: string): StatusError {
   return badGateway(`the upstream's protobuf answer is malformed: ${why}`);
 }
 
 /** One field's head: its number, wire type and, for a length-delimited one, its payload's length. */
-interface FieldHead {
+export interface FieldHead {
   readonly number: number;
   readonly wireType: number;
   /** Bytes of the head (tag and length). */
@@ -90,7 +111,7 @@ interface FieldHead {
 }
 
 /** The head of the field at `at`, or undefined while bytes are missing; a varint field's value counts as its payload. */
-function peekFieldHead(bytes: Buffer, at: number, end: number): FieldHead | undefined {
+export function peekFieldHead(bytes: Buffer, at: number, end: number): FieldHead | undefined {
   const tag = peekVarint(bytes, at, end);
   if (tag === undefined) return undefined;
   const number = Math.floor(tag.value / 8);
@@ -127,10 +148,64 @@ export interface ProtobufListOptions {
 }
 
 const DEFAULT_HOLD_LIST_BYTES = 4 * 1024 * 1024;
-/** What a dropped item leaves in the list. */
-const DROPPED: { readonly parts: readonly Buffer[]; readonly length: number } = { parts: [], length: 0 };
 /** Unknown.raw = 2, length-delimited. */
-const RAW_TAG = Buffer.from([2 * 8 + LENGTH_DELIMITED]);
+const RAW_TAG = 2 * 8 + LENGTH_DELIMITED;
+/** Room kept in front of a held list for its head (raw's tag and length), written once its length is known. */
+const HELD_HEAD_ROOM = 6;
+/** Splices of the item (or event) being converted: one at a time, never across a `write`. */
+const SPLICES = new Splices();
+
+/**
+ * The bytes of a stream not consumed yet, kept between writes: a field (or frame) whose head is known is completed in a
+ * buffer of its size (`carry`), never by joining whole chunks; a head cut off waits in `tail`, joined to the next chunk.
+ */
+abstract class ChunkedInput {
+  private tail: Buffer = EMPTY;
+  private carry: Buffer | undefined;
+  private carryFill = 0;
+  /** Set by `consume` when it stops before a field or frame whose size it knows: that size. */
+  protected needed = 0;
+
+  /** Consumes whole fields or frames of bytes from `at` on, writing what they become; returns where it stopped. */
+  protected abstract consume(bytes: Buffer, at: number): number;
+
+  protected feed(chunk: Buffer): void {
+    let bytes = chunk;
+    let at = 0;
+    if (this.carry !== undefined) {
+      const carry = this.carry;
+      const copied = chunk.copy(carry, this.carryFill, 0, Math.min(chunk.length, carry.length - this.carryFill));
+      this.carryFill += copied;
+      if (this.carryFill < carry.length) return;
+      this.carry = undefined;
+      this.needed = 0;
+      if (this.consume(carry, 0) !== carry.length) throw new Error('a carried field was not consumed whole');
+      at = copied;
+    } else if (this.tail.length > 0) {
+      bytes = Buffer.concat([this.tail, chunk]);
+      this.tail = EMPTY;
+    }
+    this.needed = 0;
+    at = this.consume(bytes, at);
+    if (at === bytes.length) return;
+    if (this.needed > bytes.length - at) {
+      this.carry = Buffer.allocUnsafe(this.needed);
+      this.carryFill = bytes.copy(this.carry, 0, at);
+    } else {
+      this.tail = Buffer.from(bytes.subarray(at));
+    }
+  }
+
+  /** Whether bytes of a field or frame are waiting for the rest. */
+  protected get waiting(): boolean {
+    return this.tail.length > 0 || this.carry !== undefined;
+  }
+
+  /** Bytes waiting (for the output's size). */
+  protected get waitingBytes(): number {
+    return this.carry?.length ?? this.tail.length;
+  }
+}
 
 /**
  * A `<Kind>List` answer (`k8s\0` + runtime.Unknown { typeMeta = 1, raw = 2: the list, contentEncoding = 3, contentType = 4 })
@@ -141,7 +216,7 @@ const RAW_TAG = Buffer.from([2 * 8 + LENGTH_DELIMITED]);
  * one item at most, its length declared up front and what the tenant view saves padded (PADDING_FIELD): memory stays
  * bounded (an item, the chunk it came in, a padding of at most an item), the bytes on the wire are the upstream's.
  */
-export class ProtobufListToTenant {
+export class ProtobufListToTenant extends ChunkedInput {
   /** Items kept and dropped so far. */
   kept = 0;
   dropped = 0;
@@ -151,8 +226,7 @@ export class ProtobufListToTenant {
   private readonly apiVersion: string;
   private readonly maxItemBytes: number;
   private readonly holdListBytes: number;
-  /** Bytes received and not yet consumed. */
-  private pending: Buffer = EMPTY;
+  private readonly fast: FastView | null;
   private magicSeen = false;
   /** Bytes of the list (the envelope's raw) not yet consumed; -1 outside it. */
   private rawLeft = -1;
@@ -160,84 +234,97 @@ export class ProtobufListToTenant {
   private rawEmitted = 0;
   private rawDeclared = 0;
   private rawDone = false;
-  /** The converted list while it is held (short lists); undefined when streaming. */
-  private held: Buffer[] | undefined;
+  /** The converted list while it is held (short lists), after HELD_HEAD_ROOM; undefined when streaming. */
+  private held: Output | undefined;
+  /** What the current write returns. */
+  private out: Output = new Output(0);
 
   /** `apiVersion`: the list's, as asked of the upstream (the envelope's is checked against it). */
   constructor(row: KindRow, ctx: ConvertContext, apiVersion: string, options: ProtobufListOptions = {}) {
+    super();
     checkSupported(row, apiVersion);
     this.apiVersion = apiVersion;
     this.row = row;
     this.ctx = ctx;
     this.maxItemBytes = options.maxItemBytes ?? DEFAULT_MAX_ITEM_BYTES;
     this.holdListBytes = options.holdListBytes ?? DEFAULT_HOLD_LIST_BYTES;
+    this.fast = fastViewOf(row, ctx);
   }
 
   write(chunk: Buffer): Buffer {
-    const bytes = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
-    const out: Buffer[] = [];
-    let at = 0;
+    // One output buffer per chunk: what it consumes, plus padding of what earlier chunks saved.
+    this.out = new Output(this.held === undefined ? chunk.length + this.waitingBytes + PADDING_FLUSH_BYTES + 64 : 64);
+    this.feed(chunk);
+    return this.taken();
+  }
+
+  finish(): Buffer {
+    this.out = new Output(PADDING_FLUSH_BYTES + 64);
+    if (this.rawLeft === 0) this.endRaw();
+    if (!this.magicSeen || this.waiting || this.rawLeft > 0) throw upstreamMalformed('the list is cut off');
+    return this.taken();
+  }
+
+  private taken(): Buffer {
+    const out = this.out.take();
+    this.out = new Output(0);
+    return out.length === 0 ? EMPTY : out;
+  }
+
+  protected consume(bytes: Buffer, start: number): number {
+    let at = start;
+    const out = this.out;
     if (!this.magicSeen) {
-      if (bytes.length < MAGIC.length) {
-        this.pending = bytes;
-        return EMPTY;
-      }
-      if (!bytes.subarray(0, MAGIC.length).equals(MAGIC)) throw upstreamMalformed('it does not start with "k8s\\x00"');
+      if (bytes.length - at < MAGIC.length) return at;
+      if (!bytes.subarray(at, at + MAGIC.length).equals(MAGIC)) throw upstreamMalformed('it does not start with "k8s\\x00"');
       this.magicSeen = true;
-      out.push(MAGIC);
-      at = MAGIC.length;
+      out.bytes(MAGIC);
+      at += MAGIC.length;
     }
     for (;;) {
-      if (this.rawLeft === 0) this.endRaw(out);
+      if (this.rawLeft === 0) this.endRaw();
       const inRaw = this.rawLeft > 0;
       const end = inRaw ? Math.min(bytes.length, at + this.rawLeft) : bytes.length;
       const head = at < end ? peekFieldHead(bytes, at, end) : undefined;
       if (head === undefined) {
         if (inRaw && end - at >= this.rawLeft) throw upstreamMalformed('a field of the list runs past its end');
-        break;
+        return at;
       }
       const whole = head.size + (head.wireType === 0 ? 0 : head.length);
       if (inRaw && whole > this.rawLeft) throw upstreamMalformed('a field of the list runs past its end');
       if (!inRaw && head.number === 2 && head.wireType === LENGTH_DELIMITED && !this.rawDone) {
-        this.startRaw(head.length, out);
+        this.startRaw(head.length);
         at += head.size;
         continue;
       }
       if (whole > this.maxItemBytes) throw badGateway(`an item of the upstream's protobuf list is larger than ${this.maxItemBytes} bytes`);
-      if (at + whole > bytes.length) break; // the rest of this field has not arrived yet
-      const field = bytes.subarray(at, at + whole);
+      if (at + whole > bytes.length) {
+        this.needed = whole; // the rest of this field has not arrived yet
+        return at;
+      }
+      const fieldStart = at;
       at += whole;
       if (!inRaw) {
-        if (head.number === 1) this.checkTypeMeta(field.subarray(head.size));
-        out.push(field); // typeMeta, contentEncoding, contentType: as they came
+        if (head.number === 1) this.checkTypeMeta(bytes.subarray(fieldStart + head.size, at));
+        this.out.copy(bytes, fieldStart, at); // typeMeta, contentEncoding, contentType: as they came
         continue;
       }
       this.rawLeft -= whole;
+      const target = this.held ?? this.out;
       const isItem = head.number === 2 && head.wireType === LENGTH_DELIMITED;
-      const item = isItem ? (this.item(field.subarray(head.size)) ?? DROPPED) : { parts: [field], length: field.length };
-      this.rawEmitted += item.length;
-      // (What is held is copied: the caller's chunk may be reused once write returns.)
-      if (this.held !== undefined) {
-        this.held.push(...item.parts.map((part) => (part.buffer === bytes.buffer ? Buffer.from(part) : part)));
-        continue;
+      if (isItem) this.rawEmitted += this.item(bytes, fieldStart + head.size, at, target);
+      else {
+        target.copy(bytes, fieldStart, at); // the list's metadata: as it came
+        this.rawEmitted += whole;
       }
+      if (this.held !== undefined) continue;
       const saved = this.rawDeclared - PADDING_RESERVE - this.rawLeft - this.rawEmitted;
       if (saved < 0) throw badGateway("a tenant view of the upstream's protobuf list came out longer than the list");
-      out.push(...item.parts);
       if (saved >= PADDING_FLUSH_BYTES) {
-        out.push(...padding(saved));
+        writePadding(this.out, saved);
         this.rawEmitted += saved;
       }
     }
-    this.pending = at === bytes.length ? EMPTY : Buffer.from(bytes.subarray(at));
-    return out.length === 1 ? out[0]! : Buffer.concat(out);
-  }
-
-  finish(): Buffer {
-    const out: Buffer[] = [];
-    if (this.rawLeft === 0) this.endRaw(out);
-    if (!this.magicSeen || this.pending.length > 0 || this.rawLeft > 0) throw upstreamMalformed('the list is cut off');
-    return Buffer.concat(out);
   }
 
   /** The items' field numbers are those of the version asked for: a list of another is refused, never misread. */
@@ -248,39 +335,62 @@ export class ProtobufListToTenant {
     }
   }
 
-  private startRaw(length: number, out: Buffer[]): void {
+  private startRaw(length: number): void {
     this.rawLeft = length;
     if (length <= this.holdListBytes) {
-      this.held = [];
+      this.held = new Output(HELD_HEAD_ROOM + length, HELD_HEAD_ROOM);
       return;
     }
     this.rawDeclared = length + PADDING_RESERVE;
-    out.push(RAW_TAG, varintBytes(this.rawDeclared));
+    this.out.byte(RAW_TAG);
+    this.out.varint(this.rawDeclared);
   }
 
-  private endRaw(out: Buffer[]): void {
-    if (this.held !== undefined) out.push(RAW_TAG, varintBytes(this.rawEmitted), ...this.held);
-    else out.push(...padding(this.rawDeclared - this.rawEmitted));
+  private endRaw(): void {
+    const held = this.held;
+    if (held !== undefined) {
+      // The head goes in the room kept in front: the held list is sent as it is, not copied again.
+      held.base = HELD_HEAD_ROOM - 1 - varintSize(this.rawEmitted);
+      const end = held.position;
+      held.position = held.base;
+      held.byte(RAW_TAG);
+      held.varint(this.rawEmitted);
+      held.position = end;
+      if (this.out.length === 0) this.out = held;
+      else this.out.bytes(held.take());
+    } else writePadding(this.out, this.rawDeclared - this.rawEmitted);
     this.held = undefined;
     this.rawLeft = -1;
     this.rawDone = true;
   }
 
-  /** One item (items = 2) converted: its field head and message, in pieces; null when it is not the tenant's. */
-  private item(raw: Buffer): { readonly parts: readonly Buffer[]; readonly length: number } | null {
-    const parts = objectPartsToTenant(raw, this.row, this.ctx);
+  /** One item (items = 2) at bytes[from, to) written converted, with its field head, to `target`: the bytes written (0: not the tenant's). */
+  private item(bytes: Buffer, from: number, to: number, target: Output): number {
+    const splices = SPLICES;
+    splices.reset();
+    const delta = this.fast === null ? CAREFUL_PATH : objectSplices(bytes, from, to, this.fast, splices);
+    if (delta === NOT_THE_TENANTS_OBJECT) {
+      this.dropped++;
+      return 0;
+    }
+    const before = target.position;
+    if (delta !== CAREFUL_PATH) {
+      this.kept++;
+      target.head(2, to - from + delta);
+      splices.writeTo(target, bytes, from, to);
+      return target.position - before;
+    }
+    const parts = objectPartsToTenant(bytes.subarray(from, to), this.row, this.ctx);
     if (parts === null) {
       this.dropped++;
-      return null;
+      return 0;
     }
     this.kept++;
     let length = 0;
     for (const part of parts) length += part.length;
-    const head: number[] = [];
-    pushVarint(head, 2 * 8 + LENGTH_DELIMITED);
-    pushVarint(head, length);
-    parts.unshift(Buffer.from(head));
-    return { parts, length: length + head.length };
+    target.head(2, length);
+    for (const part of parts) target.bytes(part);
+    return target.position - before;
   }
 }
 
@@ -351,7 +461,7 @@ function bookmarkNamesNothing(body: Buffer): boolean {
  * A protobuf watch stream (application/vnd.kubernetes.protobuf;stream=watch) rewritten as its bytes arrive: each frame
  * is held whole (up to maxItemBytes), converted by protobufWatchEventToTenant and written with its new length.
  */
-export class ProtobufWatchToTenant {
+export class ProtobufWatchToTenant extends ChunkedInput {
   /** Events kept (bookmarks and errors included) and dropped so far. */
   kept = 0;
   dropped = 0;
@@ -360,48 +470,151 @@ export class ProtobufWatchToTenant {
   private readonly ctx: ConvertContext;
   private readonly scope: StatusScope | undefined;
   private readonly maxItemBytes: number;
-  private pending: Buffer = EMPTY;
+  private readonly fast: FastView | null;
+  /** The envelope's kind and apiVersion of the objects the fast path converts (a shared kind: any ASCII apiVersion). */
+  private readonly kindBytes: Buffer;
+  private readonly apiVersionBytes: Buffer;
+  private out: Output = new Output(0);
 
   /** `apiVersion`: the watched objects', as asked of the upstream (each object's envelope is checked against it). */
   constructor(row: KindRow, ctx: ConvertContext, apiVersion: string, options: ProtobufListOptions & { readonly scope?: StatusScope } = {}) {
+    super();
     checkSupported(row, apiVersion);
     this.row = row;
     this.ctx = ctx;
     this.scope = options.scope;
     this.maxItemBytes = options.maxItemBytes ?? DEFAULT_MAX_ITEM_BYTES;
+    this.fast = row.kind === '' ? null : fastViewOf(row, ctx);
+    this.kindBytes = Buffer.from(row.kind);
+    this.apiVersionBytes = Buffer.from(row.group === '' ? 'v1' : `${row.group}/v1`);
   }
 
   write(chunk: Buffer): Buffer {
-    const bytes = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
-    const out: Buffer[] = [];
-    let at = 0;
-    while (bytes.length - at >= FRAME_HEAD) {
-      const length = bytes.readUInt32BE(at);
-      if (length > this.maxItemBytes) throw badGateway(`a watch event of the upstream is larger than ${this.maxItemBytes} bytes`);
-      if (bytes.length - at - FRAME_HEAD < length) break;
-      const event = bytes.subarray(at + FRAME_HEAD, at + FRAME_HEAD + length);
-      at += FRAME_HEAD + length;
-      const converted = watchEventPartsToTenant(event, this.row, this.ctx, this.scope);
-      if (converted === null) {
-        this.dropped++;
-        continue;
-      }
-      this.kept++;
-      if (converted.length === 1 && converted[0] === event) {
-        out.push(bytes.subarray(at - FRAME_HEAD - length, at));
-        continue;
-      }
-      let convertedLength = 0;
-      for (const part of converted) convertedLength += part.length;
-      out.push(frameHead(convertedLength), ...converted);
-    }
-    this.pending = at === bytes.length ? EMPTY : Buffer.from(bytes.subarray(at));
-    return out.length === 1 ? out[0]! : Buffer.concat(out);
+    this.out = new Output(chunk.length + this.waitingBytes + 64);
+    this.feed(chunk);
+    const out = this.out.take();
+    this.out = new Output(0);
+    return out.length === 0 ? EMPTY : out;
   }
 
   /** The stream ended: a frame cut off is the upstream's fault. */
   finish(): Buffer {
-    if (this.pending.length > 0) throw upstreamMalformed('a watch event is cut off');
+    if (this.waiting) throw upstreamMalformed('a watch event is cut off');
     return EMPTY;
   }
+
+  protected consume(bytes: Buffer, start: number): number {
+    let at = start;
+    while (bytes.length - at >= FRAME_HEAD) {
+      const length = bytes.readUInt32BE(at);
+      if (length > this.maxItemBytes) throw badGateway(`a watch event of the upstream is larger than ${this.maxItemBytes} bytes`);
+      if (bytes.length - at - FRAME_HEAD < length) {
+        this.needed = FRAME_HEAD + length;
+        return at;
+      }
+      this.frame(bytes, at, at + FRAME_HEAD + length);
+      at += FRAME_HEAD + length;
+    }
+    return at;
+  }
+
+  /** One frame at bytes[from, to) written converted (or not at all: an event of an object not the tenant's). */
+  private frame(bytes: Buffer, from: number, to: number): void {
+    const splices = SPLICES;
+    splices.reset();
+    const delta = this.fast === null ? CAREFUL_PATH : this.eventSplices(bytes, from + FRAME_HEAD, to, this.fast, splices);
+    if (delta === NOT_THE_TENANTS_OBJECT) {
+      this.dropped++;
+      return;
+    }
+    const out = this.out;
+    if (delta !== CAREFUL_PATH) {
+      this.kept++;
+      if (splices.count === 0) {
+        out.copy(bytes, from, to);
+        return;
+      }
+      out.uint32(to - from - FRAME_HEAD + delta);
+      splices.writeTo(out, bytes, from + FRAME_HEAD, to);
+      return;
+    }
+    const event = bytes.subarray(from + FRAME_HEAD, to);
+    const converted = watchEventPartsToTenant(event, this.row, this.ctx, this.scope);
+    if (converted === null) {
+      this.dropped++;
+      return;
+    }
+    this.kept++;
+    if (converted.length === 1 && converted[0] === event) {
+      out.copy(bytes, from, to);
+      return;
+    }
+    let convertedLength = 0;
+    for (const part of converted) convertedLength += part.length;
+    out.uint32(convertedLength);
+    for (const part of converted) out.bytes(part);
+  }
+
+  /**
+   * watchEventPartsToTenant of an ADDED, MODIFIED or DELETED event of an object of the kind, as splices (see
+   * objectSplices): its object's and the three heads around it; CAREFUL_PATH for every other event and anything unusual.
+   */
+  private eventSplices(bytes: Buffer, from: number, to: number, view: FastView, splices: Splices): number {
+    const event = EVENT_FIELDS;
+    if (!event.scan(bytes, from, to)) return CAREFUL_PATH;
+    const type = event.single(WATCH_EVENT.type);
+    if (type < 0 || !isObjectEventType(bytes, event.valueStart[type]!, event.end[type]!)) return CAREFUL_PATH;
+    const object = event.single(WATCH_EVENT.object);
+    if (object < 0) return CAREFUL_PATH;
+    const extension = EXTENSION_FIELDS;
+    const extensionFrom = event.valueStart[object]!;
+    const extensionTo = event.end[object]!;
+    if (!extension.scan(bytes, extensionFrom, extensionTo)) return CAREFUL_PATH;
+    const raw = extension.single(RAW_EXTENSION_RAW);
+    if (raw < 0) return CAREFUL_PATH;
+    // The object's envelope, as parseEnvelope reads it.
+    const bodyFrom = extension.valueStart[raw]!;
+    const bodyTo = extension.end[raw]!;
+    if (bodyTo - bodyFrom <= MAGIC.length || !rangeEquals(bytes, bodyFrom, bodyFrom + MAGIC.length, MAGIC)) return CAREFUL_PATH;
+    const envelope = ENVELOPE_FIELDS;
+    if (!envelope.scan(bytes, bodyFrom + MAGIC.length, bodyTo)) return CAREFUL_PATH;
+    const typeMeta = envelope.single(1);
+    const objectField = envelope.single(2);
+    const contentEncoding = envelope.single(3);
+    if (typeMeta < 0 || objectField < 0 || contentEncoding === ANOMALY || envelope.single(4) === ANOMALY) return CAREFUL_PATH;
+    if (contentEncoding >= 0 && envelope.end[contentEncoding]! > envelope.valueStart[contentEncoding]!) return CAREFUL_PATH;
+    const meta = TYPE_META_FIELDS;
+    if (!meta.scan(bytes, envelope.valueStart[typeMeta]!, envelope.end[typeMeta]!)) return CAREFUL_PATH;
+    const apiVersion = meta.single(1);
+    const kind = meta.single(2);
+    if (apiVersion < 0 || kind < 0 || !rangeEquals(bytes, meta.valueStart[kind]!, meta.end[kind]!, this.kindBytes)) return CAREFUL_PATH;
+    const apiVersionFrom = meta.valueStart[apiVersion]!;
+    const apiVersionTo = meta.end[apiVersion]!;
+    if (view.shared ? !isAsciiRange(bytes, apiVersionFrom, apiVersionTo) : !rangeEquals(bytes, apiVersionFrom, apiVersionTo, this.apiVersionBytes)) return CAREFUL_PATH;
+    const objectFrom = envelope.valueStart[objectField]!;
+    const objectTo = envelope.end[objectField]!;
+    const delta = objectSplices(bytes, objectFrom, objectTo, view, splices);
+    if (delta === CAREFUL_PATH || delta === NOT_THE_TENANTS_OBJECT || splices.count === 0) return delta;
+    // The heads around the object, written anew as MessageEdit writes a replaced field's.
+    const objectLength = objectTo - objectFrom + delta;
+    const bodyLength = bodyTo - bodyFrom - (objectTo - envelope.start[objectField]!) + headSize(2, objectLength) + objectLength;
+    const extensionLength = extensionTo - extensionFrom - (bodyTo - extension.start[raw]!) + headSize(RAW_EXTENSION_RAW, bodyLength) + bodyLength;
+    const eventLength = to - from - (extensionTo - event.start[object]!) + headSize(WATCH_EVENT.object, extensionLength) + extensionLength;
+    splices.head(envelope.start[objectField]!, objectFrom, 2, objectLength);
+    splices.head(extension.start[raw]!, bodyFrom, RAW_EXTENSION_RAW, bodyLength);
+    splices.head(event.start[object]!, extensionFrom, WATCH_EVENT.object, extensionLength);
+    return eventLength - (to - from);
+  }
+}
+
+const EVENT_FIELDS = new FieldScan();
+const EXTENSION_FIELDS = new FieldScan();
+const ENVELOPE_FIELDS = new FieldScan();
+const TYPE_META_FIELDS = new FieldScan();
+const OBJECT_EVENT_TYPES = ['ADDED', 'MODIFIED', 'DELETED'].map((type) => Buffer.from(type));
+
+/** An event of an object (not a BOOKMARK, not an ERROR, nothing else). */
+function isObjectEventType(bytes: Buffer, from: number, to: number): boolean {
+  for (const type of OBJECT_EVENT_TYPES) if (rangeEquals(bytes, from, to, type)) return true;
+  return false;
 }

@@ -11,6 +11,7 @@ export type StatusReason =
   | 'Conflict'
   | 'Expired'
   | 'MethodNotAllowed'
+  | 'NotAcceptable'
   | 'RequestEntityTooLarge'
   | 'UnsupportedMediaType'
   | 'Invalid'
@@ -70,6 +71,8 @@ export function reasonOfCode(code: number): StatusReason {
       return 'NotFound';
     case 405:
       return 'MethodNotAllowed';
+    case 406:
+      return 'NotAcceptable';
     case 409:
       return 'Conflict';
     case 410:
@@ -98,6 +101,7 @@ export const forbidden = (message: string, details?: StatusDetails) => new Statu
 export const notFound = (message = 'the server could not find the requested resource', details?: StatusDetails) => new StatusError(404, 'NotFound', message, details);
 export const methodNotAllowed = (message: string, details?: StatusDetails) => new StatusError(405, 'MethodNotAllowed', message, details);
 export const alreadyExists = (message: string, details?: StatusDetails) => new StatusError(409, 'AlreadyExists', message, details);
+export const notAcceptable = (message: string) => new StatusError(406, 'NotAcceptable', message);
 export const conflict = (message: string, details?: StatusDetails) => new StatusError(409, 'Conflict', message, details);
 /** 410 Gone: a continue token or resourceVersion too old. */
 export const expired = (message: string, details?: StatusDetails) => new StatusError(410, 'Expired', message, details);

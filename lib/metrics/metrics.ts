@@ -175,7 +175,7 @@ export class TenantgateMetrics {
     const gauge = (name: string, help: string, read: (stats: any) => number) =>
       new Gauge({ name, help, labelNames: ['resource'], registers, collect() { this.reset(); for (const [resource, value] of byLabel(read)) this.set({ resource }, value); } });
     gauge('tenantgate_watch_cache_objects', 'Objects the watch cache keeps, per resource.', (s) => s.objects);
-    gauge('tenantgate_watch_cache_bytes', "Bytes of the tenants' views the watch cache keeps, per resource.", (s) => s.bytes);
+    gauge('tenantgate_watch_cache_bytes', "Bytes of the tenants' views the watch cache keeps (JSON, and protobuf made for protobuf clients), per resource.", (s) => s.bytes);
     // Counters kept by the cache, reported as the increase since the last scrape.
     const counter = (name: string, help: string, read: (stats: any) => number) => {
       const reported = new Map<string, number>();

@@ -10,8 +10,10 @@ import { aggregatedDiscoveryToTenant, discoveryToTenant } from '../convert/disco
 import { isTenantCrdGroup, isWholeObjectSubresource } from '../convert/kinds.ts';
 import { openapiGroupDocToTenant, openapiIndexToTenant } from '../convert/openapi.ts';
 import { partialObjectMetadataListToProtobuf, partialObjectMetadataToProtobuf, PARTIAL_METADATA_GROUP_VERSION } from '../convert/partial-metadata-protobuf.ts';
-import { isProtobuf, PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
-import { protobufBodyToTenant, protobufStatusToTenant } from '../convert/protobuf-response.ts';
+import { isProtobuf, META, MessageEdit, protobufEnvelope, PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
+import { protobufEmptyList, type ListMetaJson } from '../convert/protobuf-made.ts';
+import { fromUpstream, protobufBodyToTenant, protobufStatusToTenant } from '../convert/protobuf-response.ts';
+import { upstreamResourceTarget } from '../convert/request.ts';
 import { apiVersionToTenant } from '../convert/rules/api-groups.ts';
 import { apiGroupToUpstream, namespaceToUpstream, objectToTenant, type ConvertContext } from '../convert/rules/index.ts';
 import { statusToTenant } from '../convert/status.ts';
@@ -189,7 +191,7 @@ async function missingNamespaceAnswer(ctx: RequestContext, conversions: TenantCo
   if (!(await conversions.access.allowed(tenant, upstreamIdentityOf(identity), info.verb, apiGroupToUpstream(info.apiGroup, tenant), info.resource))) return null;
   const row = ctx.row!;
   if (info.verb === 'list') {
-    return { kind: `${row.kind}List`, apiVersion: requestApiVersion(info), metadata: { resourceVersion: '' }, items: [] };
+    return { kind: `${row.kind}List`, apiVersion: requestApiVersion(info), metadata: { resourceVersion: await currentResourceVersion(ctx, conversions) }, items: [] };
   }
   if (info.verb === 'create' || info.name === '') return notFound(`namespaces ${JSON.stringify(info.namespace)} not found`, { name: info.namespace, kind: 'namespaces' });
   return notFound(`${info.resource}${info.apiGroup === '' ? '' : '.' + info.apiGroup} ${JSON.stringify(info.name)} not found`, {
@@ -197,6 +199,17 @@ async function missingNamespaceAnswer(ctx: RequestContext, conversions: TenantCo
     ...(info.apiGroup === '' ? {} : { group: info.apiGroup }),
     kind: info.resource,
   });
+}
+
+/**
+ * The resourceVersion the apiserver's own empty list would carry (the newest), read from a list of one item of the
+ * same kind in the same (missing) namespace, made as tenantgate; '' when the upstream does not say.
+ */
+async function currentResourceVersion(ctx: RequestContext, conversions: TenantConversions): Promise<string> {
+  const target = upstreamResourceTarget(ctx.info!, ctx.row!, new URLSearchParams({ limit: '1' }), ctx.identity!.tenant!);
+  const list = await upstreamJson(conversions.pool, 'GET', target);
+  const resourceVersion = (list.body as { metadata?: { resourceVersion?: unknown } } | null)?.metadata?.resourceVersion;
+  return list.status === 200 && typeof resourceVersion === 'string' ? resourceVersion : '';
 }
 
 /** An error answer: the upstream's Status in the tenant's names (or, in a missing namespace, what a cluster would say). */
@@ -207,7 +220,10 @@ async function statusAnswer(ctx: RequestContext, answer: WholeAnswer, conversion
     const missing = await missingNamespaceAnswer(ctx, conversions);
     if (missing instanceof StatusError) throw missing;
     if (missing !== null) {
-      ctx.answer(200, { 'content-type': 'application/json' }, JSON.stringify(missing));
+      if (protobufAnswerOf(ctx)) {
+        const list = missing as { kind: string; apiVersion: string; metadata: ListMetaJson };
+        ctx.answer(200, { 'content-type': PROTOBUF_MEDIA_TYPE }, protobufEmptyList(list.apiVersion, list.kind, list.metadata));
+      } else ctx.answer(200, { 'content-type': 'application/json' }, JSON.stringify(missing));
       return;
     }
   }
@@ -317,26 +333,50 @@ function objectAnsweredAsBytes(ctx: RequestContext, answer: WholeAnswer, convers
   return true;
 }
 
-/** A protobuf object (or a list answered whole) converted on the wire; false when the answer is not protobuf. */
-function objectAnsweredAsProtobuf(ctx: RequestContext, answer: WholeAnswer, conversions: TenantConversions): boolean {
+/** The upstream name of the object in a protobuf answer (`k8s\0` + runtime.Unknown; ObjectMeta is the object's field 1). */
+function protobufObjectName(body: Buffer): string {
+  const { raw } = fromUpstream(() => protobufEnvelope(body));
+  return fromUpstream(() => {
+    const object = new MessageEdit(raw, 'object');
+    const meta = object.single(1, 'metadata');
+    return meta === undefined ? '' : new MessageEdit(object.payload(meta), 'metadata').stringOf(META.name, 'name');
+  });
+}
+
+/**
+ * A protobuf object (or a Status, or a list answered whole) converted on the wire; false when the answer is not
+ * protobuf. A write's answer waits for what afterWrite puts in place (negotiation.ts asks protobuf only of writes
+ * whose after-work needs no more than the object's name: a namespace's).
+ */
+async function objectAnsweredAsProtobuf(ctx: RequestContext, answer: WholeAnswer, conversions: TenantConversions): Promise<boolean> {
   if (answer.bytes.length === 0 || !isProtobuf(String(answer.upstreamHeaders['content-type'] ?? '')) || !protobufAnswerOf(ctx)) return false;
   const row = ctx.row!;
+  const info = ctx.info!;
   const view = protobufBodyToTenant(answer.bytes, row, conversions.of(ctx.identity!.tenant!));
-  if (view === null) throw notFound(`${row.resource} "${ctx.info!.name}" not found`);
+  if (view === null) throw notFound(`${row.resource} "${info.name}" not found`);
+  if (isWrite(info.verb)) {
+    // (Only a namespace's create reads the written object: its name.)
+    const name = info.verb === 'create' && info.resource === 'namespaces' ? protobufObjectName(answer.bytes) : '';
+    await afterWrite(ctx, answer.status, { metadata: { name } }, conversions);
+  }
   ctx.answer(answer.status, answer.headers, view);
   return true;
 }
 
+function isWrite(verb: string): boolean {
+  return verb !== 'get' && verb !== 'list' && verb !== 'watch';
+}
+
 async function objectAnswer(ctx: RequestContext, answer: WholeAnswer, conversions: TenantConversions): Promise<void> {
-  if (objectAnsweredAsProtobuf(ctx, answer, conversions)) return;
+  if (await objectAnsweredAsProtobuf(ctx, answer, conversions)) return;
   if (objectAnsweredAsBytes(ctx, answer, conversions)) return;
   const body = parsedOrAnswered(ctx, answer);
   if (body === null) return;
   const info = ctx.info!;
-  if (info.verb !== 'get' && info.verb !== 'list' && info.verb !== 'watch') await afterWrite(ctx, answer.status, body, conversions);
+  if (isWrite(info.verb)) await afterWrite(ctx, answer.status, body, conversions);
   // (The rules convert in place: nothing reads the upstream body after this.)
   const view = objectView(ctx, body, conversions.of(ctx.identity!.tenant!));
-  if (ctx.row!.rule === 'crd' && info.verb !== 'get' && info.verb !== 'list' && info.verb !== 'watch') conversions.discovery.invalidate();
+  if (ctx.row!.rule === 'crd' && isWrite(info.verb)) conversions.discovery.invalidate();
   const partialMetadata = partialMetadataProtobufOf(ctx);
   if (partialMetadata !== null && answer.status < 300 && (view as { apiVersion?: unknown }).apiVersion === PARTIAL_METADATA_GROUP_VERSION) {
     const record = view as Record<string, unknown>;

@@ -2,7 +2,8 @@
 // label (ConfigMaps, ServiceAccounts, Events): one upstream list per tenant namespace, in namespace order (the
 // order of one cluster-wide list), merged into one answer. `limit` and `continue` count only the tenant's objects;
 // the continue token is tenantgate's own, naming the tenant's namespace and the upstream token within it.
-// Items stream through as they arrive; Tables (what kubectl get asks for) are merged whole, page by page.
+// Items stream through as they arrive; Tables (what kubectl get asks for) are merged whole, page by page. In
+// protobuf, a list's length comes before its items: the pages are read first (held up to a budget, or asked again).
 import type { ClientHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
 import { pipeline } from 'node:stream/promises';
 import type { KindRow } from '../convert/kinds.ts';
@@ -17,8 +18,11 @@ import { ListRewriter } from '../stream/tenant-view.ts';
 import { tenantViewSpecOf } from '../stream/view-spec.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import { readBody, tenantStatusError } from './read-body.ts';
+import { listMetaField, protobufListHead, ProtobufListPage, type ConvertedItem } from '../convert/protobuf-made.ts';
+import { isProtobuf, PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
+import { padding, PADDING_FLUSH_BYTES, PADDING_RESERVE } from '../convert/protobuf-streams.ts';
 import type { RequestContext } from './context.ts';
-import { asksForTable, requestApiVersion } from './negotiation.ts';
+import { asksForTable, protobufAnswerOf, requestApiVersion } from './negotiation.ts';
 import type { Stage } from './pipeline.ts';
 import type { TenantConversions } from './tenant-conversions.ts';
 import { drained } from './drained.ts';
@@ -137,7 +141,7 @@ export async function listAcrossNamespaces(req: MergedListRequest): Promise<void
     if (!Number.isInteger(limit) || limit < 0) throw badRequest(`limit must be a non-negative integer, not ${JSON.stringify(limitText)}`);
     const namespaces = (await tenantNamespaces(pool, headers, tenant)).filter((ns) => start === null || ns >= start.namespace);
     const table = String(headers.accept ?? '').includes('as=Table');
-    const merge = table ? new TableMerge(ctx, row, convert, req.rowObjects) : new StreamMerge(ctx, row, info, convert);
+    const merge = table ? new TableMerge(ctx, row, convert, req.rowObjects) : protobufAnswerOf(ctx) ? new ProtobufMerge(ctx, pool, headers, row, info, convert, limit > 0) : new StreamMerge(ctx, row, info, convert);
 
     let resourceVersion = start?.resourceVersion ?? '';
     let next: Position | null = null;
@@ -167,7 +171,15 @@ export async function listAcrossNamespaces(req: MergedListRequest): Promise<void
         if (answer.status === 404) continue; // the namespace went away since the list of namespaces was read
         throw error;
       }
-      const page = await merge.add(answer.body);
+      // The same page again, for a protobuf merge that could not hold it: at the same snapshot (or the same token).
+      const again = (pageResourceVersion: string) => {
+        if (upstreamContinue !== '') return target;
+        const query = new URLSearchParams(pageQuery);
+        query.set('resourceVersion', pageResourceVersion);
+        query.set('resourceVersionMatch', 'Exact');
+        return upstreamResourceTarget({ ...info, namespace: tenantNamespace }, row, query, tenant);
+      };
+      const page = await merge.add(answer.body, String(answer.headers['content-type'] ?? ''), again);
       if (resourceVersion === '') resourceVersion = page.resourceVersion;
       if (page.upstreamContinue !== '') {
         next = { namespace, upstreamContinue: page.upstreamContinue, resourceVersion };
@@ -180,7 +192,7 @@ export async function listAcrossNamespaces(req: MergedListRequest): Promise<void
     }
     const metadata: Record<string, string> = { resourceVersion };
     if (next !== null) metadata.continue = encodeToken(tenant, next);
-    merge.end(metadata);
+    await merge.end(metadata);
   } catch (error) {
     if (!ctx.headersSent) sendStatus(ctx, error);
     else ctx.out.destroy(error as Error);
@@ -250,6 +262,127 @@ class StreamMerge {
   }
 }
 
+/** Converted items of the pages a protobuf merge holds, in bytes: past this, pages are asked again when written. */
+const PROTOBUF_HOLD_BYTES = 4 * 1024 * 1024;
+
+/** A page of a protobuf merge: its items held, or asked again (`again`) when the list is written. */
+interface ProtobufPage {
+  items: ConvertedItem[] | null;
+  again: string;
+  /** The bytes its items may take in the answer: exactly theirs once read whole, else the upstream's (a bound). */
+  allowance: number;
+}
+
+/**
+ * A list merged in protobuf: its raw length comes before its items, so every page is read before the first byte is
+ * written. Pages are held (converted) up to PROTOBUF_HOLD_BYTES; a page past the budget is cut off once its ListMeta
+ * came (a page counted for `limit` is read through, held items let go) and asked again at its snapshot when written,
+ * its items converted as they arrive. What the tenant view saves of a page asked again is filled with padding
+ * (protobuf-streams.ts), as a streamed list's. Memory: the budget, and one item.
+ */
+class ProtobufMerge {
+  count = 0;
+  private readonly pages: ProtobufPage[] = [];
+  private held = 0;
+  private readonly ctx: RequestContext;
+  private readonly pool: UpstreamPool;
+  private readonly headers: OutgoingHttpHeaders;
+  private readonly row: KindRow;
+  private readonly info: RequestInfo;
+  private readonly convert: ConvertContext;
+  /** Pages are counted (`limit`): each is read through, whether or not it is held. */
+  private readonly counted: boolean;
+
+  constructor(ctx: RequestContext, pool: UpstreamPool, headers: OutgoingHttpHeaders, row: KindRow, info: RequestInfo, convert: ConvertContext, counted: boolean) {
+    this.ctx = ctx;
+    this.pool = pool;
+    this.headers = headers;
+    this.row = row;
+    this.info = info;
+    this.convert = convert;
+    this.counted = counted;
+  }
+
+  private reader(contentType: string): ProtobufListPage {
+    if (!isProtobuf(contentType)) throw badGateway(`the upstream answered a list in ${contentType || 'no content type'} where protobuf was asked for`);
+    return new ProtobufListPage(this.row, this.convert, requestApiVersion(this.info));
+  }
+
+  async add(body: ClientHttp2Stream, contentType: string, again: (resourceVersion: string) => string): Promise<Page> {
+    const page = this.reader(contentType);
+    let items: ConvertedItem[] | null = [];
+    let cut = false;
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      const converted = page.write(chunk);
+      if (items !== null) {
+        items.push(...converted);
+        if (this.held + page.keptBytes > PROTOBUF_HOLD_BYTES) items = null;
+      }
+      // (Leaving the loop destroys the upstream stream: the upstream is told to stop.)
+      if (items === null && !this.counted && page.listMeta !== null) {
+        cut = true;
+        break;
+      }
+    }
+    if (!cut) page.finish();
+    const listMeta = page.listMeta;
+    if (listMeta === null) throw badGateway("the upstream's protobuf list has no metadata before its items");
+    this.count += page.kept;
+    if (items !== null) this.held += page.keptBytes;
+    this.pages.push({ items, again: again(listMeta.resourceVersion), allowance: cut ? page.rawLength - listMeta.bytes : page.keptBytes });
+    return { resourceVersion: listMeta.resourceVersion, upstreamContinue: listMeta.continue };
+  }
+
+  async end(metadata: Record<string, string>): Promise<void> {
+    const meta = listMetaField(metadata);
+    const askedAgain = this.pages.some((page) => page.items === null);
+    let rawLength = meta.length + (askedAgain ? PADDING_RESERVE : 0);
+    for (const page of this.pages) rawLength += page.allowance;
+    const out = this.ctx.out;
+    this.ctx.respond(200, { 'content-type': PROTOBUF_MEDIA_TYPE });
+    const write = async (parts: readonly Buffer[]) => {
+      for (const part of parts) if (!out.write(part) && !(await drained(out))) throw new Error('the client went away');
+    };
+    await write([protobufListHead(requestApiVersion(this.info), `${this.row.kind}List`, rawLength), meta]);
+    let written = meta.length;
+    for (const page of this.pages) {
+      if (page.items !== null) {
+        for (const item of page.items) await write(item.parts);
+        written += page.allowance;
+        page.items = null;
+        continue;
+      }
+      written += await this.writeAgain(page, write);
+    }
+    if (written > rawLength) throw badGateway("a tenant view of the upstream's protobuf list came out longer than the list");
+    if (written < rawLength) await write(padding(rawLength - written));
+    out.end();
+  }
+
+  /** A page asked again and written as its items arrive; the bytes it took (items and padding). */
+  private async writeAgain(page: ProtobufPage, write: (parts: readonly Buffer[]) => Promise<void>): Promise<number> {
+    const answer = await request(this.pool, page.again, this.headers);
+    if (answer.status !== 200) throw await upstreamError(answer.status, answer.body, this.convert.tenant);
+    const reader = this.reader(String(answer.headers['content-type'] ?? ''));
+    let taken = 0;
+    for await (const chunk of answer.body as AsyncIterable<Buffer>) {
+      for (const item of reader.write(chunk)) {
+        taken += item.length;
+        if (taken > page.allowance) throw badGateway('a page of the list came out longer when asked again');
+        await write(item.parts);
+      }
+      // What the tenant view saved so far, sent along as padding rather than all at the end.
+      const saved = reader.upstreamItemBytes - taken;
+      if (saved >= PADDING_FLUSH_BYTES && taken + saved <= page.allowance) {
+        await write(padding(saved));
+        taken += saved;
+      }
+    }
+    reader.finish();
+    return taken;
+  }
+}
+
 /** Table pages (bounded by kubectl's chunk size) converted whole; their rows appended in order. */
 class TableMerge {
   count = 0;
@@ -284,7 +417,7 @@ class TableMerge {
   }
 }
 
-/** Whether a tenant's request is such a list (answered in JSON: the pages are merged as JSON). */
+/** Whether a tenant's request is such a list. */
 export function isMergedAcrossNamespaces(info: RequestInfo, row: KindRow): boolean {
   return row.listPath === 'per-namespace' && info.verb === 'list' && info.namespace === '';
 }

@@ -1,16 +1,18 @@
-// What a tenant's request asks to get back (JSON, Tables, PartialObjectMetadata in protobuf, OpenAPI v2 in protobuf)
-// and what tenantgate asks the upstream for instead: always JSON, the only form its converters read.
+// What a tenant's request asks to get back (JSON, Tables, objects and Status in protobuf, PartialObjectMetadata in
+// protobuf, OpenAPI v2 in protobuf) and what tenantgate asks the upstream for instead: only forms its converters read.
 import { isAggregatedDiscoveryJson } from '../convert/discovery.ts';
+import { isWholeObjectSubresource, type KindRow } from '../convert/kinds.ts';
 import { prefersOpenApiV2Protobuf } from '../convert/openapi-v2-protobuf.ts';
 import { preferredPartialMetadataProtobuf } from '../convert/partial-metadata-protobuf.ts';
 import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
 import { protobufResponseSupported } from '../convert/protobuf-response.ts';
+import { notAcceptable } from '../errors/status-error.ts';
 import type { PartialMetadataForm, RequestContext } from './context.ts';
-import { isMergedAcrossNamespaces } from './merged-list.ts';
 
 /**
- * Accept for the upstream: JSON only (protobuf is not converted yet), keeping Table negotiation; for discovery and
- * OpenAPI, plain JSON or aggregated discovery (v2) as JSON, the only forms their converters read.
+ * Accept for the upstream when the answer is converted from JSON (protobufAnswerOf decides when it is not), keeping
+ * Table negotiation; for discovery and OpenAPI, plain JSON or aggregated discovery (v2) as JSON, the only forms their
+ * converters read.
  */
 export function jsonAccept(accept: string | undefined, discovery: boolean): string {
   if (accept === undefined) return 'application/json';
@@ -65,25 +67,56 @@ export function prefersProtobuf(accept: string | undefined): boolean {
   return accept !== undefined && firstPlainMediaType(accept) === PROTOBUF_MEDIA_TYPE;
 }
 
+/** Whether every media type of `accept` is Kubernetes protobuf: a client that reads nothing else (no JSON fallback). */
+export function acceptsOnlyProtobuf(accept: string | undefined): boolean {
+  if (accept === undefined || accept.trim() === '') return false;
+  return accept.split(',').every((part) => {
+    const [type, ...parameters] = part.toLowerCase().split(';');
+    return type!.trim() === PROTOBUF_MEDIA_TYPE && !parameters.some((parameter) => parameter.trim().startsWith('as='));
+  });
+}
+
 /**
- * A tenant's read (get, list, watch) of a whole object of a kind tenantgate converts in protobuf, from a client that
- * prefers protobuf (client-go's controllers): the upstream is asked for protobuf and the answer converted on the wire.
- * Writes are still answered in JSON (what happens after one reads the written object), which client-go decodes too.
+ * A custom resource asked for in protobuf only: the apiserver serves custom resources as JSON or YAML, so it answers
+ * 406 (tenantgate never asks it: it would ask for JSON and answer in an encoding the client refused).
+ */
+export function refuseProtobufOnlyCustomResource(ctx: RequestContext): void {
+  if (ctx.row?.rule === 'custom-resource' && acceptsOnlyProtobuf(ctx.headers.accept)) {
+    throw notAcceptable(`${ctx.row.resource}.${ctx.info?.apiGroup ?? ''} is a custom resource, served as application/json or application/yaml only, not as ${PROTOBUF_MEDIA_TYPE}`);
+  }
+}
+
+const READ_VERBS: ReadonlySet<string> = new Set(['get', 'list', 'watch']);
+const WRITE_VERBS: ReadonlySet<string> = new Set(['create', 'update', 'patch', 'delete']);
+
+/**
+ * Whether the answer to `verb` on `subresource` is the kind's own object (or a Status), as the apiserver answers it:
+ * reads and writes of the object, and of its subresources that carry the whole object (status, finalize...). A
+ * scale (autoscaling/v1 Scale), a deletecollection's list, a CRD's write (its write-through reads the JSON object
+ * before the answer goes out) are answered in JSON.
+ */
+function answersWithTheObject(verb: string, subresource: string, row: KindRow): boolean {
+  if (READ_VERBS.has(verb)) return subresource === '' || (verb === 'get' && isWholeObjectSubresource(row, subresource));
+  return WRITE_VERBS.has(verb) && row.rule !== 'crd' && isWholeObjectSubresource(row, subresource);
+}
+
+/**
+ * A tenant's request whose answer is an object (or a list, a watch, a Status) of a kind tenantgate converts in
+ * protobuf, from a client that prefers protobuf (client-go's controllers): the upstream is asked for protobuf and the
+ * answer converted on the wire, and what tenantgate answers itself (a Status, an empty list) is written in protobuf.
  */
 export function protobufAnswerOf(ctx: RequestContext): boolean {
   if (ctx.protobufAnswer === undefined) {
     const info = ctx.info;
-    const verb = info?.verb;
+    const row = ctx.row;
     ctx.protobufAnswer =
-      ctx.row !== null &&
+      row !== null &&
       info !== null &&
-      info.subresource === '' &&
-      (verb === 'get' || verb === 'list' || verb === 'watch') &&
+      answersWithTheObject(info.verb, info.subresource, row) &&
       prefersProtobuf(ctx.headers.accept) &&
       !asksForTable(ctx) &&
       partialMetadataProtobufOf(ctx) === null &&
-      !isMergedAcrossNamespaces(info, ctx.row) &&
-      protobufResponseSupported(ctx.row, requestApiVersion(info));
+      protobufResponseSupported(row, requestApiVersion(info));
   }
   return ctx.protobufAnswer;
 }

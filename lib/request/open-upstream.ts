@@ -13,7 +13,7 @@ import { sendStatus } from '../server/status.ts';
 import { dropImpersonation, upstreamRequestHeaders } from '../upstream/headers.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import type { RequestContext } from './context.ts';
-import { asksForTable, isOpenApiV2, jsonAccept, openApiV2AsProtobuf, partialMetadataProtobufOf, protobufAnswerOf } from './negotiation.ts';
+import { asksForTable, isOpenApiV2, jsonAccept, openApiV2AsProtobuf, partialMetadataProtobufOf, protobufAnswerOf, refuseProtobufOnlyCustomResource } from './negotiation.ts';
 import type { Stage } from './pipeline.ts';
 import type { TenantConversions } from './tenant-conversions.ts';
 
@@ -40,6 +40,7 @@ export function prepareUpstreamRequestStage(conversions: TenantConversions): Sta
       ctx.upstreamTarget = ctx.path;
       return false;
     }
+    refuseProtobufOnlyCustomResource(ctx);
     const tenant = identity.tenant!;
     const info = ctx.info!;
     const row = ctx.row;

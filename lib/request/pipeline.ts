@@ -331,6 +331,11 @@ export class RequestRunner {
     // One request per upgraded connection: a plain answer closes it once written.
     res.shouldKeepAlive = false;
     res.once('finish', () => socket.end());
+    // The server let go of the socket, its 'drain' listener too: without this, an answer larger than the socket's
+    // buffer (a big list) would wait for a 'drain' of the response that never comes.
+    socket.on('drain', () => {
+      if (res.writableNeedDrain) res.emit('drain');
+    });
     this.#run(new Http1RequestContext(req, res, { socket, head }), res as unknown as Closable);
   }
 }

@@ -3,11 +3,24 @@
 import type { Duplex } from 'node:stream';
 import { log } from '../log.ts';
 import type { RequestContext } from '../request/context.ts';
-import { asStatusError } from '../errors/status-error.ts';
+import { asStatusError, type StatusError } from '../errors/status-error.ts';
+import { protobufStatus } from '../convert/protobuf-made.ts';
+import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
+import { acceptsOnlyProtobuf, protobufAnswerOf } from '../request/negotiation.ts';
 
 /** A bug, not bad input: the client learns nothing of it, the operator learns everything. */
 function logBug(error: unknown): void {
   log.error('internal error', { error: error instanceof Error ? error.stack : String(error) });
+}
+
+/** The Status in protobuf; null (answered in JSON, which every client reads) if the encoder refuses it: a bug, logged. */
+function protobufStatusOrNull(status: StatusError): Buffer | null {
+  try {
+    return protobufStatus(status.toJSON());
+  } catch (error) {
+    logBug(error);
+    return null;
+  }
 }
 
 /** Answers a request with a Status; a response already under way can only be cut off. */
@@ -17,9 +30,12 @@ export function sendStatus(ctx: RequestContext, error: unknown): void {
     ctx.out.destroy();
     return;
   }
-  const body = JSON.stringify(status);
+  // As the apiserver negotiates a Status: in protobuf to a client that prefers it, for a request answered in protobuf,
+  // and to a client that reads nothing else.
+  const protobuf = protobufAnswerOf(ctx) || acceptsOnlyProtobuf(ctx.headers.accept) ? protobufStatusOrNull(status) : null;
+  const body = protobuf ?? JSON.stringify(status);
   // (The length is added by the answer.)
-  const headers: Record<string, string | number> = { 'content-type': 'application/json', 'cache-control': 'no-cache, private' };
+  const headers: Record<string, string | number> = { 'content-type': protobuf !== null ? PROTOBUF_MEDIA_TYPE : 'application/json', 'cache-control': 'no-cache, private' };
   if (status.details?.retryAfterSeconds !== undefined) headers['retry-after'] = status.details.retryAfterSeconds;
   ctx.answer(status.code, headers, body);
 }

@@ -4,8 +4,10 @@
 // watchers, and never holds anything back from the others.
 import type { Writable } from 'node:stream';
 import type { TenantId } from '../convert/prefix.ts';
+import { log } from '../log.ts';
 import type { RewriteCounters } from '../metrics/metrics.ts';
-import { departureLine, eventLine, type CacheEvent, type CacheListener, type ResourceCache } from './resource-cache.ts';
+import { addedBytes, departureFrame, eventBytes, type CacheEncoding } from './encodings.ts';
+import { departureLine, type CacheEvent, type CacheListener, type ResourceCache } from './resource-cache.ts';
 import { selects, type Selection } from './selection.ts';
 
 /** What every watcher of the cache shares: its limits and where it reports. */
@@ -18,14 +20,18 @@ export interface WatcherPolicy {
   ended(watcher: CacheWatcher): void;
 }
 
-/** The line a watcher of `selection` receives for `event`, or null: selected neither before nor after the change. */
-export function lineFor(selection: Selection, event: CacheEvent): Buffer | null {
+/**
+ * What a watcher of `selection` in `encoding` receives for `event` (a JSON line or a protobuf frame), or null: selected
+ * neither before nor after the change. Throws when the object cannot be written in protobuf (protobuf-encode.ts).
+ */
+export function lineFor(selection: Selection, event: CacheEvent, encoding: CacheEncoding = 'json'): Buffer | null {
   const selected = selects(selection, event.object);
-  if (event.type !== 'MODIFIED') return selected ? event.line : null;
+  if (event.type !== 'MODIFIED') return selected ? eventBytes(event, encoding) : null;
   const wasSelected = selects(selection, event.previous!);
   // A change that moves an object into or out of the selection is, to this watcher, its arrival or departure.
-  if (selected) return wasSelected ? event.line : eventLine('ADDED', event.object.bytes);
-  return wasSelected ? departureLine(event) : null;
+  if (selected) return wasSelected ? eventBytes(event, encoding) : addedBytes(event.object, encoding);
+  if (!wasSelected) return null;
+  return encoding === 'json' ? departureLine(event) : departureFrame(event, departureLine(event));
 }
 
 export class CacheWatcher implements CacheListener, RewriteCounters {
@@ -35,6 +41,8 @@ export class CacheWatcher implements CacheListener, RewriteCounters {
   readonly #selection: Selection;
   readonly #out: Writable;
   readonly #policy: WatcherPolicy;
+  /** JSON lines or protobuf frames, as its client asked. */
+  readonly encoding: CacheEncoding;
   /** Events at or before this resourceVersion are not this watcher's (it asked to start after it). */
   #after: number;
   /** performance.now() when it ends (timeoutSeconds), and when its next bookmark is due (Infinity: none asked). */
@@ -49,7 +57,8 @@ export class CacheWatcher implements CacheListener, RewriteCounters {
   onEnd: (() => void) | null = null;
   #ended = false;
 
-  constructor(cache: ResourceCache, tenant: TenantId, selection: Selection, out: Writable, policy: WatcherPolicy, after: number, deadline: number, nextBookmarkAt: number) {
+  constructor(cache: ResourceCache, tenant: TenantId, selection: Selection, out: Writable, policy: WatcherPolicy, after: number, deadline: number, nextBookmarkAt: number, encoding: CacheEncoding = 'json') {
+    this.encoding = encoding;
     this.cache = cache;
     this.tenant = tenant;
     this.namespace = selection.namespace;
@@ -82,7 +91,15 @@ export class CacheWatcher implements CacheListener, RewriteCounters {
 
   deliver(event: CacheEvent): void {
     if (this.#ended || event.resourceVersion <= this.#after) return;
-    const line = lineFor(this.#selection, event);
+    let line: Buffer | null;
+    try {
+      line = lineFor(this.#selection, event, this.encoding);
+    } catch (error) {
+      // An object the protobuf encoder cannot write (a field its schema lacks): the watch ends, the client resumes.
+      log.warn('the watch cache could not encode an event in protobuf: the watch ends', { resource: this.cache.kind, error: (error as Error).message });
+      this.end();
+      return;
+    }
     if (line === null) return;
     this.#after = event.resourceVersion;
     this.cache.stats.deliveries++;

@@ -7,6 +7,10 @@ import type { Writable } from 'node:stream';
 import type { TenantId } from '../convert/prefix.ts';
 import { badRequest, expired } from '../errors/status-error.ts';
 import { drained } from '../request/drained.ts';
+import { encodeMessage, fieldNumberOf, protobufMessageOf } from '../convert/protobuf-encode.ts';
+import { MAGIC } from '../convert/protobuf-wire.ts';
+import { ProtobufWriter } from '../convert/protobuf-writer.ts';
+import { listItemProtobufOf } from './encodings.ts';
 import type { CachedObject, ResourceCache } from './resource-cache.ts';
 
 /** The first page's objects and resourceVersion, kept for the pages after it. */
@@ -88,9 +92,7 @@ export interface Page {
  * without its kind and apiVersion (lists leave those to the list), in chunks that wait for the client to drain.
  */
 export async function writeList(out: Writable, kind: string, apiVersion: string, page: Page): Promise<void> {
-  const metadata: Record<string, unknown> = { resourceVersion: String(page.resourceVersion) };
-  if (page.continueToken !== '') metadata.continue = page.continueToken;
-  if (page.remaining !== null) metadata.remainingItemCount = page.remaining;
+  const metadata = listMetaOf(page);
   const typeMeta = Buffer.from(`{"kind":${JSON.stringify(kind)},"apiVersion":${JSON.stringify(apiVersion)},`);
   let chunk: Buffer[] = [Buffer.from(`{"kind":${JSON.stringify(`${kind}List`)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":${JSON.stringify(metadata)},"items":[`)];
   let size = chunk[0]!.length;
@@ -114,4 +116,71 @@ export async function writeList(out: Writable, kind: string, apiVersion: string,
   }
   chunk.push(Buffer.from(']}'));
   out.end(Buffer.concat(chunk));
+}
+
+/** A page's ListMeta, as the apiserver fills it. */
+function listMetaOf(page: Page): Record<string, unknown> {
+  const metadata: Record<string, unknown> = { resourceVersion: String(page.resourceVersion) };
+  if (page.continueToken !== '') metadata.continue = page.continueToken;
+  if (page.remaining !== null) metadata.remainingItemCount = page.remaining;
+  return metadata;
+}
+
+const LIST_META = 'k8s.io.apimachinery.pkg.apis.meta.v1.ListMeta';
+
+/**
+ * `page` as the apiserver's protobuf list (`k8s\0` + Unknown{typeMeta, raw: <Kind>List{metadata, items}}), in pieces:
+ * the head, then each item's field head and message (the object's protobuf, made once and kept). Throws when an
+ * object cannot be written in protobuf: call it before answering.
+ */
+export function protobufListParts(kind: string, apiVersion: string, page: Page): Buffer[] {
+  const listKind = `${kind}List`;
+  const message = protobufMessageOf(apiVersion, listKind);
+  if (message === undefined) throw new Error(`no protobuf message for ${apiVersion} ${listKind}`);
+  const itemsField = fieldNumberOf(message, 'items');
+  const items = page.objects.map(listItemProtobufOf);
+  // Every item's field head in one buffer; ends[i] is where item i's head ends.
+  const itemHeads = new ProtobufWriter(items.length * 6 + 16);
+  const ends: number[] = [];
+  let itemBytes = 0;
+  for (const item of items) {
+    itemHeads.head(itemsField, item.length);
+    ends.push(itemHeads.length);
+    itemBytes += item.length;
+  }
+  const heads = Buffer.from(itemHeads.bytes());
+  itemBytes += heads.length;
+  const head = new ProtobufWriter(256);
+  head.raw(MAGIC);
+  const typeMeta = head.begin(1);
+  head.string(1, apiVersion);
+  head.string(2, listKind);
+  head.end(typeMeta);
+  const listMeta = encodeMessage(LIST_META, listMetaOf(page));
+  const metaField = new ProtobufWriter(listMeta.length + 8);
+  metaField.head(fieldNumberOf(message, 'metadata'), listMeta.length);
+  metaField.raw(listMeta);
+  head.head(2, metaField.length + itemBytes);
+  head.raw(metaField.bytes());
+  const parts: Buffer[] = [Buffer.from(head.bytes())];
+  for (let i = 0, start = 0; i < items.length; start = ends[i++]!) parts.push(heads.subarray(start, ends[i]), items[i]!);
+  return parts;
+}
+
+/** Writes `parts` in chunks that wait for the client to drain. */
+export async function writeParts(out: Writable, parts: readonly Buffer[]): Promise<void> {
+  let chunk: Buffer[] = [];
+  let size = 0;
+  for (const part of parts) {
+    if (out.destroyed) return;
+    chunk.push(part);
+    size += part.length;
+    if (size >= CHUNK_BYTES) {
+      const more = out.write(Buffer.concat(chunk, size));
+      chunk = [];
+      size = 0;
+      if (!more) await drained(out);
+    }
+  }
+  out.end(chunk.length === 0 ? undefined : Buffer.concat(chunk, size));
 }

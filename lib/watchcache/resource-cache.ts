@@ -34,6 +34,12 @@ export class CachedObject implements Selectable {
   readonly fields: ObjectFields;
   /** The tenant's view, JSON. */
   readonly bytes: Buffer;
+  /** The tenant's view in protobuf (`k8s\0` + Unknown), made the first time a protobuf client needs it (encodings.ts). */
+  protobuf: Buffer | undefined = undefined;
+  /** Where the object's message starts in `protobuf` (a list item is the message alone). */
+  protobufMessageStart = 0;
+  /** The stats that count its bytes while the cache keeps it (a protobuf made later adds to them); null once it left. */
+  countedIn: ResourceCacheStats | null = null;
 
   constructor(tenant: TenantId, namespace: string, name: string, resourceVersion: number, labels: Record<string, string> | undefined, fields: ObjectFields, bytes: Buffer) {
     this.tenant = tenant;
@@ -58,6 +64,9 @@ export interface CacheEvent {
   readonly line: Buffer;
   /** For watchers whose selection it leaves: DELETED with the object as it was, at this resourceVersion (made once, when first needed). */
   departure?: Buffer;
+  /** The protobuf watch frames of `line` and `departure`, made once, when a protobuf watcher first needs them (encodings.ts). */
+  frame?: Buffer;
+  departureFrame?: Buffer;
 }
 
 /**
@@ -109,6 +118,7 @@ export type EventsSince = { events: CacheEvent[] } | { expiredBefore: number };
 
 export interface ResourceCacheStats {
   objects: number;
+  /** Of the tenants' views kept: JSON, and protobuf once a protobuf client had one made. */
   bytes: number;
   eventsIn: number;
   deliveries: number;
@@ -447,6 +457,7 @@ export class ResourceCache implements NamespaceMembership {
         placeIn(objects, object);
         count++;
         bytes += object.bytes.length;
+        object.countedIn = this.stats;
       },
       '',
       this.id.row.scope === 'Cluster' ? (name) => foreign.add(name) : undefined,
@@ -459,6 +470,7 @@ export class ResourceCache implements NamespaceMembership {
     if (!firstList) this.stats.relists++;
     // Watchers of the old history cannot go on without a gap: they end, and their clients resume or relist.
     this.#endAllListeners();
+    for (const namespaces of this.#objects.values()) for (const named of namespaces.values()) for (const object of named.values()) object.countedIn = null;
     this.#objects.clear();
     for (const [tenant, namespaces] of objects) this.#objects.set(tenant, namespaces);
     this.#history.fill(undefined);
@@ -640,8 +652,16 @@ export class ResourceCache implements NamespaceMembership {
 
   #place(object: CachedObject, replaced: CachedObject | null): void {
     placeIn(this.#objects, object);
+    object.countedIn = this.stats;
+    this.stats.bytes += object.bytes.length;
     if (replaced === null) this.stats.objects++;
-    this.stats.bytes += object.bytes.length - (replaced?.bytes.length ?? 0);
+    else this.#uncount(replaced);
+  }
+
+  /** An object the cache no longer keeps: its bytes, JSON and any protobuf made, leave the count. */
+  #uncount(object: CachedObject): void {
+    this.stats.bytes -= object.bytes.length + (object.protobuf?.length ?? 0);
+    object.countedIn = null;
   }
 
   #remove(object: CachedObject): void {
@@ -651,7 +671,7 @@ export class ResourceCache implements NamespaceMembership {
     if (named.size === 0) namespaces!.delete(object.namespace);
     if (namespaces!.size === 0) this.#objects.delete(object.tenant);
     this.stats.objects--;
-    this.stats.bytes -= object.bytes.length;
+    this.#uncount(object);
   }
 
   #remember(event: CacheEvent): void {

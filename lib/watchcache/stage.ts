@@ -10,7 +10,9 @@ import { namespaceToUpstream } from '../convert/rules/index.ts';
 import type { RequestContext } from '../request/context.ts';
 import type { Stage } from '../request/pipeline.ts';
 import { selects } from './selection.ts';
-import { writeList } from './cached-list.ts';
+import { protobufListParts, writeList, writeParts } from './cached-list.ts';
+import { PROTOBUF_CONTENT_TYPE, PROTOBUF_WATCH_CONTENT_TYPE } from './encodings.ts';
+import { log } from '../log.ts';
 import type { CachePlan, InitialState, WatchCache } from './watch-cache.ts';
 import type { CachedObject } from './resource-cache.ts';
 import { TENANT_LABEL, type TenantId } from '../convert/prefix.ts';
@@ -20,6 +22,8 @@ import { releaseStartSeat } from '../flowcontrol/stage.ts';
 const FRESHNESS_WAIT_MS = 3_000;
 
 const RESPONSE_HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-cache, private' } as const;
+const PROTOBUF_LIST_HEADERS = { 'content-type': PROTOBUF_CONTENT_TYPE, 'cache-control': 'no-cache, private' } as const;
+const PROTOBUF_WATCH_HEADERS = { 'content-type': PROTOBUF_WATCH_CONTENT_TYPE, 'cache-control': 'no-cache, private' } as const;
 
 export function watchCacheStage(watchCache: WatchCache, access: AccessReviews): Stage['run'] {
   return (ctx) => {
@@ -77,12 +81,24 @@ function serve(ctx: RequestContext, plan: CachePlan, watchCache: WatchCache): bo
           plan.limit,
           plan.selection.key,
         );
+  if (plan.encoding === 'protobuf') {
+    let parts: Buffer[];
+    try {
+      parts = protobufListParts(cache.kind, cache.tenantApiVersion, page);
+    } catch (error) {
+      // An object the protobuf encoder cannot write: the list goes upstream, which answers it in protobuf itself.
+      log.warn('the watch cache could not encode a list in protobuf: it goes upstream', { resource: cache.kind, error: (error as Error).message });
+      return false;
+    }
+    ctx.respond(200, { ...PROTOBUF_LIST_HEADERS });
+    return writeParts(ctx.out, parts).then(() => true);
+  }
   ctx.respond(200, { ...RESPONSE_HEADERS });
   return writeList(ctx.out, cache.kind, cache.tenantApiVersion, page).then(() => true);
 }
 
 function startWatch(ctx: RequestContext, plan: CachePlan, watchCache: WatchCache, tenant: TenantId, initialState: InitialState | null): boolean {
-  ctx.respond(200, { ...RESPONSE_HEADERS });
+  ctx.respond(200, plan.encoding === 'protobuf' ? { ...PROTOBUF_WATCH_HEADERS } : { ...RESPONSE_HEADERS });
   // A watch that took a seat to start (it cost the upstream a list, or was not known cheap) gives it back now.
   releaseStartSeat(ctx);
   const watcher = watchCache.watch(plan, tenant, ctx.out, performance.now(), initialState);

@@ -6,13 +6,14 @@ import { kindOf, type KindRow } from '../convert/kinds.ts';
 import type { TenantId } from '../convert/prefix.ts';
 import type { RequestInfo } from '../convert/request-info.ts';
 import type { ConvertContext } from '../convert/rules/index.ts';
-import { expired } from '../errors/status-error.ts';
+import { expired, internalError } from '../errors/status-error.ts';
+import { log } from '../log.ts';
 import { apiGroupToUpstream } from '../convert/rules/index.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
-import { firstPlainMediaType } from '../request/negotiation.ts';
 import { CacheWatcher, lineFor, type WatcherPolicy } from './cache-watcher.ts';
 import { isCacheContinueToken, ListSnapshots } from './cached-list.ts';
-import { eventLine, ResourceCache, type CachedObject, type CachedResourceId } from './resource-cache.ts';
+import { addedBytes, bookmarkBytes, cacheEncodingOf, errorEventBytes, type CacheEncoding } from './encodings.ts';
+import { ResourceCache, type CachedObject, type CachedResourceId } from './resource-cache.ts';
 import { selectionOf, selects, type Selection } from './selection.ts';
 
 /** The version cached for each built-in group (what informers watch). */
@@ -101,6 +102,8 @@ export interface CachePlan {
    * cannot prove of itself; it comes from one consistent upstream list, the events after it from the cache.
    */
   readonly consistentInitialState: boolean;
+  /** JSON, or protobuf for a client that prefers it (a built-in kind the apiserver answers in protobuf). */
+  readonly encoding: CacheEncoding;
 }
 
 /** The state a watch starts from when it is not the cache's own: objects (its tenant's view) at a resourceVersion. */
@@ -119,13 +122,6 @@ function goBool(value: string | null): boolean | null | undefined {
   if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(value)) return true;
   if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(value)) return false;
   return undefined;
-}
-
-/** Whether a client that sent `accept` takes plain JSON objects first (not Tables, metadata-only forms or protobuf). */
-export function acceptsPlainJson(accept: string | undefined): boolean {
-  if (accept === undefined || accept === '') return true;
-  const type = firstPlainMediaType(accept);
-  return type === 'application/json' || type === '*/*' || type === 'application/*';
 }
 
 /** Where a resource's cache is kept: by its upstream group, version and plural. */
@@ -224,7 +220,8 @@ export class WatchCache implements WatcherPolicy {
       return null;
     }
     if (!cache.ready || (custom ? cache.id.row.scope !== row.scope : cache.id.row !== row)) return null;
-    if (!acceptsPlainJson(accept)) return null;
+    const encoding = cacheEncodingOf(accept, row, cache.tenantApiVersion, cache.kind);
+    if (encoding === null) return null;
     for (const name of query.keys()) if (!KNOWN_PARAMETERS.has(name)) return null;
     const resourceVersion = query.get('resourceVersion') ?? '';
     const resourceVersionMatch = query.get('resourceVersionMatch') ?? '';
@@ -281,6 +278,7 @@ export class WatchCache implements WatcherPolicy {
       limit: limitText === null ? 0 : Number(limitText),
       continueToken,
       consistentInitialState: watch && sendInitialEvents === true && resourceVersion === '',
+      encoding,
     };
   }
 
@@ -306,6 +304,7 @@ export class WatchCache implements WatcherPolicy {
   watch(plan: CachePlan, tenant: TenantId, out: Writable, now: number, initialState: InitialState | null = null): CacheWatcher | null {
     const cache = plan.cache;
     const resourceVersion = plan.resourceVersion;
+    const encoding = plan.encoding;
     const lines: Buffer[] = [];
     let after: number;
     const initial = plan.sendInitialEvents === true || (plan.sendInitialEvents === null && (resourceVersion === '' || resourceVersion === '0'));
@@ -315,31 +314,38 @@ export class WatchCache implements WatcherPolicy {
     const replaySince = (from: number): boolean => {
       const since = cache.eventsSince(tenant, from);
       if ('expiredBefore' in since) {
-        out.end(`{"type":"ERROR","object":${JSON.stringify(expired(`too old resource version: ${from} (${since.expiredBefore})`))}}\n`);
+        out.end(errorEventBytes(expired(`too old resource version: ${from} (${since.expiredBefore})`), encoding));
         return false;
       }
       for (const event of since.events) {
-        const line = lineFor(plan.selection, event);
+        const line = lineFor(plan.selection, event, encoding);
         if (line !== null) lines.push(line);
       }
       return true;
     };
-    if (initial) {
-      after = initialState?.resourceVersion ?? cache.resourceVersion;
-      const objects = initialState?.objects ?? cache.objectsOf(tenant, plan.selection.namespace);
-      for (const object of objects) if (selects(plan.selection, object)) lines.push(eventLine('ADDED', object.bytes));
-      if (plan.sendInitialEvents === true) lines.push(bookmarkLine(cache, after, true));
-      // The upstream's list was taken a moment ago: what the cache took in since goes after it, from the history.
-      if (initialState !== null && !replaySince(initialState.resourceVersion)) return null;
-    } else if (resourceVersion === '0') {
-      after = cache.resourceVersion;
-    } else {
-      after = Number(resourceVersion);
-      if (!replaySince(after)) return null;
+    try {
+      if (initial) {
+        after = initialState?.resourceVersion ?? cache.resourceVersion;
+        const objects = initialState?.objects ?? cache.objectsOf(tenant, plan.selection.namespace);
+        for (const object of objects) if (selects(plan.selection, object)) lines.push(addedBytes(object, encoding));
+        if (plan.sendInitialEvents === true) lines.push(bookmarkBytes(cache, after, true, encoding));
+        // The upstream's list was taken a moment ago: what the cache took in since goes after it, from the history.
+        if (initialState !== null && !replaySince(initialState.resourceVersion)) return null;
+      } else if (resourceVersion === '0') {
+        after = cache.resourceVersion;
+      } else {
+        after = Number(resourceVersion);
+        if (!replaySince(after)) return null;
+      }
+    } catch (error) {
+      // An object the protobuf encoder cannot write (a field its schema lacks): the client is told, as for any error.
+      log.warn('the watch cache could not encode a watch in protobuf', { resource: cache.kind, error: (error as Error).message });
+      out.end(errorEventBytes(internalError(`the watch cache could not encode ${cache.kind} in protobuf`), encoding));
+      return null;
     }
     // From the newest event the cache has (or from the asked one, still ahead of it).
     after = Math.max(after, cache.resourceVersion);
-    const watcher = new CacheWatcher(cache, tenant, plan.selection, out, this, after, deadline, nextBookmarkAt);
+    const watcher = new CacheWatcher(cache, tenant, plan.selection, out, this, after, deadline, nextBookmarkAt, encoding);
     // Written and registered in one turn of the event loop: no event can fall between the two.
     const initialBytes = writeBatched(out, lines);
     watcher.bytesOut += initialBytes;
@@ -363,18 +369,20 @@ export class WatchCache implements WatcherPolicy {
 
   #tick(): void {
     const now = performance.now();
-    const bookmarks = new Map<ResourceCache, Buffer>();
+    // One bookmark per resource and encoding, shared by its watchers.
+    const bookmarks = { json: new Map<ResourceCache, Buffer>(), protobuf: new Map<ResourceCache, Buffer>() };
     for (const watcher of this.#watchers) {
       const due = now >= watcher.deadline;
       if (!due && now < watcher.nextBookmarkAt) continue;
       if (watcher.nextBookmarkAt !== Infinity) {
         const cache = watcher.cache;
         let line: Buffer | undefined;
+        const shared = bookmarks[watcher.encoding];
         if (watcher.resourceVersion > cache.resourceVersion) {
           // A watch that started ahead of the cache (from a consistent read's resourceVersion) is never told less.
-          line = bookmarkLine(cache, watcher.resourceVersion, false);
-        } else if ((line = bookmarks.get(cache)) === undefined) {
-          bookmarks.set(cache, (line = bookmarkLine(cache, cache.resourceVersion, false)));
+          line = bookmarkBytes(cache, watcher.resourceVersion, false, watcher.encoding);
+        } else if ((line = shared.get(cache)) === undefined) {
+          shared.set(cache, (line = bookmarkBytes(cache, cache.resourceVersion, false, watcher.encoding)));
         }
         watcher.write(line);
         watcher.nextBookmarkAt = now + this.#bookmarkIntervalMs;
@@ -382,12 +390,6 @@ export class WatchCache implements WatcherPolicy {
       if (due) watcher.end();
     }
   }
-}
-
-/** A BOOKMARK event at `resourceVersion`, as the apiserver writes one (the end of a watch-list's initial events marked). */
-function bookmarkLine(cache: ResourceCache, resourceVersion: number, initialEventsEnd: boolean): Buffer {
-  const metadata = initialEventsEnd ? { resourceVersion: String(resourceVersion), annotations: { 'k8s.io/initial-events-end': 'true' } } : { resourceVersion: String(resourceVersion) };
-  return Buffer.from(`{"type":"BOOKMARK","object":${JSON.stringify({ kind: cache.kind, apiVersion: cache.tenantApiVersion, metadata })}}\n`);
 }
 
 const BATCH_BYTES = 64 * 1024;

@@ -51,7 +51,7 @@ export function h1Request(
   credentials: ClusterCredentials,
   method: string,
   path: string,
-  options: { headers?: Record<string, string | string[]>; body?: string; withCertificate?: boolean } = {},
+  options: { headers?: Record<string, string | string[]>; body?: string | Buffer; withCertificate?: boolean } = {},
 ): Promise<Answer> {
   const url = new URL(credentials.server);
   return new Promise((resolve, reject) => {
@@ -70,7 +70,7 @@ export function h1Request(
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve(answer(res.statusCode ?? 0, res.headers as IncomingHttpHeaders, Buffer.concat(chunks).toString())));
+        res.on('end', () => resolve(answer(res.statusCode ?? 0, res.headers as IncomingHttpHeaders, Buffer.concat(chunks))));
         res.on('error', reject);
       },
     );

@@ -1,27 +1,11 @@
 // Kubernetes protobuf read from the source of truth: the generated.proto files of k8s.io/api, apimachinery and
 // apiextensions-apiserver at the rig's version, parsed into a schema that encodes JSON objects and decodes them back.
 // Never guesses a field: a JSON key without a .proto field throws, so a test cannot pass on a made-up field number.
-import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { join } from 'node:path';
 import type { Test } from 'tap';
 import type { WireSchema } from '../../lib/convert/protobuf.ts';
+import { goModuleCache, K8S_MODULE_VERSION, loadProtoMessages as loadProtoFiles, type ProtoField, type ProtoMessages } from '../../lib/rig/k8s-proto-files.ts';
 
-/** The Kubernetes module version whose .proto files the rig is built from (FACTS.md: v1.36.3). */
-export const K8S_MODULE_VERSION = 'v0.36.3';
-
-export interface ProtoField {
-  readonly name: string;
-  readonly number: number;
-  /** A scalar type (string, int32, bool, bytes...) or a message's full name. */
-  readonly type: string;
-  readonly repeated: boolean;
-  /** map<string, V>: the value type. */
-  readonly mapValue?: string;
-}
-
-export type ProtoMessages = ReadonlyMap<string, ReadonlyMap<string, ProtoField>>;
+export { goModuleCache, K8S_MODULE_VERSION, type ProtoField, type ProtoMessages };
 
 /** The .proto files of the messages tenantgate converts, relative to the Go module cache. */
 const PROTO_FILES = [
@@ -29,53 +13,15 @@ const PROTO_FILES = [
   `k8s.io/apimachinery@${K8S_MODULE_VERSION}/pkg/runtime/generated.proto`,
   `k8s.io/apimachinery@${K8S_MODULE_VERSION}/pkg/api/resource/generated.proto`,
   `k8s.io/apimachinery@${K8S_MODULE_VERSION}/pkg/util/intstr/generated.proto`,
-  ...['core/v1', 'apps/v1', 'batch/v1', 'rbac/v1', 'networking/v1', 'discovery/v1', 'events/v1', 'admissionregistration/v1', 'resource/v1', 'flowcontrol/v1', 'certificates/v1', 'policy/v1', 'coordination/v1'].map(
+  ...['core/v1', 'apps/v1', 'batch/v1', 'rbac/v1', 'networking/v1', 'discovery/v1', 'events/v1', 'admissionregistration/v1', 'resource/v1', 'flowcontrol/v1', 'certificates/v1', 'policy/v1', 'coordination/v1', 'autoscaling/v2', 'storage/v1'].map(
     (path) => `k8s.io/api@${K8S_MODULE_VERSION}/${path}/generated.proto`,
   ),
   `k8s.io/apiextensions-apiserver@${K8S_MODULE_VERSION}/pkg/apis/apiextensions/v1/generated.proto`,
 ];
 
-/** The Go module cache the rig was built with, or undefined when it is not on this machine. */
-export function goModuleCache(): string | undefined {
-  let dir: string | undefined;
-  try {
-    dir = execFileSync('go', ['env', 'GOMODCACHE'], { encoding: 'utf8', timeout: 20_000 }).trim();
-  } catch {
-    dir = join(homedir(), 'go', 'pkg', 'mod');
-  }
-  return dir !== '' && existsSync(join(dir, PROTO_FILES[0]!)) ? dir : undefined;
-}
-
-const SCALARS = new Set(['string', 'bytes', 'bool', 'int32', 'int64', 'uint32', 'uint64', 'double', 'float', 'sint32', 'sint64']);
-
-/** Parses the messages of the .proto files (nested messages are not used by Kubernetes' generated files). */
+/** Parses the messages of the .proto files tenantgate converts (lib/rig/k8s-proto-files.ts reads them). */
 export function loadProtoMessages(moduleCache: string): ProtoMessages {
-  const messages = new Map<string, Map<string, ProtoField>>();
-  for (const file of PROTO_FILES) {
-    const text = readFileSync(join(moduleCache, file), 'utf8').replace(/\/\/[^\n]*/g, '').replace(/\/\*[\s\S]*?\*\//g, '');
-    const pkg = /package\s+([\w.]+);/.exec(text)![1]!;
-    for (const match of text.matchAll(/message\s+(\w+)\s*\{([^{}]*)\}/g)) {
-      const fields = new Map<string, ProtoField>();
-      for (const line of match[2]!.split(';')) {
-        const map = /^\s*map<\s*string\s*,\s*([\w.]+)\s*>\s+(\w+)\s*=\s*(\d+)/.exec(line);
-        if (map !== null) {
-          fields.set(map[2]!, { name: map[2]!, number: Number(map[3]), type: 'map', repeated: true, mapValue: qualify(map[1]!, pkg) });
-          continue;
-        }
-        const field = /^\s*(optional|repeated)\s+([\w.]+)\s+(\w+)\s*=\s*(\d+)/.exec(line);
-        if (field === null) continue;
-        fields.set(field[3]!, { name: field[3]!, number: Number(field[4]), type: qualify(field[2]!, pkg), repeated: field[1] === 'repeated' });
-      }
-      messages.set(`${pkg}.${match[1]}`, fields);
-    }
-  }
-  return messages;
-}
-
-function qualify(type: string, pkg: string): string {
-  if (SCALARS.has(type)) return type;
-  if (type.startsWith('.')) return type.slice(1);
-  return type.includes('.') ? type : `${pkg}.${type}`;
+  return loadProtoFiles(moduleCache, PROTO_FILES);
 }
 
 // ---- JSON ⇄ protobuf, as the apiserver's serializer sees them ----
@@ -88,6 +34,8 @@ const INLINED: ReadonlyMap<string, string> = new Map([
   ['k8s.io.api.admissionregistration.v1.NamedRuleWithOperations', 'ruleWithOperations'],
   // References to a ConfigMap or Secret by name (a pod's volumes and environment).
   ['k8s.io.api.core.v1.Probe', 'handler'],
+  ['k8s.io.api.core.v1.EphemeralContainer', 'ephemeralContainerCommon'],
+  ['k8s.io.api.networking.v1.IngressRule', 'ingressRuleValue'],
   ...['ConfigMapVolumeSource', 'ConfigMapKeySelector', 'SecretKeySelector', 'ConfigMapProjection', 'SecretProjection', 'ConfigMapEnvSource', 'SecretEnvSource'].map(
     (message) => [`k8s.io.api.core.v1.${message}`, 'localObjectReference'] as const,
   ),
@@ -106,12 +54,16 @@ const JSON_SCHEMA_PROPS = 'k8s.io.apiextensions_apiserver.pkg.apis.apiextensions
 function protoName(fields: ReadonlyMap<string, ProtoField>, message: string, key: string): string {
   // ValidatingWebhookConfiguration's `webhooks` is `Webhooks` in its .proto.
   if (!fields.has(key) && fields.has(key[0]!.toUpperCase() + key.slice(1))) return key[0]!.toUpperCase() + key.slice(1);
+  // IngressClassParametersReference's `apiGroup` is `aPIGroup` in its .proto.
+  if (key === 'apiGroup' && !fields.has(key) && fields.has('aPIGroup')) return 'aPIGroup';
   if (message !== JSON_SCHEMA_PROPS) return key;
   if (key.startsWith('$')) return key.slice(1);
   return key.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 }
 function jsonName(message: string, name: string): string {
-  if (/^[A-Z]/.test(name)) return name[0]!.toLowerCase() + name.slice(1);
+  if (name === 'aPIGroup') return 'apiGroup';
+  // (DaemonEndpoint's `Port` is `Port` in Go's JSON too.)
+  if (/^[A-Z]/.test(name) && name !== 'Port') return name[0]!.toLowerCase() + name.slice(1);
   if (message !== JSON_SCHEMA_PROPS) return name;
   if (name === 'ref' || name === 'schema') return '$' + name;
   return name.startsWith('xKubernetes') ? name.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase()) : name;
@@ -320,6 +272,24 @@ export function decodeBody(messages: ProtoMessages, type: string, body: Buffer):
 /** A message's fields in wire order (number, wire type, payload or varint value): for tests that look at the wire itself. */
 export function protoFields(bytes: Buffer): readonly { readonly number: number; readonly wireType: number; readonly value: Buffer | bigint }[] {
   return wireFields(bytes);
+}
+
+/** An empty Timestamp as decodeMessage reads it; Go reads it as the zero time (`null` in JSON, as an absent field). */
+const ZERO_TIMES = new Set(['1970-01-01T00:00:00Z', '1970-01-01T00:00:00.000000Z']);
+
+/**
+ * A decoded object as Go reads it back: a zero value ('', 0, false, an empty list, the zero time) is the same as an
+ * absent field (Go's protobuf writes some zero values, tenantgate's encoder and JSON leave them out): both left out.
+ */
+export function withoutZeroValues(value: unknown): unknown {
+  if (Array.isArray(value)) return value.length === 0 ? undefined : value.map(withoutZeroValues);
+  if (value === null || typeof value !== 'object') return value === '' || value === 0 || value === false || (typeof value === 'string' && ZERO_TIMES.has(value)) ? undefined : value;
+  const out: Json = {};
+  for (const [key, member] of Object.entries(value)) {
+    const kept = withoutZeroValues(member);
+    if (kept !== undefined) out[key] = kept;
+  }
+  return out;
 }
 
 /** A length-delimited field of `number` holding `payload`, as Kubernetes writes it. */

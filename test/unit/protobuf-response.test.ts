@@ -4,8 +4,20 @@
 import t from 'tap';
 import { kindOf, type KindRow } from '../../lib/convert/kinds.ts';
 import { TENANT_LABEL } from '../../lib/convert/prefix.ts';
-import { RESPONSE_SCHEMAS, STATUS_CONDITIONS, protobufBodyToTenant, protobufResponseSupported, protobufStatusToTenant } from '../../lib/convert/protobuf-response.ts';
-import { ProtobufListToTenant, ProtobufWatchToTenant, protobufListToTenant } from '../../lib/convert/protobuf-streams.ts';
+import {
+  CAREFUL_PATH,
+  NOT_THE_TENANTS_OBJECT,
+  RESPONSE_SCHEMAS,
+  STATUS_CONDITIONS,
+  fastViewOf,
+  objectPartsToTenant,
+  objectSplices,
+  protobufBodyToTenant,
+  protobufResponseSupported,
+  protobufStatusToTenant,
+} from '../../lib/convert/protobuf-response.ts';
+import { Output, Splices } from '../../lib/convert/protobuf-splice.ts';
+import { ProtobufListToTenant, ProtobufWatchToTenant, protobufListToTenant, protobufWatchEventToTenant } from '../../lib/convert/protobuf-streams.ts';
 import { TEMPLATES, WIRE_SCHEMAS, type WireSchema } from '../../lib/convert/protobuf.ts';
 import { objectToTenant, objectToUpstream, type ConvertContext } from '../../lib/convert/rules/index.ts';
 import { statusToTenant } from '../../lib/convert/status.ts';
@@ -566,6 +578,73 @@ t.test('fuzz: mutated objects that still decode convert as objectToTenant conver
   }
   t.equal(disagreements, 0, `${compared} mutants compared with objectToTenant`);
   t.ok(compared > 300, `enough mutants still decode (${compared})`);
+});
+
+t.test('fast path: objects of every kind, and mutants, convert to the very bytes of the careful path, alone and in watch events', NEEDS_PROTO, async (t) => {
+  const random = seededRandom(18);
+  const outcomes: Record<string, number> = {};
+  const count = (outcome: string) => (outcomes[outcome] = (outcomes[outcome] ?? 0) + 1);
+  /** The careful path's answer: bytes, null (not the tenant's) or its error's code. */
+  const careful = (convert: () => Buffer | null): Buffer | null | number => {
+    try {
+      return convert();
+    } catch (error) {
+      if (error instanceof StatusError) return error.code;
+      throw error;
+    }
+  };
+  const splices = new Splices();
+  for (let i = 0; i < 120 * CASES.length; i++) {
+    const [key, object] = CASES[i % CASES.length]!;
+    const [group, kind] = key.split('/') as [string, string];
+    const row = rowOf(group, kind);
+    const apiVersion = group === '' ? 'v1' : `${group}/v1`;
+    const view = fastViewOf(row, CTX);
+    if (view === null || !protobufResponseSupported(row, apiVersion)) continue;
+    const upstream = upstreamOf(key, object, i % 5 === 4 ? OTHER : TENANT);
+    // Half with the managedFields most objects carry (the tenant label's field, a core apiVersion): the fast path's own.
+    if (i % 2 === 0) {
+      (upstream.metadata as Json).managedFields = [
+        { manager: 'kubectl', operation: 'Update', apiVersion, fieldsType: 'FieldsV1', fieldsV1: { 'f:metadata': { 'f:labels': { '.': {}, [`f:${TENANT_LABEL}`]: {}, 'f:app': {} } } } },
+      ];
+    }
+    const { apiVersion: _apiVersion, kind: _kind, ...message } = upstream;
+    const valid = encodeMessage(messages, messageOf(key), message);
+    const raw = i % 4 === 0 ? valid : mutate(valid, random);
+    // Alone: objectSplices against objectPartsToTenant.
+    splices.reset();
+    const delta = objectSplices(raw, 0, raw.length, view, splices);
+    const want = careful(() => {
+      const parts = objectPartsToTenant(raw, row, CTX);
+      return parts === null ? null : Buffer.concat(parts);
+    });
+    if (delta === CAREFUL_PATH) count('careful');
+    else if (delta === NOT_THE_TENANTS_OBJECT) {
+      count('dropped');
+      if (want !== null) t.fail(`${key} #${i}: dropped by the fast path, ${typeof want === 'number' ? want : 'kept'} by the careful one`);
+    } else {
+      count('fast');
+      const out = new Output(raw.length + 64);
+      splices.writeTo(out, raw, 0, raw.length);
+      const got = out.take();
+      if (!(want instanceof Buffer) || !got.equals(want) || got.length !== raw.length + delta) t.fail(`${key} #${i}: the fast path's bytes differ from the careful path's`);
+    }
+    // In a watch event (its envelope mutated too, now and then): the stream against protobufWatchEventToTenant.
+    const typeMeta = Buffer.concat([protoField(1, Buffer.from(apiVersion)), protoField(2, Buffer.from(kind))]);
+    const body = Buffer.concat([Buffer.from('k8s\0', 'latin1'), protoField(1, typeMeta), protoField(2, raw)]);
+    const event = watchEvent(['ADDED', 'MODIFIED', 'DELETED'][i % 3]!, i % 4 === 1 ? mutate(body, random) : body);
+    const mutatedEvent = i % 7 === 3 ? mutate(event, random) : event;
+    const wantEvent = careful(() => protobufWatchEventToTenant(mutatedEvent, row, CTX));
+    const gotEvent = careful(() => {
+      const watch = new ProtobufWatchToTenant(row, CTX, apiVersion);
+      return Buffer.concat([watch.write(frameOf(mutatedEvent)), watch.finish()]);
+    });
+    const wantFrame = wantEvent === null ? Buffer.alloc(0) : wantEvent instanceof Buffer ? frameOf(wantEvent) : wantEvent;
+    if (typeof wantFrame === 'number' ? gotEvent !== wantFrame : !(gotEvent instanceof Buffer) || !gotEvent.equals(wantFrame)) {
+      t.fail(`${key} #${i}: a watch event converts unlike protobufWatchEventToTenant (${typeof gotEvent === 'number' ? gotEvent : 'bytes'})`);
+    }
+  }
+  t.ok((outcomes.fast ?? 0) > 150 && (outcomes.dropped ?? 0) > 30 && (outcomes.careful ?? 0) > 100, `outcomes: ${JSON.stringify(outcomes)}`);
 });
 
 /** Protobuf has no empty map or list (none and empty are the same bytes): those a rule emptied are left out. */

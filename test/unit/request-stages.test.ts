@@ -208,6 +208,27 @@ t.test('prepare upstream request', async (t) => {
     t.equal(headers['accept-encoding'], undefined, 'answers are rewritten: they must arrive uncompressed');
     t.equal(headers.authorization, 'Bearer tenantgate-token', 'tenantgate\'s credentials, never the client\'s');
   });
+  t.test('a protobuf client\'s writes are asked in protobuf where the answer is the object (or a Status); a scale, a CRD\'s write, a Table in JSON', async (t) => {
+    const accept = 'application/vnd.kubernetes.protobuf, application/json';
+    const cases: [string, string, boolean][] = [
+      ['POST', '/api/v1/namespaces/default/configmaps', true],
+      ['PUT', '/api/v1/namespaces/default/configmaps/x', true],
+      ['PATCH', '/api/v1/namespaces/default/configmaps/x', true],
+      ['DELETE', '/api/v1/namespaces/default/configmaps/x', true],
+      ['PATCH', '/api/v1/namespaces/default/pods/x/status', true],
+      ['PUT', '/api/v1/namespaces/x/finalize', true],
+      ['GET', '/apis/apps/v1/namespaces/default/deployments/x/scale', false],
+      ['PATCH', '/apis/apps/v1/namespaces/default/deployments/x/scale', false],
+      ['DELETE', '/api/v1/namespaces/default/configmaps', false],
+      ['POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', false],
+      ['GET', '/api/v1/configmaps', true],
+    ];
+    for (const [method, path, protobuf] of cases) {
+      const ctx = tenantRequest(method, path, { headers: { accept } });
+      runNow(prepare, ctx);
+      t.equal(String(ctx.upstreamHeaders!.accept).trim(), protobuf ? accept : 'application/json', `${method} ${path}: ${protobuf ? 'protobuf' : 'JSON'}`);
+    }
+  });
   t.test('a cluster-scoped object\'s name is prefixed; a namespace is its own prefixed name', async (t) => {
     const role = tenantRequest('GET', '/apis/rbac.authorization.k8s.io/v1/clusterroles/view');
     runNow(prepare, role);

@@ -8,6 +8,8 @@ import { kindOf } from '../../lib/convert/kinds.ts';
 import { partialObjectMetadataListToProtobuf } from '../../lib/convert/partial-metadata-protobuf.ts';
 import { TENANT_LABEL } from '../../lib/convert/prefix.ts';
 import { PROTOBUF_MEDIA_TYPE } from '../../lib/convert/protobuf.ts';
+import { encodeObject } from '../../lib/convert/protobuf-encode.ts';
+import { notFound } from '../../lib/errors/status-error.ts';
 import { parseRequestInfo } from '../../lib/convert/request-info.ts';
 import { RESPONSE_CONVERTERS, responseConverterFor, type UpstreamAnswer } from '../../lib/request/answers.ts';
 import { prepareUpstreamRequestStage } from '../../lib/request/open-upstream.ts';
@@ -228,4 +230,40 @@ t.test('object: PartialObjectMetadata asked in protobuf is the protobuf of the t
   t.equal(ctx.sentHeaders!['content-type'], PROTOBUF_MEDIA_TYPE);
   const expected = partialObjectMetadataListToProtobuf({ kind: 'PartialObjectMetadataList', apiVersion: 'meta.k8s.io/v1', metadata: { resourceVersion: '3' }, items: [meta('default', 'mine')] });
   t.same(Buffer.concat(ctx.chunks), expected);
+});
+
+t.test('object: a write asked in protobuf is answered in protobuf, in the tenant\'s names; another tenant\'s is not found', async (t) => {
+  const body = (namespace: string, tenant: string) => encodeObject('v1', 'ConfigMap', configMap(namespace, 'x', tenant));
+  for (const [method, path, status] of [
+    ['POST', '/api/v1/namespaces/default/configmaps', 201],
+    ['PUT', '/api/v1/namespaces/default/configmaps/x', 200],
+    ['PATCH', '/api/v1/namespaces/default/configmaps/x', 200],
+    ['DELETE', '/api/v1/namespaces/default/configmaps/x', 200],
+  ] as const) {
+    const ctx = await answered(tenantRequest(method, path, { accept: PROTOBUF_ACCEPT }), upstreamAnswer(status, body('abc123-default', 'abc123'), { 'content-type': PROTOBUF_MEDIA_TYPE }));
+    t.equal(ctx.statusCode, status, `${method}: ${status}`);
+    t.equal(ctx.sentHeaders!['content-type'], PROTOBUF_MEDIA_TYPE, `${method}: protobuf`);
+    t.same(Buffer.concat(ctx.chunks), encodeObject('v1', 'ConfigMap', { ...configMap('default', 'x'), metadata: { name: 'x', namespace: 'default' } }), `${method}: the tenant's view`);
+  }
+  const theirs = await answered(tenantRequest('PUT', '/api/v1/namespaces/default/configmaps/x', { accept: PROTOBUF_ACCEPT }), upstreamAnswer(200, body('abc123-default', 'xyz789'), { 'content-type': PROTOBUF_MEDIA_TYPE }));
+  t.equal(theirs.statusCode, 404, 'labelled as another tenant\'s: not found');
+  t.equal(theirs.sentHeaders!['content-type'], PROTOBUF_MEDIA_TYPE, 'the Status in protobuf');
+});
+
+t.test('a Status tenantgate makes is protobuf to a protobuf client of a protobuf answer, JSON otherwise', async (t) => {
+  const cases: [string, () => RecordingContext, string][] = [
+    ['a protobuf client\'s get', () => tenantRequest('GET', '/api/v1/namespaces/default/configmaps/x', { accept: PROTOBUF_ACCEPT }), PROTOBUF_MEDIA_TYPE],
+    ['a protobuf client\'s create', () => tenantRequest('POST', '/api/v1/namespaces/default/configmaps', { accept: PROTOBUF_ACCEPT }), PROTOBUF_MEDIA_TYPE],
+    ['a JSON client\'s get', () => tenantRequest('GET', '/api/v1/namespaces/default/configmaps/x'), 'application/json'],
+    ['a Table\'s client (kubectl get)', () => tenantRequest('GET', '/api/v1/namespaces/default/configmaps', { accept: TABLE_ACCEPT }), 'application/json'],
+    ['a protobuf client\'s scale', () => tenantRequest('GET', '/apis/apps/v1/namespaces/default/deployments/x/scale', { accept: PROTOBUF_ACCEPT }), 'application/json'],
+    ['an administrator', () => administratorRequest('GET', '/api/v1/namespaces/default/configmaps/x'), 'application/json'],
+  ];
+  for (const [what, request, contentType] of cases) {
+    const ctx = request();
+    sendStatus(ctx, notFound('configmaps "x" not found'));
+    await ctx.ended();
+    t.equal(ctx.sentHeaders!['content-type'], contentType, what);
+    if (contentType === PROTOBUF_MEDIA_TYPE) t.same(Buffer.concat(ctx.chunks), encodeObject('v1', 'Status', notFound('configmaps "x" not found').toJSON() as Record<string, unknown>), `${what}: the Status`);
+  }
 });

@@ -4,7 +4,8 @@ import t from 'tap';
 import { kindOf } from '../../lib/convert/kinds.ts';
 import { parseRequestInfo } from '../../lib/convert/request-info.ts';
 import type { UpstreamPool } from '../../lib/upstream/pool.ts';
-import { acceptsPlainJson, cachedResourcesOf, WatchCache } from '../../lib/watchcache/watch-cache.ts';
+import { acceptsPlainJson, cacheEncodingOf } from '../../lib/watchcache/encodings.ts';
+import { cachedResourcesOf, WatchCache } from '../../lib/watchcache/watch-cache.ts';
 import { standInWatchCache, TENANT_NAMESPACES, upstreamConfigMap } from '../helpers/watch-cache-stand-in.ts';
 
 const stand = await standInWatchCache(['configmaps', 'pods', 'namespaces'], { ...TENANT_NAMESPACES, '/api/v1/configmaps': [upstreamConfigMap('abcdef', 'default', 'a', 90)] }, 100);
@@ -106,12 +107,23 @@ t.test('sent upstream: what the cache cannot answer exactly as the apiserver', a
     ['/api/v1/namespaces/default/secrets?watch=1', 'idem'],
   ];
   for (const [target, why] of upstream) t.equal(planOf(target), null, `${why}: ${target}`);
-  for (const accept of ['application/json;as=Table;v=v1;g=meta.k8s.io, application/json', 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1', 'application/vnd.kubernetes.protobuf', 'application/vnd.kubernetes.protobuf;type=watch, application/json', 'application/yaml', 'text/plain']) {
+  for (const accept of ['application/json;as=Table;v=v1;g=meta.k8s.io, application/json', 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1', 'application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1', 'application/yaml', 'text/plain']) {
     t.equal(planOf(`${CM}?watch=1`, accept), null, `Accept ${accept}`);
     t.equal(planOf(`${CM}?resourceVersion=0`, accept), null, `Accept ${accept} (list)`);
   }
   const notStarted = new WatchCache(cachedResourcesOf(['configmaps']), { request: () => { throw new Error('not started'); } } as unknown as UpstreamPool, () => { throw new Error('no tenant'); });
   t.equal(planOf(`${CM}?watch=1`, undefined, notStarted), null, 'a resource whose first list is not in yet');
+});
+
+t.test('clients that prefer protobuf (client-go controllers) are served from the cache in protobuf; JSON clients in JSON', async (t) => {
+  for (const accept of ['application/vnd.kubernetes.protobuf', 'application/vnd.kubernetes.protobuf, application/json', 'application/vnd.kubernetes.protobuf;stream=watch', 'application/vnd.kubernetes.protobuf;type=watch, application/json']) {
+    t.equal(planOf(`${CM}?watch=1`, accept)?.encoding, 'protobuf', `watch, Accept ${accept}`);
+    t.equal(planOf(`${CM}?resourceVersion=0&limit=2`, accept)?.encoding, 'protobuf', `list, Accept ${accept}`);
+    t.equal(planOf('/api/v1/namespaces?watch=1', accept)?.encoding, 'protobuf', `a cluster-scoped kind, Accept ${accept}`);
+  }
+  for (const accept of [undefined, 'application/json', 'application/json, application/vnd.kubernetes.protobuf', '*/*']) {
+    t.equal(planOf(`${CM}?watch=1`, accept)?.encoding, 'json', `Accept ${accept}`);
+  }
 });
 
 t.test('a list with a resourceVersion and a limit but no resourceVersionMatch is an Exact read for the apiserver', async (t) => {
@@ -137,4 +149,24 @@ t.test('acceptsPlainJson: the client takes plain JSON objects first', async (t) 
   ]) {
     t.equal(acceptsPlainJson(accept), false, accept);
   }
+});
+
+t.test('a tenant\'s custom resource asked for protobuf first: JSON, as the apiserver (no protobuf for custom resources) answers', async (t) => {
+  const widget = kindOf('example.com', 'widgets', 'Namespaced', 'Widget')!;
+  const encodingOf = (accept: string | undefined) => cacheEncodingOf(accept, widget, 'example.com/v1', 'Widget');
+  for (const accept of ['application/vnd.kubernetes.protobuf, application/json', 'application/vnd.kubernetes.protobuf,application/json;charset=utf-8', 'application/vnd.kubernetes.protobuf, */*', 'application/json']) {
+    t.equal(encodingOf(accept), 'json', `Accept ${accept}`);
+  }
+  for (const [accept, why] of [
+    ['application/vnd.kubernetes.protobuf', 'protobuf only: the apiserver\'s 406, from the upstream'],
+    ['application/vnd.kubernetes.protobuf;stream=watch', 'idem'],
+    ['application/vnd.kubernetes.protobuf, application/yaml', 'YAML next: the apiserver answers YAML'],
+    ['application/vnd.kubernetes.protobuf, application/json;as=Table;v=v1;g=meta.k8s.io', 'a Table next'],
+    ['application/vnd.kubernetes.protobuf;q=0.5, application/json;q=0.9', 'quality values reorder the apiserver\'s choice'],
+  ]) {
+    t.equal(encodingOf(accept), null, `${why}: Accept ${accept}`);
+  }
+  const stored = kindOf('flowcontrol.apiserver.k8s.io', 'flowschemas')!;
+  t.ok(stored.upstreamGroup, 'FlowSchemas are stored as custom resources');
+  t.equal(cacheEncodingOf('application/vnd.kubernetes.protobuf, application/json', stored, 'flowcontrol.apiserver.k8s.io/v1', 'FlowSchema'), null, 'a built-in kind stored as a custom resource is protobuf to the tenant: not JSON from the cache');
 });
