@@ -92,7 +92,7 @@ export const SERVE_OPTIONS = {
   'in-cluster-ca-file': { type: 'string', description: "CA bundle, PEM, that verifies tenantgate's serving certificate, given to tenants' pods; default: --tls-cert-file (TENANTGATE_IN_CLUSTER_CA_FILE)" },
   'shutdown-delay': { type: 'string', default: '0s', description: 'after SIGTERM, how long /readyz fails while tenantgate still serves, so Services drop it first (TENANTGATE_SHUTDOWN_DELAY)' },
   'shutdown-drain': { type: 'string', default: '30s', description: 'then the longest wait for requests in flight before the rest are cut (TENANTGATE_SHUTDOWN_DRAIN)' },
-  'list-offload-threshold': { type: 'string', default: '0', description: `list answers at least this many bytes are rewritten on a worker thread, so one huge list does not stall other tenants' requests; 0: never (measured best on 2 cores: ${LIST_OFFLOAD_MEASURED_BYTES}) (TENANTGATE_LIST_OFFLOAD_THRESHOLD)` },
+  'list-offload-threshold': { type: 'string', default: String(LIST_OFFLOAD_MEASURED_BYTES), description: `list answers (JSON or protobuf) at least this many bytes are rewritten on a worker thread, so one huge list does not stall other tenants' requests; 0: never (TENANTGATE_LIST_OFFLOAD_THRESHOLD)` },
   help: { type: 'boolean', short: 'h', default: false, description: 'show this help' },
 } as const;
 

@@ -26,7 +26,7 @@ import { log } from '../log.ts';
 import { verbOf } from '../server/request-end.ts';
 import { sendStatus } from '../server/status.ts';
 import { WatchRewriter } from '../stream/tenant-view.ts';
-import { ProtobufListRewriter, ProtobufWatchRewriter } from '../stream/protobuf-view.ts';
+import { ProtobufWatchRewriter } from '../stream/protobuf-view.ts';
 import { metadataOnly, tenantViewSpecOf } from '../stream/view-spec.ts';
 import { objectToTenantBytes, PARSED_PATH } from '../stream/object-view.ts';
 import { grantTenantNamespace } from '../tenants/bootstrap.ts';
@@ -34,7 +34,7 @@ import { upstreamJson } from '../upstream/client.ts';
 import { clientResponseHeaders, tenantResponseHeaders } from '../upstream/headers.ts';
 import type { RequestContext } from './context.ts';
 import { asksForTable, isOpenApiV2, openApiV2AsProtobuf, partialMetadataProtobufOf, protobufAnswerOf, requestApiVersion } from './negotiation.ts';
-import { listRewriter } from './offload.ts';
+import { listRewriter, protobufListRewriter } from './offload.ts';
 import { contextOf } from './open-upstream.ts';
 import { answerOpenApiV2 } from './openapi-v2-cache.ts';
 import type { Stage } from './pipeline.ts';
@@ -125,7 +125,7 @@ function protobufStreamRewritten(ctx: RequestContext, answer: UpstreamAnswer, co
   const convert = conversions.of(tenant);
   // Made before the head goes out: a kind the engine cannot convert is refused while a Status can still be sent.
   const apiVersion = requestApiVersion(ctx.info!);
-  const rewriter = verb === 'watch' ? new ProtobufWatchRewriter(ctx.row!, convert, apiVersion) : new ProtobufListRewriter(ctx.row!, convert, apiVersion);
+  const rewriter = verb === 'watch' ? new ProtobufWatchRewriter(ctx.row!, convert, apiVersion) : protobufListRewriter({ row: ctx.row!, convert, discovery: conversions.discovery, apiVersion, declaredLength: declaredLengthOf(answer) });
   ctx.respond(answer.status, tenantResponseHeaders(answer.headers, tenant));
   pipeRewritten(ctx, answer, conversions, verb, rewriter);
 }

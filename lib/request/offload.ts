@@ -13,7 +13,9 @@ import type { TenantId } from '../convert/prefix.ts';
 import type { ConvertContext } from '../convert/rules/index.ts';
 import { StatusError, type StatusReason } from '../errors/status-error.ts';
 import { log } from '../log.ts';
+import { ProtobufListToTenant } from '../convert/protobuf-streams.ts';
 import { SizeRoutedListRewriter } from '../stream/offloaded-list.ts';
+import { ProtobufListRewriter } from '../stream/protobuf-view.ts';
 import { ListRewriter, TenantViewScanner, type TenantViewSpec } from '../stream/tenant-view.ts';
 import type { DiscoveryCache } from '../upstream/discovery.ts';
 
@@ -26,19 +28,18 @@ import type { DiscoveryCache } from '../upstream/discovery.ts';
 export const OFFLOAD_MIN_BYTES = 256 * 1024;
 
 /**
- * The threshold the measurements point to (--list-offload-threshold; off by default: an upstream error in the middle of
- * an offloaded list hung one test run, not yet explained, and the offloaded list itself runs at about half the speed
- * on two cores). Measured with
- * bench/scenarios/list-offload.ts (one run, 2 shared cores), the event loop's busy time per list, inline / worker:
- * ConfigMaps (byte-level) 1.4 / 1.6 ms at 64 KB, 6.5 / 4.0 ms at 1 MB, 13.4 / 9.1 ms at 8 MB; RoleBindings (parsed
- * per item) 1.8 / 1.1 ms at 64 KB, 15.6 / 4.6 ms at 1 MB, 98 / 8.6 ms at 8 MB. From 1 MB the worker frees the event
- * loop for either kind; below it the hop saves a millisecond at most, and the head held while deciding costs a list
- * its first byte. The worker's own list is slower (one more thread on the same cores): 0.42x direct against 0.75x
- * inline for 51 MB of ConfigMaps, while a quiet tenant's GET p99 beside it is 156 ms against 218 ms inline.
+ * The default list offload threshold (--list-offload-threshold), from bench/scenarios/list-offload.ts (one run, 2
+ * shared cores, heavily loaded). The event loop's busy time per list in memory, inline / worker: ConfigMaps (byte
+ * level) 0.95 / 1.76 ms at 64 KB, 6.0 / 3.3 ms at 1 MB, 14.5 / 8.7 ms at 8 MB, 195 / 50 ms at 52 MB; RoleBindings
+ * (parsed per item) 2.2 / 0.9 ms at 64 KB, 14.4 / 2.2 ms at 1 MB, 86 / 7.8 ms at 8 MB. Below 1 MB the hop costs a
+ * byte-level kind more than it saves, and the head held while deciding delays a list's first byte; from 1 MB the worker
+ * frees the event loop for every kind. Over the rig, 51 MB of ConfigMaps: a quiet tenant's GET p99 beside them 95 ms
+ * with the pool against 119 ms inline, the list itself 0.44x direct against 0.36x inline (0.57x against 0.27x in
+ * protobuf); 42 MB of RoleBindings: p99 217 against 235 ms, the list 0.40x against 0.31x.
  */
 export const LIST_OFFLOAD_MEASURED_BYTES = 1024 * 1024;
 
-/** List answers at least this large are rewritten on a worker thread; 0: never. */
+/** List answers at least this large are rewritten on a worker thread; 0: never (the gateway sets it from its config). */
 let listOffloadBytes = 0;
 
 /** Sets the list offload threshold in bytes (0: every list is rewritten on the event loop). */
@@ -93,20 +94,55 @@ export interface ListRewriteSource {
   declaredLength: number | null;
 }
 
+/** Whether a list of `declaredLength` bytes (null: not said) may go to a worker: else it is rewritten inline. */
+function mayOffload(declaredLength: number | null): boolean {
+  return listOffloadBytes > 0 && (declaredLength === null || declaredLength >= listOffloadBytes);
+}
+
 /** The rewriter of a JSON list answer: inline below the threshold, on a worker thread at or above it. */
 export function listRewriter(source: ListRewriteSource): ListRewriter | SizeRoutedListRewriter {
   const { declaredLength } = source;
-  if (listOffloadBytes <= 0 || (declaredLength !== null && declaredLength < listOffloadBytes)) return new ListRewriter(source.spec);
+  if (!mayOffload(declaredLength)) return new ListRewriter(source.spec);
   return new SizeRoutedListRewriter({
     threshold: listOffloadBytes,
     declaredLength,
     inline: () => new TenantViewScanner('list', source.spec),
-    offload() {
-      const { tenant } = source.convert;
-      log.debug('a list goes to a worker thread', { tenant, resource: source.row.resource, declaredLength });
-      return startStreamRewrite({ kind: 'json-list', tenant, row: source.row, discovery: source.discovery.tables(), webhookUrlHosts: source.convert.webhookUrlHosts });
-    },
+    offload: () => offloadList('json-list', source),
   });
+}
+
+/** What a protobuf list's rewrite needs, on a worker as on the event loop. */
+export interface ProtobufListRewriteSource {
+  row: KindRow;
+  convert: ConvertContext;
+  discovery: DiscoveryCache;
+  /** The list's apiVersion, as asked of the upstream. */
+  apiVersion: string;
+  /** The upstream's Content-Length, or null. */
+  declaredLength: number | null;
+}
+
+/**
+ * The rewriter of a protobuf list answer, as listRewriter's for JSON. Throws, before any byte is sent, for a kind or
+ * version the protobuf engine cannot convert (the caller answers a Status).
+ */
+export function protobufListRewriter(source: ProtobufListRewriteSource): ProtobufListRewriter | SizeRoutedListRewriter {
+  const { row, convert, apiVersion, declaredLength } = source;
+  if (!mayOffload(declaredLength)) return new ProtobufListRewriter(row, convert, apiVersion);
+  // Made now, whichever way the list goes: its constructor is where the engine refuses what it cannot convert.
+  const inline = new ProtobufListToTenant(row, convert, apiVersion);
+  return new SizeRoutedListRewriter({
+    threshold: listOffloadBytes,
+    declaredLength,
+    inline: () => inline,
+    offload: () => offloadList('protobuf-list', source, apiVersion),
+  });
+}
+
+function offloadList(kind: RewriteStreamTask['kind'], source: { row: KindRow; convert: ConvertContext; discovery: DiscoveryCache; declaredLength: number | null }, apiVersion?: string): MessagePort {
+  const { tenant } = source.convert;
+  log.debug('a list goes to a worker thread', { tenant, resource: source.row.resource, kind, declaredLength: source.declaredLength });
+  return startStreamRewrite({ kind, tenant, row: source.row, apiVersion, discovery: source.discovery.tables(), webhookUrlHosts: source.convert.webhookUrlHosts });
 }
 
 /**
@@ -118,12 +154,21 @@ export function startStreamRewrite(task: Omit<RewriteStreamTask, 'port'>): Messa
   openStreams++;
   workers()
     .run({ ...task, port: port2 }, { filename: STREAM_WORKER.href, transferList: [port2] })
-    .then(() => openStreams--, (error: Error) => {
-      openStreams--;
-      // The worker died or the pool closed: the answer ends as it would on a broken upstream stream.
-      port1.emit('message', { error: `the list rewrite stopped: ${error.message}` });
-    });
+    .then(
+      () => streamEnded(null),
+      (error: Error) => {
+        streamEnded(error);
+        // The worker died or the pool closed: the answer ends as it would on a broken upstream stream.
+        port1.emit('message', { error: `the list rewrite stopped: ${error.message}` });
+      },
+    );
   return port1;
+}
+
+function streamEnded(error: Error | null): void {
+  openStreams--;
+  // The tests of faults read it: every task started ends, whatever became of its list.
+  log.debug('a list rewrite on a worker ended', { open: openStreams, ...(error === null ? {} : { error: error.message }) });
 }
 
 /** Streamed rewrites started and not yet ended on their worker (cancelled ones end when their port closes). */

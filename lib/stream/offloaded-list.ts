@@ -1,24 +1,33 @@
-// A list answer rewritten into the tenant's view inline when small, on a worker thread when large: the size is the
-// upstream's Content-Length when it says, else decided once `threshold` bytes have arrived (held until then).
-// Never sends a byte the rewriter has not passed, and never lets itself or the worker hold more than a few chunks.
+// A list answer (JSON or protobuf) rewritten into the tenant's view inline when small, on a worker thread when large:
+// the size is the upstream's Content-Length when it says, else decided once `threshold` bytes have arrived (held
+// until then). Never sends a byte the converter has not passed, and never lets itself or the worker hold more than a
+// few batches: a client that does not read holds the upstream back.
 import { performance } from 'node:perf_hooks';
 import { Transform, type TransformCallback } from 'node:stream';
 import type { MessagePort } from 'node:worker_threads';
 import type { RewriteInput, RewriteOutput } from '../../workers/rewrite-stream.ts';
-import type { TenantViewScanner } from './tenant-view.ts';
+import { failWhenSourceCut } from './tenant-view.ts';
 
 /** Most bytes sent to the worker in one message (the hop costs about the same for 16 KiB as for 256 KiB). */
 export const OFFLOAD_BATCH_BYTES = 256 * 1024;
 /** Batches sent and not yet answered: the most the worker holds for one list, and what keeps it busy meanwhile. */
 export const OFFLOAD_WINDOW = 4;
 
+/** A list's converter on the event loop: TenantViewScanner (JSON), ProtobufListToTenant (protobuf). */
+export interface ListConverter {
+  /** The bytes ready to send after `chunk` (possibly none). */
+  write(chunk: Buffer): Buffer;
+  /** The last bytes; throws when the answer ended where it may not. */
+  finish(): Buffer;
+}
+
 export interface SizeRoutedListOptions {
   /** Answers at least this large go to a worker; 0: never. */
   threshold: number;
   /** The upstream's Content-Length, or null when it streams without one (kube-apiserver's lists do). */
   declaredLength: number | null;
-  /** The event loop's own scanner, for answers that stay inline. */
-  inline(): TenantViewScanner;
+  /** The event loop's own converter, for answers that stay inline. */
+  inline(): ListConverter;
   /** Starts the rewrite on a worker and gives its channel (workers/rewrite-stream.ts's protocol). */
   offload(): MessagePort;
 }
@@ -39,17 +48,20 @@ export class SizeRoutedListRewriter extends Transform {
   /** Deciding: the head of the answer, not yet rewritten. */
   #held: Buffer[] = [];
   #heldBytes = 0;
-  #scanner: TenantViewScanner | null = null;
+  #converter: ListConverter | null = null;
   #port: MessagePort | null = null;
   #batch: Buffer | null = null;
   #batchFill = 0;
   #inflight = 0;
-  /** A write held until the worker answers a batch (the window was full). */
+  /** A write taken and not yet answered: the worker's window is full, or the client has not read what is out. */
   #waiting: TransformCallback | null = null;
+  /** The reader has asked for more (_read) and nothing has been pushed since: writes go on until something is. */
+  #wanted = false;
   #flushed: TransformCallback | null = null;
 
   constructor(options: SizeRoutedListOptions) {
     super();
+    failWhenSourceCut(this);
     this.#options = options;
     const { threshold, declaredLength } = options;
     this.#mode = threshold <= 0 ? 'inline' : declaredLength === null ? 'deciding' : declaredLength >= threshold ? 'offloaded' : 'inline';
@@ -60,7 +72,8 @@ export class SizeRoutedListRewriter extends Transform {
     this.bytesIn += chunk.length;
     switch (this.#mode) {
       case 'inline':
-        this.#scanInline(chunk, callback);
+        if (this.#convertInline(chunk)) this.#whenRoom(callback);
+        else callback(this.#failure);
         return;
       case 'deciding':
         this.#held.push(chunk);
@@ -72,22 +85,30 @@ export class SizeRoutedListRewriter extends Transform {
         this.#mode = 'offloaded';
         this.#startWorker();
         for (const held of this.#held.splice(0)) this.#append(held);
-        this.#afterWrite(callback);
+        this.#whenRoom(callback);
         return;
       case 'offloaded':
         this.#append(chunk);
-        this.#afterWrite(callback);
+        this.#whenRoom(callback);
     }
+  }
+
+  override _read(size: number): void {
+    // The client took what was out: a write held for it goes on (unless the worker's window is what holds it).
+    this.#wanted = true;
+    if (this.#waiting !== null && this.#inflight < OFFLOAD_WINDOW) this.#release();
+    super._read(size);
   }
 
   override _flush(callback: TransformCallback): void {
     if (this.#mode === 'deciding') {
       // Smaller than the threshold: rewritten here, chunk by chunk as it came.
       this.#mode = 'inline';
-      for (const held of this.#held.splice(0)) if (!this.#scanInline(held, null)) return callback(this.#failure);
+      for (const held of this.#held.splice(0)) if (!this.#convertInline(held)) return callback(this.#failure);
     }
     if (this.#mode === 'inline') {
-      this.#scanInline(null, callback);
+      if (this.#convertInline(null)) callback();
+      else callback(this.#failure);
       return;
     }
     this.#sendBatch();
@@ -99,28 +120,48 @@ export class SizeRoutedListRewriter extends Transform {
     // Cancels the worker's task (it ends when its port closes); the pipeline resets the upstream stream.
     this.#closePort();
     this.#held = [];
+    this.#waiting = null;
+    this.#flushed = null;
     callback(error);
   }
 
   #failure: Error | null = null;
 
-  /** Scans a chunk (null: the end) inline; with a callback, answers it; false after an error. */
-  #scanInline(chunk: Buffer | null, callback: TransformCallback | null): boolean {
-    this.#scanner ??= this.#options.inline();
+  /** Converts a chunk (null: the end) inline; false after an error (in #failure). */
+  #convertInline(chunk: Buffer | null): boolean {
+    this.#converter ??= this.#options.inline();
     const started = performance.now();
     let out: Buffer;
     try {
-      out = chunk === null ? this.#scanner.finish() : this.#scanner.write(chunk);
+      out = chunk === null ? this.#converter.finish() : this.#converter.write(chunk);
     } catch (error) {
       this.#failure = error as Error;
-      callback?.(error as Error);
       return false;
     } finally {
       this.scanSeconds += (performance.now() - started) / 1000;
     }
     this.#pushOut(out);
-    callback?.();
     return true;
+  }
+
+  /** Answers a write now, or once there is room: the worker's window has a slot and the client has read what is out. */
+  #whenRoom(callback: TransformCallback): void {
+    if (this.#hasRoom()) callback();
+    else this.#waiting = callback;
+  }
+
+  /**
+   * Whether another write may be taken. (Not held for the client while it waits for a push: a reader asks again only
+   * after one, so holding then would stall the answer for good.)
+   */
+  #hasRoom(): boolean {
+    return this.#inflight < OFFLOAD_WINDOW && (this.#wanted || this.readableLength < this.readableHighWaterMark);
+  }
+
+  #release(): void {
+    const waiting = this.#waiting;
+    this.#waiting = null;
+    waiting?.();
   }
 
   #startWorker(): void {
@@ -158,12 +199,6 @@ export class SizeRoutedListRewriter extends Transform {
     this.#port.postMessage(input, input === null ? [] : [input.buffer as ArrayBuffer]);
   }
 
-  /** Takes the next chunk now, or once the worker has answered enough of those in flight. */
-  #afterWrite(callback: TransformCallback): void {
-    if (this.#inflight < OFFLOAD_WINDOW) callback();
-    else this.#waiting = callback;
-  }
-
   #answered(output: RewriteOutput): void {
     if (this.destroyed) return;
     this.#inflight--;
@@ -173,7 +208,7 @@ export class SizeRoutedListRewriter extends Transform {
       return;
     }
     this.scanSeconds += output.scanSeconds;
-    this.#pushOut(Buffer.from(output.out.buffer, output.out.byteOffset, output.out.byteLength));
+    for (const part of output.out) this.#pushOut(Buffer.from(part.buffer, part.byteOffset, part.byteLength));
     if (output.last) {
       this.#closePort();
       const flushed = this.#flushed;
@@ -182,16 +217,14 @@ export class SizeRoutedListRewriter extends Transform {
       return;
     }
     if (this.#inflight === 0) this.#sendBatch();
-    const waiting = this.#waiting;
-    if (waiting !== null && this.#inflight < OFFLOAD_WINDOW) {
-      this.#waiting = null;
-      waiting();
-    }
+    if (this.#waiting !== null && this.#hasRoom()) this.#release();
   }
 
   #pushOut(out: Buffer): void {
     this.bytesOut += out.length;
-    if (out.length > 0) this.push(out);
+    if (out.length === 0) return;
+    this.#wanted = false;
+    this.push(out);
   }
 
   #closePort(): void {

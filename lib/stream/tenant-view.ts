@@ -1,7 +1,7 @@
 // Rewrites upstream list and watch JSON, and single objects, into a tenant's view byte by byte, holding one item at most.
 // Never emits an object outside the tenant's prefix, nor any byte of an item before the whole item has been checked.
 import { performance } from 'node:perf_hooks';
-import { Transform, type TransformCallback } from 'node:stream';
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import {
   FOUND,
   ITEM_CUT,
@@ -1747,6 +1747,20 @@ export class TenantViewScanner {
 }
 
 /**
+ * Fails `transform` when the stream piped into it closes before its end. Node's HTTP/2 client stream, when its
+ * session's socket closes (the apiserver killed, the connection cut), ends its readable side with bytes still buffered
+ * and is destroyed: it never emits 'end', and stream.pipeline waits for that 'end' (an ended source that closes early
+ * is not an error to it), so the client's answer would hang, with its worker task and flow-control seat.
+ */
+export function failWhenSourceCut(transform: Transform): void {
+  transform.once('pipe', (source: Readable) => {
+    source.once('close', () => {
+      if (!source.readableEnded && !transform.destroyed) transform.destroy(new Error('the upstream answer broke off before its end'));
+    });
+  });
+}
+
+/**
  * A Transform over one TenantViewScanner: upstream bytes in, the tenant's view out, with backpressure. It counts what
  * passed and the time spent scanning (two clock reads per chunk), for metrics and the request log.
  */
@@ -1759,12 +1773,15 @@ class TenantViewTransform extends Transform {
   constructor(kind: 'list' | 'watch', spec: TenantViewSpec, itemsOnly?: ItemsOnly) {
     super();
     this.scanner = new TenantViewScanner(kind, spec, itemsOnly);
+    failWhenSourceCut(this);
   }
 
   get eventsOut(): number {
     return this.scanner.eventsKept;
   }
 
+  // (A paused client holds the upstream back here at most one item late: Transform holds back the write that
+  // pushed while the output is full, and chunks inside an item push nothing until the item ends.)
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
     this.bytesIn += chunk.length;
     pushThrough(this, this.scanner, chunk, callback);

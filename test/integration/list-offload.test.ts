@@ -1,6 +1,7 @@
 // Lists above --list-offload-threshold are rewritten on a worker thread, and a tenant cannot tell: the same bytes as
 // the same list rewritten inline, its own objects only, pages that chain, and a client that leaves takes its upstream
-// request and its worker slot with it. (A list that breaks off mid-way: test/unit/offload.test.ts.)
+// request and its worker slot with it, and one that stops reading holds the upstream back. (Lists that break off
+// mid-way: list-offload-faults.test.ts and test/unit/offload.test.ts.)
 import type { ClientHttp2Session } from 'node:http2';
 import t from 'tap';
 import { connectH2, credentialsOf, h2Request, sumMetric } from '../helpers/http.ts';
@@ -31,7 +32,7 @@ let beta: TestTenant;
 
 t.before(async () => {
   stack = await startStack({ controllers: false, gatewayArgs: ['--list-offload-threshold', String(THRESHOLD)] });
-  inline = await spawnGateway(stack.files, ['--confine-upstream-discovery', '--list-offload-threshold', String(2 ** 30)]);
+  inline = await spawnGateway(stack.files, ['--confine-upstream-discovery', '--list-offload-threshold', '0']);
   delete process.env.TENANTGATE_LOG_LEVEL;
   alpha = await createTestTenant(stack, 'offl01');
   beta = await createTestTenant(stack, 'offl02');
@@ -171,4 +172,38 @@ t.test('clients that leave mid-list cancel their upstream requests and free thei
   t.ok(executing <= idle, `no list left running upstream (${executing} executing, ${idle} before)`);
   const whole = await list(pooled, LIST_ALL);
   t.equal((JSON.parse(whole) as { items: unknown[] }).items.length >= OBJECTS, true, 'and a whole list still comes through a worker');
+});
+
+/** Upstream list bytes a tenantgate has taken in for `tenant` so far (its lists' rewriters' input). */
+async function listBytesTaken(metricsUrl: string, tenant: TestTenant): Promise<number> {
+  return sumMetric(await (await fetch(metricsUrl)).text(), 'tenantgate_rewrite_bytes_total', { tenant: tenant.id, kind: 'list' });
+}
+
+t.test('a client that stops reading holds the upstream back, inline and on a worker, and gets the whole list when it reads on', async (t) => {
+  const bigList = '/api/v1/namespaces/big/secrets';
+  for (const [way, url, metricsUrl] of [['inline', inline.url, inline.metricsUrl], ['on a worker', stack.gatewayUrl, stack.metricsUrl]] as const) {
+    const session = sessionOf(alpha, url);
+    t.teardown(() => session.close());
+    const before = await listBytesTaken(metricsUrl, alpha);
+    const chunks: Buffer[] = [];
+    const stream = session.request({ ':path': bigList, accept: 'application/json' });
+    const ended = new Promise<void>((resolve, reject) => {
+      stream.on('end', resolve);
+      stream.on('error', reject);
+    });
+    await new Promise<void>((resolve) => stream.once('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      stream.pause();
+      resolve();
+    }));
+    // Items of 1.2 MB: a chunk inside one sends nothing, so only the output waiting for the client can hold the upstream.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const taken = (await listBytesTaken(metricsUrl, alpha)) - before;
+    t.ok(taken < 6 * 1024 * 1024, `${way}: ${taken} bytes of the ${BIG_OBJECTS} x 1.2 MB list taken from the upstream while the client read nothing`);
+    stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+    stream.resume();
+    await ended;
+    const items = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { items: Item[] }).items;
+    t.equal(items.length, BIG_OBJECTS, `${way}: the whole list once the client reads on`);
+  }
 });

@@ -9,7 +9,8 @@ import { StatusError } from '../../lib/errors/status-error.ts';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { kindOf } from '../../lib/convert/kinds.ts';
-import { listRewriter, openStreamRewrites, setListOffloadThreshold } from '../../lib/request/offload.ts';
+import { listRewriter, openStreamRewrites, protobufListRewriter, setListOffloadThreshold } from '../../lib/request/offload.ts';
+import { encodeBody, goModuleCache, loadProtoMessages } from '../helpers/k8s-proto.ts';
 import { convertContextOf } from '../../lib/request/tenant-conversions.ts';
 import { SizeRoutedListRewriter } from '../../lib/stream/offloaded-list.ts';
 import { rewriteListBuffer } from '../../lib/stream/tenant-view.ts';
@@ -142,4 +143,55 @@ t.test('a client that stops reading stops the list on a worker within a few batc
   t.ok(rewriter.bytesIn < 2 * 1024 * 1024, `${rewriter.bytesIn} bytes taken from upstream while the client read nothing`);
   rewriter.destroy();
   source.destroy();
+});
+
+// ---- protobuf lists on a worker thread
+
+const PODS = kindOf('', 'pods')!;
+
+/** A PodList in protobuf: tenant alpha1's pods and another tenant's with the same names, `count` of each. */
+function upstreamPodList(count: number): Buffer {
+  const messages = loadProtoMessages(goModuleCache() ?? '');
+  const items: object[] = [];
+  for (let i = 0; i < count; i++) {
+    for (const tenant of ['alpha1', 'beta22']) {
+      items.push({
+        metadata: { name: `pod-${i}`, namespace: `${tenant}-default`, labels: { 'kubezoo.io/tenant': tenant, app: 'x'.repeat(i % 200) } },
+        spec: { containers: [{ name: 'main', image: 'registry.example/app:1', args: ['--tenant', tenant] }], serviceAccountName: 'default' },
+      });
+    }
+  }
+  return encodeBody(messages, 'k8s.io.api.core.v1.PodList', { apiVersion: 'v1', kind: 'PodList', metadata: { resourceVersion: '42' }, items });
+}
+
+/** The protobuf list's view through protobufListRewriter at `threshold`, fed in pieces of `piece` bytes. */
+async function throughProtobufRewriter(upstream: Buffer, threshold: number, piece: number): Promise<{ view: Buffer; offloaded: boolean }> {
+  setListOffloadThreshold(threshold);
+  const discovery = DiscoveryCache.ofTables({ scopes: new Map([['/pods', 'Namespaced']]), kindScopes: new Map([['/Pod', 'Namespaced']]), resourcesByVersion: new Map([['/v1', ['pods']]]) });
+  const rewriter = protobufListRewriter({ row: PODS, convert: convertContextOf('alpha1', discovery, undefined), discovery, apiVersion: 'v1', declaredLength: null });
+  const pieces: Buffer[] = [];
+  for (let at = 0; at < upstream.length; at += piece) pieces.push(upstream.subarray(at, at + piece));
+  const out: Buffer[] = [];
+  await pipeline(Readable.from(pieces), rewriter, new Writable({ write(chunk, _e, done) { out.push(chunk); done(); } }));
+  return { view: Buffer.concat(out), offloaded: rewriter instanceof SizeRoutedListRewriter && rewriter.offloaded };
+}
+
+t.test('a protobuf list rewritten on a worker is byte for byte the inline view, however it is cut', { skip: goModuleCache() === undefined ? 'no Go module cache' : false }, async (t) => {
+  // Large enough to stream (past the engine's 4 MiB held whole) and small enough to be held.
+  for (const count of [300, 12000]) {
+    const upstream = upstreamPodList(count);
+    const inline = await throughProtobufRewriter(upstream, 0, 16384);
+    t.notOk(inline.offloaded, `${count} pods: threshold 0 stays inline`);
+    t.notOk(inline.view.includes('beta22'), `${count} pods: the other tenant's pods are not in the view`);
+    for (const piece of [16384, 1000]) {
+      const viaWorker = await throughProtobufRewriter(upstream, 1, piece);
+      t.ok(viaWorker.offloaded, `${count} pods (${upstream.length} bytes), pieces of ${piece}: on a worker`);
+      t.ok(viaWorker.view.equals(inline.view), 'the same bytes as inline');
+    }
+  }
+  const broken = Buffer.concat([upstreamPodList(300).subarray(0, 30_000), Buffer.from([0xff, 0xff, 0xff])]);
+  const error = await throughProtobufRewriter(broken, 1, 16384).catch((e: unknown) => e);
+  t.match(error, { message: /./ }, `a broken protobuf list fails the stream: ${(error as Error).message}`);
+  for (let wait = 0; wait < 50 && openStreamRewrites() > 0; wait++) await new Promise((resolve) => setTimeout(resolve, 20));
+  t.equal(openStreamRewrites(), 0, 'every worker task ended');
 });
