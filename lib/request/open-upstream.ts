@@ -83,7 +83,8 @@ export function contextOf(upstream: ClientHttp2Stream): RequestContext {
 function onUpstreamError(this: UpstreamStream, error: Error): void {
   const ctx = this[CONTEXT]!;
   if (!ctx.headersSent) sendStatus(ctx, upstreamUnavailable(error.message));
-  else ctx.out.destroy();
+  // With an error: a reset with NO_ERROR would let an HTTP/2 client take a cut list for a whole one.
+  else ctx.out.destroy(error);
 }
 
 /** A session that dies (upstream crash, GOAWAY past this stream) may close its streams without an 'error'. */

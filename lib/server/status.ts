@@ -27,7 +27,8 @@ function protobufStatusOrNull(status: StatusError): Buffer | null {
 export function sendStatus(ctx: RequestContext, error: unknown): void {
   const status = asStatusError(error, logBug);
   if (ctx.headersSent) {
-    ctx.out.destroy();
+    // With the error: a reset with NO_ERROR would let an HTTP/2 client take a cut answer for a whole one.
+    ctx.out.destroy(status);
     return;
   }
   // As the apiserver negotiates a Status: in protobuf to a client that prefers it, for a request answered in protobuf,

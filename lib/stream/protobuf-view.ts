@@ -7,6 +7,7 @@ import type { KindRow } from '../convert/kinds.ts';
 import { ProtobufListToTenant, ProtobufWatchToTenant } from '../convert/protobuf-streams.ts';
 import type { ConvertContext } from '../convert/rules/index.ts';
 import type { RewriteCounters } from '../metrics/metrics.ts';
+import { failWhenSourceCut } from './tenant-view.ts';
 
 abstract class ProtobufRewriter extends Transform implements RewriteCounters {
   bytesIn = 0;
@@ -15,6 +16,12 @@ abstract class ProtobufRewriter extends Transform implements RewriteCounters {
   abstract readonly eventsOut: number;
   protected abstract convert(chunk: Buffer): Buffer;
   protected abstract finish(): Buffer;
+
+  constructor() {
+    super();
+    // A cut upstream connection must end the answer as broken, never leave it waiting (tenant-view.ts says why).
+    failWhenSourceCut(this);
+  }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
     this.bytesIn += chunk.length;
