@@ -208,77 +208,55 @@ abstract class ChunkedInput {
 }
 
 /**
- * A `<Kind>List` answer (`k8s\0` + runtime.Unknown { typeMeta = 1, raw = 2: the list, contentEncoding = 3, contentType = 4 })
- * rewritten as its bytes arrive: `write` returns what can be sent so far, `finish` the rest. The list message
- * (metadata = 1: ListMeta, passed on as the JSON path passes it, continue token and remainingItemCount included;
- * items = 2) is converted item by item, items not the tenant's dropped. The envelope's raw length comes before the
- * items: a list up to holdListBytes is held (converted) and sent with its exact length; a longer one streams holding
- * one item at most, its length declared up front and what the tenant view saves padded (PADDING_FIELD): memory stays
- * bounded (an item, the chunk it came in, a padding of at most an item), the bytes on the wire are the upstream's.
+ * The one reader of an upstream `<Kind>List` answer in protobuf (`k8s\0` + runtime.Unknown { typeMeta = 1, raw = 2: the
+ * list { metadata = 1, items = 2 }, contentEncoding = 3, contentType = 4 }) fed in chunks: it checks the framing and
+ * the list's version and hands each whole field to its subclass — the envelope's, the list's metadata and each item —
+ * holding one field at most. What becomes of them (a rewritten answer, a merged list's page) is the subclass's.
  */
-export class ProtobufListToTenant extends ChunkedInput {
-  /** Items kept and dropped so far. */
-  kept = 0;
-  dropped = 0;
-
-  private readonly row: KindRow;
-  private readonly ctx: ConvertContext;
-  private readonly apiVersion: string;
+export abstract class ProtobufListReader extends ChunkedInput {
+  protected readonly row: KindRow;
+  protected readonly ctx: ConvertContext;
+  protected readonly apiVersion: string;
   private readonly maxItemBytes: number;
-  private readonly holdListBytes: number;
-  private readonly fast: FastView | null;
-  private magicSeen = false;
+  protected magicSeen = false;
   /** Bytes of the list (the envelope's raw) not yet consumed; -1 outside it. */
-  private rawLeft = -1;
-  /** Bytes emitted inside the list, and the length declared for it (streaming). */
-  private rawEmitted = 0;
-  private rawDeclared = 0;
-  private rawDone = false;
-  /** The converted list while it is held (short lists), after HELD_HEAD_ROOM; undefined when streaming. */
-  private held: Output | undefined;
-  /** What the current write returns. */
-  private out: Output = new Output(0);
+  protected rawLeft = -1;
+  protected rawDone = false;
 
   /** `apiVersion`: the list's, as asked of the upstream (the envelope's is checked against it). */
-  constructor(row: KindRow, ctx: ConvertContext, apiVersion: string, options: ProtobufListOptions = {}) {
+  constructor(row: KindRow, ctx: ConvertContext, apiVersion: string, maxItemBytes = DEFAULT_MAX_ITEM_BYTES) {
     super();
     checkSupported(row, apiVersion);
-    this.apiVersion = apiVersion;
     this.row = row;
     this.ctx = ctx;
-    this.maxItemBytes = options.maxItemBytes ?? DEFAULT_MAX_ITEM_BYTES;
-    this.holdListBytes = options.holdListBytes ?? DEFAULT_HOLD_LIST_BYTES;
-    this.fast = fastViewOf(row, ctx);
+    this.apiVersion = apiVersion;
+    this.maxItemBytes = maxItemBytes;
   }
 
-  write(chunk: Buffer): Buffer {
-    // One output buffer per chunk: what it consumes, plus padding of what earlier chunks saved.
-    this.out = new Output(this.held === undefined ? chunk.length + this.waitingBytes + PADDING_FLUSH_BYTES + 64 : 64);
-    this.feed(chunk);
-    return this.taken();
-  }
+  /** The magic `k8s\0` was read. */
+  protected magic(): void {}
+  /** A field of the envelope outside the list (typeMeta, contentEncoding, contentType) at bytes[from, to). */
+  protected envelopeField(_bytes: Buffer, _from: number, _to: number): void {}
+  /** The list (the envelope's raw) starts; `length`: its bytes. */
+  protected abstract rawStarted(length: number): void;
+  /** The list's field at bytes[from, to), its payload from `payload` on (`head.number` 1: ListMeta, 2: an item). */
+  protected abstract listField(bytes: Buffer, from: number, payload: number, to: number, head: FieldHead): void;
+  /** The list's last byte was read. */
+  protected abstract rawEnded(): void;
 
-  finish(): Buffer {
-    this.out = new Output(PADDING_FLUSH_BYTES + 64);
+  /** The answer ended: one cut off, before or inside its list, is the upstream's fault. */
+  protected finishInput(): void {
     if (this.rawLeft === 0) this.endRaw();
     if (!this.magicSeen || this.waiting || this.rawLeft > 0) throw upstreamMalformed('the list is cut off');
-    return this.taken();
-  }
-
-  private taken(): Buffer {
-    const out = this.out.take();
-    this.out = new Output(0);
-    return out.length === 0 ? EMPTY : out;
   }
 
   protected consume(bytes: Buffer, start: number): number {
     let at = start;
-    const out = this.out;
     if (!this.magicSeen) {
       if (bytes.length - at < MAGIC.length) return at;
       if (!bytes.subarray(at, at + MAGIC.length).equals(MAGIC)) throw upstreamMalformed('it does not start with "k8s\\x00"');
       this.magicSeen = true;
-      out.bytes(MAGIC);
+      this.magic();
       at += MAGIC.length;
     }
     for (;;) {
@@ -293,7 +271,8 @@ export class ProtobufListToTenant extends ChunkedInput {
       const whole = head.size + (head.wireType === 0 ? 0 : head.length);
       if (inRaw && whole > this.rawLeft) throw upstreamMalformed('a field of the list runs past its end');
       if (!inRaw && head.number === 2 && head.wireType === LENGTH_DELIMITED && !this.rawDone) {
-        this.startRaw(head.length);
+        this.rawLeft = head.length;
+        this.rawStarted(head.length);
         at += head.size;
         continue;
       }
@@ -306,25 +285,18 @@ export class ProtobufListToTenant extends ChunkedInput {
       at += whole;
       if (!inRaw) {
         if (head.number === 1) this.checkTypeMeta(bytes.subarray(fieldStart + head.size, at));
-        this.out.copy(bytes, fieldStart, at); // typeMeta, contentEncoding, contentType: as they came
+        this.envelopeField(bytes, fieldStart, at);
         continue;
       }
       this.rawLeft -= whole;
-      const target = this.held ?? this.out;
-      const isItem = head.number === 2 && head.wireType === LENGTH_DELIMITED;
-      if (isItem) this.rawEmitted += this.item(bytes, fieldStart + head.size, at, target);
-      else {
-        target.copy(bytes, fieldStart, at); // the list's metadata: as it came
-        this.rawEmitted += whole;
-      }
-      if (this.held !== undefined) continue;
-      const saved = this.rawDeclared - PADDING_RESERVE - this.rawLeft - this.rawEmitted;
-      if (saved < 0) throw badGateway("a tenant view of the upstream's protobuf list came out longer than the list");
-      if (saved >= PADDING_FLUSH_BYTES) {
-        writePadding(this.out, saved);
-        this.rawEmitted += saved;
-      }
+      this.listField(bytes, fieldStart, fieldStart + head.size, at, head);
     }
+  }
+
+  private endRaw(): void {
+    this.rawEnded();
+    this.rawLeft = -1;
+    this.rawDone = true;
   }
 
   /** The items' field numbers are those of the version asked for: a list of another is refused, never misread. */
@@ -334,9 +306,82 @@ export class ProtobufListToTenant extends ChunkedInput {
       throw badGateway(`the upstream answered a list of ${listApiVersion} where ${this.apiVersion} was asked for`);
     }
   }
+}
 
-  private startRaw(length: number): void {
-    this.rawLeft = length;
+/**
+ * A `<Kind>List` answer rewritten as its bytes arrive: `write` returns what can be sent so far, `finish` the rest. The
+ * list message (metadata = 1: ListMeta, passed on as the JSON path passes it, continue token and remainingItemCount
+ * included; items = 2) is converted item by item, items not the tenant's dropped; the envelope's other fields pass as
+ * they came. The envelope's raw length comes before the items: a list up to holdListBytes is held (converted) and sent
+ * with its exact length; a longer one streams holding one item at most, its length declared up front and what the
+ * tenant view saves padded (PADDING_FIELD): memory stays bounded (an item, the chunk it came in, a padding of at most
+ * an item), the bytes on the wire are the upstream's.
+ */
+export class ProtobufListToTenant extends ProtobufListReader {
+  /** Items kept and dropped so far. */
+  kept = 0;
+  dropped = 0;
+
+  private readonly holdListBytes: number;
+  private readonly fast: FastView | null;
+  /** Bytes emitted inside the list, and the length declared for it (streaming). */
+  private rawEmitted = 0;
+  private rawDeclared = 0;
+  /** The converted list while it is held (short lists), after HELD_HEAD_ROOM; undefined when streaming. */
+  private held: Output | undefined;
+  /** What the current write returns. */
+  private out: Output = new Output(0);
+
+  constructor(row: KindRow, ctx: ConvertContext, apiVersion: string, options: ProtobufListOptions = {}) {
+    super(row, ctx, apiVersion, options.maxItemBytes);
+    this.holdListBytes = options.holdListBytes ?? DEFAULT_HOLD_LIST_BYTES;
+    this.fast = fastViewOf(row, ctx);
+  }
+
+  write(chunk: Buffer): Buffer {
+    // One output buffer per chunk: what it consumes, plus padding of what earlier chunks saved.
+    this.out = new Output(this.held === undefined ? chunk.length + this.waitingBytes + PADDING_FLUSH_BYTES + 64 : 64);
+    this.feed(chunk);
+    return this.taken();
+  }
+
+  finish(): Buffer {
+    this.out = new Output(PADDING_FLUSH_BYTES + 64);
+    this.finishInput();
+    return this.taken();
+  }
+
+  private taken(): Buffer {
+    const out = this.out.take();
+    this.out = new Output(0);
+    return out.length === 0 ? EMPTY : out;
+  }
+
+  protected override magic(): void {
+    this.out.bytes(MAGIC);
+  }
+
+  protected override envelopeField(bytes: Buffer, from: number, to: number): void {
+    this.out.copy(bytes, from, to); // typeMeta, contentEncoding, contentType: as they came
+  }
+
+  protected listField(bytes: Buffer, from: number, payload: number, to: number, head: FieldHead): void {
+    const target = this.held ?? this.out;
+    if (head.number === 2 && head.wireType === LENGTH_DELIMITED) this.rawEmitted += this.item(bytes, payload, to, target);
+    else {
+      target.copy(bytes, from, to); // the list's metadata: as it came
+      this.rawEmitted += to - from;
+    }
+    if (this.held !== undefined) return;
+    const saved = this.rawDeclared - PADDING_RESERVE - this.rawLeft - this.rawEmitted;
+    if (saved < 0) throw badGateway("a tenant view of the upstream's protobuf list came out longer than the list");
+    if (saved >= PADDING_FLUSH_BYTES) {
+      writePadding(this.out, saved);
+      this.rawEmitted += saved;
+    }
+  }
+
+  protected rawStarted(length: number): void {
     if (length <= this.holdListBytes) {
       this.held = new Output(HELD_HEAD_ROOM + length, HELD_HEAD_ROOM);
       return;
@@ -346,7 +391,7 @@ export class ProtobufListToTenant extends ChunkedInput {
     this.out.varint(this.rawDeclared);
   }
 
-  private endRaw(): void {
+  protected rawEnded(): void {
     const held = this.held;
     if (held !== undefined) {
       // The head goes in the room kept in front: the held list is sent as it is, not copied again.
@@ -360,8 +405,6 @@ export class ProtobufListToTenant extends ChunkedInput {
       else this.out.bytes(held.take());
     } else writePadding(this.out, this.rawDeclared - this.rawEmitted);
     this.held = undefined;
-    this.rawLeft = -1;
-    this.rawDone = true;
   }
 
   /** One item (items = 2) at bytes[from, to) written converted, with its field head, to `target`: the bytes written (0: not the tenant's). */
