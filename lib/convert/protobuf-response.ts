@@ -564,9 +564,9 @@ export function objectSplices(bytes: Buffer, from: number, to: number, view: Fas
     if (spec >= 0) {
       const specFrom = object.valueStart[spec]!;
       const specTo = object.end[spec]!;
-      // Without the tags' bytes there is neither (as podSpecToTenant checks).
-      const tagged = rangeIncludes(bytes, AFFINITY_TAG, specFrom, specTo) || rangeIncludes(bytes, EPHEMERAL_TAG, specFrom, specTo);
-      if (tagged && podSpecNeedsCare(bytes, specFrom, specTo)) return CAREFUL_PATH;
+      // A walk of the spec's fields, not a search of its bytes for the tags (as podSpecToTenant does): no view to
+      // allocate, and it reads the few fields of a spec rather than its every byte. It finds what the search would.
+      if (podSpecNeedsCare(bytes, specFrom, specTo)) return CAREFUL_PATH;
     }
   }
   return delta;

@@ -280,17 +280,27 @@ export class Splices {
 /** Copies up to this many bytes byte by byte. */
 const SHORT_COPY = 48;
 
-/** An output buffer filled front to back, grown (copied) when a write does not fit; `take` hands out what was written. */
+/**
+ * An output buffer filled front to back, grown (copied) when a write does not fit; `take` hands out what was written.
+ * A slab output (`slab` > 0) hands out successive slices of one buffer (`takeSlice`) and starts a new buffer when one is
+ * full: a handed-out slice is never written again (its reader keeps it), and a chunk's output costs no allocation.
+ */
 export class Output {
   buffer: Buffer;
   /** Where the output starts (after room kept free in front) and where the next byte goes. */
   base: number;
   position: number;
+  /** Room kept free in front of `base` (moved along when the buffer grows). */
+  private readonly room: number;
+  private readonly slab: number;
 
-  constructor(capacity: number, base = 0) {
+  /** `slab`: the size of a slab output's buffers (0: a single output, grown by doubling). */
+  constructor(capacity: number, base = 0, slab = 0) {
     this.buffer = Buffer.allocUnsafe(Math.max(capacity, base + 16));
     this.base = base;
     this.position = base;
+    this.room = base;
+    this.slab = slab;
   }
 
   get length(): number {
@@ -299,9 +309,16 @@ export class Output {
 
   ensure(bytes: number): void {
     if (this.position + bytes <= this.buffer.length) return;
-    const larger = Buffer.allocUnsafe(Math.max(this.buffer.length * 2, this.position + bytes));
-    this.buffer.copy(larger, 0, 0, this.position);
+    // Only what was not handed out moves: from the room in front of `base` on.
+    const from = this.base - this.room;
+    const live = this.position - from;
+    // A slab grows to `slab` by steps, so a short answer does not take a whole slab.
+    const size = this.slab > 0 ? Math.min(this.slab, this.buffer.length * 4) : this.buffer.length * 2;
+    const larger = Buffer.allocUnsafe(Math.max(size, live + bytes));
+    this.buffer.copy(larger, 0, from, this.position);
     this.buffer = larger;
+    this.base -= from;
+    this.position = live;
   }
 
   /** source[from, to). */
@@ -365,5 +382,12 @@ export class Output {
   /** What was written; the buffer is not written again. */
   take(): Buffer {
     return this.buffer.subarray(this.base, this.position);
+  }
+
+  /** What was written since the last slice; later writes go after it (a slab output). */
+  takeSlice(): Buffer {
+    const slice = this.buffer.subarray(this.base, this.position);
+    this.base = this.position;
+    return slice;
   }
 }

@@ -82,15 +82,21 @@ function paddedVarint(value: number, bytes: number): number[] {
   return out;
 }
 
-/** Reads a varint at `at` of `bytes` up to `end`; undefined when it is not whole yet. */
-function peekVarint(bytes: Buffer, at: number, end: number): { value: number; next: number } | undefined {
+/** Where the varint `peekVarint` read ends (a module variable: no object per varint). */
+let varintEnd = 0;
+
+/** Reads a varint at `at` of `bytes` up to `end`, leaving `varintEnd` after it; -1 when it is not whole yet. */
+function peekVarint(bytes: Buffer, at: number, end: number): number {
   let value = 0;
   let scale = 1;
   for (let i = 0; i < 10; i++) {
-    if (at + i >= end) return undefined;
+    if (at + i >= end) return -1;
     const byte = bytes[at + i]!;
     value += (byte & 0x7f) * scale;
-    if (byte < 0x80) return { value, next: at + i + 1 };
+    if (byte < 0x80) {
+      varintEnd = at + i + 1;
+      return value;
+    }
     scale *= 128;
   }
   throw badGateway("the upstream's protobuf answer is malformed: a varint is longer than 10 bytes");
@@ -110,28 +116,50 @@ export interface FieldHead {
   readonly length: number;
 }
 
+/** A FieldHead filled in place, field after field (no object per field). */
+class ReusedFieldHead implements FieldHead {
+  number = 0;
+  wireType = 0;
+  size = 0;
+  length = 0;
+}
+
 /** The head of the field at `at`, or undefined while bytes are missing; a varint field's value counts as its payload. */
 export function peekFieldHead(bytes: Buffer, at: number, end: number): FieldHead | undefined {
+  const head = new ReusedFieldHead();
+  return readFieldHead(bytes, at, end, head) ? head : undefined;
+}
+
+/** peekFieldHead into `head`; false while bytes are missing. */
+function readFieldHead(bytes: Buffer, at: number, end: number, head: ReusedFieldHead): boolean {
   const tag = peekVarint(bytes, at, end);
-  if (tag === undefined) return undefined;
-  const number = Math.floor(tag.value / 8);
-  const wireType = tag.value % 8;
+  if (tag < 0) return false;
+  const tagEnd = varintEnd;
+  const number = Math.floor(tag / 8);
+  const wireType = tag % 8;
   if (number < 1 || number > 2 ** 29 - 1) throw upstreamMalformed(`field number ${number} is out of range`);
+  head.number = number;
+  head.wireType = wireType;
+  head.size = tagEnd - at;
   switch (wireType) {
     case LENGTH_DELIMITED: {
-      const length = peekVarint(bytes, tag.next, end);
-      if (length === undefined) return undefined;
-      return { number, wireType, size: length.next - at, length: length.value };
+      const length = peekVarint(bytes, tagEnd, end);
+      if (length < 0) return false;
+      head.size = varintEnd - at;
+      head.length = length;
+      return true;
     }
     case 0: {
-      const value = peekVarint(bytes, tag.next, end);
-      if (value === undefined) return undefined;
-      return { number, wireType, size: tag.next - at, length: value.next - tag.next };
+      if (peekVarint(bytes, tagEnd, end) < 0) return false;
+      head.length = varintEnd - tagEnd;
+      return true;
     }
     case 1:
-      return { number, wireType, size: tag.next - at, length: 8 };
+      head.length = 8;
+      return true;
     case 5:
-      return { number, wireType, size: tag.next - at, length: 4 };
+      head.length = 4;
+      return true;
     default:
       throw upstreamMalformed(`field ${number} has wire type ${wireType}, which Kubernetes does not use`);
   }
@@ -148,6 +176,12 @@ export interface ProtobufListOptions {
 }
 
 const DEFAULT_HOLD_LIST_BYTES = 4 * 1024 * 1024;
+/**
+ * Buffers the output of a list (and of a watch) is sliced from: one allocation for several chunks rather than one per
+ * chunk. A watch's is smaller: an idle watch keeps its current one.
+ */
+const LIST_SLAB_BYTES = 256 * 1024;
+const WATCH_SLAB_BYTES = 64 * 1024;
 /** Unknown.raw = 2, length-delimited. */
 const RAW_TAG = 2 * 8 + LENGTH_DELIMITED;
 /** Room kept in front of a held list for its head (raw's tag and length), written once its length is known. */
@@ -222,6 +256,8 @@ export abstract class ProtobufListReader extends ChunkedInput {
   /** Bytes of the list (the envelope's raw) not yet consumed; -1 outside it. */
   protected rawLeft = -1;
   protected rawDone = false;
+  /** The head of the field being read (listField's `head`: valid during the call). */
+  private readonly head = new ReusedFieldHead();
 
   /** `apiVersion`: the list's, as asked of the upstream (the envelope's is checked against it). */
   constructor(row: KindRow, ctx: ConvertContext, apiVersion: string, maxItemBytes = DEFAULT_MAX_ITEM_BYTES) {
@@ -263,8 +299,8 @@ export abstract class ProtobufListReader extends ChunkedInput {
       if (this.rawLeft === 0) this.endRaw();
       const inRaw = this.rawLeft > 0;
       const end = inRaw ? Math.min(bytes.length, at + this.rawLeft) : bytes.length;
-      const head = at < end ? peekFieldHead(bytes, at, end) : undefined;
-      if (head === undefined) {
+      const head = this.head;
+      if (at >= end || !readFieldHead(bytes, at, end, head)) {
         if (inRaw && end - at >= this.rawLeft) throw upstreamMalformed('a field of the list runs past its end');
         return at;
       }
@@ -329,8 +365,10 @@ export class ProtobufListToTenant extends ProtobufListReader {
   private rawDeclared = 0;
   /** The converted list while it is held (short lists), after HELD_HEAD_ROOM; undefined when streaming. */
   private held: Output | undefined;
-  /** What the current write returns. */
-  private out: Output = new Output(0);
+  /** What the writes return, slice after slice (see Output). */
+  private readonly slab = new Output(64, 0, LIST_SLAB_BYTES);
+  /** What the current write returns: the slab, or the held list once it is whole. */
+  private out: Output = this.slab;
 
   constructor(row: KindRow, ctx: ConvertContext, apiVersion: string, options: ProtobufListOptions = {}) {
     super(row, ctx, apiVersion, options.maxItemBytes);
@@ -339,21 +377,20 @@ export class ProtobufListToTenant extends ProtobufListReader {
   }
 
   write(chunk: Buffer): Buffer {
-    // One output buffer per chunk: what it consumes, plus padding of what earlier chunks saved.
-    this.out = new Output(this.held === undefined ? chunk.length + this.waitingBytes + PADDING_FLUSH_BYTES + 64 : 64);
+    // Room for what the chunk consumes, plus padding of what earlier chunks saved, in the slab (one slab for many chunks).
+    if (this.held === undefined) this.slab.ensure(chunk.length + this.waitingBytes + PADDING_FLUSH_BYTES + 64);
     this.feed(chunk);
     return this.taken();
   }
 
   finish(): Buffer {
-    this.out = new Output(PADDING_FLUSH_BYTES + 64);
     this.finishInput();
     return this.taken();
   }
 
   private taken(): Buffer {
-    const out = this.out.take();
-    this.out = new Output(0);
+    const out = this.out === this.slab ? this.slab.takeSlice() : this.out.take();
+    this.out = this.slab;
     return out.length === 0 ? EMPTY : out;
   }
 
@@ -517,7 +554,8 @@ export class ProtobufWatchToTenant extends ChunkedInput {
   /** The envelope's kind and apiVersion of the objects the fast path converts (a shared kind: any ASCII apiVersion). */
   private readonly kindBytes: Buffer;
   private readonly apiVersionBytes: Buffer;
-  private out: Output = new Output(0);
+  /** What the writes return, slice after slice (see Output). */
+  private readonly out = new Output(64, 0, WATCH_SLAB_BYTES);
 
   /** `apiVersion`: the watched objects', as asked of the upstream (each object's envelope is checked against it). */
   constructor(row: KindRow, ctx: ConvertContext, apiVersion: string, options: ProtobufListOptions & { readonly scope?: StatusScope } = {}) {
@@ -533,10 +571,9 @@ export class ProtobufWatchToTenant extends ChunkedInput {
   }
 
   write(chunk: Buffer): Buffer {
-    this.out = new Output(chunk.length + this.waitingBytes + 64);
+    this.out.ensure(chunk.length + this.waitingBytes + 64);
     this.feed(chunk);
-    const out = this.out.take();
-    this.out = new Output(0);
+    const out = this.out.takeSlice();
     return out.length === 0 ? EMPTY : out;
   }
 
