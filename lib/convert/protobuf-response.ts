@@ -2,8 +2,8 @@
 // converts request bodies: what objectToTenant decides and makes of the object (lists and watches: protobuf-streams.ts).
 // Never returns an object, nor any byte of one, that is not the tenant's: each object is whole and judged first.
 import { badGateway, StatusError } from '../errors/status-error.ts';
-import { type KindRow } from './kinds.ts';
-import { TENANT_LABEL, toTenantName, type TenantId } from './prefix.ts';
+import { isBuiltinGroup, type KindRow } from './kinds.ts';
+import { PREFIX_LENGTH, TENANT_LABEL, toTenantName, type TenantId } from './prefix.ts';
 import {
   AFFINITY_TERMS,
   EMPTY,
@@ -37,11 +37,12 @@ import {
 import { ANOMALY, FieldScan, headSize, isAsciiRange, rangeEquals, rangeIncludes, rangeIndexOf, type Splices } from './protobuf-splice.ts';
 import { LENGTH_DELIMITED, MAGIC } from './protobuf-wire.ts';
 import { RULES } from './rules/index.ts';
-import { apiVersionToTenant } from './rules/api-groups.ts';
+import { apiVersionToTenant, groupOfApiVersion } from './rules/api-groups.ts';
 import { namespaceSelectorToTenant } from './rules/label-selectors.ts';
 import { managedFieldsToTenant } from './rules/managed-fields.ts';
 import { nameMappingOfRow, namespaceToTenant, nameToTenant } from './rules/names.ts';
 import { ownerReferencesToTenant } from './rules/references.ts';
+import { nameMappingOfKind } from './rules/referents.ts';
 import type { ConvertContext, Json, KindRule } from './rules/rule.ts';
 import { statusToTenant, stripTenantPrefixes, type StatusScope } from './status.ts';
 
@@ -502,6 +503,8 @@ export interface FastView {
   readonly status: readonly [status: number, conditions: number, message: number] | null;
   /** Field 2 is a PodSpec (a Pod). */
   readonly podSpec: boolean;
+  /** Owner kinds seen that the tenant view leaves as they are (isPlainOwner): apiVersion and kind, pair after pair. */
+  readonly plainOwners: Buffer[];
 }
 
 /**
@@ -510,13 +513,13 @@ export interface FastView {
  */
 export function fastViewOf(row: KindRow, ctx: ConvertContext): FastView | null {
   const tenant = Buffer.from(ctx.tenant);
-  if (row.tenancy === 'shared-read-only') return { ctx, tenant, shared: true, status: null, podSpec: false };
+  if (row.tenancy === 'shared-read-only') return { ctx, tenant, shared: true, status: null, podSpec: false, plainOwners: [] };
   const key = keyOf(row);
   if (row.scope !== 'Namespaced' || row.rule === 'namespace' || SKELETONS.has(key) || !STATUS_CONDITIONS.has(key)) return null;
   const templates = TEMPLATES.get(key);
   const podSpec = templates !== undefined && templates.labelled.length === 0 && templates.podSpecs.length === 1 && templates.podSpecs[0]!.join() === '2';
   if (templates !== undefined && !podSpec) return null;
-  return { ctx, tenant, shared: false, status: STATUS_CONDITIONS.get(key) ?? null, podSpec };
+  return { ctx, tenant, shared: false, status: STATUS_CONDITIONS.get(key) ?? null, podSpec, plainOwners: [] };
 }
 
 const OWNER_NUMBERS = [OWNER.kind, OWNER.name, OWNER.apiVersion] as const;
@@ -633,13 +636,24 @@ function metaSplices(bytes: Buffer, start: number, valueStart: number, end: numb
   const namespace = meta.single(META.namespace);
   if (namespace === ANOMALY) return CAREFUL_PATH;
   if (namespace >= 0 && meta.end[namespace]! > meta.valueStart[namespace]!) {
-    const text = asciiString(bytes, meta, namespace);
-    if (text === undefined) return CAREFUL_PATH;
-    const mine = namespaceToTenant(text, ctx.tenant);
-    if (mine === null) return NOT_THE_TENANTS_OBJECT;
     const fieldStart = meta.start[namespace]!;
-    splices.stringField(fieldStart, meta.end[namespace]!, META.namespace, mine);
-    delta += headSize(META.namespace, mine.length) + mine.length - (meta.end[namespace]! - fieldStart);
+    const textFrom = meta.valueStart[namespace]!;
+    const textTo = meta.end[namespace]!;
+    if (!isAsciiRange(bytes, textFrom, textTo)) return CAREFUL_PATH;
+    if (view.tenant.length === PREFIX_LENGTH - 1) {
+      // namespaceToTenant on the bytes (toTenantName: `<tenant>-` cut off), written as a new head and the prefix cut.
+      const isTheTenants = textTo - textFrom > PREFIX_LENGTH && bytes[textFrom + PREFIX_LENGTH - 1] === 0x2d && rangeEquals(bytes, textFrom, textFrom + view.tenant.length, view.tenant);
+      if (!isTheTenants) return NOT_THE_TENANTS_OBJECT;
+      const length = textTo - textFrom - PREFIX_LENGTH;
+      splices.head(fieldStart, textFrom, META.namespace, length);
+      splices.delete(textFrom, textFrom + PREFIX_LENGTH);
+      delta += headSize(META.namespace, length) + length - (textTo - fieldStart);
+    } else {
+      const mine = namespaceToTenant(bytes.toString('latin1', textFrom, textTo), ctx.tenant);
+      if (mine === null) return NOT_THE_TENANTS_OBJECT;
+      splices.stringField(fieldStart, textTo, META.namespace, mine);
+      delta += headSize(META.namespace, mine.length) + mine.length - (textTo - fieldStart);
+    }
   }
   const entry = ENTRY_FIELDS;
   // Labels: the tenant's label removed; another tenant's: not the tenant's.
@@ -666,6 +680,7 @@ function metaSplices(bytes: Buffer, start: number, valueStart: number, end: numb
   for (let i = 0; i < meta.count; i++) {
     if (meta.number[i] !== META.ownerReferences) continue;
     if (!entry.scan(bytes, meta.valueStart[i]!, meta.end[i]!)) return CAREFUL_PATH;
+    if (isPlainOwner(bytes, entry, view)) continue; // as it is, and the tenant's, whatever its name
     before ??= [];
     for (const number of OWNER_NUMBERS) {
       const text = asciiString(bytes, entry, entry.single(number));
@@ -737,6 +752,38 @@ function metaSplices(bytes: Buffer, start: number, valueStart: number, end: numb
   splices.setHead(mark, start, valueStart, 1, length);
   return headSize(1, length) + length - (end - start);
 }
+
+/**
+ * Whether the owner reference `entry` is one ownerReferencesToTenant leaves as it is and judges the tenant's whatever
+ * its name: an owner of a built-in group's kind whose name is not mapped ('plain', as a ReplicaSet's). Known kinds are
+ * kept by the view (byte comparisons: no strings per owner); every other owner is read as strings by the caller.
+ */
+function isPlainOwner(bytes: Buffer, entry: FieldScan, view: FastView): boolean {
+  const apiVersion = entry.single(OWNER.apiVersion);
+  const kind = entry.single(OWNER.kind);
+  const name = entry.single(OWNER.name);
+  if (apiVersion < 0 || kind < 0 || name === ANOMALY) return false;
+  if (name >= 0 && !isAsciiRange(bytes, entry.valueStart[name]!, entry.end[name]!)) return false;
+  const apiVersionFrom = entry.valueStart[apiVersion]!;
+  const apiVersionTo = entry.end[apiVersion]!;
+  const kindFrom = entry.valueStart[kind]!;
+  const kindTo = entry.end[kind]!;
+  const known = view.plainOwners;
+  for (let k = 0; k < known.length; k += 2) {
+    if (rangeEquals(bytes, apiVersionFrom, apiVersionTo, known[k]!) && rangeEquals(bytes, kindFrom, kindTo, known[k + 1]!)) return true;
+  }
+  if (known.length >= 2 * MAX_PLAIN_OWNERS || !isAsciiRange(bytes, apiVersionFrom, apiVersionTo) || !isAsciiRange(bytes, kindFrom, kindTo)) return false;
+  const apiVersionText = bytes.toString('latin1', apiVersionFrom, apiVersionTo);
+  const kindText = bytes.toString('latin1', kindFrom, kindTo);
+  if (apiVersionText === '' || kindText === '' || !isBuiltinGroup(groupOfApiVersion(apiVersionText))) return false;
+  if (apiVersionToTenant(apiVersionText, view.ctx.tenant) !== apiVersionText) return false;
+  if ((nameMappingOfKind(apiVersionText, kindText, view.ctx) ?? 'plain') !== 'plain') return false;
+  known.push(Buffer.from(apiVersionText, 'latin1'), Buffer.from(kindText, 'latin1'));
+  return true;
+}
+
+/** Owner kinds a view keeps (a list's owners are of a few kinds). */
+const MAX_PLAIN_OWNERS = 8;
 
 /** An ASCII apiVersion without a group (`v1`): every tenant reads it as it is (apiVersionToTenant). */
 function isCoreApiVersion(bytes: Buffer, from: number, to: number): boolean {
