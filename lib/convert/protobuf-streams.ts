@@ -44,20 +44,26 @@ export const PADDING_RESERVE = PADDING_TAG.length + 1;
 /** A streamed list pads as soon as this much was saved: the padding is sent along the items, never built at the end. */
 export const PADDING_FLUSH_BYTES = 4096;
 
-/** A padding field of exactly `size` bytes (size ≥ PADDING_RESERVE): its tag and length, and how many zeros follow. */
-function paddingHead(size: number): { head: number[]; zeros: number } {
+/** Writes the head (tag and length) of a padding field of exactly `size` bytes (size ≥ PADDING_RESERVE); returns how many zeros follow. */
+function writePaddingHead(out: Output, size: number): number {
+  for (const byte of PADDING_TAG) out.byte(byte);
   const rest = size - PADDING_TAG.length;
-  // No minimal varint fits some sizes (129: 128 takes two bytes, 127 one): a five-byte one always does.
+  // No minimal varint fits some sizes (129: 128 takes two bytes, 127 one): a five-byte one always does, its zero
+  // groups carrying continuation bits (decoders read it as the value).
   const lengthBytes = rest <= 128 ? 1 : 5;
   const zeros = rest - lengthBytes;
-  return { head: [...PADDING_TAG, ...paddedVarint(zeros, lengthBytes)], zeros };
+  let value = zeros;
+  for (let i = 0; i < lengthBytes; i++) {
+    const group = value % 128;
+    value = Math.floor(value / 128);
+    out.byte(i < lengthBytes - 1 ? group | 0x80 : group);
+  }
+  return zeros;
 }
 
 /** Writes a field that takes exactly `size` bytes: tag, length, zeros. */
 function writePadding(out: Output, size: number): void {
-  const { head, zeros } = paddingHead(size);
-  for (const byte of head) out.byte(byte);
-  out.zeros(zeros);
+  out.zeros(writePaddingHead(out, size));
 }
 
 /** Zeros a padding field's pieces are cut from (a longer field takes several). */
@@ -65,21 +71,11 @@ const ZEROS = Buffer.alloc(64 * 1024);
 
 /** The same field as pieces, for writers that send buffers rather than fill an Output (merged lists). */
 export function padding(size: number): Buffer[] {
-  const { head, zeros } = paddingHead(size);
-  const parts = [Buffer.from(head)];
+  const head = new Output(16);
+  const zeros = writePaddingHead(head, size);
+  const parts = [head.take()];
   for (let left = zeros; left > 0; left -= ZEROS.length) parts.push(ZEROS.subarray(0, Math.min(left, ZEROS.length)));
   return parts;
-}
-
-/** `value` as a varint of exactly `bytes` bytes (continuation bits on zero groups: decoders read it as the value). */
-function paddedVarint(value: number, bytes: number): number[] {
-  const out: number[] = [];
-  for (let i = 0; i < bytes; i++) {
-    const group = value % 128;
-    value = Math.floor(value / 128);
-    out.push(i < bytes - 1 ? group | 0x80 : group);
-  }
-  return out;
 }
 
 /** Where the varint `peekVarint` read ends (a module variable: no object per varint). */
