@@ -557,8 +557,9 @@ export function objectSplices(bytes: Buffer, from: number, to: number, view: Fas
     if (status >= 0) {
       const statusFrom = object.valueStart[status]!;
       const statusTo = object.end[status]!;
-      // What does not name the tenant anywhere has no condition message to rewrite (as objectToTenantParts checks).
-      if (rangeIncludes(bytes, view.tenant, statusFrom, statusTo) && statusNeedsCare(bytes, statusFrom, statusTo, view.status, view.tenant)) return CAREFUL_PATH;
+      // A walk of the conditions' messages rather than a search of the whole status for the tenant (what
+      // objectToTenantParts checks first): measured faster, allocates no view, and goes careful at least as often.
+      if (statusNeedsCare(bytes, statusFrom, statusTo, view.status, view.tenant)) return CAREFUL_PATH;
     }
   }
   if (view.podSpec) {
