@@ -384,6 +384,11 @@ export class Output {
     return this.buffer.subarray(this.base, this.position);
   }
 
+  /** Drops what was written since the last slice (a write that failed part way): it is never handed out. */
+  dropUnsliced(): void {
+    this.position = this.base;
+  }
+
   /** What was written since the last slice; later writes go after it (a slab output). */
   takeSlice(): Buffer {
     const slice = this.buffer.subarray(this.base, this.position);

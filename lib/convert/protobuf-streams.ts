@@ -172,12 +172,13 @@ export interface ProtobufListOptions {
 }
 
 const DEFAULT_HOLD_LIST_BYTES = 4 * 1024 * 1024;
-/**
- * Buffers the output of a list (and of a watch) is sliced from: one allocation for several chunks rather than one per
- * chunk. A watch's is smaller: an idle watch keeps its current one.
- */
+/** Buffers the output of a list is sliced from: one allocation for several chunks rather than one per chunk. */
 const LIST_SLAB_BYTES = 256 * 1024;
-const WATCH_SLAB_BYTES = 64 * 1024;
+/**
+ * The output every watch (of this thread) is sliced from, so an idle watch holds no buffer of its own. Writes are
+ * synchronous and each ends by taking its slice or dropping what it wrote, so no write ever sees another's bytes.
+ */
+const WATCH_OUTPUT = new Output(64 * 1024, 0, 64 * 1024);
 /** Unknown.raw = 2, length-delimited. */
 const RAW_TAG = 2 * 8 + LENGTH_DELIMITED;
 /** Room kept in front of a held list for its head (raw's tag and length), written once its length is known. */
@@ -551,7 +552,7 @@ export class ProtobufWatchToTenant extends ChunkedInput {
   private readonly kindBytes: Buffer;
   private readonly apiVersionBytes: Buffer;
   /** What the writes return, slice after slice (see Output). */
-  private readonly out = new Output(64, 0, WATCH_SLAB_BYTES);
+  private readonly out = WATCH_OUTPUT;
 
   /** `apiVersion`: the watched objects', as asked of the upstream (each object's envelope is checked against it). */
   constructor(row: KindRow, ctx: ConvertContext, apiVersion: string, options: ProtobufListOptions & { readonly scope?: StatusScope } = {}) {
@@ -567,8 +568,14 @@ export class ProtobufWatchToTenant extends ChunkedInput {
   }
 
   write(chunk: Buffer): Buffer {
+    this.out.dropUnsliced();
     this.out.ensure(chunk.length + this.waitingBytes + 64);
-    this.feed(chunk);
+    try {
+      this.feed(chunk);
+    } catch (error) {
+      this.out.dropUnsliced();
+      throw error;
+    }
     const out = this.out.takeSlice();
     return out.length === 0 ? EMPTY : out;
   }

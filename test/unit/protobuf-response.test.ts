@@ -510,6 +510,21 @@ t.test('a watch stream: events of the tenant converted, of others dropped, bookm
   t.same(readFrames(watchInPieces(frameOf(named), [])), [], "a bookmark naming another tenant's pod is judged like any event");
 });
 
+t.test('watches share one output: a write that fails part way hands none of its bytes to the next watch', NEEDS_PROTO, async (t) => {
+  const pod = (object: Json, tenant = TENANT) => encodeBody(messages, 'k8s.io.api.core.v1.Pod', upstreamOf('/Pod', object, tenant));
+  const good = frameOf(watchEvent('ADDED', pod(CASES[0]![1])));
+  const alone = watchInPieces(good, []);
+  const failing = new ProtobufWatchToTenant(rowOf('', 'Pod'), CTX, 'v1');
+  const healthy = new ProtobufWatchToTenant(rowOf('', 'Pod'), CTX, 'v1');
+  // A whole event the failing watch converts, then a frame whose event is not protobuf: the write throws after output.
+  const broken = Buffer.concat([good, frameOf(Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]))]);
+  t.throws(() => failing.write(broken), 'the broken write fails');
+  const next = healthy.write(good);
+  t.ok(next.equals(alone), 'the next watch writes its event alone, with nothing of the failed write');
+  const kept = healthy.write(good);
+  t.ok(next.equals(alone) && kept.equals(alone), 'a slice handed out is never written again');
+});
+
 // ---- bad bytes ----
 
 t.test('bad bytes from the upstream are a Status (502), never a crash', NEEDS_PROTO, async (t) => {
