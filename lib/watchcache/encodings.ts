@@ -6,7 +6,7 @@ import { encodeObject, encodeWatchFrame, protobufMessageOf } from '../convert/pr
 import { protobufResponseSupported } from '../convert/protobuf-response.ts';
 import type { StatusError } from '../errors/status-error.ts';
 import { firstPlainMediaType, prefersProtobuf } from '../request/negotiation.ts';
-import { MAGIC } from '../convert/protobuf-wire.ts';
+import { protobufEnvelope } from '../convert/protobuf.ts';
 import { eventLine, type CachedObject, type CacheEvent, type ResourceCache } from './resource-cache.ts';
 
 export type CacheEncoding = 'json' | 'protobuf';
@@ -51,7 +51,8 @@ export function protobufBodyOf(object: CachedObject): Buffer {
   if (object.protobuf === undefined) {
     const json = JSON.parse(object.bytes.toString('utf8')) as Record<string, unknown>;
     const body = encodeObject(String(json.apiVersion), String(json.kind), json);
-    object.protobufMessageStart = messageStartOf(body);
+    // The object's message is the envelope's raw field, its last: the body's tail.
+    object.protobufMessageStart = body.length - protobufEnvelope(body).raw.length;
     object.protobuf = body;
     if (object.countedIn !== null) object.countedIn.bytes += body.length;
   }
@@ -61,25 +62,6 @@ export function protobufBodyOf(object: CachedObject): Buffer {
 /** The object's message alone (a list item): the tail of its body. */
 export function listItemProtobufOf(object: CachedObject): Buffer {
   return protobufBodyOf(object).subarray(object.protobufMessageStart);
-}
-
-/** Where an envelope's raw field (its last, after the magic and typeMeta) starts its payload. */
-function messageStartOf(body: Buffer): number {
-  const at = { pos: MAGIC.length + 1 }; // typeMeta's tag
-  const typeMetaLength = readLength(body, at);
-  at.pos += typeMetaLength;
-  at.pos++; // raw's tag
-  readLength(body, at);
-  return at.pos;
-}
-
-function readLength(bytes: Buffer, at: { pos: number }): number {
-  let value = 0;
-  for (let shift = 1; ; shift *= 0x80) {
-    const byte = bytes[at.pos++]!;
-    value += (byte & 0x7f) * shift;
-    if (byte < 0x80) return value;
-  }
 }
 
 /** What a watcher in `encoding` is sent for `event` (its own type and object). */
