@@ -25,6 +25,7 @@ import { StatusError } from '../../lib/errors/status-error.ts';
 import { mutate, seededRandom } from '../helpers/fuzz.ts';
 import { thrownStatus } from '../helpers/status-error.ts';
 import { checkWireSchema, decodeBody, decodeMessage, encodeBody, encodeMessage, goModuleCache, loadProtoMessages, protoField, protoFields, type ProtoMessages } from '../helpers/k8s-proto.ts';
+import { feedInPieces } from '../helpers/scan-in-pieces.ts';
 
 const TENANT = 'abc123';
 const OTHER = 'zzz999';
@@ -376,15 +377,7 @@ function decodeList(body: Buffer): { list: Json; rawLength: number; padding: num
 }
 
 function listInPieces(body: Buffer, cuts: readonly number[], holdListBytes?: number): Buffer {
-  const list = new ProtobufListToTenant(rowOf('', 'Pod'), CTX, 'v1', holdListBytes === undefined ? {} : { holdListBytes });
-  const out: Buffer[] = [];
-  let from = 0;
-  for (const cut of [...cuts, body.length]) {
-    out.push(list.write(body.subarray(from, cut)));
-    from = cut;
-  }
-  out.push(list.finish());
-  return Buffer.concat(out);
+  return feedInPieces(new ProtobufListToTenant(rowOf('', 'Pod'), CTX, 'v1', holdListBytes === undefined ? {} : { holdListBytes }), body, cuts);
 }
 
 function randomCuts(length: number, random: (n: number) => number, pieces: number): number[] {
@@ -471,15 +464,7 @@ function readFrames(stream: Buffer): { type: string; object: Buffer }[] {
 }
 
 function watchInPieces(stream: Buffer, cuts: readonly number[]): Buffer {
-  const watch = new ProtobufWatchToTenant(rowOf('', 'Pod'), CTX, 'v1');
-  const out: Buffer[] = [];
-  let from = 0;
-  for (const cut of [...cuts, stream.length]) {
-    out.push(watch.write(stream.subarray(from, cut)));
-    from = cut;
-  }
-  out.push(watch.finish());
-  return Buffer.concat(out);
+  return feedInPieces(new ProtobufWatchToTenant(rowOf('', 'Pod'), CTX, 'v1'), stream, cuts);
 }
 
 t.test('a watch stream: events of the tenant converted, of others dropped, bookmarks passed, errors converted', NEEDS_PROTO, async (t) => {
