@@ -210,6 +210,24 @@ for (const id of IDS) {
     t.same(seen, [`MODIFIED app/shared own-${IDS.indexOf(id)}`, `ADDED app/watched-${id} `], `${id} sees its own events, under its names, in order`);
     t.notOk(Buffer.concat(chunks).includes(other), `no byte of ${other}'s`);
   });
+
+  for (const protocol of PROTOCOLS.filter((p) => p !== 'HTTP/2')) {
+    t.test(`${id}: a watch in protobuf streams the tenant's events only (${protocol})`, async (t) => {
+      const slug = protocol === 'HTTP/1.1' ? 'h1' : 'h1up';
+      const list: Json = decodeBody(messages, `${CORE}.ConfigMapList`, (await send(protocol, id, 'GET', '/api/v1/namespaces/app/configmaps', { headers: ACCEPT_PROTOBUF })).bytes);
+      // The watch ends by its timeout: the whole stream is the answer.
+      const watched = send(protocol, id, 'GET', `/api/v1/namespaces/app/configmaps?watch=true&timeoutSeconds=8&resourceVersion=${list.metadata.resourceVersion}`, { headers: ACCEPT_PROTOBUF });
+      await sleep(300);
+      for (const tenant of IDS) await ok(tenants.get(tenant)!.kubectl(['patch', 'configmap', 'shared', '-n', 'app', '--type=merge', '-p', JSON.stringify({ data: { step: `${tenant === id ? 'own' : 'other'}-${slug}-${IDS.indexOf(id)}` } })]), 'patch');
+      await ok(tenants.get(id)!.kubectl(['create', 'configmap', `watched-${id}-${slug}`, '-n', 'app']), 'create');
+      const answer = await watched;
+      t.equal(answer.status, 200);
+      t.match(answer.headers['content-type'], /^application\/vnd\.kubernetes\.protobuf;stream=watch/);
+      const seen = (decodeWatchFrames(messages, `${CORE}.ConfigMap`, answer.bytes) as { type: string; object: Json }[]).map((e) => `${e.type} ${e.object.metadata.namespace}/${e.object.metadata.name} ${e.object.data?.step ?? ''}`);
+      t.same(seen, [`MODIFIED app/shared own-${slug}-${IDS.indexOf(id)}`, `ADDED app/watched-${id}-${slug} `], `${id} sees its own events, under its names, in order`);
+      t.notOk(answer.bytes.includes(other), `no byte of ${other}'s`);
+    });
+  }
 }
 
 for (const id of IDS) {
