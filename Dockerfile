@@ -18,5 +18,5 @@ COPY --from=build /src/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
 USER node
 EXPOSE 6443
-ENTRYPOINT ["node", "--max-semi-space-size=1", "/app/dist/lib/cli.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=1", "--initial-old-space-size=64", "/app/dist/lib/cli.js"]
 CMD ["serve", "--listen", "0.0.0.0:6443"]

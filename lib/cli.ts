@@ -1,5 +1,5 @@
-#!/usr/bin/env -S node --max-semi-space-size=1
-// (The shebang's Node flag: see TENANTGATE_NODE_FLAGS in runtime.ts.)
+#!/usr/bin/env -S node --max-semi-space-size=1 --initial-old-space-size=64
+// (The shebang's Node flags: see TENANTGATE_NODE_FLAGS in runtime.ts.)
 // The `tenantgate` command: serve, dev, tenant, rig. Parses arguments and hands over; no logic of its own.
 import { parseArgs } from 'node:util';
 import { describeOptions, parseServeConfig, SERVE_OPTIONS } from './config.ts';
