@@ -7,7 +7,7 @@ import type { CertificateAuthority } from './auth/pki.ts';
 import { DEFAULT_FLOW_CONTROL, type FlowControlOptions } from './flowcontrol/limits.ts';
 import { inClusterCredentials, loadKubeconfig, type ClusterCredentials } from './upstream/kubeconfig.ts';
 import { DEFAULT_TENANT_SERIES } from './metrics/metrics.ts';
-import { LIST_OFFLOAD_MEASURED_BYTES } from './request/offload.ts';
+import { LIST_OFFLOAD_MEASURED_BYTES, PROTOBUF_LIST_OFFLOAD_MEASURED_BYTES } from './request/offload.ts';
 import { REQUEST_LOG_LEVELS, type RequestLogLevel } from './server/request-end.ts';
 import type { CachedResourceId } from './watchcache/resource-cache.ts';
 import { cachedResourcesOf, DEFAULT_CACHED_RESOURCES } from './watchcache/watch-cache.ts';
@@ -56,8 +56,10 @@ export interface ServeConfig {
   inCluster?: { address?: { host: string; port: number }; caPem: string } | null;
   /** After SIGTERM: how long /readyz fails while it still serves (delayMs), then the longest wait for requests in flight (drainMs). */
   shutdown?: { delayMs: number; drainMs: number };
-  /** List answers at least this many bytes are rewritten on a worker thread (lib/request/offload.ts); 0: never. */
+  /** JSON list answers at least this many bytes are rewritten on a worker thread (lib/request/offload.ts); 0: never. */
   listOffloadThresholdBytes?: number;
+  /** The same for protobuf list answers. */
+  protobufListOffloadThresholdBytes?: number;
 }
 
 export const SERVE_OPTIONS = {
@@ -92,7 +94,8 @@ export const SERVE_OPTIONS = {
   'in-cluster-ca-file': { type: 'string', description: "CA bundle, PEM, that verifies tenantgate's serving certificate, given to tenants' pods; default: --tls-cert-file (TENANTGATE_IN_CLUSTER_CA_FILE)" },
   'shutdown-delay': { type: 'string', default: '0s', description: 'after SIGTERM, how long /readyz fails while tenantgate still serves, so Services drop it first (TENANTGATE_SHUTDOWN_DELAY)' },
   'shutdown-drain': { type: 'string', default: '30s', description: 'then the longest wait for requests in flight before the rest are cut (TENANTGATE_SHUTDOWN_DRAIN)' },
-  'list-offload-threshold': { type: 'string', default: String(LIST_OFFLOAD_MEASURED_BYTES), description: `list answers (JSON or protobuf) at least this many bytes are rewritten on a worker thread, so one huge list does not stall other tenants' requests; 0: never (TENANTGATE_LIST_OFFLOAD_THRESHOLD)` },
+  'list-offload-threshold': { type: 'string', default: String(LIST_OFFLOAD_MEASURED_BYTES), description: `JSON list answers at least this many bytes are rewritten on a worker thread, so one huge list does not stall other tenants' requests; 0: never (TENANTGATE_LIST_OFFLOAD_THRESHOLD)` },
+  'protobuf-list-offload-threshold': { type: 'string', default: String(PROTOBUF_LIST_OFFLOAD_MEASURED_BYTES), description: `the same for protobuf list answers; 0 (the default): never, the hop costs more than the rewrite (TENANTGATE_PROTOBUF_LIST_OFFLOAD_THRESHOLD)` },
   help: { type: 'boolean', short: 'h', default: false, description: 'show this help' },
 } as const;
 
@@ -229,6 +232,7 @@ export function parseServeConfig(args: string[]): ServeConfig | 'help' {
       drainMs: parseDurationOrZeroMs(fromEnv('shutdown-drain') ?? values['shutdown-drain'], 'shutdown-drain'),
     },
     listOffloadThresholdBytes: nonNegativeInteger(fromEnv('list-offload-threshold') ?? values['list-offload-threshold'], 'list-offload-threshold'),
+    protobufListOffloadThresholdBytes: nonNegativeInteger(fromEnv('protobuf-list-offload-threshold') ?? values['protobuf-list-offload-threshold'], 'protobuf-list-offload-threshold'),
   };
 }
 

@@ -117,12 +117,14 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
   const bigItems = quick ? 100 : BIG_ITEMS;
   const figures: Record<string, any> = { loadMs, quietLoops: QUIET_LOOPS, loudLoops: LOUD_LOOPS, listRounds: LIST_ROUNDS, bigItems };
   figures.memory = await memorySweep(quick, log);
-  // Lists from the measured threshold on go to the pool here (as by default); the other tenantgate rewrites every list inline.
-  const stack = await startStack({ controllers: false, gatewayArgs: ['--list-offload-threshold', String(LIST_OFFLOAD_MEASURED_BYTES)] });
+  // Lists from the measured JSON threshold on go to the pool here, protobuf lists too (by default they stay inline);
+  // the other tenantgate rewrites every list inline.
+  const offloadAt = String(LIST_OFFLOAD_MEASURED_BYTES);
+  const stack = await startStack({ controllers: false, gatewayArgs: ['--list-offload-threshold', offloadAt, '--protobuf-list-offload-threshold', offloadAt] });
   let inline: Awaited<ReturnType<typeof spawnGateway>> | null = null;
   const sessions: ClientHttp2Session[] = [];
   try {
-    inline = await spawnGateway(stack.files, ['--confine-upstream-discovery', '--list-offload-threshold', '0']);
+    inline = await spawnGateway(stack.files, ['--confine-upstream-discovery', '--list-offload-threshold', '0', '--protobuf-list-offload-threshold', '0']);
     const loud = await createTestTenant(stack, LOUD);
     const quiet = await createTestTenant(stack, QUIET);
     const upstream = connectH2(credentialsOf(stack.upstreamKubeconfig));
@@ -168,17 +170,36 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
       charts.push({ title: `One ${big.name} list's throughput`, unit: 'MB/s', bars: { direct: direct.mbPerSecond, 'tenantgate, worker': kind.worker.list.mbPerSecond, 'tenantgate, inline': kind.inline.list.mbPerSecond } });
       // (RoleBindings have no protobuf answer in tenantgate yet: they stay JSON.)
       if (big.name !== 'configmaps') continue;
-      // The same list in protobuf (client-go's controllers ask for it): its throughput both ways against direct.
+      // The same list in protobuf (client-go's controllers ask for it): its throughput both ways against direct, and
+      // the quiet tenant's GETs beside it (what decides whether protobuf lists go to the pool).
       const directProtobuf = await medianList(upstream, big.path.replace('NS', `${LOUD}-default`), PROTOBUF_MEDIA_TYPE);
-      kind.protobuf = { direct: directProtobuf } as Record<string, unknown>;
+      const protobuf: Record<string, any> = { direct: directProtobuf };
+      kind.protobuf = protobuf;
       for (const [name, url] of Object.entries(gateways)) {
         const session = connectH2({ ...credentialsOf(loud.kubeconfig), server: url });
         sessions.push(session);
         const timed = await medianList(session, listPath, PROTOBUF_MEDIA_TYPE);
-        kind.protobuf[name] = { ...timed, throughputVsDirect: rounded(timed.mbPerSecond / directProtobuf.mbPerSecond, 2) };
+        const quietConfig = kubeconfigAt(quiet.kubeconfig, url);
+        const [beside, lists] = await Promise.all([
+          loadFor(quietConfig, quietPath, QUIET_LOOPS, loadMs),
+          loadInWorker(kubeconfigAt(loud.kubeconfig, url), listPath, LOUD_LOOPS, loadMs, false, PROTOBUF_MEDIA_TYPE),
+        ]);
+        const listBytes = lists.answers.reduce((n, a) => n + (a.status === 200 ? a.body.length : 0), 0);
+        protobuf[name] = {
+          list: { ...timed, throughputVsDirect: rounded(timed.mbPerSecond / directProtobuf.mbPerSecond, 2) },
+          quietBesideLists: quietFigures(beside),
+          loudListsDone: lists.answers.filter((a) => a.status === 200).length,
+          loudMbPerSecond: rounded(listBytes / 1e6 / (loadMs / 1000), 1),
+        };
+        log(`${big.name} in protobuf ${(directProtobuf.bytes / 1e6).toFixed(1)} MB, ${name}: ${timed.mbPerSecond} MB/s (direct ${directProtobuf.mbPerSecond}); quiet p99 beside the lists ${rounded(beside.p99)} ms (${lists.answers.length} lists)`);
       }
-      log(`${big.name} in protobuf ${(directProtobuf.bytes / 1e6).toFixed(1)} MB: direct ${directProtobuf.mbPerSecond} MB/s, worker ${kind.protobuf.worker.mbPerSecond}, inline ${kind.protobuf.inline.mbPerSecond}`);
-      charts.push({ title: `One ${big.name} list's throughput in protobuf`, unit: 'MB/s', bars: { direct: directProtobuf.mbPerSecond, 'tenantgate, worker': kind.protobuf.worker.mbPerSecond, 'tenantgate, inline': kind.protobuf.inline.mbPerSecond } });
+      protobuf.quietP99BesideWorkerVsInline = rounded(protobuf.worker.quietBesideLists.p99Ms / protobuf.inline.quietBesideLists.p99Ms, 2);
+      charts.push({
+        title: `Quiet tenant's small GET p99 beside ${(directProtobuf.bytes / 1e6).toFixed(0)} MB ${big.name} lists in protobuf`,
+        unit: 'ms',
+        bars: { 'alone': kind.inline.quietAlone.p99Ms, 'lists on a worker': protobuf.worker.quietBesideLists.p99Ms, 'lists inline': protobuf.inline.quietBesideLists.p99Ms },
+      });
+      charts.push({ title: `One ${big.name} list's throughput in protobuf`, unit: 'MB/s', bars: { direct: directProtobuf.mbPerSecond, 'tenantgate, worker': protobuf.worker.list.mbPerSecond, 'tenantgate, inline': protobuf.inline.list.mbPerSecond } });
     }
     return { scenario: 'list-offload', figures, targets: [], charts };
   } finally {
@@ -190,6 +211,6 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
 
 export const listOffloadScenario: Scenario = {
   name: 'list-offload',
-  description: "A quiet tenant's small GET p99 while another streams 50 MB lists (ConfigMaps: byte-level; RoleBindings: parsed per item), lists on a worker thread and inline, with the lists' throughput against direct (ConfigMaps in protobuf too); in memory, the event loop's busy time per list size both ways",
+  description: "A quiet tenant's small GET p99 while another streams 50 MB lists (ConfigMaps: byte-level, in JSON and protobuf; RoleBindings: parsed per item), lists on a worker thread and inline, with the lists' throughput against direct; in memory, the event loop's busy time per list size both ways",
   run,
 };

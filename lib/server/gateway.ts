@@ -15,7 +15,7 @@ import { limitStreamResets } from './rapid-reset.ts';
 import { buildPipeline, RequestRunner } from '../request/pipeline.ts';
 import { writeRawStatus } from './status.ts';
 import { badRequest, headersTooLarge } from '../errors/status-error.ts';
-import { closeOffload, LIST_OFFLOAD_MEASURED_BYTES, offloadQueueSize, setListOffloadThreshold } from '../request/offload.ts';
+import { closeOffload, LIST_OFFLOAD_MEASURED_BYTES, offloadQueueSize, PROTOBUF_LIST_OFFLOAD_MEASURED_BYTES, setListOffloadThreshold } from '../request/offload.ts';
 import { startMetricsListener, type MetricsListener } from '../metrics/listener.ts';
 import { TenantgateMetrics } from '../metrics/metrics.ts';
 import { RequestObserver } from './request-end.ts';
@@ -100,7 +100,7 @@ export interface GatewayParts {
 
 export async function startGateway(config: ServeConfig, parts: GatewayParts = {}): Promise<Gateway> {
   // (A setting of the process: the worker pool is shared by every gateway in it.)
-  setListOffloadThreshold(config.listOffloadThresholdBytes ?? LIST_OFFLOAD_MEASURED_BYTES);
+  setListOffloadThreshold(config.listOffloadThresholdBytes ?? LIST_OFFLOAD_MEASURED_BYTES, config.protobufListOffloadThresholdBytes ?? PROTOBUF_LIST_OFFLOAD_MEASURED_BYTES);
   const pool = new UpstreamPool(config.upstream);
   const tenants = parts.tenants ?? createTenantStore(config.tenantStore ?? DEFAULT_TENANT_STORE_OPTIONS);
   // Loaded before it listens: no request is judged against an empty index.

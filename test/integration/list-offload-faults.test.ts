@@ -34,11 +34,11 @@ let relayed: { relay: CuttableRelay; url: string; metricsUrl: string; logs: stri
 const sessions = new Set<ClientHttp2Session>();
 
 t.before(async () => {
-  stack = await startStack({ controllers: false, gatewayArgs: ['--list-offload-threshold', String(THRESHOLD)] });
+  stack = await startStack({ controllers: false, gatewayArgs: ['--list-offload-threshold', String(THRESHOLD), '--protobuf-list-offload-threshold', String(THRESHOLD)] });
   const relay = await cuttableRelay(stack.rig.server.replace('https:', 'http:'));
   const kubeconfig = join(stack.dir, 'relayed-upstream.kubeconfig');
   writeFileSync(kubeconfig, renderKubeconfig({ ...stack.rig.admin, server: `https://127.0.0.1:${relay.port}` }, 'relayed'), { mode: 0o600 });
-  const gateway = await spawnGateway(stack.files, ['--confine-upstream-discovery', '--upstream-kubeconfig', kubeconfig, '--list-offload-threshold', String(THRESHOLD)]);
+  const gateway = await spawnGateway(stack.files, ['--confine-upstream-discovery', '--upstream-kubeconfig', kubeconfig, '--list-offload-threshold', String(THRESHOLD), '--protobuf-list-offload-threshold', String(THRESHOLD)]);
   relayed = { relay, url: gateway.url, metricsUrl: gateway.metricsUrl, logs: gateway.logs, stop: () => stopChild(gateway.child) };
   delete process.env.TENANTGATE_LOG_LEVEL;
   alpha = await createTestTenant(stack, 'offf01');
