@@ -34,7 +34,7 @@ import {
   type ProtobufTemplates,
   type WireSchema,
 } from './protobuf.ts';
-import { ANOMALY, FieldScan, headSize, isAsciiRange, rangeEquals, rangeIncludes, rangeIndexOf, type Splices } from './protobuf-splice.ts';
+import { ANOMALY, FieldScan, ForwardSearch, headSize, isAsciiRange, rangeEquals, rangeIncludes, type Splices } from './protobuf-splice.ts';
 import { LENGTH_DELIMITED, MAGIC } from './protobuf-wire.ts';
 import { RULES } from './rules/index.ts';
 import { apiVersionToTenant, groupOfApiVersion } from './rules/api-groups.ts';
@@ -79,32 +79,55 @@ const COMMA = 0x2c;
 const OPEN = 0x7b;
 const CLOSE = 0x7d;
 
+/** The tenant label's field in field sets, searched from its `z` (a byte rare in objects: see ForwardSearch). */
+const TENANT_LABEL_FIELD_SEARCH = new ForwardSearch(TENANT_LABEL_FIELD, Math.max(0, TENANT_LABEL_FIELD.indexOf('z')));
+const QUOTE = 0x22;
+/** What follows the field in its key: `":{}`. */
+const TENANT_LABEL_KEY_END = TENANT_LABEL_KEY.subarray(1 + TENANT_LABEL_FIELD.length);
+
+/** Forgets the buffer the label search last read: call before its bytes may change, or to let it go. */
+export function forgetSearchedBuffer(): void {
+  TENANT_LABEL_FIELD_SEARCH.forget();
+}
+
+/** The offsets fieldSetCuts found (reused: read before the next call). */
+const FIELD_SET_CUTS: number[] = [];
+
 /**
- * Where a field set (compact JSON, as the apiserver writes it) has its `"f:kubezoo.io/tenant":{}` members, as pairs of
- * offsets to cut (each with its comma); null when one is not between a comma and another member (the set it empties
- * goes too, as managed-fields.ts forgets it: then the set is parsed) or the bytes are not of that shape.
+ * Where a field set (compact JSON, as the apiserver writes it) at bytes[from, to) has its `"f:kubezoo.io/tenant":{}`
+ * members from `searchFrom` on, as pairs of offsets of `bytes` to cut (each with its comma) in FIELD_SET_CUTS: their
+ * count, or -1 when one is not between a comma and another member (the set it empties goes too, as managed-fields.ts
+ * forgets it: then the set is parsed) or the bytes are not of that shape.
  */
-function fieldSetCuts(set: Buffer, from = 0): number[] | null {
-  const cuts: number[] = [];
-  for (let at = set.indexOf(TENANT_LABEL_KEY, from); at !== -1; at = set.indexOf(TENANT_LABEL_KEY, at + 1)) {
-    const to = at + TENANT_LABEL_KEY.length;
-    const before = set[at - 1];
-    const after = set[to];
-    if (before === COMMA && (after === COMMA || after === CLOSE)) cuts.push(at - 1, to);
-    else if (before === OPEN && after === COMMA) cuts.push(at, to + 1);
-    else return null;
-    if (cuts.length > 2 && cuts[cuts.length - 2]! < cuts[cuts.length - 3]!) return null;
+function fieldSetCuts(bytes: Buffer, from: number, to: number, searchFrom = from): number {
+  const cuts = FIELD_SET_CUTS;
+  cuts.length = 0;
+  const search = TENANT_LABEL_FIELD_SEARCH;
+  // Each member is the field between a quote and `":{}`: the field's occurrences wholly inside [searchFrom + 1, to - 4).
+  const fieldTo = to - TENANT_LABEL_KEY_END.length;
+  for (let field = search.indexIn(bytes, searchFrom + 1, fieldTo); field !== -1; field = search.indexIn(bytes, field + 1, fieldTo)) {
+    const at = field - 1;
+    const end = at + TENANT_LABEL_KEY.length;
+    if (bytes[at] !== QUOTE || !rangeEquals(bytes, end - TENANT_LABEL_KEY_END.length, end, TENANT_LABEL_KEY_END)) continue;
+    const before = at > from ? bytes[at - 1] : -1;
+    const after = end < to ? bytes[end] : -1;
+    if (before === COMMA && (after === COMMA || after === CLOSE)) cuts.push(at - 1, end);
+    else if (before === OPEN && after === COMMA) cuts.push(at, end + 1);
+    else return -1;
+    if (cuts.length > 2 && cuts[cuts.length - 2]! < cuts[cuts.length - 3]!) return -1;
   }
-  return cuts;
+  return cuts.length;
 }
 
 /** A field set without its `"f:kubezoo.io/tenant":{}` members (fieldSetCuts), or null. */
 function fieldSetWithoutTenantLabel(set: Buffer): Buffer | null {
-  const cuts = fieldSetCuts(set);
-  if (cuts === null) return null;
+  const count = fieldSetCuts(set, 0, set.length);
+  TENANT_LABEL_FIELD_SEARCH.forget(); // a view of a buffer the caller's: not held past this call
+  if (count === -1) return null;
+  const cuts = FIELD_SET_CUTS;
   const parts: Buffer[] = [];
   let from = 0;
-  for (let k = 0; k < cuts.length; k += 2) {
+  for (let k = 0; k < count; k += 2) {
     parts.push(set.subarray(from, cuts[k]));
     from = cuts[k + 1]!;
   }
@@ -717,7 +740,7 @@ function metaSplices(bytes: Buffer, start: number, valueStart: number, end: numb
     if (fieldsV1 < 0) continue;
     const holderFrom = entry.valueStart[fieldsV1]!;
     const holderTo = entry.end[fieldsV1]!;
-    const labelField = rangeIndexOf(bytes, TENANT_LABEL_FIELD, holderFrom, holderTo);
+    const labelField = TENANT_LABEL_FIELD_SEARCH.indexIn(bytes, holderFrom, holderTo);
     if (labelField === -1) continue;
     if (!holder.scan(bytes, holderFrom, holderTo)) return CAREFUL_PATH;
     const raw = holder.single(1);
@@ -726,10 +749,11 @@ function metaSplices(bytes: Buffer, start: number, valueStart: number, end: numb
     const rawFrom = holder.valueStart[raw]!;
     const rawTo = holder.end[raw]!;
     // No member of the tenant label starts before the first `f:kubezoo.io/tenant` (but for its quote).
-    const cuts = fieldSetCuts(bytes.subarray(rawFrom, rawTo), Math.max(0, labelField - 1 - rawFrom));
-    if (cuts === null) return CAREFUL_PATH;
+    const count = fieldSetCuts(bytes, rawFrom, rawTo, Math.max(rawFrom, labelField - 1));
+    if (count === -1) return CAREFUL_PATH;
+    const cuts = FIELD_SET_CUTS;
     let cut = 0;
-    for (let k = 0; k < cuts.length; k += 2) cut += cuts[k + 1]! - cuts[k]!;
+    for (let k = 0; k < count; k += 2) cut += cuts[k + 1]! - cuts[k]!;
     // Every head around the cut is written anew (minimal, as MessageEdit writes a replaced field's); splices in order.
     const rawLength = rawTo - rawFrom - cut;
     const holderLength = holderTo - holderFrom - (rawTo - holder.start[raw]!) + headSize(1, rawLength) + rawLength;
@@ -737,7 +761,7 @@ function metaSplices(bytes: Buffer, start: number, valueStart: number, end: numb
     splices.head(meta.start[i]!, entryFrom, META.managedFields, entryLength);
     splices.head(entry.start[fieldsV1]!, holderFrom, MANAGED_FIELDS_FIELDS_V1, holderLength);
     splices.head(holder.start[raw]!, rawFrom, 1, rawLength);
-    for (let k = 0; k < cuts.length; k += 2) splices.delete(rawFrom + cuts[k]!, rawFrom + cuts[k + 1]!);
+    for (let k = 0; k < count; k += 2) splices.delete(cuts[k]!, cuts[k + 1]!);
     delta += headSize(META.managedFields, entryLength) + entryLength - (entryTo - meta.start[i]!);
   }
   if (splices.count === mark + 1) {

@@ -154,6 +154,57 @@ export function rangeIndexOf(bytes: Buffer, needle: Buffer, from: number, to: nu
   return at !== -1 && at + needle.length <= to ? at : -1;
 }
 
+/**
+ * Where `needle` first occurs wholly inside bytes[from, to), as rangeIndexOf, remembering the occurrence found: ranges
+ * asked in order (the items of a chunk) search each byte of their buffer once, with no view allocated. The native
+ * search looks for the needle from `probeFrom` on (pick a rare first byte: it is found by memchr, not compared byte by
+ * byte) and the whole needle is checked around each hit. The buffer is held until `forget`, which must come before
+ * its bytes change (the streams forget after each buffer).
+ */
+export class ForwardSearch {
+  private readonly needle: Buffer;
+  /** The needle before and from `probeFrom`. */
+  private readonly head: Buffer;
+  private readonly probe: Buffer;
+  private readonly probeFrom: number;
+  private bytes: Buffer | undefined;
+  /** No occurrence starts in [searchedFrom, found) of `bytes`; `found` is one, or -1: none from searchedFrom on. */
+  private searchedFrom = 0;
+  private found = -1;
+
+  constructor(needle: Buffer, probeFrom = 0) {
+    this.needle = needle;
+    this.head = needle.subarray(0, probeFrom);
+    this.probe = needle.subarray(probeFrom);
+    this.probeFrom = probeFrom;
+  }
+
+  indexIn(bytes: Buffer, from: number, to: number): number {
+    const length = this.needle.length;
+    if (to - from < length) return -1;
+    if (bytes !== this.bytes || from < this.searchedFrom || (this.found !== -1 && this.found < from)) {
+      this.bytes = bytes;
+      this.searchedFrom = from;
+      this.found = this.search(bytes, from);
+    }
+    const found = this.found;
+    return found !== -1 && found + length <= to ? found : -1;
+  }
+
+  forget(): void {
+    this.bytes = undefined;
+  }
+
+  /** The first occurrence from `from` on, or -1. */
+  private search(bytes: Buffer, from: number): number {
+    const { head, probe, probeFrom } = this;
+    for (let at = bytes.indexOf(probe, from + probeFrom); at !== -1; at = bytes.indexOf(probe, at + 1)) {
+      if (rangeEquals(bytes, at - probeFrom, at, head)) return at - probeFrom;
+    }
+    return -1;
+  }
+}
+
 /** Whether `needle` occurs wholly inside bytes[from, to). */
 export function rangeIncludes(bytes: Buffer, needle: Buffer, from: number, to: number): boolean {
   return rangeIndexOf(bytes, needle, from, to) !== -1;

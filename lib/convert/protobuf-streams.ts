@@ -8,6 +8,7 @@ import {
   CAREFUL_PATH,
   checkSupported,
   fastViewOf,
+  forgetSearchedBuffer,
   fromUpstream,
   joined,
   NOT_THE_TENANTS_OBJECT,
@@ -201,6 +202,14 @@ abstract class ChunkedInput {
   protected abstract consume(bytes: Buffer, at: number): number;
 
   protected feed(chunk: Buffer): void {
+    try {
+      this.feedBytes(chunk);
+    } finally {
+      forgetSearchedBuffer(); // the caller may reuse the chunk for other bytes
+    }
+  }
+
+  private feedBytes(chunk: Buffer): void {
     let bytes = chunk;
     let at = 0;
     if (this.carry !== undefined) {

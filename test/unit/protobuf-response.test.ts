@@ -602,11 +602,13 @@ t.test('fast path: objects of every kind, and mutants, convert to the very bytes
     const view = fastViewOf(row, CTX);
     if (view === null || !protobufResponseSupported(row, apiVersion)) continue;
     const upstream = upstreamOf(key, object, i % 5 === 4 ? OTHER : TENANT);
-    // Half with the managedFields most objects carry (the tenant label's field, a core apiVersion): the fast path's own.
+    // Half with the managedFields most objects carry (the tenant label's field, a core apiVersion): the fast path's own,
+    // the label's member first, between two others or last in its set (each cut with its own comma).
     if (i % 2 === 0) {
-      (upstream.metadata as Json).managedFields = [
-        { manager: 'kubectl', operation: 'Update', apiVersion, fieldsType: 'FieldsV1', fieldsV1: { 'f:metadata': { 'f:labels': { '.': {}, [`f:${TENANT_LABEL}`]: {}, 'f:app': {} } } } },
-      ];
+      const members = ['.', 'f:app'];
+      members.splice(i % 3, 0, `f:${TENANT_LABEL}`);
+      const labels = Object.fromEntries(members.map((member) => [member, {}]));
+      (upstream.metadata as Json).managedFields = [{ manager: 'kubectl', operation: 'Update', apiVersion, fieldsType: 'FieldsV1', fieldsV1: { 'f:metadata': { 'f:labels': labels } } }];
     }
     const { apiVersion: _apiVersion, kind: _kind, ...message } = upstream;
     const valid = encodeMessage(messages, messageOf(key), message);
@@ -628,6 +630,12 @@ t.test('fast path: objects of every kind, and mutants, convert to the very bytes
       splices.writeTo(out, raw, 0, raw.length);
       const got = out.take();
       if (!(want instanceof Buffer) || !got.equals(want) || got.length !== raw.length + delta) t.fail(`${key} #${i}: the fast path's bytes differ from the careful path's`);
+      // Unmutated: also what the JSON rule makes of it, the reference neither path shares code with.
+      if (raw === valid) {
+        const reference = objectToTenant({ apiVersion, kind, ...decodeMessage(messages, messageOf(key), raw) }, CTX, row);
+        const { apiVersion: _a, kind: _k, ...tenantView } = reference ?? {};
+        if (JSON.stringify(normalize(decodeMessage(messages, messageOf(key), got))) !== JSON.stringify(normalize(tenantView))) t.fail(`${key} #${i}: the fast path's object differs from objectToTenant's`);
+      }
     }
     // In a watch event (its envelope mutated too, now and then): the stream against protobufWatchEventToTenant.
     const typeMeta = Buffer.concat([protoField(1, Buffer.from(apiVersion)), protoField(2, Buffer.from(kind))]);
