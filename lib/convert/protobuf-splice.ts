@@ -10,7 +10,7 @@ let position = 0;
 
 /**
  * The varint at `at` (before `to`), up to 5 bytes (tags and lengths below 2^35), leaving `position` after it; -1 when
- * cut off or longer: the careful path decides then.
+ * cut off or longer: the careful path decides then. Integer arithmetic up to 4 bytes (2^28): no float division.
  */
 function varintAt(bytes: Buffer, at: number, to: number): number {
   if (at >= to) return -1;
@@ -20,18 +20,20 @@ function varintAt(bytes: Buffer, at: number, to: number): number {
     return byte;
   }
   let value = byte & 0x7f;
-  let scale = 128;
-  for (let i = 1; i < 5; i++) {
+  for (let i = 1, shift = 7; i < 4; i++, shift += 7) {
     if (at + i >= to) return -1;
     byte = bytes[at + i]!;
-    value += (byte & 0x7f) * scale;
+    value |= (byte & 0x7f) << shift;
     if (byte < 0x80) {
       position = at + i + 1;
       return value;
     }
-    scale *= 128;
   }
-  return -1;
+  if (at + 4 >= to) return -1;
+  byte = bytes[at + 4]!;
+  if (byte >= 0x80) return -1;
+  position = at + 5;
+  return value + byte * 0x10000000;
 }
 
 /** Bytes of `value` as a varint. */
@@ -67,18 +69,29 @@ export class FieldScan {
     let at = from;
     while (at < to) {
       const start = at;
-      const tag = varintAt(bytes, at, to);
-      if (tag < 0) return false;
-      at = position;
-      const number = Math.floor(tag / 8);
-      const wireType = tag % 8;
-      if (number < 1 || number > MAX_FIELD_NUMBER) return false;
+      let tag = bytes[at]!;
+      if (tag < 0x80) at++;
+      else {
+        tag = varintAt(bytes, at, to);
+        // Field numbers up to MAX_FIELD_NUMBER: tags below 2^32, where `>>>` and `&` read the number and wire type.
+        if (tag < 0 || tag > 0xffffffff) return false;
+        at = position;
+      }
+      const number = tag >>> 3;
+      const wireType = tag & 7;
+      if (number < 1) return false;
       let valueStart = at;
       if (wireType === LENGTH_DELIMITED) {
-        const length = varintAt(bytes, at, to);
-        if (length < 0 || length > to - position) return false;
-        valueStart = position;
-        at = position + length;
+        if (at >= to) return false;
+        let length = bytes[at]!;
+        if (length < 0x80) valueStart = at + 1;
+        else {
+          length = varintAt(bytes, at, to);
+          if (length < 0) return false;
+          valueStart = position;
+        }
+        if (length > to - valueStart) return false;
+        at = valueStart + length;
       } else if (wireType === 0) {
         let k = 0;
         while (k < 10 && at + k < to && bytes[at + k]! >= 0x80) k++;
