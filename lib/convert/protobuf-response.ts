@@ -85,9 +85,11 @@ const QUOTE = 0x22;
 /** What follows the field in its key: `":{}`. */
 const TENANT_LABEL_KEY_END = TENANT_LABEL_KEY.subarray(1 + TENANT_LABEL_FIELD.length);
 
-/** Forgets the buffer the label search last read: call before its bytes may change, or to let it go. */
+/** Forgets the buffer the searches last read: call before its bytes may change, or to let it go. */
 export function forgetSearchedBuffer(): void {
   TENANT_LABEL_FIELD_SEARCH.forget();
+  AFFINITY_TAG_SEARCH.forget();
+  EPHEMERAL_TAG_SEARCH.forget();
 }
 
 /** The offsets fieldSetCuts found (reused: read before the next call). */
@@ -358,6 +360,10 @@ const AFFINITY_TAG = Buffer.from([(18 * 8 + LENGTH_DELIMITED) | 0x80, 1]);
 /** The tag of VolumeSource.ephemeral (29, length-delimited): a volume without these bytes has none. */
 const EPHEMERAL_TAG = Buffer.from([(29 * 8 + LENGTH_DELIMITED) | 0x80, 1]);
 
+/** The same tags searched in the fast path's buffers (their first bytes, not ASCII, are rare: see ForwardSearch). */
+const AFFINITY_TAG_SEARCH = new ForwardSearch(AFFINITY_TAG);
+const EPHEMERAL_TAG_SEARCH = new ForwardSearch(EPHEMERAL_TAG);
+
 function podSpecToTenant(spec: Buffer, tenant: TenantId): Buffer {
   // Most pods have neither: their spec (containers and all) is not parsed at all.
   if (!spec.includes(AFFINITY_TAG) && !spec.includes(EPHEMERAL_TAG)) return spec;
@@ -591,9 +597,10 @@ export function objectSplices(bytes: Buffer, from: number, to: number, view: Fas
     if (spec >= 0) {
       const specFrom = object.valueStart[spec]!;
       const specTo = object.end[spec]!;
-      // A walk of the spec's fields, not a search of its bytes for the tags (as podSpecToTenant does): no view to
-      // allocate, and it reads the few fields of a spec rather than its every byte. It finds what the search would.
-      if (podSpecNeedsCare(bytes, specFrom, specTo)) return CAREFUL_PATH;
+      // podSpecToTenant's own test first: a spec without either tag's bytes is left as it is. One that has them
+      // (a length of 146 or 234 will do) is walked: most are still left as they are.
+      const hasTags = AFFINITY_TAG_SEARCH.indexIn(bytes, specFrom, specTo) !== -1 || EPHEMERAL_TAG_SEARCH.indexIn(bytes, specFrom, specTo) !== -1;
+      if (hasTags && podSpecNeedsCare(bytes, specFrom, specTo)) return CAREFUL_PATH;
     }
   }
   return delta;
