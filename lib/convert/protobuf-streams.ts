@@ -685,16 +685,25 @@ export class ProtobufWatchToTenant extends ChunkedInput {
     if (view.shared ? !isAsciiRange(bytes, apiVersionFrom, apiVersionTo) : !rangeEquals(bytes, apiVersionFrom, apiVersionTo, this.apiVersionBytes)) return CAREFUL_PATH;
     const objectFrom = envelope.valueStart[objectField]!;
     const objectTo = envelope.end[objectField]!;
+    // Placeholders for the three heads around the object, outermost first: the splices stay in order, none sorted.
+    const mark = splices.count;
+    splices.delete(event.start[object]!, event.start[object]!);
+    splices.delete(extension.start[raw]!, extension.start[raw]!);
+    splices.delete(envelope.start[objectField]!, envelope.start[objectField]!);
     const delta = objectSplices(bytes, objectFrom, objectTo, view, splices);
-    if (delta === CAREFUL_PATH || delta === NOT_THE_TENANTS_OBJECT || splices.count === 0) return delta;
+    if (delta === CAREFUL_PATH || delta === NOT_THE_TENANTS_OBJECT) return delta;
+    if (splices.count === mark + 3) {
+      splices.truncate(mark);
+      return delta;
+    }
     // The heads around the object, written anew as MessageEdit writes a replaced field's.
     const objectLength = objectTo - objectFrom + delta;
     const bodyLength = bodyTo - bodyFrom - (objectTo - envelope.start[objectField]!) + headSize(2, objectLength) + objectLength;
     const extensionLength = extensionTo - extensionFrom - (bodyTo - extension.start[raw]!) + headSize(RAW_EXTENSION_RAW, bodyLength) + bodyLength;
     const eventLength = to - from - (extensionTo - event.start[object]!) + headSize(WATCH_EVENT.object, extensionLength) + extensionLength;
-    splices.head(envelope.start[objectField]!, objectFrom, 2, objectLength);
-    splices.head(extension.start[raw]!, bodyFrom, RAW_EXTENSION_RAW, bodyLength);
-    splices.head(event.start[object]!, extensionFrom, WATCH_EVENT.object, extensionLength);
+    splices.setHead(mark, event.start[object]!, extensionFrom, WATCH_EVENT.object, extensionLength);
+    splices.setHead(mark + 1, extension.start[raw]!, bodyFrom, RAW_EXTENSION_RAW, bodyLength);
+    splices.setHead(mark + 2, envelope.start[objectField]!, objectFrom, 2, objectLength);
     return eventLength - (to - from);
   }
 }
