@@ -92,7 +92,7 @@ export function forgetSearchedBuffer(): void {
   EPHEMERAL_TAG_SEARCH.forget();
 }
 
-/** The offsets fieldSetCuts found (reused: read before the next call). */
+/** The offsets fieldSetCuts found, written over from the start each call (no allocation once grown): read them first. */
 const FIELD_SET_CUTS: number[] = [];
 
 /**
@@ -103,7 +103,7 @@ const FIELD_SET_CUTS: number[] = [];
  */
 function fieldSetCuts(bytes: Buffer, from: number, to: number, searchFrom = from): number {
   const cuts = FIELD_SET_CUTS;
-  cuts.length = 0;
+  let count = 0;
   const search = TENANT_LABEL_FIELD_SEARCH;
   // Each member is the field between a quote and `":{}`: the field's occurrences wholly inside [searchFrom + 1, to - 4).
   const fieldTo = to - TENANT_LABEL_KEY_END.length;
@@ -113,12 +113,16 @@ function fieldSetCuts(bytes: Buffer, from: number, to: number, searchFrom = from
     if (bytes[at] !== QUOTE || !rangeEquals(bytes, end - TENANT_LABEL_KEY_END.length, end, TENANT_LABEL_KEY_END)) continue;
     const before = at > from ? bytes[at - 1] : -1;
     const after = end < to ? bytes[end] : -1;
-    if (before === COMMA && (after === COMMA || after === CLOSE)) cuts.push(at - 1, end);
-    else if (before === OPEN && after === COMMA) cuts.push(at, end + 1);
-    else return -1;
-    if (cuts.length > 2 && cuts[cuts.length - 2]! < cuts[cuts.length - 3]!) return -1;
+    if (before === COMMA && (after === COMMA || after === CLOSE)) {
+      cuts[count++] = at - 1;
+      cuts[count++] = end;
+    } else if (before === OPEN && after === COMMA) {
+      cuts[count++] = at;
+      cuts[count++] = end + 1;
+    } else return -1;
+    if (count > 2 && cuts[count - 2]! < cuts[count - 3]!) return -1;
   }
-  return cuts.length;
+  return count;
 }
 
 /** A field set without its `"f:kubezoo.io/tenant":{}` members (fieldSetCuts), or null. */
@@ -612,7 +616,8 @@ export function objectSplices(bytes: Buffer, from: number, to: number, view: Fas
  */
 function statusNeedsCare(bytes: Buffer, from: number, to: number, path: readonly [number, number, number], tenant: Buffer): boolean {
   const status = STATUS_FIELDS;
-  const [, conditions, message] = path;
+  const conditions = path[1];
+  const message = path[2];
   if (!status.scan(bytes, from, to) || !status.allDelimited(conditions)) return true;
   const condition = CONDITION_FIELDS;
   for (let i = 0; i < status.count; i++) {

@@ -38,11 +38,12 @@ function varintAt(bytes: Buffer, at: number, to: number): number {
 
 /** Bytes of `value` as a varint. */
 export function varintSize(value: number): number {
-  let size = 1;
-  while (value >= 0x80) {
-    value = Math.floor(value / 0x80);
-    size++;
-  }
+  if (value < 0x80) return 1;
+  if (value < 0x4000) return 2;
+  if (value < 0x200000) return 3;
+  if (value < 0x10000000) return 4;
+  let size = 5;
+  for (let rest = Math.floor(value / 0x800000000); rest > 0; rest = Math.floor(rest / 0x80)) size++;
   return size;
 }
 
@@ -411,13 +412,29 @@ export class Output {
 
   uint32(value: number): void {
     this.ensure(4);
-    this.position = this.buffer.writeUInt32BE(value, this.position);
+    const buffer = this.buffer;
+    const at = this.position;
+    buffer[at] = value >>> 24;
+    buffer[at + 1] = value >>> 16;
+    buffer[at + 2] = value >>> 8;
+    buffer[at + 3] = value;
+    this.position = at + 4;
   }
 
   varint(value: number): void {
     this.ensure(10);
     const buffer = this.buffer;
     let at = this.position;
+    // Integer arithmetic below 2^31 (lengths, tags): no float division.
+    if (value < 0x80000000) {
+      while (value >= 0x80) {
+        buffer[at++] = (value & 0x7f) | 0x80;
+        value >>>= 7;
+      }
+      buffer[at++] = value;
+      this.position = at;
+      return;
+    }
     while (value >= 0x80) {
       buffer[at++] = (value % 0x80) | 0x80;
       value = Math.floor(value / 0x80);

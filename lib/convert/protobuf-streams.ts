@@ -47,7 +47,7 @@ export const PADDING_FLUSH_BYTES = 4096;
 
 /** Writes the head (tag and length) of a padding field of exactly `size` bytes (size ≥ PADDING_RESERVE); returns how many zeros follow. */
 function writePaddingHead(out: Output, size: number): number {
-  for (const byte of PADDING_TAG) out.byte(byte);
+  for (let i = 0; i < PADDING_TAG.length; i++) out.byte(PADDING_TAG[i]!);
   const rest = size - PADDING_TAG.length;
   // No minimal varint fits some sizes (129: 128 takes two bytes, 127 one): a five-byte one always does, its zero
   // groups carrying continuation bits (decoders read it as the value).
@@ -598,7 +598,7 @@ export class ProtobufWatchToTenant extends ChunkedInput {
   protected consume(bytes: Buffer, start: number): number {
     let at = start;
     while (bytes.length - at >= FRAME_HEAD) {
-      const length = bytes.readUInt32BE(at);
+      const length = bytes[at]! * 0x1000000 + ((bytes[at + 1]! << 16) | (bytes[at + 2]! << 8) | bytes[at + 3]!);
       if (length > this.maxItemBytes) throw badGateway(`a watch event of the upstream is larger than ${this.maxItemBytes} bytes`);
       if (bytes.length - at - FRAME_HEAD < length) {
         this.needed = FRAME_HEAD + length;
@@ -716,6 +716,6 @@ const OBJECT_EVENT_TYPES = ['ADDED', 'MODIFIED', 'DELETED'].map((type) => Buffer
 
 /** An event of an object (not a BOOKMARK, not an ERROR, nothing else). */
 function isObjectEventType(bytes: Buffer, from: number, to: number): boolean {
-  for (const type of OBJECT_EVENT_TYPES) if (rangeEquals(bytes, from, to, type)) return true;
+  for (let i = 0; i < OBJECT_EVENT_TYPES.length; i++) if (rangeEquals(bytes, from, to, OBJECT_EVENT_TYPES[i]!)) return true;
   return false;
 }
