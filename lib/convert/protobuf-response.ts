@@ -34,7 +34,7 @@ import {
   type ProtobufTemplates,
   type WireSchema,
 } from './protobuf.ts';
-import { ANOMALY, FieldScan, ForwardSearch, headSize, isAsciiRange, rangeEquals, rangeIncludes, type Splices } from './protobuf-splice.ts';
+import { ANOMALY, FieldScan, ForwardSearch, headSize, isAsciiRange, rangeEquals, rangeIncludes, SkipSearch, type Splices } from './protobuf-splice.ts';
 import { LENGTH_DELIMITED, MAGIC } from './protobuf-wire.ts';
 import { RULES } from './rules/index.ts';
 import { apiVersionToTenant, groupOfApiVersion } from './rules/api-groups.ts';
@@ -79,15 +79,14 @@ const COMMA = 0x2c;
 const OPEN = 0x7b;
 const CLOSE = 0x7d;
 
-/** The tenant label's field in field sets, searched from its `z` (a byte rare in objects: see ForwardSearch). */
-const TENANT_LABEL_FIELD_SEARCH = new ForwardSearch(TENANT_LABEL_FIELD, Math.max(0, TENANT_LABEL_FIELD.indexOf('z')));
+/** The tenant label's field in field sets: a few hundred bytes of JSON each, searched in place (SkipSearch). */
+const TENANT_LABEL_FIELD_SEARCH = new SkipSearch(TENANT_LABEL_FIELD);
 const QUOTE = 0x22;
 /** What follows the field in its key: `":{}`. */
 const TENANT_LABEL_KEY_END = TENANT_LABEL_KEY.subarray(1 + TENANT_LABEL_FIELD.length);
 
 /** Forgets the buffer the searches last read: call before its bytes may change, or to let it go. */
 export function forgetSearchedBuffer(): void {
-  TENANT_LABEL_FIELD_SEARCH.forget();
   AFFINITY_TAG_SEARCH.forget();
   EPHEMERAL_TAG_SEARCH.forget();
 }
@@ -128,7 +127,6 @@ function fieldSetCuts(bytes: Buffer, from: number, to: number, searchFrom = from
 /** A field set without its `"f:kubezoo.io/tenant":{}` members (fieldSetCuts), or null. */
 function fieldSetWithoutTenantLabel(set: Buffer): Buffer | null {
   const count = fieldSetCuts(set, 0, set.length);
-  TENANT_LABEL_FIELD_SEARCH.forget(); // a view of a buffer the caller's: not held past this call
   if (count === -1) return null;
   const cuts = FIELD_SET_CUTS;
   const parts: Buffer[] = [];

@@ -170,27 +170,19 @@ export function rangeIndexOf(bytes: Buffer, needle: Buffer, from: number, to: nu
 
 /**
  * Where `needle` first occurs wholly inside bytes[from, to), as rangeIndexOf, remembering the occurrence found: ranges
- * asked in order (the items of a chunk) search each byte of their buffer once, with no view allocated. The native
- * search looks for the needle from `probeFrom` on (pick a rare first byte: it is found by memchr, not compared byte by
- * byte) and the whole needle is checked around each hit. The buffer is held until `forget`, which must come before
- * its bytes change (the streams forget after each buffer).
+ * asked in order (the items of a chunk) search each byte of their buffer once, with no view allocated (fast when the
+ * needle's first byte is rare: the native search finds it by memchr). The buffer is held until `forget`, which must
+ * come before its bytes change (the streams forget after each buffer).
  */
 export class ForwardSearch {
   private readonly needle: Buffer;
-  /** The needle before and from `probeFrom`. */
-  private readonly head: Buffer;
-  private readonly probe: Buffer;
-  private readonly probeFrom: number;
   private bytes: Buffer | undefined;
   /** No occurrence starts in [searchedFrom, found) of `bytes`; `found` is one, or -1: none from searchedFrom on. */
   private searchedFrom = 0;
   private found = -1;
 
-  constructor(needle: Buffer, probeFrom = 0) {
+  constructor(needle: Buffer) {
     this.needle = needle;
-    this.head = needle.subarray(0, probeFrom);
-    this.probe = needle.subarray(probeFrom);
-    this.probeFrom = probeFrom;
   }
 
   indexIn(bytes: Buffer, from: number, to: number): number {
@@ -199,7 +191,7 @@ export class ForwardSearch {
     if (bytes !== this.bytes || from < this.searchedFrom || (this.found !== -1 && this.found < from)) {
       this.bytes = bytes;
       this.searchedFrom = from;
-      this.found = this.search(bytes, from);
+      this.found = bytes.indexOf(this.needle, from);
     }
     const found = this.found;
     return found !== -1 && found + length <= to ? found : -1;
@@ -208,12 +200,37 @@ export class ForwardSearch {
   forget(): void {
     this.bytes = undefined;
   }
+}
 
-  /** The first occurrence from `from` on, or -1. */
-  private search(bytes: Buffer, from: number): number {
-    const { head, probe, probeFrom } = this;
-    for (let at = bytes.indexOf(probe, from + probeFrom); at !== -1; at = bytes.indexOf(probe, at + 1)) {
-      if (rangeEquals(bytes, at - probeFrom, at, head)) return at - probeFrom;
+/**
+ * Where `needle` first occurs wholly inside bytes[from, to), as rangeIndexOf, by Horspool's skips in JavaScript: no
+ * view and no native call, for short ranges searched for a long needle whose bytes are few of the text's (most steps
+ * skip the needle's length).
+ */
+export class SkipSearch {
+  private readonly needle: Buffer;
+  /** How far the window moves when its last byte is this one. */
+  private readonly shift = new Uint8Array(256);
+
+  constructor(needle: Buffer) {
+    if (needle.length === 0 || needle.length > 255) throw new RangeError('SkipSearch: a needle of 1 to 255 bytes');
+    this.needle = needle;
+    const last = needle.length - 1;
+    this.shift.fill(needle.length);
+    for (let k = 0; k < last; k++) this.shift[needle[k]!] = last - k;
+  }
+
+  indexIn(bytes: Buffer, from: number, to: number): number {
+    const needle = this.needle;
+    const last = needle.length - 1;
+    const lastByte = needle[last]!;
+    const shift = this.shift;
+    for (let at = from + last; at < to; at += shift[bytes[at]!]!) {
+      if (bytes[at] !== lastByte) continue;
+      const start = at - last;
+      let k = 0;
+      while (k < last && bytes[start + k] === needle[k]) k++;
+      if (k === last) return start;
     }
     return -1;
   }
