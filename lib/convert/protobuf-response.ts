@@ -34,7 +34,7 @@ import {
   type ProtobufTemplates,
   type WireSchema,
 } from './protobuf.ts';
-import { ANOMALY, FieldScan, headSize, isAsciiRange, rangeEquals, rangeIncludes, rangeIndexOf, type Splices } from './protobuf-splice.ts';
+import { ANOMALY, FieldScan, ForwardSearch, headSize, isAsciiRange, rangeEquals, rangeIncludes, SkipSearch, type Splices } from './protobuf-splice.ts';
 import { LENGTH_DELIMITED, MAGIC } from './protobuf-wire.ts';
 import { RULES } from './rules/index.ts';
 import { apiVersionToTenant, groupOfApiVersion } from './rules/api-groups.ts';
@@ -79,32 +79,59 @@ const COMMA = 0x2c;
 const OPEN = 0x7b;
 const CLOSE = 0x7d;
 
+/** The tenant label's field in field sets: a few hundred bytes of JSON each, searched in place (SkipSearch). */
+const TENANT_LABEL_FIELD_SEARCH = new SkipSearch(TENANT_LABEL_FIELD);
+const QUOTE = 0x22;
+/** What follows the field in its key: `":{}`. */
+const TENANT_LABEL_KEY_END = TENANT_LABEL_KEY.subarray(1 + TENANT_LABEL_FIELD.length);
+
+/** Forgets the buffer the searches last read: call before its bytes may change, or to let it go. */
+export function forgetSearchedBuffer(): void {
+  AFFINITY_TAG_SEARCH.forget();
+  EPHEMERAL_TAG_SEARCH.forget();
+}
+
+/** The offsets fieldSetCuts found, written over from the start each call (no allocation once grown): read them first. */
+const FIELD_SET_CUTS: number[] = [];
+
 /**
- * Where a field set (compact JSON, as the apiserver writes it) has its `"f:kubezoo.io/tenant":{}` members, as pairs of
- * offsets to cut (each with its comma); null when one is not between a comma and another member (the set it empties
- * goes too, as managed-fields.ts forgets it: then the set is parsed) or the bytes are not of that shape.
+ * Where a field set (compact JSON, as the apiserver writes it) at bytes[from, to) has its `"f:kubezoo.io/tenant":{}`
+ * members from `searchFrom` on, as pairs of offsets of `bytes` to cut (each with its comma) in FIELD_SET_CUTS: their
+ * count, or -1 when one is not between a comma and another member (the set it empties goes too, as managed-fields.ts
+ * forgets it: then the set is parsed) or the bytes are not of that shape.
  */
-function fieldSetCuts(set: Buffer, from = 0): number[] | null {
-  const cuts: number[] = [];
-  for (let at = set.indexOf(TENANT_LABEL_KEY, from); at !== -1; at = set.indexOf(TENANT_LABEL_KEY, at + 1)) {
-    const to = at + TENANT_LABEL_KEY.length;
-    const before = set[at - 1];
-    const after = set[to];
-    if (before === COMMA && (after === COMMA || after === CLOSE)) cuts.push(at - 1, to);
-    else if (before === OPEN && after === COMMA) cuts.push(at, to + 1);
-    else return null;
-    if (cuts.length > 2 && cuts[cuts.length - 2]! < cuts[cuts.length - 3]!) return null;
+function fieldSetCuts(bytes: Buffer, from: number, to: number, searchFrom = from): number {
+  const cuts = FIELD_SET_CUTS;
+  let count = 0;
+  const search = TENANT_LABEL_FIELD_SEARCH;
+  // Each member is the field between a quote and `":{}`: the field's occurrences wholly inside [searchFrom + 1, to - 4).
+  const fieldTo = to - TENANT_LABEL_KEY_END.length;
+  for (let field = search.indexIn(bytes, searchFrom + 1, fieldTo); field !== -1; field = search.indexIn(bytes, field + 1, fieldTo)) {
+    const at = field - 1;
+    const end = at + TENANT_LABEL_KEY.length;
+    if (bytes[at] !== QUOTE || !rangeEquals(bytes, end - TENANT_LABEL_KEY_END.length, end, TENANT_LABEL_KEY_END)) continue;
+    const before = at > from ? bytes[at - 1] : -1;
+    const after = end < to ? bytes[end] : -1;
+    if (before === COMMA && (after === COMMA || after === CLOSE)) {
+      cuts[count++] = at - 1;
+      cuts[count++] = end;
+    } else if (before === OPEN && after === COMMA) {
+      cuts[count++] = at;
+      cuts[count++] = end + 1;
+    } else return -1;
+    if (count > 2 && cuts[count - 2]! < cuts[count - 3]!) return -1;
   }
-  return cuts;
+  return count;
 }
 
 /** A field set without its `"f:kubezoo.io/tenant":{}` members (fieldSetCuts), or null. */
 function fieldSetWithoutTenantLabel(set: Buffer): Buffer | null {
-  const cuts = fieldSetCuts(set);
-  if (cuts === null) return null;
+  const count = fieldSetCuts(set, 0, set.length);
+  if (count === -1) return null;
+  const cuts = FIELD_SET_CUTS;
   const parts: Buffer[] = [];
   let from = 0;
-  for (let k = 0; k < cuts.length; k += 2) {
+  for (let k = 0; k < count; k += 2) {
     parts.push(set.subarray(from, cuts[k]));
     from = cuts[k + 1]!;
   }
@@ -334,6 +361,10 @@ const EPHEMERAL_CLAIM_TEMPLATE_IN_VOLUME = EPHEMERAL_CLAIM_TEMPLATES.slice(2);
 const AFFINITY_TAG = Buffer.from([(18 * 8 + LENGTH_DELIMITED) | 0x80, 1]);
 /** The tag of VolumeSource.ephemeral (29, length-delimited): a volume without these bytes has none. */
 const EPHEMERAL_TAG = Buffer.from([(29 * 8 + LENGTH_DELIMITED) | 0x80, 1]);
+
+/** The same tags searched in the fast path's buffers (their first bytes, not ASCII, are rare: see ForwardSearch). */
+const AFFINITY_TAG_SEARCH = new ForwardSearch(AFFINITY_TAG);
+const EPHEMERAL_TAG_SEARCH = new ForwardSearch(EPHEMERAL_TAG);
 
 function podSpecToTenant(spec: Buffer, tenant: TenantId): Buffer {
   // Most pods have neither: their spec (containers and all) is not parsed at all.
@@ -568,9 +599,10 @@ export function objectSplices(bytes: Buffer, from: number, to: number, view: Fas
     if (spec >= 0) {
       const specFrom = object.valueStart[spec]!;
       const specTo = object.end[spec]!;
-      // A walk of the spec's fields, not a search of its bytes for the tags (as podSpecToTenant does): no view to
-      // allocate, and it reads the few fields of a spec rather than its every byte. It finds what the search would.
-      if (podSpecNeedsCare(bytes, specFrom, specTo)) return CAREFUL_PATH;
+      // podSpecToTenant's own test first: a spec without either tag's bytes is left as it is. One that has them
+      // (a length of 146 or 234 will do) is walked: most are still left as they are.
+      const hasTags = AFFINITY_TAG_SEARCH.indexIn(bytes, specFrom, specTo) !== -1 || EPHEMERAL_TAG_SEARCH.indexIn(bytes, specFrom, specTo) !== -1;
+      if (hasTags && podSpecNeedsCare(bytes, specFrom, specTo)) return CAREFUL_PATH;
     }
   }
   return delta;
@@ -582,7 +614,8 @@ export function objectSplices(bytes: Buffer, from: number, to: number, view: Fas
  */
 function statusNeedsCare(bytes: Buffer, from: number, to: number, path: readonly [number, number, number], tenant: Buffer): boolean {
   const status = STATUS_FIELDS;
-  const [, conditions, message] = path;
+  const conditions = path[1];
+  const message = path[2];
   if (!status.scan(bytes, from, to) || !status.allDelimited(conditions)) return true;
   const condition = CONDITION_FIELDS;
   for (let i = 0; i < status.count; i++) {
@@ -717,7 +750,7 @@ function metaSplices(bytes: Buffer, start: number, valueStart: number, end: numb
     if (fieldsV1 < 0) continue;
     const holderFrom = entry.valueStart[fieldsV1]!;
     const holderTo = entry.end[fieldsV1]!;
-    const labelField = rangeIndexOf(bytes, TENANT_LABEL_FIELD, holderFrom, holderTo);
+    const labelField = TENANT_LABEL_FIELD_SEARCH.indexIn(bytes, holderFrom, holderTo);
     if (labelField === -1) continue;
     if (!holder.scan(bytes, holderFrom, holderTo)) return CAREFUL_PATH;
     const raw = holder.single(1);
@@ -726,10 +759,11 @@ function metaSplices(bytes: Buffer, start: number, valueStart: number, end: numb
     const rawFrom = holder.valueStart[raw]!;
     const rawTo = holder.end[raw]!;
     // No member of the tenant label starts before the first `f:kubezoo.io/tenant` (but for its quote).
-    const cuts = fieldSetCuts(bytes.subarray(rawFrom, rawTo), Math.max(0, labelField - 1 - rawFrom));
-    if (cuts === null) return CAREFUL_PATH;
+    const count = fieldSetCuts(bytes, rawFrom, rawTo, Math.max(rawFrom, labelField - 1));
+    if (count === -1) return CAREFUL_PATH;
+    const cuts = FIELD_SET_CUTS;
     let cut = 0;
-    for (let k = 0; k < cuts.length; k += 2) cut += cuts[k + 1]! - cuts[k]!;
+    for (let k = 0; k < count; k += 2) cut += cuts[k + 1]! - cuts[k]!;
     // Every head around the cut is written anew (minimal, as MessageEdit writes a replaced field's); splices in order.
     const rawLength = rawTo - rawFrom - cut;
     const holderLength = holderTo - holderFrom - (rawTo - holder.start[raw]!) + headSize(1, rawLength) + rawLength;
@@ -737,7 +771,7 @@ function metaSplices(bytes: Buffer, start: number, valueStart: number, end: numb
     splices.head(meta.start[i]!, entryFrom, META.managedFields, entryLength);
     splices.head(entry.start[fieldsV1]!, holderFrom, MANAGED_FIELDS_FIELDS_V1, holderLength);
     splices.head(holder.start[raw]!, rawFrom, 1, rawLength);
-    for (let k = 0; k < cuts.length; k += 2) splices.delete(rawFrom + cuts[k]!, rawFrom + cuts[k + 1]!);
+    for (let k = 0; k < count; k += 2) splices.delete(cuts[k]!, cuts[k + 1]!);
     delta += headSize(META.managedFields, entryLength) + entryLength - (entryTo - meta.start[i]!);
   }
   if (splices.count === mark + 1) {

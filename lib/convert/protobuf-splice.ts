@@ -10,7 +10,7 @@ let position = 0;
 
 /**
  * The varint at `at` (before `to`), up to 5 bytes (tags and lengths below 2^35), leaving `position` after it; -1 when
- * cut off or longer: the careful path decides then.
+ * cut off or longer: the careful path decides then. Integer arithmetic up to 4 bytes (2^28): no float division.
  */
 function varintAt(bytes: Buffer, at: number, to: number): number {
   if (at >= to) return -1;
@@ -20,27 +20,30 @@ function varintAt(bytes: Buffer, at: number, to: number): number {
     return byte;
   }
   let value = byte & 0x7f;
-  let scale = 128;
-  for (let i = 1; i < 5; i++) {
+  for (let i = 1, shift = 7; i < 4; i++, shift += 7) {
     if (at + i >= to) return -1;
     byte = bytes[at + i]!;
-    value += (byte & 0x7f) * scale;
+    value |= (byte & 0x7f) << shift;
     if (byte < 0x80) {
       position = at + i + 1;
       return value;
     }
-    scale *= 128;
   }
-  return -1;
+  if (at + 4 >= to) return -1;
+  byte = bytes[at + 4]!;
+  if (byte >= 0x80) return -1;
+  position = at + 5;
+  return value + byte * 0x10000000;
 }
 
 /** Bytes of `value` as a varint. */
 export function varintSize(value: number): number {
-  let size = 1;
-  while (value >= 0x80) {
-    value = Math.floor(value / 0x80);
-    size++;
-  }
+  if (value < 0x80) return 1;
+  if (value < 0x4000) return 2;
+  if (value < 0x200000) return 3;
+  if (value < 0x10000000) return 4;
+  let size = 5;
+  for (let rest = Math.floor(value / 0x800000000); rest > 0; rest = Math.floor(rest / 0x80)) size++;
   return size;
 }
 
@@ -67,18 +70,29 @@ export class FieldScan {
     let at = from;
     while (at < to) {
       const start = at;
-      const tag = varintAt(bytes, at, to);
-      if (tag < 0) return false;
-      at = position;
-      const number = Math.floor(tag / 8);
-      const wireType = tag % 8;
-      if (number < 1 || number > MAX_FIELD_NUMBER) return false;
+      let tag = bytes[at]!;
+      if (tag < 0x80) at++;
+      else {
+        tag = varintAt(bytes, at, to);
+        // Field numbers up to MAX_FIELD_NUMBER: tags below 2^32, where `>>>` and `&` read the number and wire type.
+        if (tag < 0 || tag > 0xffffffff) return false;
+        at = position;
+      }
+      const number = tag >>> 3;
+      const wireType = tag & 7;
+      if (number < 1) return false;
       let valueStart = at;
       if (wireType === LENGTH_DELIMITED) {
-        const length = varintAt(bytes, at, to);
-        if (length < 0 || length > to - position) return false;
-        valueStart = position;
-        at = position + length;
+        if (at >= to) return false;
+        let length = bytes[at]!;
+        if (length < 0x80) valueStart = at + 1;
+        else {
+          length = varintAt(bytes, at, to);
+          if (length < 0) return false;
+          valueStart = position;
+        }
+        if (length > to - valueStart) return false;
+        at = valueStart + length;
       } else if (wireType === 0) {
         let k = 0;
         while (k < 10 && at + k < to && bytes[at + k]! >= 0x80) k++;
@@ -152,6 +166,74 @@ export function rangeIndexOf(bytes: Buffer, needle: Buffer, from: number, to: nu
   }
   const at = bytes.indexOf(needle, from);
   return at !== -1 && at + needle.length <= to ? at : -1;
+}
+
+/**
+ * Where `needle` first occurs wholly inside bytes[from, to), as rangeIndexOf, remembering the occurrence found: ranges
+ * asked in order (the items of a chunk) search each byte of their buffer once, with no view allocated (fast when the
+ * needle's first byte is rare: the native search finds it by memchr). The buffer is held until `forget`, which must
+ * come before its bytes change (the streams forget after each buffer).
+ */
+export class ForwardSearch {
+  private readonly needle: Buffer;
+  private bytes: Buffer | undefined;
+  /** No occurrence starts in [searchedFrom, found) of `bytes`; `found` is one, or -1: none from searchedFrom on. */
+  private searchedFrom = 0;
+  private found = -1;
+
+  constructor(needle: Buffer) {
+    this.needle = needle;
+  }
+
+  indexIn(bytes: Buffer, from: number, to: number): number {
+    const length = this.needle.length;
+    if (to - from < length) return -1;
+    if (bytes !== this.bytes || from < this.searchedFrom || (this.found !== -1 && this.found < from)) {
+      this.bytes = bytes;
+      this.searchedFrom = from;
+      this.found = bytes.indexOf(this.needle, from);
+    }
+    const found = this.found;
+    return found !== -1 && found + length <= to ? found : -1;
+  }
+
+  forget(): void {
+    this.bytes = undefined;
+  }
+}
+
+/**
+ * Where `needle` first occurs wholly inside bytes[from, to), as rangeIndexOf, by Horspool's skips in JavaScript: no
+ * view and no native call, for short ranges searched for a long needle whose bytes are few of the text's (most steps
+ * skip the needle's length).
+ */
+export class SkipSearch {
+  private readonly needle: Buffer;
+  /** How far the window moves when its last byte is this one. */
+  private readonly shift = new Uint8Array(256);
+
+  constructor(needle: Buffer) {
+    if (needle.length === 0 || needle.length > 255) throw new RangeError('SkipSearch: a needle of 1 to 255 bytes');
+    this.needle = needle;
+    const last = needle.length - 1;
+    this.shift.fill(needle.length);
+    for (let k = 0; k < last; k++) this.shift[needle[k]!] = last - k;
+  }
+
+  indexIn(bytes: Buffer, from: number, to: number): number {
+    const needle = this.needle;
+    const last = needle.length - 1;
+    const lastByte = needle[last]!;
+    const shift = this.shift;
+    for (let at = from + last; at < to; at += shift[bytes[at]!]!) {
+      if (bytes[at] !== lastByte) continue;
+      const start = at - last;
+      let k = 0;
+      while (k < last && bytes[start + k] === needle[k]) k++;
+      if (k === last) return start;
+    }
+    return -1;
+  }
 }
 
 /** Whether `needle` occurs wholly inside bytes[from, to). */
@@ -347,13 +429,29 @@ export class Output {
 
   uint32(value: number): void {
     this.ensure(4);
-    this.position = this.buffer.writeUInt32BE(value, this.position);
+    const buffer = this.buffer;
+    const at = this.position;
+    buffer[at] = value >>> 24;
+    buffer[at + 1] = value >>> 16;
+    buffer[at + 2] = value >>> 8;
+    buffer[at + 3] = value;
+    this.position = at + 4;
   }
 
   varint(value: number): void {
     this.ensure(10);
     const buffer = this.buffer;
     let at = this.position;
+    // Integer arithmetic below 2^31 (lengths, tags): no float division.
+    if (value < 0x80000000) {
+      while (value >= 0x80) {
+        buffer[at++] = (value & 0x7f) | 0x80;
+        value >>>= 7;
+      }
+      buffer[at++] = value;
+      this.position = at;
+      return;
+    }
     while (value >= 0x80) {
       buffer[at++] = (value % 0x80) | 0x80;
       value = Math.floor(value / 0x80);

@@ -8,6 +8,7 @@ import {
   CAREFUL_PATH,
   checkSupported,
   fastViewOf,
+  forgetSearchedBuffer,
   fromUpstream,
   joined,
   NOT_THE_TENANTS_OBJECT,
@@ -46,7 +47,7 @@ export const PADDING_FLUSH_BYTES = 4096;
 
 /** Writes the head (tag and length) of a padding field of exactly `size` bytes (size ≥ PADDING_RESERVE); returns how many zeros follow. */
 function writePaddingHead(out: Output, size: number): number {
-  for (const byte of PADDING_TAG) out.byte(byte);
+  for (let i = 0; i < PADDING_TAG.length; i++) out.byte(PADDING_TAG[i]!);
   const rest = size - PADDING_TAG.length;
   // No minimal varint fits some sizes (129: 128 takes two bytes, 127 one): a five-byte one always does, its zero
   // groups carrying continuation bits (decoders read it as the value).
@@ -201,6 +202,14 @@ abstract class ChunkedInput {
   protected abstract consume(bytes: Buffer, at: number): number;
 
   protected feed(chunk: Buffer): void {
+    try {
+      this.feedBytes(chunk);
+    } finally {
+      forgetSearchedBuffer(); // the caller may reuse the chunk for other bytes
+    }
+  }
+
+  private feedBytes(chunk: Buffer): void {
     let bytes = chunk;
     let at = 0;
     if (this.carry !== undefined) {
@@ -589,7 +598,7 @@ export class ProtobufWatchToTenant extends ChunkedInput {
   protected consume(bytes: Buffer, start: number): number {
     let at = start;
     while (bytes.length - at >= FRAME_HEAD) {
-      const length = bytes.readUInt32BE(at);
+      const length = bytes[at]! * 0x1000000 + ((bytes[at + 1]! << 16) | (bytes[at + 2]! << 8) | bytes[at + 3]!);
       if (length > this.maxItemBytes) throw badGateway(`a watch event of the upstream is larger than ${this.maxItemBytes} bytes`);
       if (bytes.length - at - FRAME_HEAD < length) {
         this.needed = FRAME_HEAD + length;
@@ -676,16 +685,25 @@ export class ProtobufWatchToTenant extends ChunkedInput {
     if (view.shared ? !isAsciiRange(bytes, apiVersionFrom, apiVersionTo) : !rangeEquals(bytes, apiVersionFrom, apiVersionTo, this.apiVersionBytes)) return CAREFUL_PATH;
     const objectFrom = envelope.valueStart[objectField]!;
     const objectTo = envelope.end[objectField]!;
+    // Placeholders for the three heads around the object, outermost first: the splices stay in order, none sorted.
+    const mark = splices.count;
+    splices.delete(event.start[object]!, event.start[object]!);
+    splices.delete(extension.start[raw]!, extension.start[raw]!);
+    splices.delete(envelope.start[objectField]!, envelope.start[objectField]!);
     const delta = objectSplices(bytes, objectFrom, objectTo, view, splices);
-    if (delta === CAREFUL_PATH || delta === NOT_THE_TENANTS_OBJECT || splices.count === 0) return delta;
+    if (delta === CAREFUL_PATH || delta === NOT_THE_TENANTS_OBJECT) return delta;
+    if (splices.count === mark + 3) {
+      splices.truncate(mark);
+      return delta;
+    }
     // The heads around the object, written anew as MessageEdit writes a replaced field's.
     const objectLength = objectTo - objectFrom + delta;
     const bodyLength = bodyTo - bodyFrom - (objectTo - envelope.start[objectField]!) + headSize(2, objectLength) + objectLength;
     const extensionLength = extensionTo - extensionFrom - (bodyTo - extension.start[raw]!) + headSize(RAW_EXTENSION_RAW, bodyLength) + bodyLength;
     const eventLength = to - from - (extensionTo - event.start[object]!) + headSize(WATCH_EVENT.object, extensionLength) + extensionLength;
-    splices.head(envelope.start[objectField]!, objectFrom, 2, objectLength);
-    splices.head(extension.start[raw]!, bodyFrom, RAW_EXTENSION_RAW, bodyLength);
-    splices.head(event.start[object]!, extensionFrom, WATCH_EVENT.object, extensionLength);
+    splices.setHead(mark, event.start[object]!, extensionFrom, WATCH_EVENT.object, extensionLength);
+    splices.setHead(mark + 1, extension.start[raw]!, bodyFrom, RAW_EXTENSION_RAW, bodyLength);
+    splices.setHead(mark + 2, envelope.start[objectField]!, objectFrom, 2, objectLength);
     return eventLength - (to - from);
   }
 }
@@ -698,6 +716,6 @@ const OBJECT_EVENT_TYPES = ['ADDED', 'MODIFIED', 'DELETED'].map((type) => Buffer
 
 /** An event of an object (not a BOOKMARK, not an ERROR, nothing else). */
 function isObjectEventType(bytes: Buffer, from: number, to: number): boolean {
-  for (const type of OBJECT_EVENT_TYPES) if (rangeEquals(bytes, from, to, type)) return true;
+  for (let i = 0; i < OBJECT_EVENT_TYPES.length; i++) if (rangeEquals(bytes, from, to, OBJECT_EVENT_TYPES[i]!)) return true;
   return false;
 }

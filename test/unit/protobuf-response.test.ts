@@ -209,6 +209,9 @@ const CASES: [string, Json][] = [
     'rbac.authorization.k8s.io/ClusterRoleBinding',
     { metadata: { name: 'crb' }, subjects: [{ kind: 'User', name: 'alice', apiGroup: 'rbac.authorization.k8s.io' }, { kind: 'Group', name: 'devs', apiGroup: 'rbac.authorization.k8s.io' }, { kind: 'ServiceAccount', name: 'sa', namespace: 'team-a' }], roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'agg' } },
   ],
+  // A pod spec with only one of the two things podSpecToTenant rewrites: each found on its own.
+  ['/Pod', { metadata: { name: 'near', namespace: 'default' }, spec: { containers: podSpec.containers, affinity: podSpec.affinity } }],
+  ['/Pod', { metadata: { name: 'scratch', namespace: 'default' }, spec: { containers: podSpec.containers, volumes: podSpec.volumes } }],
 ];
 
 /** What the upstream holds of a tenant's object, as JSON: the rule's upstream form, plus the managedFields the apiserver keeps. */
@@ -601,16 +604,20 @@ t.test('fast path: objects of every kind, and mutants, convert to the very bytes
     const apiVersion = group === '' ? 'v1' : `${group}/v1`;
     const view = fastViewOf(row, CTX);
     if (view === null || !protobufResponseSupported(row, apiVersion)) continue;
-    const upstream = upstreamOf(key, object, i % 5 === 4 ? OTHER : TENANT);
-    // Half with the managedFields most objects carry (the tenant label's field, a core apiVersion): the fast path's own.
-    if (i % 2 === 0) {
-      (upstream.metadata as Json).managedFields = [
-        { manager: 'kubectl', operation: 'Update', apiVersion, fieldsType: 'FieldsV1', fieldsV1: { 'f:metadata': { 'f:labels': { '.': {}, [`f:${TENANT_LABEL}`]: {}, 'f:app': {} } } } },
-      ];
+    // Each case in every variant below, whatever the number of cases.
+    const round = Math.floor(i / CASES.length);
+    const upstream = upstreamOf(key, object, round % 5 === 4 ? OTHER : TENANT);
+    // Half with the managedFields most objects carry (the tenant label's field, a core apiVersion): the fast path's own,
+    // the label's member first, between two others or last in its set (each cut with its own comma).
+    if (round % 2 === 0) {
+      const members = ['.', 'f:app'];
+      members.splice(round % 3, 0, `f:${TENANT_LABEL}`);
+      const labels = Object.fromEntries(members.map((member) => [member, {}]));
+      (upstream.metadata as Json).managedFields = [{ manager: 'kubectl', operation: 'Update', apiVersion, fieldsType: 'FieldsV1', fieldsV1: { 'f:metadata': { 'f:labels': labels } } }];
     }
     const { apiVersion: _apiVersion, kind: _kind, ...message } = upstream;
     const valid = encodeMessage(messages, messageOf(key), message);
-    const raw = i % 4 === 0 ? valid : mutate(valid, random);
+    const raw = round % 4 === 0 ? valid : mutate(valid, random);
     // Alone: objectSplices against objectPartsToTenant.
     splices.reset();
     const delta = objectSplices(raw, 0, raw.length, view, splices);
@@ -628,6 +635,12 @@ t.test('fast path: objects of every kind, and mutants, convert to the very bytes
       splices.writeTo(out, raw, 0, raw.length);
       const got = out.take();
       if (!(want instanceof Buffer) || !got.equals(want) || got.length !== raw.length + delta) t.fail(`${key} #${i}: the fast path's bytes differ from the careful path's`);
+      // Unmutated: also what the JSON rule makes of it, the reference neither path shares code with.
+      if (raw === valid) {
+        const reference = objectToTenant({ apiVersion, kind, ...decodeMessage(messages, messageOf(key), raw) }, CTX, row);
+        const { apiVersion: _a, kind: _k, ...tenantView } = reference ?? {};
+        if (JSON.stringify(normalize(decodeMessage(messages, messageOf(key), got))) !== JSON.stringify(normalize(tenantView))) t.fail(`${key} #${i}: the fast path's object differs from objectToTenant's`);
+      }
     }
     // In a watch event (its envelope mutated too, now and then): the stream against protobufWatchEventToTenant.
     const typeMeta = Buffer.concat([protoField(1, Buffer.from(apiVersion)), protoField(2, Buffer.from(kind))]);
