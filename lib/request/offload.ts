@@ -35,7 +35,8 @@ export const OFFLOAD_MIN_BYTES = 256 * 1024;
  * byte-level kind more than it saves, and the head held while deciding delays a list's first byte; from 1 MB the worker
  * frees the event loop for every kind. Over the rig, 51 MB of ConfigMaps: a quiet tenant's GET p99 beside them 95 ms
  * with the pool against 119 ms inline, the list itself 0.44x direct against 0.36x inline (0.57x against 0.27x in
- * protobuf); 42 MB of RoleBindings: p99 217 against 235 ms, the list 0.40x against 0.31x.
+ * protobuf, before runtime.ts's GC floor; protobuf lists now have their own threshold, below); 42 MB of RoleBindings:
+ * p99 217 against 235 ms, the list 0.40x against 0.31x.
  */
 export const LIST_OFFLOAD_MEASURED_BYTES = 1024 * 1024;
 
