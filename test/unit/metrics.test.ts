@@ -1,16 +1,12 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import t from 'tap';
-import { parseServeConfig, type ServeConfig } from '../../lib/config.ts';
 import type { TenantId } from '../../lib/convert/prefix.ts';
 import { ADMIN_LABEL, ANONYMOUS_LABEL, TenantgateMetrics, type RewriteCounters } from '../../lib/metrics/metrics.ts';
 import { OTHER_TENANTS, TenantSeriesBound } from '../../lib/metrics/tenant-series-bound.ts';
 import { MemoryTenantStore } from '../../lib/tenants/memory-store.ts';
 import { TENANT_API_VERSION } from '../../lib/tenants/tenant.ts';
-import { renderKubeconfig } from '../../lib/upstream/kubeconfig.ts';
 import { hasSample, labelValues, parsePrometheusText, sampleSum } from '../helpers/prometheus-text.ts';
+import { serveFlagsParser } from '../helpers/serve-config.ts';
 
 /** Tenant ids t00000, t00001, ... in name order. */
 const idOf = (n: number): TenantId => `t${String(n).padStart(5, '0')}`;
@@ -225,16 +221,7 @@ t.test('the cost the request path pays per request for its metrics', async (t) =
 });
 
 t.test('serve flags: the metrics listener, the tenant series bound and the request log level', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'metrics-config-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const file = (name: string, text: string) => (writeFileSync(join(dir, name), text), join(dir, name));
-  const base = [
-    `--tls-cert-file=${file('tls.crt', 'CERT')}`,
-    `--tls-key-file=${file('tls.key', 'KEY')}`,
-    `--client-ca-file=${file('ca.crt', 'CA')}`,
-    `--upstream-kubeconfig=${file('upstream.kubeconfig', renderKubeconfig({ server: 'https://127.0.0.1:6443', caPem: 'CA', certPem: 'C', keyPem: 'K' }))}`,
-  ];
-  const parse = (extra: string[]) => parseServeConfig([...base, ...extra]) as ServeConfig;
+  const parse = serveFlagsParser(t);
   t.same(parse([]).metrics, { listen: { host: '127.0.0.1', port: 9464 }, tenantSeries: 100 });
   t.equal(parse([]).requestLogLevel, 'info');
   t.same(parse(['--metrics-listen', '', '--metrics-tenant-series', '0']).metrics, { listen: null, tenantSeries: 0 }, "'' disables the listener");

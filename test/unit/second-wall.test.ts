@@ -1,15 +1,11 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import t from 'tap';
-import { parseServeConfig, type ServeConfig } from '../../lib/config.ts';
 import { isTenantId } from '../../lib/convert/prefix.ts';
 import { isDiscoveryDocumentPath } from '../../lib/convert/request.ts';
 import { TENANT_CONFINEMENT, TENANT_CONFINEMENT_OBJECTS } from '../../lib/tenants/confinement-policy.ts';
 import { confinedDiscoveryBinding, SYSTEM_DISCOVERY_SUBJECTS } from '../../lib/tenants/discovery-confinement.ts';
 import { keptObjectDiffers } from '../../lib/tenants/kept-objects.ts';
-import { renderKubeconfig } from '../../lib/upstream/kubeconfig.ts';
 import { dropImpersonation } from '../../lib/upstream/headers.ts';
+import { serveFlagsParser } from '../helpers/serve-config.ts';
 
 t.test("no tenant can name tenantgate's admission policy: its name has no tenant's <id>- prefix", async (t) => {
   t.notOk(isTenantId(TENANT_CONFINEMENT.slice(0, 6)) && TENANT_CONFINEMENT[6] === '-');
@@ -73,16 +69,7 @@ t.test('a kept object differs when anyone adds, changes or removes an owned fiel
 });
 
 t.test('serve flags: webhook URL hosts and upstream discovery confinement', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'second-wall-config-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const file = (name: string, text: string) => (writeFileSync(join(dir, name), text), join(dir, name));
-  const base = [
-    `--tls-cert-file=${file('tls.crt', 'CERT')}`,
-    `--tls-key-file=${file('tls.key', 'KEY')}`,
-    `--client-ca-file=${file('ca.crt', 'CA')}`,
-    `--upstream-kubeconfig=${file('upstream.kubeconfig', renderKubeconfig({ server: 'https://127.0.0.1:6443', caPem: 'CA', certPem: 'C', keyPem: 'K' }))}`,
-  ];
-  const parse = (extra: string[]) => parseServeConfig([...base, ...extra]) as ServeConfig;
+  const parse = serveFlagsParser(t);
   t.same(parse([]).tenantWebhookUrlHosts, [], 'no host by default');
   t.equal(parse([]).confineUpstreamDiscovery, false, 'opt-in');
   t.same(parse(['--tenant-webhook-url-hosts', 'Hooks.example.com, 10.0.0.9,,']).tenantWebhookUrlHosts, ['hooks.example.com', '10.0.0.9']);

@@ -1,12 +1,8 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import t from 'tap';
-import { parseServeConfig, type ServeConfig } from '../../lib/config.ts';
 import { DEFAULT_ETCD_PREFIX, EtcdTenantStore } from '../../lib/tenants/etcd-store.ts';
 import { MemoryTenantStore } from '../../lib/tenants/memory-store.ts';
 import { createTenantStore } from '../../lib/tenants/store.ts';
-import { renderKubeconfig } from '../../lib/upstream/kubeconfig.ts';
+import { serveFlagsParser } from '../helpers/serve-config.ts';
 import { testTenantStoreContract } from '../helpers/tenant-store-contract.ts';
 
 t.test('the embedded store keeps the TenantStore contract', (t) =>
@@ -25,19 +21,8 @@ t.test('without etcd endpoints tenantgate keeps tenants in the embedded store, w
 });
 
 t.test('serve flags and TENANTGATE_ETCD_* choose the tenant store', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'tenant-store-config-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const file = (name: string, text: string) => {
-    writeFileSync(join(dir, name), text);
-    return join(dir, name);
-  };
-  const files = [
-    `--tls-cert-file=${file('tls.crt', 'CERT')}`,
-    `--tls-key-file=${file('tls.key', 'KEY')}`,
-    `--client-ca-file=${file('ca.crt', 'CA')}`,
-    `--upstream-kubeconfig=${file('upstream.kubeconfig', renderKubeconfig({ server: 'https://127.0.0.1:6443', caPem: 'CA', certPem: 'C', keyPem: 'K' }))}`,
-  ];
-  const storeOf = (args: string[]) => (parseServeConfig([...files, ...args]) as ServeConfig).tenantStore;
+  const parse = serveFlagsParser(t);
+  const storeOf = (args: string[]) => parse(args).tenantStore;
   t.same(storeOf([]), { etcdEndpoints: [], etcdPrefix: DEFAULT_ETCD_PREFIX }, 'no endpoints: the embedded store');
   t.same(storeOf(['--etcd-endpoints', 'http://127.0.0.1:2379, http://127.0.0.2:2379', '--etcd-prefix', '/a/']), {
     etcdEndpoints: ['http://127.0.0.1:2379', 'http://127.0.0.2:2379'],
