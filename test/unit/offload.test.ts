@@ -6,11 +6,12 @@ import { openapiV2ToTenant } from '../../lib/convert/openapi.ts';
 import { openapiV2ToProtobuf } from '../../lib/convert/openapi-v2-protobuf.ts';
 import { closeOffload, convertOffThread } from '../../lib/request/offload.ts';
 import { StatusError } from '../../lib/errors/status-error.ts';
-import { Readable, Writable } from 'node:stream';
+import { Readable, type Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { kindOf } from '../../lib/convert/kinds.ts';
-import { listRewriter, openStreamRewrites, protobufListRewriter, setListOffloadThreshold } from '../../lib/request/offload.ts';
+import { LIST_OFFLOAD_MEASURED_BYTES, listRewriter, openStreamRewrites, protobufListRewriter, setListOffloadThreshold } from '../../lib/request/offload.ts';
 import { encodeBody, goModuleCache, loadProtoMessages } from '../helpers/k8s-proto.ts';
+import { serveFlagsParser } from '../helpers/serve-config.ts';
 import { convertContextOf } from '../../lib/request/tenant-conversions.ts';
 import { SizeRoutedListRewriter } from '../../lib/stream/offloaded-list.ts';
 import { rewriteListBuffer } from '../../lib/stream/tenant-view.ts';
@@ -194,4 +195,28 @@ t.test('a protobuf list rewritten on a worker is byte for byte the inline view, 
   t.match(error, { message: /./ }, `a broken protobuf list fails the stream: ${(error as Error).message}`);
   for (let wait = 0; wait < 50 && openStreamRewrites() > 0; wait++) await new Promise((resolve) => setTimeout(resolve, 20));
   t.equal(openStreamRewrites(), 0, 'every worker task ended');
+});
+
+t.test('JSON and protobuf lists go to the pool by thresholds of their own; by default a protobuf list stays inline', async (t) => {
+  const parse = serveFlagsParser(t);
+  const defaults = parse([]);
+  t.equal(defaults.listOffloadThresholdBytes, LIST_OFFLOAD_MEASURED_BYTES, 'JSON lists: the measured threshold');
+  t.equal(defaults.protobufListOffloadThresholdBytes, 0, 'protobuf lists: never');
+  t.equal(parse(['--protobuf-list-offload-threshold', '2097152']).protobufListOffloadThresholdBytes, 2097152);
+  t.throws(() => parse(['--protobuf-list-offload-threshold', '-1']), /protobuf-list-offload-threshold/, 'a negative threshold is refused by name');
+
+  // A declared 64 MiB list of each encoding, under the defaults and then the other way round.
+  const discovery = DiscoveryCache.ofTables({ scopes: new Map([['/pods', 'Namespaced'], ['/configmaps', 'Namespaced']]), kindScopes: new Map(), resourcesByVersion: new Map([['/v1', ['pods', 'configmaps']]]) });
+  const convert = convertContextOf('alpha1', discovery, undefined);
+  const declaredLength = 64 * 2 ** 20;
+  // (A rewriter bound for the pool starts its worker task at once: destroyed here, which cancels it.)
+  const pooled = (rewriter: Transform) => (rewriter.destroy(), rewriter instanceof SizeRoutedListRewriter);
+  const ways = () => ({
+    json: pooled(listRewriter({ row: CONFIGMAPS, convert, discovery, spec: tenantViewSpecOf(CONFIGMAPS, convert), declaredLength })),
+    protobuf: pooled(protobufListRewriter({ row: PODS, convert, discovery, apiVersion: 'v1', declaredLength })),
+  });
+  setListOffloadThreshold(defaults.listOffloadThresholdBytes!, defaults.protobufListOffloadThresholdBytes);
+  t.same(ways(), { json: true, protobuf: false }, 'defaults: the JSON list may go to the pool, the protobuf one stays inline');
+  setListOffloadThreshold(0, 1024);
+  t.same(ways(), { json: false, protobuf: true }, 'each threshold governs its own encoding only');
 });
