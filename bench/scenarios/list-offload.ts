@@ -137,28 +137,37 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
 
     const gateways = { worker: stack.gatewayUrl, inline: inline.url } as const;
     const quietPath = '/api/v1/namespaces/default/configmaps/small-0';
+    /** The loud tenant's list at `url` in `accept`: its median time, on a session of its own. */
+    const listOn = (url: string, listPath: string, accept: string) => {
+      const session = connectH2({ ...credentialsOf(loud.kubeconfig), server: url });
+      sessions.push(session);
+      return medianList(session, listPath, accept);
+    };
+    /** The quiet tenant's small GETs at `url` while the loud tenant lists in `accept` in a loop, and what the lists moved. */
+    const besideLists = async (url: string, listPath: string, accept: string) => {
+      const [beside, lists] = await Promise.all([
+        loadFor(kubeconfigAt(quiet.kubeconfig, url), quietPath, QUIET_LOOPS, loadMs),
+        loadInWorker(kubeconfigAt(loud.kubeconfig, url), listPath, LOUD_LOOPS, loadMs, false, accept),
+      ]);
+      const listBytes = lists.answers.reduce((n, a) => n + (a.status === 200 ? a.body.length : 0), 0);
+      return {
+        quietP99: beside.p99,
+        lists: lists.answers.length,
+        figures: { quietBesideLists: quietFigures(beside), loudListsDone: lists.answers.filter((a) => a.status === 200).length, loudMbPerSecond: rounded(listBytes / 1e6 / (loadMs / 1000), 1) },
+      };
+    };
     const charts: Chart[] = [];
     for (const big of BIG_LISTS) {
       const listPath = big.path.replace('NS', 'default');
       const direct = await medianList(upstream, big.path.replace('NS', `${LOUD}-default`));
       const kind: Record<string, any> = { direct };
       for (const [name, url] of Object.entries(gateways)) {
-        const session = connectH2({ ...credentialsOf(loud.kubeconfig), server: url });
-        sessions.push(session);
-        const timed = await medianList(session, listPath);
+        const timed = await listOn(url, listPath, JSON_MEDIA_TYPE);
         // A quiet tenant's small GETs alone, then beside the loud tenant's lists in a loop.
-        const quietConfig = kubeconfigAt(quiet.kubeconfig, url);
-        const alone = await loadFor(quietConfig, quietPath, QUIET_LOOPS, loadMs);
-        const [beside, lists] = await Promise.all([loadFor(quietConfig, quietPath, QUIET_LOOPS, loadMs), loadInWorker(kubeconfigAt(loud.kubeconfig, url), listPath, LOUD_LOOPS, loadMs)]);
-        const listBytes = lists.answers.reduce((n, a) => n + (a.status === 200 ? a.body.length : 0), 0);
-        kind[name] = {
-          list: { ...timed, throughputVsDirect: rounded(timed.mbPerSecond / direct.mbPerSecond, 2) },
-          quietAlone: quietFigures(alone),
-          quietBesideLists: quietFigures(beside),
-          loudListsDone: lists.answers.filter((a) => a.status === 200).length,
-          loudMbPerSecond: rounded(listBytes / 1e6 / (loadMs / 1000), 1),
-        };
-        log(`${big.name} ${(direct.bytes / 1e6).toFixed(1)} MB, ${name}: ${timed.mbPerSecond} MB/s (direct ${direct.mbPerSecond}); quiet p99 alone ${rounded(alone.p99)} ms, beside the lists ${rounded(beside.p99)} ms (${lists.answers.length} lists)`);
+        const alone = await loadFor(kubeconfigAt(quiet.kubeconfig, url), quietPath, QUIET_LOOPS, loadMs);
+        const besides = await besideLists(url, listPath, JSON_MEDIA_TYPE);
+        kind[name] = { list: { ...timed, throughputVsDirect: rounded(timed.mbPerSecond / direct.mbPerSecond, 2) }, quietAlone: quietFigures(alone), ...besides.figures };
+        log(`${big.name} ${(direct.bytes / 1e6).toFixed(1)} MB, ${name}: ${timed.mbPerSecond} MB/s (direct ${direct.mbPerSecond}); quiet p99 alone ${rounded(alone.p99)} ms, beside the lists ${rounded(besides.quietP99)} ms (${besides.lists} lists)`);
       }
       kind.quietP99BesideWorkerVsInline = rounded(kind.worker.quietBesideLists.p99Ms / kind.inline.quietBesideLists.p99Ms, 2);
       figures[big.name] = kind;
@@ -176,22 +185,10 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
       const protobuf: Record<string, any> = { direct: directProtobuf };
       kind.protobuf = protobuf;
       for (const [name, url] of Object.entries(gateways)) {
-        const session = connectH2({ ...credentialsOf(loud.kubeconfig), server: url });
-        sessions.push(session);
-        const timed = await medianList(session, listPath, PROTOBUF_MEDIA_TYPE);
-        const quietConfig = kubeconfigAt(quiet.kubeconfig, url);
-        const [beside, lists] = await Promise.all([
-          loadFor(quietConfig, quietPath, QUIET_LOOPS, loadMs),
-          loadInWorker(kubeconfigAt(loud.kubeconfig, url), listPath, LOUD_LOOPS, loadMs, false, PROTOBUF_MEDIA_TYPE),
-        ]);
-        const listBytes = lists.answers.reduce((n, a) => n + (a.status === 200 ? a.body.length : 0), 0);
-        protobuf[name] = {
-          list: { ...timed, throughputVsDirect: rounded(timed.mbPerSecond / directProtobuf.mbPerSecond, 2) },
-          quietBesideLists: quietFigures(beside),
-          loudListsDone: lists.answers.filter((a) => a.status === 200).length,
-          loudMbPerSecond: rounded(listBytes / 1e6 / (loadMs / 1000), 1),
-        };
-        log(`${big.name} in protobuf ${(directProtobuf.bytes / 1e6).toFixed(1)} MB, ${name}: ${timed.mbPerSecond} MB/s (direct ${directProtobuf.mbPerSecond}); quiet p99 beside the lists ${rounded(beside.p99)} ms (${lists.answers.length} lists)`);
+        const timed = await listOn(url, listPath, PROTOBUF_MEDIA_TYPE);
+        const besides = await besideLists(url, listPath, PROTOBUF_MEDIA_TYPE);
+        protobuf[name] = { list: { ...timed, throughputVsDirect: rounded(timed.mbPerSecond / directProtobuf.mbPerSecond, 2) }, ...besides.figures };
+        log(`${big.name} in protobuf ${(directProtobuf.bytes / 1e6).toFixed(1)} MB, ${name}: ${timed.mbPerSecond} MB/s (direct ${directProtobuf.mbPerSecond}); quiet p99 beside the lists ${rounded(besides.quietP99)} ms (${besides.lists} lists)`);
       }
       protobuf.quietP99BesideWorkerVsInline = rounded(protobuf.worker.quietBesideLists.p99Ms / protobuf.inline.quietBesideLists.p99Ms, 2);
       charts.push({
