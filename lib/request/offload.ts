@@ -54,14 +54,13 @@ export const PROTOBUF_LIST_OFFLOAD_MEASURED_BYTES = 0;
 let listOffloadBytes = 0;
 let protobufListOffloadBytes = 0;
 
-/** Sets the list offload thresholds in bytes, JSON and protobuf (0: every such list is rewritten on the event loop). */
+/**
+ * Sets the list offload thresholds in bytes, JSON and protobuf (0: every such list is rewritten on the event loop);
+ * the protobuf one is the JSON one unless given (tests that send both encodings to the pool).
+ */
 export function setListOffloadThreshold(bytes: number, protobufBytes = bytes): void {
   listOffloadBytes = bytes;
   protobufListOffloadBytes = protobufBytes;
-}
-
-export function listOffloadThreshold(): number {
-  return listOffloadBytes;
 }
 
 // The workers run from the same tree as this module: dist/ as .js, or the sources as .ts (Node strips the types).
