@@ -38,14 +38,31 @@ t.teardown(async () => {
 
 // ---- helpers
 
-async function until<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
+/** `what` may be a function, to say at the timeout what was last seen. */
+async function until<T>(what: string | (() => string), check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const got = await check();
     if (got !== undefined && got !== false) return got;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${typeof what === 'string' ? what : what()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/**
+ * A count once two reads half a second apart agree: a baseline taken just after the test before stopped its clients
+ * may still count their watches (the gateway and the upstream see the connections close a moment later on a busy
+ * machine), and a baseline that then drops leaves a test waiting for a difference that never comes.
+ */
+async function settled<T>(what: string, read: () => Promise<T>): Promise<T> {
+  let last = await read();
+  return until(() => `${what} to settle (last ${JSON.stringify(last)})`, async () => {
+    await new Promise((r) => setTimeout(r, 500));
+    const now = await read();
+    const same = JSON.stringify(now) === JSON.stringify(last);
+    last = now;
+    return same ? now : undefined;
+  });
 }
 
 async function upstreamConfigmapWatches(): Promise<number> {
@@ -125,8 +142,8 @@ t.test('kubectl get -w and get -A -w, as Tables and as JSON: each tenant sees on
   // Same names in both tenants; bravo's have one key more, so a row of bravo's in alpha's table would show.
   await ok(alpha, ['-n', 'default', 'create', 'configmap', 'same', '--from-literal=owner=alpha']);
   await ok(bravo, ['-n', 'default', 'create', 'configmap', 'same', '--from-literal=owner=bravo', '--from-literal=extra=b']);
-  const upstreamBefore = await upstreamConfigmapWatches();
-  const cachedBefore = await cacheWatchers();
+  const upstreamBefore = await settled('upstream configmap watches', upstreamConfigmapWatches);
+  const cachedBefore = await settled('the cache\'s watchers', cacheWatchers);
 
   const watches: { tenant: TestTenant; scope: string[]; form: 'table' | 'json'; kubectl: ReturnType<typeof kubectlStreaming> }[] = [];
   for (const tenant of [alpha, bravo]) {
@@ -206,8 +223,17 @@ t.test('kubectl -w -o json prints the same events through the cache as without i
     { kind: 'pods', args: ['get', 'pods', '-A', '--field-selector', 'spec.nodeName=n1,status.phase=Pending'], last: (e: WatchEvent) => e.type === 'DELETED' },
     { kind: 'events', args: ['get', 'events', '-n', 'default', '--field-selector', 'involvedObject.kind=ConfigMap,involvedObject.namespace=default'], last: (e: WatchEvent) => e.type === 'DELETED' },
   ];
-  const cachedBefore = await cacheWatchers();
+  const cachedBefore = await settled('the cache\'s watchers', cacheWatchers);
   const runs: { tenant: TestTenant; kind: string; last: (e: WatchEvent) => boolean; cached: ReturnType<typeof kubectlStreaming>; today: ReturnType<typeof kubectlStreaming> }[] = [];
+  // The seeds go whatever the outcome: a seed left behind would be in the next test's lists.
+  t.teardown(async () => {
+    for (const tenant of [alpha, bravo]) {
+      await ok(tenant, ['-n', 'other', 'delete', 'pod', 'seed', '--grace-period=0', '--force', '--ignore-not-found']);
+      await ok(tenant, ['-n', 'default', 'delete', 'event', 'seed', '--ignore-not-found']);
+      await ok(tenant, ['-n', 'default', 'delete', 'secret', 'seed', '--ignore-not-found']);
+      await ok(tenant, ['-n', 'other', 'delete', 'configmap', 'seed', '--ignore-not-found']);
+    }
+  });
   for (const tenant of [alpha, bravo]) {
     await ok(tenant, ['-n', 'default', 'create', 'secret', 'generic', 'seed', '--from-literal=owner=x']);
     await ok(tenant, ['-n', 'other', 'create', 'configmap', 'seed']);
@@ -223,9 +249,10 @@ t.test('kubectl -w -o json prints the same events through the cache as without i
   }
   t.teardown(() => Promise.all(runs.flatMap((r) => [r.cached.stop(), r.today.stop()])));
   for (const run of runs) for (const k of [run.cached, run.today]) await k.until('the initial list', (out) => eventsOf(out).length > 0);
-  await until('the cache to serve every watch of each tenant', async () => {
-    const now = await cacheWatchers();
-    return now.alpha - cachedBefore.alpha === commands.length && now.bravo - cachedBefore.bravo === commands.length;
+  let watchers = cachedBefore;
+  await until(() => `the cache to serve every watch of each tenant (${commands.length} each; before ${JSON.stringify(cachedBefore)}, now ${JSON.stringify(watchers)})`, async () => {
+    watchers = await cacheWatchers();
+    return watchers.alpha - cachedBefore.alpha === commands.length && watchers.bravo - cachedBefore.bravo === commands.length;
   });
   for (const tenant of [alpha, bravo]) {
     const owner = tenant === alpha ? 'alpha' : 'bravo';
@@ -266,18 +293,12 @@ t.test('kubectl -w -o json prints the same events through the cache as without i
   t.same(configmaps, ['ADDED other/seed', 'ADDED fresh/moving', 'DELETED fresh/moving'], 'alpha\'s configmaps of team a or b only, entering the selection by label');
   t.same(pods, ['ADDED other/seed', 'ADDED other/p1', 'MODIFIED other/p1', 'DELETED other/p1'], 'alpha\'s pods on n1 only');
   t.same(events, ['ADDED default/seed', 'ADDED default/e1', 'MODIFIED default/e1', 'DELETED default/e1'], 'alpha\'s events about configmaps only');
-  for (const tenant of [alpha, bravo]) {
-    await ok(tenant, ['-n', 'other', 'delete', 'pod', 'seed', '--grace-period=0', '--force']);
-    await ok(tenant, ['-n', 'default', 'delete', 'event', 'seed']);
-    await ok(tenant, ['-n', 'default', 'delete', 'secret', 'seed']);
-    await ok(tenant, ['-n', 'other', 'delete', 'configmap', 'seed']);
-  }
 });
 
 t.test('kubectl get -w --request-timeout ends the same way through the cache as without it', async (t) => {
   await ok(alpha, ['-n', 'default', 'create', 'configmap', 'timed', '--from-literal=owner=alpha']);
   const args = ['-n', 'default', 'get', 'configmaps', '--watch', '--output-watch-events', '-o', 'json', '--request-timeout=3s'];
-  const before = (await cacheWatchers()).alpha;
+  const before = (await settled('the cache\'s watchers', cacheWatchers)).alpha;
   const running = Promise.all([stack.rig.kubectl(args, { kubeconfig: alpha.kubeconfig }), stack.rig.kubectl(args, { kubeconfig: uncachedKubeconfig(alpha) })]);
   await until('the cache to serve the watch', async () => (await cacheWatchers()).alpha === before + 1, 3_000);
   t.pass('the cache serves kubectl\'s watch with its timeout');
@@ -329,8 +350,8 @@ function uncachedKubeconfig(tenant: TestTenant): string {
 }
 
 t.test('client-node informers: each sees only its own objects and changes; the upstream holds no more configmap watches for ten of them, the cache serves them', async (t) => {
-  const upstreamBefore = await upstreamConfigmapWatches();
-  const cachedBefore = await cacheWatchers();
+  const upstreamBefore = await settled('upstream configmap watches', upstreamConfigmapWatches);
+  const cachedBefore = await settled('the cache\'s watchers', cacheWatchers);
   const deliveriesBefore = await gatewayMetric('tenantgate_watch_cache_deliveries_total', { resource: 'configmaps' });
   // Five per tenant: three of one namespace, two across namespaces.
   const informers: InformerRecord[] = [];
@@ -551,7 +572,7 @@ t.test('RBAC: a service account with only get is refused cached watches and list
   t.ok(listAfter < 5_000, `and the cached list after ${listAfter} ms`);
   t.same(list.items.map((cm: any) => `${cm.metadata.namespace}/${cm.metadata.name} ${cm.data.owner}`), ['default/visible alpha'], 'the cached list holds alpha\'s configmap only');
   t.equal((await getWithToken(cachedSession, '/api/v1/configmaps?watch=1', alphaToken)).status, 403, 'a namespace\'s Role grants no watch across namespaces');
-  const watchersBefore = (await cacheWatchers()).alpha;
+  const watchersBefore = (await settled('the cache\'s watchers', cacheWatchers)).alpha;
   const held = cachedSession.request({ ':path': '/api/v1/namespaces/default/configmaps?watch=1', accept: 'application/json', authorization: `Bearer ${alphaToken}` });
   t.teardown(() => held.close());
   await until('the service account\'s watch in the cache', async () => (await cacheWatchers()).alpha === watchersBefore + 1);
@@ -646,7 +667,7 @@ async function burstOfWatches(session: ClientHttp2Session, path: string, count: 
 t.test(`flow control: a burst of ${BURST} watch opens by one tenant is served by the cache without a 429; without the cache it is refused in part`, async (t) => {
   const credentials = credentialsOf(alpha.kubeconfig);
   const path = '/api/v1/namespaces/default/configmaps?watch=1&allowWatchBookmarks=true';
-  const cachedBefore = (await cacheWatchers()).alpha;
+  const cachedBefore = (await settled('the cache\'s watchers', cacheWatchers)).alpha;
   const session = connectH2(credentials);
   t.teardown(() => session.close());
   const cached = await burstOfWatches(session, path, BURST);
