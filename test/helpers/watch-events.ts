@@ -79,3 +79,20 @@ export async function upstreamWatchCount(session: ClientHttp2Session, resource: 
   const metrics = await h2Request(session, 'GET', '/metrics');
   return sumMetric(metrics.body, 'apiserver_longrunning_requests', { resource, verb: 'WATCH' });
 }
+
+/**
+ * What `read` counts, once two reads `intervalMs` apart agree. A baseline read just after watches were closed may
+ * still count them (the gateway and the apiserver see a connection close a moment later on a busy machine); if it
+ * drops afterwards, a test waits for a difference that never comes. Throws, with the last reading, after `timeoutMs`.
+ */
+export async function settled<T>(what: string, read: () => Promise<T>, intervalMs = 250, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last = await read();
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    const now = await read();
+    if (JSON.stringify(now) === JSON.stringify(last)) return now;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} to settle (last ${JSON.stringify(now)})`);
+    last = now;
+  }
+}

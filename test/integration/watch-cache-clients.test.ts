@@ -13,7 +13,7 @@ import { connectH2, credentialsOf, sumMetric } from '../helpers/http.ts';
 import { parseJsonStream, withoutRepeats } from '../helpers/normalize.ts';
 import { productionEnv, spawnGateway, startStack, stopChild, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
-import { upstreamWatchCount, type WatchEvent } from '../helpers/watch-events.ts';
+import { settled, upstreamWatchCount, type WatchEvent } from '../helpers/watch-events.ts';
 
 let stack: Stack;
 let alpha: TestTenant;
@@ -47,22 +47,6 @@ async function until<T>(what: string | (() => string), check: () => T | undefine
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${typeof what === 'string' ? what : what()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
-}
-
-/**
- * A count once two reads half a second apart agree: a baseline taken just after the test before stopped its clients
- * may still count their watches (the gateway and the upstream see the connections close a moment later on a busy
- * machine), and a baseline that then drops leaves a test waiting for a difference that never comes.
- */
-async function settled<T>(what: string, read: () => Promise<T>): Promise<T> {
-  let last = await read();
-  return until(() => `${what} to settle (last ${JSON.stringify(last)})`, async () => {
-    await new Promise((r) => setTimeout(r, 500));
-    const now = await read();
-    const same = JSON.stringify(now) === JSON.stringify(last);
-    last = now;
-    return same ? now : undefined;
-  });
 }
 
 async function upstreamConfigmapWatches(): Promise<number> {

@@ -6,7 +6,7 @@ import type { ClientHttp2Session } from 'node:http2';
 import { connectH2, credentialsOf, h2Request, sumMetric } from '../helpers/http.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant } from '../helpers/tenants.ts';
-import { openWatch, upstreamWatchCount, type WatchEvent } from '../helpers/watch-events.ts';
+import { openWatch, settled, upstreamWatchCount, type WatchEvent } from '../helpers/watch-events.ts';
 import { exampleCrd } from '../helpers/fixtures.ts';
 import { decodeBody, goModuleCache, loadProtoMessages } from '../helpers/k8s-proto.ts';
 
@@ -62,18 +62,6 @@ async function cacheMetric(name: string, resource: string): Promise<number> {
   return sumMetric(await (await fetch(stack.metricsUrl)).text(), name, { resource });
 }
 
-/** The apiserver's open watches of gadgets, once watches closed just before have left its count. */
-async function settledUpstreamWatches(): Promise<number> {
-  let count = await upstreamWatchCount(up, 'gadgets');
-  for (let i = 0; i < 20; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const again = await upstreamWatchCount(up, 'gadgets');
-    if (again === count) return count;
-    count = again;
-  }
-  return count;
-}
-
 /** Lists of gadgets the apiserver has answered (of every tenant's upstream group). */
 async function upstreamLists(): Promise<number> {
   return sumMetric((await h2Request(up, 'GET', '/metrics')).body, 'apiserver_request_total', { resource: 'gadgets', verb: 'LIST' });
@@ -85,7 +73,7 @@ t.test('client-go\'s protobuf-first watch of a custom resource: JSON from the ca
   const direct = openWatch(up, `/apis/${ALPHA}-example.com/v1/namespaces/${ALPHA}-default/gadgets?watch=1`, { accept: PROTOBUF_ACCEPT });
   const directHead = await direct.head;
   t.equal(directHead[':status'], 200, 'the apiserver answers it');
-  const before = await settledUpstreamWatches();
+  const before = await settled('upstream watches of gadgets', () => upstreamWatchCount(up, 'gadgets'));
   const alphaWatch = openWatch(a, `${PATH}?watch=1&allowWatchBookmarks=true`, { accept: PROTOBUF_ACCEPT });
   const bravoWatch = openWatch(b, `${PATH}?watch=1`, { accept: PROTOBUF_ACCEPT });
   for (const w of [alphaWatch, bravoWatch]) {

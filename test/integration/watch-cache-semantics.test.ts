@@ -8,7 +8,7 @@ import { connectH2, credentialsOf, h1Request, h2Request, sumMetric, type Answer 
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
 import { decodeBody, decodeWatchFrames, goModuleCache, loadProtoMessages, withoutZeroValues } from '../helpers/k8s-proto.ts';
-import { openWatch, summary, upstreamWatchCount, type OpenedWatch, type WatchEvent } from '../helpers/watch-events.ts';
+import { openWatch, settled, summary, upstreamWatchCount, type OpenedWatch, type WatchEvent } from '../helpers/watch-events.ts';
 
 // Both tenants use the same namespace and object names: a leak would show as the other's objects under the same name.
 const ALPHA = 'abcdef';
@@ -83,21 +83,9 @@ function pair(namespace: string, query: string): { tenant: OpenedWatch; direct: 
 const hasEvent = (type: string, name: string) => (events: WatchEvent[]) => events.some((e) => e.type === type && e.object?.metadata?.name === name);
 const withoutBookmarks = (events: readonly WatchEvent[]) => events.filter((e) => e.type !== 'BOOKMARK');
 
-/** The apiserver's open watches of `resource`, once watches closed just before have left its count. */
-async function settledUpstreamWatches(resource: string): Promise<number> {
-  let count = await upstreamWatchCount(up, resource);
-  for (let i = 0; i < 20; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const again = await upstreamWatchCount(up, resource);
-    if (again === count) return count;
-    count = again;
-  }
-  return count;
-}
-
 /** Opening `open` adds no upstream watch of `resource`: the cache serves it. */
 async function servedByCache(t: Test, resource: string, open: () => OpenedWatch[]): Promise<OpenedWatch[]> {
-  const before = await settledUpstreamWatches(resource);
+  const before = await settled(`upstream watches of ${resource}`, () => upstreamWatchCount(up, resource));
   const watches = open();
   for (const w of watches) t.equal(await w.status, 200);
   t.equal(await upstreamWatchCount(up, resource), before, `${watches.length} tenant watch(es) of ${resource} added no upstream watch: the cache serves them`);
@@ -420,7 +408,7 @@ t.test('protobuf watches (client-go\'s Accept) are served by the cache: each ten
   const first = await createConfigMap(a, 'sem-proto', 'same', { app: 'x' }, { owner: ALPHA });
   await createConfigMap(b, 'sem-proto', 'same', { app: 'x' }, { owner: BRAVO });
   const from = first.metadata.resourceVersion;
-  const before = await settledUpstreamWatches('configmaps');
+  const before = await settled('upstream watches of configmaps', () => upstreamWatchCount(up, 'configmaps'));
   const bytesBefore = await cacheBytes('configmaps');
   const alphaWatch = openProtobufWatch(a, `/api/v1/namespaces/sem-proto/configmaps?watch=1&resourceVersion=${from}&allowWatchBookmarks=true`);
   const bravoWatch = openProtobufWatch(b, '/api/v1/namespaces/sem-proto/configmaps?watch=1');
