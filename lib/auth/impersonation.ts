@@ -1,6 +1,6 @@
 // Whom tenantgate impersonates upstream for a caller (DESIGN §2 step 7): administrators as themselves,
 // tenants' users and groups under the tenant's prefix, so no tenant identity can equal another's or a system one.
-import type { TenantId } from '../convert/prefix.ts';
+import { toUpstreamName, type TenantId } from '../convert/prefix.ts';
 import { identityToUpstream } from '../convert/rules/index.ts';
 import type { Identity } from './identity.ts';
 
@@ -16,10 +16,25 @@ export interface UpstreamIdentity {
 /** Extra key that marks every tenant request upstream. */
 export const TENANT_EXTRA_KEY = 'tenant';
 
-/** A request as far as impersonation cares: reads of objects reach no admission. */
+/** Upstream user name of a tenant's admin (CN of its admin certificate). */
+export function tenantAdminUser(tenant: TenantId): string {
+  return toUpstreamName('admin', tenant);
+}
+
+/**
+ * The group every tenant admin carries upstream for requests at the cluster scope: the few shared ClusterRoleBindings
+ * of its rights there name it (tenants/bootstrap.ts), so no tenant needs a ClusterRoleBinding of its own, which the
+ * apiserver's RBAC would scan on every request of every user. No tenant can name it: tenants' groups are `<id>:...`.
+ */
+export const TENANT_CLUSTER_SCOPE_GROUP = 'tenantgate:tenant-cluster-scope';
+
+/** A request as far as impersonation cares: reads of objects reach no admission; requests in a namespace need no cluster-scope group. */
 export interface ImpersonatedRequest {
   verb: string;
   subresource: string;
+  /** The request's namespace ('' at the cluster scope; a Namespace's own name for its requests, as RequestInfo has it). */
+  namespace?: string;
+  resource?: string;
 }
 
 const READ_VERBS: ReadonlySet<string> = new Set(['get', 'list', 'watch']);
@@ -31,10 +46,22 @@ interface UpstreamForms {
   full: UpstreamIdentity;
   /** What RBAC needs for a read: user and groups (each impersonated attribute costs the apiserver one authorization). */
   read: UpstreamIdentity | undefined;
+  /** The same two for a request inside one of the tenant's namespaces: a tenant admin's cluster-scope group left out. */
+  namespacedFull: UpstreamIdentity | undefined;
+  namespacedRead: UpstreamIdentity | undefined;
 }
 
 /** Identities live as long as their connection or token cache entry: their upstream forms are made once. */
 const formsOf = new WeakMap<Identity, UpstreamForms>();
+
+/**
+ * A user and groups in the upstream's names, with the cluster-scope group when the user is the tenant's admin: a review
+ * about the admin (which names no groups) asks what the admin's requests carry.
+ */
+export function withClusterScopeGroup<T extends { user: string; groups: string[] }>(identity: T, tenant: TenantId): T {
+  if (identity.user !== tenantAdminUser(tenant) || identity.groups.includes(TENANT_CLUSTER_SCOPE_GROUP)) return identity;
+  return { ...identity, groups: [...identity.groups, TENANT_CLUSTER_SCOPE_GROUP] };
+}
 
 function fullUpstreamIdentity(identity: Identity): UpstreamIdentity {
   const { tenant } = identity;
@@ -44,26 +71,36 @@ function fullUpstreamIdentity(identity: Identity): UpstreamIdentity {
   // system:unauthenticated instead, as the apiserver decides: never twice, never both.)
   const alreadyClassed = identity.groups.includes('system:authenticated') || identity.groups.includes('system:unauthenticated');
   const tenantGroups = alreadyClassed ? identity.groups : [...identity.groups, 'system:authenticated'];
-  const { user, groups } = identityToUpstream(identity.user, tenantGroups, tenant);
+  const { user, groups } = withClusterScopeGroup(identityToUpstream(identity.user, tenantGroups, tenant), tenant);
   const upstream: UpstreamIdentity = { user, groups, extra: { ...identity.extra, [TENANT_EXTRA_KEY]: [tenant] }, tenant };
   // An impersonated uid is opaque to RBAC and names nothing of another tenant's: it goes as the tenant gave it.
   if (identity.uid !== undefined) upstream.uid = identity.uid;
   return upstream;
 }
 
+/** The form without the cluster-scope group, or the form itself when it has none (every identity but an admin's). */
+function withoutClusterScopeGroup(form: UpstreamIdentity): UpstreamIdentity {
+  return form.groups.includes(TENANT_CLUSTER_SCOPE_GROUP) ? { ...form, groups: form.groups.filter((group) => group !== TENANT_CLUSTER_SCOPE_GROUP) } : form;
+}
+
 /**
  * The identity tenantgate impersonates upstream. For a tenant's read of objects (`request` a get, list or watch that
  * is no CONNECT) only the user and groups go: RBAC reads nothing else, and admission, where the confinement policy
- * reads the tenant extra, never sees a read. Everything else carries every attribute.
+ * reads the tenant extra, never sees a read. Everything else carries every attribute. A request inside a namespace
+ * goes without the admin's cluster-scope group: its rights there are a RoleBinding's, and every impersonated value
+ * costs the apiserver one more authorization.
  */
 export function upstreamIdentityOf(identity: Identity, request?: ImpersonatedRequest | null): UpstreamIdentity {
   if (identity.tenant === null) return identity;
   let forms = formsOf.get(identity);
   if (forms === undefined) {
-    forms = { full: fullUpstreamIdentity(identity), read: undefined };
+    forms = { full: fullUpstreamIdentity(identity), read: undefined, namespacedFull: undefined, namespacedRead: undefined };
     formsOf.set(identity, forms);
   }
-  if (request == null || !READ_VERBS.has(request.verb) || CONNECT_SUBRESOURCES.has(request.subresource)) return forms.full;
-  forms.read ??= { user: forms.full.user, groups: forms.full.groups, tenant: identity.tenant };
-  return forms.read;
+  if (request == null) return forms.full;
+  const read = READ_VERBS.has(request.verb) && !CONNECT_SUBRESOURCES.has(request.subresource);
+  if (read) forms.read ??= { user: forms.full.user, groups: forms.full.groups, tenant: identity.tenant };
+  if (request.namespace === undefined || request.namespace === '' || request.resource === 'namespaces') return read ? forms.read! : forms.full;
+  if (read) return (forms.namespacedRead ??= withoutClusterScopeGroup(forms.read!));
+  return (forms.namespacedFull ??= withoutClusterScopeGroup(forms.full));
 }

@@ -5,7 +5,7 @@ import type { ClientHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders } from
 import { performance } from 'node:perf_hooks';
 import { pipeline, type Transform } from 'node:stream';
 import { shadowReviewStatus } from '../auth/access-review.ts';
-import { upstreamIdentityOf } from '../auth/impersonation.ts';
+import { upstreamIdentityOf, withClusterScopeGroup } from '../auth/impersonation.ts';
 import { aggregatedDiscoveryToTenant, discoveryToTenant } from '../convert/discovery.ts';
 import { isTenantCrdGroup, isWholeObjectSubresource } from '../convert/kinds.ts';
 import { openapiGroupDocToTenant, openapiIndexToTenant } from '../convert/openapi.ts';
@@ -280,7 +280,10 @@ async function clusterReviewWithShadow(body: any, ctx: RequestContext, conversio
   const namespace = spec.resourceAttributes?.namespace;
   if (typeof namespace === 'string' && namespace !== '') return;
   // A SubjectAccessReview asks about the user it names (upstream names already); a self review about the caller.
-  const identity = ctx.row!.rule === 'subjectaccessreview' ? { user: String(spec.user ?? ''), groups: Array.isArray(spec.groups) ? spec.groups.map(String) : [] } : upstreamIdentityOf(ctx.identity!);
+  const identity =
+    ctx.row!.rule === 'subjectaccessreview'
+      ? withClusterScopeGroup({ user: String(spec.user ?? ''), groups: Array.isArray(spec.groups) ? spec.groups.map(String) : [] }, ctx.identity!.tenant!)
+      : upstreamIdentityOf(ctx.identity!);
   const status = await shadowReviewStatus(conversions.pool, identity, spec);
   if (status !== null) body.status = status;
 }
@@ -298,6 +301,9 @@ async function afterWrite(ctx: RequestContext, status: number, body: any, conver
   if (row.rule === 'crd' && status < 300 && info.subresource === '' && (info.verb === 'create' || info.verb === 'update' || info.verb === 'patch')) {
     // As on a real cluster, the tenant may use the kind once it is Established, however soon it asks.
     await conversions.customResourceDefinitionWritten?.(tenant, body).catch((error: Error) => log.warn('custom resource rights not in place yet', { tenant, error: error.message }));
+  }
+  if (row.rule === 'certificatesigningrequest' && status === 201 && info.verb === 'create' && info.subresource === '') {
+    await conversions.certificateSigningRequestWritten?.(tenant).catch((error: Error) => log.warn('signer rights not in place yet', { tenant, error: error.message }));
   }
 }
 

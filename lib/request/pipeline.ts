@@ -173,7 +173,10 @@ const CLUSTER_READ_VERBS: ReadonlySet<string> = new Set(['get', 'list', 'watch']
  * ClusterRoleBindings (upstream those bind shadow subjects only).
  */
 function readsAtClusterScope(info: RequestInfo, row: KindRow | null): boolean {
-  if (row === null || info.subresource !== '') return false;
+  if (row === null) return false;
+  // Upstream a tenant admin holds only writes on cluster-scoped custom resources (the shared role names every tenant's),
+  // so a read of one's status or scale is made by tenantgate too.
+  if (info.subresource !== '') return row.rule === 'custom-resource' && row.scope === 'Cluster' && info.verb === 'get';
   return row.scope === 'Namespaced' ? info.namespace === '' && CROSS_NAMESPACE_VERBS.has(info.verb) : CLUSTER_READ_VERBS.has(info.verb);
 }
 
@@ -197,7 +200,9 @@ export function authorizeClusterScopeReads(access: AccessReviews): Stage['run'] 
     const tenant = identity.tenant!;
     // RBAC's resourceNames match a get of one object by its upstream name.
     const name = info.verb === 'get' && info.name !== '' ? upstreamObjectName(info, row!, info.name, tenant) : '';
-    const allowed = access.allowed(tenant, upstreamIdentityOf(identity), info.verb, apiGroupToUpstream(info.apiGroup, tenant), info.resource, name);
+    // (RBAC names a subresource as `<resource>/<subresource>`.)
+    const resource = info.subresource === '' ? info.resource : `${info.resource}/${info.subresource}`;
+    const allowed = access.allowed(tenant, upstreamIdentityOf(identity), info.verb, apiGroupToUpstream(info.apiGroup, tenant), resource, name);
     return typeof allowed === 'boolean' ? decide(ctx, allowed) : allowed.then((answer) => decide(ctx, answer));
   };
 }

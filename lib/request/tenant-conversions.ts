@@ -27,6 +27,11 @@ export interface TenantConversionDeps {
    * needs to use the CRD's resources is in place by then. Absent: nothing waits.
    */
   customResourceDefinitionWritten?: ((tenant: TenantId, crd: unknown) => Promise<void>) | undefined;
+  /**
+   * Called when a tenant creates a certificate signing request, before the create is answered: its admin may approve
+   * it by then (the rights on the tenant's signers are made on first need). Absent: nothing waits.
+   */
+  certificateSigningRequestWritten?: ((tenant: TenantId) => Promise<void>) | undefined;
 }
 
 /** A tenant's conversion context over `discovery` (its closures read discovery as it is at each call). */
@@ -49,6 +54,7 @@ export class TenantConversions {
   readonly access: AccessReviews;
   readonly metrics: TenantgateMetrics | null;
   readonly customResourceDefinitionWritten: TenantConversionDeps['customResourceDefinitionWritten'];
+  readonly certificateSigningRequestWritten: TenantConversionDeps['certificateSigningRequestWritten'];
   /** Tenants' views of OpenAPI v2, kept while the upstream's ETag holds. */
   readonly openapiV2 = new TenantOpenApiV2Cache();
   readonly #webhookUrlHosts: ReadonlySet<string> | undefined;
@@ -62,6 +68,7 @@ export class TenantConversions {
     this.access = deps.access;
     this.metrics = deps.metrics ?? null;
     this.customResourceDefinitionWritten = deps.customResourceDefinitionWritten;
+    this.certificateSigningRequestWritten = deps.certificateSigningRequestWritten;
     this.#webhookUrlHosts = deps.webhookUrlHosts;
   }
 

@@ -78,7 +78,7 @@ export function forwardUpgrade(ctx: RequestContext, path: string, credentials: C
   const { socket: clientSocket, head } = ctx.upgrade!;
   const identity = ctx.identity!;
   const url = new URL(credentials.server);
-  const headers = upstreamRequestHeaders(ctx.headers, upstreamIdentityOf(identity), {
+  const headers = upstreamRequestHeaders(ctx.headers, upstreamIdentityOf(identity, ctx.info), {
     authorization: bearerAuthorization(credentials),
   });
   // The upgrade itself is the one hop-by-hop exchange this path must carry.

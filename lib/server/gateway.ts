@@ -26,7 +26,7 @@ import { CsrSigner } from '../tenants/csr-signer.ts';
 import { inClusterAddress } from '../tenants/cluster-service.ts';
 import { inClusterAccessObjects } from '../tenants/in-cluster-access.ts';
 import { TenantLifecycle } from '../tenants/lifecycle.ts';
-import { syncTenantCustomResources, type CustomResourceDefinition } from '../tenants/bootstrap.ts';
+import { ensureTenantSigners, syncTenantCustomResources, type CustomResourceDefinition } from '../tenants/bootstrap.ts';
 import type { TenantId } from '../convert/prefix.ts';
 import { ObjectKeeper, type KeptObject } from '../tenants/kept-objects.ts';
 import { TENANT_CONFINEMENT_OBJECTS } from '../tenants/confinement-policy.ts';
@@ -136,8 +136,15 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
         if (tenant !== undefined && tenant.metadata.deletionTimestamp === undefined) await syncTenantCustomResources(pool, id, crd as CustomResourceDefinition);
       }
     : undefined;
+  // The admin's rights on the tenant's signers, made with its first certificate signing request; likewise.
+  const certificateSigningRequestWritten = runLifecycle
+    ? async (id: TenantId) => {
+        const tenant = tenants.get(id);
+        if (tenant !== undefined && tenant.metadata.deletionTimestamp === undefined) await ensureTenantSigners(pool, id);
+      }
+    : undefined;
   const access = new AccessReviews(upstreamAccessReviewer(pool));
-  const conversions = new TenantConversions({ pool, discovery, access, metrics, webhookUrlHosts, customResourceDefinitionWritten });
+  const conversions = new TenantConversions({ pool, discovery, access, metrics, webhookUrlHosts, customResourceDefinitionWritten, certificateSigningRequestWritten });
   // On unless switched off; never with --passthrough (nothing is converted, nothing to keep in tenants' views).
   const cachedResources = config.watchCache === undefined ? cachedResourcesOf(DEFAULT_CACHED_RESOURCES) : (config.watchCache?.resources ?? null);
   const watchCache = cachedResources === null || cachedResources.length === 0 || config.passthrough ? null : new WatchCache(cachedResources, pool, (tenant) => conversions.of(tenant), {

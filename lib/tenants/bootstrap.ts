@@ -5,6 +5,7 @@ import { carriesTenantLabel, CUSTOM_RESOURCE_SUBRESOURCES, KINDS, type KindRow }
 import { TENANT_LABEL, toUpstreamName, type TenantId } from '../convert/prefix.ts';
 import { clusterShadowOf } from '../convert/rules/cluster-subjects.ts';
 import { tenantSignersWildcard } from '../convert/rules/signers.ts';
+import { TENANT_CLUSTER_SCOPE_GROUP, tenantAdminUser } from '../auth/impersonation.ts';
 import { upstreamJson } from '../upstream/client.ts';
 import { listUpstream } from '../upstream/own-watch.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
@@ -12,12 +13,8 @@ import type { UpstreamPool } from '../upstream/pool.ts';
 /** Namespaces every Kubernetes cluster has, so every tenant has them too. */
 export const BUILTIN_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
 
-/** Upstream user name of a tenant's admin (CN of its admin certificate). */
-export function tenantAdminUser(tenant: TenantId): string {
-  return toUpstreamName('admin', tenant);
-}
-
 const READS = ['get', 'list', 'watch'];
+const RBAC = '/apis/rbac.authorization.k8s.io/v1';
 
 interface PolicyRule {
   apiGroups: string[];
@@ -48,8 +45,11 @@ const REVIEW_ROWS = CLUSTER_ROWS.filter((row) => row.tenancy === 'tenant' && !ca
 const OWN_CLUSTER_ROWS = CLUSTER_ROWS.filter((row) => row.tenancy === 'tenant' && carriesTenantLabel(row));
 const SHARED_CLUSTER_ROWS = CLUSTER_ROWS.filter((row) => row.tenancy === 'shared-read-only');
 
+/** Marks the few upstream RBAC objects all tenants share (what the lifecycle controller watches and puts back). */
+export const SHARED_TENANT_RBAC_LABEL = 'tenantgate.kubezoo.io/shared-tenant-rbac';
+
 /**
- * The cluster-scoped rights every tenant admin holds upstream, derived from the table of kinds: everything on the
+ * The cluster-scoped rights every tenant admin holds upstream (through its group TENANT_CLUSTER_SCOPE_GROUP), derived from the table of kinds: everything on the
  * cluster-scoped kinds a tenant has (reads of all tenants' objects of those kinds, writes confined by the
  * admission policy), reads of the shared ones, and the reviews. No namespaced resource at all: inside its
  * namespaces the admin is cluster-admin by a RoleBinding in each, and a list across namespaces is made by
@@ -62,7 +62,7 @@ const SHARED_CLUSTER_ROWS = CLUSTER_ROWS.filter((row) => row.tenancy === 'shared
 export const TENANT_CLUSTER_ROLE = {
   apiVersion: 'rbac.authorization.k8s.io/v1',
   kind: 'ClusterRole',
-  metadata: { name: 'tenantgate:tenant-cluster-scope' },
+  metadata: { name: 'tenantgate:tenant-cluster-scope', labels: { [SHARED_TENANT_RBAC_LABEL]: 'true' } },
   rules: [
     ...rulesByGroup(OWN_CLUSTER_ROWS, ['*'], (row) => withSubresources(row.resource, row.subresources)),
     ...rulesByGroup(SHARED_CLUSTER_ROWS, READS, (row) => [row.resource, row.resource + '/status']),
@@ -70,7 +70,10 @@ export const TENANT_CLUSTER_ROLE = {
   ],
 };
 
-/** `group/resource` of every kind whose objects of all tenants (and the platform's) a tenant identity can read upstream. */
+/**
+ * `group/resource` of every kind whose objects of all tenants (and the platform's) a tenant admin identity can read
+ * upstream (none of their custom resources: TENANTS_OWN_CLUSTER_RULES grants writes only).
+ */
 export function tenantReadableUpstream(): string[] {
   return [...OWN_CLUSTER_ROWS, ...SHARED_CLUSTER_ROWS].map((row) => (row.group === '' ? row.resource : `${row.resource}.${row.upstreamGroup ?? row.group}`));
 }
@@ -143,14 +146,9 @@ export async function ensure(pool: UpstreamPool, collectionPath: string, object:
 /** Name of the RoleBinding that makes the tenant admin cluster-admin in each of its upstream namespaces. */
 export const TENANT_ADMIN_BINDING = 'tenantgate:tenant-admin';
 
-/** Name of the ClusterRoleBinding of a tenant's admin to TENANT_CLUSTER_ROLE. */
-export function tenantClusterRoleBindingName(tenant: TenantId): string {
-  return `tenantgate:tenant:${tenant}`;
-}
-
 /** Full power inside one of the tenant's upstream namespaces: cluster-admin, bound in that namespace only. */
 export async function grantTenantNamespace(pool: UpstreamPool, tenant: TenantId, upstreamNamespace: string): Promise<void> {
-  await ensure(pool, `/apis/rbac.authorization.k8s.io/v1/namespaces/${upstreamNamespace}/rolebindings`, {
+  await ensure(pool, `${RBAC}/namespaces/${upstreamNamespace}/rolebindings`, {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'RoleBinding',
     metadata: { name: TENANT_ADMIN_BINDING, namespace: upstreamNamespace, labels: { [TENANT_LABEL]: tenant } },
@@ -159,55 +157,90 @@ export async function grantTenantNamespace(pool: UpstreamPool, tenant: TenantId,
   });
 }
 
-/** The ClusterRole every tenant admin is bound to (shared by all tenants). */
-export async function ensureTenantClusterRole(pool: UpstreamPool): Promise<void> {
-  await ensure(pool, '/apis/rbac.authorization.k8s.io/v1/clusterroles', TENANT_CLUSTER_ROLE);
-}
-
-export async function ensureTenantClusterRoleBinding(pool: UpstreamPool, tenant: TenantId): Promise<void> {
-  await ensure(pool, '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'ClusterRoleBinding',
-    metadata: { name: tenantClusterRoleBindingName(tenant), labels: { [TENANTGATE_OWNED_LABEL]: tenant } },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: TENANT_CLUSTER_ROLE.metadata.name },
-    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: tenantAdminUser(tenant) }],
-  });
-}
-
-/** Name of the ClusterRoleBinding that makes the tenant admin's shadow identity cluster-admin. */
-export function tenantShadowBindingName(tenant: TenantId): string {
-  return `tenantgate:tenant-shadow:${tenant}`;
-}
-
 /**
- * The tenant admin's shadow identity is cluster-admin: tenantgate asks the upstream about the shadow identity
- * before serving a tenant's cross-namespace read (auth/access-review.ts), and the admin may do anything in its
- * own cluster. Nobody carries a shadow identity, so this grants no request anything.
+ * Marks a tenant's own roles of rights only it holds at the cluster scope (its cluster-scoped custom resources, its
+ * signers): the shared role TENANTS_OWN_CLUSTER_RULES aggregates them, so none needs a ClusterRoleBinding.
  */
-export async function ensureTenantShadowBinding(pool: UpstreamPool, tenant: TenantId): Promise<void> {
-  await ensure(pool, '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'ClusterRoleBinding',
-    metadata: { name: tenantShadowBindingName(tenant), labels: { [TENANTGATE_OWNED_LABEL]: tenant } },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
-    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: clusterShadowOf(tenantAdminUser(tenant)) }],
-  });
-}
-
-/** Name of the ClusterRole (and its binding to the admin) on the tenant's cluster-scoped custom resources. */
-export function tenantCustomResourcesName(tenant: TenantId): string {
-  return `tenantgate:tenant-custom-resources:${tenant}`;
-}
+export const AGGREGATE_TO_TENANTS_LABEL = 'tenantgate.kubezoo.io/aggregate-to-tenant-admins';
 
 /** Marks the ClusterRoles tenantgate keeps on tenants' cluster-scoped custom resources. */
 export const CUSTOM_RESOURCES_ROLE_LABEL = 'tenantgate.kubezoo.io/tenant-custom-resources';
+
+/** Marks the ClusterRoles on tenants' own signers. */
+export const SIGNERS_ROLE_LABEL = 'tenantgate.kubezoo.io/tenant-signers';
+
+/**
+ * Every tenant's rules on its cluster-scoped custom resources and signers, aggregated by the upstream's aggregation
+ * controller from the per-tenant roles. RBAC cannot grant on a name prefix, so a tenant admin holds these rules on
+ * every tenant's such resources upstream: writes only, which the confinement policy limits to its own groups and
+ * names (and signers of its own domain).
+ */
+export const TENANTS_OWN_CLUSTER_RULES = {
+  apiVersion: 'rbac.authorization.k8s.io/v1',
+  kind: 'ClusterRole',
+  metadata: { name: 'tenantgate:tenants-own-cluster-rules', labels: { [SHARED_TENANT_RBAC_LABEL]: 'true' } },
+  aggregationRule: { clusterRoleSelectors: [{ matchLabels: { [AGGREGATE_TO_TENANTS_LABEL]: 'true' } }] },
+};
+
+function groupBinding(name: string, group: string, role: string): UpstreamObject {
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name, labels: { [SHARED_TENANT_RBAC_LABEL]: 'true' } },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: group }],
+  };
+}
+
+/**
+ * The tenant admins' shadow identities are cluster-admin: tenantgate asks the upstream about the shadow identity before
+ * serving a tenant's cross-namespace read (auth/access-review.ts), and an admin may do anything in its own cluster.
+ * Nobody carries a shadow group, so this grants no request anything.
+ */
+const SHADOW_ADMINS_BINDING = groupBinding('tenantgate:tenant-cluster-scope:shadow', clusterShadowOf(TENANT_CLUSTER_SCOPE_GROUP), 'cluster-admin');
+
+/**
+ * The upstream RBAC every tenant admin's rights at the cluster scope come from, the same objects whatever the number of
+ * tenants: bindings of the group the admins carry (TENANT_CLUSTER_SCOPE_GROUP), roles first so no binding names a
+ * missing role. A ClusterRoleBinding per tenant would cost every request of the cluster (RBAC scans them all).
+ */
+export const SHARED_TENANT_RBAC: readonly { collection: string; object: UpstreamObject }[] = [
+  { collection: `${RBAC}/clusterroles`, object: TENANT_CLUSTER_ROLE },
+  { collection: `${RBAC}/clusterroles`, object: TENANTS_OWN_CLUSTER_RULES },
+  { collection: `${RBAC}/clusterrolebindings`, object: groupBinding(TENANT_CLUSTER_ROLE.metadata.name, TENANT_CLUSTER_SCOPE_GROUP, TENANT_CLUSTER_ROLE.metadata.name) },
+  { collection: `${RBAC}/clusterrolebindings`, object: groupBinding(TENANTS_OWN_CLUSTER_RULES.metadata.name, TENANT_CLUSTER_SCOPE_GROUP, TENANTS_OWN_CLUSTER_RULES.metadata.name) },
+  { collection: `${RBAC}/clusterrolebindings`, object: SHADOW_ADMINS_BINDING },
+];
+
+/** Creates the shared tenant RBAC, or brings it back to what tenantgate wants. */
+export async function ensureSharedTenantRbac(pool: UpstreamPool): Promise<void> {
+  for (const { collection, object } of SHARED_TENANT_RBAC) await ensure(pool, collection, object);
+}
+
+/** Name of the ClusterRole on the tenant's cluster-scoped custom resources (aggregated, bound to no one). */
+export function tenantCustomResourcesName(tenant: TenantId): string {
+  return `tenantgate:tenant-custom-resources:${tenant}`;
+}
 
 export interface CustomResourceDefinition {
   spec?: { group?: string; scope?: string; names?: { plural?: string } };
 }
 
+/** The labels of a tenant's role that TENANTS_OWN_CLUSTER_RULES aggregates. */
+function aggregatedRoleLabels(tenant: TenantId, kind: string): Record<string, string> {
+  return { [TENANTGATE_OWNED_LABEL]: tenant, [kind]: 'true', [AGGREGATE_TO_TENANTS_LABEL]: 'true' };
+}
+
 /**
- * Everything on the tenant's cluster-scoped custom resources, by group and plural: RBAC cannot grant on a group
+ * Writes only: the shared role aggregating this one grants them to every tenant admin, and the confinement policy keeps
+ * each admin's writes in its own groups and names; reads of cluster-scoped objects are made by tenantgate itself once
+ * the tenant's RBAC allowed them (request/pipeline.ts authorizeClusterScopeReads), so no tenant identity reads another's.
+ */
+const CUSTOM_RESOURCE_WRITES = ['create', 'update', 'patch', 'delete', 'deletecollection'];
+const SUBRESOURCE_WRITES = ['update', 'patch'];
+
+/**
+ * The writes on the tenant's cluster-scoped custom resources, by group and plural: RBAC cannot grant on a group
  * prefix, and the shared role cannot name every tenant's groups. Namespaced ones need nothing cluster-wide.
  */
 export function tenantCustomResourcesRole(tenant: TenantId, crds: readonly CustomResourceDefinition[]) {
@@ -215,31 +248,27 @@ export function tenantCustomResourcesRole(tenant: TenantId, crds: readonly Custo
   for (const crd of crds) {
     const { group, scope, names } = crd.spec ?? {};
     if (scope !== 'Cluster' || typeof group !== 'string' || !group.startsWith(tenant + '-') || typeof names?.plural !== 'string') continue;
-    rules.push({ apiGroups: [group], resources: withSubresources(names.plural, CUSTOM_RESOURCE_SUBRESOURCES), verbs: ['*'] });
+    rules.push({ apiGroups: [group], resources: [names.plural], verbs: CUSTOM_RESOURCE_WRITES });
+    rules.push({ apiGroups: [group], resources: CUSTOM_RESOURCE_SUBRESOURCES.map((subresource) => `${names.plural}/${subresource}`), verbs: SUBRESOURCE_WRITES });
   }
   rules.sort((a, b) => (a.apiGroups[0]! + a.resources[0]! < b.apiGroups[0]! + b.resources[0]! ? -1 : 1));
   return {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRole',
-    metadata: { name: tenantCustomResourcesName(tenant), labels: { [TENANTGATE_OWNED_LABEL]: tenant, [CUSTOM_RESOURCES_ROLE_LABEL]: 'true' } },
+    metadata: { name: tenantCustomResourcesName(tenant), labels: aggregatedRoleLabels(tenant, CUSTOM_RESOURCES_ROLE_LABEL) },
     rules,
   };
 }
 
-/** A ClusterRole of tenantgate's for one tenant, and its binding (of the same name) to that tenant's admin. */
-async function ensureAdminClusterRole(pool: UpstreamPool, tenant: TenantId, role: { metadata: { name: string } }): Promise<void> {
-  await ensure(pool, '/apis/rbac.authorization.k8s.io/v1/clusterroles', role);
-  await ensure(pool, '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'ClusterRoleBinding',
-    metadata: { name: role.metadata.name, labels: { [TENANTGATE_OWNED_LABEL]: tenant } },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role.metadata.name },
-    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: tenantAdminUser(tenant) }],
-  });
-}
-
+/**
+ * The tenant's role on its cluster-scoped custom resources as its CRDs are now: made when it first has one, removed
+ * when it has none left, so a tenant without them keeps no ClusterRole upstream.
+ */
 export async function ensureTenantCustomResources(pool: UpstreamPool, tenant: TenantId, crds: readonly CustomResourceDefinition[]): Promise<void> {
-  await ensureAdminClusterRole(pool, tenant, tenantCustomResourcesRole(tenant, crds));
+  const role = tenantCustomResourcesRole(tenant, crds);
+  if (role.rules.length > 0) return ensure(pool, `${RBAC}/clusterroles`, role);
+  const deleted = await upstreamJson(pool, 'DELETE', `${RBAC}/clusterroles/${encodeURIComponent(role.metadata.name)}`);
+  if (deleted.status !== 200 && deleted.status !== 404) throw new Error(`deleting clusterrole ${role.metadata.name} answered ${deleted.status}`);
 }
 
 /** Bounded: a write of the role that loses to another writer (the lifecycle's reconcile) is read and made again. */
@@ -247,37 +276,46 @@ const CUSTOM_RESOURCES_ATTEMPTS = 5;
 const AUTHORIZED_WITHIN_MS = 2_000;
 
 /**
- * Brings the admin's role on the tenant's cluster-scoped custom resources up to the tenant's CRDs as they are now, and
- * waits (bounded) until the upstream's authorizer allows the admin on `written` (its RBAC is served from informers).
- * Called before a tenant's CRD write is answered, so no client learns of a CRD it cannot use yet.
+ * Waits (bounded) until the upstream's authorizer allows a tenant admin `verb` on `resource` of `group` (named
+ * `name`, or any): its RBAC is served from informers, and an aggregated rule lands after the aggregation controller.
  */
-export async function syncTenantCustomResources(pool: UpstreamPool, tenant: TenantId, written: CustomResourceDefinition): Promise<void> {
-  const crdsOfTenant = `/apis/apiextensions.k8s.io/v1/customresourcedefinitions?labelSelector=${encodeURIComponent(`${TENANT_LABEL}=${tenant}`)}`;
-  const rolePath = `/apis/rbac.authorization.k8s.io/v1/clusterroles/${encodeURIComponent(tenantCustomResourcesName(tenant))}`;
-  for (let attempt = 1; ; attempt++) {
-    const crds = (await listUpstream(pool, crdsOfTenant)) as CustomResourceDefinition[];
-    await ensureTenantCustomResources(pool, tenant, crds);
-    const current = await upstreamJson(pool, 'GET', rolePath);
-    if (current.status === 200 && !differs(current.body, tenantCustomResourcesRole(tenant, crds))) break;
-    if (attempt === CUSTOM_RESOURCES_ATTEMPTS) throw new Error(`${rolePath} still differs after ${attempt} writes`);
-  }
-  const rule = tenantCustomResourcesRole(tenant, [written]).rules[0];
-  if (rule === undefined) return; // namespaced, or not the tenant's: nothing at the cluster scope to wait for
+async function untilAdminAllowed(pool: UpstreamPool, tenant: TenantId, attributes: { verb: string; group: string; resource: string; name?: string }): Promise<void> {
   const review = {
     apiVersion: 'authorization.k8s.io/v1',
     kind: 'SubjectAccessReview',
-    spec: { user: tenantAdminUser(tenant), resourceAttributes: { verb: 'create', group: rule.apiGroups[0], resource: rule.resources[0] } },
+    spec: { user: tenantAdminUser(tenant), groups: [TENANT_CLUSTER_SCOPE_GROUP], resourceAttributes: attributes },
   };
   const deadline = Date.now() + AUTHORIZED_WITHIN_MS;
   for (;;) {
     const answer = await upstreamJson(pool, 'POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', review);
     if (answer.body?.status?.allowed === true) return;
-    if (Date.now() > deadline) throw new Error(`the upstream does not allow ${tenantAdminUser(tenant)} on ${rule.resources[0]}.${rule.apiGroups[0]} yet`);
+    if (Date.now() > deadline) throw new Error(`the upstream does not allow ${tenantAdminUser(tenant)} to ${attributes.verb} ${attributes.resource}.${attributes.group} yet`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
 
-/** Name of the ClusterRole (and its binding to the admin) on the tenant's own certificate signers. */
+/**
+ * Brings the admin's role on the tenant's cluster-scoped custom resources up to the tenant's CRDs as they are now, and
+ * waits (bounded) until the upstream's authorizer allows the admin on `written`.
+ * Called before a tenant's CRD write is answered, so no client learns of a CRD it cannot use yet.
+ */
+export async function syncTenantCustomResources(pool: UpstreamPool, tenant: TenantId, written: CustomResourceDefinition): Promise<void> {
+  const crdsOfTenant = `/apis/apiextensions.k8s.io/v1/customresourcedefinitions?labelSelector=${encodeURIComponent(`${TENANT_LABEL}=${tenant}`)}`;
+  const rolePath = `${RBAC}/clusterroles/${encodeURIComponent(tenantCustomResourcesName(tenant))}`;
+  for (let attempt = 1; ; attempt++) {
+    const crds = (await listUpstream(pool, crdsOfTenant)) as CustomResourceDefinition[];
+    await ensureTenantCustomResources(pool, tenant, crds);
+    const wanted = tenantCustomResourcesRole(tenant, crds);
+    const current = await upstreamJson(pool, 'GET', rolePath);
+    if (wanted.rules.length === 0 ? current.status === 404 : current.status === 200 && !differs(current.body, wanted)) break;
+    if (attempt === CUSTOM_RESOURCES_ATTEMPTS) throw new Error(`${rolePath} still differs after ${attempt} writes`);
+  }
+  const rule = tenantCustomResourcesRole(tenant, [written]).rules[0];
+  if (rule === undefined) return; // namespaced, or not the tenant's: nothing at the cluster scope to wait for
+  await untilAdminAllowed(pool, tenant, { verb: 'create', group: rule.apiGroups[0]!, resource: rule.resources[0]! });
+}
+
+/** Name of the ClusterRole on the tenant's own certificate signers (aggregated, bound to no one). */
 export function tenantSignersName(tenant: TenantId): string {
   return `tenantgate:tenant-signers:${tenant}`;
 }
@@ -290,27 +328,39 @@ export function tenantSignersRole(tenant: TenantId) {
   return {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRole',
-    metadata: { name: tenantSignersName(tenant), labels: { [TENANTGATE_OWNED_LABEL]: tenant } },
+    metadata: { name: tenantSignersName(tenant), labels: aggregatedRoleLabels(tenant, SIGNERS_ROLE_LABEL) },
     rules: [{ apiGroups: ['certificates.k8s.io'], resources: ['signers'], resourceNames: [tenantSignersWildcard(tenant)], verbs: ['approve', 'sign'] }],
   };
 }
 
+/**
+ * The admin's rights on the tenant's signers, made when the tenant writes its first certificate signing request (a
+ * tenant that never does keeps no ClusterRole upstream), in force before that write is answered.
+ */
 export async function ensureTenantSigners(pool: UpstreamPool, tenant: TenantId): Promise<void> {
-  await ensureAdminClusterRole(pool, tenant, tenantSignersRole(tenant));
+  await ensure(pool, `${RBAC}/clusterroles`, tenantSignersRole(tenant));
+  await untilAdminAllowed(pool, tenant, { verb: 'approve', group: 'certificates.k8s.io', resource: 'signers', name: tenantSignersWildcard(tenant) });
 }
 
-/** tenantgate's own cluster-scoped objects for a tenant (paths), not under its prefix: removed with the tenant. */
+/**
+ * tenantgate's own cluster-scoped objects for a tenant (paths), not under its prefix: removed with the tenant. The
+ * ClusterRoleBindings are what an older tenantgate kept per tenant (LEGACY_TENANT_BINDINGS).
+ */
 export function tenantgateClusterObjectsOf(tenant: TenantId): string[] {
-  const rbac = '/apis/rbac.authorization.k8s.io/v1';
-  const binding = (name: string) => `${rbac}/clusterrolebindings/${encodeURIComponent(name)}`;
+  const binding = (name: string) => `${RBAC}/clusterrolebindings/${encodeURIComponent(name)}`;
   return [
-    binding(tenantClusterRoleBindingName(tenant)),
-    binding(tenantShadowBindingName(tenant)),
-    binding(tenantCustomResourcesName(tenant)),
-    `${rbac}/clusterroles/${encodeURIComponent(tenantCustomResourcesName(tenant))}`,
-    binding(tenantSignersName(tenant)),
-    `${rbac}/clusterroles/${encodeURIComponent(tenantSignersName(tenant))}`,
+    ...legacyTenantBindingsOf(tenant).map(binding),
+    `${RBAC}/clusterroles/${encodeURIComponent(tenantCustomResourcesName(tenant))}`,
+    `${RBAC}/clusterroles/${encodeURIComponent(tenantSignersName(tenant))}`,
   ];
+}
+
+/**
+ * The ClusterRoleBindings an older tenantgate kept for each tenant (its admin's, its shadow's, its custom resources'
+ * and signers'), which the shared group bindings replace: removed once those are in place.
+ */
+export function legacyTenantBindingsOf(tenant: TenantId): string[] {
+  return [`tenantgate:tenant:${tenant}`, `tenantgate:tenant-shadow:${tenant}`, tenantCustomResourcesName(tenant), tenantSignersName(tenant)];
 }
 
 /** One of the tenant's upstream namespaces, labelled as its own, with its admin's RoleBinding in it. */
@@ -319,12 +369,7 @@ export async function ensureTenantNamespace(pool: UpstreamPool, tenant: TenantId
   await grantTenantNamespace(pool, tenant, upstreamNamespace);
 }
 
-/** Creates (or confirms) the tenant's built-in namespaces and RBAC upstream. Idempotent. */
+/** Creates (or confirms) the tenant's built-in namespaces upstream, with its admin's RoleBinding in each. Idempotent. */
 export async function bootstrapTenant(pool: UpstreamPool, tenant: TenantId): Promise<void> {
-  await ensureTenantClusterRole(pool);
-  await ensureTenantClusterRoleBinding(pool, tenant);
-  await ensureTenantShadowBinding(pool, tenant);
-  await ensureTenantCustomResources(pool, tenant, []);
-  await ensureTenantSigners(pool, tenant);
-  for (const namespace of BUILTIN_NAMESPACES) await ensureTenantNamespace(pool, tenant, toUpstreamName(namespace, tenant));
+  await Promise.all(BUILTIN_NAMESPACES.map((namespace) => ensureTenantNamespace(pool, tenant, toUpstreamName(namespace, tenant))));
 }

@@ -1,5 +1,5 @@
 // Removes a deleted tenant's upstream objects: its namespaces (and so all it had in them), its cluster-scoped objects,
-// its CRDs (and so their custom resources) and its admin's ClusterRoleBinding. Never deletes a name outside the
+// its CRDs (and so their custom resources) and tenantgate's own roles for it. Never deletes a name outside the
 // tenant's exact `<id>-` prefix: tenant `defaul` never touches `default`, tenant `system` never `system:*`.
 import { isBuiltinGroup, kindOfUpstream } from '../convert/kinds.ts';
 import { isTenantsUpstreamName, TENANT_LABEL, toTenantName, type TenantId } from '../convert/prefix.ts';
@@ -48,7 +48,7 @@ export function isTenantsObject(ownership: Ownership, name: string, labels: Reco
 export interface CleanupProgress {
   /** The tenant's namespaces still there (terminating ones included). */
   namespaces: number;
-  /** Its cluster-scoped objects still there (CRDs and the admin's ClusterRoleBinding included). */
+  /** Its cluster-scoped objects still there (CRDs and tenantgate's own roles for it included). */
   clusterObjects: number;
   /** Resources that could not be listed: until they can, nobody knows what of the tenant's is left in them. */
   unlisted: string[];

@@ -91,6 +91,15 @@ export const TENANT_CONFINEMENT_POLICY = {
         reason: 'Forbidden',
       },
       {
+        // A tenant's custom resources live in its own CRD groups (`<id>-<group>`); the shared role that lets tenant
+        // admins act on cluster-scoped ones names every tenant's groups (tenants/bootstrap.ts), so this keeps each in its
+        // own. A group with a tenant-id-like head (6 characters, then '-') is some tenant's; no built-in group has one.
+        expression: "size(variables.apiGroup) < 7 || variables.apiGroup.substring(6, 7) != '-' || variables.apiGroup.startsWith(variables.prefix)",
+        messageExpression: "'tenantgate: tenant ' + variables.tenant + ' may write only in its own API groups (prefix ' + variables.prefix + '), not ' + variables.apiGroup",
+        message: 'tenantgate: a tenant may write only in its own API groups',
+        reason: 'Forbidden',
+      },
+      {
         expression: `!variables.isNamespace || object == null || (has(object.metadata.labels) && ${cel(TENANT_LABEL)} in object.metadata.labels && object.metadata.labels[${cel(TENANT_LABEL)}] == variables.tenant)`,
         messageExpression: `'tenantgate: a namespace of tenant ' + variables.tenant + ' carries the label ${TENANT_LABEL}=' + variables.tenant`,
         message: `tenantgate: a tenant's namespace carries the label ${TENANT_LABEL}`,

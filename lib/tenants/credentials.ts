@@ -4,7 +4,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { RsaKeyPool } from '../auth/key-pool.ts';
 import { issueCertificate, type CertificateAuthority, type IssuedCertificate } from '../auth/pki.ts';
 import { renderKubeconfig } from '../upstream/kubeconfig.ts';
-import { tenantAdminUser } from './bootstrap.ts';
+import { tenantAdminUser } from '../auth/impersonation.ts';
 import type { Tenant } from './tenant.ts';
 
 /**

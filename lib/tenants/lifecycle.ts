@@ -9,25 +9,26 @@ import { DiscoveryCache } from '../upstream/discovery.ts';
 import { listUpstream, watchUpstream, type UpstreamItem, type WatchEvent } from '../upstream/own-watch.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import {
+  AGGREGATE_TO_TENANTS_LABEL,
   bootstrapTenant,
   BUILTIN_NAMESPACES,
   CUSTOM_RESOURCES_ROLE_LABEL,
   differs,
   ensure,
-  ensureTenantClusterRole,
-  ensureTenantClusterRoleBinding,
+  ensureSharedTenantRbac,
   ensureTenantCustomResources,
   ensureTenantNamespace,
-  ensureTenantShadowBinding,
   ensureTenantSigners,
   grantTenantNamespace,
+  legacyTenantBindingsOf,
+  SHARED_TENANT_RBAC,
+  SHARED_TENANT_RBAC_LABEL,
   TENANT_ADMIN_BINDING,
-  TENANT_CLUSTER_ROLE,
-  tenantClusterRoleBindingName,
+  syncTenantCustomResources,
   tenantCustomResourcesName,
   tenantCustomResourcesRole,
-  tenantShadowBindingName,
   tenantSignersName,
+  tenantSignersRole,
   TENANTGATE_OWNED_LABEL,
   type CustomResourceDefinition,
 } from './bootstrap.ts';
@@ -113,6 +114,8 @@ export class TenantLifecycle {
   readonly #clusterAddress: ClusterAddress | undefined;
   /** The upstream's built-in roles, read once (again after a failure): every tenant's copies are made from them. */
   #builtinRoles: Promise<BuiltinRole[]> | null = null;
+  /** The RBAC all tenants share, made once (again after a failure or when the upstream lost it) before any tenant's. */
+  #sharedRbac: Promise<void> | null = null;
   readonly #work = new Map<TenantId, TenantWork>();
   readonly #stoppers: (() => void)[] = [];
   #stopped = false;
@@ -140,6 +143,24 @@ export class TenantLifecycle {
       throw error;
     });
     return this.#builtinRoles;
+  }
+
+  #ensureSharedRbac(): Promise<void> {
+    this.#sharedRbac ??= ensureSharedTenantRbac(this.#pool).catch((error: Error) => {
+      this.#sharedRbac = null;
+      throw error;
+    });
+    return this.#sharedRbac;
+  }
+
+  /** A shared object deleted or changed by someone: made again (a failure leaves the next bootstrap or reconcile to try). */
+  #repairSharedRbac(): void {
+    if (this.#stopped) return;
+    this.#sharedRbac = null;
+    this.#ensureSharedRbac().then(
+      () => log.info('shared tenant rbac restored'),
+      (error: Error) => log.warn('shared tenant rbac could not be restored', { error: error.message }),
+    );
   }
 
   async start(): Promise<void> {
@@ -256,12 +277,18 @@ export class TenantLifecycle {
   }
 
   async #bootstrap(id: TenantId): Promise<void> {
-    await bootstrapTenant(this.#pool, id);
-    // What a cluster has at birth: the built-in roles and bindings, and Service default/kubernetes.
-    await ensureTenantBuiltinRoles(this.#pool, id, await this.#readBuiltinRoles());
-    await ensureTenantBuiltinBindings(this.#pool, id);
-    await ensureTenantFlowControlDefaults(this.#pool, id);
-    if (this.#clusterAddress !== undefined) await ensureKubernetesService(this.#pool, id, this.#clusterAddress);
+    await this.#ensureSharedRbac();
+    // What a cluster has at birth: its namespaces, the built-in roles and bindings, and Service default/kubernetes;
+    // independent of each other, so made at once.
+    const address = this.#clusterAddress;
+    await Promise.all([
+      bootstrapTenant(this.#pool, id),
+      this.#readBuiltinRoles().then((roles) => ensureTenantBuiltinRoles(this.#pool, id, roles)),
+      ensureTenantBuiltinBindings(this.#pool, id),
+      ensureTenantFlowControlDefaults(this.#pool, id),
+    ]);
+    // (In the tenant's namespace `default`, made above.)
+    if (address !== undefined) await ensureKubernetesService(this.#pool, id, address);
     await this.#writeStatus(id, (tenant) => {
       if (tenant.metadata.deletionTimestamp !== undefined) return false;
       const changed = setCondition(tenant, { type: 'Ready', status: 'True', reason: 'Bootstrapped', message: 'built-in namespaces and RBAC are in place upstream' });
@@ -346,9 +373,14 @@ export class TenantLifecycle {
       const id = event.object.metadata.labels?.[TENANT_LABEL];
       if (event.type === 'DELETED' || (id !== undefined && event.object.metadata.name.startsWith(id + '-'))) this.#markDirty(id);
     });
-    // tenantgate's own bindings of a tenant (the admin's, its shadow's, its custom resources'), deleted.
-    watch(`${RBAC}/clusterrolebindings?labelSelector=${encodeURIComponent(TENANTGATE_OWNED_LABEL)}`, (event) => {
-      if (event.type === 'DELETED') this.#markDirty(event.object.metadata.labels?.[TENANTGATE_OWNED_LABEL]);
+    // A tenant's own roles that the shared role aggregates (its custom resources', its signers'), deleted or changed.
+    watch(`${RBAC}/clusterroles?labelSelector=${encodeURIComponent(AGGREGATE_TO_TENANTS_LABEL)}`, (event) => {
+      const id = event.object.metadata.labels?.[TENANTGATE_OWNED_LABEL];
+      if (event.type === 'ADDED' || id === undefined || !isTenantId(id)) return;
+      // A signers role is made on first need (the tenant's first CSR) and kept from then on; the reconcile makes the other.
+      if (event.object.metadata.name === tenantSignersName(id)) {
+        if (event.type === 'DELETED' || differs(event.object, tenantSignersRole(id))) this.#keepSigners(id);
+      } else this.#markDirty(id);
     });
     watch(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions?${byLabel}`, (event) => this.#markDirty(event.object.metadata.labels?.[TENANT_LABEL]));
     watch(`${RBAC}/rolebindings?labelSelector=${encodeURIComponent(EXPANSION_LABEL)}`, (event) => {
@@ -366,10 +398,23 @@ export class TenantLifecycle {
     watch(`/apis/discovery.k8s.io/v1/endpointslices?${kubernetesByName}`, (event) => {
       if (event.type !== 'ADDED') this.#markDirty(tenantOfNamespace(event.object.metadata.namespace));
     });
-    // Deleted, or changed by anyone (an older tenantgate's wider rules): reconcile applies it again.
-    watch(`${RBAC}/clusterroles?fieldSelector=${encodeURIComponent(`metadata.name=${TENANT_CLUSTER_ROLE.metadata.name}`)}`, (event) => {
-      if (event.type === 'DELETED' || differs(event.object, TENANT_CLUSTER_ROLE)) this.#markDirty('all');
-    });
+    // The shared RBAC deleted, or changed by anyone (an older tenantgate's wider rules): made again.
+    const sharedByName = new Map(SHARED_TENANT_RBAC.map((shared) => [`${shared.collection}/${shared.object.metadata.name}`, shared.object]));
+    for (const collection of [`${RBAC}/clusterroles`, `${RBAC}/clusterrolebindings`]) {
+      watch(`${collection}?labelSelector=${encodeURIComponent(SHARED_TENANT_RBAC_LABEL)}`, (event) => {
+        const wanted = sharedByName.get(`${collection}/${event.object.metadata.name}`);
+        if (wanted !== undefined && (event.type === 'DELETED' || differs(event.object, wanted))) this.#repairSharedRbac();
+      });
+    }
+  }
+
+  #keepSigners(id: TenantId): void {
+    const tenant = this.#store.get(id);
+    if (this.#stopped || tenant === undefined || tenant.metadata.deletionTimestamp !== undefined) return;
+    ensureTenantSigners(this.#pool, id).then(
+      () => log.info('tenant reconcile restored', { tenant: id, what: `clusterrole ${tenantSignersName(id)}` }),
+      (error: Error) => log.warn('tenant reconcile could not restore', { tenant: id, what: `clusterrole ${tenantSignersName(id)}`, error: error.message }),
+    );
   }
 
   #markDirty(id: TenantId | 'all' | undefined): void {
@@ -426,11 +471,8 @@ export class TenantLifecycle {
         ),
       );
 
-    // Missing, or as an older tenantgate wrote it (wider): the shared ClusterRole is applied again.
-    const role = await upstreamJson(this.#pool, 'GET', `${RBAC}/clusterroles/${encodeURIComponent(TENANT_CLUSTER_ROLE.metadata.name)}`);
-    if (role.status === 404 || (role.status === 200 && differs(role.body, TENANT_CLUSTER_ROLE))) {
-      repair(`clusterrole ${TENANT_CLUSTER_ROLE.metadata.name}`, ids[0]!, () => ensureTenantClusterRole(this.#pool));
-    }
+    // Missing, or as an older tenantgate wrote it (wider): the shared RBAC is applied again before anything relies on it.
+    await this.#ensureSharedRbac();
 
     const clusterBindings = (await listUpstream(this.#pool, `${RBAC}/clusterrolebindings?${bySelector}`)) as ClusterRoleBinding[];
     const ownSelector = `labelSelector=${encodeURIComponent(which === 'all' ? TENANTGATE_OWNED_LABEL : `${TENANTGATE_OWNED_LABEL} in (${ids.join(',')})`)}`;
@@ -446,9 +488,8 @@ export class TenantLifecycle {
         if (current === undefined || differs(current, wanted)) repair(`clusterrolebinding ${wanted.metadata.name}`, id, () => ensureTenantBuiltinBinding(this.#pool, id, builtin));
       }
       const builtinBindings = builtinBindingNamesOf(id);
-      if (!bindings.has(tenantClusterRoleBindingName(id))) repair(`clusterrolebinding ${tenantClusterRoleBindingName(id)}`, id, () => ensureTenantClusterRoleBinding(this.#pool, id));
-      if (!bindings.has(tenantShadowBindingName(id))) repair(`clusterrolebinding ${tenantShadowBindingName(id)}`, id, () => ensureTenantShadowBinding(this.#pool, id));
-      if (!bindings.has(tenantSignersName(id))) repair(`clusterrolebinding ${tenantSignersName(id)}`, id, () => ensureTenantSigners(this.#pool, id));
+      const legacy = legacyTenantBindingsOf(id).filter((name) => bindings.has(name));
+      if (legacy.length > 0) repair(`clusterrolebindings ${legacy.join(', ')} replaced by the shared ones`, id, () => this.#replaceLegacyBindings(id, legacy));
       const mine: ClusterRoleBinding[] = [];
       for (const binding of clusterBindings) {
         // The built-in bindings grant only discovery and self-reviews, nothing a RoleBinding could: never expanded.
@@ -489,7 +530,8 @@ export class TenantLifecycle {
       const mine = crds.filter((crd) => crd.metadata.labels?.[TENANT_LABEL] === id) as CustomResourceDefinition[];
       const wanted = tenantCustomResourcesRole(id, mine);
       const current = customRoles.get(wanted.metadata.name);
-      if (current === undefined || differs(current, wanted) || !bindings.has(tenantCustomResourcesName(id))) {
+      // A tenant without cluster-scoped custom resources keeps no such role (an older tenantgate made it empty).
+      if (wanted.rules.length === 0 ? current !== undefined : current === undefined || differs(current, wanted)) {
         repair(`clusterrole ${wanted.metadata.name}`, id, () => ensureTenantCustomResources(this.#pool, id, mine));
       }
     }
@@ -548,6 +590,24 @@ export class TenantLifecycle {
       });
     }
     await Promise.all(repairs);
+  }
+
+  /**
+   * Removes the ClusterRoleBindings an older tenantgate kept for the tenant once what replaces them is in force: the
+   * shared bindings (made before any reconcile), and the tenant's signers and custom-resources roles as the shared role
+   * aggregates them (in force upstream, as the upstream's own review says). No moment without a right.
+   */
+  async #replaceLegacyBindings(id: TenantId, legacy: readonly string[]): Promise<void> {
+    if (legacy.includes(tenantSignersName(id))) await ensureTenantSigners(this.#pool, id);
+    if (legacy.includes(tenantCustomResourcesName(id))) {
+      const crds = (await listUpstream(this.#pool, `/apis/apiextensions.k8s.io/v1/customresourcedefinitions?labelSelector=${encodeURIComponent(`${TENANT_LABEL}=${id}`)}`)) as CustomResourceDefinition[];
+      await syncTenantCustomResources(this.#pool, id, crds.find((crd) => crd.spec?.scope === 'Cluster') ?? {});
+    }
+    for (const name of legacy) {
+      const path = `${RBAC}/clusterrolebindings/${encodeURIComponent(name)}`;
+      const deleted = await upstreamJson(this.#pool, 'DELETE', path);
+      if (deleted.status !== 200 && deleted.status !== 404) throw new Error(`deleting ${path} answered ${deleted.status}`);
+    }
   }
 
   /** Service default/kubernetes and its EndpointSlice of each tenant, put back when missing or pointing elsewhere. */

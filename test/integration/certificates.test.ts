@@ -6,6 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import forge from 'node-forge';
 import t from 'tap';
+import { TENANT_CLUSTER_SCOPE_GROUP } from '../../lib/auth/impersonation.ts';
 import { loadKubeconfig, renderKubeconfig } from '../../lib/upstream/kubeconfig.ts';
 import { connectH2, h2Request } from '../helpers/http.ts';
 import { startStack, type KubectlResult, type Stack } from '../helpers/stack.ts';
@@ -208,17 +209,17 @@ function approvalOf(name: string): string {
 t.test("a tenant identity straight at the upstream cannot name the upstream's signer", async (t) => {
   const request = keyAndRequest('sneaky');
   const refused = await stack.kubectlDirect(
-    ['--as', `${A}-admin`, '--as-group', `${A}:system:authenticated`, '--as-user-extra', `tenant=${A}`, 'create', '--raw', '/apis/certificates.k8s.io/v1/certificatesigningrequests', '-f', '-'],
+    ['--as', `${A}-admin`, '--as-group', `${A}:system:authenticated`, '--as-group', TENANT_CLUSTER_SCOPE_GROUP, '--as-user-extra', `tenant=${A}`, 'create', '--raw', '/apis/certificates.k8s.io/v1/certificatesigningrequests', '-f', '-'],
     { input: csrYaml(`${A}-sneaky`, request.requestPem) },
   );
   t.not(refused.code, 0);
   t.match(refused.stderr, /tenantgate: a certificate signing request of tenant csra01 names a signer of its own signer domain/);
   const otherTenant = await stack.kubectlDirect(
-    ['--as', `${A}-admin`, '--as-group', `${A}:system:authenticated`, '--as-user-extra', `tenant=${A}`, 'create', '--raw', '/apis/certificates.k8s.io/v1/certificatesigningrequests', '-f', '-'],
+    ['--as', `${A}-admin`, '--as-group', `${A}:system:authenticated`, '--as-group', TENANT_CLUSTER_SCOPE_GROUP, '--as-user-extra', `tenant=${A}`, 'create', '--raw', '/apis/certificates.k8s.io/v1/certificatesigningrequests', '-f', '-'],
     { input: csrYaml(`${A}-sneaky`, request.requestPem, `${B}.tenants.tenantgate.kubezoo.io/d2.example.com.x`) },
   );
   t.match(otherTenant.stderr, /names a signer of its own signer domain/, "nor another tenant's domain");
-  const approveOther = await stack.kubectlDirect(['--as', `${A}-admin`, '--as-group', `${A}:system:authenticated`, '--as-user-extra', `tenant=${A}`, 'replace', '--raw', `/apis/certificates.k8s.io/v1/certificatesigningrequests/${B}-keep/approval`, '-f', '-'], { input: approvalOf(`${B}-keep`) });
+  const approveOther = await stack.kubectlDirect(['--as', `${A}-admin`, '--as-group', `${A}:system:authenticated`, '--as-group', TENANT_CLUSTER_SCOPE_GROUP, '--as-user-extra', `tenant=${A}`, 'replace', '--raw', `/apis/certificates.k8s.io/v1/certificatesigningrequests/${B}-keep/approval`, '-f', '-'], { input: approvalOf(`${B}-keep`) });
   t.not(approveOther.code, 0, "nor approve another tenant's CSR");
   t.match(approveOther.stderr, /forbidden/i, approveOther.stderr);
 });

@@ -159,6 +159,8 @@ t.test('a new cluster-scoped CRD\'s resources are usable at once by its tenant, 
   t.equal((await h2Request(bravoSession, 'GET', `/apis/${group}/v1/foos/setup-instance`)).status, 404, 'bravo: no such group');
   const bravoMade = await h2Request(bravoSession, 'POST', `/apis/${group}/v1/foos`, { headers: json, body: JSON.stringify({ apiVersion: `${group}/v1`, kind: 'Foo', metadata: { name: 'setup-instance' } }) });
   t.equal(bravoMade.status, 404, 'bravo cannot create in alpha\'s group');
-  const upstreamRole = await stack.kubectlDirect(['get', 'clusterrole', 'tenantgate:tenant-custom-resources:oabrav', '-o', 'json']);
-  t.notMatch(upstreamRole.stdout, 'oaalfa', 'bravo\'s upstream rights name nothing of alpha\'s');
+  const alphaRole = JSON.parse((await stack.kubectlDirect(['get', 'clusterrole', 'tenantgate:tenant-custom-resources:oaalfa', '-o', 'json'])).stdout);
+  t.match(JSON.stringify(alphaRole.rules), `oaalfa-${group}`, 'alpha\'s upstream role names its group');
+  const bravoRole = await stack.kubectlDirect(['get', 'clusterrole', 'tenantgate:tenant-custom-resources:oabrav']);
+  t.match(bravoRole.stderr, /NotFound/, 'bravo, with no cluster-scoped CRD, keeps no such role upstream');
 });

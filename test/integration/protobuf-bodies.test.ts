@@ -3,7 +3,7 @@
 // back what it sent, and another tenant can neither see nor touch it.
 import t, { type Test } from 'tap';
 import type { ClientHttp2Session } from 'node:http2';
-import { tenantAdminUser } from '../../lib/tenants/bootstrap.ts';
+import { tenantAdminUser } from '../../lib/auth/impersonation.ts';
 import { connectH2, credentialsOf, h2Request, type Answer } from '../helpers/http.ts';
 import { encodeBody, goModuleCache, loadProtoMessages, type ProtoMessages } from '../helpers/k8s-proto.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';

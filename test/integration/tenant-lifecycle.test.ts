@@ -2,6 +2,7 @@
 // bootstrap and Ready, what is deleted upstream comes back, and deletion removes exactly the tenant's objects.
 import t from 'tap';
 import { startRig, type Rig } from '../../lib/rig/harness.ts';
+import { TENANT_CLUSTER_SCOPE_GROUP } from '../../lib/auth/impersonation.ts';
 import { TENANT_LABEL } from '../../lib/convert/prefix.ts';
 import { upstreamJson } from '../../lib/upstream/client.ts';
 import { UpstreamPool } from '../../lib/upstream/pool.ts';
@@ -77,8 +78,26 @@ t.test('a new tenant is bootstrapped upstream and Ready within seconds', async (
     t.equal(answer.body.metadata.labels[TENANT_LABEL], 'life01', 'with the tenant label');
     t.equal(await status(`${RBAC}/namespaces/life01-${ns}/rolebindings/tenantgate:tenant-admin`), 200, `admin RoleBinding in life01-${ns}`);
   }
-  t.equal(await status(`${RBAC}/clusterrolebindings/tenantgate:tenant:life01`), 200, 'the ClusterRoleBinding');
   t.equal(await status(`${RBAC}/clusterroles/tenantgate:tenant-cluster-scope`), 200, 'the shared ClusterRole');
+  t.equal(await status(`${RBAC}/clusterrolebindings/tenantgate:tenant-cluster-scope`), 200, 'bound once to the group of every tenant admin');
+  const bindings = (await upstreamJson(pool, 'GET', `${RBAC}/clusterrolebindings`)).body.items as { metadata: { name: string } }[];
+  t.same(
+    bindings.map((binding) => binding.metadata.name).filter((name) => name.startsWith('tenantgate:') && name.includes('life01')),
+    [],
+    'tenantgate keeps no ClusterRoleBinding of its own for the tenant',
+  );
+  const roles = (await upstreamJson(pool, 'GET', `${RBAC}/clusterroles`)).body.items as { metadata: { name: string } }[];
+  t.same(
+    roles.map((role) => role.metadata.name).filter((name) => name.startsWith('tenantgate:') && name.includes('life01')),
+    [],
+    'nor a ClusterRole: no custom resources or signers yet',
+  );
+  const review = await upstreamJson(pool, 'POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+    apiVersion: 'authorization.k8s.io/v1',
+    kind: 'SubjectAccessReview',
+    spec: { user: 'life01-admin', groups: [TENANT_CLUSTER_SCOPE_GROUP], resourceAttributes: { verb: 'create', resource: 'namespaces' } },
+  });
+  t.equal(review.body.status.allowed, true, 'the admin, with the group tenantgate impersonates, may create namespaces upstream');
 });
 
 t.test('what a tenant deletes of its bootstrap objects upstream comes back within seconds', async (t) => {
@@ -89,9 +108,9 @@ t.test('what a tenant deletes of its bootstrap objects upstream comes back withi
   t.equal((await upstreamJson(pool, 'DELETE', bindingPath)).status, 200);
   t.comment(`admin RoleBinding back in ${await within('RoleBinding back', 10_000, async () => (await status(bindingPath)) === 200)} ms`);
 
-  const clusterBindingPath = `${RBAC}/clusterrolebindings/tenantgate:tenant:life02`;
+  const clusterBindingPath = `${RBAC}/clusterrolebindings/tenantgate:tenant-cluster-scope`;
   t.equal((await upstreamJson(pool, 'DELETE', clusterBindingPath)).status, 200);
-  t.comment(`ClusterRoleBinding back in ${await within('ClusterRoleBinding back', 10_000, async () => (await status(clusterBindingPath)) === 200)} ms`);
+  t.comment(`shared ClusterRoleBinding back in ${await within('ClusterRoleBinding back', 10_000, async () => (await status(clusterBindingPath)) === 200)} ms`);
 
   const rolePath = `${RBAC}/clusterroles/tenantgate:tenant-cluster-scope`;
   t.equal((await upstreamJson(pool, 'DELETE', rolePath)).status, 200);
@@ -128,7 +147,7 @@ t.test('a tenant created while the upstream is down is Ready=False, then bootstr
     t.comment(`upstream ready again after ${Math.round(performance.now() - restarting)} ms`);
   }
   t.comment(`then life03 Ready=True after ${await within('life03 Ready', 60_000, () => isReady('life03'))} ms more`);
-  const bindingPath = `${RBAC}/clusterrolebindings/tenantgate:tenant:life01`;
+  const bindingPath = `${RBAC}/clusterrolebindings/tenantgate:tenant-cluster-scope`;
   t.equal((await upstreamJson(pool, 'DELETE', bindingPath)).status, 200);
   t.comment(`after the restart, a deleted ClusterRoleBinding back in ${await within('binding back after restart', 30_000, async () => (await status(bindingPath)) === 200)} ms`);
 });
@@ -176,7 +195,6 @@ function objectsOf(id: string): string[] {
     `/api/v1/namespaces/${id}-apps`,
     `${RBAC}/clusterroles/${id}-reader`,
     `${RBAC}/clusterrolebindings/${id}-reader`,
-    `${RBAC}/clusterrolebindings/tenantgate:tenant:${id}`,
     '/apis/scheduling.k8s.io/v1/priorityclasses/' + `${id}-high`,
     `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.${id}-example.com`,
   ];
@@ -314,4 +332,61 @@ t.test('a tenant is born with Service default/kubernetes, its EndpointSlice and 
     expansions.body.items.some((item: { metadata: { name: string } }) => item.metadata.name.includes('system:discovery')),
     'the built-in bindings are not expanded into RoleBindings (they grant nothing namespaced)',
   );
+});
+
+t.test('an upgrade replaces the ClusterRoleBindings an older tenantgate kept per tenant, the admin never losing a right', async (t) => {
+  await addTenant('mig001');
+  await within('mig001 Ready', 10_000, () => isReady('mig001'));
+  // What the previous version kept for every tenant: four bindings to the admin or its shadow, two roles of its own.
+  const owned = { 'tenantgate.kubezoo.io/tenant': 'mig001' };
+  const bindTo = (name: string, role: string, user: string) =>
+    create(`${RBAC}/clusterrolebindings`, {
+      metadata: { name, labels: owned },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+    });
+  await create(`${RBAC}/clusterroles`, { metadata: { name: 'tenantgate:tenant-custom-resources:mig001', labels: { ...owned, 'tenantgate.kubezoo.io/tenant-custom-resources': 'true' } }, rules: [] });
+  const signers = [{ apiGroups: ['certificates.k8s.io'], resources: ['signers'], resourceNames: ['mig001.tenants.tenantgate.kubezoo.io/*'], verbs: ['approve', 'sign'] }];
+  await create(`${RBAC}/clusterroles`, { metadata: { name: 'tenantgate:tenant-signers:mig001', labels: owned }, rules: signers });
+  await bindTo('tenantgate:tenant:mig001', 'tenantgate:tenant-cluster-scope', 'mig001-admin');
+  await bindTo('tenantgate:tenant-shadow:mig001', 'cluster-admin', 'tenantgate:cluster:mig001-admin');
+  await bindTo('tenantgate:tenant-custom-resources:mig001', 'tenantgate:tenant-custom-resources:mig001', 'mig001-admin');
+  await bindTo('tenantgate:tenant-signers:mig001', 'tenantgate:tenant-signers:mig001', 'mig001-admin');
+
+  const asAdmin = async (resourceAttributes: object) =>
+    (
+      await upstreamJson(pool, 'POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+        apiVersion: 'authorization.k8s.io/v1',
+        kind: 'SubjectAccessReview',
+        spec: { user: 'mig001-admin', groups: [TENANT_CLUSTER_SCOPE_GROUP], resourceAttributes },
+      })
+    ).body.status.allowed === true;
+  const approve = { verb: 'approve', group: 'certificates.k8s.io', resource: 'signers', name: 'mig001.tenants.tenantgate.kubezoo.io/*' };
+  // The upgraded replica starts: its first reconcile migrates every tenant.
+  const upgraded = new TenantLifecycle({ store, pool, cleanupIntervalMs: 300 });
+  const lost: string[] = [];
+  let watching = true;
+  const watchRights = (async () => {
+    while (watching) {
+      if (!(await asAdmin({ verb: 'create', resource: 'namespaces' }))) lost.push('create namespaces');
+      if (!(await asAdmin(approve))) lost.push('approve its signers');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  })();
+  await upgraded.start();
+  try {
+    const legacy = ['tenantgate:tenant:mig001', 'tenantgate:tenant-shadow:mig001', 'tenantgate:tenant-custom-resources:mig001', 'tenantgate:tenant-signers:mig001'];
+    const ms = await within('legacy bindings gone', 15_000, async () => (await Promise.all(legacy.map((name) => status(`${RBAC}/clusterrolebindings/${encodeURIComponent(name)}`)))).every((code) => code === 404));
+    t.comment(`the four per-tenant ClusterRoleBindings removed ${ms} ms after the upgraded lifecycle started`);
+    await within('empty custom-resources role gone', 10_000, async () => (await status(`${RBAC}/clusterroles/${encodeURIComponent('tenantgate:tenant-custom-resources:mig001')}`)) === 404);
+    const role = await upstreamJson(pool, 'GET', `${RBAC}/clusterroles/${encodeURIComponent('tenantgate:tenant-signers:mig001')}`);
+    t.equal(role.body.metadata.labels['tenantgate.kubezoo.io/aggregate-to-tenant-admins'], 'true', 'the signers role kept, aggregated into the shared one');
+    t.same(role.body.rules, signers, 'its rules unchanged');
+  } finally {
+    watching = false;
+    await watchRights;
+    await upgraded.stop();
+  }
+  t.same(lost, [], 'the admin held its rights through the whole migration');
+  t.ok(await asAdmin(approve), 'and holds them after');
 });

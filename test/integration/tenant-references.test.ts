@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { credentialsOf, h1Request } from '../helpers/http.ts';
+import { SHARED_TENANT_RBAC } from '../../lib/tenants/bootstrap.ts';
 import { startStack, type KubectlResult, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, withoutBuiltinRoles, type TestTenant } from '../helpers/tenants.ts';
 
@@ -409,12 +410,12 @@ t.test('deleting a collection deletes only the tenant\'s objects', async (t) => 
   t.equal(withoutBuiltinRoles(await names(foxtrot, ['clusterroles'])).length, 4, 'foxtr6 still has its four (reader, parent, lab1, lab2)');
   const upstream = await stack.kubectlDirect(['get', 'clusterrole', 'cluster-admin', 'tenantgate:tenant-cluster-scope', '-o', 'name']);
   t.equal(upstream.code, 0, 'the upstream\'s own ClusterRoles are untouched');
-  // And every ClusterRoleBinding of echo's: tenantgate's own bindings of echo (its admin's, its shadow's, its custom
-  // resources') carry no tenant label, so the deletecollection neither reaches them nor is refused on them.
+  // And every ClusterRoleBinding of echo's: the shared bindings its admin's rights come from carry no tenant label, so
+  // the deletecollection neither reaches them nor is refused on them.
   await ok(echo, ['delete', '--raw', '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings']);
-  for (const name of ['tenantgate:tenant:echo05', 'tenantgate:tenant-shadow:echo05', 'tenantgate:tenant-custom-resources:echo05']) {
-    const binding = await stack.kubectlDirect(['get', 'clusterrolebinding', name, '-o', 'jsonpath={.metadata.resourceVersion}']);
-    t.equal(binding.code, 0, `${name} is still there upstream`);
+  for (const { object } of SHARED_TENANT_RBAC.filter((shared) => shared.object.kind === 'ClusterRoleBinding')) {
+    const binding = await stack.kubectlDirect(['get', 'clusterrolebinding', object.metadata.name, '-o', 'jsonpath={.metadata.resourceVersion}']);
+    t.equal(binding.code, 0, `${object.metadata.name} is still there upstream`);
   }
   t.same(await names(echo, ['-n', 'shop', 'configmaps']), ['configmap/kube-root-ca.crt'], 'and echo\'s admin still reads its namespace');
 });

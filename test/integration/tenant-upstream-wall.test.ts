@@ -1,6 +1,7 @@
 // The second wall: upstream, a tenant identity reads and writes namespaced objects only in its tenant's namespaces,
 // whatever RBAC the tenant writes; its cross-namespace reads are made by tenantgate once the tenant's RBAC allowed them.
 import t from 'tap';
+import { TENANT_CLUSTER_SCOPE_GROUP } from '../../lib/auth/impersonation.ts';
 import { startStack, type KubectlResult, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
 
@@ -17,9 +18,9 @@ async function ok(r: Promise<KubectlResult>, what: string): Promise<string> {
   return done.stdout;
 }
 const asAlice = (args: string[]) => stack.kubectl(args, { kubeconfig: aliceKubeconfig });
-/** kubectl straight at the upstream, as tenantgate would impersonate tenant `id`'s admin. */
+/** kubectl straight at the upstream, as tenantgate would impersonate tenant `id`'s admin (at the cluster scope: every group). */
 const asTenantIdentity = (id: string, args: string[], input?: string) =>
-  stack.kubectlDirect(['--as', `${id}-admin`, '--as-group', `${id}:system:authenticated`, '--as-user-extra', `tenant=${id}`, ...args], { input });
+  stack.kubectlDirect(['--as', `${id}-admin`, '--as-group', `${id}:system:authenticated`, '--as-group', TENANT_CLUSTER_SCOPE_GROUP, '--as-user-extra', `tenant=${id}`, ...args], { input });
 
 async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T | undefined> {
   const deadline = Date.now() + timeoutMs;
@@ -181,7 +182,7 @@ t.test('the admin keeps its cluster-scoped custom resources, and another tenant 
       group: 'example.com',
       scope: 'Cluster',
       names: { plural: 'gadgets', singular: 'gadget', kind: 'Gadget' },
-      versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+      versions: [{ name: 'v1', served: true, storage: true, subresources: { status: {} }, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
     },
   };
   await ok(golf.kubectl(['apply', '-f', '-'], { input: JSON.stringify(crd) }), 'crd');
@@ -194,4 +195,15 @@ t.test('the admin keeps its cluster-scoped custom resources, and another tenant 
   t.match(names, /gadget\.example\.com\/g1/, 'and lists them');
   const foreign = await asTenantIdentity('kilo08', ['get', 'gadgets.golf07-example.com', 'golf07-g1']);
   t.match(foreign.stderr, /forbidden/i, 'kilo\'s identity cannot read golf\'s custom resource upstream');
+  const listed = await asTenantIdentity('kilo08', ['get', 'gadgets.golf07-example.com']);
+  t.match(listed.stderr, /forbidden/i, 'nor list them');
+  const status = await asTenantIdentity('kilo08', ['get', '--raw', '/apis/golf07-example.com/v1/gadgets/golf07-g1/status']);
+  t.match(status.stderr, /forbidden/i, 'nor read one through its status');
+  const own = JSON.stringify({ apiVersion: 'golf07-example.com/v1', kind: 'Gadget', metadata: { name: 'kilo08-g2' } });
+  const written = await asTenantIdentity('kilo08', ['create', '--raw', '/apis/golf07-example.com/v1/gadgets', '-f', '-'], own);
+  t.match(written.stderr, /may write only in its own API groups/, 'nor write in golf\'s group, even under its own prefix: the policy says why');
+  const deleted = await asTenantIdentity('kilo08', ['delete', 'gadgets.golf07-example.com', 'golf07-g1']);
+  t.not(deleted.code, 0, 'nor delete golf\'s');
+  t.equal(await ok(golf.kubectl(['get', 'gadget', 'g1', '-o', 'jsonpath={.colour}']), 'get'), 'green', 'golf\'s gadget is still there');
+  t.match(await ok(golf.kubectl(['get', '--raw', '/apis/example.com/v1/gadgets/g1/status']), 'status'), /"colour":"green"/, 'and golf reads its status (made by tenantgate upstream)');
 });

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { upstreamIdentityOf } from '../../lib/auth/impersonation.ts';
+import { TENANT_CLUSTER_SCOPE_GROUP, upstreamIdentityOf, withClusterScopeGroup } from '../../lib/auth/impersonation.ts';
 
 t.test('administrators are impersonated as themselves', async (t) => {
   t.same(upstreamIdentityOf({ user: 'ops', groups: ['system:masters'], tenant: null }), { user: 'ops', groups: ['system:masters'], tenant: null });
@@ -27,4 +27,22 @@ t.test('a tenant read goes with the user and groups RBAC needs; writes and CONNE
   t.same(upstreamIdentityOf(alice).extra, { tenant: ['alpha1'] }, 'without a request: every attribute');
   t.equal(upstreamIdentityOf(alice, { verb: 'get', subresource: '' }), read, 'made once per identity');
   t.same(upstreamIdentityOf({ user: 'ops', groups: ['system:masters'], tenant: null }, { verb: 'create', subresource: '' }), { user: 'ops', groups: ['system:masters'], tenant: null }, 'administrators: themselves, whatever the request');
+});
+
+t.test('a tenant admin carries the cluster-scope group where the shared bindings are needed, and only there', async (t) => {
+  const admin = { user: 'admin', groups: [], tenant: 'alpha1' };
+  t.same(upstreamIdentityOf(admin).groups, ['alpha1:system:authenticated', TENANT_CLUSTER_SCOPE_GROUP], 'without a request: every group');
+  t.ok(upstreamIdentityOf(admin, { verb: 'create', subresource: '', namespace: '', resource: 'namespaces' }).groups.includes(TENANT_CLUSTER_SCOPE_GROUP), 'a create of a namespace');
+  t.ok(upstreamIdentityOf(admin, { verb: 'get', subresource: '', namespace: '', resource: 'clusterroles' }).groups.includes(TENANT_CLUSTER_SCOPE_GROUP), 'a read at the cluster scope');
+  t.ok(upstreamIdentityOf(admin, { verb: 'delete', subresource: '', namespace: 'shop', resource: 'namespaces' }).groups.includes(TENANT_CLUSTER_SCOPE_GROUP), "a namespace's own request");
+  const inNamespace = upstreamIdentityOf(admin, { verb: 'create', subresource: '', namespace: 'shop', resource: 'pods' });
+  t.same(inNamespace.groups, ['alpha1:system:authenticated'], 'a write inside a namespace: its RoleBinding suffices, one impersonated value less');
+  t.same(inNamespace.extra, { tenant: ['alpha1'] }, 'still with the tenant extra');
+  t.same(upstreamIdentityOf(admin, { verb: 'get', subresource: '', namespace: 'shop', resource: 'pods' }), { user: 'alpha1-admin', groups: ['alpha1:system:authenticated'], tenant: 'alpha1' }, 'a read inside a namespace');
+  for (const user of ['alice', 'system:serviceaccount:kube-system:admin', 'admin2']) {
+    t.notOk(upstreamIdentityOf({ user, groups: [], tenant: 'alpha1' }).groups.includes(TENANT_CLUSTER_SCOPE_GROUP), `${user} never carries it`);
+  }
+  t.notOk(upstreamIdentityOf({ user: 'admin', groups: [], tenant: null }).groups.includes(TENANT_CLUSTER_SCOPE_GROUP), 'nor an administrator of tenantgate');
+  t.same(withClusterScopeGroup({ user: 'alpha1-admin', groups: [] }, 'alpha1').groups, [TENANT_CLUSTER_SCOPE_GROUP], 'a review about the admin asks with it');
+  t.same(withClusterScopeGroup({ user: 'bravo2-admin', groups: [] }, 'alpha1').groups, [], "but not about another tenant's admin");
 });

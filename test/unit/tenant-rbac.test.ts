@@ -1,6 +1,7 @@
 import t from 'tap';
 import { kindOfUpstream, KINDS } from '../../lib/convert/kinds.ts';
-import { TENANT_CLUSTER_ROLE, tenantCustomResourcesRole, tenantReadableUpstream } from '../../lib/tenants/bootstrap.ts';
+import { TENANT_CLUSTER_SCOPE_GROUP } from '../../lib/auth/impersonation.ts';
+import { legacyTenantBindingsOf, SHARED_TENANT_RBAC, TENANT_CLUSTER_ROLE, TENANTS_OWN_CLUSTER_RULES, tenantCustomResourcesRole, tenantReadableUpstream } from '../../lib/tenants/bootstrap.ts';
 import { expansionOf, migratedSubjects, type ClusterRoleBinding } from '../../lib/tenants/cluster-bindings.ts';
 
 t.test('the shared tenant ClusterRole names no namespaced resource and no wildcard group or resource', async (t) => {
@@ -58,9 +59,32 @@ t.test('the admin’s custom-resource role names only the tenant’s cluster-sco
     { spec: { group: 'xyz789-example.com', scope: 'Cluster', names: { plural: 'gadgets' } } },
     { spec: { group: 'abc1234-example.com', scope: 'Cluster', names: { plural: 'gadgets' } } },
   ]);
-  t.same(role.rules, [{ apiGroups: ['abc123-example.com'], resources: ['gadgets', 'gadgets/status', 'gadgets/scale'], verbs: ['*'] }]);
+  t.same(role.rules, [
+    { apiGroups: ['abc123-example.com'], resources: ['gadgets'], verbs: ['create', 'update', 'patch', 'delete', 'deletecollection'] },
+    { apiGroups: ['abc123-example.com'], resources: ['gadgets/status', 'gadgets/scale'], verbs: ['update', 'patch'] },
+  ]);
   t.ok(rbacAllows(role.rules, 'abc123-example.com', 'gadgets', 'status', 'update'), 'gadgets/status');
-  t.ok(rbacAllows(role.rules, 'abc123-example.com', 'gadgets', 'scale', 'get'), 'gadgets/scale');
+  t.ok(rbacAllows(role.rules, 'abc123-example.com', 'gadgets', 'scale', 'patch'), 'gadgets/scale');
+  // Every tenant admin holds the aggregate of all these roles: no read, so no admin reads another tenant's objects.
+  for (const verb of ['get', 'list', 'watch']) {
+    t.notOk(rbacAllows(role.rules, 'abc123-example.com', 'gadgets', '', verb), `no ${verb} of gadgets`);
+    t.notOk(rbacAllows(role.rules, 'abc123-example.com', 'gadgets', 'status', verb), `no ${verb} of gadgets/status`);
+  }
+  t.equal(role.metadata.labels['tenantgate.kubezoo.io/aggregate-to-tenant-admins'], 'true', 'aggregated into the role every tenant admin is bound to');
+});
+
+t.test('tenantgate keeps no ClusterRoleBinding per tenant: a fixed few bind the group every tenant admin carries', async (t) => {
+  const bindings = SHARED_TENANT_RBAC.filter((shared) => shared.object.kind === 'ClusterRoleBinding').map((shared) => shared.object as unknown as ClusterRoleBinding);
+  t.equal(bindings.length, 3);
+  for (const binding of bindings) {
+    t.same(binding.subjects?.map((subject) => subject.kind), ['Group'], `${binding.metadata.name} binds a group`);
+    t.notMatch(JSON.stringify(binding), /abc123|<id>/, 'names no tenant');
+  }
+  const grantsOfGroup = bindings.filter((binding) => binding.subjects?.[0]?.name === TENANT_CLUSTER_SCOPE_GROUP).map((binding) => binding.roleRef.name);
+  t.same(grantsOfGroup, [TENANT_CLUSTER_ROLE.metadata.name, TENANTS_OWN_CLUSTER_RULES.metadata.name], 'the admins\' group: the shared role and the aggregate of the tenants\' own');
+  const roles = SHARED_TENANT_RBAC.filter((shared) => shared.object.kind === 'ClusterRole').map((shared) => shared.object.metadata.name);
+  for (const binding of bindings) t.ok(binding.roleRef.name === 'cluster-admin' || roles.includes(binding.roleRef.name), `${binding.metadata.name} binds a role made before it`);
+  t.same(legacyTenantBindingsOf('abc123'), ['tenantgate:tenant:abc123', 'tenantgate:tenant-shadow:abc123', 'tenantgate:tenant-custom-resources:abc123', 'tenantgate:tenant-signers:abc123'], 'what older versions kept per tenant, removed on upgrade');
 });
 
 /** RBAC's own matching (k8s.io/component-helpers/auth/rbac/validation): `<resource>/*` matches no subresource. */
