@@ -24,6 +24,7 @@ import { networkPolicy } from './rules/network-policy.ts';
 import { resourceQuota } from './rules/quota.ts';
 import { ownerReferencesToUpstream } from './rules/references.ts';
 import { selfSubjectAccessReview, selfSubjectRulesReview, subjectAccessReview } from './rules/reviews.ts';
+import { refusePlatformPriorityClass } from './rules/platform-classes.ts';
 import { persistentVolume, persistentVolumeClaim } from './rules/storage.ts';
 import type { ConvertContext, Json, KindRule } from './rules/rule.ts';
 import { badRequest, StatusError, unsupportedMediaType } from '../errors/status-error.ts';
@@ -546,6 +547,8 @@ export interface ProtobufTemplates {
   readonly labelled: readonly (readonly Step[])[];
   /** Paths to each PodSpec. */
   readonly podSpecs: readonly (readonly Step[])[];
+  /** A Pod: its spec names no platform-critical priority class (rules/workloads.ts pod). */
+  readonly refusesPlatformPriority?: true;
 }
 
 /** The pod template of a workload at spec = 2 → template = n; a PodTemplateSpec is metadata = 1, spec = 2. */
@@ -557,7 +560,7 @@ const workloadTemplate = (apiVersion: string, template: number): ProtobufTemplat
 
 /** By `<group>/<kind>`: the protobuf field paths of the JSON paths in rules/workloads.ts. */
 export const TEMPLATES: ReadonlyMap<string, ProtobufTemplates> = new Map([
-  ['/Pod', { apiVersion: 'v1', labelled: [], podSpecs: [[2]] }],
+  ['/Pod', { apiVersion: 'v1', labelled: [], podSpecs: [[2]], refusesPlatformPriority: true }],
   ['/ReplicationController', workloadTemplate('v1', 3)],
   ['/PodTemplate', { apiVersion: 'v1', labelled: [[2]], podSpecs: [[2, 2]] }],
   ['apps/Deployment', workloadTemplate('apps/v1', 3)],
@@ -572,7 +575,21 @@ export const TEMPLATES: ReadonlyMap<string, ProtobufTemplates> = new Map([
   ['resource.k8s.io/ResourceClaimTemplate', { apiVersion: 'resource.k8s.io/v1', labelled: [[2]], podSpecs: [] }],
 ]);
 
+/** Pod.spec = 2 → PodSpec.priorityClassName = 24. */
+const POD_SPEC = 2;
+const PRIORITY_CLASS_NAME = 24;
+
+function refusePlatformPriorityWire(pod: Buffer): void {
+  const object = new MessageEdit(pod, 'pod');
+  const specField = object.single(POD_SPEC, 'spec');
+  if (specField === undefined) return;
+  const spec = new MessageEdit(object.payload(specField), 'pod spec');
+  const name = spec.single(PRIORITY_CLASS_NAME, 'priorityClassName');
+  if (name !== undefined) refusePlatformPriorityClass(spec.string(name, 'priorityClassName'));
+}
+
 function templatesToUpstream(object: Buffer, templates: ProtobufTemplates, tenant: TenantId): Buffer {
+  if (templates.refusesPlatformPriority === true) refusePlatformPriorityWire(object);
   let result = object;
   for (const path of templates.labelled) result = rewriteAt(result, path, 'object', (template) => labelTemplate(template, tenant, 'template'));
   for (const path of templates.podSpecs) result = rewriteAt(result, path, 'object', (spec) => podSpecToUpstream(spec, tenant));

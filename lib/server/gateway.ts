@@ -30,6 +30,7 @@ import { ensureTenantSigners, syncTenantCustomResources, type CustomResourceDefi
 import type { TenantId } from '../convert/prefix.ts';
 import { ObjectKeeper, type KeptObject } from '../tenants/kept-objects.ts';
 import { TENANT_CONFINEMENT_OBJECTS } from '../tenants/confinement-policy.ts';
+import { TENANT_PRIORITY_OBJECTS } from '../tenants/priority-policy.ts';
 import { STORED_KIND_CRDS, storedKindsEstablished } from '../tenants/stored-kinds.ts';
 import { log } from '../log.ts';
 import { confinedDiscoveryBinding, ownUpstreamUsers } from '../tenants/discovery-confinement.ts';
@@ -110,7 +111,7 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   const recordOperation = metrics?.recordTenantOperation;
   const runLifecycle = parts.lifecycle !== false;
   // The second wall's upstream objects, kept with the tenants' ones: before the first tenant request is served.
-  const kept: KeptObject[] = parts.confinementPolicy === false ? [] : [...TENANT_CONFINEMENT_OBJECTS];
+  const kept: KeptObject[] = parts.confinementPolicy === false ? [] : [...TENANT_CONFINEMENT_OBJECTS, ...TENANT_PRIORITY_OBJECTS];
   if (runLifecycle && config.confineUpstreamDiscovery === true) kept.push(confinedDiscoveryBinding(await ownUpstreamUsers(pool)));
   // Where tenants' FlowSchemas and priority levels are kept: served before the first tenant request.
   kept.push(...STORED_KIND_CRDS);

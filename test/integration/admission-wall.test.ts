@@ -155,6 +155,58 @@ t.test('bypassing conversion, a tenant identity cannot write outside its prefix 
   t.equal(adminNamespace.code, 0, adminNamespace.stderr);
 });
 
+t.test("no tenant pod takes the platform's critical priority: refused by tenantgate, and upstream whoever creates it", async (t) => {
+  const podOf = (name: string, priorityClassName?: string) => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: 'default' },
+    spec: { ...(priorityClassName === undefined ? {} : { priorityClassName }), containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.10' }] },
+  });
+  const refused = await a.kubectl(['apply', '-f', '-'], { input: JSON.stringify(podOf('boss', 'system-node-critical')) });
+  t.not(refused.code, 0, 'a pod naming system-node-critical is refused');
+  t.match(refused.stderr, /Forbidden.*priority class "system-node-critical" is the platform's own/, 'with a 403 that says why');
+  t.notMatch(refused.stderr, new RegExp(a.id), 'in the tenant\'s words');
+
+  // A Deployment is the tenant's to write; the pods its ReplicaSet would make upstream are the upstream's to refuse.
+  const deployment = {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'critical', namespace: 'default' },
+    spec: {
+      replicas: 2,
+      selector: { matchLabels: { app: 'critical' } },
+      template: { metadata: { labels: { app: 'critical' } }, spec: { priorityClassName: 'system-cluster-critical', containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.10' }] } },
+    },
+  };
+  const applied = await a.kubectl(['apply', '-f', '-'], { input: JSON.stringify(deployment) });
+  t.equal(applied.code, 0, applied.stderr);
+  const failure = await until('the ReplicaSet reports why', async () => {
+    const sets = JSON.parse((await a.kubectl(['get', 'replicasets', '-n', 'default', '-l', 'app=critical', '-o', 'json'])).stdout || '{"items":[]}');
+    const condition = sets.items[0]?.status?.conditions?.find((c: { type: string }) => c.type === 'ReplicaFailure');
+    return condition === undefined ? undefined : (condition.message as string);
+  }, 60_000);
+  t.match(failure, /priority class system-cluster-critical \(priority 2000000000\) is the platform's own/, 'the tenant reads why in its ReplicaSet\'s conditions');
+  t.notMatch(failure, new RegExp(a.id), 'with no upstream name');
+  const upstreamPods = JSON.parse((await stack.kubectlDirect(['get', 'pods', '-n', `${a.id}-default`, '-o', 'json'])).stdout);
+  t.same(
+    upstreamPods.items.filter((pod: { spec: { priority?: number } }) => (pod.spec.priority ?? 0) > 1_000_000_000).map((pod: { metadata: { name: string } }) => pod.metadata.name),
+    [],
+    'no pod of the tenant runs upstream with a critical priority',
+  );
+
+  // As if conversion had a bug: the tenant's identity straight at the upstream.
+  const direct = await stack.kubectlDirect(['--as', `${a.id}-admin`, '--as-group', `${a.id}:system:authenticated`, '--as-user-extra', `tenant=${a.id}`, 'create', '-f', '-'], {
+    input: JSON.stringify({ ...podOf('sneaky', 'system-node-critical'), metadata: { name: 'sneaky', namespace: `${a.id}-default` } }),
+  });
+  t.not(direct.code, 0, 'upstream refuses it too');
+  t.match(direct.stderr, /tenantgate: priority class system-node-critical \(priority 2000001000\) is the platform's own/);
+
+  const plain = await b.kubectl(['apply', '-f', '-'], { input: JSON.stringify(podOf('plain')) });
+  t.equal(plain.code, 0, 'another tenant\'s pods without a critical class are admitted meanwhile');
+  const admin = await stack.kubectlDirect(['create', '-f', '-'], { input: JSON.stringify({ ...podOf('platform', 'system-node-critical'), metadata: { name: 'platform', namespace: 'default' } }) });
+  t.equal(admin.code, 0, `the platform's own namespaces keep their critical classes: ${admin.stderr}`);
+});
+
 t.test("a tenant's webhook names a service, or a URL on a host the administrator allowed", async (t) => {
   const webhook = (clientConfig: object) =>
     JSON.stringify({

@@ -1,12 +1,14 @@
 // Pods and everything that stamps out pods or claims from a template. The tenant label is forced into each template's
 // metadata so controller-made children (ReplicaSets, Pods, Jobs, ControllerRevisions, PVCs, ResourceClaims) carry it;
 // pod affinity terms name namespaces (prefixed) and select namespaces (only the tenant's).
-// serviceAccountName, nodeName, priorityClassName and runtimeClassName pass through: the last two name shared kinds.
+// serviceAccountName, nodeName, priorityClassName and runtimeClassName pass through: the last two name shared kinds (a
+// pod's priority class never one of the platform's critical ones: rules/platform-classes.ts).
 import type { TenantId } from '../prefix.ts';
 import { forceTenantLabel, removeTenantLabel } from './labels.ts';
 import { namespaceSelectorToTenant, namespaceSelectorToUpstream } from './label-selectors.ts';
 import { eachObjectAt, ensureObject, everyObjectAt, mapStringsAt, objectAt } from './json.ts';
 import { namespaceToTenant, namespaceToUpstream } from './names.ts';
+import { refusePlatformPriorityClass } from './platform-classes.ts';
 import type { ConvertContext, Json, KindRule } from './rule.ts';
 
 /** Pod affinity terms, relative to a pod spec. */
@@ -84,7 +86,15 @@ export function templatesRule(templates: Templates): KindRule {
   };
 }
 
-export const pod = templatesRule({ labelled: [], podSpecs: [['spec']] });
+const podTemplates = templatesRule({ labelled: [], podSpecs: [['spec']] });
+/** A pod is refused a platform-critical priority class; a template naming one is not (its pods are, upstream: tenants/priority-policy.ts). */
+export const pod: KindRule = {
+  toUpstream(obj, ctx) {
+    refusePlatformPriorityClass(objectAt(obj, 'spec')?.priorityClassName);
+    return podTemplates.toUpstream(obj, ctx);
+  },
+  toTenant: (obj, ctx) => podTemplates.toTenant(obj, ctx),
+};
 /** Deployment, ReplicaSet, DaemonSet, Job, ReplicationController. */
 export const workload = templatesRule({ labelled: [['spec', 'template']], podSpecs: [['spec', 'template', 'spec']] });
 export const statefulSet = templatesRule({

@@ -1,0 +1,50 @@
+// The upstream's own refusal of a tenant pod that would take a platform-critical priority: one shared
+// ValidatingAdmissionPolicy on pods created in any tenant namespace, by a tenant or by a controller from its template.
+// Never matches a namespace without the tenant label, nor anything but a pod's create; no object per tenant.
+import { TENANT_LABEL } from '../convert/prefix.ts';
+import { HIGHEST_USER_DEFINABLE_PRIORITY } from '../convert/rules/platform-classes.ts';
+
+/** Name of the policy and of its binding (no tenant's `<id>-` prefix: `tenant` + `g`). */
+export const TENANT_PRIORITY = 'tenantgate.tenant-priority';
+
+const ADMISSION = 'admissionregistration.k8s.io/v1';
+
+/**
+ * Priority admission resolves a pod's class to `spec.priority` before validation, so the policy judges the number: no
+ * class above the user-definable range (the platform's `system-*-critical`), whatever its name or how it was asked for.
+ */
+export const TENANT_PRIORITY_POLICY = {
+  apiVersion: ADMISSION,
+  kind: 'ValidatingAdmissionPolicy',
+  metadata: { name: TENANT_PRIORITY },
+  spec: {
+    failurePolicy: 'Fail',
+    matchConstraints: {
+      matchPolicy: 'Equivalent',
+      namespaceSelector: { matchExpressions: [{ key: TENANT_LABEL, operator: 'Exists' }] },
+      objectSelector: {},
+      resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'], scope: 'Namespaced' }],
+    },
+    validations: [
+      {
+        expression: `!has(object.spec.priority) || object.spec.priority <= ${HIGHEST_USER_DEFINABLE_PRIORITY}`,
+        messageExpression:
+          `"tenantgate: priority class " + (has(object.spec.priorityClassName) ? object.spec.priorityClassName : "") + " (priority " + string(object.spec.priority) + ") is the platform's own: a tenant's pods may not take it"`,
+        message: "tenantgate: a tenant's pods may not take the platform's critical priority",
+        reason: 'Forbidden',
+      },
+    ],
+  },
+};
+
+export const TENANT_PRIORITY_BINDING = {
+  apiVersion: ADMISSION,
+  kind: 'ValidatingAdmissionPolicyBinding',
+  metadata: { name: TENANT_PRIORITY },
+  spec: { policyName: TENANT_PRIORITY, validationActions: ['Deny'] },
+};
+
+export const TENANT_PRIORITY_OBJECTS = [
+  { collection: `/apis/${ADMISSION}/validatingadmissionpolicies`, object: TENANT_PRIORITY_POLICY },
+  { collection: `/apis/${ADMISSION}/validatingadmissionpolicybindings`, object: TENANT_PRIORITY_BINDING },
+];
