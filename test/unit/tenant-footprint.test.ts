@@ -1,7 +1,8 @@
-// The density bench's counting: which upstream objects are a tenant's, each counted once by kind, and what the totals
-// grew by per tenant.
+// The density bench's counting: which upstream objects are a tenant's, each counted once by kind, what the totals grew
+// by per tenant, and which Ns a run measures.
 import t from 'tap';
 import { DiscoveryCache } from '../../lib/upstream/discovery.ts';
+import { tenantCountsFrom } from '../../bench/scenarios/density.ts';
 import { countByKind, listableResources, perTenantGrowth, tenantOwns, type ObjectMeta } from '../../bench/tenant-footprint.ts';
 
 const TENANT = 'abc123';
@@ -81,3 +82,10 @@ t.test('each resource is listed once, at the version its group lists first; even
   ]);
 });
 
+t.test('DENSITY_TENANTS chooses the Ns: ascending counts, or the defaults when unset', async (t) => {
+  t.same(tenantCountsFrom(undefined, [0, 100]), [0, 100]);
+  t.same(tenantCountsFrom('', [0, 100]), [0, 100]);
+  t.same(tenantCountsFrom('0, 100,300', [0]), [0, 100, 300]);
+  t.same(tenantCountsFrom('50', [0]), [50], 'without 0: the first N is the baseline');
+  for (const wrong of ['100,0', '0,0', '-1', '1.5', 'ten', '0,,5', '100000']) t.throws(() => tenantCountsFrom(wrong, [0]), /DENSITY_TENANTS/, wrong);
+});
