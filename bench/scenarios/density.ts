@@ -20,14 +20,14 @@ import { CPU_TICK_MS, cpuMeter, idleCpuRate, rssOf, type Pids } from '../load/cp
 import { countedRequests, type CountedRequest } from '../load/counted.ts';
 import { gatewayProfileFlags } from '../profile.ts';
 import type { Chart, Scenario, ScenarioOptions, ScenarioResult, TargetCheck } from '../scenario.ts';
-import { percentile, rounded } from '../stats.ts';
+import { median, percentile, rounded } from '../stats.ts';
 import { footprintOf, perTenantGrowth, type Footprint } from '../tenant-footprint.ts';
 import { CONFIGMAP, tenantToken, waitUntilServed } from './small-get.ts';
 
 interface Plan {
   tenantCounts: number[];
   idleSeconds: number;
-  /** GETs per path at each N: at most this many, or for at most `getSeconds`, whichever ends first. */
+  /** GETs per path at each N: at most this many, or for at most `getSeconds`, whichever ends first (in GET_ROUNDS rounds). */
   maxGets: number;
   getSeconds: number;
   /** The whole scenario, stack start included; under run.ts's SCENARIO_LIMIT_MS (quick 150 s, full 30 min). */
@@ -68,8 +68,9 @@ const READY_WITHIN_MS = 60_000;
 const CREATE_ERRORS_LIMIT = 20;
 const GET_CONCURRENCY = 4;
 /** GETs between two looks at the clock. */
-const GET_BATCH = 200;
+const GET_BATCH = 50;
 const WARM_UP_GETS = 100;
+const GET_ROUNDS = 3;
 const PROBE_TENANT = 'dprobe';
 const MAX_TENANTS = 99_999;
 const tenantIdOf = (index: number) => `d${String(index).padStart(5, '0')}`;
@@ -232,43 +233,55 @@ async function controllersCaughtUp(upstream: UpstreamPool, tenant: string, withi
   }
 }
 
-interface GetRun {
+/** GETs of one path between two readings of every process's CPU. */
+interface GetRound {
   gets: number;
-  seconds: number;
-  getsPerSecond: number;
-  apiserverCpuMsPerGet: number;
-  etcdCpuMsPerGet: number;
-  tenantgateCpuMsPerGet: number;
+  wallMs: number;
+  cpuMs: Record<string, number>;
 }
 
-/** GETs of one ConfigMap, GET_CONCURRENCY in flight, until `maxGets` or `seconds`; each process's CPU read around them, idle rate taken off. */
-async function timedGets(session: ClientHttp2Session, request: CountedRequest, pids: Pids, idle: Record<string, number>, plan: Plan): Promise<GetRun> {
-  await countedRequests(session, WARM_UP_GETS, GET_CONCURRENCY, () => request);
+/** GETs of one ConfigMap, GET_CONCURRENCY in flight, until `maxGets` or `seconds`; CPU read around them, idle rate taken off. */
+async function timedGets(session: ClientHttp2Session, request: CountedRequest, pids: Pids, idle: Record<string, number>, maxGets: number, seconds: number): Promise<GetRound> {
   const spent = cpuMeter(pids, idle);
-  const deadline = performance.now() + plan.getSeconds * 1000;
+  const deadline = performance.now() + seconds * 1000;
   let gets = 0;
-  while (gets < plan.maxGets && performance.now() < deadline) {
-    const batch = Math.min(GET_BATCH, plan.maxGets - gets);
+  while (gets < maxGets && performance.now() < deadline) {
+    const batch = Math.min(GET_BATCH, maxGets - gets);
     await countedRequests(session, batch, GET_CONCURRENCY, () => request);
     gets += batch;
   }
   const { ms, wallMs } = spent();
-  const perGet = (name: string) => rounded(ms[name]! / gets, 4);
+  return { gets, wallMs, cpuMs: ms };
+}
+
+interface GetRun {
+  gets: number;
+  seconds: number;
+  getsPerSecond: number;
+  /** Median of the rounds' CPU per GET. */
+  apiserverCpuMsPerGet: number;
+  apiserverCpuMsPerGetByRound: number[];
+  etcdCpuMsPerGet: number;
+  tenantgateCpuMsPerGet: number;
+}
+
+function runOf(rounds: GetRound[]): GetRun {
+  const gets = rounds.reduce((sum, round) => sum + round.gets, 0);
+  const wallMs = rounds.reduce((sum, round) => sum + round.wallMs, 0);
+  const byRound = (name: string) => rounds.map((round) => round.cpuMs[name]! / round.gets);
   return {
     gets,
     seconds: rounded(wallMs / 1000, 2),
     getsPerSecond: Math.round((gets * 1000) / wallMs),
-    apiserverCpuMsPerGet: perGet('kube-apiserver'),
-    etcdCpuMsPerGet: perGet('etcd'),
-    tenantgateCpuMsPerGet: perGet('tenantgate'),
+    apiserverCpuMsPerGet: rounded(median(byRound('kube-apiserver')), 4),
+    apiserverCpuMsPerGetByRound: byRound('kube-apiserver').map((ms) => rounded(ms, 4)),
+    etcdCpuMsPerGet: rounded(median(byRound('etcd')), 4),
+    tenantgateCpuMsPerGet: rounded(median(byRound('tenantgate')), 4),
   };
 }
 
 /** The two ways one ConfigMap is read: as the probe tenant through tenantgate, and as a plain ServiceAccount directly. */
-interface ReadPaths {
-  tenant: { credentials: ClusterCredentials; request: CountedRequest };
-  plain: { credentials: ClusterCredentials; request: CountedRequest };
-}
+type ReadPaths = Record<'tenant' | 'plain', { credentials: ClusterCredentials; request: CountedRequest }>;
 
 async function readPaths(stack: Stack): Promise<ReadPaths> {
   const probe = await createTestTenant(stack, PROBE_TENANT);
@@ -297,12 +310,21 @@ async function readPaths(stack: Stack): Promise<ReadPaths> {
   };
 }
 
-async function measureGets(path: ReadPaths['tenant'], pids: Pids, idle: Record<string, number>, plan: Plan): Promise<GetRun> {
-  const session = connectH2(path.credentials);
+/** Both paths after a warm-up of each, GET_ROUNDS rounds taking turns: drift in the machine's load hits both alike. */
+async function measureGets(paths: ReadPaths, pids: Pids, idle: Record<string, number>, plan: Plan): Promise<Record<'tenant' | 'plain', GetRun>> {
+  const names = ['tenant', 'plain'] as const;
+  const sessions = { tenant: connectH2(paths.tenant.credentials), plain: connectH2(paths.plain.credentials) };
   try {
-    return await timedGets(session, path.request, pids, idle, plan);
+    for (const name of names) await countedRequests(sessions[name], WARM_UP_GETS, GET_CONCURRENCY, () => paths[name].request);
+    const rounds: Record<'tenant' | 'plain', GetRound[]> = { tenant: [], plain: [] };
+    for (let round = 0; round < GET_ROUNDS; round++) {
+      for (const name of names) {
+        rounds[name].push(await timedGets(sessions[name], paths[name].request, pids, idle, Math.ceil(plan.maxGets / GET_ROUNDS), plan.getSeconds / GET_ROUNDS));
+      }
+    }
+    return { tenant: runOf(rounds.tenant), plain: runOf(rounds.plain) };
   } finally {
-    session.close();
+    for (const name of names) sessions[name].close();
   }
 }
 
@@ -444,8 +466,7 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
       const loadavg1m = os.loadavg()[0]!;
       const idle = await idleCpuRate(pids, plan.idleSeconds);
       const rssMb = Object.fromEntries(Object.entries(pids).map(([name, p]) => [name, megabytes(rssOf(p))]));
-      const getAsTenant = await measureGets(paths.tenant, pids, idle, plan);
-      const getAsPlainServiceAccount = await measureGets(paths.plain, pids, idle, plan);
+      const { tenant: getAsTenant, plain: getAsPlainServiceAccount } = await measureGets(paths, pids, idle, plan);
       const footprintStarted = performance.now();
       const sampleTenant = tenants > 0 ? tenantIdOf(0) : PROBE_TENANT;
       const footprint = await footprintOf(upstream, discovery, sampleTenant);
@@ -492,6 +513,7 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
         probeTenant: PROBE_TENANT,
         skippedTenantCounts: skipped,
         getConcurrency: GET_CONCURRENCY,
+        getRounds: GET_ROUNDS,
         cpuSource: `/proc/<pid>/stat utime+stime, ${CPU_TICK_MS} ms resolution, each process's idle rate taken off the per-GET figures`,
         steps,
       },
