@@ -10,6 +10,7 @@ import { profileGatewaysInto, profilesIn, readProfile, topSelfTime, type SelfTim
 import { barChartSvg, chartFileName, renderSummary, type Machine, type ScenarioReport, type Versions } from './report.ts';
 import type { Scenario, ScenarioResult } from './scenario.ts';
 import { cpuPerRequestScenario } from './scenarios/cpu-per-request.ts';
+import { densityScenario } from './scenarios/density.ts';
 import { listScenario } from './scenarios/list.ts';
 import { listOffloadScenario } from './scenarios/list-offload.ts';
 import { listProtobufScenario } from './scenarios/list-protobuf.ts';
@@ -21,8 +22,8 @@ import { smallGetScenario } from './scenarios/small-get.ts';
 import { watchCacheProtobufScenario } from './scenarios/watch-cache-protobuf.ts';
 import { watchFanout } from './scenarios/watch-fanout.ts';
 
-/** In the order they run: issue 6's numbering, then issue 15's, then issue 18's. */
-const SCENARIOS: Scenario[] = [smallGetScenario, listScenario, watchFanout, rewriteScenario, manyTenantsScenario, noisyNeighbourScenario, cpuPerRequestScenario, protobufEngineScenario, listProtobufScenario, listOffloadScenario, watchCacheProtobufScenario];
+/** In the order they run: issue 6's numbering, then issue 15's, then issue 18's, then what a tenant costs the upstream. */
+const SCENARIOS: Scenario[] = [smallGetScenario, listScenario, watchFanout, rewriteScenario, manyTenantsScenario, noisyNeighbourScenario, cpuPerRequestScenario, protobufEngineScenario, listProtobufScenario, listOffloadScenario, watchCacheProtobufScenario, densityScenario];
 
 /** A scenario that runs longer than this has hung: it is reported as failed and the runner goes on. */
 const SCENARIO_LIMIT_MS = { quick: 150_000, full: 30 * 60_000 };

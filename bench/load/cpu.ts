@@ -1,5 +1,5 @@
-// CPU time of the rig's processes from /proc/<pid>/stat (user + system, all threads, dead ones included), so a bench
-// can say what one request cost each process. Reads /proc only; never signals or changes a process.
+// CPU time (user + system, all threads, dead ones included) and resident memory of the rig's processes from /proc, so
+// a bench can say what one request cost each process. Reads /proc only; never signals or changes a process.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
@@ -51,4 +51,10 @@ export async function idleCpuRate(pids: Pids, seconds: number): Promise<Record<s
   await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
   const { ms, wallMs } = spent();
   return Object.fromEntries(Object.entries(ms).map(([name, value]) => [name, (value * 1000) / wallMs]));
+}
+
+/** Resident memory of a process now (bytes), from /proc/<pid>/status. */
+export function rssOf(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? NaN) * 1024;
 }

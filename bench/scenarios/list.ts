@@ -1,11 +1,11 @@
 // Scenario 2: LIST of 500 and 5,000 realistic pods (JSON) through the upstream directly, tenantgate --passthrough and
 // tenantgate as a tenant: throughput, time to first byte, tenantgate's peak RSS growth. Then issue 16's cached LIST
 // (resourceVersion=0): tenantgate's watch cache against the upstream's own and --watch-cache=false. Pods are made upstream.
-import { readFileSync } from 'node:fs';
 import type { ClientHttp2Session } from 'node:http2';
 import { connectH2, h2Request } from '../../test/helpers/http.ts';
 import { realisticPod, seededRandom } from '../k8s-payloads.ts';
 import { spawnGateway, stopChild } from '../../test/helpers/stack.ts';
+import { rssOf } from '../load/cpu.ts';
 import { startThreeTargets, type TargetName } from '../load/targets.ts';
 import { watchCacheMetrics, watchCacheOffFlags } from '../load/watch-cache.ts';
 import type { Chart, Scenario, ScenarioOptions, ScenarioResult, TargetCheck } from '../scenario.ts';
@@ -65,12 +65,6 @@ async function untilListHolds(session: ClientHttp2Session, path: string, count: 
     if (performance.now() > deadline) throw new Error(`LIST ${path}: ${answer.status}, ${items} items, not ${count}, after ${CACHE_FILL_WAIT_MS / 1000} s`);
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
-}
-
-/** Resident memory of a process now (bytes), from /proc. */
-function rssOf(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? NaN) * 1024;
 }
 
 /** A realistic pod as a client would create it: the server's fields (uid, resourceVersion, status...) left out. */

@@ -20,6 +20,7 @@ import { UpstreamPool } from '../../lib/upstream/pool.ts';
 import { sumMetric } from '../../test/helpers/http.ts';
 import { request } from '../../test/helpers/load.ts';
 import { spawnGateway, startStack, stopChild, type Stack } from '../../test/helpers/stack.ts';
+import { rssOf } from '../load/cpu.ts';
 import { watchCacheMetrics, watchCacheOffFlags, type WatchCacheMetrics } from '../load/watch-cache.ts';
 import type { Chart, Scenario, ScenarioOptions, ScenarioResult, TargetCheck } from '../scenario.ts';
 
@@ -80,12 +81,6 @@ const round = (value: number, digits = 2) => Math.round(value * 10 ** digits) / 
 function percentile(sorted: Float64Array, p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]!;
-}
-
-/** Resident memory of a process now (bytes), from /proc. */
-function rssOf(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? NaN) * 1024;
 }
 
 /** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat. */
