@@ -180,6 +180,8 @@ t.test("no tenant pod takes the platform's critical priority: refused by tenantg
   };
   const applied = await a.kubectl(['apply', '-f', '-'], { input: JSON.stringify(deployment) });
   t.equal(applied.code, 0, applied.stderr);
+  // (Later tests count the namespace's ReplicaSets.)
+  t.teardown(() => a.kubectl(['delete', 'deployment', 'critical', '-n', 'default', '--wait=false']));
   const failure = await until('the ReplicaSet reports why', async () => {
     const sets = JSON.parse((await a.kubectl(['get', 'replicasets', '-n', 'default', '-l', 'app=critical', '-o', 'json'])).stdout || '{"items":[]}');
     const condition = sets.items[0]?.status?.conditions?.find((c: { type: string }) => c.type === 'ReplicaFailure');
@@ -195,7 +197,7 @@ t.test("no tenant pod takes the platform's critical priority: refused by tenantg
   );
 
   // As if conversion had a bug: the tenant's identity straight at the upstream.
-  const direct = await stack.kubectlDirect(['--as', `${a.id}-admin`, '--as-group', `${a.id}:system:authenticated`, '--as-user-extra', `tenant=${a.id}`, 'create', '-f', '-'], {
+  const direct = await stack.kubectlDirect(['--as', `${a.id}-admin`, '--as-group', `${a.id}:system:authenticated`, '--as-user-extra', `tenant=${a.id}`, 'create', '--raw', `/api/v1/namespaces/${a.id}-default/pods`, '-f', '-'], {
     input: JSON.stringify({ ...podOf('sneaky', 'system-node-critical'), metadata: { name: 'sneaky', namespace: `${a.id}-default` } }),
   });
   t.not(direct.code, 0, 'upstream refuses it too');
@@ -205,6 +207,7 @@ t.test("no tenant pod takes the platform's critical priority: refused by tenantg
   t.equal(plain.code, 0, 'another tenant\'s pods without a critical class are admitted meanwhile');
   const admin = await stack.kubectlDirect(['create', '-f', '-'], { input: JSON.stringify({ ...podOf('platform', 'system-node-critical'), metadata: { name: 'platform', namespace: 'default' } }) });
   t.equal(admin.code, 0, `the platform's own namespaces keep their critical classes: ${admin.stderr}`);
+  await stack.kubectlDirect(['delete', 'pod', 'platform', '-n', 'default', '--wait=false']);
 });
 
 t.test("a tenant's webhook names a service, or a URL on a host the administrator allowed", async (t) => {
