@@ -48,7 +48,7 @@ import { ensureKubernetesService, KUBERNETES_SERVICE, kubernetesEndpointSlice, t
 import { EXPANSION_LABEL, expansionName, expansionOf, isExpansionName, isTenantClusterBinding, migratedSubjects, type ClusterRoleBinding } from './cluster-bindings.ts';
 import { cleanupDone, deleteTenantObjects, type CleanupProgress } from './cleanup.ts';
 import { conditionOf, setCondition } from './conditions.ts';
-import { ensureTenantFlowControlDefaults } from './stored-kinds.ts';
+import { ensureTenantFlowControlDefaults, readMandatoryFlowControl, type MandatoryObject } from './stored-kinds.ts';
 import { TENANT_CLEANUP_FINALIZER, TenantConflict, TenantMissing, type Tenant, type TenantEvent, type TenantStore } from './tenant.ts';
 
 export interface TenantLifecycleOptions {
@@ -103,6 +103,28 @@ function tenantOfNamespace(namespace: string | undefined): TenantId | undefined 
   return isTenantId(id) ? id : undefined;
 }
 
+/** What every tenant's bootstrap needs of the upstream, got once and shared; got again after a failure or when forgotten. */
+class Once<T> {
+  readonly #get: () => Promise<T>;
+  #value: Promise<T> | null = null;
+
+  constructor(get: () => Promise<T>) {
+    this.#get = get;
+  }
+
+  get(): Promise<T> {
+    this.#value ??= this.#get().catch((error: unknown) => {
+      this.#value = null;
+      throw error;
+    });
+    return this.#value;
+  }
+
+  forget(): void {
+    this.#value = null;
+  }
+}
+
 export class TenantLifecycle {
   readonly #store: TenantStore;
   readonly #pool: UpstreamPool;
@@ -112,10 +134,12 @@ export class TenantLifecycle {
   readonly #maxBackoffMs: number;
   readonly #recordOperation: RecordTenantOperation | undefined;
   readonly #clusterAddress: ClusterAddress | undefined;
-  /** The upstream's built-in roles, read once (again after a failure): every tenant's copies are made from them. */
-  #builtinRoles: Promise<BuiltinRole[]> | null = null;
-  /** The RBAC all tenants share, made once (again after a failure or when the upstream lost it) before any tenant's. */
-  #sharedRbac: Promise<void> | null = null;
+  /** The upstream's built-in roles: every tenant's copies are made from them. */
+  readonly #builtinRoles: Once<BuiltinRole[]>;
+  /** The upstream's mandatory flow-control objects: every tenant's copies are made from them. */
+  readonly #mandatoryFlowControl: Once<MandatoryObject[]>;
+  /** The RBAC all tenants share, made (again when the upstream lost it) before any tenant's. */
+  readonly #sharedRbac: Once<void>;
   readonly #work = new Map<TenantId, TenantWork>();
   readonly #stoppers: (() => void)[] = [];
   #stopped = false;
@@ -135,29 +159,16 @@ export class TenantLifecycle {
     this.#maxBackoffMs = options.maxBackoffMs ?? 30_000;
     this.#recordOperation = options.recordOperation;
     this.#clusterAddress = options.clusterAddress;
-  }
-
-  #readBuiltinRoles(): Promise<BuiltinRole[]> {
-    this.#builtinRoles ??= readBuiltinRoles(this.#pool).catch((error: Error) => {
-      this.#builtinRoles = null;
-      throw error;
-    });
-    return this.#builtinRoles;
-  }
-
-  #ensureSharedRbac(): Promise<void> {
-    this.#sharedRbac ??= ensureSharedTenantRbac(this.#pool).catch((error: Error) => {
-      this.#sharedRbac = null;
-      throw error;
-    });
-    return this.#sharedRbac;
+    this.#builtinRoles = new Once(() => readBuiltinRoles(this.#pool));
+    this.#mandatoryFlowControl = new Once(() => readMandatoryFlowControl(this.#pool));
+    this.#sharedRbac = new Once(() => ensureSharedTenantRbac(this.#pool));
   }
 
   /** A shared object deleted or changed by someone: made again (a failure leaves the next bootstrap or reconcile to try). */
   #repairSharedRbac(): void {
     if (this.#stopped) return;
-    this.#sharedRbac = null;
-    this.#ensureSharedRbac().then(
+    this.#sharedRbac.forget();
+    this.#sharedRbac.get().then(
       () => log.info('shared tenant rbac restored'),
       (error: Error) => log.warn('shared tenant rbac could not be restored', { error: error.message }),
     );
@@ -277,15 +288,15 @@ export class TenantLifecycle {
   }
 
   async #bootstrap(id: TenantId): Promise<void> {
-    await this.#ensureSharedRbac();
+    await this.#sharedRbac.get();
     // What a cluster has at birth: its namespaces, the built-in roles and bindings, and Service default/kubernetes;
     // independent of each other, so made at once.
     const address = this.#clusterAddress;
     await Promise.all([
       bootstrapTenant(this.#pool, id),
-      this.#readBuiltinRoles().then((roles) => ensureTenantBuiltinRoles(this.#pool, id, roles)),
+      this.#builtinRoles.get().then((roles) => ensureTenantBuiltinRoles(this.#pool, id, roles)),
       ensureTenantBuiltinBindings(this.#pool, id),
-      ensureTenantFlowControlDefaults(this.#pool, id),
+      this.#mandatoryFlowControl.get().then((mandatory) => ensureTenantFlowControlDefaults(this.#pool, id, mandatory)),
     ]);
     // (In the tenant's namespace `default`, made above.)
     if (address !== undefined) await ensureKubernetesService(this.#pool, id, address);
@@ -471,8 +482,10 @@ export class TenantLifecycle {
         ),
       );
 
-    // Missing, or as an older tenantgate wrote it (wider): the shared RBAC is applied again before anything relies on it.
-    await this.#ensureSharedRbac();
+    // Missing, or as an older tenantgate wrote it (wider): the shared RBAC is applied again before anything relies on it
+    // (looked at anew on a full pass, the safety net behind the watches).
+    if (which === 'all') this.#sharedRbac.forget();
+    await this.#sharedRbac.get();
 
     const clusterBindings = (await listUpstream(this.#pool, `${RBAC}/clusterrolebindings?${bySelector}`)) as ClusterRoleBinding[];
     const ownSelector = `labelSelector=${encodeURIComponent(which === 'all' ? TENANTGATE_OWNED_LABEL : `${TENANTGATE_OWNED_LABEL} in (${ids.join(',')})`)}`;
@@ -509,7 +522,7 @@ export class TenantLifecycle {
       tenantBindings.set(id, mine);
     }
     // The tenant's copies of the built-in roles, as the upstream's own are.
-    const builtinRoles = await this.#readBuiltinRoles();
+    const builtinRoles = await this.#builtinRoles.get();
     const copies = new Map(
       (await listUpstream(this.#pool, `${RBAC}/clusterroles?labelSelector=${encodeURIComponent(`${BOOTSTRAPPING_LABEL},${selector}`)}`)).map((item) => [item.metadata.name, item]),
     );

@@ -116,21 +116,36 @@ export function tenantCopyOf(upstreamObject: { metadata?: { name?: string; annot
   };
 }
 
-/**
- * Creates the tenant's copies of the mandatory configuration the upstream has (none when its API Priority and Fairness
- * is off), leaving alone any the tenant already has: what it changes is its own, as on a cluster whose administrator set
- * `apf.kubernetes.io/autoupdate-spec: "false"`.
- */
-export async function ensureTenantFlowControlDefaults(pool: UpstreamPool, tenant: TenantId): Promise<void> {
+/** One of the upstream's mandatory objects as read from it, with the tenant kind it is copied as. */
+export interface MandatoryObject {
+  row: KindRow;
+  object: { metadata?: { name?: string; annotations?: Record<string, string> }; spec?: unknown };
+}
+
+/** The upstream's mandatory configuration (none when its API Priority and Fairness is off): read once, copied into every tenant. */
+export async function readMandatoryFlowControl(pool: UpstreamPool): Promise<MandatoryObject[]> {
+  const read: MandatoryObject[] = [];
   for (const { resource, name } of MANDATORY_FLOW_CONTROL) {
-    const row = kindOf(FLOWCONTROL, resource)!;
     const real = await upstreamJson(pool, 'GET', `/apis/${FLOWCONTROL}/${STORED_VERSION}/${resource}/${name}`);
     if (real.status === 404) continue;
     if (real.status !== 200) throw new Error(`reading the upstream's ${resource}/${name} answered ${real.status}`);
-    const copy = tenantCopyOf(real.body, row, tenant);
-    const created = await upstreamJson(pool, 'POST', `/apis/${row.upstreamGroup}/${STORED_VERSION}/${resource}`, copy);
-    // tenantgate's CRDs not served (a lifecycle run without the gateway that keeps them): nothing to copy into.
-    if (created.status === 404) return;
-    if (created.status !== 201 && created.status !== 409) throw new Error(`creating ${resource}/${copy.metadata.name} answered ${created.status}`);
+    read.push({ row: kindOf(FLOWCONTROL, resource)!, object: real.body });
   }
+  return read;
+}
+
+/**
+ * Creates the tenant's copies of the upstream's mandatory configuration, leaving alone any the tenant already has: what
+ * it changes is its own, as on a cluster whose administrator set `apf.kubernetes.io/autoupdate-spec: "false"`.
+ */
+export async function ensureTenantFlowControlDefaults(pool: UpstreamPool, tenant: TenantId, mandatory: readonly MandatoryObject[]): Promise<void> {
+  await Promise.all(
+    mandatory.map(async ({ row, object }) => {
+      const copy = tenantCopyOf(object, row, tenant);
+      const created = await upstreamJson(pool, 'POST', `/apis/${row.upstreamGroup}/${STORED_VERSION}/${row.resource}`, copy);
+      // tenantgate's CRDs not served (a lifecycle run without the gateway that keeps them): nothing to copy into.
+      if (created.status === 404) return;
+      if (created.status !== 201 && created.status !== 409) throw new Error(`creating ${row.resource}/${copy.metadata.name} answered ${created.status}`);
+    }),
+  );
 }
