@@ -1,7 +1,7 @@
 import t from 'tap';
 import { AccessReviews, type AccessQuestion } from '../../lib/auth/access-review.ts';
 import type { Identity } from '../../lib/auth/identity.ts';
-import { upstreamIdentityOf } from '../../lib/auth/impersonation.ts';
+import { TENANT_CLUSTER_SCOPE_GROUP, upstreamIdentityOf } from '../../lib/auth/impersonation.ts';
 import { authorizeImpersonation, impersonationChecks, requestedImpersonation } from '../../lib/auth/requested-impersonation.ts';
 import { StatusError } from '../../lib/errors/status-error.ts';
 import { upstreamRequestHeaders } from '../../lib/upstream/headers.ts';
@@ -83,7 +83,8 @@ t.test("a tenant may impersonate what its RoleBindings or (through its shadow id
     ['alpha1-admin', 'groups', 'alpha1:devs'],
     ['tenantgate:cluster:alpha1-admin', 'groups', 'alpha1:devs'],
   ]);
-  t.same(asked[0]!.groups, ['alpha1:system:authenticated'], "asked about the caller's whole upstream identity");
+  t.same(asked[0]!.groups, ['alpha1:system:authenticated', TENANT_CLUSTER_SCOPE_GROUP], "asked about the caller's whole upstream identity (an admin's cluster-scope group included)");
+  t.same(asked[1]!.groups, ['tenantgate:cluster:alpha1:system:authenticated', `tenantgate:cluster:${TENANT_CLUSTER_SCOPE_GROUP}`], 'and its shadow');
   t.same(target, { user: 'alice', groups: ['devs', 'system:authenticated'], tenant: 'alpha1', proof: tenantAdmin.proof }, "the target keeps the caller's tenant and proof");
   t.same(upstreamIdentityOf(target), { user: 'alpha1-alice', groups: ['alpha1:devs', 'alpha1:system:authenticated'], extra: { tenant: ['alpha1'] }, tenant: 'alpha1' }, 'upstream: under the prefix, the tenant extra kept');
 
