@@ -65,6 +65,11 @@ export interface TenantLifecycleOptions {
   recordOperation?: RecordTenantOperation | undefined;
   /** tenantgate as tenants reach it, for each tenant's Service `default/kubernetes`; absent: no such Service. */
   clusterAddress?: ClusterAddress | undefined;
+  /**
+   * How long after this lifecycle starts the per-tenant ClusterRoleBindings of an older tenantgate are kept: replicas
+   * still on that version (a rolling upgrade) impersonate no cluster-scope group and rely on them. Default 10 minutes.
+   */
+  legacyBindingsGraceMs?: number;
 }
 
 type Phase = 'bootstrap' | 'cleanup' | 'idle';
@@ -134,6 +139,8 @@ export class TenantLifecycle {
   readonly #maxBackoffMs: number;
   readonly #recordOperation: RecordTenantOperation | undefined;
   readonly #clusterAddress: ClusterAddress | undefined;
+  readonly #legacyBindingsGraceMs: number;
+  #startedAt = 0;
   /** The upstream's built-in roles: every tenant's copies are made from them. */
   readonly #builtinRoles: Once<BuiltinRole[]>;
   /** The upstream's mandatory flow-control objects: every tenant's copies are made from them. */
@@ -159,6 +166,7 @@ export class TenantLifecycle {
     this.#maxBackoffMs = options.maxBackoffMs ?? 30_000;
     this.#recordOperation = options.recordOperation;
     this.#clusterAddress = options.clusterAddress;
+    this.#legacyBindingsGraceMs = options.legacyBindingsGraceMs ?? 10 * 60_000;
     this.#builtinRoles = new Once(() => readBuiltinRoles(this.#pool));
     this.#mandatoryFlowControl = new Once(() => readMandatoryFlowControl(this.#pool));
     this.#sharedRbac = new Once(() => ensureSharedTenantRbac(this.#pool));
@@ -175,6 +183,7 @@ export class TenantLifecycle {
   }
 
   async start(): Promise<void> {
+    this.#startedAt = Date.now();
     this.#stoppers.push(this.#store.onChange((event) => this.#onTenantEvent(event)));
     for (const tenant of this.#store.list()) this.#follow(tenant);
     this.#watchUpstream();
@@ -502,7 +511,9 @@ export class TenantLifecycle {
       }
       const builtinBindings = builtinBindingNamesOf(id);
       const legacy = legacyTenantBindingsOf(id).filter((name) => bindings.has(name));
-      if (legacy.length > 0) repair(`clusterrolebindings ${legacy.join(', ')} replaced by the shared ones`, id, () => this.#replaceLegacyBindings(id, legacy));
+      // (After the grace the next full pass, every resync interval, removes them.)
+      const graceOver = Date.now() - this.#startedAt >= this.#legacyBindingsGraceMs;
+      if (legacy.length > 0 && graceOver) repair(`clusterrolebindings ${legacy.join(', ')} replaced by the shared ones`, id, () => this.#replaceLegacyBindings(id, legacy));
       const mine: ClusterRoleBinding[] = [];
       for (const binding of clusterBindings) {
         // The built-in bindings grant only discovery and self-reviews, nothing a RoleBinding could: never expanded.

@@ -363,7 +363,14 @@ t.test('an upgrade replaces the ClusterRoleBindings an older tenantgate kept per
     ).body.status.allowed === true;
   const approve = { verb: 'approve', group: 'certificates.k8s.io', resource: 'signers', name: 'mig001.tenants.tenantgate.kubezoo.io/*' };
   // The upgraded replica starts: its first reconcile migrates every tenant.
-  const upgraded = new TenantLifecycle({ store, pool, cleanupIntervalMs: 300 });
+  // A replica of the new version keeps them for a while: the older version's replicas, in a rolling upgrade, rely on them.
+  const early = new TenantLifecycle({ store, pool, cleanupIntervalMs: 300 });
+  await early.start();
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  await early.stop();
+  t.equal(await status(`${RBAC}/clusterrolebindings/${encodeURIComponent('tenantgate:tenant:mig001')}`), 200, 'within the grace, the legacy bindings stay');
+  // (No grace: no replica of the older version runs here.)
+  const upgraded = new TenantLifecycle({ store, pool, cleanupIntervalMs: 300, legacyBindingsGraceMs: 0 });
   const lost: string[] = [];
   let watching = true;
   const watchRights = (async () => {
