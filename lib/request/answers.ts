@@ -188,7 +188,7 @@ async function missingNamespaceAnswer(ctx: RequestContext, conversions: TenantCo
   const upstreamNamespace = namespaceToUpstream(info.namespace, tenant);
   const namespace = await upstreamJson(conversions.pool, 'GET', `/api/v1/namespaces/${encodeURIComponent(upstreamNamespace)}`);
   if (namespace.status !== 404) return null;
-  if (!(await conversions.access.allowed(tenant, upstreamIdentityOf(identity), info.verb, apiGroupToUpstream(info.apiGroup, tenant), info.resource))) return null;
+  if (!(await conversions.access.allowed(tenant, upstreamIdentityOf(identity), info.verb, apiGroupToUpstream(info.apiGroup, tenant, info.resource), info.resource))) return null;
   const row = ctx.row!;
   if (info.verb === 'list') {
     return { kind: `${row.kind}List`, apiVersion: requestApiVersion(info), metadata: { resourceVersion: await currentResourceVersion(ctx, conversions) }, items: [] };

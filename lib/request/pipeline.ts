@@ -148,7 +148,7 @@ export function classify(discovery: DiscoveryCache): Stage['run'] {
       return false;
     }
     // A custom resource: its scope comes from upstream discovery (refreshed when unknown: a CRD may be new).
-    return discovery.resolveScope(apiGroupToUpstream(info.apiGroup, ctx.identity!.tenant!), info.apiVersion, info.resource).then((scope) => {
+    return discovery.resolveScope(apiGroupToUpstream(info.apiGroup, ctx.identity!.tenant!, info.resource), info.apiVersion, info.resource).then((scope) => {
       ctx.row = kindOf(info.apiGroup, info.resource, scope) ?? null;
       return false;
     });
@@ -197,7 +197,7 @@ export function authorizeClusterScopeReads(access: AccessReviews): Stage['run'] 
     const tenant = identity.tenant!;
     // RBAC's resourceNames match a get of one object by its upstream name.
     const name = info.verb === 'get' && info.name !== '' ? upstreamObjectName(info, row!, info.name, tenant) : '';
-    const allowed = access.allowed(tenant, upstreamIdentityOf(identity), info.verb, apiGroupToUpstream(info.apiGroup, tenant), info.resource, name);
+    const allowed = access.allowed(tenant, upstreamIdentityOf(identity), info.verb, apiGroupToUpstream(info.apiGroup, tenant, info.resource), info.resource, name);
     return typeof allowed === 'boolean' ? decide(ctx, allowed) : allowed.then((answer) => decide(ctx, answer));
   };
 }

@@ -31,6 +31,7 @@ import type { TenantId } from '../convert/prefix.ts';
 import { ObjectKeeper, type KeptObject } from '../tenants/kept-objects.ts';
 import { TENANT_CONFINEMENT_OBJECTS } from '../tenants/confinement-policy.ts';
 import { STORED_KIND_CRDS, storedKindsEstablished } from '../tenants/stored-kinds.ts';
+import { migrateTenantsClusterBindings } from '../tenants/cluster-bindings.ts';
 import { log } from '../log.ts';
 import { confinedDiscoveryBinding, ownUpstreamUsers } from '../tenants/discovery-confinement.ts';
 import { createTenantStore, DEFAULT_TENANT_STORE_OPTIONS } from '../tenants/store.ts';
@@ -116,7 +117,15 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   kept.push(...STORED_KIND_CRDS);
   const keeper = runLifecycle ? new ObjectKeeper(pool, kept) : null;
   await keeper?.start();
-  if (keeper !== null && !(await storedKindsEstablished(pool))) log.warn('the CRDs of tenants\' stored kinds (FlowSchemas, priority levels) are not established yet');
+  if (keeper !== null && !(await storedKindsEstablished(pool))) log.warn('the CRDs of tenants\' stored kinds (FlowSchemas, priority levels, ClusterRoleBindings) are not established yet');
+  // An older tenantgate's real ClusterRoleBindings of tenants, stored before any tenant request is judged by them.
+  if (keeper !== null) {
+    const moved = await migrateTenantsClusterBindings(pool).catch((error: Error) => {
+      log.warn('tenant clusterrolebindings not moved to the stored form yet (the lifecycle tries again)', { error: error.message });
+      return 0;
+    });
+    if (moved > 0) log.info('tenant clusterrolebindings moved to the stored form', { count: moved });
+  }
   // Keys made ahead of need keep tenant creation in milliseconds (RSA-2048 generation is ~50 ms).
   const keyPool = config.tenantCa === undefined ? null : new RsaKeyPool();
   let url = '';

@@ -7,6 +7,7 @@ import { objectToUpstream, RESERVED_TENANT_IDS, type ConvertContext, type Json }
 import { upstreamJson } from '../upstream/client.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import { ensure, type UpstreamObject } from './bootstrap.ts';
+import { STORED_CLUSTER_BINDINGS } from './cluster-bindings.ts';
 
 /**
  * Copied into every tenant. admin/edit/view are aggregated from the three `system:aggregate-to-*` roles (which hold
@@ -94,7 +95,7 @@ export function tenantBuiltinRole(tenant: TenantId, role: BuiltinRole): Upstream
   return objectToUpstream(copy, contextOf(tenant), CLUSTER_ROLE_ROW) as UpstreamObject;
 }
 
-/** The tenant's copy of a built-in ClusterRoleBinding: its own role, its own groups (shadow subjects upstream). */
+/** The tenant's copy of a built-in ClusterRoleBinding: its own role, its own groups (stored, shadow subjects upstream). */
 export function tenantBuiltinBinding(tenant: TenantId, binding: BuiltinBinding): UpstreamObject {
   const object: Json = {
     apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -119,7 +120,7 @@ export async function ensureTenantBuiltinRoles(pool: UpstreamPool, tenant: Tenan
 }
 
 export async function ensureTenantBuiltinBinding(pool: UpstreamPool, tenant: TenantId, binding: BuiltinBinding): Promise<void> {
-  await ensure(pool, `${RBAC}/clusterrolebindings`, tenantBuiltinBinding(tenant, binding));
+  await ensure(pool, STORED_CLUSTER_BINDINGS, tenantBuiltinBinding(tenant, binding));
 }
 
 export async function ensureTenantBuiltinBindings(pool: UpstreamPool, tenant: TenantId): Promise<void> {

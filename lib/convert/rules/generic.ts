@@ -38,7 +38,7 @@ export function genericToUpstream(obj: Json, ctx: ConvertContext, row: KindRow):
   }
   ownerReferencesToUpstream(metadata, ctx);
   if (carriesTenantLabel(row)) forceTenantLabel(metadata, tenant);
-  managedFieldsToUpstream(metadata, tenant);
+  managedFieldsToUpstream(metadata, tenant, row.kind);
   return obj;
 }
 

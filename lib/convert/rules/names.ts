@@ -4,7 +4,7 @@
 import { MAX_UPSTREAM_NAME, MAX_UPSTREAM_NAMESPACE, PREFIX_LENGTH, toTenantName, toUpstreamName, type TenantId } from '../prefix.ts';
 import { invalid, StatusError } from '../../errors/status-error.ts';
 import type { KindRow } from '../kinds.ts';
-import { apiGroupToTenant, apiGroupToUpstream } from './api-groups.ts';
+import { apiGroupToTenant, wholeGroupToUpstream } from './api-groups.ts';
 import { groupToTenant, groupToUpstream, userToTenant, userToUpstream } from './identity.ts';
 import { signerResourceNameToTenant, signerResourceNameToUpstream } from './signers.ts';
 
@@ -50,7 +50,7 @@ export function nameToTenant(mapping: NameMapping, upstreamName: string, tenant:
 /** `v1.example.com` → `v1.abc123-example.com`; built-in groups (`v1.apps`, core's `v1.`) stay as they are. */
 export function groupVersionNameToUpstream(name: string, tenant: TenantId): string {
   const dot = name.indexOf('.');
-  return dot < 0 ? name : name.slice(0, dot + 1) + apiGroupToUpstream(name.slice(dot + 1), tenant);
+  return dot < 0 ? name : name.slice(0, dot + 1) + wholeGroupToUpstream(name.slice(dot + 1), tenant);
 }
 
 /** The tenant's name of an upstream `<version>.<group>`; null when the group is another tenant's (or nobody's). */
