@@ -38,7 +38,7 @@ import { createTenantStore, DEFAULT_TENANT_STORE_OPTIONS } from '../tenants/stor
 import type { TenantStore } from '../tenants/tenant.ts';
 import type { IssueKubeconfig } from './tenant-api.ts';
 import { FlowController } from '../flowcontrol/dispatcher.ts';
-import { AccessReviews, upstreamAccessReviewer } from '../auth/access-review.ts';
+import { AccessReviews, tenantRbacReviewer, upstreamAccessReviewer } from '../auth/access-review.ts';
 import type { FlowControlEvents } from '../flowcontrol/events.ts';
 import { DEFAULT_FLOW_CONTROL } from '../flowcontrol/limits.ts';
 import { TenantConversions } from '../request/tenant-conversions.ts';
@@ -145,7 +145,7 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
         if (tenant !== undefined && tenant.metadata.deletionTimestamp === undefined) await syncTenantCustomResources(pool, id, crd as CustomResourceDefinition);
       }
     : undefined;
-  const access = new AccessReviews(upstreamAccessReviewer(pool));
+  const access = new AccessReviews(upstreamAccessReviewer(pool), tenantRbacReviewer(pool));
   const conversions = new TenantConversions({ pool, discovery, access, metrics, webhookUrlHosts, customResourceDefinitionWritten });
   // On unless switched off; never with --passthrough (nothing is converted, nothing to keep in tenants' views).
   const cachedResources = config.watchCache === undefined ? cachedResourcesOf(DEFAULT_CACHED_RESOURCES) : (config.watchCache?.resources ?? null);
