@@ -5,6 +5,7 @@
 import { TENANT_LABEL, toTenantName, type TenantId } from '../convert/prefix.ts';
 import { clusterSubjectToTenant, realSubjectOf } from '../convert/rules/cluster-subjects.ts';
 import { groupToTenant, userToTenant } from '../convert/rules/identity.ts';
+import { storedNameToTenant } from '../convert/rules/names.ts';
 import { upstreamUnavailable } from '../errors/status-error.ts';
 import { isTenantClusterBinding, STORED_CLUSTER_BINDINGS, type ClusterRoleBinding, type Subject } from '../tenants/cluster-bindings.ts';
 import { tenantAdminUser } from '../tenants/bootstrap.ts';
@@ -135,7 +136,7 @@ export async function decideAtClusterScope(source: TenantRbacSource, tenant: Ten
     if (subject === undefined || roleRef?.kind !== 'ClusterRole' || toTenantName(roleRef.name, tenant) === null) continue;
     const rules = await source.clusterRoleRules(roleRef.name);
     if (rules === null || !rules.some((rule) => ruleAllows(question, rule))) continue;
-    const name = toTenantName(binding.metadata.name, tenant)!;
+    const name = storedNameToTenant(binding.metadata.name, tenant) ?? binding.metadata.name;
     const role = toTenantName(roleRef.name, tenant)!;
     return { allowed: true, reason: `RBAC: allowed by ClusterRoleBinding ${JSON.stringify(name)} of ClusterRole ${JSON.stringify(role)} to ${describeSubject(subject, tenant)}` };
   }

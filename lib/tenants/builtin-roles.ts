@@ -2,8 +2,9 @@
 // own copies upstream, `<id>-<name>`: rules copied from the upstream's built-ins, aggregation in the tenant's domain.
 // Never copies a role the upstream does not have, nor binds a copy to any identity but the tenant's own.
 import { builtinKindOf, type KindRow } from '../convert/kinds.ts';
-import { toUpstreamName, type TenantId } from '../convert/prefix.ts';
+import type { TenantId } from '../convert/prefix.ts';
 import { objectToUpstream, RESERVED_TENANT_IDS, type ConvertContext, type Json } from '../convert/rules/index.ts';
+import { storedNameToUpstream } from '../convert/rules/names.ts';
 import { upstreamJson } from '../upstream/client.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import { ensure, type UpstreamObject } from './bootstrap.ts';
@@ -109,7 +110,7 @@ export function tenantBuiltinBinding(tenant: TenantId, binding: BuiltinBinding):
 
 /** Upstream names of the tenant's built-in ClusterRoleBindings (kept, never expanded: they grant nothing namespaced). */
 export function builtinBindingNamesOf(tenant: TenantId): Set<string> {
-  return new Set(builtinBindingsOf(tenant).map((binding) => toUpstreamName(binding.name, tenant)));
+  return new Set(builtinBindingsOf(tenant).map((binding) => storedNameToUpstream(binding.name, tenant)));
 }
 
 /** The label every built-in role and binding carries, copies included: what the lifecycle controller lists and watches. */

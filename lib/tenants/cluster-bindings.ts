@@ -6,6 +6,7 @@ import { STORED_RBAC_GROUP } from '../convert/kinds.ts';
 import { isTenantId, TENANT_LABEL, toTenantName, type TenantId } from '../convert/prefix.ts';
 import { clusterShadowOf, CLUSTER_SUBJECT_PREFIX, EXPANSION_PREFIX, realSubjectOf } from '../convert/rules/cluster-subjects.ts';
 import { groupToTenant, userToTenant } from '../convert/rules/identity.ts';
+import { storedNameToUpstream } from '../convert/rules/names.ts';
 import { upstreamJson } from '../upstream/client.ts';
 import { listUpstream, type UpstreamItem } from '../upstream/own-watch.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
@@ -84,13 +85,19 @@ export function migratedSubjects(binding: ClusterRoleBinding): Subject[] | null 
   });
 }
 
+/** The tenant a binding is labelled for (migrations look only at bindings isTenantClusterBinding accepted for it). */
+function tenantOf(binding: ClusterRoleBinding): TenantId {
+  return binding.metadata.labels?.[TENANT_LABEL] ?? '';
+}
+
 /** The stored form of a tenant's real ClusterRoleBinding (an older tenantgate's): same name, labels, annotations, roleRef; shadow subjects. */
 export function storedFormOf(binding: ClusterRoleBinding) {
   const { name, labels, annotations } = binding.metadata as UpstreamItem['metadata'] & { annotations?: Record<string, string> };
   return {
     apiVersion: `${STORED_RBAC_GROUP}/v1`,
     kind: 'ClusterRoleBinding',
-    metadata: { name, ...(labels === undefined ? {} : { labels }), ...(annotations === undefined ? {} : { annotations }) },
+    // A real one's name may hold what a custom resource's may not (`<id>-system:discovery`): written as the rule writes it.
+    metadata: { name: storedNameToUpstream(toTenantName(name, tenantOf(binding)) ?? name, tenantOf(binding)), ...(labels === undefined ? {} : { labels }), ...(annotations === undefined ? {} : { annotations }) },
     roleRef: binding.roleRef,
     ...(binding.subjects === undefined ? {} : { subjects: migratedSubjects(binding) ?? binding.subjects }),
   };

@@ -547,7 +547,9 @@ export class TenantLifecycle {
         }
       }
     }
-    // Expansions of ClusterRoleBindings that are gone (only of the tenants looked at: the selector named them).
+    // Expansions of ClusterRoleBindings that are gone (only of the tenants looked at: the selector named them), once
+    // the new ones are in: a binding whose stored name differs from its real one (migrated) never lacks one.
+    await Promise.all(repairs.splice(0));
     for (const [key, item] of expansions) {
       const id = item.metadata.labels?.[TENANT_LABEL];
       if (id === undefined || !ids.includes(id)) continue;

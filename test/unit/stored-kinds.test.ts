@@ -8,7 +8,7 @@ import { TENANT_LABEL } from '../../lib/convert/prefix.ts';
 import { DECODED_KINDS, protobufObjectToJson, type DecodedMessage } from '../../lib/convert/protobuf-decode.ts';
 import { parseRequestInfo } from '../../lib/convert/request-info.ts';
 import { upstreamNonResourcePath, upstreamResourceTarget } from '../../lib/convert/request.ts';
-import { apiGroupToTenant, apiGroupToUpstream, objectToTenant, objectToUpstream, RULES, type ConvertContext } from '../../lib/convert/rules/index.ts';
+import { apiGroupToTenant, apiGroupToUpstream, checkNameFits, nameMappingOfRow, nameToTenant, nameToUpstream, objectToTenant, objectToUpstream, RULES, stripTenantPrefixes, type ConvertContext } from '../../lib/convert/rules/index.ts';
 import { statusToTenant } from '../../lib/convert/status.ts';
 import { strategicToMergePatch, touchesMergeLists } from '../../lib/convert/strategic-merge.ts';
 import { visibleGroup } from '../../lib/convert/visibility.ts';
@@ -336,4 +336,26 @@ t.test('a tenant\'s copy of the upstream\'s mandatory configuration: its spec an
     spec: exempt.spec,
   });
   t.match(objectToTenant(structuredClone(copy), ctx, priorityLevels), { apiVersion: `${REAL}/v1`, metadata: { name: 'exempt' } }, 'the tenant sees it as its own exempt');
+});
+
+t.test('a stored ClusterRoleBinding\'s name is a DNS subdomain upstream, any name the tenant may give read back as given', async (t) => {
+  const row = kindOf('rbac.authorization.k8s.io', 'clusterrolebindings')!;
+  const cases: [string, string][] = [
+    // [tenant name, upstream name]
+    ['readers', 'abc123-readers'],
+    ['a.b-c', 'abc123-a.b-c'],
+    ['system:discovery', `abc123-tghex-${Buffer.from('system:discovery').toString('hex')}`],
+    ['Upper', `abc123-tghex-${Buffer.from('Upper').toString('hex')}`],
+    ['tghex-00', `abc123-tghex-${Buffer.from('tghex-00').toString('hex')}`],
+    ['.dot', `abc123-tghex-${Buffer.from('.dot').toString('hex')}`],
+  ];
+  for (const [name, upstream] of cases) {
+    t.equal(nameToUpstream(nameMappingOfRow(row), name, TENANT), upstream, `${name}: up`);
+    t.equal(nameToTenant(nameMappingOfRow(row), upstream, TENANT), name, `${name}: down`);
+  }
+  t.equal(nameToTenant(nameMappingOfRow(row), 'xyz789-readers', TENANT), null, 'another tenant\'s is none of this one\'s');
+  t.equal(nameToTenant(nameMappingOfRow(row), 'abc123-tghex-zz', TENANT), null, 'a malformed encoding reads as nobody\'s');
+  t.equal(stripTenantPrefixes(`clusterrolebindings.rbac.authorization.k8s.io "abc123-tghex-${Buffer.from('a:b').toString('hex')}" not found`, TENANT), 'clusterrolebindings.rbac.authorization.k8s.io "a:b" not found', 'messages name it as the tenant does');
+  t.throws(() => checkNameFits(row, 'x:'.repeat(70)), { code: 422 }, 'too long once encoded: refused before the upstream');
+  t.doesNotThrow(() => checkNameFits(row, 'x'.repeat(240)), 'a plain name keeps the usual limit');
 });
