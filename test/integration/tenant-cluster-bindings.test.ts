@@ -51,7 +51,7 @@ async function eventually<T>(what: string, check: () => Promise<T | undefined>):
 /** The tenant's own SelfSubjectAccessReview of `attributes`, as `as` (impersonated by the tenant admin). */
 async function selfReview(tenant: TestTenant, as: string, attributes: Record<string, string>): Promise<{ allowed: boolean; reason?: string }> {
   const review = { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: { resourceAttributes: attributes } };
-  return JSON.parse(await ok(tenant, ['create', '-f', '-', '-o', 'json', `--as=${as}`], JSON.stringify(review))).status;
+  return JSON.parse(await ok(tenant, ['create', '-f', '-', '-o', 'json', '--validate=false', `--as=${as}`], JSON.stringify(review))).status;
 }
 
 t.before(async () => {
@@ -88,7 +88,7 @@ t.test('a service account bound by a ClusterRoleBinding lists in every namespace
 
   const listed = JSON.parse(await ok(alpha, ['get', 'configmaps', '-A', '-o', 'json', `--as=${ROBOT}`]));
   t.ok(listed.items.some((item: { metadata: { namespace: string; name: string } }) => item.metadata.namespace === 'back' && item.metadata.name === 'settings'), 'the robot lists configmaps across namespaces');
-  t.notMatch(JSON.stringify(listed), /crbb02|crba01/, 'nothing of the other tenant, no upstream name');
+  t.notMatch(JSON.stringify(listed), /crbb02|crba01-/, 'nothing of the other tenant, no upstream name');
   const can = await alpha.kubectl(['auth', 'can-i', 'list', 'pods', '-A', `--as=${ROBOT}`]);
   t.equal(can.stdout.trim(), 'yes', 'kubectl auth can-i list pods -A: yes');
   const review = await selfReview(alpha, ROBOT, { verb: 'list', resource: 'pods' });
