@@ -67,7 +67,7 @@ export interface PipelineDeps {
   upstream: ClusterCredentials;
   /** Hosts tenants' admission webhooks may call by URL (--tenant-webhook-url-hosts); none when omitted. */
   webhookUrlHosts?: ReadonlySet<string>;
-  /** Callers' RBAC for reads at the cluster scope and for impersonation, asked upstream (shadow identities too), cached. */
+  /** Callers' RBAC for reads at the cluster scope and for impersonation: upstream, and the tenant's ClusterRoleBindings by tenantgate; cached. */
   access: AccessReviews;
   /** Before a tenant's CRD write is answered (the lifecycle's write-through); absent: nothing waits. */
   customResourceDefinitionWritten?: TenantConversionDeps['customResourceDefinitionWritten'];
@@ -170,7 +170,7 @@ const CLUSTER_READ_VERBS: ReadonlySet<string> = new Set(['get', 'list', 'watch']
 /**
  * Reads that no tenant identity may make upstream, whatever the tenant's RBAC says: a list or watch of a namespaced
  * kind across all namespaces, and any read of a cluster-scoped kind by a user whose rights come from the tenant's
- * ClusterRoleBindings (upstream those bind shadow subjects only).
+ * ClusterRoleBindings (upstream those are tenantgate's custom resources, which grant nothing).
  */
 function readsAtClusterScope(info: RequestInfo, row: KindRow | null): boolean {
   if (row === null || info.subresource !== '') return false;
