@@ -47,7 +47,7 @@ import { ensureKubernetesService, KUBERNETES_SERVICE, kubernetesEndpointSlice, t
 import { EXPANSION_LABEL, expansionName, expansionOf, isExpansionName, isTenantClusterBinding, migrateClusterBinding, migratedSubjects, REAL_CLUSTER_BINDINGS, STORED_CLUSTER_BINDINGS, type ClusterRoleBinding } from './cluster-bindings.ts';
 import { cleanupDone, deleteTenantObjects, type CleanupProgress } from './cleanup.ts';
 import { conditionOf, setCondition } from './conditions.ts';
-import { ensureTenantFlowControlDefaults } from './stored-kinds.ts';
+import { ensureStoredKindCrds, ensureTenantFlowControlDefaults } from './stored-kinds.ts';
 import { TENANT_CLEANUP_FINALIZER, TenantConflict, TenantMissing, type Tenant, type TenantEvent, type TenantStore } from './tenant.ts';
 
 export interface TenantLifecycleOptions {
@@ -143,6 +143,9 @@ export class TenantLifecycle {
   }
 
   async start(): Promise<void> {
+    // Where tenants' ClusterRoleBindings (their built-in ones too) are kept: served before the first bootstrap.
+    const established = await ensureStoredKindCrds(this.#pool).catch((error: Error) => error.message);
+    if (established !== true) log.warn('the CRDs of tenants\' stored kinds are not established yet: bootstraps retry until they are', { error: established || 'not established' });
     this.#stoppers.push(this.#store.onChange((event) => this.#onTenantEvent(event)));
     for (const tenant of this.#store.list()) this.#follow(tenant);
     this.#watchUpstream();

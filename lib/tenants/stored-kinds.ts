@@ -108,6 +108,18 @@ export async function storedKindsEstablished(pool: UpstreamPool, timeoutMs = 10_
   return true;
 }
 
+/**
+ * Creates those of the stored kinds' CRDs that are missing and waits until they are served: a tenant's built-in
+ * ClusterRoleBindings live in one, so the lifecycle needs them even where no gateway keeps them (ObjectKeeper).
+ */
+export async function ensureStoredKindCrds(pool: UpstreamPool): Promise<boolean> {
+  for (const { collection, object } of STORED_KIND_CRDS) {
+    const created = await upstreamJson(pool, 'POST', collection, object);
+    if (created.status !== 201 && created.status !== 409) throw new Error(`creating ${object.metadata.name} answered ${created.status}`);
+  }
+  return storedKindsEstablished(pool);
+}
+
 // ---- what a cluster has at birth: the mandatory API Priority and Fairness configuration ----
 
 const FLOWCONTROL = 'flowcontrol.apiserver.k8s.io';

@@ -201,3 +201,15 @@ t.test('an existing tenant\'s real ClusterRoleBinding (an older tenantgate\'s) m
   t.match(carol, /configmap\/settings/);
   t.same(await realBindings(), realBefore, 'no real ClusterRoleBinding of a tenant is left upstream');
 });
+
+t.test('a deleted tenant leaves none of its stored ClusterRoleBindings upstream, and the other tenant keeps its own', async (t) => {
+  await ok(bravo, ['create', 'clusterrolebinding', 'leaving', '--clusterrole=cm-reader', '--user=zed']);
+  const deleted = await stack.kubectl(['delete', 'tenant', bravo.id, '--wait=false']);
+  t.equal(deleted.code, 0, deleted.stderr);
+  await eventually('crbb02\'s stored bindings gone', async () => {
+    const r = await stack.kubectlDirect(['get', STORED_BINDINGS, '-o', 'name']);
+    return r.code === 0 && !r.stdout.includes('crbb02-') ? true : undefined;
+  });
+  const left = await stack.kubectlDirect(['get', STORED_BINDINGS, '-o', 'name']);
+  t.match(left.stdout, /crba01-legacy/, 'crba01\'s are still there');
+});
