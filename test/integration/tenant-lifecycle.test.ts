@@ -29,6 +29,7 @@ t.teardown(async () => {
 });
 
 const RBAC = '/apis/rbac.authorization.k8s.io/v1';
+const STORED_CLUSTER_BINDINGS = '/apis/rbac.tenantgate.kubezoo.io/v1/clusterrolebindings';
 /** Not loopback (which the apiserver refuses in an EndpointSlice): where tenants' workloads would reach tenantgate. */
 const IN_CLUSTER_ADDRESS = { host: '10.96.7.7', port: 6443 };
 
@@ -141,10 +142,13 @@ async function populate(id: string): Promise<void> {
     await create(`/api/v1/namespaces/${ns}/configmaps`, { metadata: { name: 'settings', labels }, data: { a: '1' } });
   }
   await create(`${RBAC}/clusterroles`, { metadata: { name: `${id}-reader`, labels }, rules: [] });
-  await create(`${RBAC}/clusterrolebindings`, {
+  // A tenant's ClusterRoleBinding is tenantgate's custom resource (a real one of a live tenant is moved there).
+  await create(STORED_CLUSTER_BINDINGS, {
+    apiVersion: 'rbac.tenantgate.kubezoo.io/v1',
+    kind: 'ClusterRoleBinding',
     metadata: { name: `${id}-reader`, labels },
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `${id}-reader` },
-    subjects: [{ kind: 'User', name: `${id}-someone`, apiGroup: 'rbac.authorization.k8s.io' }],
+    subjects: [{ kind: 'User', name: `tenantgate:cluster:${id}-someone`, apiGroup: 'rbac.authorization.k8s.io' }],
   });
   await create('/apis/scheduling.k8s.io/v1/priorityclasses', { metadata: { name: `${id}-high`, labels }, value: 1000 });
   const group = `${id}-example.com`;
@@ -175,7 +179,7 @@ function objectsOf(id: string): string[] {
     `/api/v1/namespaces/${id}-default`,
     `/api/v1/namespaces/${id}-apps`,
     `${RBAC}/clusterroles/${id}-reader`,
-    `${RBAC}/clusterrolebindings/${id}-reader`,
+    `${STORED_CLUSTER_BINDINGS}/${id}-reader`,
     `${RBAC}/clusterrolebindings/tenantgate:tenant:${id}`,
     '/apis/scheduling.k8s.io/v1/priorityclasses/' + `${id}-high`,
     `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.${id}-example.com`,
