@@ -8,7 +8,7 @@ import { serveConfigOf, writeClientKubeconfig, writeGatewayFiles } from '../../l
 import { RsaKeyPool } from '../../lib/auth/key-pool.ts';
 import { startRig } from '../../lib/rig/harness.ts';
 import { startGateway } from '../../lib/server/gateway.ts';
-import { bootstrapTenant } from '../../lib/tenants/bootstrap.ts';
+import { bootstrapTenant, ensureSharedTenantRbac } from '../../lib/tenants/bootstrap.ts';
 import { issueTenantKubeconfig } from '../../lib/tenants/credentials.ts';
 import { MemoryTenantStore } from '../../lib/tenants/memory-store.ts';
 import { TENANT_API_VERSION } from '../../lib/tenants/tenant.ts';
@@ -44,6 +44,8 @@ async function createTenant(id: string): Promise<string> {
 }
 
 const kubectl = (kubeconfig: string, ...args: string[]) => rig.kubectl(args, { kubeconfig });
+// What the lifecycle makes before any tenant: the shared bindings a tenant admin's cluster-scope rights come from.
+await ensureSharedTenantRbac(gateway.pool);
 const tokenKubeconfig = (token: string) => writeKubeconfig(renderKubeconfig({ server: gateway.url, caPem: files.ca.certPem, token }));
 const unauthorized = /Unauthorized/;
 
