@@ -1,6 +1,7 @@
 // What the confinement policy (the second wall's admission half) costs a tenant's write: p50 of 200 sequential
 // ConfigMap creates through tenantgate without the policy, with it, and without it again (to see the drift).
 // Run: node bench/admission-wall.ts   (starts its own rig and an in-process tenantgate; loopback only; 3 x 200 creates)
+import { TENANT_CLUSTER_SCOPE_GROUP } from '../lib/auth/impersonation.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -43,7 +44,8 @@ async function creates(pool: UpstreamPool, phase: string, count: number, apiserv
 
 /** Waits until the apiserver enforces (or no longer enforces) the policy: a dry-run Namespace outside the prefix as the tenant. */
 async function untilEnforced(admin: UpstreamPool, enforced: boolean): Promise<void> {
-  const asTenant = { 'impersonate-user': `${TENANT}-admin`, 'impersonate-group': `${TENANT}:system:authenticated`, 'impersonate-extra-tenant': TENANT };
+  // (A namespace is created at the cluster scope, where a tenant admin carries tenantgate's group.)
+  const asTenant = { 'impersonate-user': `${TENANT}-admin`, 'impersonate-group': [`${TENANT}:system:authenticated`, TENANT_CLUSTER_SCOPE_GROUP], 'impersonate-extra-tenant': TENANT };
   const deadline = Date.now() + 30_000;
   for (;;) {
     const probe = await upstreamJson(admin, 'POST', '/api/v1/namespaces?dryRun=All', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'wall-probe' } }, asTenant);

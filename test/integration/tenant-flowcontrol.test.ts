@@ -2,6 +2,7 @@
 // real cluster with kubectl, client-node and protobuf bodies (what client-go's typed clients send), while upstream they
 // are tenantgate's custom resources: no real FlowSchema or priority level ever appears, and another tenant with the
 // same names sees and touches nothing.
+import { TENANT_CLUSTER_SCOPE_GROUP } from '../../lib/auth/impersonation.ts';
 import * as k8s from '@kubernetes/client-node';
 import type { ClientHttp2Session } from 'node:http2';
 import t from 'tap';
@@ -355,7 +356,8 @@ t.test('the second wall: upstream, a tenant identity writes stored kinds only un
     h2Request(upstream, method, path, {
       headers: {
         'impersonate-user': `${id}-admin`,
-        'impersonate-group': `${id}:system:authenticated`,
+        // (At the cluster scope a tenant admin carries tenantgate's group too: its rights there come from it.)
+        'impersonate-group': [`${id}:system:authenticated`, TENANT_CLUSTER_SCOPE_GROUP],
         'impersonate-extra-tenant': id,
         'content-type': 'application/json',
         accept: 'application/json',
