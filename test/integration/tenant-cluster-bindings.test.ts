@@ -1,6 +1,7 @@
 // A tenant's ClusterRoleBindings cost the upstream's authorizer nothing (issue 27): they are tenantgate's custom
 // resources upstream, never real ClusterRoleBindings, yet grant as in any cluster — across namespaces, in access
 // reviews with RBAC's reason, through Helm — and another tenant with the same names neither sees nor touches them.
+import { SHARED_TENANT_RBAC } from '../../lib/tenants/bootstrap.ts';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,6 +24,7 @@ let stack: Stack;
 let alpha: TestTenant;
 let bravo: TestTenant;
 /** Real upstream ClusterRoleBindings before any tenant existed (name → uid). */
+let realEmpty: Map<string, string>;
 let realBefore: Map<string, string>;
 
 async function ok(tenant: TestTenant, args: string[], input?: string): Promise<string> {
@@ -56,8 +58,10 @@ async function selfReview(tenant: TestTenant, as: string, attributes: Record<str
 
 t.before(async () => {
   stack = await startStack();
-  realBefore = await realBindings();
+  realEmpty = await realBindings();
   alpha = await createTestTenant(stack, 'crba01');
+  // (The first tenant's bootstrap makes the few bindings all tenants share: the second must add none.)
+  realBefore = await realBindings();
   bravo = await createTestTenant(stack, 'crbb02');
   for (const tenant of [alpha, bravo]) {
     for (const namespace of ['shop', 'back']) await ok(tenant, ['create', 'namespace', namespace]);
@@ -69,8 +73,13 @@ t.before(async () => {
 t.teardown(() => stack?.stop());
 
 t.test('creating tenants adds no ClusterRoleBinding of theirs upstream: the built-in ones are stored', async (t) => {
+  t.same(
+    [...realBefore.keys()].filter((name) => !realEmpty.has(name)).sort(),
+    SHARED_TENANT_RBAC.filter((shared) => shared.object.kind === 'ClusterRoleBinding').map((shared) => shared.object.metadata.name).sort(),
+    'the first tenant brought only the bindings all tenants share',
+  );
   const real = await realBindings();
-  t.same([...real.keys()].filter((name) => !realBefore.has(name)), [], 'no new real ClusterRoleBinding but tenantgate\'s own');
+  t.same([...real.keys()].filter((name) => !realBefore.has(name)), [], 'the second tenant no real ClusterRoleBinding at all');
   t.equal(real.size, realBefore.size, 'as many real ClusterRoleBindings as before the tenants');
   const stored = await stack.kubectlDirect(['get', STORED_BINDINGS, '-l', 'kubezoo.io/tenant=crba01', '-o', 'name']);
   t.match(stored.stdout, new RegExp(`crba01-tghex-${Buffer.from('system:discovery').toString('hex')}`), 'upstream the tenant\'s system:discovery is tenantgate\'s custom resource (its name in hex)');
