@@ -1,15 +1,15 @@
 // Whether a tenant's own RBAC allows a read across all its namespaces, which tenantgate then makes with its own
 // identity (upstream, no tenant identity may read a namespaced kind cluster-wide), and whether a caller may
-// impersonate what its Impersonate-* headers ask for. The upstream answers SubjectAccessReviews about the caller
-// and its shadow identity (what its ClusterRoleBindings bind), cached briefly.
+// impersonate what its Impersonate-* headers ask for. The upstream answers SubjectAccessReviews about the caller;
+// what the tenant's ClusterRoleBindings grant, tenantgate decides itself (tenant-rbac.ts); answers cached briefly.
 // Never caches an answer under a key that leaves out part of the identity asked about (CVE-2023-46254).
 import { LRUCache } from 'lru-cache';
 import type { TenantId } from '../convert/prefix.ts';
-import { clusterShadowOf } from '../convert/rules/cluster-subjects.ts';
 import { forbidden, StatusError, upstreamUnavailable } from '../errors/status-error.ts';
 import { upstreamJson } from '../upstream/client.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import type { UpstreamIdentity } from './impersonation.ts';
+import { decideAtClusterScope, upstreamTenantRbacSource, type ClusterScopeQuestion, type RbacDecision } from './tenant-rbac.ts';
 
 /** A SubjectAccessReview's resource attributes, in the upstream's names (namespace '': the cluster scope). */
 export interface ResourceAttributes {
@@ -31,15 +31,21 @@ export interface AccessQuestion {
 /** Asks the upstream; resolves to whether it allowed, throws when it cannot say (nothing is cached then). */
 export type AccessReviewer = (question: AccessQuestion) => Promise<boolean>;
 
-/** The question about the shadow identity of the caller (its upstream user and groups, each under the shadow prefix). */
-export function shadowQuestion(identity: UpstreamIdentity, verb: string, group: string, resource: string, name = ''): AccessQuestion {
-  const resourceAttributes: ResourceAttributes = name === '' ? { verb, group, resource, namespace: '' } : { verb, group, resource, namespace: '', name };
-  return shadowOf({ user: identity.user, groups: identity.groups, resourceAttributes });
+/**
+ * Answers what the tenant's own ClusterRoleBindings grant at its cluster scope (tenant-rbac.ts); throws when it cannot
+ * say (nothing is cached then).
+ */
+export type ClusterScopeReviewer = (tenant: TenantId, question: ClusterScopeQuestion) => Promise<RbacDecision>;
+
+/** The question about the caller at the tenant's cluster scope (upstream names). */
+export function clusterScopeQuestion(identity: Pick<UpstreamIdentity, 'user' | 'groups'>, verb: string, group: string, resource: string, name = ''): ClusterScopeQuestion {
+  return { user: identity.user, groups: identity.groups, resourceAttributes: name === '' ? { verb, group, resource } : { verb, group, resource, name } };
 }
 
-/** The same question about the shadow identity. */
-function shadowOf(question: AccessQuestion): AccessQuestion {
-  return { ...question, user: clusterShadowOf(question.user), groups: question.groups.map(clusterShadowOf) };
+/** tenantgate's own evaluation of the tenant's RBAC, its bindings and roles read from the upstream when asked. */
+export function tenantRbacReviewer(pool: UpstreamPool): ClusterScopeReviewer {
+  const source = upstreamTenantRbacSource(pool);
+  return (tenant, question) => decideAtClusterScope(source, tenant, question);
 }
 
 /** The cache key: the tenant, the whole identity and the whole question, unambiguously (JSON, not a joined string). */
@@ -62,19 +68,6 @@ export function upstreamAccessReviewer(pool: UpstreamPool): AccessReviewer {
   };
 }
 
-/**
- * An access review's answer at the cluster scope for a tenant identity: the upstream answered about the real identity
- * (its cluster-scoped rights); what the tenant's ClusterRoleBindings grant it, the shadow identity holds. Asks the
- * upstream about the shadow identity with the same attributes; resolves to its status when that allows, else null.
- */
-export async function shadowReviewStatus(pool: UpstreamPool, identity: UpstreamIdentity, spec: { resourceAttributes?: unknown; nonResourceAttributes?: unknown }): Promise<unknown> {
-  const shadow = { user: clusterShadowOf(identity.user), groups: identity.groups.map(clusterShadowOf) };
-  const review = { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { ...shadow, resourceAttributes: spec.resourceAttributes, nonResourceAttributes: spec.nonResourceAttributes } };
-  const answer = await upstreamJson(pool, 'POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', review);
-  if ((answer.status !== 201 && answer.status !== 200) || answer.body?.status?.allowed !== true) return null;
-  return answer.body.status;
-}
-
 export interface AccessCacheOptions {
   /** How long an allowed read stays allowed without asking again (default 5 s). */
   allowedTtlMs?: number;
@@ -94,16 +87,18 @@ export function readForbidden(user: string, verb: string, group: string, resourc
   );
 }
 
-/** SubjectAccessReviews on the upstream about callers and their shadow identities, with their answers cached. */
+/** SubjectAccessReviews on the upstream about callers, and the tenant's own RBAC at its cluster scope, with their answers cached. */
 export class AccessReviews {
   readonly #review: AccessReviewer;
+  readonly #clusterScope: ClusterScopeReviewer;
   readonly #cache: LRUCache<string, boolean, unknown>;
   readonly #deniedTtlMs: number;
-  /** Questions under way: many requests of one caller at once ask the upstream once. */
+  /** Questions under way: many requests of one caller at once are decided once. */
   readonly #asking = new Map<string, Promise<boolean>>();
 
-  constructor(review: AccessReviewer, options: AccessCacheOptions = {}) {
+  constructor(review: AccessReviewer, clusterScope: ClusterScopeReviewer, options: AccessCacheOptions = {}) {
     this.#review = review;
+    this.#clusterScope = clusterScope;
     this.#deniedTtlMs = options.deniedTtlMs ?? 1_000;
     this.#cache = new LRUCache({ max: options.maxEntries ?? 10_000, ttl: options.allowedTtlMs ?? 5_000 });
   }
@@ -113,7 +108,16 @@ export class AccessReviews {
    * upstream's group name) across all namespaces. A cached answer is returned synchronously.
    */
   allowed(tenant: TenantId, identity: UpstreamIdentity, verb: string, group: string, resource: string, name = ''): boolean | Promise<boolean> {
-    return this.#ask(accessCacheKey(tenant, identity, verb, group, resource, name), () => shadowQuestion(identity, verb, group, resource, name));
+    return this.#ask(accessCacheKey(tenant, identity, verb, group, resource, name), () => this.#decide(tenant, clusterScopeQuestion(identity, verb, group, resource, name)));
+  }
+
+  /**
+   * The tenant's RBAC at its cluster scope for a question (upstream names), with the apiserver's reason when allowed:
+   * what a tenant's own SubjectAccessReview at the cluster scope answers besides the upstream's. Not cached: the
+   * reason is part of the answer.
+   */
+  clusterScopeReview(tenant: TenantId, question: ClusterScopeQuestion): Promise<RbacDecision> {
+    return this.#clusterScope(tenant, question);
   }
 
   /**
@@ -126,30 +130,35 @@ export class AccessReviews {
   allowedInNamespace(tenant: TenantId, identity: UpstreamIdentity, verb: string, group: string, resource: string, namespace: string, name = ''): boolean | Promise<boolean> {
     const key = JSON.stringify(['namespace', tenant, identity.user, identity.groups, verb, group, resource, namespace, name]);
     const resourceAttributes: ResourceAttributes = name === '' ? { verb, group, resource, namespace } : { verb, group, resource, namespace, name };
-    return this.#ask(key, () => ({ user: identity.user, groups: identity.groups, resourceAttributes }));
+    return this.#ask(key, () => this.#review({ user: identity.user, groups: identity.groups, resourceAttributes }));
   }
 
   /**
    * Whether the caller (`identity`, as the upstream names it) may `impersonate` what `attributes` name (in the
-   * upstream's names), as the apiserver's impersonation filter asks its authorizer: about the caller itself and, for a
-   * tenant, then about its shadow identity, which holds what the tenant's ClusterRoleBindings grant. Cached by the
+   * upstream's names), as the apiserver's impersonation filter asks its authorizer: the upstream about the caller
+   * itself (its RoleBindings) and, for a tenant, then the tenant's ClusterRoleBindings (tenant-rbac.ts). Cached by the
    * whole question asked and the tenant.
    */
   async mayImpersonate(tenant: TenantId | null, identity: UpstreamIdentity, attributes: ResourceAttributes): Promise<boolean> {
     const question: AccessQuestion = { user: identity.user, groups: identity.groups, resourceAttributes: attributes };
-    if (await this.#ask(JSON.stringify(['impersonate', tenant, question]), () => question)) return true;
+    if (await this.#ask(JSON.stringify(['impersonate', tenant, question]), () => this.#review(question))) return true;
     if (tenant === null) return false;
-    const shadow = shadowOf(question);
-    return this.#ask(JSON.stringify(['impersonate', tenant, shadow]), () => shadow);
+    const { verb, group, resource, subresource = '', name = '' } = attributes;
+    const atClusterScope: ClusterScopeQuestion = { user: identity.user, groups: identity.groups, resourceAttributes: { verb, group, resource, subresource, name } };
+    return this.#ask(JSON.stringify(['impersonate', 'cluster', tenant, atClusterScope]), () => this.#decide(tenant, atClusterScope));
   }
 
-  /** The cached answer under `key`, or the upstream's to `question()` (asked once however many wait for it). */
-  #ask(key: string, question: () => AccessQuestion): boolean | Promise<boolean> {
+  #decide(tenant: TenantId, question: ClusterScopeQuestion): Promise<boolean> {
+    return this.#clusterScope(tenant, question).then((decision) => decision.allowed);
+  }
+
+  /** The cached answer under `key`, or `decide()`'s (asked once however many wait for it). */
+  #ask(key: string, decide: () => Promise<boolean>): boolean | Promise<boolean> {
     const cached = this.#cache.get(key);
     if (cached !== undefined) return cached;
     let asking = this.#asking.get(key);
     if (asking === undefined) {
-      asking = this.#review(question()).then(
+      asking = decide().then(
         (allowed) => {
           this.#asking.delete(key);
           this.#cache.set(key, allowed, allowed ? undefined : { ttl: this.#deniedTtlMs });

@@ -72,10 +72,10 @@ export interface KindRow {
    */
   readonly subresources: readonly string[];
   /**
-   * The group its objects are kept under upstream, when not `group`: a tenant kind the upstream must never act on is
-   * kept as a custom resource of tenantgate's own CRD there (tenants/stored-kinds.ts), same resource, kind and version.
-   * Paths, apiVersions, RBAC rules and reviews map `group` ↔ `upstreamGroup` (rules/api-groups.ts); every resource of
-   * such a group is stored so.
+   * The group its objects are kept under upstream, when not `group`: a tenant kind the upstream must never act on (or
+   * whose real objects would cost every request, ClusterRoleBindings) is kept as a custom resource of tenantgate's own
+   * CRD there (tenants/stored-kinds.ts), same resource, kind and version. Paths, apiVersions, RBAC rules and reviews
+   * map `group` ↔ `upstreamGroup` per resource and kind (rules/api-groups.ts); a group's other kinds may stay real.
    */
   readonly upstreamGroup?: string;
 }
@@ -97,9 +97,12 @@ function tenant(
 function shared(group: string, resource: string, kind: string, scope: Scope, rule: RuleName = 'shared', subresources: readonly string[] = []): KindRow {
   return Object.freeze({ group, resource, kind, scope, tenancy: 'shared-read-only', rule, listPath: 'unfiltered', subresources: Object.freeze(subresources) });
 }
-/** A tenant kind kept upstream as tenantgate's custom resources in `upstreamGroup` (see KindRow.upstreamGroup). */
-function storedAs(upstreamGroup: string, group: string, resource: string, kind: string, scope: Scope): KindRow {
-  return Object.freeze({ group, resource, kind, scope, tenancy: 'tenant', rule: 'custom-resource', listPath: 'label-filter', subresources: Object.freeze(['status']), upstreamGroup });
+/**
+ * A tenant kind kept upstream as tenantgate's custom resources in `upstreamGroup` (see KindRow.upstreamGroup). Its rule
+ * maps the apiVersion (the custom resource's own does nothing else); `subresources`: the built-in kind's.
+ */
+function storedAs(upstreamGroup: string, group: string, resource: string, kind: string, scope: Scope, rule: RuleName = 'custom-resource', subresources: readonly string[] = ['status']): KindRow {
+  return Object.freeze({ group, resource, kind, scope, tenancy: 'tenant', rule, listPath: 'label-filter', subresources: Object.freeze(subresources), upstreamGroup });
 }
 function hidden(group: string, resource: string, kind: string, scope: Scope): KindRow {
   return Object.freeze({ group, resource, kind, scope, tenancy: 'hidden', rule: 'hidden', listPath: 'none', subresources: [] });
@@ -107,6 +110,8 @@ function hidden(group: string, resource: string, kind: string, scope: Scope): Ki
 
 /** Where tenants' FlowSchemas and PriorityLevelConfigurations are kept upstream: tenantgate's CRDs' group. */
 export const STORED_FLOWCONTROL_GROUP = 'flowcontrol.tenantgate.kubezoo.io';
+/** Where tenants' ClusterRoleBindings are kept upstream: tenantgate's CRD's group (Roles, RoleBindings, ClusterRoles stay real). */
+export const STORED_RBAC_GROUP = 'rbac.tenantgate.kubezoo.io';
 
 export const KINDS: readonly KindRow[] = Object.freeze([
   // core
@@ -148,9 +153,11 @@ export const KINDS: readonly KindRow[] = Object.freeze([
   tenant('rbac.authorization.k8s.io', 'roles', 'Role', N, 'role'),
   tenant('rbac.authorization.k8s.io', 'clusterroles', 'ClusterRole', C, 'role'),
   tenant('rbac.authorization.k8s.io', 'rolebindings', 'RoleBinding', N, 'binding'),
-  // Upstream its subjects are shadow identities that grant nothing cluster-wide; the lifecycle controller expands it
-  // into RoleBindings in the tenant's namespaces (rules/cluster-subjects.ts, tenants/cluster-bindings.ts).
-  tenant('rbac.authorization.k8s.io', 'clusterrolebindings', 'ClusterRoleBinding', C, 'clusterrolebinding'),
+  // A real ClusterRoleBinding costs every authorization of every user (the RBAC authorizer scans them all): a tenant's
+  // are tenantgate's custom resources upstream, their subjects in the shadow form (rules/cluster-subjects.ts). The
+  // lifecycle controller expands each into RoleBindings in the tenant's namespaces (tenants/cluster-bindings.ts);
+  // tenantgate evaluates their cluster-scoped rules itself (auth/tenant-rbac.ts).
+  storedAs(STORED_RBAC_GROUP, 'rbac.authorization.k8s.io', 'clusterrolebindings', 'ClusterRoleBinding', C, 'clusterrolebinding', []),
 
   tenant('networking.k8s.io', 'ingresses', 'Ingress', N),
   // An IngressClass names an ingress controller the platform runs; tenants pick one by its real name.
@@ -250,22 +257,45 @@ for (const row of KINDS) {
   byKind.get(row.group)!.set(row.kind, row);
 }
 
-/** Tenant group → the upstream group all its kinds are stored under, and back (KindRow.upstreamGroup). */
-const STORED_GROUP_OF = new Map<string, string>();
+/** Tenant group → the upstream groups some of its kinds are stored under; and each such upstream group → its tenant group. */
+const STORED_GROUPS_OF = new Map<string, string[]>();
 const TENANT_GROUP_OF_STORED = new Map<string, string>();
 for (const row of KINDS) {
   if (row.upstreamGroup === undefined) continue;
-  STORED_GROUP_OF.set(row.group, row.upstreamGroup);
+  // One tenant group per stored group: an upstream group read back names one group of the tenant's.
+  const tenantGroup = TENANT_GROUP_OF_STORED.get(row.upstreamGroup);
+  if (tenantGroup !== undefined && tenantGroup !== row.group) throw new Error(`kinds: ${row.upstreamGroup} stores kinds of ${tenantGroup} and ${row.group}`);
   TENANT_GROUP_OF_STORED.set(row.upstreamGroup, row.group);
+  const stored = STORED_GROUPS_OF.get(row.group) ?? [];
+  if (!stored.includes(row.upstreamGroup)) stored.push(row.upstreamGroup);
+  STORED_GROUPS_OF.set(row.group, stored);
 }
-for (const row of KINDS) {
-  // One mapping per group: a path or an RBAC rule names a group, not a kind.
-  if (STORED_GROUP_OF.has(row.group) && row.upstreamGroup !== STORED_GROUP_OF.get(row.group)) throw new Error(`kinds: every kind of ${row.group} must be stored in one upstream group`);
+/** Groups whose every kind is stored (flowcontrol): an RBAC rule or webhook rule naming one names only the stored group upstream. */
+const WHOLLY_STORED_GROUPS: ReadonlySet<string> = new Set(
+  [...STORED_GROUPS_OF.keys()].filter((group) => KINDS.every((row) => row.group !== group || row.upstreamGroup !== undefined) && STORED_GROUPS_OF.get(group)!.length === 1),
+);
+
+/** The upstream group of `resource` of a built-in `group`: its own unless the kind is stored as tenantgate's custom resources. */
+export function storedGroupOf(group: string, resource: string): string {
+  if (!STORED_GROUPS_OF.has(group)) return group;
+  return byResource.get(group)?.get(resource)?.upstreamGroup ?? group;
 }
 
-/** The upstream group a built-in group's objects are kept under: itself unless its kinds are stored as tenantgate's custom resources. */
-export function storedGroupOf(group: string): string {
-  return STORED_GROUP_OF.get(group) ?? group;
+/** The upstream group of `kind` of a built-in `group` (apiVersions of objects and references). */
+export function storedGroupOfKind(group: string, kind: string): string {
+  if (!STORED_GROUPS_OF.has(group)) return group;
+  return byKind.get(group)?.get(kind)?.upstreamGroup ?? group;
+}
+
+/**
+ * The upstream groups a rule naming `group` (of RBAC, of a webhook) names there, whatever its resources: the group
+ * itself and those storing some of its kinds (`rbac.authorization.k8s.io` → it and `rbac.tenantgate.kubezoo.io`); a
+ * wholly stored group only its stored group (`flowcontrol.apiserver.k8s.io` → `flowcontrol.tenantgate.kubezoo.io`).
+ */
+export function upstreamGroupsOfRule(group: string): readonly string[] {
+  const stored = STORED_GROUPS_OF.get(group);
+  if (stored === undefined) return [group];
+  return WHOLLY_STORED_GROUPS.has(group) ? stored : [group, ...stored];
 }
 
 /** The tenant's group for the upstream group of stored kinds (`flowcontrol.tenantgate.kubezoo.io` → `flowcontrol.apiserver.k8s.io`); undefined for any other. */

@@ -1,6 +1,6 @@
 // Protobuf request bodies of kinds tenantgate keeps upstream as custom resources (the table's upstreamGroup), which the
 // upstream takes as JSON only: decoded into the JSON object Go's encoder writes for the same typed object, by the field
-// numbers of k8s.io/api flowcontrol/v1 and apimachinery meta/v1 generated.proto (v0.36), checked by the unit test.
+// numbers of k8s.io/api flowcontrol/v1, rbac/v1 and apimachinery meta/v1 generated.proto (v0.36), checked by the unit test.
 // Never invents a value: a field it does not know is dropped, as Go's generated Unmarshal skips it; a malformed one is 400.
 import { badRequest, StatusError, unsupportedMediaType } from '../errors/status-error.ts';
 import type { KindRow } from './kinds.ts';
@@ -104,9 +104,15 @@ const PRIORITY_LEVEL_SPEC: DecodedMessage = {
   exempt: pointer(3, { nominalConcurrencyShares: pointer(1, 'int32'), lendablePercent: pointer(2, 'int32') }),
 };
 
+// ---- k8s.io/api rbac/v1 ----
+
+const RBAC_SUBJECT: DecodedMessage = { kind: field(1, 'string'), apiGroup: field(2, 'string'), name: field(3, 'string'), namespace: field(4, 'string') };
+const ROLE_REF: DecodedMessage = { apiGroup: field(1, 'string'), kind: field(2, 'string'), name: field(3, 'string') };
+
 /** The objects decoded, by `<group>/<kind>`: their one apiVersion and message (what the unit test checks against generated.proto). */
-export const DECODED_KINDS: ReadonlyMap<string, { readonly apiVersion: string; readonly message: DecodedMessage }> = new Map([
+export const DECODED_KINDS: ReadonlyMap<string, { readonly apiVersion: string; readonly message: DecodedMessage }> = new Map<string, { readonly apiVersion: string; readonly message: DecodedMessage }>([
   ['flowcontrol.apiserver.k8s.io/FlowSchema', { apiVersion: 'flowcontrol.apiserver.k8s.io/v1', message: { metadata: field(1, OBJECT_META), spec: field(2, FLOW_SCHEMA_SPEC), status: field(3, STATUS) } }],
+  ['rbac.authorization.k8s.io/ClusterRoleBinding', { apiVersion: 'rbac.authorization.k8s.io/v1', message: { metadata: field(1, OBJECT_META), subjects: repeated(2, RBAC_SUBJECT), roleRef: field(3, ROLE_REF) } }],
   [
     'flowcontrol.apiserver.k8s.io/PriorityLevelConfiguration',
     { apiVersion: 'flowcontrol.apiserver.k8s.io/v1', message: { metadata: field(1, OBJECT_META), spec: field(2, PRIORITY_LEVEL_SPEC), status: field(3, STATUS) } },

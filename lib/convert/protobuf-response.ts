@@ -294,7 +294,6 @@ export const STATUS_CONDITIONS: ReadonlyMap<string, readonly [status: number, co
       'rbac.authorization.k8s.io/Role',
       'rbac.authorization.k8s.io/ClusterRole',
       'rbac.authorization.k8s.io/RoleBinding',
-      'rbac.authorization.k8s.io/ClusterRoleBinding',
       'admissionregistration.k8s.io/ValidatingWebhookConfiguration',
       'admissionregistration.k8s.io/MutatingWebhookConfiguration',
       'admissionregistration.k8s.io/MutatingAdmissionPolicy',
@@ -401,7 +400,7 @@ const ROLE: WireSchema = {
   rules: wireMessages(2, { apiGroups: wireStrings(2), resources: wireStrings(3), resourceNames: wireStrings(4) }),
 };
 const CLUSTER_ROLE: WireSchema = { ...ROLE, aggregationRule: wireMessage(3, { clusterRoleSelectors: wireMessages(1, LABEL_SELECTOR) }) };
-/** RoleBinding, ClusterRoleBinding: subjects = 2 (kind = 1, apiGroup = 2, name = 3, namespace = 4), roleRef = 3 (apiGroup = 1, kind = 2, name = 3). */
+/** RoleBinding: subjects = 2 (kind = 1, apiGroup = 2, name = 3, namespace = 4), roleRef = 3 (apiGroup = 1, kind = 2, name = 3). */
 const BINDING: WireSchema = {
   metadata: wireMessage(1, { name: wireString(META.name) }),
   subjects: wireMessages(2, { kind: wireString(1), apiGroup: wireString(2), name: wireString(3), namespace: wireString(4) }),
@@ -427,7 +426,6 @@ const SKELETONS: ReadonlyMap<string, { readonly rule: KindRule; readonly schema:
   ['rbac.authorization.k8s.io/Role', { rule: RULES.role, schema: ROLE }],
   ['rbac.authorization.k8s.io/ClusterRole', { rule: RULES.role, schema: CLUSTER_ROLE }],
   ['rbac.authorization.k8s.io/RoleBinding', { rule: RULES.binding, schema: BINDING }],
-  ['rbac.authorization.k8s.io/ClusterRoleBinding', { rule: RULES.clusterrolebinding, schema: BINDING }],
 ]);
 
 /** Rules that touch nothing but metadata (and status condition messages). */
@@ -447,7 +445,8 @@ function convertedApiVersion(row: KindRow): string {
  * protobuf only when this is true.
  */
 export function protobufResponseSupported(row: KindRow, apiVersion: string): boolean {
-  if (row.tenancy === 'hidden') return false;
+  // Kept upstream as custom resources (the table's upstreamGroup): the upstream answers them in JSON only.
+  if (row.tenancy === 'hidden' || row.upstreamGroup !== undefined) return false;
   if (row.tenancy === 'shared-read-only') return row.rule === 'shared';
   const key = keyOf(row);
   if (!STATUS_CONDITIONS.has(key) || apiVersion !== convertedApiVersion(row)) return false;

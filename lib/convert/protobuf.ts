@@ -433,12 +433,12 @@ function ownerReferencesToUpstreamWire(edit: MessageEdit, conversion: Conversion
   }
 }
 
-function managedFieldsToUpstreamWire(edit: MessageEdit, tenant: TenantId): void {
+function managedFieldsToUpstreamWire(edit: MessageEdit, tenant: TenantId, kind: string): void {
   for (const field of edit.all(META.managedFields, 'managedFields')) {
     const entry = new MessageEdit(edit.payload(field), `${edit.what}.managedFields`);
     const apiVersionField = entry.single(MANAGED_FIELDS_API_VERSION, 'apiVersion');
     const apiVersion = entry.string(apiVersionField, 'apiVersion');
-    const upstream = apiVersionToUpstream(apiVersion, tenant);
+    const upstream = apiVersionToUpstream(apiVersion, tenant, kind);
     if (apiVersionField === undefined || upstream === apiVersion) continue;
     entry.replaceString(apiVersionField, upstream);
     edit.replace(field, entry.finish());
@@ -485,7 +485,7 @@ function objectMetaToUpstream(meta: Buffer, conversion: Conversion): Buffer {
   // A ClusterRole's aggregate-to-* labels take the tenant's key (the role rule).
   const renameKey = row.rule === 'role' ? (key: string) => aggregationKeyToUpstream(key, tenant) : undefined;
   if (carriesTenantLabel(row)) forceTenantEntry(edit, META.labels, 'labels', tenant, renamed, renameKey);
-  managedFieldsToUpstreamWire(edit, tenant);
+  managedFieldsToUpstreamWire(edit, tenant, row.kind);
   return edit.finish();
 }
 

@@ -33,7 +33,7 @@ export function upstreamObjectName(info: RequestInfo, row: KindRow, name: string
 
 /** The upstream path and query of a tenant's resource request (`row` from the table of kinds). */
 export function upstreamResourceTarget(info: RequestInfo, row: KindRow, query: URLSearchParams, tenant: TenantId): string {
-  let path = info.apiPrefix === 'api' ? `/api/${enc(info.apiVersion)}` : `/apis/${enc(apiGroupToUpstream(info.apiGroup, tenant))}/${enc(info.apiVersion)}`;
+  let path = info.apiPrefix === 'api' ? `/api/${enc(info.apiVersion)}` : `/apis/${enc(apiGroupToUpstream(info.apiGroup, tenant, info.resource))}/${enc(info.apiVersion)}`;
   const [resource, name, ...rest] = info.parts;
   if (info.resource === 'namespaces') {
     path += '/namespaces';

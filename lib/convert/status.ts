@@ -4,6 +4,7 @@
 import { STORED_UPSTREAM_GROUPS, tenantGroupOfStored } from './kinds.ts';
 import { toTenantName, type TenantId } from './prefix.ts';
 import { celNamespacesInTextToTenant } from './rules/cel-namespaces.ts';
+import { encodedNamesToPrefixed } from './rules/names.ts';
 import { signerResourceNameToTenant, tenantSignerDomain } from './rules/signers.ts';
 
 /** `flowschemas.flowcontrol.tenantgate.kubezoo.io "…"` → `flowschemas.flowcontrol.apiserver.k8s.io "…"`: stored kinds in the tenant's group. */
@@ -72,6 +73,7 @@ export function statusToTenant(status: any, tenant: TenantId, scope?: StatusScop
  * `keep`: a name that stays as is where it stands quoted (`"<keep>"`), except after `namespace `.
  */
 export function stripTenantPrefixes(text: string, tenant: TenantId, keep?: string): string {
+  text = encodedNamesToPrefixed(text, tenant);
   const signers = signerNamesIn(text, tenant);
   if (signers === null) return stripPrefixes(text, tenant, keep);
   // Signer names of the tenant's signer domain (a CSR's, in admission messages and Table cells) read as the tenant

@@ -19,6 +19,8 @@ const CONDITIONS_BY_TYPE: readonly MergeList[] = [{ path: ['status', 'conditions
 const MERGE_LISTS: ReadonlyMap<string, readonly MergeList[]> = new Map([
   ['flowcontrol.apiserver.k8s.io/FlowSchema', CONDITIONS_BY_TYPE],
   ['flowcontrol.apiserver.k8s.io/PriorityLevelConfiguration', CONDITIONS_BY_TYPE],
+  // subjects carry no patchStrategy (types.go): replaced whole, as a merge patch does.
+  ['rbac.authorization.k8s.io/ClusterRoleBinding', []],
 ]);
 
 function listAt(doc: unknown, path: readonly string[]): unknown {

@@ -35,11 +35,56 @@ export function rowObjectsFor(upstreamQuery: URLSearchParams, row: KindRow): Row
   return rowObjects;
 }
 
+const NAME_DESCRIPTION =
+  'Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names';
+const AGE_DESCRIPTION =
+  'CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata';
+
+interface Subject {
+  kind?: string;
+  name?: string;
+  namespace?: string;
+}
+
+/** What `rbac.SubjectsStrings` prints of a binding's subjects: users, groups and `namespace/name` service accounts, joined. */
+function subjectCells(subjects: unknown): string[] {
+  const users: string[] = [];
+  const groups: string[] = [];
+  const accounts: string[] = [];
+  for (const subject of Array.isArray(subjects) ? (subjects as Subject[]) : []) {
+    if (subject?.kind === 'User') users.push(subject.name ?? '');
+    else if (subject?.kind === 'Group') groups.push(subject.name ?? '');
+    else if (subject?.kind === 'ServiceAccount') accounts.push(`${subject.namespace ?? ''}/${subject.name ?? ''}`);
+  }
+  return [users.join(', '), groups.join(', '), accounts.join(', ')];
+}
+
+/**
+ * Kinds kept upstream as custom resources (the table's upstreamGroup) whose printer writes cells no CRD column can
+ * (kubernetes pkg/printers/internalversion): their columns as the apiserver defines them, and their cells from each
+ * row's object in the tenant's view; `upstreamCells` are the CRD's (Name, then its printer columns: the Age kept).
+ */
+const PRINTED_FROM_OBJECT: Readonly<Record<string, { columnDefinitions: unknown[]; cells(object: any, upstreamCells: unknown[]): unknown[] }>> = {
+  ClusterRoleBinding: {
+    columnDefinitions: [
+      { name: 'Name', type: 'string', format: 'name', description: NAME_DESCRIPTION, priority: 0 },
+      { name: 'Role', type: 'string', format: '', description: 'RoleRef can only reference a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.', priority: 0 },
+      { name: 'Age', type: 'string', format: '', description: AGE_DESCRIPTION, priority: 0 },
+      { name: 'Users', type: 'string', format: '', description: 'Users in the clusterRoleBinding', priority: 1 },
+      { name: 'Groups', type: 'string', format: '', description: 'Groups in the clusterRoleBinding', priority: 1 },
+      { name: 'ServiceAccounts', type: 'string', format: '', description: 'ServiceAccounts in the clusterRoleBinding', priority: 1 },
+    ],
+    cells: (object, upstreamCells) => [object.metadata?.name, `${object.roleRef?.kind ?? ''}/${object.roleRef?.name ?? ''}`, upstreamCells[2], ...subjectCells(object.subjects)],
+  },
+};
+
 /**
  * The tenant's view of a Table of `row`'s kind: rows whose object the rule refuses are dropped (a row without an
  * object, unchecked, too), and each object is cut back to what the client asked for (`rowObjects`).
  */
 export function tableToTenant<T extends Table>(table: T, convert: ConvertContext, row: KindRow, rowObjects: RowObjects = 'Object'): T {
+  const printed = row.upstreamGroup === undefined ? undefined : PRINTED_FROM_OBJECT[row.kind];
+  if (printed !== undefined && Array.isArray((table as { columnDefinitions?: unknown }).columnDefinitions)) table = { ...table, columnDefinitions: printed.columnDefinitions };
   if (!Array.isArray(table.rows)) return table;
   const tenant = convert.tenant;
   const rows: TableRow[] = [];
@@ -51,7 +96,7 @@ export function tableToTenant<T extends Table>(table: T, convert: ConvertContext
     const converted = objectToTenant(tableRow.object, convert, row);
     if (converted === null) continue;
     const meta = (converted as TableRow['object'])?.metadata ?? {};
-    const cells = tableRow.cells?.map((cell) => {
+    const cells = printed !== undefined ? printed.cells(converted, tableRow.cells ?? []) : tableRow.cells?.map((cell) => {
       if (typeof cell !== 'string') return cell;
       if (upstreamName !== undefined && cell === upstreamName) return meta.name;
       if (upstreamNamespace !== undefined && cell === upstreamNamespace) return meta.namespace;

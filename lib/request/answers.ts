@@ -4,8 +4,7 @@
 import type { ClientHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
 import { performance } from 'node:perf_hooks';
 import { pipeline, type Transform } from 'node:stream';
-import { shadowReviewStatus } from '../auth/access-review.ts';
-import { upstreamIdentityOf, withClusterScopeGroup } from '../auth/impersonation.ts';
+import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import { aggregatedDiscoveryToTenant, discoveryToTenant } from '../convert/discovery.ts';
 import { isTenantCrdGroup, isWholeObjectSubresource } from '../convert/kinds.ts';
 import { openapiGroupDocToTenant, openapiIndexToTenant } from '../convert/openapi.ts';
@@ -188,7 +187,7 @@ async function missingNamespaceAnswer(ctx: RequestContext, conversions: TenantCo
   const upstreamNamespace = namespaceToUpstream(info.namespace, tenant);
   const namespace = await upstreamJson(conversions.pool, 'GET', `/api/v1/namespaces/${encodeURIComponent(upstreamNamespace)}`);
   if (namespace.status !== 404) return null;
-  if (!(await conversions.access.allowed(tenant, upstreamIdentityOf(identity), info.verb, apiGroupToUpstream(info.apiGroup, tenant), info.resource))) return null;
+  if (!(await conversions.access.allowed(tenant, upstreamIdentityOf(identity), info.verb, apiGroupToUpstream(info.apiGroup, tenant, info.resource), info.resource))) return null;
   const row = ctx.row!;
   if (info.verb === 'list') {
     return { kind: `${row.kind}List`, apiVersion: requestApiVersion(info), metadata: { resourceVersion: await currentResourceVersion(ctx, conversions) }, items: [] };
@@ -271,21 +270,19 @@ function tableAnswer(ctx: RequestContext, answer: WholeAnswer, conversions: Tena
 }
 
 /**
- * A denied access review at the cluster scope (no namespace) is asked again about the shadow identity, which holds
- * what the tenant's ClusterRoleBindings grant (`kubectl auth can-i list pods -A`): allowed when either is. In place.
+ * A denied access review at the cluster scope (no namespace) is decided again by the tenant's own ClusterRoleBindings,
+ * which only tenantgate evaluates (`kubectl auth can-i list pods -A`): allowed when either allows, with RBAC's reason
+ * naming the binding. In place.
  */
-async function clusterReviewWithShadow(body: any, ctx: RequestContext, conversions: TenantConversions): Promise<void> {
+async function clusterReviewWithTenantRbac(body: any, ctx: RequestContext, conversions: TenantConversions): Promise<void> {
   const spec = body?.spec;
   if (spec === undefined || body.status?.allowed === true) return;
   const namespace = spec.resourceAttributes?.namespace;
   if (typeof namespace === 'string' && namespace !== '') return;
   // A SubjectAccessReview asks about the user it names (upstream names already); a self review about the caller.
-  const identity =
-    ctx.row!.rule === 'subjectaccessreview'
-      ? withClusterScopeGroup({ user: String(spec.user ?? ''), groups: Array.isArray(spec.groups) ? spec.groups.map(String) : [] }, ctx.identity!.tenant!)
-      : upstreamIdentityOf(ctx.identity!);
-  const status = await shadowReviewStatus(conversions.pool, identity, spec);
-  if (status !== null) body.status = status;
+  const identity = ctx.row!.rule === 'subjectaccessreview' ? { user: String(spec.user ?? ''), groups: Array.isArray(spec.groups) ? spec.groups.map(String) : [] } : upstreamIdentityOf(ctx.identity!);
+  const decision = await conversions.access.clusterScopeReview(ctx.identity!.tenant!, { ...identity, resourceAttributes: spec.resourceAttributes, nonResourceAttributes: spec.nonResourceAttributes });
+  if (decision.allowed) body.status = decision.reason === '' ? { allowed: true } : { allowed: true, reason: decision.reason };
 }
 
 /** What must be in place before a write is answered: the caller may act on what it was told exists. */
@@ -293,7 +290,7 @@ async function afterWrite(ctx: RequestContext, status: number, body: any, conver
   const info = ctx.info!;
   const row = ctx.row!;
   const tenant = ctx.identity!.tenant!;
-  if (status === 201 && (row.rule === 'selfsubjectaccessreview' || row.rule === 'subjectaccessreview')) await clusterReviewWithShadow(body, ctx, conversions);
+  if (status === 201 && (row.rule === 'selfsubjectaccessreview' || row.rule === 'subjectaccessreview')) await clusterReviewWithTenantRbac(body, ctx, conversions);
   if (status === 201 && info.verb === 'create' && info.resource === 'namespaces') {
     // The tenant's admin gets its rights in a namespace before anyone learns the namespace exists.
     await grantTenantNamespace(conversions.pool, tenant, (body as { metadata: { name: string } }).metadata.name);

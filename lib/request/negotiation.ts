@@ -78,10 +78,11 @@ export function acceptsOnlyProtobuf(accept: string | undefined): boolean {
 
 /**
  * A custom resource asked for in protobuf only: the apiserver serves custom resources as JSON or YAML, so it answers
- * 406 (tenantgate never asks it: it would ask for JSON and answer in an encoding the client refused).
+ * 406 (tenantgate never asks it: it would ask for JSON and answer in an encoding the client refused). So are the kinds
+ * tenantgate keeps upstream as custom resources (the table's upstreamGroup): it has no protobuf of them to answer.
  */
 export function refuseProtobufOnlyCustomResource(ctx: RequestContext): void {
-  if (ctx.row?.rule === 'custom-resource' && acceptsOnlyProtobuf(ctx.headers.accept)) {
+  if ((ctx.row?.rule === 'custom-resource' || ctx.row?.upstreamGroup !== undefined) && acceptsOnlyProtobuf(ctx.headers.accept)) {
     throw notAcceptable(`${ctx.row.resource}.${ctx.info?.apiGroup ?? ''} is a custom resource, served as application/json or application/yaml only, not as ${PROTOBUF_MEDIA_TYPE}`);
   }
 }

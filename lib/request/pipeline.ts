@@ -67,7 +67,7 @@ export interface PipelineDeps {
   upstream: ClusterCredentials;
   /** Hosts tenants' admission webhooks may call by URL (--tenant-webhook-url-hosts); none when omitted. */
   webhookUrlHosts?: ReadonlySet<string>;
-  /** Callers' RBAC for reads at the cluster scope and for impersonation, asked upstream (shadow identities too), cached. */
+  /** Callers' RBAC for reads at the cluster scope and for impersonation: upstream, and the tenant's ClusterRoleBindings by tenantgate; cached. */
   access: AccessReviews;
   /** Before a tenant's CRD write is answered (the lifecycle's write-through); absent: nothing waits. */
   customResourceDefinitionWritten?: TenantConversionDeps['customResourceDefinitionWritten'];
@@ -148,7 +148,7 @@ export function classify(discovery: DiscoveryCache): Stage['run'] {
       return false;
     }
     // A custom resource: its scope comes from upstream discovery (refreshed when unknown: a CRD may be new).
-    return discovery.resolveScope(apiGroupToUpstream(info.apiGroup, ctx.identity!.tenant!), info.apiVersion, info.resource).then((scope) => {
+    return discovery.resolveScope(apiGroupToUpstream(info.apiGroup, ctx.identity!.tenant!, info.resource), info.apiVersion, info.resource).then((scope) => {
       ctx.row = kindOf(info.apiGroup, info.resource, scope) ?? null;
       return false;
     });
@@ -170,7 +170,7 @@ const CLUSTER_READ_VERBS: ReadonlySet<string> = new Set(['get', 'list', 'watch']
 /**
  * Reads that no tenant identity may make upstream, whatever the tenant's RBAC says: a list or watch of a namespaced
  * kind across all namespaces, and any read of a cluster-scoped kind by a user whose rights come from the tenant's
- * ClusterRoleBindings (upstream those bind shadow subjects only).
+ * ClusterRoleBindings (upstream those are tenantgate's custom resources, which grant nothing).
  */
 function readsAtClusterScope(info: RequestInfo, row: KindRow | null): boolean {
   if (row === null) return false;
@@ -202,7 +202,7 @@ export function authorizeClusterScopeReads(access: AccessReviews): Stage['run'] 
     const name = info.verb === 'get' && info.name !== '' ? upstreamObjectName(info, row!, info.name, tenant) : '';
     // (RBAC names a subresource as `<resource>/<subresource>`.)
     const resource = info.subresource === '' ? info.resource : `${info.resource}/${info.subresource}`;
-    const allowed = access.allowed(tenant, upstreamIdentityOf(identity), info.verb, apiGroupToUpstream(info.apiGroup, tenant), resource, name);
+    const allowed = access.allowed(tenant, upstreamIdentityOf(identity), info.verb, apiGroupToUpstream(info.apiGroup, tenant, info.resource), resource, name);
     return typeof allowed === 'boolean' ? decide(ctx, allowed) : allowed.then((answer) => decide(ctx, answer));
   };
 }

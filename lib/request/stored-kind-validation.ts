@@ -12,19 +12,29 @@ import { tenantStatusError } from './read-body.ts';
 /** The generated name's start: no tenant's `<id>-` (a 6-character id and a dash), nor a mandatory object's name. */
 const PROBE_NAME = 'tenantgate-validation-';
 
+/** The fields the real kind validates and defaults (the custom resource checks the metadata; status is the status subresource's). */
+const VALIDATED_FIELDS: Readonly<Record<string, readonly string[]>> = { ClusterRoleBinding: ['roleRef', 'subjects'] };
+const SPEC = ['spec'];
+
 /**
- * The tenant's object (its view, apiVersion of the built-in group) with the spec the real kind's defaulting makes of it;
+ * The tenant's object (its view, apiVersion of the built-in group) with the fields the real kind's defaulting makes of it;
  * throws the apiserver's own refusal (422 Invalid, 400 for strict field validation), under the tenant's name. When the
  * real kind is not served upstream (API Priority and Fairness off: 404), the object is taken as it is.
  */
 export async function validatedByRealKind(view: Json, row: KindRow, version: string, fieldValidation: string | null, pool: UpstreamPool, tenant: TenantId): Promise<Json> {
   const metadata = isObject(view.metadata) ? view.metadata : {};
   const name = typeof metadata.name === 'string' && metadata.name !== '' ? metadata.name : String(metadata.generateName ?? '');
-  // Only what the kind validates: its spec (the custom resource checks the metadata; status is the status subresource's).
-  const probe = { apiVersion: view.apiVersion, kind: view.kind, metadata: { generateName: PROBE_NAME }, spec: view.spec };
+  const fields = VALIDATED_FIELDS[row.kind] ?? SPEC;
+  const probe: Json = { apiVersion: view.apiVersion, kind: view.kind, metadata: { generateName: PROBE_NAME } };
+  for (const field of fields) if (field in view) probe[field] = view[field];
   const query = `dryRun=All${fieldValidation === null ? '' : `&fieldValidation=${encodeURIComponent(fieldValidation)}`}`;
   const answer = await upstreamJson(pool, 'POST', `/apis/${row.group}/${encodeURIComponent(version)}/${row.resource}?${query}`, probe);
-  if (answer.status === 201 || answer.status === 200) return isObject(answer.body) && 'spec' in answer.body ? { ...view, spec: answer.body.spec } : view;
+  if (answer.status === 201 || answer.status === 200) {
+    if (!isObject(answer.body)) return view;
+    const defaulted = { ...view };
+    for (const field of fields) if (field in answer.body) defaulted[field] = answer.body[field];
+    return defaulted;
+  }
   if (answer.status === 404) return view;
   const probeName = isObject(answer.body) && isObject(answer.body.details) && typeof answer.body.details.name === 'string' ? answer.body.details.name : '';
   // (The tenant's name as it stands inside a JSON string.)

@@ -16,7 +16,7 @@ import { TenantOpenApiV2Cache } from './openapi-v2-cache.ts';
 export interface TenantConversionDeps {
   pool: UpstreamPool;
   discovery: DiscoveryCache;
-  /** The tenant's RBAC at the cluster scope (its ClusterRoleBindings), asked upstream about shadow identities. */
+  /** The tenant's RBAC at the cluster scope (its ClusterRoleBindings), which tenantgate evaluates (auth/tenant-rbac.ts). */
   access: AccessReviews;
   /** Where upstream latency, watches and rewrites are counted; null: not counted. */
   metrics?: TenantgateMetrics | null;

@@ -32,13 +32,14 @@ import { ObjectKeeper, type KeptObject } from '../tenants/kept-objects.ts';
 import { TENANT_CONFINEMENT_OBJECTS } from '../tenants/confinement-policy.ts';
 import { TENANT_PRIORITY_OBJECTS } from '../tenants/priority-policy.ts';
 import { STORED_KIND_CRDS, storedKindsEstablished } from '../tenants/stored-kinds.ts';
+import { migrateTenantsClusterBindings } from '../tenants/cluster-bindings.ts';
 import { log } from '../log.ts';
 import { confinedDiscoveryBinding, ownUpstreamUsers } from '../tenants/discovery-confinement.ts';
 import { createTenantStore, DEFAULT_TENANT_STORE_OPTIONS } from '../tenants/store.ts';
 import type { TenantStore } from '../tenants/tenant.ts';
 import type { IssueKubeconfig } from './tenant-api.ts';
 import { FlowController } from '../flowcontrol/dispatcher.ts';
-import { AccessReviews, upstreamAccessReviewer } from '../auth/access-review.ts';
+import { AccessReviews, tenantRbacReviewer, upstreamAccessReviewer } from '../auth/access-review.ts';
 import type { FlowControlEvents } from '../flowcontrol/events.ts';
 import { DEFAULT_FLOW_CONTROL } from '../flowcontrol/limits.ts';
 import { TenantConversions } from '../request/tenant-conversions.ts';
@@ -117,7 +118,15 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   kept.push(...STORED_KIND_CRDS);
   const keeper = runLifecycle ? new ObjectKeeper(pool, kept) : null;
   await keeper?.start();
-  if (keeper !== null && !(await storedKindsEstablished(pool))) log.warn('the CRDs of tenants\' stored kinds (FlowSchemas, priority levels) are not established yet');
+  if (keeper !== null && !(await storedKindsEstablished(pool))) log.warn('the CRDs of tenants\' stored kinds (FlowSchemas, priority levels, ClusterRoleBindings) are not established yet');
+  // An older tenantgate's real ClusterRoleBindings of tenants, stored before any tenant request is judged by them.
+  if (keeper !== null) {
+    const moved = await migrateTenantsClusterBindings(pool).catch((error: Error) => {
+      log.warn('tenant clusterrolebindings not moved to the stored form yet (the lifecycle tries again)', { error: error.message });
+      return 0;
+    });
+    if (moved > 0) log.info('tenant clusterrolebindings moved to the stored form', { count: moved });
+  }
   // Keys made ahead of need keep tenant creation in milliseconds (RSA-2048 generation is ~50 ms).
   const keyPool = config.tenantCa === undefined ? null : new RsaKeyPool();
   let url = '';
@@ -144,7 +153,7 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
         if (tenant !== undefined && tenant.metadata.deletionTimestamp === undefined) await ensureTenantSigners(pool, id);
       }
     : undefined;
-  const access = new AccessReviews(upstreamAccessReviewer(pool));
+  const access = new AccessReviews(upstreamAccessReviewer(pool), tenantRbacReviewer(pool));
   const conversions = new TenantConversions({ pool, discovery, access, metrics, webhookUrlHosts, customResourceDefinitionWritten, certificateSigningRequestWritten });
   // On unless switched off; never with --passthrough (nothing is converted, nothing to keep in tenants' views).
   const cachedResources = config.watchCache === undefined ? cachedResourcesOf(DEFAULT_CACHED_RESOURCES) : (config.watchCache?.resources ?? null);

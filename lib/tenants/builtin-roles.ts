@@ -2,11 +2,13 @@
 // own copies upstream, `<id>-<name>`: rules copied from the upstream's built-ins, aggregation in the tenant's domain.
 // Never copies a role the upstream does not have, nor binds a copy to any identity but the tenant's own.
 import { builtinKindOf, type KindRow } from '../convert/kinds.ts';
-import { toUpstreamName, type TenantId } from '../convert/prefix.ts';
+import type { TenantId } from '../convert/prefix.ts';
 import { objectToUpstream, RESERVED_TENANT_IDS, type ConvertContext, type Json } from '../convert/rules/index.ts';
+import { storedNameToUpstream } from '../convert/rules/names.ts';
 import { upstreamJson } from '../upstream/client.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import { ensure, type UpstreamObject } from './bootstrap.ts';
+import { STORED_CLUSTER_BINDINGS } from './cluster-bindings.ts';
 
 /**
  * Copied into every tenant. admin/edit/view are aggregated from the three `system:aggregate-to-*` roles (which hold
@@ -94,7 +96,7 @@ export function tenantBuiltinRole(tenant: TenantId, role: BuiltinRole): Upstream
   return objectToUpstream(copy, contextOf(tenant), CLUSTER_ROLE_ROW) as UpstreamObject;
 }
 
-/** The tenant's copy of a built-in ClusterRoleBinding: its own role, its own groups (shadow subjects upstream). */
+/** The tenant's copy of a built-in ClusterRoleBinding: its own role, its own groups (stored, shadow subjects upstream). */
 export function tenantBuiltinBinding(tenant: TenantId, binding: BuiltinBinding): UpstreamObject {
   const object: Json = {
     apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -108,7 +110,7 @@ export function tenantBuiltinBinding(tenant: TenantId, binding: BuiltinBinding):
 
 /** Upstream names of the tenant's built-in ClusterRoleBindings (kept, never expanded: they grant nothing namespaced). */
 export function builtinBindingNamesOf(tenant: TenantId): Set<string> {
-  return new Set(builtinBindingsOf(tenant).map((binding) => toUpstreamName(binding.name, tenant)));
+  return new Set(builtinBindingsOf(tenant).map((binding) => storedNameToUpstream(binding.name, tenant)));
 }
 
 /** The label every built-in role and binding carries, copies included: what the lifecycle controller lists and watches. */
@@ -119,7 +121,7 @@ export async function ensureTenantBuiltinRoles(pool: UpstreamPool, tenant: Tenan
 }
 
 export async function ensureTenantBuiltinBinding(pool: UpstreamPool, tenant: TenantId, binding: BuiltinBinding): Promise<void> {
-  await ensure(pool, `${RBAC}/clusterrolebindings`, tenantBuiltinBinding(tenant, binding));
+  await ensure(pool, STORED_CLUSTER_BINDINGS, tenantBuiltinBinding(tenant, binding));
 }
 
 export async function ensureTenantBuiltinBindings(pool: UpstreamPool, tenant: TenantId): Promise<void> {

@@ -1,6 +1,7 @@
 // The second wall's admission half (DESIGN §4b): an upstream ValidatingAdmissionPolicy, enforced by the apiserver
 // itself, that refuses any write by a tenant identity (user extra `tenant=<id>`) outside that tenant's prefix.
 // Never matches a request without that extra (administrators, controllers, tenantgate's own calls), nor reviews.
+import { STORED_RBAC_GROUP } from '../convert/kinds.ts';
 import { TENANT_LABEL } from '../convert/prefix.ts';
 import { TENANT_EXTRA_KEY } from '../auth/impersonation.ts';
 import { TENANT_SIGNER_DOMAIN_SUFFIX } from '../convert/rules/signers.ts';
@@ -63,7 +64,8 @@ export const TENANT_CONFINEMENT_POLICY = {
       { name: 'isNamespace', expression: "variables.apiGroup == '' && request.resource.resource == 'namespaces'" },
       { name: 'isCrd', expression: "variables.apiGroup == 'apiextensions.k8s.io' && request.resource.resource == 'customresourcedefinitions'" },
       { name: 'isClusterRole', expression: "variables.apiGroup == 'rbac.authorization.k8s.io' && request.resource.resource == 'clusterroles'" },
-      { name: 'isClusterBinding', expression: "variables.apiGroup == 'rbac.authorization.k8s.io' && request.resource.resource == 'clusterrolebindings'" },
+      // A tenant's are tenantgate's custom resources (stored); a real one no tenant identity is granted, checked alike.
+      { name: 'isClusterBinding', expression: `(variables.apiGroup == 'rbac.authorization.k8s.io' || variables.apiGroup == ${cel(STORED_RBAC_GROUP)}) && request.resource.resource == 'clusterrolebindings'` },
       { name: 'isCsr', expression: "variables.apiGroup == 'certificates.k8s.io' && request.resource.resource == 'certificatesigningrequests'" },
       {
         name: 'subjectForms',

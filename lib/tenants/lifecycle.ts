@@ -45,10 +45,10 @@ import {
   type BuiltinRole,
 } from './builtin-roles.ts';
 import { ensureKubernetesService, KUBERNETES_SERVICE, kubernetesEndpointSlice, type ClusterAddress } from './cluster-service.ts';
-import { EXPANSION_LABEL, expansionName, expansionOf, isExpansionName, isTenantClusterBinding, migratedSubjects, type ClusterRoleBinding } from './cluster-bindings.ts';
+import { EXPANSION_LABEL, expansionName, expansionOf, isExpansionName, isTenantClusterBinding, migrateClusterBinding, migratedSubjects, REAL_CLUSTER_BINDINGS, STORED_CLUSTER_BINDINGS, type ClusterRoleBinding } from './cluster-bindings.ts';
 import { cleanupDone, deleteTenantObjects, type CleanupProgress } from './cleanup.ts';
 import { conditionOf, setCondition } from './conditions.ts';
-import { ensureTenantFlowControlDefaults, readMandatoryFlowControl, type MandatoryObject } from './stored-kinds.ts';
+import { ensureStoredKindCrds, ensureTenantFlowControlDefaults, readMandatoryFlowControl, type MandatoryObject } from './stored-kinds.ts';
 import { TENANT_CLEANUP_FINALIZER, TenantConflict, TenantMissing, type Tenant, type TenantEvent, type TenantStore } from './tenant.ts';
 
 export interface TenantLifecycleOptions {
@@ -184,6 +184,9 @@ export class TenantLifecycle {
 
   async start(): Promise<void> {
     this.#startedAt = Date.now();
+    // Where tenants' ClusterRoleBindings (their built-in ones too) are kept: served before the first bootstrap.
+    const established = await ensureStoredKindCrds(this.#pool).catch((error: Error) => error.message);
+    if (established !== true) log.warn('the CRDs of tenants\' stored kinds are not established yet: bootstraps retry until they are', { error: established || 'not established' });
     this.#stoppers.push(this.#store.onChange((event) => this.#onTenantEvent(event)));
     for (const tenant of this.#store.list()) this.#follow(tenant);
     this.#watchUpstream();
@@ -389,7 +392,7 @@ export class TenantLifecycle {
       if (event.type === 'DELETED') this.#markDirty(event.object.metadata.labels?.[TENANT_LABEL] ?? tenantOfNamespace(event.object.metadata.namespace));
     });
     // Bootstrap bindings deleted; a tenant's own ClusterRoleBindings in any change (their expansions follow them).
-    watch(`${RBAC}/clusterrolebindings?${byLabel}`, (event) => {
+    watch(`${STORED_CLUSTER_BINDINGS}?${byLabel}`, (event) => {
       const id = event.object.metadata.labels?.[TENANT_LABEL];
       if (event.type === 'DELETED' || (id !== undefined && event.object.metadata.name.startsWith(id + '-'))) this.#markDirty(id);
     });
@@ -401,6 +404,11 @@ export class TenantLifecycle {
       if (event.object.metadata.name === tenantSignersName(id)) {
         if (event.type === 'DELETED' || differs(event.object, tenantSignersRole(id))) this.#keepSigners(id);
       } else this.#markDirty(id);
+    });
+    // A tenant's real ClusterRoleBinding (an older tenantgate's, or one made upstream in that form): moved to the stored form.
+    watch(`${REAL_CLUSTER_BINDINGS}?${byLabel}`, (event) => {
+      const id = event.object.metadata.labels?.[TENANT_LABEL];
+      if (event.type !== 'DELETED' && id !== undefined && event.object.metadata.name.startsWith(id + '-')) this.#markDirty(id);
     });
     watch(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions?${byLabel}`, (event) => this.#markDirty(event.object.metadata.labels?.[TENANT_LABEL]));
     watch(`${RBAC}/rolebindings?labelSelector=${encodeURIComponent(EXPANSION_LABEL)}`, (event) => {
@@ -496,11 +504,16 @@ export class TenantLifecycle {
     if (which === 'all') this.#sharedRbac.forget();
     await this.#sharedRbac.get();
 
-    const clusterBindings = (await listUpstream(this.#pool, `${RBAC}/clusterrolebindings?${bySelector}`)) as ClusterRoleBinding[];
+    // A tenant's real ClusterRoleBindings (an older tenantgate's) move to the stored form first: copied, then deleted.
+    const realBindings = (await listUpstream(this.#pool, `${REAL_CLUSTER_BINDINGS}?${bySelector}`)) as ClusterRoleBinding[];
+    const migrating = realBindings.filter((binding) => ids.some((id) => isTenantClusterBinding(binding, id)));
+    await Promise.all(migrating.map((binding) => migrateClusterBinding(this.#pool, binding)));
+    if (migrating.length > 0) log.info('tenant clusterrolebindings moved to the stored form', { count: migrating.length });
+    const clusterBindings = (await listUpstream(this.#pool, `${STORED_CLUSTER_BINDINGS}?${bySelector}`)) as ClusterRoleBinding[];
     const ownSelector = `labelSelector=${encodeURIComponent(which === 'all' ? TENANTGATE_OWNED_LABEL : `${TENANTGATE_OWNED_LABEL} in (${ids.join(',')})`)}`;
     const ownBindings = await listUpstream(this.#pool, `${RBAC}/clusterrolebindings?${ownSelector}`);
     // tenantgate's own bindings of a tenant: as this tenantgate labels them, or an older one did (the tenant label).
-    const bindings = new Set([...clusterBindings, ...ownBindings].map((item) => item.metadata.name));
+    const bindings = new Set([...realBindings, ...ownBindings].map((item) => item.metadata.name));
     const tenantBindings = new Map<TenantId, ClusterRoleBinding[]>();
     const clusterBindingsByName = new Map(clusterBindings.map((item) => [item.metadata.name, item]));
     for (const id of ids) {
@@ -518,11 +531,11 @@ export class TenantLifecycle {
       for (const binding of clusterBindings) {
         // The built-in bindings grant only discovery and self-reviews, nothing a RoleBinding could: never expanded.
         if (!isTenantClusterBinding(binding, id) || builtinBindings.has(binding.metadata.name)) continue;
-        // Made by an older tenantgate, with real subjects: a grant over every namespace, rewritten to shadow subjects.
+        // Stored with real subjects (written upstream by hand): rewritten to shadow subjects, as the rule writes them.
         const migrated = migratedSubjects(binding);
         if (migrated !== null) {
           binding.subjects = migrated;
-          const path = `${RBAC}/clusterrolebindings/${encodeURIComponent(binding.metadata.name)}`;
+          const path = `${STORED_CLUSTER_BINDINGS}/${encodeURIComponent(binding.metadata.name)}`;
           repair(`clusterrolebinding ${binding.metadata.name} subjects`, id, async () => {
             const updated = await upstreamJson(this.#pool, 'PUT', path, binding);
             if (updated.status !== 200) throw new Error(`updating ${path} answered ${updated.status}`);
@@ -603,7 +616,9 @@ export class TenantLifecycle {
         }
       }
     }
-    // Expansions of ClusterRoleBindings that are gone (only of the tenants looked at: the selector named them).
+    // Expansions of ClusterRoleBindings that are gone (only of the tenants looked at: the selector named them), once
+    // the new ones are in: a binding whose stored name differs from its real one (migrated) never lacks one.
+    await Promise.all(repairs.splice(0));
     for (const [key, item] of expansions) {
       const id = item.metadata.labels?.[TENANT_LABEL];
       if (id === undefined || !ids.includes(id)) continue;

@@ -1,5 +1,6 @@
 // The CRDs tenantgate keeps upstream for tenant kinds the upstream must never act on (the table's upstreamGroup):
-// tenants' FlowSchemas and PriorityLevelConfigurations live there as custom resources, which APF never reads.
+// tenants' FlowSchemas and PriorityLevelConfigurations live there as custom resources, which APF never reads, and
+// their ClusterRoleBindings, which the RBAC authorizer never scans.
 // Never defines a built-in group or a group under any tenant's prefix; the schema leaves spec and status as given.
 import { KINDS, kindOf, type KindRow } from '../convert/kinds.ts';
 import { TENANT_LABEL, toUpstreamName, type TenantId } from '../convert/prefix.ts';
@@ -8,13 +9,14 @@ import type { UpstreamPool } from '../upstream/pool.ts';
 import type { UpstreamObject } from './bootstrap.ts';
 import type { KeptObject } from './kept-objects.ts';
 
-/** The one version every stored kind is served at, the built-in kind's (flowcontrol.apiserver.k8s.io/v1). */
+/** The one version every stored kind is served at, the built-in kind's (flowcontrol.apiserver.k8s.io/v1, rbac.authorization.k8s.io/v1). */
 const STORED_VERSION = 'v1';
 
 interface PrinterColumn {
   name: string;
   type: string;
   jsonPath: string;
+  priority?: number;
 }
 
 const age: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
@@ -35,9 +37,25 @@ const PRINTER_COLUMNS: Readonly<Record<string, readonly PrinterColumn[]>> = {
     { name: 'QueueLengthLimit', type: 'integer', jsonPath: '.spec.limited.limitResponse.queuing.queueLengthLimit' },
     age,
   ],
+  // The cells the apiserver's printer writes (`ClusterRole/<name>`, subjects joined) are no JSONPath's: tenantgate
+  // writes them from each row's object (convert/table.ts); these columns give the Table its shape.
+  ClusterRoleBinding: [
+    { name: 'Role', type: 'string', jsonPath: '.roleRef.name' },
+    age,
+    { name: 'Users', type: 'string', jsonPath: '.subjects', priority: 1 },
+    { name: 'Groups', type: 'string', jsonPath: '.subjects', priority: 1 },
+    { name: 'ServiceAccounts', type: 'string', jsonPath: '.subjects', priority: 1 },
+  ],
 };
 
 const PRESERVED = { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
+const PRESERVED_LIST = { type: 'array', items: PRESERVED };
+
+/** The top-level fields of a stored kind's objects besides metadata: the built-in kind's own, kept as given. */
+const STORED_FIELDS: Readonly<Record<string, Readonly<Record<string, unknown>>>> = {
+  ClusterRoleBinding: { roleRef: PRESERVED, subjects: PRESERVED_LIST },
+};
+const SPEC_AND_STATUS = { spec: PRESERVED, status: PRESERVED };
 
 export const CRD_COLLECTION = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 
@@ -56,8 +74,8 @@ export function storedKindCrd(row: KindRow & { upstreamGroup: string }) {
           name: STORED_VERSION,
           served: true,
           storage: true,
-          schema: { openAPIV3Schema: { type: 'object', properties: { spec: PRESERVED, status: PRESERVED } } },
-          subresources: { status: {} },
+          schema: { openAPIV3Schema: { type: 'object', properties: STORED_FIELDS[row.kind] ?? SPEC_AND_STATUS } },
+          ...(row.subresources.includes('status') ? { subresources: { status: {} } } : {}),
           additionalPrinterColumns: PRINTER_COLUMNS[row.kind] ?? [age],
         },
       ],
@@ -88,6 +106,18 @@ export async function storedKindsEstablished(pool: UpstreamPool, timeoutMs = 10_
     }
   }
   return true;
+}
+
+/**
+ * Creates those of the stored kinds' CRDs that are missing and waits until they are served: a tenant's built-in
+ * ClusterRoleBindings live in one, so the lifecycle needs them even where no gateway keeps them (ObjectKeeper).
+ */
+export async function ensureStoredKindCrds(pool: UpstreamPool): Promise<boolean> {
+  for (const { collection, object } of STORED_KIND_CRDS) {
+    const created = await upstreamJson(pool, 'POST', collection, object);
+    if (created.status !== 201 && created.status !== 409) throw new Error(`creating ${object.metadata.name} answered ${created.status}`);
+  }
+  return storedKindsEstablished(pool);
 }
 
 // ---- what a cluster has at birth: the mandatory API Priority and Fairness configuration ----

@@ -211,7 +211,7 @@ export class WatchCache implements WatcherPolicy {
     if (row === null || !info.isResourceRequest || info.subresource !== '' || (info.verb !== 'list' && info.verb !== 'watch')) return null;
     if (info.parts.length !== 1) return null; // the legacy /watch/…/name form names one object: upstream
     const custom = row.rule === 'custom-resource';
-    const group = custom ? apiGroupToUpstream(info.apiGroup, tenant) : info.apiGroup;
+    const group = custom ? apiGroupToUpstream(info.apiGroup, tenant, info.resource) : info.apiGroup;
     const key = cacheKey(group, info.apiVersion, info.resource);
     const cache = this.#caches.get(key);
     if (cache === undefined) {

@@ -100,6 +100,18 @@ t.test('bypassing conversion, a tenant identity cannot write outside its prefix 
     ['create', 'clusterrolebinding', `${a.id}-real`, '--clusterrole=cluster-admin', `--user=${a.id}-admin`],
     /names only its own identities/,
   );
+  // A tenant's ClusterRoleBindings are kept as tenantgate's custom resources: checked alike.
+  const storedBinding = (name: string, subject: string) =>
+    JSON.stringify({
+      apiVersion: 'rbac.tenantgate.kubezoo.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name, labels: { 'kubezoo.io/tenant': a.id } },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: subject }],
+    });
+  await refused('create a stored ClusterRoleBinding naming real subjects', ['create', '-f', '-'], /names only its own identities/, storedBinding(`${a.id}-stored-real`, `${a.id}-admin`));
+  await refused('create a stored ClusterRoleBinding naming B\'s shadow subjects', ['create', '-f', '-'], /names only its own identities/, storedBinding(`${a.id}-stored-b`, `${CLUSTER_BINDING_SUBJECT_PREFIX}${b.id}-admin`));
+  await refused('create a stored ClusterRoleBinding without its prefix', ['create', '-f', '-'], outside, storedBinding('walltest-stored', `${CLUSTER_BINDING_SUBJECT_PREFIX}${a.id}-alice`));
   const aggregating = JSON.stringify({
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRole',
@@ -147,6 +159,7 @@ t.test('bypassing conversion, a tenant identity cannot write outside its prefix 
     `--user=${CLUSTER_BINDING_SUBJECT_PREFIX}system:serviceaccount:${a.id}-default:robot`,
   ]);
   await allowed('a CRD in its group', ['create', '-f', '-'], foreignCrd.replaceAll(b.id, a.id));
+  await allowed('a stored ClusterRoleBinding naming its shadow subjects', ['create', '-f', '-'], storedBinding(`${a.id}-stored-shadow`, `${CLUSTER_BINDING_SUBJECT_PREFIX}${a.id}-alice`));
 
   // Administrators (no tenant extra) are not the policy's business.
   const admin = await stack.kubectlDirect(['create', 'configmap', 'by-admin', '-n', `${b.id}-default`]);

@@ -164,6 +164,8 @@ const COLLECTIONS = [
   `/apis/${RBAC}/v1/rolebindings`,
   `/apis/${RBAC}/v1/clusterroles`,
   `/apis/${RBAC}/v1/clusterrolebindings`,
+  // Where a tenant's ClusterRoleBindings are kept: tenantgate's custom resources.
+  '/apis/rbac.tenantgate.kubezoo.io/v1/clusterrolebindings',
   '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
 ];
 

@@ -20,6 +20,8 @@ let bobKubeconfig: string;
 let scratch: string;
 
 const RBAC = 'rbac.authorization.k8s.io';
+/** Where a tenant's ClusterRoleBindings are kept upstream: tenantgate's custom resources. */
+const STORED_BINDINGS = 'clusterrolebindings.rbac.tenantgate.kubezoo.io';
 
 /**
  * kubectl as `tenant`, with a discovery and HTTP cache of its own: kubectl keys its cache by server address only, and
@@ -184,11 +186,11 @@ t.test('RBAC bindings name the tenant\'s users, groups, service accounts and Clu
     'upstream: echo\'s user, group and service account',
   );
   t.equal(upstream.roleRef.name, 'echo05-reader', 'upstream: echo\'s ClusterRole');
-  const upstreamCluster = await upstreamJson(['clusterrolebinding', 'echo05-readers']);
+  const upstreamCluster = await upstreamJson([STORED_BINDINGS, 'echo05-readers']);
   t.same(
     [upstreamCluster.roleRef.name, ...upstreamCluster.subjects.map((s: { name: string }) => s.name)],
     ['echo05-reader', 'tenantgate:cluster:echo05-x', 'tenantgate:cluster:echo05:g'],
-    'upstream the ClusterRoleBinding binds shadow identities, which grant nothing cluster-wide',
+    'upstream the ClusterRoleBinding is tenantgate\'s custom resource binding shadow identities, which grant nothing cluster-wide',
   );
 
   const seen = await getJson(echo, ['-n', 'shop', 'rolebinding', 'readers']);
@@ -218,9 +220,9 @@ t.test('a binding grants only what the tenant has, to the tenant\'s own users', 
   // As in any cluster, an admin (who may bind) can bind a ClusterRole that does not exist yet: echo's own "foxtr6-reader".
   await apply(echo, steal);
   t.equal((await getJson(echo, ['clusterrolebinding', 'steal'])).roleRef.name, 'foxtr6-reader', 'echo reads back its binding to its own "foxtr6-reader"');
-  t.equal((await upstreamJson(['clusterrolebinding', 'echo05-steal'])).roleRef.name, 'echo05-foxtr6-reader', 'upstream it names echo\'s ClusterRole of that name');
-  const bindings = await upstreamJson(['clusterrolebindings']);
-  const toFoxtrot = bindings.items.filter((b: { roleRef: { name: string }; subjects?: { name: string }[] }) => b.roleRef.name === 'foxtr6-reader');
+  t.equal((await upstreamJson([STORED_BINDINGS, 'echo05-steal'])).roleRef.name, 'echo05-foxtr6-reader', 'upstream it names echo\'s ClusterRole of that name');
+  const bindings = [...(await upstreamJson(['clusterrolebindings'])).items, ...(await upstreamJson([STORED_BINDINGS])).items];
+  const toFoxtrot = bindings.filter((b: { roleRef: { name: string }; subjects?: { name: string }[] }) => b.roleRef.name === 'foxtr6-reader');
   t.same(toFoxtrot, [], 'upstream nothing is bound to foxtr6\'s ClusterRole');
   // (kubectl adds the evaluation error: the binding's expansion names a ClusterRole that does not exist.)
   t.match(await canBob(['list', 'configmaps', '-n', 'default']), /^no( - RBAC: clusterrole\.rbac\.authorization\.k8s\.io "foxtr6-reader" not found)?$/, 'bob gained nothing');
@@ -232,7 +234,7 @@ t.test('a service account bound cluster-wide reads in its tenant\'s namespaces o
   await ok(echo, ['-n', 'shop', 'create', 'secret', 'generic', 'mine', '--from-literal=password=echo-only']);
   await apply(echo, { apiVersion: `${RBAC}/v1`, kind: 'ClusterRole', metadata: { name: 'secret-reader' }, rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list'] }] });
   await ok(echo, ['create', 'clusterrolebinding', 'robot-reads', '--clusterrole=secret-reader', '--serviceaccount=shop:robot']);
-  const upstream = await upstreamJson(['clusterrolebinding', 'echo05-robot-reads']);
+  const upstream = await upstreamJson([STORED_BINDINGS, 'echo05-robot-reads']);
   t.same(upstream.subjects.map((s: { kind: string; name: string }) => [s.kind, s.name]), [['User', 'tenantgate:cluster:system:serviceaccount:echo05-shop:robot']], 'upstream a shadow user');
   const seen = await getJson(echo, ['clusterrolebinding', 'robot-reads']);
   t.same(seen.subjects, [{ kind: 'ServiceAccount', name: 'robot', namespace: 'shop' }], 'echo reads back the service account it bound');

@@ -11,6 +11,8 @@ let kilo: TestTenant;
 let aliceKubeconfig: string;
 
 const RBAC = 'rbac.authorization.k8s.io';
+/** Where a tenant's ClusterRoleBindings are kept upstream: tenantgate's custom resources. */
+const STORED_BINDINGS = 'clusterrolebindings.rbac.tenantgate.kubezoo.io';
 
 async function ok(r: Promise<KubectlResult>, what: string): Promise<string> {
   const done = await r;
@@ -113,8 +115,9 @@ t.test('upstream, a tenant identity cannot read or write another tenant\'s names
   t.equal(unchanged, 'kilo', 'kilo\'s configmap is as kilo wrote it');
   const planted = await stack.kubectlDirect(['-n', 'kilo08-shop', 'get', 'configmap', 'planted']);
   t.not(planted.code, 0, 'nothing was planted in kilo\'s namespace');
-  const upstreamBinding = JSON.parse(await ok(stack.kubectlDirect(['get', 'clusterrolebinding', 'golf07-admin-everything', '-o', 'json']), 'binding'));
-  t.same(upstreamBinding.subjects.map((s: { name: string }) => s.name), ['tenantgate:cluster:golf07-admin'], 'upstream the binding names a shadow user');
+  const upstreamBinding = JSON.parse(await ok(stack.kubectlDirect(['get', STORED_BINDINGS, 'golf07-admin-everything', '-o', 'json']), 'binding'));
+  t.same(upstreamBinding.subjects.map((s: { name: string }) => s.name), ['tenantgate:cluster:golf07-admin'], 'upstream the binding (tenantgate\'s custom resource) names a shadow user');
+  t.not((await stack.kubectlDirect(['get', 'clusterrolebinding', 'golf07-admin-everything'])).code, 0, 'and is no real ClusterRoleBinding');
 });
 
 t.test('the tenant admin lists across its namespaces through tenantgate, and kilo\'s admin sees none of golf\'s', async (t) => {
@@ -140,7 +143,7 @@ t.test('in a namespace that does not exist the admin gets "not found" as in any 
   t.notMatch(denied.stderr, /kilo08/);
 });
 
-t.test('a tenant ClusterRoleBinding of an older tenantgate (real subjects) is migrated to shadow subjects', async (t) => {
+t.test('a tenant ClusterRoleBinding of an older tenantgate (real, real subjects) is moved to the stored form with shadow subjects', async (t) => {
   await ok(
     stack.kubectlDirect(['create', '-f', '-'], {
       input: JSON.stringify({
@@ -154,10 +157,14 @@ t.test('a tenant ClusterRoleBinding of an older tenantgate (real subjects) is mi
     'legacy binding',
   );
   const migrated = await eventually(async () => {
-    const r = await stack.kubectlDirect(['get', 'clusterrolebinding', 'golf07-legacy', '-o', 'jsonpath={.subjects[0].name}']);
+    const r = await stack.kubectlDirect(['get', STORED_BINDINGS, 'golf07-legacy', '-o', 'jsonpath={.subjects[0].name}']);
     return r.stdout === 'tenantgate:cluster:golf07-alice' ? r.stdout : undefined;
   }, 40_000);
   t.equal(migrated, 'tenantgate:cluster:golf07-alice');
+  const real = await eventually(async () => ((await stack.kubectlDirect(['get', 'clusterrolebinding', 'golf07-legacy'])).code !== 0 ? true : undefined), 40_000);
+  t.ok(real, 'the real ClusterRoleBinding is gone');
+  const seen = JSON.parse(await ok(golf.kubectl(['get', 'clusterrolebinding', 'legacy', '-o', 'json']), 'the tenant reads it'));
+  t.same([seen.roleRef.name, seen.subjects], ['cm-reader', [{ apiGroup: RBAC, kind: 'User', name: 'alice' }]], 'the tenant reads it as before');
 });
 
 t.test('the shared tenant ClusterRole, widened as an older tenantgate made it, is narrowed again', async (t) => {

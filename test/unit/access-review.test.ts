@@ -1,29 +1,32 @@
 import t from 'tap';
-import { accessCacheKey, readForbidden, AccessReviews, shadowQuestion, type AccessQuestion } from '../../lib/auth/access-review.ts';
+import { accessCacheKey, clusterScopeQuestion, readForbidden, AccessReviews, type AccessReviewer, type ClusterScopeReviewer } from '../../lib/auth/access-review.ts';
+import type { ClusterScopeQuestion } from '../../lib/auth/tenant-rbac.ts';
 
-/** A reviewer that allows what `allow` says and records each question it was asked. */
-function reviewer(allow: (q: AccessQuestion) => boolean) {
-  const asked: AccessQuestion[] = [];
-  const review = async (q: AccessQuestion) => {
+/** A decider of the tenant's RBAC at its cluster scope that allows what `allow` says and records each question. */
+function reviewer(allow: (q: ClusterScopeQuestion, tenant: string) => boolean) {
+  const asked: ClusterScopeQuestion[] = [];
+  const review: ClusterScopeReviewer = async (tenant, q) => {
     asked.push(q);
-    return allow(q);
+    return { allowed: allow(q, tenant), reason: '' };
   };
   return { asked, review };
 }
 
+const noUpstreamReview: AccessReviewer = () => Promise.reject(new Error('no upstream review is expected here'));
+
 const alice = { user: 'abc123-alice', groups: ['abc123:devs', 'abc123:system:authenticated'] };
 
-t.test('the upstream is asked about the shadow identity, at the cluster scope', async (t) => {
-  t.same(shadowQuestion(alice, 'list', '', 'configmaps'), {
-    user: 'tenantgate:cluster:abc123-alice',
-    groups: ['tenantgate:cluster:abc123:devs', 'tenantgate:cluster:abc123:system:authenticated'],
-    resourceAttributes: { verb: 'list', group: '', resource: 'configmaps', namespace: '' },
+t.test('the tenant\'s RBAC is asked about the caller at the cluster scope, in upstream names', async (t) => {
+  t.same(clusterScopeQuestion(alice, 'list', '', 'configmaps'), {
+    user: 'abc123-alice',
+    groups: ['abc123:devs', 'abc123:system:authenticated'],
+    resourceAttributes: { verb: 'list', group: '', resource: 'configmaps' },
   });
 });
 
 t.test('an answer is never reused for another tenant, user, group set, verb, group or resource (CVE-2023-46254)', async (t) => {
-  const { asked, review } = reviewer((q) => q.user === 'tenantgate:cluster:abc123-alice' && q.groups.includes('tenantgate:cluster:abc123:devs'));
-  const access = new AccessReviews(review);
+  const { asked, review } = reviewer((q, tenant) => tenant === 'abc123' && q.user === 'abc123-alice' && q.groups.includes('abc123:devs'));
+  const access = new AccessReviews(noUpstreamReview, review);
   t.equal(await access.allowed('abc123', alice, 'list', '', 'configmaps'), true);
   t.equal(access.allowed('abc123', alice, 'list', '', 'configmaps'), true, 'a cached answer comes back at once');
   t.equal(asked.length, 1);
@@ -51,10 +54,11 @@ t.test('a refusal is cached for less time than an allowance; an upstream failure
   let fail = false;
   let calls = 0;
   const access = new AccessReviews(
+    noUpstreamReview,
     async () => {
       calls++;
       if (fail) throw new Error('down');
-      return allow;
+      return { allowed: allow, reason: '' };
     },
     { allowedTtlMs: 60_000, deniedTtlMs: 30 },
   );
@@ -72,7 +76,7 @@ t.test('a refusal is cached for less time than an allowance; an upstream failure
 
 t.test('concurrent questions reach the upstream once', async (t) => {
   const { asked, review } = reviewer(() => true);
-  const access = new AccessReviews(review);
+  const access = new AccessReviews(noUpstreamReview, review);
   await Promise.all(Array.from({ length: 20 }, () => access.allowed('abc123', alice, 'list', '', 'pods')));
   t.equal(asked.length, 1);
 });

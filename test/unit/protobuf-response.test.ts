@@ -205,10 +205,7 @@ const CASES: [string, Json][] = [
     },
   ],
   ['rbac.authorization.k8s.io/RoleBinding', { metadata: { name: 'rb', namespace: 'default' }, subjects: [{ kind: 'User', name: 'alice', apiGroup: 'rbac.authorization.k8s.io' }, { kind: 'ServiceAccount', name: 'sa', namespace: 'team-a' }], roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'agg' } }],
-  [
-    'rbac.authorization.k8s.io/ClusterRoleBinding',
-    { metadata: { name: 'crb' }, subjects: [{ kind: 'User', name: 'alice', apiGroup: 'rbac.authorization.k8s.io' }, { kind: 'Group', name: 'devs', apiGroup: 'rbac.authorization.k8s.io' }, { kind: 'ServiceAccount', name: 'sa', namespace: 'team-a' }], roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'agg' } },
-  ],
+  // (ClusterRoleBindings are tenantgate's custom resources upstream, which answers them in JSON only: no protobuf to convert.)
   // A pod spec with only one of the two things podSpecToTenant rewrites: each found on its own.
   ['/Pod', { metadata: { name: 'near', namespace: 'default' }, spec: { containers: podSpec.containers, affinity: podSpec.affinity } }],
   ['/Pod', { metadata: { name: 'scratch', namespace: 'default' }, spec: { containers: podSpec.containers, volumes: podSpec.volumes } }],
@@ -269,8 +266,6 @@ t.test("spot checks: what the tenant reads (the JSON rule is the reference; thes
   t.same([namespace.metadata.name, namespace.metadata.labels], ['team-a', { 'kubernetes.io/metadata.name': 'team-a', env: 'prod' }]);
   const crd = read(CASES.findIndex(([key]) => key.endsWith('CustomResourceDefinition')));
   t.same([crd.metadata.name, crd.spec.group, crd.status.conditions[0].message], ['widgets.example.com', 'example.com', 'widgets.example.com is established']);
-  const binding = read(CASES.findIndex(([key]) => key.endsWith('/ClusterRoleBinding')));
-  t.same(binding.subjects[2], { kind: 'ServiceAccount', name: 'sa', namespace: 'team-a' }, "a cluster binding's shadow user reads back as the service account");
 });
 
 t.test("another tenant's objects, and objects referring outside the tenant, are not the tenant's (null), as in JSON", NEEDS_PROTO, async (t) => {

@@ -26,7 +26,10 @@ t.teardown(() => pool.close());
 const conversions = new TenantConversions({
   pool,
   discovery: new DiscoveryCache(pool),
-  access: new AccessReviews(() => Promise.reject(new Error('no access review is expected here'))),
+  access: new AccessReviews(
+    () => Promise.reject(new Error('no access review is expected here')),
+    () => Promise.reject(new Error('no access review is expected here')),
+  ),
 });
 
 const alice: Identity = { user: 'alice', groups: [], tenant: 'abc123' };

@@ -3,12 +3,12 @@
 // generated.proto, objects encoded from it), strategic merge patches turned into merge patches, and the CRDs kept.
 import { Readable } from 'node:stream';
 import t from 'tap';
-import { kindOf, kindOfUpstream, STORED_FLOWCONTROL_GROUP, type KindRow } from '../../lib/convert/kinds.ts';
+import { kindOf, kindOfUpstream, STORED_FLOWCONTROL_GROUP, STORED_RBAC_GROUP, type KindRow } from '../../lib/convert/kinds.ts';
 import { TENANT_LABEL } from '../../lib/convert/prefix.ts';
 import { DECODED_KINDS, protobufObjectToJson, type DecodedMessage } from '../../lib/convert/protobuf-decode.ts';
 import { parseRequestInfo } from '../../lib/convert/request-info.ts';
 import { upstreamNonResourcePath, upstreamResourceTarget } from '../../lib/convert/request.ts';
-import { apiGroupToTenant, apiGroupToUpstream, objectToTenant, objectToUpstream, RULES, type ConvertContext } from '../../lib/convert/rules/index.ts';
+import { apiGroupToTenant, apiGroupToUpstream, checkNameFits, nameMappingOfRow, nameToTenant, nameToUpstream, objectToTenant, objectToUpstream, RULES, stripTenantPrefixes, type ConvertContext } from '../../lib/convert/rules/index.ts';
 import { statusToTenant } from '../../lib/convert/status.ts';
 import { strategicToMergePatch, touchesMergeLists } from '../../lib/convert/strategic-merge.ts';
 import { visibleGroup } from '../../lib/convert/visibility.ts';
@@ -46,16 +46,18 @@ t.test('both kinds are the tenant\'s, kept under tenantgate\'s group upstream; t
 });
 
 t.test('groups map both ways wherever the tenant names a resource, never in discovery paths', async (t) => {
-  const cases: [string, string, string][] = [
-    // [tenant group, upstream group for resources, why]
-    [REAL, STORED_FLOWCONTROL_GROUP, 'stored kinds'],
-    ['apps', 'apps', 'other built-in groups'],
-    ['example.com', 'abc123-example.com', 'a tenant CRD group'],
-    ['', '', 'core'],
-    ['*', '*', 'wildcard'],
+  const cases: [string, string, string, string][] = [
+    // [tenant group, resource, upstream group for it, why]
+    [REAL, 'flowschemas', STORED_FLOWCONTROL_GROUP, 'stored kinds'],
+    ['rbac.authorization.k8s.io', 'clusterrolebindings', STORED_RBAC_GROUP, 'a stored kind of a group whose other kinds are real'],
+    ['rbac.authorization.k8s.io', 'roles', 'rbac.authorization.k8s.io', 'a real kind of that group'],
+    ['apps', 'deployments', 'apps', 'other built-in groups'],
+    ['example.com', 'widgets', 'abc123-example.com', 'a tenant CRD group'],
+    ['', 'pods', '', 'core'],
+    ['*', '*', '*', 'wildcard'],
   ];
-  for (const [group, upstream, why] of cases) {
-    t.equal(apiGroupToUpstream(group, TENANT), upstream, `${why}: up`);
+  for (const [group, resource, upstream, why] of cases) {
+    t.equal(apiGroupToUpstream(group, TENANT, resource), upstream, `${why}: up`);
     t.equal(apiGroupToTenant(upstream, TENANT), group, `${why}: down`);
   }
   t.equal(apiGroupToTenant(REAL, TENANT), REAL, 'the real group reads as itself');
@@ -135,9 +137,9 @@ t.test('a list streamed from upstream carries the tenant\'s apiVersion, on the l
 
 const FLOW_SCHEMA = 'k8s.io.api.flowcontrol.v1.FlowSchema';
 const PRIORITY_LEVEL = 'k8s.io.api.flowcontrol.v1.PriorityLevelConfiguration';
-const MESSAGE_OF: Record<string, string> = { [`${REAL}/FlowSchema`]: FLOW_SCHEMA, [`${REAL}/PriorityLevelConfiguration`]: PRIORITY_LEVEL };
+const MESSAGE_OF: Record<string, string> = { [`${REAL}/FlowSchema`]: FLOW_SCHEMA, [`${REAL}/PriorityLevelConfiguration`]: PRIORITY_LEVEL, 'rbac.authorization.k8s.io/ClusterRoleBinding': 'k8s.io.api.rbac.v1.ClusterRoleBinding' };
 
-t.test('every field number the decoder reads is the one of generated.proto (k8s.io/api flowcontrol/v1, apimachinery meta/v1 v0.36.3)', NEEDS_PROTO, async (t) => {
+t.test('every field number the decoder reads is the one of generated.proto (k8s.io/api flowcontrol/v1, rbac/v1, apimachinery meta/v1 v0.36.3)', NEEDS_PROTO, async (t) => {
   let checked = 0;
   const scalarOf: Record<string, string[]> = { string: ['string'], int32: ['int32'], int64: ['int64'], bool: ['bool'], time: ['k8s.io.apimachinery.pkg.apis.meta.v1.Time'], fieldsV1: ['k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1'] };
   const check = (schema: DecodedMessage, message: string, path: string): void => {
@@ -156,7 +158,7 @@ t.test('every field number the decoder reads is the one of generated.proto (k8s.
     }
   };
   for (const [key, { apiVersion, message }] of DECODED_KINDS) {
-    t.equal(apiVersion, `${REAL}/v1`);
+    t.equal(apiVersion, `${key.split('/')[0]}/v1`);
     check(message, MESSAGE_OF[key]!, key);
   }
   t.ok(checked > 70, `${checked} field numbers checked`);
@@ -293,11 +295,19 @@ t.test('a strategic merge patch becomes the merge patch doing the same; directiv
 t.test('the CRDs kept upstream: cluster-scoped, tenantgate\'s group, the built-in kinds\' names, status subresource, preserved fields', async (t) => {
   t.same(
     STORED_KIND_CRDS.map(({ object }) => object.metadata.name),
-    [`flowschemas.${STORED_FLOWCONTROL_GROUP}`, `prioritylevelconfigurations.${STORED_FLOWCONTROL_GROUP}`],
+    [`clusterrolebindings.${STORED_RBAC_GROUP}`, `flowschemas.${STORED_FLOWCONTROL_GROUP}`, `prioritylevelconfigurations.${STORED_FLOWCONTROL_GROUP}`],
   );
-  for (const { collection, object } of STORED_KIND_CRDS) {
-    const crd = object as any;
-    t.equal(collection, '/apis/apiextensions.k8s.io/v1/customresourcedefinitions');
+  const [bindings, ...flowControl] = STORED_KIND_CRDS.map(({ object }) => object as any);
+  // A ClusterRoleBinding has no spec nor status: its own fields, kept as given; no status subresource.
+  t.equal(bindings.spec.group, STORED_RBAC_GROUP);
+  t.equal(bindings.spec.scope, 'Cluster');
+  t.same(bindings.spec.names, { plural: 'clusterrolebindings', singular: 'clusterrolebinding', kind: 'ClusterRoleBinding', listKind: 'ClusterRoleBindingList' });
+  t.same(bindings.spec.versions.map((v: any) => [v.name, v.served, v.storage, v.subresources]), [['v1', true, true, undefined]]);
+  t.same(bindings.spec.versions[0].schema.openAPIV3Schema.properties, {
+    roleRef: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+    subjects: { type: 'array', items: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+  });
+  for (const crd of flowControl) {
     t.equal(crd.spec.group, STORED_FLOWCONTROL_GROUP);
     t.equal(crd.spec.scope, 'Cluster');
     t.equal(crd.spec.names.listKind, `${crd.spec.names.kind}List`);
@@ -307,6 +317,7 @@ t.test('the CRDs kept upstream: cluster-scoped, tenantgate\'s group, the built-i
     t.same(properties.status, { type: 'object', 'x-kubernetes-preserve-unknown-fields': true });
     t.match(crd.spec.versions[0].additionalPrinterColumns.at(-1), { name: 'Age' });
   }
+  for (const { collection } of STORED_KIND_CRDS) t.equal(collection, '/apis/apiextensions.k8s.io/v1/customresourcedefinitions');
 });
 
 t.test('a tenant\'s copy of the upstream\'s mandatory configuration: its spec and annotations, under the prefix, labelled, in tenantgate\'s group', async (t) => {
@@ -325,4 +336,26 @@ t.test('a tenant\'s copy of the upstream\'s mandatory configuration: its spec an
     spec: exempt.spec,
   });
   t.match(objectToTenant(structuredClone(copy), ctx, priorityLevels), { apiVersion: `${REAL}/v1`, metadata: { name: 'exempt' } }, 'the tenant sees it as its own exempt');
+});
+
+t.test('a stored ClusterRoleBinding\'s name is a DNS subdomain upstream, any name the tenant may give read back as given', async (t) => {
+  const row = kindOf('rbac.authorization.k8s.io', 'clusterrolebindings')!;
+  const cases: [string, string][] = [
+    // [tenant name, upstream name]
+    ['readers', 'abc123-readers'],
+    ['a.b-c', 'abc123-a.b-c'],
+    ['system:discovery', `abc123-tghex-${Buffer.from('system:discovery').toString('hex')}`],
+    ['Upper', `abc123-tghex-${Buffer.from('Upper').toString('hex')}`],
+    ['tghex-00', `abc123-tghex-${Buffer.from('tghex-00').toString('hex')}`],
+    ['.dot', `abc123-tghex-${Buffer.from('.dot').toString('hex')}`],
+  ];
+  for (const [name, upstream] of cases) {
+    t.equal(nameToUpstream(nameMappingOfRow(row), name, TENANT), upstream, `${name}: up`);
+    t.equal(nameToTenant(nameMappingOfRow(row), upstream, TENANT), name, `${name}: down`);
+  }
+  t.equal(nameToTenant(nameMappingOfRow(row), 'xyz789-readers', TENANT), null, 'another tenant\'s is none of this one\'s');
+  t.equal(nameToTenant(nameMappingOfRow(row), 'abc123-tghex-zz', TENANT), null, 'a malformed encoding reads as nobody\'s');
+  t.equal(stripTenantPrefixes(`clusterrolebindings.rbac.authorization.k8s.io "abc123-tghex-${Buffer.from('a:b').toString('hex')}" not found`, TENANT), 'clusterrolebindings.rbac.authorization.k8s.io "a:b" not found', 'messages name it as the tenant does');
+  t.throws(() => checkNameFits(row, 'x:'.repeat(70)), { code: 422 }, 'too long once encoded: refused before the upstream');
+  t.doesNotThrow(() => checkNameFits(row, 'x'.repeat(240)), 'a plain name keeps the usual limit');
 });

@@ -1,10 +1,12 @@
 import t from 'tap';
+import { STORED_RBAC_GROUP } from '../../lib/convert/kinds.ts';
 import { TENANT_LABEL } from '../../lib/convert/prefix.ts';
 import { isTenantsObject, ownershipOf } from '../../lib/tenants/cleanup.ts';
 import { conditionOf, setCondition } from '../../lib/tenants/conditions.ts';
 import { TENANT_API_VERSION, type Tenant } from '../../lib/tenants/tenant.ts';
 
 const RBAC = 'rbac.authorization.k8s.io';
+const STORED_RBAC = STORED_RBAC_GROUP;
 const labelled = (id: string) => ({ [TENANT_LABEL]: id });
 
 t.test('which upstream objects a deleted tenant owns', async (t) => {
@@ -15,8 +17,13 @@ t.test('which upstream objects a deleted tenant owns', async (t) => {
     ['abc123', RBAC, 'clusterroles', 'abc123x-reader', labelled('abc123'), false], // near miss
     ['abc123', RBAC, 'clusterroles', 'abc1234-reader', undefined, false],
     ['system', RBAC, 'clusterroles', 'system:controller:namespace-controller', undefined, false],
+    // A tenant's ClusterRoleBindings are tenantgate's custom resources; real ones are its only when an older tenantgate
+    // made them (labelled): a real `system-mine` without the label may be the platform's.
+    ['system', STORED_RBAC, 'clusterrolebindings', 'system:basic-user', labelled('system'), false],
+    ['system', STORED_RBAC, 'clusterrolebindings', 'system-mine', undefined, true],
     ['system', RBAC, 'clusterrolebindings', 'system:basic-user', labelled('system'), false],
-    ['system', RBAC, 'clusterrolebindings', 'system-mine', undefined, true],
+    ['system', RBAC, 'clusterrolebindings', 'system-mine', labelled('system'), true],
+    ['system', RBAC, 'clusterrolebindings', 'system-mine', undefined, false],
     ['defaul', '', 'persistentvolumes', 'default-pv', undefined, false],
     ['defaul', '', 'persistentvolumes', 'defaul-pv', undefined, true],
     // CRDs are `<plural>.<id>-<group>`: the prefix sits after the first dot.

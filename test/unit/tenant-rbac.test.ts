@@ -24,7 +24,7 @@ t.test('what a tenant identity can still read of every tenant upstream: the clus
     'namespaces',
     'persistentvolumes',
     'clusterroles.rbac.authorization.k8s.io',
-    'clusterrolebindings.rbac.authorization.k8s.io',
+    'clusterrolebindings.rbac.tenantgate.kubezoo.io',
     'certificatesigningrequests.certificates.k8s.io',
     'validatingwebhookconfigurations.admissionregistration.k8s.io',
     'mutatingwebhookconfigurations.admissionregistration.k8s.io',

@@ -5,9 +5,9 @@
 // of the tenant's, or a URL only on a host an administrator allowed: the apiserver would connect anywhere it is told.
 import { builtinKindOf } from '../kinds.ts';
 import { invalid } from '../../errors/status-error.ts';
-import { apiGroupToTenant, apiGroupToUpstream, apiVersionToTenant, apiVersionToUpstream } from './api-groups.ts';
+import { apiGroupsToTenant, apiGroupsToUpstream, apiVersionToTenant, apiVersionToUpstream } from './api-groups.ts';
 import { celNamespacesToTenant, celNamespacesToUpstream } from './cel-namespaces.ts';
-import { eachObjectAt, ensureObject, everyObjectAt, mapStringAt, mapStringsAt, objectAt } from './json.ts';
+import { eachObjectAt, ensureObject, everyObjectAt, mapStringArrayAt, mapStringAt, mapStringsAt, objectAt, stringAt, stringsOf } from './json.ts';
 import { namespaceSelectorToTenant, namespaceSelectorToUpstream, objectSelectorToTenant, objectSelectorToUpstream } from './label-selectors.ts';
 import { nameMappingOfRow, namespaceToTenant, namespaceToUpstream, nameToTenant, nameToUpstream } from './names.ts';
 import type { ConvertContext, Json, KindRule } from './rule.ts';
@@ -16,7 +16,7 @@ import type { ConvertContext, Json, KindRule } from './rule.ts';
 function matchToUpstream(match: Json, rulePaths: readonly (readonly string[])[], ctx: ConvertContext): void {
   namespaceSelectorToUpstream(ensureObject(match, 'namespaceSelector'), ctx.tenant);
   objectSelectorToUpstream(ensureObject(match, 'objectSelector'), ctx.tenant);
-  for (const path of rulePaths) mapStringsAt(match, path, (group) => apiGroupToUpstream(group, ctx.tenant));
+  for (const path of rulePaths) mapStringArrayAt(match, path, (groups, rule) => apiGroupsToUpstream(groups, stringsOf(rule.resources), ctx.tenant));
 }
 
 function matchToTenant(match: Json, rulePaths: readonly (readonly string[])[], ctx: ConvertContext): boolean {
@@ -24,7 +24,7 @@ function matchToTenant(match: Json, rulePaths: readonly (readonly string[])[], c
   const objectSelector = objectAt(match, 'objectSelector');
   if (namespaceSelector !== undefined && !namespaceSelectorToTenant(namespaceSelector, ctx.tenant)) return false;
   if (objectSelector !== undefined && !objectSelectorToTenant(objectSelector, ctx.tenant)) return false;
-  for (const path of rulePaths) mapStringsAt(match, path, (group) => apiGroupToTenant(group, ctx.tenant) ?? group);
+  for (const path of rulePaths) mapStringArrayAt(match, path, (groups) => apiGroupsToTenant(groups, ctx.tenant));
   return true;
 }
 
@@ -113,7 +113,7 @@ const POLICY_EXPRESSIONS = [
 /** ValidatingAdmissionPolicy and MutatingAdmissionPolicy. */
 export const admissionPolicy: KindRule = {
   toUpstream(obj, ctx) {
-    mapStringAt(obj, PARAM_KIND_API_VERSION, (apiVersion) => apiVersionToUpstream(apiVersion, ctx.tenant));
+    mapStringAt(obj, PARAM_KIND_API_VERSION, (apiVersion) => apiVersionToUpstream(apiVersion, ctx.tenant, stringAt(objectAt(objectAt(obj, 'spec') ?? {}, 'paramKind') ?? {}, 'kind') ?? ''));
     eachObjectAt(obj, ['spec', 'matchConstraints'], (match) => matchToUpstream(match, POLICY_RULE_GROUPS, ctx));
     expressionsToUpstream(obj, POLICY_EXPRESSIONS);
     return obj;

@@ -53,7 +53,7 @@ export const crd: KindRule = {
  */
 export const customResource: KindRule = {
   toUpstream(obj, ctx) {
-    mapStringAt(obj, ['apiVersion'], (apiVersion) => apiVersionToUpstream(apiVersion, ctx.tenant));
+    mapStringAt(obj, ['apiVersion'], (apiVersion) => apiVersionToUpstream(apiVersion, ctx.tenant, stringAt(obj, 'kind') ?? ''));
     return obj;
   },
   toTenant(obj, ctx) {

@@ -34,11 +34,11 @@ export function genericToUpstream(obj: Json, ctx: ConvertContext, row: KindRow):
     }
     // The apiserver truncates a long generateName itself, keeping the prefix at its start.
     const generateName = stringAt(metadata, 'generateName');
-    if (generateName && mapping === 'prefix') metadata.generateName = toUpstreamName(generateName, tenant);
+    if (generateName && (mapping === 'prefix' || mapping === 'encoded-prefix')) metadata.generateName = toUpstreamName(generateName, tenant);
   }
   ownerReferencesToUpstream(metadata, ctx);
   if (carriesTenantLabel(row)) forceTenantLabel(metadata, tenant);
-  managedFieldsToUpstream(metadata, tenant);
+  managedFieldsToUpstream(metadata, tenant, row.kind);
   return obj;
 }
 
@@ -63,7 +63,7 @@ export function genericToTenant(obj: Json, ctx: ConvertContext, row: KindRow): b
         metadata.name = mine;
       }
       const generateName = stringAt(metadata, 'generateName');
-      if (generateName && mapping === 'prefix') metadata.generateName = toTenantName(generateName, tenant) ?? generateName;
+      if (generateName && (mapping === 'prefix' || mapping === 'encoded-prefix')) metadata.generateName = toTenantName(generateName, tenant) ?? generateName;
     }
     if (!removeTenantLabel(metadata, tenant) || !ownerReferencesToTenant(metadata, ctx)) return false;
     managedFieldsToTenant(metadata, tenant);

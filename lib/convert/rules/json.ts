@@ -68,6 +68,23 @@ export function mapStringAt(root: Json, path: readonly string[], map: (value: st
 }
 
 /** Rewrites every string of the string array at `path`; `map` returning null stops with false. */
+/**
+ * Replaces each list of strings at `path` whole, given the object holding it (a list holding anything else is left for
+ * the apiserver to refuse).
+ */
+export function mapStringArrayAt(root: Json, path: readonly string[], map: (values: string[], parent: Json) => string[]): void {
+  const field = path[path.length - 1] as string;
+  eachObjectAt(root, path.slice(0, -1), (parent) => {
+    const values = parent[field];
+    if (Array.isArray(values) && values.every((value) => typeof value === 'string')) parent[field] = map(values as string[], parent);
+  });
+}
+
+/** The strings of a list (anything else in it left out); [] for what is not a list. */
+export function stringsOf(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : [];
+}
+
 export function mapStringsAt(root: Json, path: readonly string[], map: (value: string) => string | null): boolean {
   const field = path[path.length - 1] as string;
   return everyObjectAt(root, path.slice(0, -1), (parent) => {

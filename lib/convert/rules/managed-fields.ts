@@ -7,12 +7,13 @@ import type { Json } from './rule.ts';
 
 const TENANT_LABEL_FIELD = 'f:' + TENANT_LABEL;
 
-export function managedFieldsToUpstream(metadata: Json, tenant: TenantId): void {
+/** `kind`: the object's, whose apiVersion every entry names (a stored kind's is in its stored group upstream). */
+export function managedFieldsToUpstream(metadata: Json, tenant: TenantId, kind: string): void {
   const entries = metadata.managedFields;
   if (!Array.isArray(entries)) return;
   for (const entry of entries) {
     const apiVersion = isObject(entry) ? stringAt(entry, 'apiVersion') : undefined;
-    if (apiVersion !== undefined && isObject(entry)) entry.apiVersion = apiVersionToUpstream(apiVersion, tenant);
+    if (apiVersion !== undefined && isObject(entry)) entry.apiVersion = apiVersionToUpstream(apiVersion, tenant, kind);
   }
 }
 

@@ -4,7 +4,7 @@
 import { MAX_UPSTREAM_NAME, MAX_UPSTREAM_NAMESPACE, PREFIX_LENGTH, toTenantName, toUpstreamName, type TenantId } from '../prefix.ts';
 import { invalid, StatusError } from '../../errors/status-error.ts';
 import type { KindRow } from '../kinds.ts';
-import { apiGroupToTenant, apiGroupToUpstream } from './api-groups.ts';
+import { apiGroupToTenant, wholeGroupToUpstream } from './api-groups.ts';
 import { groupToTenant, groupToUpstream, userToTenant, userToUpstream } from './identity.ts';
 import { signerResourceNameToTenant, signerResourceNameToUpstream } from './signers.ts';
 
@@ -17,19 +17,57 @@ export const MAX_TENANT_NAME = MAX_UPSTREAM_NAME - PREFIX_LENGTH;
  * prefix: `<id>-<name>` (the tenant's cluster-scoped kinds); crd: `<plural>.<id>-<group>`; user and group: as
  * identities map (the names of RBAC rules on `users` and `groups`, which impersonation asks about); signer: into the
  * tenant's signer domain (RBAC rules on `signers`, which the apiserver's CSR admission asks about); group-version:
- * `<version>.<group>` with the group as API groups map (APIServices: `v1.<id>-example.com`).
+ * `<version>.<group>` with the group as API groups map (APIServices: `v1.<id>-example.com`); encoded-prefix: the
+ * prefix, and a name that would then be no DNS subdomain written in hex (storedNameToUpstream).
  */
-export type NameMapping = 'plain' | 'prefix' | 'crd' | 'user' | 'group' | 'signer' | 'group-version';
+export type NameMapping = 'plain' | 'prefix' | 'encoded-prefix' | 'crd' | 'user' | 'group' | 'signer' | 'group-version';
 
 export function nameMappingOfRow(row: KindRow): NameMapping {
   if (row.rule === 'apiservice') return 'group-version';
   if (row.tenancy !== 'tenant' || row.scope === 'Namespaced') return 'plain';
-  return row.rule === 'crd' ? 'crd' : 'prefix';
+  if (row.rule === 'crd') return 'crd';
+  // A ClusterRoleBinding's name may be any path segment (`system:discovery`); kept as a custom resource, it must be a
+  // DNS subdomain there.
+  return row.rule === 'clusterrolebinding' && row.upstreamGroup !== undefined ? 'encoded-prefix' : 'prefix';
+}
+
+/** How an encoded name starts after the prefix: a tenant name starting so is encoded too, so the two never meet. */
+const ENCODED_MARK = 'tghex-';
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/**
+ * A name (any path segment) under the tenant's prefix as a custom resource may be named (a DNS subdomain):
+ * `<id>-<name>` when that is one, else `<id>-tghex-<the name's UTF-8 in hex>`. One to one, and reversed by
+ * storedNameToTenant; too long once written so is refused by checkNameFits.
+ */
+export function storedNameToUpstream(name: string, tenant: TenantId): string {
+  return toUpstreamName(needsEncoding(name) ? ENCODED_MARK + Buffer.from(name, 'utf8').toString('hex') : name, tenant);
+}
+
+/** Whether `<id>-<name>` would be no DNS subdomain, or could be taken for an encoded name (the prefix is [a-z0-9]{6}-). */
+function needsEncoding(name: string): boolean {
+  return name.startsWith(ENCODED_MARK) || !DNS_SUBDOMAIN.test('x-' + name);
+}
+
+/** The tenant's name of an upstream name storedNameToUpstream made; null when it is not under the tenant's prefix. */
+export function storedNameToTenant(upstreamName: string, tenant: TenantId): string | null {
+  const name = toTenantName(upstreamName, tenant);
+  if (name === null || !name.startsWith(ENCODED_MARK)) return name;
+  const hex = name.slice(ENCODED_MARK.length);
+  return /^(?:[0-9a-f]{2})+$/.test(hex) ? Buffer.from(hex, 'hex').toString('utf8') : null;
+}
+
+/** Text with the tenant's encoded names (`<id>-tghex-…`) as `<id>-<name>`, for its prefixes to be stripped as any. */
+export function encodedNamesToPrefixed(text: string, tenant: TenantId): string {
+  const encoded = tenant + '-' + ENCODED_MARK;
+  if (!text.includes(encoded)) return text;
+  return text.replace(new RegExp(`${encoded}((?:[0-9a-f]{2})+)`, 'g'), (_match, hex: string) => tenant + '-' + Buffer.from(hex, 'hex').toString('utf8'));
 }
 
 export function nameToUpstream(mapping: NameMapping, name: string, tenant: TenantId): string {
   if (mapping === 'plain') return name;
   if (mapping === 'prefix') return toUpstreamName(name, tenant);
+  if (mapping === 'encoded-prefix') return storedNameToUpstream(name, tenant);
   if (mapping === 'user') return userToUpstream(name, tenant);
   if (mapping === 'group') return groupToUpstream(name, tenant);
   if (mapping === 'signer') return signerResourceNameToUpstream(name, tenant);
@@ -40,6 +78,7 @@ export function nameToUpstream(mapping: NameMapping, name: string, tenant: Tenan
 export function nameToTenant(mapping: NameMapping, upstreamName: string, tenant: TenantId): string | null {
   if (mapping === 'plain') return upstreamName;
   if (mapping === 'prefix') return toTenantName(upstreamName, tenant);
+  if (mapping === 'encoded-prefix') return storedNameToTenant(upstreamName, tenant);
   if (mapping === 'user') return userToTenant(upstreamName, tenant);
   if (mapping === 'group') return groupToTenant(upstreamName, tenant);
   if (mapping === 'signer') return signerResourceNameToTenant(upstreamName, tenant);
@@ -50,7 +89,7 @@ export function nameToTenant(mapping: NameMapping, upstreamName: string, tenant:
 /** `v1.example.com` → `v1.abc123-example.com`; built-in groups (`v1.apps`, core's `v1.`) stay as they are. */
 export function groupVersionNameToUpstream(name: string, tenant: TenantId): string {
   const dot = name.indexOf('.');
-  return dot < 0 ? name : name.slice(0, dot + 1) + apiGroupToUpstream(name.slice(dot + 1), tenant);
+  return dot < 0 ? name : name.slice(0, dot + 1) + wholeGroupToUpstream(name.slice(dot + 1), tenant);
 }
 
 /** The tenant's name of an upstream `<version>.<group>`; null when the group is another tenant's (or nobody's). */
@@ -96,9 +135,13 @@ export function invalidField(kind: string, group: string, name: string, field: s
 
 /** Refuses (422) a namespace or cluster-scoped name that is too long once prefixed. */
 export function checkNameFits(row: KindRow, name: string): void {
-  if (nameMappingOfRow(row) === 'plain') return;
+  const mapping = nameMappingOfRow(row);
+  if (mapping === 'plain') return;
   const limit = row.group === '' && row.resource === 'namespaces' ? MAX_TENANT_NAMESPACE : MAX_TENANT_NAME;
   if (name.length > limit) throw invalidField(row.kind, row.group, name, 'metadata.name', name, `must be no more than ${limit} characters`);
+  if (mapping === 'encoded-prefix' && needsEncoding(name) && PREFIX_LENGTH + ENCODED_MARK.length + 2 * Buffer.byteLength(name) > MAX_UPSTREAM_NAME) {
+    throw invalidField(row.kind, row.group, name, 'metadata.name', name, `must be no more than ${(MAX_TENANT_NAME - ENCODED_MARK.length) >> 1} bytes unless it is a lowercase RFC 1123 subdomain`);
+  }
 }
 
 /** Refuses (422) an object's namespace that is too long once prefixed. */

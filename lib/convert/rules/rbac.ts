@@ -3,11 +3,11 @@
 // Aggregated ClusterRoles only aggregate the tenant's own roles, and the upstream's own aggregated roles (admin,
 // edit, view) never aggregate a tenant's: its aggregate-to-* labels take a key of the tenant's upstream.
 // Subjects are upstream identities; a ClusterRoleBinding's are shadow identities that grant nothing (clusterBinding).
-import { apiGroupToTenant, apiGroupToUpstream } from './api-groups.ts';
+import { apiGroupsToTenant, apiGroupsToUpstream, apiVersionToTenant, apiVersionToUpstream } from './api-groups.ts';
 import { builtinKindOf } from '../kinds.ts';
 import { clusterSubjectToTenant, clusterSubjectToUpstream } from './cluster-subjects.ts';
 import { groupToTenant, groupToUpstream, userToTenant, userToUpstream } from './identity.ts';
-import { eachObjectAt, everyObjectAt, isObject, mapStringAt } from './json.ts';
+import { eachObjectAt, everyObjectAt, isObject, mapStringAt, stringsOf } from './json.ts';
 import { objectSelectorToTenant, objectSelectorToUpstream } from './label-selectors.ts';
 import { invalidField, nameMappingOfRow, namespaceToTenant, namespaceToUpstream, nameToTenant, nameToUpstream, type NameMapping } from './names.ts';
 import { nameMappingOfResource } from './referents.ts';
@@ -15,9 +15,6 @@ import type { ConvertContext, Json, KindRule } from './rule.ts';
 
 const MAPPING_ORDER: readonly NameMapping[] = ['plain', 'prefix', 'crd', 'user', 'group', 'signer', 'group-version'];
 
-function strings(value: unknown): string[] {
-  return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : [];
-}
 
 /**
  * How a rule's resourceNames map upstream, in a fixed order: one mapping when every (group, resource) agrees,
@@ -26,8 +23,8 @@ function strings(value: unknown): string[] {
  */
 function nameMappingsOf(rule: Json, ctx: ConvertContext): NameMapping[] {
   const found = new Set<NameMapping>();
-  for (const group of strings(rule.apiGroups)) {
-    for (const resource of strings(rule.resources)) {
+  for (const group of stringsOf(rule.apiGroups)) {
+    for (const resource of stringsOf(rule.resources)) {
       const mapping = nameMappingOfResource(group, resource, ctx);
       if (mapping === undefined) {
         found.add('plain');
@@ -41,14 +38,14 @@ function nameMappingsOf(rule: Json, ctx: ConvertContext): NameMapping[] {
 }
 
 export function policyRuleToUpstream(rule: Json, ctx: ConvertContext): void {
-  const names = strings(rule.resourceNames);
+  const names = stringsOf(rule.resourceNames);
   if (names.length > 0) {
     const mappings = nameMappingsOf(rule, ctx);
     if (mappings.length !== 1 || mappings[0] !== 'plain') {
       rule.resourceNames = mappings.flatMap((mapping) => names.map((name) => nameToUpstream(mapping, name, ctx.tenant)));
     }
   }
-  if (Array.isArray(rule.apiGroups)) rule.apiGroups = strings(rule.apiGroups).map((group) => apiGroupToUpstream(group, ctx.tenant));
+  if (Array.isArray(rule.apiGroups)) rule.apiGroups = apiGroupsToUpstream(stringsOf(rule.apiGroups), stringsOf(rule.resources), ctx.tenant);
 }
 
 /**
@@ -56,8 +53,8 @@ export function policyRuleToUpstream(rule: Json, ctx: ConvertContext): void {
  * written stay as they are (they name nothing of another tenant's: aggregation only reaches the tenant's roles).
  */
 export function policyRuleToTenant(rule: Json, ctx: ConvertContext): void {
-  if (Array.isArray(rule.apiGroups)) rule.apiGroups = strings(rule.apiGroups).map((group) => apiGroupToTenant(group, ctx.tenant) ?? group);
-  const names = strings(rule.resourceNames);
+  if (Array.isArray(rule.apiGroups)) rule.apiGroups = apiGroupsToTenant(stringsOf(rule.apiGroups), ctx.tenant);
+  const names = stringsOf(rule.resourceNames);
   if (names.length === 0) return;
   const mappings = nameMappingsOf(rule, ctx);
   const [first] = mappings;
@@ -210,18 +207,22 @@ export const binding: KindRule = {
   },
 };
 
+const CLUSTER_ROLE_BINDING = 'ClusterRoleBinding';
+
 /**
- * ClusterRoleBinding: its subjects are shadow identities upstream (cluster-subjects.ts), which nobody carries, so
- * the binding never grants anything cluster-wide upstream, whoever it names (service accounts included: their
- * tokens reach the upstream directly). The lifecycle controller expands it into RoleBindings in each of the
- * tenant's namespaces; cross-namespace reads are allowed by asking the upstream about the shadow identity.
+ * ClusterRoleBinding: kept upstream as tenantgate's custom resource (`rbac.tenantgate.kubezoo.io/v1`, the table's
+ * upstreamGroup), which the RBAC authorizer never reads, its subjects in the shadow form (cluster-subjects.ts) that
+ * no identity carries either way. The lifecycle controller expands it into RoleBindings in each of the tenant's
+ * namespaces; tenantgate evaluates it for questions at the cluster scope (auth/tenant-rbac.ts).
  */
 export const clusterBinding: KindRule = {
   toUpstream(obj, ctx) {
+    mapStringAt(obj, ['apiVersion'], (apiVersion) => apiVersionToUpstream(apiVersion, ctx.tenant, CLUSTER_ROLE_BINDING));
     eachObjectAt(obj, SUBJECTS, (subject) => clusterSubjectToUpstream(subject, ctx.tenant));
     return roleRefToUpstream(obj, ctx);
   },
   toTenant(obj, ctx) {
+    if (!mapStringAt(obj, ['apiVersion'], (apiVersion) => apiVersionToTenant(apiVersion, ctx.tenant))) return null;
     if (!everyObjectAt(obj, SUBJECTS, (subject) => clusterSubjectToTenant(subject, ctx.tenant))) return null;
     return roleRefToTenant(obj, ctx);
   },

@@ -27,7 +27,7 @@ export function ownerReferencesToUpstream(metadata: Json, ctx: ConvertContext): 
     if (mapping === undefined) throw unknownOwner(i, apiVersion, kind);
     const name = stringAt(owner, 'name');
     if (name) owner.name = nameToUpstream(mapping, name, ctx.tenant);
-    owner.apiVersion = apiVersionToUpstream(apiVersion, ctx.tenant);
+    owner.apiVersion = apiVersionToUpstream(apiVersion, ctx.tenant, kind);
   }
 }
 
@@ -64,7 +64,7 @@ export function objectReferenceToUpstream(ref: Json, ctx: ConvertContext): void 
     const mapping = nameMappingOfKind(apiVersion, stringAt(ref, 'kind') ?? '', ctx) ?? (namespace ? 'plain' : 'prefix');
     ref.name = nameToUpstream(mapping, name, ctx.tenant);
   }
-  if (apiVersion) ref.apiVersion = apiVersionToUpstream(apiVersion, ctx.tenant);
+  if (apiVersion) ref.apiVersion = apiVersionToUpstream(apiVersion, ctx.tenant, stringAt(ref, 'kind') ?? '');
 }
 
 export function objectReferenceToTenant(ref: Json, ctx: ConvertContext): boolean {

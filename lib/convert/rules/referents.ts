@@ -9,7 +9,7 @@ import type { ConvertContext } from './rule.ts';
 export function nameMappingOfKind(apiVersion: string, kind: string, ctx: ConvertContext): NameMapping | undefined {
   const group = groupOfApiVersion(apiVersion);
   if (isTenantCrdGroup(group)) {
-    const scope = ctx.kindScope(apiVersionToUpstream(apiVersion, ctx.tenant), kind);
+    const scope = ctx.kindScope(apiVersionToUpstream(apiVersion, ctx.tenant, kind), kind);
     return scope === undefined ? undefined : scope === 'Cluster' ? 'prefix' : 'plain';
   }
   const row = builtinKindOf(group, kind);
@@ -26,7 +26,7 @@ export function nameMappingOfResource(group: string, resource: string, ctx: Conv
   const slash = resource.indexOf('/');
   const plural = slash < 0 ? resource : resource.slice(0, slash);
   if (isTenantCrdGroup(group)) {
-    const scope = ctx.scopeOf(apiGroupToUpstream(group, ctx.tenant), plural);
+    const scope = ctx.scopeOf(apiGroupToUpstream(group, ctx.tenant, plural), plural);
     return scope === undefined ? undefined : scope === 'Cluster' ? 'prefix' : 'plain';
   }
   // What impersonation asks about (`impersonate` on users and groups): names of identities, not of objects.

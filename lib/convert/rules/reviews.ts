@@ -25,7 +25,8 @@ function resourceAttributesToUpstream(attributes: Json, ctx: ConvertContext): vo
   const mapping = mappingOr(nameMappingOfResource(group, stringAt(attributes, 'resource') ?? '', ctx));
   mapStringAt(attributes, ['name'], (name) => nameToUpstream(mapping, name, tenant));
   mapStringAt(attributes, ['namespace'], (namespace) => namespaceToUpstream(namespace, tenant));
-  mapStringAt(attributes, ['group'], (value) => apiGroupToUpstream(value, tenant));
+  const resource = stringAt(attributes, 'resource') ?? '';
+  mapStringAt(attributes, ['group'], (value) => apiGroupToUpstream(value, tenant, resource));
 }
 
 function resourceAttributesToTenant(attributes: Json, ctx: ConvertContext): boolean {
