@@ -2,9 +2,56 @@
 // Never trusts or fills server-owned fields (uid, resourceVersion, timestamps): it accepts the shape or refuses it.
 import { invalidField } from '../convert/rules/names.ts';
 import { badRequest } from '../errors/status-error.ts';
+import { parseQuantity } from './quantity.ts';
 import { invalidTenantId, TENANT_API_VERSION, TENANT_GROUP, type Tenant } from './tenant.ts';
 
 const CONDITION_STATUSES = new Set(['True', 'False', 'Unknown']);
+
+/** The names a ResourceQuota takes without a domain (kube-apiserver's IsStandardQuotaResourceName). */
+const STANDARD_QUOTA_RESOURCES = new Set([
+  'pods',
+  'services',
+  'replicationcontrollers',
+  'resourcequotas',
+  'secrets',
+  'configmaps',
+  'persistentvolumeclaims',
+  'services.nodeports',
+  'services.loadbalancers',
+  'cpu',
+  'memory',
+  'ephemeral-storage',
+  'requests.cpu',
+  'requests.memory',
+  'requests.storage',
+  'requests.ephemeral-storage',
+  'limits.cpu',
+  'limits.memory',
+  'limits.ephemeral-storage',
+]);
+/** Huge pages of any size count as standard too: `hugepages-2Mi`, `requests.hugepages-1Gi`. */
+const HUGE_PAGES_PREFIXES = ['hugepages-', 'requests.hugepages-'];
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const QUALIFIED_NAME_PART = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
+
+/**
+ * Why a ResourceQuota would refuse `name` as a key of spec.hard, or null when it takes it (ValidateResourceQuotaResourceName):
+ * a qualified name (`[<DNS subdomain>/]<name>`), and without a `/` one of the standard quota resources.
+ */
+function invalidQuotaResourceName(name: string): string | null {
+  const slash = name.indexOf('/');
+  const prefix = slash === -1 ? null : name.slice(0, slash);
+  const local = slash === -1 ? name : name.slice(slash + 1);
+  const qualified =
+    !local.includes('/') && (prefix === null || (prefix.length <= 253 && DNS_SUBDOMAIN.test(prefix))) && local.length <= 63 && QUALIFIED_NAME_PART.test(local);
+  if (!qualified) {
+    return "must be a qualified name: an optional DNS subdomain and '/', then 1-63 alphanumeric characters, '-', '_' or '.', starting and ending with an alphanumeric character";
+  }
+  if (prefix === null && !STANDARD_QUOTA_RESOURCES.has(name) && !HUGE_PAGES_PREFIXES.some((p) => name.startsWith(p))) {
+    return 'must be a standard resource for quota (pods, requests.cpu, count/<resource>, ...) or fully qualified (<domain>/<name>)';
+  }
+  return null;
+}
 
 function isPlainObject(value: unknown): value is Record<string, any> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -17,7 +64,9 @@ function isStringMap(value: unknown): boolean {
 /**
  * The body as a Tenant, or a Status: 400 for what is not a Tenant at all (not an object, another kind or version, a
  * name other than the URL's), 422 Invalid naming the field for a Tenant with a bad value (an id that is not 6 of
- * [a-z0-9], labels that are not strings, ...). Quota quantities written as numbers become strings, as Kubernetes does.
+ * [a-z0-9], labels that are not strings, ...). Quota quantities written as numbers become strings, as Kubernetes does;
+ * a quota a ResourceQuota would refuse (a resource name it does not know, a malformed or negative quantity) is a 400
+ * naming the field.
  */
 export function validateTenant(body: unknown, nameInPath: string | null): Tenant {
   if (!isPlainObject(body)) throw badRequest('the request body must be a Tenant object');
@@ -29,6 +78,16 @@ export function validateTenant(body: unknown, nameInPath: string | null): Tenant
   if (!isPlainObject(metadata)) throw badRequest('the Tenant has no metadata');
   const name = typeof metadata.name === 'string' ? metadata.name : '';
   const fail = (field: string, value: unknown, why: string) => invalidField('Tenant', TENANT_GROUP, name, field, typeof value === 'string' ? value : JSON.stringify(value) ?? '', why);
+  // As fail's message and causes, answered as a Bad Request.
+  const refuse = (field: string, value: string, why: string) => {
+    const detail = `Invalid value: ${JSON.stringify(value)}: ${why}`;
+    return badRequest(`Tenant ${JSON.stringify(name)} is invalid: ${field}: ${detail}`, {
+      name,
+      group: TENANT_GROUP,
+      kind: 'Tenant',
+      causes: [{ reason: 'FieldValueInvalid', message: detail, field }],
+    });
+  };
   if (nameInPath !== null && name !== nameInPath) throw badRequest(`the name of the object (${name}) does not match the name on the URL (${nameInPath})`);
   if (name === '' && typeof metadata.generateName === 'string') throw fail('metadata.generateName', metadata.generateName, 'a Tenant is named by its id: set metadata.name');
   const why = invalidTenantId(name);
@@ -47,8 +106,15 @@ export function validateTenant(body: unknown, nameInPath: string | null): Tenant
     if (hard !== undefined) {
       if (!isPlainObject(hard)) throw fail('spec.quota.hard', hard, 'spec.quota.hard must map resource names to quantities');
       for (const [resource, quantity] of Object.entries(hard)) {
+        const field = `spec.quota.hard[${resource}]`;
+        const badName = invalidQuotaResourceName(resource);
+        if (badName !== null) throw refuse(field, resource, badName);
         if (typeof quantity === 'number' && Number.isFinite(quantity)) hard[resource] = String(quantity);
-        else if (typeof quantity !== 'string' || quantity === '') throw fail(`spec.quota.hard[${resource}]`, quantity, 'a quantity must be a string such as "4" or "8Gi"');
+        else if (typeof quantity !== 'string' || quantity === '') throw fail(field, quantity, 'a quantity must be a string such as "4" or "8Gi"');
+        const text: string = hard[resource];
+        const nano = parseQuantity(text);
+        if (nano === null) throw refuse(field, text, 'must be a quantity such as "4", "500m", "1.5", "8Gi" or "1e3"');
+        if (nano < 0n) throw refuse(field, text, 'must be greater than or equal to 0');
       }
     }
   }

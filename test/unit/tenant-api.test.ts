@@ -62,6 +62,81 @@ t.test('invalid tenant ids are refused with 422 naming metadata.name, and nothin
   t.equal(store.list().length, 0);
 });
 
+t.test('a quota a ResourceQuota would refuse is 400 naming the field, and nothing is stored', async (t) => {
+  const withQuota = (name: string, hard: Record<string, unknown>) => tenantBody(name, { spec: { id: 7, quota: { hard } } });
+  const badKeys = ['foo', 'podz', 'storage', 'count/', '/gpu', 'example.com/', 'a/b/c', 'Example.com/foo', 'example.com/-foo', 'requests.cpu ', ''];
+  const badQuantities: [resource: string, quantity: unknown][] = [
+    ['pods', '4x'],
+    ['cpu', '1.2.3'],
+    ['memory', ' 4'],
+    ['pods', '--1'],
+    ['memory', 'Gi'],
+    ['cpu', '1e'],
+    ['pods', '-1'],
+    ['memory', '-500Mi'],
+    ['cpu', -1],
+  ];
+  const cases: [resource: string, quantity: unknown, why: RegExp][] = [
+    ...badKeys.map((key): [string, unknown, RegExp] => [key, '1', /must be a (standard resource for quota|qualified name)/]),
+    ...badQuantities.map(([key, quantity]): [string, unknown, RegExp] => [key, quantity, /must be (a quantity|greater than or equal to 0)/]),
+  ];
+  for (const [resource, quantity, why] of cases) {
+    const field = `spec.quota.hard[${resource}]`;
+    const answer = await h2Request(admin, 'POST', BASE, { headers: json, body: withQuota('quo000', { pods: '10', [resource]: quantity }) });
+    const said = `${JSON.stringify(resource)}: ${JSON.stringify(quantity)}`;
+    t.equal(answer.status, 400, `${said} → 400 Bad Request`);
+    t.equal(answer.json().reason, 'BadRequest', `${said}: the reason says BadRequest`);
+    t.match(answer.json().message, field, `${said}: the message names ${field}`);
+    t.match(answer.json().message, why, `${said}: the message says why`);
+    t.equal(answer.json().details.causes[0].field, field, `${said}: the cause names the field`);
+  }
+  t.match((await h2Request(admin, 'POST', BASE, { headers: json, body: withQuota('quo000', { pods: '4x' }) })).json().message, '"4x"', 'the message quotes the quantity');
+  t.equal(store.get('quo000'), undefined, 'no refused tenant is stored');
+
+  const notAString = await h2Request(admin, 'POST', BASE, { headers: json, body: withQuota('quo000', { pods: true }) });
+  t.equal(notAString.status, 422, 'a quantity that is no string nor number is still 422 Invalid');
+
+  const accepted = {
+    pods: 4,
+    services: '5',
+    replicationcontrollers: '1',
+    resourcequotas: '1',
+    secrets: '10',
+    configmaps: '10',
+    persistentvolumeclaims: '2',
+    'services.nodeports': '0',
+    'services.loadbalancers': '0',
+    cpu: '500m',
+    memory: '8Gi',
+    'ephemeral-storage': '1e3',
+    'requests.cpu': 1.5,
+    'requests.memory': '1.5Gi',
+    'requests.storage': '100G',
+    'requests.ephemeral-storage': '10Gi',
+    'limits.cpu': '2',
+    'limits.memory': '16Gi',
+    'limits.ephemeral-storage': '20Gi',
+    'hugepages-2Mi': '1Gi',
+    'requests.hugepages-1Gi': '2Gi',
+    'count/pods': '3',
+    'count/deployments.apps': '2',
+    'count/widgets.example.com': '1',
+    'gold.storageclass.storage.k8s.io/requests.storage': '500Gi',
+    'gold.storageclass.storage.k8s.io/persistentvolumeclaims': '3',
+    'requests.nvidia.com/gpu': '1',
+    'example.com/foo': '0.1m',
+  };
+  const created = await h2Request(admin, 'POST', `${BASE}?dryRun=All`, { headers: json, body: withQuota('quo000', accepted) });
+  t.equal(created.status, 201, 'every resource name a ResourceQuota takes is accepted');
+  t.same(created.json().spec.quota.hard, { ...accepted, pods: '4', 'requests.cpu': '1.5' }, 'quantities are kept as sent, numbers as strings');
+
+  await h2Request(admin, 'POST', BASE, { headers: json, body: withQuota('quo001', { pods: '4' }) });
+  const patch = await h2Request(admin, 'PATCH', `${BASE}/quo001`, { headers: { 'content-type': 'application/merge-patch+json' }, body: '{"spec":{"quota":{"hard":{"podz":"4"}}}}' });
+  t.equal(patch.status, 400, 'a patch that adds a name a ResourceQuota refuses is 400');
+  t.match(patch.json().message, 'spec.quota.hard[podz]', 'the patch is told which field');
+  t.same(store.get('quo001')?.spec.quota?.hard, { pods: '4' }, 'the refused patch changes nothing');
+});
+
 t.test('create, get, conflicting create, stale update and delete answer as the apiserver would', async (t) => {
   const created = await h2Request(admin, 'POST', BASE, { headers: json, body: tenantBody('abc123', { status: { online: true } }) });
   t.equal(created.status, 201);
