@@ -49,7 +49,8 @@ import { EXPANSION_LABEL, expansionName, expansionOf, isExpansionName, isTenantC
 import { cleanupDone, deleteTenantObjects, type CleanupProgress } from './cleanup.ts';
 import { conditionOf, setCondition } from './conditions.ts';
 import { ensureStoredKindCrds, ensureTenantFlowControlDefaults, readMandatoryFlowControl, type MandatoryObject } from './stored-kinds.ts';
-import { TENANT_CLEANUP_FINALIZER, TenantConflict, TenantMissing, type Tenant, type TenantEvent, type TenantStore } from './tenant.ts';
+import { writeTenantStatus } from './status-writes.ts';
+import { TENANT_CLEANUP_FINALIZER, TenantMissing, type Tenant, type TenantEvent, type TenantStore } from './tenant.ts';
 
 export interface TenantLifecycleOptions {
   store: TenantStore;
@@ -87,7 +88,6 @@ const FIRST_BACKOFF_MS = 500;
 const RECONCILE_DEBOUNCE_MS = 100;
 /** Past this many tenants to look at, one pass over all is cheaper than selectors naming each. */
 const MAX_SELECTOR_TENANTS = 50;
-const STATUS_WRITE_ATTEMPTS = 10;
 
 const RBAC = '/apis/rbac.authorization.k8s.io/v1';
 
@@ -359,21 +359,8 @@ export class TenantLifecycle {
    * Applies `mutate` to the stored tenant and writes it when it says something changed, re-reading on conflict
    * (another replica, or the Tenant API, wrote first). Resolves to the tenant as stored, undefined when it is gone.
    */
-  async #writeStatus(id: TenantId, mutate: (tenant: Tenant) => boolean): Promise<Tenant | undefined> {
-    for (let attempt = 1; ; attempt++) {
-      const stored = this.#store.get(id);
-      if (stored === undefined) return undefined;
-      const tenant = structuredClone(stored);
-      if (!mutate(tenant)) return stored;
-      try {
-        return await this.#store.update(tenant);
-      } catch (error) {
-        if (error instanceof TenantMissing) return undefined;
-        if (!(error instanceof TenantConflict) || attempt >= STATUS_WRITE_ATTEMPTS) throw error;
-        // The index may not have the newer version yet (etcd): give its watch a moment.
-        await new Promise((resolve) => setTimeout(resolve, 20 * attempt));
-      }
-    }
+  #writeStatus(id: TenantId, mutate: (tenant: Tenant) => boolean): Promise<Tenant | undefined> {
+    return writeTenantStatus(this.#store, id, mutate);
   }
 
   // ---- the upstream's side: put back what active tenants lack ----
