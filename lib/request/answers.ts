@@ -2,6 +2,7 @@
 // order, the first that takes it answers. Never sends the client a byte of an upstream object before it has been
 // converted to the tenant's view (only administrators' and --passthrough answers go as they are).
 import type { ClientHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
+import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { pipeline, type Transform } from 'node:stream';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
@@ -29,12 +30,14 @@ import { ProtobufWatchRewriter } from '../stream/protobuf-view.ts';
 import { metadataOnly, tenantViewSpecOf } from '../stream/view-spec.ts';
 import { objectToTenantBytes, PARSED_PATH } from '../stream/object-view.ts';
 import { grantTenantNamespace } from '../tenants/bootstrap.ts';
+import { parseQuantity } from '../tenants/quantity.ts';
+import { TENANT_QUOTA_NAME } from '../tenants/tenant-quota.ts';
 import { upstreamJson } from '../upstream/client.ts';
 import { clientResponseHeaders, tenantResponseHeaders } from '../upstream/headers.ts';
 import type { RequestContext } from './context.ts';
 import { asksForTable, isOpenApiV2, openApiV2AsProtobuf, partialMetadataProtobufOf, protobufAnswerOf, requestApiVersion } from './negotiation.ts';
 import { listRewriter, protobufListRewriter } from './offload.ts';
-import { contextOf } from './open-upstream.ts';
+import { contextOf, openUpstream } from './open-upstream.ts';
 import { answerOpenApiV2 } from './openapi-v2-cache.ts';
 import type { Stage } from './pipeline.ts';
 import { readBody, tenantStatusError } from './read-body.ts';
@@ -211,8 +214,45 @@ async function currentResourceVersion(ctx: RequestContext, conversions: TenantCo
   return list.status === 200 && typeof resourceVersion === 'string' ? resourceVersion : '';
 }
 
+/** Times a write refused for the tenant-wide quota is sent again (each after free capacity moved to its namespace). */
+const QUOTA_RETRIES = 5;
+const quotaRetries = new WeakMap<RequestContext, number>();
+const QUOTA_REFUSAL = Buffer.from(`exceeded quota: ${TENANT_QUOTA_NAME}, requested: `);
+
+/**
+ * A write the upstream refused because its namespace's share of the tenant's quota was used up while the tenant has
+ * capacity elsewhere: the capacity is moved and the same converted request sent again (true). The refusal stands
+ * (false) when the tenant is at its limit, or after QUOTA_RETRIES. (The marker is plain text in JSON and protobuf.)
+ */
+async function retriedForQuota(ctx: RequestContext, answer: WholeAnswer, conversions: TenantConversions): Promise<boolean> {
+  const refused = conversions.tenantQuotaRefused;
+  const info = ctx.info!;
+  if (refused === undefined || answer.status !== 403 || ctx.upstreamBody === null || info.namespace === '') return false;
+  const at = answer.bytes.indexOf(QUOTA_REFUSAL);
+  const retries = quotaRetries.get(ctx) ?? 0;
+  if (at < 0 || retries >= QUOTA_RETRIES) return false;
+  const tail = answer.bytes.subarray(at + QUOTA_REFUSAL.length, at + QUOTA_REFUSAL.length + 2000).toString('latin1');
+  const requested = new Map<string, bigint>();
+  for (const pair of tail.slice(0, tail.indexOf(', used: ') >>> 0).split(',')) {
+    const [key, quantity] = pair.split('=');
+    const amount = quantity === undefined ? null : parseQuantity(quantity);
+    if (key !== undefined && amount !== null) requested.set(key, amount);
+  }
+  const tenant = ctx.identity!.tenant!;
+  if (!(await refused(tenant, namespaceToUpstream(info.namespace, tenant), requested))) return false;
+  quotaRetries.set(ctx, retries + 1);
+  const previous = ctx.upstream;
+  if (previous !== null && !previous.closed) await once(previous, 'close');
+  if (ctx.out.destroyed) return true; // the client went away meanwhile: nothing to send again
+  openUpstream(ctx, conversions.pool).once('response', function (this: ClientHttp2Stream, headers: IncomingHttpHeaders) {
+    answerWith(contextOf(this), { status: Number(headers[':status'] ?? 502), headers, contentType: String(headers['content-type'] ?? ''), body: this }, conversions);
+  });
+  return true;
+}
+
 /** An error answer: the upstream's Status in the tenant's names (or, in a missing namespace, what a cluster would say). */
 async function statusAnswer(ctx: RequestContext, answer: WholeAnswer, conversions: TenantConversions): Promise<void> {
+  if (await retriedForQuota(ctx, answer, conversions)) return;
   const info = ctx.info!;
   const row = ctx.row;
   if (answer.status === 403 && row !== null && row.scope === 'Namespaced' && info.namespace !== '' && info.verb !== 'watch') {
@@ -293,7 +333,10 @@ async function afterWrite(ctx: RequestContext, status: number, body: any, conver
   if (status === 201 && (row.rule === 'selfsubjectaccessreview' || row.rule === 'subjectaccessreview')) await clusterReviewWithTenantRbac(body, ctx, conversions);
   if (status === 201 && info.verb === 'create' && info.resource === 'namespaces') {
     // The tenant's admin gets its rights in a namespace before anyone learns the namespace exists.
-    await grantTenantNamespace(conversions.pool, tenant, (body as { metadata: { name: string } }).metadata.name);
+    const upstreamNamespace = (body as { metadata: { name: string } }).metadata.name;
+    await grantTenantNamespace(conversions.pool, tenant, upstreamNamespace);
+    // ... and the namespace its share of the tenant's quota, before anything can be created in it.
+    await conversions.tenantNamespaceCreated?.(tenant, upstreamNamespace).catch((error: Error) => log.warn('namespace quota not in place yet', { tenant, error: error.message }));
   }
   if (row.rule === 'crd' && status < 300 && info.subresource === '' && (info.verb === 'create' || info.verb === 'update' || info.verb === 'patch')) {
     // As on a real cluster, the tenant may use the kind once it is Established, however soon it asks.

@@ -32,6 +32,14 @@ export interface TenantConversionDeps {
    * it by then (the rights on the tenant's signers are made on first need). Absent: nothing waits.
    */
   certificateSigningRequestWritten?: ((tenant: TenantId) => Promise<void>) | undefined;
+  /**
+   * Called when the upstream refused a tenant's write for its tenant-wide quota (the namespace's share was used up):
+   * resolves to true once the namespace may take `requested` (free capacity moved there), and the write is sent
+   * again. Absent: the refusal is the answer.
+   */
+  tenantQuotaRefused?: ((tenant: TenantId, upstreamNamespace: string, requested: Map<string, bigint>) => Promise<boolean>) | undefined;
+  /** Called when a tenant created a namespace, before the create is answered (its share of the tenant's quota). */
+  tenantNamespaceCreated?: ((tenant: TenantId, upstreamNamespace: string) => Promise<void>) | undefined;
 }
 
 /** A tenant's conversion context over `discovery` (its closures read discovery as it is at each call). */
@@ -55,6 +63,8 @@ export class TenantConversions {
   readonly metrics: TenantgateMetrics | null;
   readonly customResourceDefinitionWritten: TenantConversionDeps['customResourceDefinitionWritten'];
   readonly certificateSigningRequestWritten: TenantConversionDeps['certificateSigningRequestWritten'];
+  readonly tenantQuotaRefused: TenantConversionDeps['tenantQuotaRefused'];
+  readonly tenantNamespaceCreated: TenantConversionDeps['tenantNamespaceCreated'];
   /** Tenants' views of OpenAPI v2, kept while the upstream's ETag holds. */
   readonly openapiV2 = new TenantOpenApiV2Cache();
   readonly #webhookUrlHosts: ReadonlySet<string> | undefined;
@@ -69,6 +79,8 @@ export class TenantConversions {
     this.metrics = deps.metrics ?? null;
     this.customResourceDefinitionWritten = deps.customResourceDefinitionWritten;
     this.certificateSigningRequestWritten = deps.certificateSigningRequestWritten;
+    this.tenantQuotaRefused = deps.tenantQuotaRefused;
+    this.tenantNamespaceCreated = deps.tenantNamespaceCreated;
     this.#webhookUrlHosts = deps.webhookUrlHosts;
   }
 

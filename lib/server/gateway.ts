@@ -25,6 +25,7 @@ import { issueTenantKubeconfig } from '../tenants/credentials.ts';
 import { CsrSigner } from '../tenants/csr-signer.ts';
 import { inClusterAddress } from '../tenants/cluster-service.ts';
 import { inClusterAccessObjects } from '../tenants/in-cluster-access.ts';
+import { TenantQuotas } from '../tenants/tenant-quota.ts';
 import { TenantLifecycle } from '../tenants/lifecycle.ts';
 import { ensureTenantSigners, syncTenantCustomResources, type CustomResourceDefinition } from '../tenants/bootstrap.ts';
 import type { TenantId } from '../convert/prefix.ts';
@@ -153,8 +154,12 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
         if (tenant !== undefined && tenant.metadata.deletionTimestamp === undefined) await ensureTenantSigners(pool, id);
       }
     : undefined;
+  // Tenants' spec.quota over all their namespaces: shares kept upstream, capacity moved to where a write was refused.
+  const tenantQuotas = runLifecycle ? new TenantQuotas({ store: tenants, pool }) : null;
+  const tenantQuotaRefused = tenantQuotas === null ? undefined : (id: TenantId, namespace: string, requested: Map<string, bigint>) => tenantQuotas.demand(id, namespace, requested);
+  const tenantNamespaceCreated = tenantQuotas === null ? undefined : (id: TenantId, namespace: string) => tenantQuotas.namespaceCreated(id, namespace);
   const access = new AccessReviews(upstreamAccessReviewer(pool), tenantRbacReviewer(pool));
-  const conversions = new TenantConversions({ pool, discovery, access, metrics, webhookUrlHosts, customResourceDefinitionWritten, certificateSigningRequestWritten });
+  const conversions = new TenantConversions({ pool, discovery, access, metrics, webhookUrlHosts, customResourceDefinitionWritten, certificateSigningRequestWritten, tenantQuotaRefused, tenantNamespaceCreated });
   // On unless switched off; never with --passthrough (nothing is converted, nothing to keep in tenants' views).
   const cachedResources = config.watchCache === undefined ? cachedResourcesOf(DEFAULT_CACHED_RESOURCES) : (config.watchCache?.resources ?? null);
   const watchCache = cachedResources === null || cachedResources.length === 0 || config.passthrough ? null : new WatchCache(cachedResources, pool, (tenant) => conversions.of(tenant), {
@@ -224,6 +229,7 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   const clusterAddress = inClusterAddress({ host: config.host, port }, config.inCluster?.address);
   const lifecycle = runLifecycle ? new TenantLifecycle({ store: tenants, pool, discovery, recordOperation, clusterAddress }) : null;
   await lifecycle?.start();
+  tenantQuotas?.start();
   // Tenants' pods pointed at that address too (not with --passthrough: its tenants' requests are the upstream's).
   const podAccess = runLifecycle && !config.passthrough && config.inCluster !== null ? inClusterAccessKeeper(pool, clusterAddress, config.inCluster?.caPem ?? config.tls.certPem) : null;
   await podAccess?.start();
@@ -241,6 +247,7 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
       metrics?.close();
       csrSigner?.stop();
       await lifecycle?.stop();
+      await tenantQuotas?.stop();
       await keeper?.stop();
       await podAccess?.stop();
       stopFollowingTenants();

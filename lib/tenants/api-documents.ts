@@ -113,6 +113,11 @@ export const OPENAPI_V3_DOCUMENT = JSON.stringify({
             description: 'What tenantgate observed of the tenant.',
             properties: {
               online: { type: 'boolean', description: 'True once the tenant is set up upstream and serving.' },
+              quota: {
+                type: 'object',
+                description: 'spec.quota.hard as enforced, and its use summed over all the tenant\'s namespaces.',
+                properties: { hard: stringMap('The limits in force.'), used: stringMap('What the tenant uses of each, over all its namespaces.') },
+              },
               conditions: {
                 type: 'array',
                 description: 'Progress of setup and deletion (Ready, Terminating, ...).',

@@ -5,6 +5,7 @@ import { STORED_RBAC_GROUP } from '../convert/kinds.ts';
 import { TENANT_LABEL } from '../convert/prefix.ts';
 import { TENANT_EXTRA_KEY } from '../auth/impersonation.ts';
 import { TENANT_SIGNER_DOMAIN_SUFFIX } from '../convert/rules/signers.ts';
+import { TENANT_QUOTA_NAME } from './tenant-quota.ts';
 
 /**
  * Name of the policy and of its binding. Admission policies take DNS subdomain names (no `tenantgate:`); `tenant` +
@@ -125,6 +126,12 @@ export const TENANT_CONFINEMENT_POLICY = {
         expression: `!variables.isCsr || object == null || (has(object.spec) && has(object.spec.signerName) && object.spec.signerName.startsWith(variables.tenant + ${cel(TENANT_SIGNER_DOMAIN_SUFFIX + '/')}))`,
         messageExpression: `'tenantgate: a certificate signing request of tenant ' + variables.tenant + ' names a signer of its own signer domain ' + variables.tenant + ${cel(TENANT_SIGNER_DOMAIN_SUFFIX)}`,
         message: "tenantgate: a tenant's certificate signing request names a signer of its own signer domain",
+        reason: 'Forbidden',
+      },
+      {
+        // A quota'd tenant's share in each namespace is tenantgate's (tenant-quota.ts): the tenant's limit is its Tenant's.
+        expression: `!(variables.apiGroup == '' && request.resource.resource == 'resourcequotas' && variables.name == ${cel(TENANT_QUOTA_NAME)})`,
+        message: `tenantgate: the resource quota ${TENANT_QUOTA_NAME} holds the tenant's limits (its Tenant's spec.quota), which only the platform changes`,
         reason: 'Forbidden',
       },
       {

@@ -45,6 +45,8 @@ export interface Tenant {
   status?: {
     online?: boolean;
     conditions?: TenantCondition[];
+    /** spec.quota.hard and its use summed over the tenant's namespaces (tenant-quota.ts). */
+    quota?: { hard: Record<string, string>; used: Record<string, string> };
   };
 }
 
