@@ -1,6 +1,7 @@
 // The tenant's view of the upstream's protobuf answers of one object or a Status, at the wire level as protobuf.ts
 // converts request bodies: what objectToTenant decides and makes of the object (lists and watches: protobuf-streams.ts).
 // Never returns an object, nor any byte of one, that is not the tenant's: each object is whole and judged first.
+import { PLATFORM_CLASS_RESOURCES } from './rules/platform-classes.ts';
 import { badGateway, StatusError } from '../errors/status-error.ts';
 import { isBuiltinGroup, type KindRow } from './kinds.ts';
 import { PREFIX_LENGTH, TENANT_LABEL, toTenantName, type TenantId } from './prefix.ts';
@@ -447,7 +448,8 @@ function convertedApiVersion(row: KindRow): string {
 export function protobufResponseSupported(row: KindRow, apiVersion: string): boolean {
   // Kept upstream as custom resources (the table's upstreamGroup): the upstream answers them in JSON only.
   if (row.tenancy === 'hidden' || row.upstreamGroup !== undefined) return false;
-  if (row.tenancy === 'shared-read-only') return row.rule === 'shared';
+  // (The platform's class kinds are filtered per tenant by their names: answered in JSON, where objectToTenant runs.)
+  if (row.tenancy === 'shared-read-only') return row.rule === 'shared' && !PLATFORM_CLASS_RESOURCES.has(row.resource);
   const key = keyOf(row);
   if (!STATUS_CONDITIONS.has(key) || apiVersion !== convertedApiVersion(row)) return false;
   return METADATA_RULES.has(row.rule) || SKELETONS.has(key) || TEMPLATES.has(key);

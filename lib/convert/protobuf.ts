@@ -58,6 +58,8 @@ export interface ProtobufBodyOptions {
   readonly webhookUrlHosts?: ReadonlySet<string> | undefined;
   /** The version the request's path names: field numbers are known for one version of each kind only. */
   readonly version?: string;
+  /** Which platform classes the tenant may use (as ConvertContext.allowsPlatformClass). */
+  readonly allowsPlatformClass?: ConvertContext['allowsPlatformClass'];
 }
 
 // ---- wire format: varints and length-delimited fields; nothing else is ever interpreted ----
@@ -410,6 +412,7 @@ interface Conversion {
   readonly kindScope: ((apiVersion: string, kind: string) => Scope | undefined) | undefined;
   readonly scopeOf: ((group: string, resource: string) => Scope | undefined) | undefined;
   readonly webhookUrlHosts: ReadonlySet<string> | undefined;
+  readonly allowsPlatformClass: ConvertContext['allowsPlatformClass'];
 }
 
 /** Owner references, converted by the very rule JSON bodies take (same mapping, same 422 for unknown owner kinds). */
@@ -579,17 +582,17 @@ export const TEMPLATES: ReadonlyMap<string, ProtobufTemplates> = new Map([
 const POD_SPEC = 2;
 const PRIORITY_CLASS_NAME = 24;
 
-function refusePlatformPriorityWire(pod: Buffer): void {
+function refusePlatformPriorityWire(pod: Buffer, allows: ConvertContext['allowsPlatformClass']): void {
   const object = new MessageEdit(pod, 'pod');
   const specField = object.single(POD_SPEC, 'spec');
   if (specField === undefined) return;
   const spec = new MessageEdit(object.payload(specField), 'pod spec');
   const name = spec.single(PRIORITY_CLASS_NAME, 'priorityClassName');
-  if (name !== undefined) refusePlatformPriorityClass(spec.string(name, 'priorityClassName'));
+  if (name !== undefined) refusePlatformPriorityClass(spec.string(name, 'priorityClassName'), allows);
 }
 
-function templatesToUpstream(object: Buffer, templates: ProtobufTemplates, tenant: TenantId): Buffer {
-  if (templates.refusesPlatformPriority === true) refusePlatformPriorityWire(object);
+function templatesToUpstream(object: Buffer, templates: ProtobufTemplates, tenant: TenantId, allows: ConvertContext['allowsPlatformClass']): Buffer {
+  if (templates.refusesPlatformPriority === true) refusePlatformPriorityWire(object, allows);
   let result = object;
   for (const path of templates.labelled) result = rewriteAt(result, path, 'object', (template) => labelTemplate(template, tenant, 'template'));
   for (const path of templates.podSpecs) result = rewriteAt(result, path, 'object', (spec) => podSpecToUpstream(spec, tenant));
@@ -1151,7 +1154,7 @@ function protobufKindOf(row: KindRow): ProtobufKind | undefined {
   if (fieldRule !== undefined) return fieldRule;
   const templates = TEMPLATE_RULES.has(row.rule) ? TEMPLATES.get(`${row.group}/${row.kind}`) : undefined;
   if (templates === undefined) throw unsupported(`${kindName(row)} objects`);
-  return { apiVersion: templates.apiVersion, toUpstream: (object, { tenant }) => templatesToUpstream(object, templates, tenant) };
+  return { apiVersion: templates.apiVersion, toUpstream: (object, { tenant, allowsPlatformClass }) => templatesToUpstream(object, templates, tenant, allowsPlatformClass) };
 }
 
 // ---- the envelope: `k8s\0` + runtime.Unknown { typeMeta = 1 { apiVersion = 1, kind = 2 }, raw = 2, contentEncoding = 3, contentType = 4 } ----
@@ -1237,7 +1240,14 @@ export function protobufBodyToUpstream(body: Buffer, row: KindRow, tenant: Tenan
   const envelope = parseEnvelope(body);
   if (wholeObject) checkKind(envelope, row, protobufKind, options.version);
   const { edit, rawField } = envelope;
-  const conversion: Conversion = { row, tenant, kindScope: options.kindScope, scopeOf: options.scopeOf, webhookUrlHosts: options.webhookUrlHosts };
+  const conversion: Conversion = {
+    row,
+    tenant,
+    kindScope: options.kindScope,
+    scopeOf: options.scopeOf,
+    webhookUrlHosts: options.webhookUrlHosts,
+    allowsPlatformClass: options.allowsPlatformClass,
+  };
   const raw = rawField === undefined ? EMPTY : edit.payload(rawField);
   const converted = wholeObject ? wholeObjectToUpstream(raw, conversion, protobufKind) : subresourceObjectToUpstream(raw, conversion);
   if (converted === raw) return body;

@@ -306,7 +306,12 @@ function tableAnswer(ctx: RequestContext, answer: WholeAnswer, conversions: Tena
   if (body === null) return;
   const convert = conversions.of(ctx.identity!.tenant!);
   // (A Table asked for may come back as something else, a Status or an object: those are converted as such.)
-  sendJson(ctx, answer, isTable(body) ? tableToTenant(body, convert, ctx.row!, ctx.rowObjects) : objectView(ctx, body, convert));
+  if (!isTable(body)) return sendJson(ctx, answer, objectView(ctx, body, convert));
+  const view = tableToTenant(body, convert, ctx.row!, ctx.rowObjects);
+  // A get of one object whose only row the tenant may not see (a platform class its Tenant does not allow): not found.
+  const info = ctx.info!;
+  if (info.verb === 'get' && info.name !== '' && Array.isArray(body.rows) && body.rows.length > 0 && (view.rows ?? []).length === 0) throw notFound(`${ctx.row!.resource} "${info.name}" not found`);
+  sendJson(ctx, answer, view);
 }
 
 /**
@@ -335,8 +340,8 @@ async function afterWrite(ctx: RequestContext, status: number, body: any, conver
     // The tenant's admin gets its rights in a namespace before anyone learns the namespace exists.
     const upstreamNamespace = (body as { metadata: { name: string } }).metadata.name;
     await grantTenantNamespace(conversions.pool, tenant, upstreamNamespace);
-    // ... and the namespace its share of the tenant's quota, before anything can be created in it.
-    await conversions.tenantNamespaceCreated?.(tenant, upstreamNamespace).catch((error: Error) => log.warn('namespace quota not in place yet', { tenant, error: error.message }));
+    // ... and the namespace its share of the tenant's quota and its classes, before anything can be created in it.
+    await conversions.tenantNamespaceCreated?.(tenant, upstreamNamespace).catch((error: Error) => log.warn('namespace quota or classes not in place yet', { tenant, error: error.message }));
   }
   if (row.rule === 'crd' && status < 300 && info.subresource === '' && (info.verb === 'create' || info.verb === 'update' || info.verb === 'patch')) {
     // As on a real cluster, the tenant may use the kind once it is Established, however soon it asks.

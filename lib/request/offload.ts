@@ -2,6 +2,7 @@
 // 30-80 ms to parse, convert and serialize here), and large list answers as they stream, are converted in a piscina
 // pool, so every other tenant's requests and watches go on meanwhile. Smaller ones stay inline, where the hop would
 // cost more than it saves.
+import { PLATFORM_CLASS_RESOURCES } from '../convert/rules/platform-classes.ts';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
@@ -114,7 +115,8 @@ function mayOffload(declaredLength: number | null, threshold: number): boolean {
 /** The rewriter of a JSON list answer: inline below the threshold, on a worker thread at or above it. */
 export function listRewriter(source: ListRewriteSource): ListRewriter | SizeRoutedListRewriter {
   const { declaredLength } = source;
-  if (!mayOffload(declaredLength, listOffloadBytes)) return new ListRewriter(source.spec);
+  // A worker's context cannot ask which platform classes the tenant may use (its Tenant is in this thread's store).
+  if (!mayOffload(declaredLength, listOffloadBytes) || PLATFORM_CLASS_RESOURCES.has(source.row.resource)) return new ListRewriter(source.spec);
   return new SizeRoutedListRewriter({
     threshold: listOffloadBytes,
     declaredLength,

@@ -180,6 +180,7 @@ async function convertedBody(ctx: RequestContext, buffer: Buffer, conversions: T
       kindScope: convert.kindScope,
       scopeOf: convert.scopeOf,
       webhookUrlHosts: convert.webhookUrlHosts,
+      allowsPlatformClass: convert.allowsPlatformClass,
     });
     return;
   }

@@ -38,15 +38,23 @@ export interface TenantConversionDeps {
    * again. Absent: the refusal is the answer.
    */
   tenantQuotaRefused?: ((tenant: TenantId, upstreamNamespace: string, requested: Map<string, bigint>) => Promise<boolean>) | undefined;
-  /** Called when a tenant created a namespace, before the create is answered (its share of the tenant's quota). */
+  /** Which of the platform's classes a tenant may use (its Tenant's allowed sets); absent: all but the critical priority classes. */
+  platformClassAllowed?: ((tenant: TenantId, resource: string, name: string) => boolean) | undefined;
+  /** Called when a tenant created a namespace, before the create is answered (its quota share, its allowed classes). */
   tenantNamespaceCreated?: ((tenant: TenantId, upstreamNamespace: string) => Promise<void>) | undefined;
 }
 
 /** A tenant's conversion context over `discovery` (its closures read discovery as it is at each call). */
-export function convertContextOf(tenant: TenantId, discovery: DiscoveryCache, webhookUrlHosts: ReadonlySet<string> | undefined): ConvertContext {
+export function convertContextOf(
+  tenant: TenantId,
+  discovery: DiscoveryCache,
+  webhookUrlHosts: ReadonlySet<string> | undefined,
+  platformClassAllowed?: TenantConversionDeps['platformClassAllowed'],
+): ConvertContext {
   return {
     tenant,
     webhookUrlHosts,
+    ...(platformClassAllowed !== undefined && { allowsPlatformClass: (resource: string, name: string) => platformClassAllowed(tenant, resource, name) }),
     scopeOf: (group, resource) => discovery.scopeOf(group, resource),
     kindScope: (apiVersion, kind) => discovery.scopeOfKind(groupOfApiVersion(apiVersion), kind),
     servesTenantResources: (group, version) => discovery.servesTenantResources(group, version),
@@ -68,6 +76,7 @@ export class TenantConversions {
   /** Tenants' views of OpenAPI v2, kept while the upstream's ETag holds. */
   readonly openapiV2 = new TenantOpenApiV2Cache();
   readonly #webhookUrlHosts: ReadonlySet<string> | undefined;
+  readonly #platformClassAllowed: TenantConversionDeps['platformClassAllowed'];
   readonly #contexts = new LRUCache<TenantId, ConvertContext>({ max: KEPT_CONTEXTS });
   /** Each tenant's view specs by kind, made on first use (they hold closures over the tenant's context). */
   readonly #viewSpecs = new WeakMap<ConvertContext, Map<KindRow, TenantViewSpec>>();
@@ -82,13 +91,14 @@ export class TenantConversions {
     this.tenantQuotaRefused = deps.tenantQuotaRefused;
     this.tenantNamespaceCreated = deps.tenantNamespaceCreated;
     this.#webhookUrlHosts = deps.webhookUrlHosts;
+    this.#platformClassAllowed = deps.platformClassAllowed;
   }
 
   /** The tenant's conversion context (its closures read discovery as it is at each call). */
   of(tenant: TenantId): ConvertContext {
     let convert = this.#contexts.get(tenant);
     if (convert === undefined) {
-      convert = convertContextOf(tenant, this.discovery, this.#webhookUrlHosts);
+      convert = convertContextOf(tenant, this.discovery, this.#webhookUrlHosts, this.#platformClassAllowed);
       this.#contexts.set(tenant, convert);
     }
     return convert;

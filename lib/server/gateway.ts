@@ -25,6 +25,7 @@ import { issueTenantKubeconfig } from '../tenants/credentials.ts';
 import { CsrSigner } from '../tenants/csr-signer.ts';
 import { inClusterAddress } from '../tenants/cluster-service.ts';
 import { inClusterAccessObjects } from '../tenants/in-cluster-access.ts';
+import { TenantClasses } from '../tenants/tenant-classes.ts';
 import { TenantQuotas } from '../tenants/tenant-quota.ts';
 import { TenantLifecycle } from '../tenants/lifecycle.ts';
 import { ensureTenantSigners, syncTenantCustomResources, type CustomResourceDefinition } from '../tenants/bootstrap.ts';
@@ -32,6 +33,7 @@ import type { TenantId } from '../convert/prefix.ts';
 import { ObjectKeeper, type KeptObject } from '../tenants/kept-objects.ts';
 import { TENANT_CONFINEMENT_OBJECTS } from '../tenants/confinement-policy.ts';
 import { TENANT_PRIORITY_OBJECTS } from '../tenants/priority-policy.ts';
+import { TENANT_CLASSES_OBJECTS } from '../tenants/class-policy.ts';
 import { STORED_KIND_CRDS, storedKindsEstablished } from '../tenants/stored-kinds.ts';
 import { migrateTenantsClusterBindings } from '../tenants/cluster-bindings.ts';
 import { log } from '../log.ts';
@@ -113,7 +115,7 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   const recordOperation = metrics?.recordTenantOperation;
   const runLifecycle = parts.lifecycle !== false;
   // The second wall's upstream objects, kept with the tenants' ones: before the first tenant request is served.
-  const kept: KeptObject[] = parts.confinementPolicy === false ? [] : [...TENANT_CONFINEMENT_OBJECTS, ...TENANT_PRIORITY_OBJECTS];
+  const kept: KeptObject[] = parts.confinementPolicy === false ? [] : [...TENANT_CONFINEMENT_OBJECTS, ...TENANT_PRIORITY_OBJECTS, ...TENANT_CLASSES_OBJECTS];
   if (runLifecycle && config.confineUpstreamDiscovery === true) kept.push(confinedDiscoveryBinding(await ownUpstreamUsers(pool)));
   // Where tenants' FlowSchemas and priority levels are kept: served before the first tenant request.
   kept.push(...STORED_KIND_CRDS);
@@ -157,9 +159,17 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   // Tenants' spec.quota over all their namespaces: shares kept upstream, capacity moved to where a write was refused.
   const tenantQuotas = runLifecycle ? new TenantQuotas({ store: tenants, pool }) : null;
   const tenantQuotaRefused = tenantQuotas === null ? undefined : (id: TenantId, namespace: string, requested: Map<string, bigint>) => tenantQuotas.demand(id, namespace, requested);
-  const tenantNamespaceCreated = tenantQuotas === null ? undefined : (id: TenantId, namespace: string) => tenantQuotas.namespaceCreated(id, namespace);
+  // The platform classes each tenant may use: its views of them, its pods' classes, and the annotations the upstream's policy reads.
+  const tenantClasses = runLifecycle ? new TenantClasses({ store: tenants, pool }) : null;
+  const platformClassAllowed = tenantClasses === null ? undefined : (id: TenantId, resource: string, name: string) => tenantClasses.allows(id, resource, name);
+  const tenantNamespaceCreated =
+    tenantQuotas === null || tenantClasses === null
+      ? undefined
+      : async (id: TenantId, namespace: string) => {
+          await Promise.all([tenantQuotas.namespaceCreated(id, namespace), tenantClasses.namespaceCreated(id, namespace)]);
+        };
   const access = new AccessReviews(upstreamAccessReviewer(pool), tenantRbacReviewer(pool));
-  const conversions = new TenantConversions({ pool, discovery, access, metrics, webhookUrlHosts, customResourceDefinitionWritten, certificateSigningRequestWritten, tenantQuotaRefused, tenantNamespaceCreated });
+  const conversions = new TenantConversions({ pool, discovery, access, metrics, webhookUrlHosts, customResourceDefinitionWritten, certificateSigningRequestWritten, tenantQuotaRefused, tenantNamespaceCreated, platformClassAllowed });
   // On unless switched off; never with --passthrough (nothing is converted, nothing to keep in tenants' views).
   const cachedResources = config.watchCache === undefined ? cachedResourcesOf(DEFAULT_CACHED_RESOURCES) : (config.watchCache?.resources ?? null);
   const watchCache = cachedResources === null || cachedResources.length === 0 || config.passthrough ? null : new WatchCache(cachedResources, pool, (tenant) => conversions.of(tenant), {
@@ -230,6 +240,7 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   const lifecycle = runLifecycle ? new TenantLifecycle({ store: tenants, pool, discovery, recordOperation, clusterAddress }) : null;
   await lifecycle?.start();
   tenantQuotas?.start();
+  tenantClasses?.start();
   // Tenants' pods pointed at that address too (not with --passthrough: its tenants' requests are the upstream's).
   const podAccess = runLifecycle && !config.passthrough && config.inCluster !== null ? inClusterAccessKeeper(pool, clusterAddress, config.inCluster?.caPem ?? config.tls.certPem) : null;
   await podAccess?.start();
@@ -248,6 +259,7 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
       csrSigner?.stop();
       await lifecycle?.stop();
       await tenantQuotas?.stop();
+      await tenantClasses?.stop();
       await keeper?.stop();
       await podAccess?.stop();
       stopFollowingTenants();

@@ -2,7 +2,7 @@
 // Table `kubectl get tenants` prints. Pure data from the Tenant type; never served to tenants (only administrators).
 import { createHash } from 'node:crypto';
 import type { RowObjects } from '../convert/table.ts';
-import { TENANT_API_VERSION, TENANT_GROUP, TENANT_VERSION, type Tenant } from './tenant.ts';
+import { PLATFORM_CLASS_FIELDS, TENANT_API_VERSION, TENANT_GROUP, TENANT_VERSION, type Tenant } from './tenant.ts';
 
 export const TENANT_RESOURCE = 'tenants';
 const OBJECT_VERBS = ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'];
@@ -101,6 +101,19 @@ export const OPENAPI_V3_DOCUMENT = JSON.stringify({
             description: 'What the tenant is given.',
             properties: {
               id: { type: 'integer', format: 'int64', description: "KubeZoo's numeric tenant id, kept as given; never used to route requests." },
+              ...Object.fromEntries(
+                Object.entries(PLATFORM_CLASS_FIELDS).map(([field, kind]) => [
+                  field,
+                  {
+                    type: 'object',
+                    description: `The platform's ${kind.resource} the tenant may use (listed, or matched by the selector); unset: all${kind.resource === 'priorityclasses' ? ' but system-node-critical and system-cluster-critical' : ''}.`,
+                    properties: {
+                      allowed: { type: 'array', description: 'Class names.', items: { type: 'string', default: '' } },
+                      selector: { type: 'object', description: 'A label selector (matchLabels, matchExpressions) over the classes.', 'x-kubernetes-preserve-unknown-fields': true },
+                    },
+                  },
+                ]),
+              ),
               quota: {
                 type: 'object',
                 description: 'Limits on what the tenant may use.',

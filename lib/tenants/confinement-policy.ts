@@ -5,6 +5,7 @@ import { STORED_RBAC_GROUP } from '../convert/kinds.ts';
 import { TENANT_LABEL } from '../convert/prefix.ts';
 import { TENANT_EXTRA_KEY } from '../auth/impersonation.ts';
 import { TENANT_SIGNER_DOMAIN_SUFFIX } from '../convert/rules/signers.ts';
+import { ALLOWED_CLASSES_ANNOTATIONS } from './tenant-classes.ts';
 import { TENANT_QUOTA_NAME } from './tenant-quota.ts';
 
 /**
@@ -129,6 +130,15 @@ export const TENANT_CONFINEMENT_POLICY = {
         reason: 'Forbidden',
       },
       {
+        // The platform classes a namespace's pods may use are its Tenant's (tenant-classes.ts): tenantgate writes them.
+        expression:
+          `!variables.isNamespace || object == null || [${ALLOWED_CLASSES_ANNOTATIONS.map(cel).join(', ')}].all(key, ` +
+          `(has(object.metadata.annotations) && key in object.metadata.annotations ? object.metadata.annotations[key] : '<none>') == ` +
+          `(oldObject != null && has(oldObject.metadata.annotations) && key in oldObject.metadata.annotations ? oldObject.metadata.annotations[key] : '<none>'))`,
+        message: "tenantgate: a namespace's tenantgate.kubezoo.io/allowed-* annotations are its Tenant's (spec.priorityClasses, storageClasses, ...), which only the platform changes",
+        reason: 'Forbidden',
+      },
+      {
         // A quota'd tenant's share in each namespace is tenantgate's (tenant-quota.ts): the tenant's limit is its Tenant's.
         expression: `!(variables.apiGroup == '' && request.resource.resource == 'resourcequotas' && variables.name == ${cel(TENANT_QUOTA_NAME)})`,
         message: `tenantgate: the resource quota ${TENANT_QUOTA_NAME} holds the tenant's limits (its Tenant's spec.quota), which only the platform changes`,
@@ -144,14 +154,24 @@ export const TENANT_CONFINEMENT_POLICY = {
   },
 };
 
-export const TENANT_CONFINEMENT_BINDING = {
-  apiVersion: ADMISSION,
-  kind: 'ValidatingAdmissionPolicyBinding',
-  metadata: { name: TENANT_CONFINEMENT },
-  spec: { policyName: TENANT_CONFINEMENT, validationActions: ['Deny'] },
-};
+/** The binding that puts a policy of tenantgate's in force (Deny), named as the policy. */
+export function denyBindingOf(policyName: string) {
+  return {
+    apiVersion: ADMISSION,
+    kind: 'ValidatingAdmissionPolicyBinding',
+    metadata: { name: policyName },
+    spec: { policyName, validationActions: ['Deny'] },
+  };
+}
 
-export const TENANT_CONFINEMENT_OBJECTS = [
-  { collection: `/apis/${ADMISSION}/validatingadmissionpolicies`, object: TENANT_CONFINEMENT_POLICY },
-  { collection: `/apis/${ADMISSION}/validatingadmissionpolicybindings`, object: TENANT_CONFINEMENT_BINDING },
-];
+/** A policy and its binding, as the objects tenantgate keeps upstream (kept-objects.ts). */
+export function keptPolicyObjects(policy: { metadata: { name: string } }, binding: { metadata: { name: string } }) {
+  return [
+    { collection: `/apis/${ADMISSION}/validatingadmissionpolicies`, object: policy },
+    { collection: `/apis/${ADMISSION}/validatingadmissionpolicybindings`, object: binding },
+  ];
+}
+
+export const TENANT_CONFINEMENT_BINDING = denyBindingOf(TENANT_CONFINEMENT);
+
+export const TENANT_CONFINEMENT_OBJECTS = keptPolicyObjects(TENANT_CONFINEMENT_POLICY, TENANT_CONFINEMENT_BINDING);

@@ -1,8 +1,13 @@
 // The upstream's own refusal of a tenant pod that would take a platform-critical priority: one shared
 // ValidatingAdmissionPolicy on pods created in any tenant namespace, by a tenant or by a controller from its template.
-// Never matches a namespace without the tenant label, nor anything but a pod's create; no object per tenant.
+// Never matches a namespace without the tenant label, nor anything but a pod's create; no object per tenant. A class
+// its Tenant names (spec.priorityClasses) is the tenant's, critical or not.
 import { TENANT_LABEL } from '../convert/prefix.ts';
 import { HIGHEST_USER_DEFINABLE_PRIORITY } from '../convert/rules/platform-classes.ts';
+import { cel, denyBindingOf, keptPolicyObjects } from './confinement-policy.ts';
+import { allowedClassesAnnotation } from './tenant-classes.ts';
+
+const PRIORITY_ANNOTATION = allowedClassesAnnotation('priorityclasses');
 
 /** Name of the policy and of its binding (no tenant's `<id>-` prefix: `tenant` + `g`). */
 export const TENANT_PRIORITY = 'tenantgate.tenant-priority';
@@ -27,7 +32,11 @@ export const TENANT_PRIORITY_POLICY = {
     },
     validations: [
       {
-        expression: `!has(object.spec.priority) || object.spec.priority <= ${HIGHEST_USER_DEFINABLE_PRIORITY}`,
+        // ... unless the tenant's Tenant names the class (tenant-classes.ts writes the names on its namespaces).
+        expression:
+          `!has(object.spec.priority) || object.spec.priority <= ${HIGHEST_USER_DEFINABLE_PRIORITY} || ` +
+          `(has(object.spec.priorityClassName) && has(namespaceObject.metadata.annotations) && ${cel(PRIORITY_ANNOTATION)} in namespaceObject.metadata.annotations && ` +
+          `object.spec.priorityClassName in namespaceObject.metadata.annotations[${cel(PRIORITY_ANNOTATION)}].split(','))`,
         messageExpression:
           `"tenantgate: priority class " + (has(object.spec.priorityClassName) ? object.spec.priorityClassName : "") + " (priority " + string(object.spec.priority) + ") is the platform's own: a tenant's pods may not take it"`,
         message: "tenantgate: a tenant's pods may not take the platform's critical priority",
@@ -37,14 +46,6 @@ export const TENANT_PRIORITY_POLICY = {
   },
 };
 
-export const TENANT_PRIORITY_BINDING = {
-  apiVersion: ADMISSION,
-  kind: 'ValidatingAdmissionPolicyBinding',
-  metadata: { name: TENANT_PRIORITY },
-  spec: { policyName: TENANT_PRIORITY, validationActions: ['Deny'] },
-};
+export const TENANT_PRIORITY_BINDING = denyBindingOf(TENANT_PRIORITY);
 
-export const TENANT_PRIORITY_OBJECTS = [
-  { collection: `/apis/${ADMISSION}/validatingadmissionpolicies`, object: TENANT_PRIORITY_POLICY },
-  { collection: `/apis/${ADMISSION}/validatingadmissionpolicybindings`, object: TENANT_PRIORITY_BINDING },
-];
+export const TENANT_PRIORITY_OBJECTS = keptPolicyObjects(TENANT_PRIORITY_POLICY, TENANT_PRIORITY_BINDING);

@@ -41,7 +41,7 @@ export interface Tenant {
     /** KubeZoo's numeric id; kept as given, never used to route. */
     id?: number;
     quota?: { hard?: Record<string, string> };
-  };
+  } & { [field in PlatformClassField]?: ClassAllowance };
   status?: {
     online?: boolean;
     conditions?: TenantCondition[];
@@ -49,6 +49,28 @@ export interface Tenant {
     quota?: { hard: Record<string, string>; used: Record<string, string> };
   };
 }
+
+/** A label selector as Kubernetes writes one (metav1.LabelSelector). */
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: { key: string; operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist'; values?: string[] }[];
+}
+
+/** The platform's classes of one kind a tenant may use: those named and those the selector matches. */
+export interface ClassAllowance {
+  allowed?: string[];
+  selector?: LabelSelector;
+}
+
+/** The Tenant spec field of each kind of platform class, and the class kind's collection. */
+export const PLATFORM_CLASS_FIELDS = {
+  priorityClasses: { group: 'scheduling.k8s.io', version: 'v1', resource: 'priorityclasses' },
+  runtimeClasses: { group: 'node.k8s.io', version: 'v1', resource: 'runtimeclasses' },
+  storageClasses: { group: 'storage.k8s.io', version: 'v1', resource: 'storageclasses' },
+  ingressClasses: { group: 'networking.k8s.io', version: 'v1', resource: 'ingressclasses' },
+  deviceClasses: { group: 'resource.k8s.io', version: 'v1', resource: 'deviceclasses' },
+} as const;
+export type PlatformClassField = keyof typeof PLATFORM_CLASS_FIELDS;
 
 /** Why an id cannot be a tenant's, or null when it can. */
 export function invalidTenantId(id: string): string | null {

@@ -3,7 +3,7 @@
 import { invalidField } from '../convert/rules/names.ts';
 import { badRequest } from '../errors/status-error.ts';
 import { parseQuantity } from './quantity.ts';
-import { invalidTenantId, TENANT_API_VERSION, TENANT_GROUP, type Tenant } from './tenant.ts';
+import { invalidTenantId, PLATFORM_CLASS_FIELDS, TENANT_API_VERSION, TENANT_GROUP, type PlatformClassField, type Tenant } from './tenant.ts';
 
 const CONDITION_STATUSES = new Set(['True', 'False', 'Unknown']);
 
@@ -59,6 +59,34 @@ function isPlainObject(value: unknown): value is Record<string, any> {
 
 function isStringMap(value: unknown): boolean {
   return value === undefined || (isPlainObject(value) && Object.values(value).every((v) => typeof v === 'string'));
+}
+
+const SELECTOR_OPERATORS = new Set(['In', 'NotIn', 'Exists', 'DoesNotExist']);
+
+/** What is wrong with a ClassAllowance (`at` is the field below spec.<kind>Classes), or null. */
+function invalidClassAllowance(allowance: unknown): { at: string; value: unknown; why: string } | null {
+  if (!isPlainObject(allowance)) return { at: '', value: allowance, why: 'must be an object with allowed (class names) and selector (a label selector)' };
+  for (const key of Object.keys(allowance)) if (key !== 'allowed' && key !== 'selector') return { at: `.${key}`, value: allowance[key], why: 'unknown field: only allowed and selector' };
+  const { allowed, selector } = allowance;
+  if (allowed !== undefined && !(Array.isArray(allowed) && allowed.every((name) => typeof name === 'string' && name !== ''))) {
+    return { at: '.allowed', value: allowed, why: 'must be a list of class names' };
+  }
+  if (selector === undefined) return null;
+  if (!isPlainObject(selector)) return { at: '.selector', value: selector, why: 'must be a label selector (matchLabels, matchExpressions)' };
+  if (!isStringMap(selector.matchLabels)) return { at: '.selector.matchLabels', value: selector.matchLabels, why: 'must map label keys to values' };
+  const expressions = selector.matchExpressions;
+  if (expressions === undefined) return null;
+  if (!Array.isArray(expressions)) return { at: '.selector.matchExpressions', value: expressions, why: 'must be a list' };
+  for (const [i, expression] of expressions.entries()) {
+    const at = `.selector.matchExpressions[${i}]`;
+    if (!isPlainObject(expression) || typeof expression.key !== 'string' || expression.key === '') return { at: `${at}.key`, value: expression, why: 'a key is required' };
+    if (!SELECTOR_OPERATORS.has(expression.operator)) return { at: `${at}.operator`, value: expression.operator, why: 'must be In, NotIn, Exists or DoesNotExist' };
+    const values = expression.values ?? [];
+    if (!Array.isArray(values) || !values.every((value: unknown) => typeof value === 'string')) return { at: `${at}.values`, value: values, why: 'must be a list of strings' };
+    const needsValues = expression.operator === 'In' || expression.operator === 'NotIn';
+    if (needsValues !== values.length > 0) return { at: `${at}.values`, value: values, why: needsValues ? 'must be non-empty for In and NotIn' : 'must be empty for Exists and DoesNotExist' };
+  }
+  return null;
 }
 
 /**
@@ -117,6 +145,14 @@ export function validateTenant(body: unknown, nameInPath: string | null): Tenant
         if (nano < 0n) throw refuse(field, text, 'must be greater than or equal to 0');
       }
     }
+  }
+  for (const field of Object.keys(PLATFORM_CLASS_FIELDS) as PlatformClassField[]) {
+    if (spec[field] === undefined || spec[field] === null) {
+      delete spec[field];
+      continue;
+    }
+    const why = invalidClassAllowance(spec[field]);
+    if (why !== null) throw refuse(`spec.${field}${why.at}`, JSON.stringify(why.value) ?? '', why.why);
   }
   const status = body.status;
   if (status !== undefined) {

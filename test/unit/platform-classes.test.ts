@@ -41,7 +41,8 @@ t.test("a Deployment's template may name one: the upstream refuses the pods its 
 
 t.test('the upstream policy judges the resolved priority of every pod in a tenant namespace', async (t) => {
   const [validation] = TENANT_PRIORITY_POLICY.spec.validations;
-  t.equal(validation!.expression, `!has(object.spec.priority) || object.spec.priority <= ${HIGHEST_USER_DEFINABLE_PRIORITY}`);
+  t.ok(validation!.expression.startsWith(`!has(object.spec.priority) || object.spec.priority <= ${HIGHEST_USER_DEFINABLE_PRIORITY} || `), 'no priority above the user-definable range ...');
+  t.match(validation!.expression, "object.spec.priorityClassName in namespaceObject.metadata.annotations['tenantgate.kubezoo.io/allowed-priorityclasses'].split(',')", '... unless the namespace lists the class (its Tenant names it)');
   t.same(TENANT_PRIORITY_POLICY.spec.matchConstraints.namespaceSelector, { matchExpressions: [{ key: 'kubezoo.io/tenant', operator: 'Exists' }] });
   t.equal(TENANT_PRIORITY_POLICY.spec.failurePolicy, 'Fail');
 });

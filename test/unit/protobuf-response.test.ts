@@ -291,9 +291,10 @@ t.test("another tenant's objects, and objects referring outside the tenant, are 
 });
 
 t.test('an unchanged object comes back as the very same bytes; kinds without field numbers stay JSON', NEEDS_PROTO, async (t) => {
-  const shared = kindOf('scheduling.k8s.io', 'priorityclasses')!;
-  const body = encodeBody(messages, 'k8s.io.api.core.v1.ConfigMap', { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name: 'high' } });
+  const shared = kindOf('storage.k8s.io', 'csidrivers')!;
+  const body = encodeBody(messages, 'k8s.io.api.core.v1.ConfigMap', { apiVersion: 'storage.k8s.io/v1', kind: 'CSIDriver', metadata: { name: 'driver' } });
   if (shared.tenancy === 'shared-read-only' && shared.rule === 'shared') t.equal(protobufBodyToTenant(body, shared, CTX), body, 'a shared kind reads as it is');
+  t.notOk(protobufResponseSupported(kindOf('scheduling.k8s.io', 'priorityclasses')!, 'scheduling.k8s.io/v1'), 'platform classes stay JSON (each tenant sees the ones it may use)');
   t.notOk(protobufResponseSupported(kindOf('authorization.k8s.io', 'selfsubjectaccessreviews')!, 'authorization.k8s.io/v1'), 'reviews stay JSON');
   t.notOk(protobufResponseSupported(kindOf('', 'nodes')!, 'v1'), 'nodes stay JSON');
   t.notOk(protobufResponseSupported(kindOf('example.com', 'widgets', 'Namespaced', 'Widget')!, 'example.com/v1'), 'custom resources stay JSON');

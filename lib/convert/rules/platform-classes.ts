@@ -1,5 +1,6 @@
 // Which of the platform's priority classes a tenant's pods may take. Priority orders every tenant's pods against each
-// other, so the platform's critical classes (above any class a user may define) are never a tenant's. Never allows them.
+// other, so the platform's critical classes (above any class a user may define) are a tenant's only when its Tenant
+// names them; other classes as its Tenant allows. Never allows a class the Tenant does not.
 import { forbidden } from '../../errors/status-error.ts';
 
 /** The apiserver's bound for a user-defined PriorityClass (HighestUserDefinablePriority): above it, only system classes. */
@@ -8,11 +9,26 @@ export const HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000;
 /** The platform's critical classes: they preempt anything, the control plane's and nodes' own pods included. */
 export const PLATFORM_CRITICAL_PRIORITY_CLASSES: ReadonlySet<string> = new Set(['system-node-critical', 'system-cluster-critical']);
 
-/** The 403 for a pod naming a platform-critical class; nothing for any other value (the apiserver judges the rest). */
-export function refusePlatformPriorityClass(priorityClassName: unknown): void {
-  if (typeof priorityClassName !== 'string' || !PLATFORM_CRITICAL_PRIORITY_CLASSES.has(priorityClassName)) return;
-  throw forbidden(
-    `pods is forbidden: priority class ${JSON.stringify(priorityClassName)} is the platform's own: a tenant's pods may not take it (it would preempt every other tenant's)`,
-    { kind: 'pods' },
-  );
+/**
+ * The 403 for a pod naming a priority class the tenant may not use (`allows`, its Tenant's allowed set; without it,
+ * any class but the platform-critical ones); nothing for any other value (the apiserver judges the rest).
+ */
+export function refusePlatformPriorityClass(priorityClassName: unknown, allows?: (resource: string, name: string) => boolean): void {
+  if (typeof priorityClassName !== 'string' || priorityClassName === '') return;
+  const critical = PLATFORM_CRITICAL_PRIORITY_CLASSES.has(priorityClassName);
+  if (allows?.('priorityclasses', priorityClassName) ?? !critical) return;
+  const why = critical
+    ? "is the platform's own: a tenant's pods may not take it (it would preempt every other tenant's)"
+    : 'is not one of the priority classes this tenant may use';
+  throw forbidden(`pods is forbidden: priority class ${JSON.stringify(priorityClassName)} ${why}`, { kind: 'pods' });
 }
+
+/** Whether a tenant's view leaves out this object of a platform class kind: a class its Tenant does not let it use. */
+export function platformClassHidden(resource: string, object: { metadata?: { name?: unknown } }, allows: ((resource: string, name: string) => boolean) | undefined): boolean {
+  if (allows === undefined || !PLATFORM_CLASS_RESOURCES.has(resource)) return false;
+  const name = object.metadata?.name;
+  return typeof name === 'string' && !allows(resource, name);
+}
+
+/** The platform's class kinds a Tenant's spec restricts (tenants/tenant.ts PLATFORM_CLASS_FIELDS). */
+export const PLATFORM_CLASS_RESOURCES: ReadonlySet<string> = new Set(['priorityclasses', 'runtimeclasses', 'storageclasses', 'ingressclasses', 'deviceclasses']);

@@ -27,6 +27,12 @@ export interface ConvertContext {
    * APIServices follow it, so `kubectl get apiservices` and `kubectl api-versions` agree.
    */
   readonly servesTenantResources?: ((upstreamGroup: string, version: string) => boolean) | undefined;
+  /**
+   * Whether the tenant may use the platform's class `name` of `resource` (priorityclasses, runtimeclasses,
+   * storageclasses, ingressclasses, deviceclasses): what its Tenant allows. Absent: every class but the two critical
+   * priority classes. The tenant's views of those kinds show only what it may use.
+   */
+  readonly allowsPlatformClass?: ((resource: string, name: string) => boolean) | undefined;
 }
 
 /**

@@ -90,7 +90,7 @@ const podTemplates = templatesRule({ labelled: [], podSpecs: [['spec']] });
 /** A pod is refused a platform-critical priority class; a template naming one is not (its pods are, upstream: tenants/priority-policy.ts). */
 export const pod: KindRule = {
   toUpstream(obj, ctx) {
-    refusePlatformPriorityClass(objectAt(obj, 'spec')?.priorityClassName);
+    refusePlatformPriorityClass(objectAt(obj, 'spec')?.priorityClassName, ctx.allowsPlatformClass);
     return podTemplates.toUpstream(obj, ctx);
   },
   toTenant: (obj, ctx) => podTemplates.toTenant(obj, ctx),

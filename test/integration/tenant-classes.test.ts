@@ -1,0 +1,176 @@
+// The platform's classes per tenant (Tenant spec.priorityClasses, storageClasses, ...): a tenant sees only the classes
+// it may use, its pods and PVCs naming another are refused by tenantgate and by the upstream itself (a Deployment's
+// pods included), a class its selector comes to match is its own within seconds, and it cannot widen its own set.
+import t from 'tap';
+import { TENANTS_PATH } from '../../lib/tenants/tenant.ts';
+import { upstreamJson } from '../../lib/upstream/client.ts';
+import { connectH2, credentialsOf, h2Request } from '../helpers/http.ts';
+import { startStack, type Stack } from '../helpers/stack.ts';
+import { createTestTenant, withClient, type TestTenant } from '../helpers/tenants.ts';
+
+type Json = Record<string, any>;
+
+const WAIT_MS = 30_000;
+
+let stack: Stack;
+let alpha: TestTenant; // priority: tg-low only; storage: tier=gold
+let bravo: TestTenant; // nothing set
+let charlie: TestTenant; // priority: system-cluster-critical named
+
+const pod = (name: string, priorityClassName?: string) =>
+  JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { ...(priorityClassName && { priorityClassName }), containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] } });
+const claim = (name: string, storageClassName: string) =>
+  JSON.stringify({ apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name }, spec: { storageClassName, accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } });
+
+async function ok(tenant: TestTenant, args: string[], input?: string): Promise<string> {
+  const r = await tenant.kubectl(args, { input });
+  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} as ${tenant.id}: ${r.stderr}`);
+  return r.stdout;
+}
+
+async function direct(args: string[], input?: string): Promise<string> {
+  const r = await stack.kubectlDirect(args, { input });
+  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} upstream: ${r.stderr}`);
+  return r.stdout;
+}
+
+async function patchTenant(id: string, spec: Json): Promise<{ status: number; body: any }> {
+  return withClient(stack.adminKubeconfig, (pool) => upstreamJson(pool, 'PATCH', `${TENANTS_PATH}/${id}`, { spec }, { 'content-type': 'application/merge-patch+json' }));
+}
+
+async function until<T>(what: string, check: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + WAIT_MS;
+  for (;;) {
+    const got = await check();
+    if (got !== undefined) return got;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${WAIT_MS} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+const names = async (tenant: TestTenant, resource: string) => (await ok(tenant, ['get', resource, '-o', 'name'])).trim().split('\n').filter(Boolean).map((line) => line.slice(line.indexOf('/') + 1)).sort();
+
+t.before(async () => {
+  stack = await startStack();
+  const classes = [
+    { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name: 'tg-low', labels: { tier: 'low' } }, value: 100 },
+    { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name: 'tg-high', labels: { tier: 'high' } }, value: 1000 },
+    { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'gold', labels: { tier: 'gold' } }, provisioner: 'example.com/none' },
+    { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'silver', labels: { tier: 'silver' } }, provisioner: 'example.com/none' },
+  ];
+  await direct(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: classes }));
+  alpha = await createTestTenant(stack, 'clalfa');
+  bravo = await createTestTenant(stack, 'clbrav');
+  charlie = await createTestTenant(stack, 'clchar');
+  for (const [tenant, spec] of [
+    [alpha, { priorityClasses: { allowed: ['tg-low'] }, storageClasses: { selector: { matchLabels: { tier: 'gold' } } } }],
+    [charlie, { priorityClasses: { allowed: ['system-cluster-critical', 'tg-low'] } }],
+  ] as const) {
+    const patched = await patchTenant(tenant.id, spec);
+    if (patched.status !== 200) throw new Error(`patching ${tenant.id}: ${patched.status} ${JSON.stringify(patched.body).slice(0, 300)}`);
+  }
+  // Written on its namespaces by tenantgate: the upstream's policy reads them.
+  await until('alpha\'s namespace default carries its classes', async () => {
+    const namespace = JSON.parse(await direct(['get', 'namespace', `${alpha.id}-default`, '-o', 'json']));
+    return namespace.metadata.annotations?.['tenantgate.kubezoo.io/allowed-storageclasses'] === 'gold' ? true : undefined;
+  });
+});
+t.teardown(async () => {
+  await stack?.stop();
+});
+
+t.test('each tenant lists, gets and watches only the classes it may use', async (t) => {
+  t.same(await names(alpha, 'priorityclasses'), ['tg-low'], 'alpha: its one priority class');
+  t.same(await names(alpha, 'storageclasses'), ['gold'], 'alpha: the storage classes its selector matches');
+  const hidden = await alpha.kubectl(['get', 'priorityclass', 'tg-high']);
+  t.not(hidden.code, 0, 'a class it may not use is not found');
+  t.match(hidden.stderr, /NotFound|not found/);
+  const bravoClasses = await names(bravo, 'priorityclasses');
+  t.ok(bravoClasses.includes('tg-high') && bravoClasses.includes('tg-low'), 'bravo, with nothing set: the platform\'s classes');
+  t.notOk(bravoClasses.includes('system-cluster-critical'), 'but not the critical ones');
+  t.same(await names(charlie, 'priorityclasses'), ['system-cluster-critical', 'tg-low'], 'charlie: the critical class its Tenant names');
+  // A typed client asks for protobuf first: it is answered in JSON, filtered alike.
+  const session = connectH2(credentialsOf(alpha.kubeconfig));
+  try {
+    const listed = await h2Request(session, 'GET', '/apis/scheduling.k8s.io/v1/priorityclasses', { headers: { accept: 'application/vnd.kubernetes.protobuf, application/json' } });
+    t.equal(listed.status, 200);
+    t.match(String(listed.headers['content-type']), /application\/json/, 'in JSON');
+    t.same((listed.json().items as Json[]).map((item) => item.metadata.name), ['tg-low'], 'the protobuf-first list: its one class');
+  } finally {
+    session.close();
+  }
+});
+
+t.test('a pod naming a class its tenant may not use is refused, in its words; another tenant\'s is admitted', async (t) => {
+  const refused = await alpha.kubectl(['create', '-f', '-'], { input: pod('p-high', 'tg-high') });
+  t.not(refused.code, 0, 'alpha: tg-high refused');
+  t.match(refused.stderr, /tg-high.*not one of the priority classes this tenant may use/);
+  t.notMatch(refused.stderr, /clalfa-/, 'no upstream names');
+  await ok(alpha, ['create', '-f', '-'], pod('p-low', 'tg-low'));
+  await ok(bravo, ['create', '-f', '-'], pod('p-high', 'tg-high'));
+  t.pass('alpha\'s tg-low pod and bravo\'s tg-high pod (same name) admitted');
+  await ok(charlie, ['create', '-f', '-'], pod('p-critical', 'system-cluster-critical'));
+  const upstream = JSON.parse(await direct(['get', 'pod', 'p-critical', '-n', `${charlie.id}-default`, '-o', 'json']));
+  t.equal(upstream.spec.priority, 2_000_000_000, 'charlie\'s Tenant names system-cluster-critical: its pod has it');
+  const bravoCritical = await bravo.kubectl(['create', '-f', '-'], { input: pod('p-critical', 'system-cluster-critical') });
+  t.not(bravoCritical.code, 0, 'bravo (nothing named) still may not');
+});
+
+t.test('a Deployment\'s pods are refused upstream too, and its ReplicaSet says why', async (t) => {
+  const deployment = {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'high' },
+    spec: { replicas: 2, selector: { matchLabels: { app: 'high' } }, template: { metadata: { labels: { app: 'high' } }, spec: { priorityClassName: 'tg-high', containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] } } },
+  };
+  await ok(alpha, ['apply', '-f', '-'], JSON.stringify(deployment));
+  const failure = await until('the ReplicaSet\'s ReplicaFailure condition', async () => {
+    const replicaSets = JSON.parse(await ok(alpha, ['get', 'replicasets', '-l', 'app=high', '-o', 'json'])).items as Json[];
+    return replicaSets.flatMap((rs) => (rs.status?.conditions ?? []) as Json[]).find((condition) => condition.type === 'ReplicaFailure');
+  });
+  t.match(failure.message, /tg-high is not one of the priority classes this tenant may use/, 'the upstream policy\'s words');
+  t.notMatch(failure.message, /clalfa-/, 'in the tenant\'s names');
+  const pods = JSON.parse(await direct(['get', 'pods', '-n', `${alpha.id}-default`, '-l', 'app=high', '-o', 'json'])).items as Json[];
+  t.equal(pods.length, 0, 'no pod of it upstream');
+  await ok(alpha, ['delete', 'deployment', 'high']);
+});
+
+t.test('a PVC naming a storage class outside the selector is refused; a class labelled into it is allowed within seconds', async (t) => {
+  const refused = await alpha.kubectl(['create', '-f', '-'], { input: claim('data', 'silver') });
+  t.not(refused.code, 0, 'silver refused');
+  t.match(refused.stderr, /storage class silver is not one of the storage classes this tenant may use/);
+  await ok(alpha, ['create', '-f', '-'], claim('data', 'gold'));
+  await ok(bravo, ['create', '-f', '-'], claim('data', 'silver'));
+  t.pass('gold for alpha, silver for bravo (nothing set), same claim name');
+  await direct(['label', 'storageclass', 'silver', 'tier=gold', '--overwrite']);
+  await until('silver is alpha\'s to see', async () => ((await names(alpha, 'storageclasses')).includes('silver') ? true : undefined));
+  await until('silver is alpha\'s to use', async () => ((await alpha.kubectl(['create', '-f', '-'], { input: claim('more', 'silver') })).code === 0 ? true : undefined));
+  t.pass('relabelled upstream: alpha lists and uses silver');
+});
+
+t.test('a tenant cannot widen its own classes: the annotations on its namespaces are the platform\'s', async (t) => {
+  const widened = await alpha.kubectl(['annotate', 'namespace', 'default', 'tenantgate.kubezoo.io/allowed-priorityclasses=tg-high', '--overwrite']);
+  t.not(widened.code, 0, 'overwriting refused');
+  t.match(widened.stderr, /only the platform changes/);
+  const removed = await alpha.kubectl(['annotate', 'namespace', 'default', 'tenantgate.kubezoo.io/allowed-priorityclasses-']);
+  t.not(removed.code, 0, 'removing refused');
+  const created = await alpha.kubectl(['create', '-f', '-'], {
+    input: JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'sneaky', annotations: { 'tenantgate.kubezoo.io/allowed-priorityclasses': 'tg-high' } } }),
+  });
+  t.not(created.code, 0, 'a new namespace carrying one refused');
+  await ok(alpha, ['create', 'namespace', 'late']);
+  const late = await alpha.kubectl(['create', '-n', 'late', '-f', '-'], { input: pod('p-high', 'tg-high') });
+  t.not(late.code, 0, 'a namespace made now holds the tenant\'s classes from its first pod');
+});
+
+t.test('a malformed allowance is refused when the Tenant is written (400 naming the field)', async (t) => {
+  for (const [spec, field] of [
+    [{ priorityClasses: { allowed: 'tg-low' } }, 'spec.priorityClasses.allowed'],
+    [{ storageClasses: { selector: { matchExpressions: [{ key: 'tier', operator: 'Near', values: ['x'] }] } } }, 'spec.storageClasses.selector.matchExpressions[0].operator'],
+    [{ runtimeClasses: { names: ['x'] } }, 'spec.runtimeClasses.names'],
+  ] as const) {
+    const answer = await patchTenant(bravo.id, spec);
+    t.equal(answer.status, 400, `${JSON.stringify(spec)}: 400`);
+    t.match(String(answer.body?.message), field, 'naming the field');
+  }
+});

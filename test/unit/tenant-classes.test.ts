@@ -1,0 +1,61 @@
+// Which platform classes a Tenant allows: names listed, classes its label selector matches, and the namespace
+// annotations the upstream's class policy reads; with nothing set, every class but the two critical priority classes.
+import t from 'tap';
+import { platformClassHidden, refusePlatformPriorityClass } from '../../lib/convert/rules/platform-classes.ts';
+import { allowedNames, classAnnotationsOf } from '../../lib/tenants/tenant-classes.ts';
+import type { Tenant } from '../../lib/tenants/tenant.ts';
+import type { StatusError } from '../../lib/errors/status-error.ts';
+
+const storage = new Map<string, Record<string, string>>([
+  ['gold', { tier: 'gold', zone: 'a' }],
+  ['silver', { tier: 'silver' }],
+  ['bronze', {}],
+]);
+
+t.test('allowedNames: the names listed, and those the selector matches', async (t) => {
+  t.same([...allowedNames({ allowed: ['bronze'] }, storage)], ['bronze']);
+  t.same([...allowedNames({ selector: { matchLabels: { tier: 'gold' } } }, storage)], ['gold']);
+  t.same([...allowedNames({ selector: { matchExpressions: [{ key: 'tier', operator: 'In', values: ['gold', 'silver'] }] } }, storage)].sort(), ['gold', 'silver']);
+  t.same([...allowedNames({ selector: { matchExpressions: [{ key: 'tier', operator: 'DoesNotExist' }] } }, storage)], ['bronze']);
+  t.same([...allowedNames({ selector: { matchExpressions: [{ key: 'tier', operator: 'NotIn', values: ['gold'] }] } }, storage)].sort(), ['bronze', 'silver'], 'NotIn: no such label counts');
+  t.same([...allowedNames({ allowed: ['platinum'] }, storage)], ['platinum'], 'a name listed before its class exists');
+  t.same([...allowedNames({}, storage)], [], 'an empty allowance allows nothing');
+  t.same([...allowedNames({ selector: {} }, storage)].sort(), ['bronze', 'gold', 'silver'], 'an empty selector matches every class, as in Kubernetes');
+});
+
+t.test('classAnnotationsOf: one annotation per restricted kind, sorted; null (removed) for the others', async (t) => {
+  const tenant = { spec: { priorityClasses: { allowed: ['b', 'a'] }, storageClasses: { selector: { matchLabels: { tier: 'gold' } } } } } as unknown as Tenant;
+  const annotations = classAnnotationsOf(tenant, new Map([['storageclasses', storage]]));
+  t.same(annotations, {
+    'tenantgate.kubezoo.io/allowed-priorityclasses': 'a,b',
+    'tenantgate.kubezoo.io/allowed-runtimeclasses': null,
+    'tenantgate.kubezoo.io/allowed-storageclasses': 'gold',
+    'tenantgate.kubezoo.io/allowed-ingressclasses': null,
+    'tenantgate.kubezoo.io/allowed-deviceclasses': null,
+  });
+  const nothing = classAnnotationsOf({ spec: { priorityClasses: { allowed: [] } } } as unknown as Tenant, new Map());
+  t.equal(nothing['tenantgate.kubezoo.io/allowed-priorityclasses'], '', 'allowing nothing is an empty list, not no restriction');
+});
+
+t.test('refusePlatformPriorityClass: the tenant\'s set when it has one, else anything but the critical classes', async (t) => {
+  const only = (allowed: string[]) => (resource: string, name: string) => resource === 'priorityclasses' && allowed.includes(name);
+  t.doesNotThrow(() => refusePlatformPriorityClass('tg-high'), 'no set: a platform class');
+  t.throws(() => refusePlatformPriorityClass('system-node-critical'), { code: 403 }, 'no set: never a critical class');
+  t.doesNotThrow(() => refusePlatformPriorityClass(undefined, only([])), 'no class named: nothing to judge');
+  t.doesNotThrow(() => refusePlatformPriorityClass('system-cluster-critical', only(['system-cluster-critical'])), 'a critical class its Tenant names');
+  try {
+    refusePlatformPriorityClass('tg-high', only(['tg-low']));
+    t.fail('tg-high is not the tenant\'s');
+  } catch (error) {
+    t.equal((error as StatusError).code, 403);
+    t.match((error as StatusError).message, /"tg-high" is not one of the priority classes this tenant may use/);
+  }
+});
+
+t.test('platformClassHidden: only class kinds, only what the tenant may not use', async (t) => {
+  const allows = (resource: string, name: string) => !(resource === 'storageclasses' && name === 'silver');
+  t.equal(platformClassHidden('storageclasses', { metadata: { name: 'silver' } }, allows), true);
+  t.equal(platformClassHidden('storageclasses', { metadata: { name: 'gold' } }, allows), false);
+  t.equal(platformClassHidden('nodes', { metadata: { name: 'silver' } }, () => false), false, 'not a class kind');
+  t.equal(platformClassHidden('storageclasses', { metadata: { name: 'silver' } }, undefined), false, 'no tenant classes known: shown');
+});
