@@ -2,14 +2,12 @@
 // not allow: one shared ValidatingAdmissionPolicy reading the allowed names from the namespace's annotations
 // (tenant-classes.ts), so it holds for objects a controller makes from a tenant's template too. Never matches a
 // namespace without the tenant label, nor one that restricts nothing (no annotation): no object per tenant.
-import { TENANT_LABEL } from '../convert/prefix.ts';
-import { cel, denyBindingOf, keptPolicyObjects } from './confinement-policy.ts';
+import { cel, denyBindingOf, keptPolicyObjects, tenantNamespacesPolicy } from './confinement-policy.ts';
 import { allowedClassesAnnotation, ALLOWED_CLASSES_ANNOTATIONS } from './tenant-classes.ts';
 
 /** Name of the policy and of its binding (no tenant's `<id>-` prefix: `tenant` + `g`). */
 export const TENANT_CLASSES = 'tenantgate.tenant-classes';
 
-const ADMISSION = 'admissionregistration.k8s.io/v1';
 const ANNOTATIONS = 'namespaceObject.metadata.annotations';
 
 /** CEL: `name` (an expression of a string) is allowed by the namespace's annotation for `resource`, or the namespace restricts nothing of it. */
@@ -30,22 +28,14 @@ function refusal(resource: string, kind: string, field: string, name: string) {
 /** A string field that may be absent or empty: then nothing to check. */
 const named = (path: string) => `has(${path}) && ${path} != ''`;
 
-export const TENANT_CLASSES_POLICY = {
-  apiVersion: ADMISSION,
-  kind: 'ValidatingAdmissionPolicy',
-  metadata: { name: TENANT_CLASSES },
-  spec: {
-    failurePolicy: 'Fail',
-    matchConstraints: {
-      matchPolicy: 'Equivalent',
-      namespaceSelector: { matchExpressions: [{ key: TENANT_LABEL, operator: 'Exists' }] },
-      objectSelector: {},
-      resourceRules: [
-        { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods', 'persistentvolumeclaims'], scope: 'Namespaced' },
-        { apiGroups: ['networking.k8s.io'], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['ingresses'], scope: 'Namespaced' },
-        { apiGroups: ['resource.k8s.io'], apiVersions: ['v1'], operations: ['CREATE'], resources: ['resourceclaims'], scope: 'Namespaced' },
-      ],
-    },
+export const TENANT_CLASSES_POLICY = tenantNamespacesPolicy(
+  TENANT_CLASSES,
+  [
+    { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods', 'persistentvolumeclaims'], scope: 'Namespaced' },
+    { apiGroups: ['networking.k8s.io'], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['ingresses'], scope: 'Namespaced' },
+    { apiGroups: ['resource.k8s.io'], apiVersions: ['v1'], operations: ['CREATE'], resources: ['resourceclaims'], scope: 'Namespaced' },
+  ],
+  {
     // (Not a match condition: those cannot read namespaceObject.) A namespace that restricts nothing passes at once.
     variables: [
       { name: 'resource', expression: 'request.resource.resource' },
@@ -80,7 +70,7 @@ export const TENANT_CLASSES_POLICY = {
       },
     ],
   },
-};
+);
 
 export const TENANT_CLASSES_BINDING = denyBindingOf(TENANT_CLASSES);
 

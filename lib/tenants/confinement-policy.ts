@@ -154,6 +154,28 @@ export const TENANT_CONFINEMENT_POLICY = {
   },
 };
 
+/**
+ * A policy of tenantgate's over the writes `resourceRules` name in every tenant namespace (the tenant label), whoever
+ * makes them: a tenant, or a controller from its template. `checks`: its variables and validations.
+ */
+export function tenantNamespacesPolicy<Checks extends { variables?: object[]; validations: object[] }>(name: string, resourceRules: readonly object[], checks: Checks) {
+  return {
+    apiVersion: ADMISSION,
+    kind: 'ValidatingAdmissionPolicy',
+    metadata: { name },
+    spec: {
+      failurePolicy: 'Fail',
+      matchConstraints: {
+        matchPolicy: 'Equivalent',
+        namespaceSelector: { matchExpressions: [{ key: TENANT_LABEL, operator: 'Exists' }] },
+        objectSelector: {},
+        resourceRules,
+      },
+      ...checks,
+    },
+  };
+}
+
 /** The binding that puts a policy of tenantgate's in force (Deny), named as the policy. */
 export function denyBindingOf(policyName: string) {
   return {

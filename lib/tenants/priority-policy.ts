@@ -2,9 +2,8 @@
 // ValidatingAdmissionPolicy on pods created in any tenant namespace, by a tenant or by a controller from its template.
 // Never matches a namespace without the tenant label, nor anything but a pod's create; no object per tenant. A class
 // its Tenant names (spec.priorityClasses) is the tenant's, critical or not.
-import { TENANT_LABEL } from '../convert/prefix.ts';
 import { HIGHEST_USER_DEFINABLE_PRIORITY } from '../convert/rules/platform-classes.ts';
-import { cel, denyBindingOf, keptPolicyObjects } from './confinement-policy.ts';
+import { cel, denyBindingOf, keptPolicyObjects, tenantNamespacesPolicy } from './confinement-policy.ts';
 import { allowedClassesAnnotation } from './tenant-classes.ts';
 
 const PRIORITY_ANNOTATION = allowedClassesAnnotation('priorityclasses');
@@ -12,24 +11,14 @@ const PRIORITY_ANNOTATION = allowedClassesAnnotation('priorityclasses');
 /** Name of the policy and of its binding (no tenant's `<id>-` prefix: `tenant` + `g`). */
 export const TENANT_PRIORITY = 'tenantgate.tenant-priority';
 
-const ADMISSION = 'admissionregistration.k8s.io/v1';
-
 /**
  * Priority admission resolves a pod's class to `spec.priority` before validation, so the policy judges the number: no
  * class above the user-definable range (the platform's `system-*-critical`), whatever its name or how it was asked for.
  */
-export const TENANT_PRIORITY_POLICY = {
-  apiVersion: ADMISSION,
-  kind: 'ValidatingAdmissionPolicy',
-  metadata: { name: TENANT_PRIORITY },
-  spec: {
-    failurePolicy: 'Fail',
-    matchConstraints: {
-      matchPolicy: 'Equivalent',
-      namespaceSelector: { matchExpressions: [{ key: TENANT_LABEL, operator: 'Exists' }] },
-      objectSelector: {},
-      resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'], scope: 'Namespaced' }],
-    },
+export const TENANT_PRIORITY_POLICY = tenantNamespacesPolicy(
+  TENANT_PRIORITY,
+  [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'], scope: 'Namespaced' }],
+  {
     validations: [
       {
         // ... unless the tenant's Tenant names the class (tenant-classes.ts writes the names on its namespaces).
@@ -44,7 +33,7 @@ export const TENANT_PRIORITY_POLICY = {
       },
     ],
   },
-};
+);
 
 export const TENANT_PRIORITY_BINDING = denyBindingOf(TENANT_PRIORITY);
 

@@ -1,9 +1,9 @@
 // Which platform classes a Tenant allows: names listed, classes its label selector matches, and the namespace
 // annotations the upstream's class policy reads; with nothing set, every class but the two critical priority classes.
 import t from 'tap';
-import { platformClassHidden, refusePlatformPriorityClass } from '../../lib/convert/rules/platform-classes.ts';
+import { PLATFORM_CLASS_RESOURCES, platformClassHidden, refusePlatformPriorityClass } from '../../lib/convert/rules/platform-classes.ts';
 import { allowedNames, classAnnotationsOf } from '../../lib/tenants/tenant-classes.ts';
-import type { Tenant } from '../../lib/tenants/tenant.ts';
+import { PLATFORM_CLASS_FIELDS, type Tenant } from '../../lib/tenants/tenant.ts';
 import type { StatusError } from '../../lib/errors/status-error.ts';
 
 const storage = new Map<string, Record<string, string>>([
@@ -58,4 +58,8 @@ t.test('platformClassHidden: only class kinds, only what the tenant may not use'
   t.equal(platformClassHidden('storageclasses', { metadata: { name: 'gold' } }, allows), false);
   t.equal(platformClassHidden('nodes', { metadata: { name: 'silver' } }, () => false), false, 'not a class kind');
   t.equal(platformClassHidden('storageclasses', { metadata: { name: 'silver' } }, undefined), false, 'no tenant classes known: shown');
+});
+
+t.test('the class kinds a Tenant restricts are the ones its views filter (two lists, one per layer)', async (t) => {
+  t.same([...PLATFORM_CLASS_RESOURCES].sort(), Object.values(PLATFORM_CLASS_FIELDS).map((kind) => kind.resource).sort());
 });
