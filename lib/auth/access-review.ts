@@ -9,7 +9,7 @@ import { forbidden, StatusError, upstreamUnavailable } from '../errors/status-er
 import { upstreamJson } from '../upstream/client.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import type { UpstreamIdentity } from './impersonation.ts';
-import { decideAtClusterScope, upstreamTenantRbacSource, type ClusterScopeQuestion, type RbacDecision } from './tenant-rbac.ts';
+import { decideAtClusterScope, rulesAtClusterScope, upstreamTenantRbacSource, type ClusterScopeQuestion, type PolicyRule, type RbacDecision } from './tenant-rbac.ts';
 
 /** A SubjectAccessReview's resource attributes, in the upstream's names (namespace '': the cluster scope). */
 export interface ResourceAttributes {
@@ -42,11 +42,28 @@ export function clusterScopeQuestion(identity: Pick<UpstreamIdentity, 'user' | '
   return { user: identity.user, groups: identity.groups, resourceAttributes: name === '' ? { verb, group, resource } : { verb, group, resource, name } };
 }
 
+/** The rules RBAC's escalation check compares (upstream names); each throws when it cannot say. */
+export interface ClusterScopeRules {
+  /** Every rule the tenant's ClusterRoleBindings grant an identity. */
+  held(tenant: TenantId, identity: Pick<UpstreamIdentity, 'user' | 'groups'>): Promise<PolicyRule[]>;
+  /** A ClusterRole's rules; null when there is no such role. */
+  ofRole(name: string): Promise<readonly PolicyRule[] | null>;
+}
+
 /** tenantgate's own evaluation of the tenant's RBAC, its bindings and roles read from the upstream when asked. */
 export function tenantRbacReviewer(pool: UpstreamPool): ClusterScopeReviewer {
   const source = upstreamTenantRbacSource(pool);
   return (tenant, question) => decideAtClusterScope(source, tenant, question);
 }
+
+/** The rules an identity holds at its tenant's cluster scope, read from the upstream when asked (escalation checks). */
+export function tenantRbacRules(pool: UpstreamPool): ClusterScopeRules {
+  const source = upstreamTenantRbacSource(pool);
+  return { held: (tenant, identity) => rulesAtClusterScope(source, tenant, identity), ofRole: (name) => source.clusterRoleRules(name) };
+}
+
+/** Without a source: nobody holds anything, no role exists (every grant then needs escalate or bind). */
+const NO_RULES: ClusterScopeRules = { held: () => Promise.resolve([]), ofRole: () => Promise.resolve(null) };
 
 /** The cache key: the tenant, the whole identity and the whole question, unambiguously (JSON, not a joined string). */
 export function accessCacheKey(tenant: TenantId, identity: UpstreamIdentity, verb: string, group: string, resource: string, name = ''): string {
@@ -91,14 +108,16 @@ export function readForbidden(user: string, verb: string, group: string, resourc
 export class AccessReviews {
   readonly #review: AccessReviewer;
   readonly #clusterScope: ClusterScopeReviewer;
+  readonly #clusterScopeRules: ClusterScopeRules;
   readonly #cache: LRUCache<string, boolean, unknown>;
   readonly #deniedTtlMs: number;
   /** Questions under way: many requests of one caller at once are decided once. */
   readonly #asking = new Map<string, Promise<boolean>>();
 
-  constructor(review: AccessReviewer, clusterScope: ClusterScopeReviewer, options: AccessCacheOptions = {}) {
+  constructor(review: AccessReviewer, clusterScope: ClusterScopeReviewer, options: AccessCacheOptions = {}, clusterScopeRules: ClusterScopeRules = NO_RULES) {
     this.#review = review;
     this.#clusterScope = clusterScope;
+    this.#clusterScopeRules = clusterScopeRules;
     this.#deniedTtlMs = options.deniedTtlMs ?? 1_000;
     this.#cache = new LRUCache({ max: options.maxEntries ?? 10_000, ttl: options.allowedTtlMs ?? 5_000 });
   }
@@ -118,6 +137,16 @@ export class AccessReviews {
    */
   clusterScopeReview(tenant: TenantId, question: ClusterScopeQuestion): Promise<RbacDecision> {
     return this.#clusterScope(tenant, question);
+  }
+
+  /** Every rule the tenant's ClusterRoleBindings grant `identity` (upstream names), for RBAC's escalation check. Not cached. */
+  clusterScopeRules(tenant: TenantId, identity: Pick<UpstreamIdentity, 'user' | 'groups'>): Promise<PolicyRule[]> {
+    return this.#clusterScopeRules.held(tenant, identity);
+  }
+
+  /** A ClusterRole's rules by its upstream name (null: no such role), for RBAC's escalation check. Not cached. */
+  roleRules(name: string): Promise<readonly PolicyRule[] | null> {
+    return this.#clusterScopeRules.ofRole(name);
   }
 
   /**

@@ -63,6 +63,15 @@ export function withClusterScopeGroup<T extends { user: string; groups: string[]
   return { ...identity, groups: [...identity.groups, TENANT_CLUSTER_SCOPE_GROUP] };
 }
 
+/**
+ * The form of a tenant user's request with the cluster-scope group added: a write at the cluster scope that the
+ * tenant's own RBAC (its ClusterRoleBindings, which upstream RBAC never sees) allowed, and which the confinement
+ * policy still confines to the tenant's objects.
+ */
+export function withGrantedClusterScope(form: UpstreamIdentity): UpstreamIdentity {
+  return form.groups.includes(TENANT_CLUSTER_SCOPE_GROUP) ? form : { ...form, groups: [...form.groups, TENANT_CLUSTER_SCOPE_GROUP] };
+}
+
 function fullUpstreamIdentity(identity: Identity): UpstreamIdentity {
   const { tenant } = identity;
   if (tenant === null) return identity;

@@ -143,6 +143,21 @@ export async function decideAtClusterScope(source: TenantRbacSource, tenant: Ten
   return NOT_ALLOWED;
 }
 
+/**
+ * Every rule the tenant's ClusterRoleBindings grant the identity (upstream names): what RBAC's escalation check calls
+ * the user's own at the cluster scope (rbac-escalation.ts). Throws when the upstream cannot be read.
+ */
+export async function rulesAtClusterScope(source: TenantRbacSource, tenant: TenantId, identity: Pick<ClusterScopeQuestion, 'user' | 'groups'>): Promise<PolicyRule[]> {
+  const rules: PolicyRule[] = [];
+  for (const binding of await source.bindings(tenant)) {
+    if (!isTenantClusterBinding(binding, tenant) || !(binding.subjects ?? []).some((subject) => subjectApplies(subject, identity, tenant))) continue;
+    const roleRef = binding.roleRef;
+    if (roleRef?.kind !== 'ClusterRole' || toTenantName(roleRef.name, tenant) === null) continue;
+    rules.push(...((await source.clusterRoleRules(roleRef.name)) ?? []));
+  }
+  return rules;
+}
+
 const CLUSTER_ROLES = '/apis/rbac.authorization.k8s.io/v1/clusterroles';
 
 /** The tenant's bindings and roles read from the upstream when asked (a label-selected list, a GET per bound role). */

@@ -62,6 +62,13 @@ export abstract class RequestContext {
    * converted to the tenant's view.
    */
   asTenantgate = false;
+  /**
+   * A write at the cluster scope that the tenant's own RBAC allowed a user other than its admin: made with the
+   * cluster-scope group, which upstream RBAC grants (lib/request/cluster-scope-writes.ts).
+   */
+  grantedClusterScope = false;
+  /** With it, for a ClusterRole or ClusterRoleBinding write: RBAC's escalation check, once the body is converted. */
+  confirmsNoEscalation = false;
   /** The flow-control seat the request holds (tenants only), given back when the response closes. */
   seat: Seat | null = null;
   /** The upstream request's target and headers, once built; its body (null: none, or streamed from the client). */

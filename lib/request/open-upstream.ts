@@ -3,7 +3,7 @@
 // pooled session. A client that goes away cancels it; an upstream that fails before answering becomes a 503 Status.
 import http2, { type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
 import { performance } from 'node:perf_hooks';
-import { upstreamIdentityOf } from '../auth/impersonation.ts';
+import { upstreamIdentityOf, withGrantedClusterScope } from '../auth/impersonation.ts';
 import type { TenantId } from '../convert/prefix.ts';
 import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
 import { upstreamNonResourcePath, upstreamResourceTarget } from '../convert/request.ts';
@@ -33,7 +33,8 @@ export function prepareUpstreamRequestStage(conversions: TenantConversions): Sta
   return (ctx) => {
     const identity = ctx.identity!;
     // A tenant's answers are converted: their bodies must arrive uncompressed, and their length changes.
-    const headers = upstreamRequestHeaders(ctx.headers, upstreamIdentityOf(identity, ctx.info), pool, ctx.converts);
+    const form = upstreamIdentityOf(identity, ctx.info);
+    const headers = upstreamRequestHeaders(ctx.headers, ctx.grantedClusterScope ? withGrantedClusterScope(form) : form, pool, ctx.converts);
     ctx.upstreamHeaders = headers;
     ctx.upstreamMethod = ctx.method;
     if (!ctx.converts) {

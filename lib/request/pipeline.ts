@@ -9,6 +9,7 @@ import type { Duplex } from 'node:stream';
 import { readForbidden, type AccessReviews } from '../auth/access-review.ts';
 import { authenticateCaller } from '../auth/authenticate.ts';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
+import { authorizeClusterScopeWrites, confirmNoEscalationStage } from './cluster-scope-writes.ts';
 import { authorizeImpersonation, requestedImpersonation } from '../auth/requested-impersonation.ts';
 import type { Identity } from '../auth/identity.ts';
 import type { ServiceAccountTokens } from '../auth/service-account-tokens.ts';
@@ -232,6 +233,8 @@ export function buildPipeline(deps: PipelineDeps): Stage[] {
     { name: 'admit', run: admit },
     // After admit: hidden and shared kinds are answered before any question reaches the upstream.
     { name: 'authorize reads at the cluster scope', run: authorizeClusterScopeReads(access) },
+    // A tenant user's write there that its tenant's ClusterRoleBindings allow (upstream RBAC never sees those).
+    { name: 'authorize writes at the cluster scope', run: authorizeClusterScopeWrites(access) },
     // After admission: an upgrade is converted and checked exactly as the same request without Upgrade would be.
     { name: 'upgrade exec, attach, port-forward and proxy', run: upgradeStage(upstream) },
     // After every check a request would pass on its way upstream; it answers from tenantgate's own copy instead.
@@ -240,6 +243,8 @@ export function buildPipeline(deps: PipelineDeps): Stage[] {
     // Objects upstream controllers made without the tenant label: one list per tenant namespace, merged.
     { name: 'list across namespaces', run: listAcrossNamespacesStage(conversions) },
     { name: 'convert request body', run: convertRequestBodyStage(conversions) },
+    // A ClusterRole or ClusterRoleBinding such a write grants: only what the user holds (RBAC's escalation check).
+    { name: 'confirm no escalation', run: confirmNoEscalationStage(conversions) },
     { name: 'open upstream', run: openUpstreamStage(conversions) },
     // Last: the answer is picked from a table of response converters when the upstream's head arrives.
     { name: 'answer', run: answerStage(conversions) },

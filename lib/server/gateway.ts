@@ -42,7 +42,7 @@ import { createTenantStore, DEFAULT_TENANT_STORE_OPTIONS } from '../tenants/stor
 import type { TenantStore } from '../tenants/tenant.ts';
 import type { IssueKubeconfig } from './tenant-api.ts';
 import { FlowController } from '../flowcontrol/dispatcher.ts';
-import { AccessReviews, tenantRbacReviewer, upstreamAccessReviewer } from '../auth/access-review.ts';
+import { AccessReviews, tenantRbacReviewer, tenantRbacRules, upstreamAccessReviewer } from '../auth/access-review.ts';
 import type { FlowControlEvents } from '../flowcontrol/events.ts';
 import { DEFAULT_FLOW_CONTROL } from '../flowcontrol/limits.ts';
 import { TenantConversions } from '../request/tenant-conversions.ts';
@@ -168,7 +168,7 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
       : async (id: TenantId, namespace: string) => {
           await Promise.all([tenantQuotas.namespaceCreated(id, namespace), tenantClasses.namespaceCreated(id, namespace)]);
         };
-  const access = new AccessReviews(upstreamAccessReviewer(pool), tenantRbacReviewer(pool));
+  const access = new AccessReviews(upstreamAccessReviewer(pool), tenantRbacReviewer(pool), {}, tenantRbacRules(pool));
   const conversions = new TenantConversions({ pool, discovery, access, metrics, webhookUrlHosts, customResourceDefinitionWritten, certificateSigningRequestWritten, tenantQuotaRefused, tenantNamespaceCreated, platformClassAllowed });
   // On unless switched off; never with --passthrough (nothing is converted, nothing to keep in tenants' views).
   const cachedResources = config.watchCache === undefined ? cachedResourcesOf(DEFAULT_CACHED_RESOURCES) : (config.watchCache?.resources ?? null);

@@ -11,10 +11,16 @@ export interface UpstreamAnswer {
 const TIMEOUT_MS = 10_000;
 
 export function upstreamJson(pool: UpstreamPool, method: string, path: string, body?: unknown, extraHeaders?: OutgoingHttpHeaders): Promise<UpstreamAnswer> {
+  const headers: OutgoingHttpHeaders = { accept: 'application/json', ...extraHeaders };
+  if (body !== undefined) headers['content-type'] = method === 'PATCH' ? 'application/merge-patch+json' : 'application/json';
+  return upstreamRequest(pool, method, path, body === undefined ? undefined : JSON.stringify(body), headers);
+}
+
+/** A request whose body is sent as it is, under the content-type `headers` give; the answer read as JSON when it is. */
+export function upstreamRequest(pool: UpstreamPool, method: string, path: string, body: string | Buffer | undefined, extraHeaders: OutgoingHttpHeaders): Promise<UpstreamAnswer> {
   return new Promise((resolve, reject) => {
     const headers: OutgoingHttpHeaders = { accept: 'application/json', ...extraHeaders };
     if (pool.authorization !== undefined) headers.authorization = pool.authorization;
-    if (body !== undefined) headers['content-type'] = method === 'PATCH' ? 'application/merge-patch+json' : 'application/json';
     const stream = pool.request(method, path, headers, body === undefined);
     let status = 0;
     const chunks: Buffer[] = [];
@@ -35,6 +41,6 @@ export function upstreamJson(pool: UpstreamPool, method: string, path: string, b
     stream.on('close', () => {
       if (status === 0) reject(new Error(`${method} ${path}: the upstream closed the stream (code ${stream.rstCode})`));
     });
-    if (body !== undefined) stream.end(JSON.stringify(body));
+    if (body !== undefined) stream.end(body);
   });
 }

@@ -211,6 +211,60 @@ t.test('an existing tenant\'s real ClusterRoleBinding (an older tenantgate\'s) m
   t.same(await realBindings(), realBefore, 'no real ClusterRoleBinding of a tenant is left upstream');
 });
 
+t.test('a service account its ClusterRoleBinding lets write ClusterRoles does, only what it holds, only in its tenant', async (t) => {
+  const robot = `--as=${ROBOT}`;
+  const roleMaker = {
+    apiVersion: `${RBAC}/v1`,
+    kind: 'ClusterRole',
+    metadata: { name: 'role-maker' },
+    rules: [
+      { apiGroups: [RBAC], resources: ['clusterroles', 'clusterrolebindings'], verbs: ['create', 'get', 'list', 'update', 'patch', 'delete'] },
+      { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list'] },
+    ],
+  };
+  await ok(alpha, ['apply', '-f', '-'], JSON.stringify(roleMaker));
+  await ok(alpha, ['create', 'clusterrolebinding', 'robot-makes-roles', '--clusterrole=role-maker', '--serviceaccount=shop:robot']);
+
+  // Before: a real cluster's answer for what the binding allows, where upstream RBAC knew nothing of it (403).
+  const made = await eventually('the robot creates a ClusterRole it holds the rules of', async () => {
+    const r = await alpha.kubectl(['create', 'clusterrole', 'made-by-robot', '--verb=get', '--resource=configmaps', robot]);
+    return r.code === 0 ? r.stdout : undefined;
+  });
+  t.match(made, /made-by-robot created/);
+  t.match(await ok(alpha, ['label', 'clusterrole', 'made-by-robot', 'team=shop', robot]), /labeled/, 'a patch of it too');
+  t.equal(JSON.parse(await ok(alpha, ['get', 'clusterrole', 'made-by-robot', '-o', 'json'])).metadata.labels.team, 'shop');
+
+  const greedy = await alpha.kubectl(['create', 'clusterrole', 'greedy', '--verb=get', '--resource=secrets', robot]);
+  t.not(greedy.code, 0, 'a ClusterRole granting what the robot lacks is refused');
+  t.match(greedy.stderr, /is attempting to grant RBAC permissions not currently held/);
+  t.match(greedy.stderr, /Resources:\["secrets"\]/);
+  t.notMatch(greedy.stderr, /crba01/, 'in the tenant\'s names');
+  const raise = await alpha.kubectl(['patch', 'clusterrole', 'made-by-robot', '--type=json', '-p', '[{"op":"add","path":"/rules/-","value":{"apiGroups":[""],"resources":["secrets"],"verbs":["get"]}}]', robot]);
+  t.not(raise.code, 0, 'nor may a patch add such a rule');
+  t.equal(JSON.parse(await ok(alpha, ['get', 'clusterrole', 'made-by-robot', '-o', 'json'])).rules.length, 1);
+  const aggregated = await alpha.kubectl(['create', 'clusterrole', 'joins-view', '--aggregation-rule=rbac.example.com/aggregate-to-x=true', robot]);
+  t.not(aggregated.code, 0);
+  t.match(aggregated.stderr, /must have cluster-admin privileges to use the aggregationRule/);
+
+  const bindsHeld = await alpha.kubectl(['create', 'clusterrolebinding', 'robot-binds', '--clusterrole=made-by-robot', '--user=dana', robot]);
+  t.equal(bindsHeld.code, 0, `binding a role it holds: ${bindsHeld.stderr}`);
+  const bindsMore = await alpha.kubectl(['create', 'clusterrolebinding', 'robot-binds-more', '--clusterrole=cm-reader', '--user=dana', robot]);
+  t.not(bindsMore.code, 0, 'binding cm-reader (watch, pods: not the robot\'s) is refused');
+  t.match(bindsMore.stderr, /not currently held/);
+
+  // The other tenant: its same-named roles untouched, and its robot, bound to nothing, refused as before.
+  const theirs = JSON.parse(await ok(bravo, ['get', 'clusterrole', 'cm-reader', '-o', 'json']));
+  t.same(theirs.rules[0].resources, ['configmaps', 'pods']);
+  t.not((await bravo.kubectl(['get', 'clusterrole', 'made-by-robot'])).code, 0, 'bravo has no made-by-robot');
+  const bravoRobot = await bravo.kubectl(['create', 'clusterrole', 'made-by-robot', '--verb=get', '--resource=configmaps', robot]);
+  t.not(bravoRobot.code, 0, 'bravo\'s robot has no binding');
+  t.match(bravoRobot.stderr, /forbidden/);
+  t.notMatch(bravoRobot.stderr, /crbb02|crba01/);
+  await ok(alpha, ['delete', 'clusterrole', 'made-by-robot', robot]);
+  t.equal((await bravo.kubectl(['get', 'clusterrole', 'cm-reader'])).code, 0, 'alpha\'s robot deleting its own left bravo\'s roles');
+  await ok(alpha, ['delete', 'clusterrolebinding', 'robot-makes-roles', 'robot-binds']);
+});
+
 t.test('a deleted tenant leaves none of its stored ClusterRoleBindings upstream, and the other tenant keeps its own', async (t) => {
   await ok(bravo, ['create', 'clusterrolebinding', 'leaving', '--clusterrole=cm-reader', '--user=zed']);
   const deleted = await stack.kubectl(['delete', 'tenant', bravo.id, '--wait=false']);
