@@ -3,7 +3,6 @@
 // Never grants a tenant identity anything on a namespace that is not its tenant's, nor impersonate anywhere.
 import { carriesTenantLabel, CUSTOM_RESOURCE_SUBRESOURCES, KINDS, type KindRow } from '../convert/kinds.ts';
 import { TENANT_LABEL, toUpstreamName, type TenantId } from '../convert/prefix.ts';
-import { clusterShadowOf } from '../convert/rules/cluster-subjects.ts';
 import { tenantSignersWildcard } from '../convert/rules/signers.ts';
 import { TENANT_CLUSTER_SCOPE_GROUP, tenantAdminUser } from '../auth/impersonation.ts';
 import { upstreamJson } from '../upstream/client.ts';
@@ -193,11 +192,10 @@ function groupBinding(name: string, group: string, role: string): UpstreamObject
 }
 
 /**
- * The tenant admins' shadow identities are cluster-admin: tenantgate asks the upstream about the shadow identity before
- * serving a tenant's cross-namespace read (auth/access-review.ts), and an admin may do anything in its own cluster.
- * Nobody carries a shadow group, so this grants no request anything.
+ * Shared RBAC an older tenantgate kept and this one no longer wants: removed on start. (`:shadow` made tenant admins'
+ * shadow identities cluster-admin, for access reviews about them that nothing asks any more.)
  */
-const SHADOW_ADMINS_BINDING = groupBinding('tenantgate:tenant-cluster-scope:shadow', clusterShadowOf(TENANT_CLUSTER_SCOPE_GROUP), 'cluster-admin');
+const RETIRED_SHARED_TENANT_RBAC: readonly string[] = [`${RBAC}/clusterrolebindings/tenantgate:tenant-cluster-scope:shadow`];
 
 /**
  * The upstream RBAC every tenant admin's rights at the cluster scope come from, the same objects whatever the number of
@@ -209,12 +207,15 @@ export const SHARED_TENANT_RBAC: readonly { collection: string; object: Upstream
   { collection: `${RBAC}/clusterroles`, object: TENANTS_OWN_CLUSTER_RULES },
   { collection: `${RBAC}/clusterrolebindings`, object: groupBinding(TENANT_CLUSTER_ROLE.metadata.name, TENANT_CLUSTER_SCOPE_GROUP, TENANT_CLUSTER_ROLE.metadata.name) },
   { collection: `${RBAC}/clusterrolebindings`, object: groupBinding(TENANTS_OWN_CLUSTER_RULES.metadata.name, TENANT_CLUSTER_SCOPE_GROUP, TENANTS_OWN_CLUSTER_RULES.metadata.name) },
-  { collection: `${RBAC}/clusterrolebindings`, object: SHADOW_ADMINS_BINDING },
 ];
 
 /** Creates the shared tenant RBAC, or brings it back to what tenantgate wants. */
 export async function ensureSharedTenantRbac(pool: UpstreamPool): Promise<void> {
   for (const { collection, object } of SHARED_TENANT_RBAC) await ensure(pool, collection, object);
+  for (const path of RETIRED_SHARED_TENANT_RBAC) {
+    const answer = await upstreamJson(pool, 'DELETE', path);
+    if (answer.status !== 200 && answer.status !== 202 && answer.status !== 404) throw new Error(`removing ${path} answered ${answer.status}`);
+  }
 }
 
 /** Name of the ClusterRole on the tenant's cluster-scoped custom resources (aggregated, bound to no one). */
