@@ -94,8 +94,9 @@ function grants(roles: K8sObject[], group: string, resource: string, verb: strin
   return roles.some((role) =>
     (role.rules ?? []).some(
       (rule) =>
-        (rule.apiGroups.includes(group) || rule.apiGroups.includes('*')) &&
-        (rule.resources.includes(resource) || rule.resources.includes('*')) &&
+        // (A non-resource rule has neither.)
+        ((rule.apiGroups ?? []).includes(group) || (rule.apiGroups ?? []).includes('*')) &&
+        ((rule.resources ?? []).includes(resource) || (rule.resources ?? []).includes('*')) &&
         (rule.verbs.includes(verb) || rule.verbs.includes('*')),
     ),
   );
@@ -275,6 +276,11 @@ t.test('default values: two replicas spread over nodes, probes on the health end
     ['rbac.authorization.k8s.io', 'clusterroles', 'bind'],
     ['admissionregistration.k8s.io', 'validatingadmissionpolicies', 'create'],
     ['certificates.k8s.io', 'signers', 'sign'],
+    // Constrained impersonation (checked first where the upstream has it), user-info mode.
+    ['authentication.k8s.io', 'users', 'impersonate:user-info'],
+    ['authentication.k8s.io', 'userextras', 'impersonate:user-info'],
+    ['', 'configmaps', 'impersonate-on:user-info:get'],
+    ['apps', 'deployments', 'impersonate-on:user-info:patch'],
   ] as const) {
     t.ok(grants(roles, group, resource, verb), `RBAC: ${verb} ${resource}${group === '' ? '' : '.' + group}`);
   }
