@@ -5,9 +5,15 @@ import { request } from 'node:https';
 import { connect, createServer, type Socket } from 'node:net';
 
 export interface LoadBalancerOptions {
-  /** Probe each backend's /readyz (no credentials) this often, as a kubelet does; connections go to ready ones only. */
+  /**
+   * Probe each backend's /readyz (no credentials) this often, as a kubelet does; connections go to ready ones only. As
+   * the kubelet's (failureThreshold 3), a backend is taken out after 3 failed probes in a row, not one slow answer.
+   */
   readiness?: { caPem: string; intervalMs: number };
 }
+
+/** The kubelet's default readiness failureThreshold. */
+const FAILURE_THRESHOLD = 3;
 
 function readyz(port: number, caPem: string): Promise<boolean> {
   return new Promise((resolve) => {
@@ -40,14 +46,18 @@ export async function startLoadBalancer(backends: readonly number[], options: Lo
   const probe = options.readiness;
   /** Ports that answered their last probe with 200. */
   const ready = new Set<number>(probe === undefined ? ports : []);
+  /** Failed probes in a row, by port. */
+  const failedInARow = new Map<number, number>();
   const candidates = () => (probe === undefined ? ports : ports.filter((port) => ready.has(port)));
   let probing: NodeJS.Timeout | undefined;
   let closed = false;
   const probeAll = async () => {
     const results = await Promise.all(ports.map(async (port) => [port, await readyz(port, probe!.caPem)] as const));
     for (const [port, ok] of results) {
+      const failures = ok ? 0 : (failedInARow.get(port) ?? 0) + 1;
+      failedInARow.set(port, failures);
       if (ok) ready.add(port);
-      else ready.delete(port);
+      else if (failures >= FAILURE_THRESHOLD) ready.delete(port);
     }
   };
   if (probe !== undefined) {

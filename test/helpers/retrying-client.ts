@@ -76,7 +76,10 @@ export class RetryingClient {
         }
         this.counts[error.kind]++;
         last = error.kind;
-        if (error.waitMs > 0) await new Promise((resolve) => setTimeout(resolve, error.waitMs));
+        // A lost connection is tried again after a backoff (50 ms doubling, at most 1 s), as real clients wait: one
+        // that tries 8 times within milliseconds has given up before any replica could take it.
+        const waitMs = error.kind === 'connectionLost' ? Math.min(1_000, 50 * 2 ** attempt) : error.waitMs;
+        if (waitMs > 0) await new Promise((resolve) => setTimeout(resolve, waitMs));
       }
     }
     this.counts.failures.push(`${method} ${path}: still ${last} after ${MAX_ATTEMPTS} attempts`);
