@@ -18,6 +18,7 @@ import { startStack, type Stack } from '../../test/helpers/stack.ts';
 import { createTestTenant } from '../../test/helpers/tenants.ts';
 import { CPU_TICK_MS, cpuMeter, idleCpuRate, rssOf, type Pids } from '../load/cpu.ts';
 import { countedRequests, type CountedRequest } from '../load/counted.ts';
+import { heapAfterCollection, INSPECTOR_FLAGS, inspectorUrlOf, type HeapReading } from '../load/heap.ts';
 import { gatewayProfileFlags } from '../profile.ts';
 import type { Chart, Scenario, ScenarioOptions, ScenarioResult, TargetCheck } from '../scenario.ts';
 import { median, percentile, rounded } from '../stats.ts';
@@ -80,6 +81,8 @@ const TARGET_TENANT_VS_PLAIN = 1.2;
 const TARGET_OBJECTS_PER_TENANT = 3;
 const TARGET_TENANTS_PER_SECOND = 200;
 const TARGET_READY_P50_MS = 20;
+/** tenantgate's memory per idle tenant (index, credentials, conversion context, view specs, its objects' cached copies). */
+const TARGET_HEAP_PER_TENANT_KB = 20;
 
 /** The Ns from DENSITY_TENANTS, or the plan's. */
 export function tenantCountsFrom(text: string | undefined, defaults: number[]): number[] {
@@ -339,6 +342,8 @@ interface AtTenantCount {
   loadavg1m: number;
   idleMillicores: Record<string, number>;
   rssMb: Record<string, number>;
+  /** tenantgate's V8 heap after a full collection (null: the inspector did not answer). */
+  tenantgateHeapAfterGcMb: number | null;
   getAsTenant: GetRun;
   getAsPlainServiceAccount: GetRun;
   /** kube-apiserver CPU per GET, tenant path over plain path. */
@@ -381,6 +386,17 @@ function targetsOf(steps: AtTenantCount[], creations: CreationStep[], readyMs: n
     unit: 'x plain',
     met: worst.tenantVsPlain <= TARGET_TENANT_VS_PLAIN,
   });
+  const heaps = steps.filter((step) => step.tenantgateHeapAfterGcMb !== null);
+  if (heaps.length >= 2 && heaps.at(-1)!.tenants > heaps[0]!.tenants) {
+    const [from, to] = [heaps[0]!, heaps.at(-1)!];
+    const perTenantKb = ((to.tenantgateHeapAfterGcMb! - from.tenantgateHeapAfterGcMb!) * 1024) / (to.tenants - from.tenants);
+    targets.push({
+      target: `tenantgate heap per idle tenant (after a full collection, ${from.tenants} -> ${to.tenants} tenants) <= ${TARGET_HEAP_PER_TENANT_KB} KB`,
+      value: rounded(perTenantKb, 1),
+      unit: 'KB',
+      met: perTenantKb <= TARGET_HEAP_PER_TENANT_KB,
+    });
+  }
   const idle = steps.filter((step) => step.sampleIsIdle).at(-1);
   if (idle !== undefined) {
     const at = `idle tenant ${idle.sampleTenant} at ${idle.tenants} tenants`;
@@ -412,6 +428,8 @@ function chartsOf(steps: AtTenantCount[]): Chart[] {
     { title: 'kube-apiserver CPU per GET of one ConfigMap, by tenants', unit: 'ms', bars: perGet },
     { title: 'Idle CPU by tenants', unit: 'millicores', bars: idle },
   ];
+  const heaps = Object.fromEntries(steps.filter((step) => step.tenantgateHeapAfterGcMb !== null).map((step) => [`${step.tenants} tenants`, step.tenantgateHeapAfterGcMb!]));
+  if (Object.keys(heaps).length > 0) charts.push({ title: 'tenantgate heap after a full collection, by tenants', unit: 'MB', bars: heaps });
   const sample = steps.filter((step) => step.sampleIsIdle).at(-1);
   if (sample !== undefined) charts.push({ title: `Upstream objects of one idle tenant at ${sample.tenants} tenants, by kind`, unit: 'objects', bars: sample.objectsOfSample });
   return charts;
@@ -422,7 +440,8 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
   const tenantCounts = tenantCountsFrom(process.env.DENSITY_TENANTS, plan.tenantCounts);
   const scenarioStarted = performance.now();
   const budgetEnds = scenarioStarted + plan.budgetMs;
-  const stack = await startStack({ gatewayNodeFlags: gatewayProfileFlags() });
+  const stack = await startStack({ gatewayNodeFlags: [...gatewayProfileFlags(), ...INSPECTOR_FLAGS] });
+  const inspector = inspectorUrlOf(stack.gatewayLogs);
   const admin = new UpstreamPool(loadKubeconfig(stack.adminKubeconfig));
   const upstream = new UpstreamPool(loadKubeconfig(stack.upstreamKubeconfig));
   const discovery = new DiscoveryCache(upstream);
@@ -466,6 +485,7 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
       const loadavg1m = os.loadavg()[0]!;
       const idle = await idleCpuRate(pids, plan.idleSeconds);
       const rssMb = Object.fromEntries(Object.entries(pids).map(([name, p]) => [name, megabytes(rssOf(p))]));
+      const heap: HeapReading | null = inspector === null ? null : await heapAfterCollection(inspector).catch((error: Error) => (log(`  tenantgate heap not read: ${error.message}`), null));
       const { tenant: getAsTenant, plain: getAsPlainServiceAccount } = await measureGets(paths, pids, idle, plan);
       const footprintStarted = performance.now();
       const sampleTenant = tenants > 0 ? tenantIdOf(0) : PROBE_TENANT;
@@ -479,6 +499,7 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
         loadavg1m: rounded(loadavg1m, 2),
         idleMillicores: Object.fromEntries(Object.entries(idle).map(([name, ms]) => [name, rounded(ms, 1)])),
         rssMb,
+        tenantgateHeapAfterGcMb: heap === null ? null : megabytes(heap.heapUsedBytes),
         getAsTenant,
         getAsPlainServiceAccount,
         tenantVsPlain: rounded(getAsTenant.apiserverCpuMsPerGet / getAsPlainServiceAccount.apiserverCpuMsPerGet, 2),
@@ -499,7 +520,7 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
           `(${getAsPlainServiceAccount.getsPerSecond} direct GETs/s); ${step.upstreamTotals[CLUSTER_ROLE_BINDINGS]} ClusterRoleBindings, ${step.upstreamTotals[CLUSTER_ROLES]} ClusterRoles, ${step.upstreamTotals.namespaces} namespaces upstream`,
       );
       log(`  ${sampleTenant}${step.sampleIsIdle ? ' (idle)' : ' (probe)'} has ${footprint.total} upstream objects: ${Object.entries(footprint.byKind).map(([kind, n]) => `${kind} ${n}`).join(', ')}`);
-      log(`  idle millicores ${JSON.stringify(step.idleMillicores)}, RSS MB ${JSON.stringify(rssMb)}, load average ${step.loadavg1m}${controllersCaughtUpMs === null ? '; kube-controller-manager had not caught up' : ''}`);
+      log(`  idle millicores ${JSON.stringify(step.idleMillicores)}, RSS MB ${JSON.stringify(rssMb)}, tenantgate heap after a full collection ${step.tenantgateHeapAfterGcMb} MB, load average ${step.loadavg1m}${controllersCaughtUpMs === null ? '; kube-controller-manager had not caught up' : ''}`);
       if (creation !== null && creation.stoppedBy !== null) {
         skipped.push(...tenantCounts.filter((n) => n > wanted));
         break;
