@@ -59,17 +59,16 @@ const formsOf = new WeakMap<Identity, UpstreamForms>();
  * about the admin (which names no groups) asks what the admin's requests carry.
  */
 export function withClusterScopeGroup<T extends { user: string; groups: string[] }>(identity: T, tenant: TenantId): T {
-  if (identity.user !== tenantAdminUser(tenant) || identity.groups.includes(TENANT_CLUSTER_SCOPE_GROUP)) return identity;
-  return { ...identity, groups: [...identity.groups, TENANT_CLUSTER_SCOPE_GROUP] };
+  return identity.user === tenantAdminUser(tenant) ? withGrantedClusterScope(identity) : identity;
 }
 
 /**
- * The form of a tenant user's request with the cluster-scope group added: a write at the cluster scope that the
- * tenant's own RBAC (its ClusterRoleBindings, which upstream RBAC never sees) allowed, and which the confinement
- * policy still confines to the tenant's objects.
+ * The identity with the cluster-scope group added: the admin's always; another tenant user's for a write at the cluster
+ * scope that the tenant's own RBAC (its ClusterRoleBindings, which upstream RBAC never sees) allowed, and which the
+ * confinement policy still confines to the tenant's objects.
  */
-export function withGrantedClusterScope(form: UpstreamIdentity): UpstreamIdentity {
-  return form.groups.includes(TENANT_CLUSTER_SCOPE_GROUP) ? form : { ...form, groups: [...form.groups, TENANT_CLUSTER_SCOPE_GROUP] };
+export function withGrantedClusterScope<T extends { groups: string[] }>(identity: T): T {
+  return identity.groups.includes(TENANT_CLUSTER_SCOPE_GROUP) ? identity : { ...identity, groups: [...identity.groups, TENANT_CLUSTER_SCOPE_GROUP] };
 }
 
 function fullUpstreamIdentity(identity: Identity): UpstreamIdentity {

@@ -128,17 +128,11 @@ const ADMIN_ALLOWED: RbacDecision = Object.freeze({ allowed: true, reason: '' })
  */
 export async function decideAtClusterScope(source: TenantRbacSource, tenant: TenantId, question: ClusterScopeQuestion): Promise<RbacDecision> {
   if (question.user === tenantAdminUser(tenant)) return ADMIN_ALLOWED;
-  const bindings = (await source.bindings(tenant)).filter((binding) => isTenantClusterBinding(binding, tenant));
-  bindings.sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0));
-  for (const binding of bindings) {
-    const subject = (binding.subjects ?? []).find((candidate) => subjectApplies(candidate, question, tenant));
-    const roleRef = binding.roleRef;
-    if (subject === undefined || roleRef?.kind !== 'ClusterRole' || toTenantName(roleRef.name, tenant) === null) continue;
-    const rules = await source.clusterRoleRules(roleRef.name);
+  for (const { binding, subject, role } of await bindingsOf(source, tenant, question)) {
+    const rules = await source.clusterRoleRules(role);
     if (rules === null || !rules.some((rule) => ruleAllows(question, rule))) continue;
     const name = storedNameToTenant(binding.metadata.name, tenant) ?? binding.metadata.name;
-    const role = toTenantName(roleRef.name, tenant)!;
-    return { allowed: true, reason: `RBAC: allowed by ClusterRoleBinding ${JSON.stringify(name)} of ClusterRole ${JSON.stringify(role)} to ${describeSubject(subject, tenant)}` };
+    return { allowed: true, reason: `RBAC: allowed by ClusterRoleBinding ${JSON.stringify(name)} of ClusterRole ${JSON.stringify(toTenantName(role, tenant)!)} to ${describeSubject(subject, tenant)}` };
   }
   return NOT_ALLOWED;
 }
@@ -149,13 +143,24 @@ export async function decideAtClusterScope(source: TenantRbacSource, tenant: Ten
  */
 export async function rulesAtClusterScope(source: TenantRbacSource, tenant: TenantId, identity: Pick<ClusterScopeQuestion, 'user' | 'groups'>): Promise<PolicyRule[]> {
   const rules: PolicyRule[] = [];
-  for (const binding of await source.bindings(tenant)) {
-    if (!isTenantClusterBinding(binding, tenant) || !(binding.subjects ?? []).some((subject) => subjectApplies(subject, identity, tenant))) continue;
-    const roleRef = binding.roleRef;
-    if (roleRef?.kind !== 'ClusterRole' || toTenantName(roleRef.name, tenant) === null) continue;
-    rules.push(...((await source.clusterRoleRules(roleRef.name)) ?? []));
-  }
+  for (const { role } of await bindingsOf(source, tenant, identity)) rules.push(...((await source.clusterRoleRules(role)) ?? []));
   return rules;
+}
+
+/**
+ * The tenant's ClusterRoleBindings that bind the identity to one of the tenant's ClusterRoles, in name order (as RBAC
+ * visits them), each with the first subject naming the identity and the role's upstream name.
+ */
+async function bindingsOf(source: TenantRbacSource, tenant: TenantId, identity: Pick<ClusterScopeQuestion, 'user' | 'groups'>): Promise<{ binding: ClusterRoleBinding; subject: Subject; role: string }[]> {
+  const bindings = (await source.bindings(tenant)).filter((binding) => isTenantClusterBinding(binding, tenant));
+  bindings.sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0));
+  const bound: { binding: ClusterRoleBinding; subject: Subject; role: string }[] = [];
+  for (const binding of bindings) {
+    const subject = (binding.subjects ?? []).find((candidate) => subjectApplies(candidate, identity, tenant));
+    const roleRef = binding.roleRef;
+    if (subject !== undefined && roleRef?.kind === 'ClusterRole' && toTenantName(roleRef.name, tenant) !== null) bound.push({ binding, subject, role: roleRef.name });
+  }
+  return bound;
 }
 
 const CLUSTER_ROLES = '/apis/rbac.authorization.k8s.io/v1/clusterroles';

@@ -11,7 +11,7 @@ export interface UpstreamAnswer {
 const TIMEOUT_MS = 10_000;
 
 export function upstreamJson(pool: UpstreamPool, method: string, path: string, body?: unknown, extraHeaders?: OutgoingHttpHeaders): Promise<UpstreamAnswer> {
-  const headers: OutgoingHttpHeaders = { accept: 'application/json', ...extraHeaders };
+  const headers: OutgoingHttpHeaders = { ...extraHeaders };
   if (body !== undefined) headers['content-type'] = method === 'PATCH' ? 'application/merge-patch+json' : 'application/json';
   return upstreamRequest(pool, method, path, body === undefined ? undefined : JSON.stringify(body), headers);
 }
