@@ -1,6 +1,7 @@
 // Follows the tenant store and the upstream: bootstraps each new tenant upstream and marks it Ready, puts back
 // whatever of its bootstrap objects goes missing, and removes all of a deleted tenant's upstream objects before the
 // Tenant itself. Never creates anything for a tenant being deleted, nor deletes outside a tenant's exact prefix.
+import { bulkhead, type BulkheadPolicy } from 'cockatiel';
 import { isTenantId, TENANT_LABEL, toUpstreamName, type TenantId } from '../convert/prefix.ts';
 import { log } from '../log.ts';
 import type { RecordTenantOperation } from '../metrics/metrics.ts';
@@ -71,7 +72,15 @@ export interface TenantLifecycleOptions {
    * still on that version (a rolling upgrade) impersonate no cluster-scope group and rely on them. Default 10 minutes.
    */
   legacyBindingsGraceMs?: number;
+  /** Tenants whose bootstrap or cleanup steps run at once (default 16); the others wait their turn in order. */
+  concurrentSteps?: number;
 }
+
+/**
+ * Enough tenants at once to keep a 2-core upstream busy with their writes. Without a bound, a thousand tenants created
+ * together all advance at once and none is Ready until nearly all are (watch-fanout: 5 of 1,000 Ready after 7 minutes).
+ */
+const CONCURRENT_STEPS = 16;
 
 type Phase = 'bootstrap' | 'cleanup' | 'idle';
 
@@ -148,6 +157,8 @@ export class TenantLifecycle {
   /** The RBAC all tenants share, made (again when the upstream lost it) before any tenant's. */
   readonly #sharedRbac: Once<void>;
   readonly #work = new Map<TenantId, TenantWork>();
+  /** Where tenants' steps wait for one of the few that run at once, first come first served. */
+  readonly #steps: BulkheadPolicy;
   readonly #stoppers: (() => void)[] = [];
   #stopped = false;
   #resyncTimer: NodeJS.Timeout | undefined;
@@ -167,6 +178,7 @@ export class TenantLifecycle {
     this.#recordOperation = options.recordOperation;
     this.#clusterAddress = options.clusterAddress;
     this.#legacyBindingsGraceMs = options.legacyBindingsGraceMs ?? 10 * 60_000;
+    this.#steps = bulkhead(options.concurrentSteps ?? CONCURRENT_STEPS, Number.POSITIVE_INFINITY);
     this.#builtinRoles = new Once(() => readBuiltinRoles(this.#pool));
     this.#mandatoryFlowControl = new Once(() => readMandatoryFlowControl(this.#pool));
     this.#sharedRbac = new Once(() => ensureSharedTenantRbac(this.#pool));
@@ -248,7 +260,8 @@ export class TenantLifecycle {
     clearTimeout(work.timer);
     work.timer = undefined;
     const current = work;
-    current.running = this.#step(id, current).then((delayMs) => {
+    // (A step still waiting for its turn when the lifecycle stops does nothing.)
+    current.running = this.#steps.execute(() => (this.#stopped ? Promise.resolve(null) : this.#step(id, current))).then((delayMs) => {
       current.running = null;
       if (this.#stopped) return;
       if (current.again) {
