@@ -8,6 +8,8 @@ import { join } from 'node:path';
 import t from 'tap';
 import { ensureHelm } from '../../lib/rig/helm.ts';
 import { runCommand } from '../../lib/rig/process.ts';
+import { encodeObject } from '../../lib/convert/protobuf-encode.ts';
+import { connectH2, credentialsOf, h1Request, h2Request } from '../helpers/http.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
 
@@ -263,6 +265,59 @@ t.test('a service account its ClusterRoleBinding lets write ClusterRoles does, o
   await ok(alpha, ['delete', 'clusterrole', 'made-by-robot', robot]);
   t.equal((await bravo.kubectl(['get', 'clusterrole', 'cm-reader'])).code, 0, 'alpha\'s robot deleting its own left bravo\'s roles');
   await ok(alpha, ['delete', 'clusterrolebinding', 'robot-makes-roles', 'robot-binds']);
+});
+
+t.test('the robot\'s cluster-scoped writes take the same stages over HTTP/1.1 in YAML and over HTTP/2 in protobuf', async (t) => {
+  await ok(alpha, ['create', 'clusterrole', 'role-maker-2', '--verb=get,create,delete', '--resource=clusterroles', '--verb=get', '--resource=configmaps']);
+  await ok(alpha, ['create', 'clusterrolebinding', 'robot-makes-roles-2', '--clusterrole=role-maker-2', '--serviceaccount=shop:robot']);
+  const credentials = credentialsOf(alpha.kubeconfig);
+  const asRobot = { 'impersonate-user': ROBOT };
+  const collection = `/apis/${RBAC}/v1/clusterroles`;
+  const yamlRole = (name: string, resource: string) =>
+    `apiVersion: ${RBAC}/v1\nkind: ClusterRole\nmetadata:\n  name: ${name}\nrules:\n- apiGroups: [""]\n  resources: [${resource}]\n  verbs: [get]\n`;
+  const yamlPost = (name: string, resource: string) =>
+    h1Request(credentials, 'POST', collection, { headers: { ...asRobot, 'content-type': 'application/yaml', accept: 'application/json' }, body: yamlRole(name, resource) });
+
+  const made = await eventually('the robot creates a ClusterRole over HTTP/1.1 in YAML', async () => {
+    const answer = await yamlPost('yaml-by-robot', 'configmaps');
+    return answer.status === 201 ? answer : undefined;
+  });
+  t.equal(made.json().metadata.name, 'yaml-by-robot', 'answered in the tenant\'s names');
+  const greedy = await yamlPost('yaml-greedy', 'secrets');
+  t.equal(greedy.status, 403, 'a YAML body granting what the robot lacks is refused as in JSON');
+  t.match(greedy.json().message, /attempting to grant RBAC permissions not currently held/, 'in the apiserver\'s words');
+  t.notMatch(greedy.body, /crba01|crbb02|tenantgate/, 'in the tenant\'s names');
+
+  const session = connectH2(credentials);
+  try {
+    const role = (name: string, resource: string) => ({ apiVersion: `${RBAC}/v1`, kind: 'ClusterRole', metadata: { name }, rules: [{ apiGroups: [''], resources: [resource], verbs: ['get'] }] });
+    const protobufPost = (name: string, resource: string) =>
+      h2Request(session, 'POST', collection, {
+        headers: { ...asRobot, 'content-type': 'application/vnd.kubernetes.protobuf', accept: 'application/json' },
+        body: encodeObject(`${RBAC}/v1`, 'ClusterRole', role(name, resource)),
+      });
+    const byProtobuf = await protobufPost('protobuf-by-robot', 'configmaps');
+    t.equal(byProtobuf.status, 201, byProtobuf.body.slice(0, 300));
+    const greedyProtobuf = await protobufPost('protobuf-greedy', 'secrets');
+    t.equal(greedyProtobuf.status, 403, 'a protobuf body granting what the robot lacks is refused');
+    t.match(greedyProtobuf.json().message, /attempting to grant RBAC permissions not currently held/);
+  } finally {
+    session.close();
+  }
+
+  // What the robot made is alpha's alone: bravo, same names, sees none of it, and its robot (bound to nothing) is refused.
+  for (const name of ['yaml-by-robot', 'protobuf-by-robot']) {
+    t.equal(JSON.parse(await ok(alpha, ['get', 'clusterrole', name, '-o', 'json'])).rules[0].resources[0], 'configmaps', `alpha has ${name}`);
+    t.not((await bravo.kubectl(['get', 'clusterrole', name])).code, 0, `bravo has no ${name}`);
+  }
+  const bravoRobot = await h1Request(credentialsOf(bravo.kubeconfig), 'POST', collection, {
+    headers: { ...asRobot, 'content-type': 'application/yaml', accept: 'application/json' },
+    body: yamlRole('yaml-by-robot', 'configmaps'),
+  });
+  t.equal(bravoRobot.status, 403, 'bravo\'s robot is refused over HTTP/1.1 too');
+  t.notMatch(bravoRobot.body, /crba01|crbb02/);
+  await ok(alpha, ['delete', 'clusterrole', 'yaml-by-robot', 'protobuf-by-robot', 'role-maker-2']);
+  await ok(alpha, ['delete', 'clusterrolebinding', 'robot-makes-roles-2']);
 });
 
 t.test('a deleted tenant leaves none of its stored ClusterRoleBindings upstream, and the other tenant keeps its own', async (t) => {
