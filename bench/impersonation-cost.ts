@@ -141,6 +141,9 @@ async function main(): Promise<void> {
     const attributes = [
       { name: 'none', headers: {} },
       { name: 'tenant read (user, groups)', headers: impersonationOf(upstreamIdentityOf(admin, { verb: 'get', subresource: '' })) },
+      // The admin's read in its namespace, as tenantgate impersonated it until 2026-12 and as it does now.
+      { name: "admin's read in its namespace: user and its group", headers: impersonationOf({ user: `${TENANT}-admin`, groups: [`${TENANT}:system:authenticated`] }) },
+      { name: "admin's read in its namespace: user alone", headers: impersonationOf(upstreamIdentityOf(admin, { verb: 'get', subresource: '', namespace: 'default', resource: 'configmaps' })) },
       { name: `every attribute (+ extra ${TENANT_EXTRA_KEY})`, headers: everyAttribute },
       // The same with a domain-prefixed key: constrained impersonation refuses a key without a domain (`tenant`).
       { name: 'every attribute, extra key domain-prefixed', headers: { ...withoutTenantExtra, 'impersonate-extra-tenantgate.kubezoo.io%2ftenant': tenantExtra } },

@@ -2,6 +2,7 @@
 // tenants' users and groups under the tenant's prefix, so no tenant identity can equal another's or a system one.
 import { toUpstreamName, type TenantId } from '../convert/prefix.ts';
 import { identityToUpstream } from '../convert/rules/index.ts';
+import { TENANT_EXTRA_KEY } from '../convert/rules/identity.ts';
 import type { Identity } from './identity.ts';
 
 export interface UpstreamIdentity {
@@ -13,8 +14,7 @@ export interface UpstreamIdentity {
   tenant?: TenantId | null;
 }
 
-/** Extra key that marks every tenant request upstream. */
-export const TENANT_EXTRA_KEY = 'tenant';
+export { TENANT_EXTRA_KEY } from '../convert/rules/identity.ts';
 
 /** Upstream user name of a tenant's admin (CN of its admin certificate). */
 export function tenantAdminUser(tenant: TenantId): string {
@@ -96,7 +96,7 @@ function withoutClusterScopeGroup(form: UpstreamIdentity): UpstreamIdentity {
  * is no CONNECT) only the user and groups go: RBAC reads nothing else, and admission, where the confinement policy
  * reads the tenant extra, never sees a read. Everything else carries every attribute. A request inside a namespace
  * goes without the admin's cluster-scope group: its rights there are a RoleBinding's, and every impersonated value
- * costs the apiserver one more authorization.
+ * costs the apiserver one more authorization; the admin's reads there go with its user alone.
  */
 export function upstreamIdentityOf(identity: Identity, request?: ImpersonatedRequest | null): UpstreamIdentity {
   if (identity.tenant === null) return identity;
@@ -109,6 +109,8 @@ export function upstreamIdentityOf(identity: Identity, request?: ImpersonatedReq
   const read = READ_VERBS.has(request.verb) && !CONNECT_SUBRESOURCES.has(request.subresource);
   if (read) forms.read ??= { user: forms.full.user, groups: forms.full.groups, tenant: identity.tenant };
   if (request.namespace === undefined || request.namespace === '' || request.resource === 'namespaces') return read ? forms.read! : forms.full;
-  if (read) return (forms.namespacedRead ??= withoutClusterScopeGroup(forms.read!));
+  // The admin's read in its namespace: cluster-admin there through its RoleBinding, so its groups grant nothing more,
+  // and a read meets no admission that could ask for them (the apiserver adds its own system:authenticated).
+  if (read) return (forms.namespacedRead ??= forms.read!.user === tenantAdminUser(identity.tenant) ? { ...forms.read!, groups: [] } : withoutClusterScopeGroup(forms.read!));
   return (forms.namespacedFull ??= withoutClusterScopeGroup(forms.full));
 }

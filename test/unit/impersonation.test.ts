@@ -38,7 +38,8 @@ t.test('a tenant admin carries the cluster-scope group where the shared bindings
   const inNamespace = upstreamIdentityOf(admin, { verb: 'create', subresource: '', namespace: 'shop', resource: 'pods' });
   t.same(inNamespace.groups, ['alpha1:system:authenticated'], 'a write inside a namespace: its RoleBinding suffices, one impersonated value less');
   t.same(inNamespace.extra, { tenant: ['alpha1'] }, 'still with the tenant extra');
-  t.same(upstreamIdentityOf(admin, { verb: 'get', subresource: '', namespace: 'shop', resource: 'pods' }), { user: 'alpha1-admin', groups: ['alpha1:system:authenticated'], tenant: 'alpha1' }, 'a read inside a namespace');
+  t.same(upstreamIdentityOf(admin, { verb: 'get', subresource: '', namespace: 'shop', resource: 'pods' }), { user: 'alpha1-admin', groups: [], tenant: 'alpha1' }, 'a read inside a namespace: the user alone');
+  t.same(upstreamIdentityOf({ user: 'alice', groups: [], tenant: 'alpha1' }, { verb: 'get', subresource: '', namespace: 'shop', resource: 'pods' }).groups, ['alpha1:system:authenticated'], "another user's read there keeps its groups: bindings to them may be all it has");
   for (const user of ['alice', 'system:serviceaccount:kube-system:admin', 'admin2']) {
     t.notOk(upstreamIdentityOf({ user, groups: [], tenant: 'alpha1' }).groups.includes(TENANT_CLUSTER_SCOPE_GROUP), `${user} never carries it`);
   }
