@@ -53,6 +53,9 @@ t.test('a tenant admin asking what a service account may do gets the service acc
     username: 'system:serviceaccount:shop:robot',
     groups: ['system:serviceaccounts', 'system:serviceaccounts:shop', 'system:authenticated'],
   }, 'the service account in the tenant\'s names, with its groups');
+  t.equal(JSON.parse(whoami.stdout).status.userInfo.extra, undefined, 'and no extra: the one tenantgate adds upstream is its own');
+  const admin = await tenant.kubectl(['auth', 'whoami', '-o', 'json']);
+  t.equal(JSON.parse(admin.stdout).status.userInfo.extra, undefined, 'nor for the admin');
 });
 
 t.test('kubectl --as=alice is refused what alice may not do, and allowed once a RoleBinding grants her', async (t) => {

@@ -1025,7 +1025,9 @@ t.test('a token review names the tenant’s service account, and another tenant�
 
 t.test('kubectl auth whoami shows the tenant’s own name and groups', async (t) => {
   const review = { status: { userInfo: { username: 'abc123-alice', groups: ['abc123:devs', 'abc123:system:authenticated', 'system:authenticated'], extra: { tenant: ['abc123'] } } } };
-  t.strictSame(down(review, 'authentication.k8s.io', 'selfsubjectreviews')?.status, { userInfo: { username: 'alice', groups: ['devs', 'system:authenticated'], extra: { tenant: ['abc123'] } } });
+  t.strictSame(down(review, 'authentication.k8s.io', 'selfsubjectreviews')?.status, { userInfo: { username: 'alice', groups: ['devs', 'system:authenticated'] } }, "without tenantgate's tenant extra");
+  const withOwnExtra = { status: { userInfo: { username: 'abc123-alice', extra: { tenant: ['abc123'], 'example.com/team': ['shop'] } } } };
+  t.strictSame(down(withOwnExtra, 'authentication.k8s.io', 'selfsubjectreviews')?.status, { userInfo: { username: 'alice', extra: { 'example.com/team': ['shop'] } } }, 'the caller\'s own extra stays');
   t.equal(down({ status: { userInfo: { username: 'xyz789-bob' } } }, 'authentication.k8s.io', 'selfsubjectreviews'), null);
 });
 

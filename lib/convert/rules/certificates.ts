@@ -1,7 +1,7 @@
 // CertificateSigningRequests: the signer name is mapped into the tenant's own signer domain (rules/signers.ts), and the
 // requester the apiserver records (spec.username, spec.groups) is shown as the tenant's identity.
 // Never shows a CSR whose signer is outside the tenant's signer domain.
-import { authenticatedGroupsToTenant, groupToUpstream, userToTenant, userToUpstream } from './identity.ts';
+import { authenticatedGroupsToTenant, groupToUpstream, TENANT_EXTRA_KEY, userToTenant, userToUpstream } from './identity.ts';
 import { isObject, mapStringAt, mapStringsAt, objectAt, stringAt } from './json.ts';
 import type { Json, KindRule } from './rule.ts';
 import { csrSignerNameToUpstream, KUBE_APISERVER_CLIENT_SIGNER, signerNameToTenant } from './signers.ts';
@@ -9,7 +9,6 @@ import { parseCertificateRequest } from '../../auth/pki.ts';
 import { forbidden } from '../../errors/status-error.ts';
 
 /** The extra tenantgate marks every tenant request with upstream (auth/impersonation.ts): the apiserver records it. */
-const TENANT_EXTRA_KEY = 'tenant';
 
 /**
  * The apiserver's CertificateSubjectRestriction admission, which judges only its own signer name: a client certificate

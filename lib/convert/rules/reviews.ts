@@ -4,7 +4,7 @@
 import { accessRefusal, isBuiltinGroup, kindOf } from '../kinds.ts';
 import { apiGroupToTenant, apiGroupToUpstream } from './api-groups.ts';
 import { clusterBindingsTextToTenant } from './cluster-subjects.ts';
-import { authenticatedGroupsToTenant, groupToTenant, groupToUpstream, userToTenant, userToUpstream } from './identity.ts';
+import { authenticatedGroupsToTenant, groupToTenant, groupToUpstream, TENANT_EXTRA_KEY, userToTenant, userToUpstream } from './identity.ts';
 import { eachObjectAt, everyObjectAt, mapStringAt, mapStringsAt, objectAt, stringAt } from './json.ts';
 import { namespaceToTenant, namespaceToUpstream, nameToTenant, nameToUpstream, type NameMapping } from './names.ts';
 import { policyRuleToTenant } from './rbac.ts';
@@ -140,6 +140,12 @@ export const selfSubjectReview: KindRule = {
     if (userInfo === undefined) return obj;
     if (!mapStringAt(userInfo, ['username'], (username) => userToTenant(username, ctx.tenant))) return null;
     if (Array.isArray(userInfo.groups)) userInfo.groups = authenticatedGroupsToTenant(userInfo.groups, ctx.tenant);
+    // The tenant extra is tenantgate's, added to the caller's own: whoami shows what the caller is, as anywhere.
+    const extra = objectAt(userInfo, 'extra');
+    if (extra !== undefined) {
+      delete extra[TENANT_EXTRA_KEY];
+      if (Object.keys(extra).length === 0) delete userInfo.extra;
+    }
     return obj;
   },
 };
