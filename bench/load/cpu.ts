@@ -53,6 +53,22 @@ export async function idleCpuRate(pids: Pids, seconds: number): Promise<Record<s
   return Object.fromEntries(Object.entries(ms).map(([name, value]) => [name, (value * 1000) / wallMs]));
 }
 
+/**
+ * Waits until the processes' CPU, summed over a window, is at most `millicores`, or `maxWaitMs` passed: what they do at
+ * rest rather than the tail of the work just done (a controller draining a backlog burns CPU at a steady rate, so
+ * "no longer falling" would not tell). Returns the wait, and whether they got there.
+ */
+export async function untilCpuAtMost(pids: Pids, millicores: number, maxWaitMs: number, windowSeconds = 3): Promise<{ waitedMs: number; reached: boolean }> {
+  const started = performance.now();
+  for (;;) {
+    const rates = await idleCpuRate(pids, windowSeconds);
+    const total = Object.values(rates).reduce((sum, rate) => sum + rate, 0);
+    const waitedMs = Math.round(performance.now() - started);
+    if (total <= millicores) return { waitedMs, reached: true };
+    if (waitedMs + windowSeconds * 1000 > maxWaitMs) return { waitedMs, reached: false };
+  }
+}
+
 /** Resident memory of a process now (bytes), from /proc/<pid>/status. */
 export function rssOf(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
