@@ -278,7 +278,8 @@ async function timedGets(
     await countedRequests(session, batch, GET_CONCURRENCY, () => request);
     gets += batch;
     const due = started + (gets / perSecond) * 1000;
-    if (due > performance.now()) await sleep(Math.min(due, deadline) - performance.now());
+    const wait = Math.min(due, deadline) - performance.now();
+    if (wait > 0) await sleep(wait);
   }
   const { ms, wallMs } = spent();
   return { gets, wallMs, cpuMs: ms };
