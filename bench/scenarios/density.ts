@@ -75,7 +75,7 @@ const GET_CONCURRENCY = 4;
 /** GETs between two looks at the clock. */
 const GET_BATCH = 50;
 const WARM_UP_GETS = 100;
-/** Both paths' GETs are paced at this share of the slower one's unpaced rate (measured in the warm-up). */
+/** Both paths' GETs are paced at this share of the slower one's unpaced rate (measured in a round of its own). */
 const PACED_SHARE = 0.8;
 const GET_ROUNDS = 3;
 const PROBE_TENANT = 'dprobe';
@@ -523,6 +523,17 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
     let previousTotals: Record<string, number> | null = null;
     let previousTenants = 0;
     let heapBaseline: HeapBaseline | null = null;
+    /** `count` more tenants, taken into the run's counts. */
+    const tenantReadiness = readiness;
+    const createMore = async (count: number): Promise<CreationStep> => {
+      const made = await createTenants(admin, tenantReadiness, nextIndex, nextIndex + count, budgetEnds - plan.measureReserveMs, plan.readyGraceMs);
+      nextIndex = made.step.nextIndex;
+      creations.push(made.step);
+      readyMs.push(...made.readyMs);
+      tenants += made.step.created;
+      tenantsReady += made.step.ready;
+      return made.step;
+    };
     for (const wanted of tenantCounts) {
       if (performance.now() + plan.measureReserveMs > budgetEnds) {
         skipped.push(wanted);
@@ -530,25 +541,14 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
       }
       let creation: CreationStep | null = null;
       if (heapBaseline === null && inspector !== null && wanted - tenants > 2 * HEAP_WARM_UP_TENANTS) {
-        const warmUp = await createTenants(admin, readiness, nextIndex, nextIndex + HEAP_WARM_UP_TENANTS, budgetEnds - plan.measureReserveMs, plan.readyGraceMs);
-        nextIndex = warmUp.step.nextIndex;
-        creations.push(warmUp.step);
-        readyMs.push(...warmUp.readyMs);
-        tenants += warmUp.step.created;
-        tenantsReady += warmUp.step.ready;
+        await createMore(HEAP_WARM_UP_TENANTS);
         await controllersCaughtUp(upstream, tenantIdOf(nextIndex - 1), plan.controllersCatchUpMs);
         const heap = await heapAfterCollection(inspector).catch((error: Error) => (log(`  tenantgate heap not read: ${error.message}`), null));
         if (heap !== null) heapBaseline = { tenants, heapUsedBytes: heap.heapUsedBytes };
         log(`${tenants} tenants made to warm tenantgate's code up; heap after a full collection ${heap === null ? '?' : megabytes(heap.heapUsedBytes)} MB`);
       }
       if (wanted > tenants) {
-        const made = await createTenants(admin, readiness, nextIndex, nextIndex + wanted - tenants, budgetEnds - plan.measureReserveMs, plan.readyGraceMs);
-        creation = made.step;
-        nextIndex = creation.nextIndex;
-        creations.push(creation);
-        readyMs.push(...made.readyMs);
-        tenants += creation.created;
-        tenantsReady += creation.ready;
+        creation = await createMore(wanted - tenants);
         log(
           `${creation.created} tenants made (${creation.ready} Ready, ${creation.notReadyInTime} not in time, ${creation.createErrors} create errors${creation.stoppedBy === null ? '' : `, stopped by the ${creation.stoppedBy}`}): ` +
             `${creation.tenantsPerSecond} tenants/s, create -> Ready p50 ${creation.createToReadyMs.p50} ms, p99 ${creation.createToReadyMs.p99} ms`,

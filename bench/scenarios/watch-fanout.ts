@@ -142,13 +142,13 @@ async function createTenants(stack: Stack, count: number, readyWithinMs: number,
   }
 }
 
-/** A tenantgate's V8 heap and the memory outside it (Buffers, nghttp2 and OpenSSL state), from its metrics listener. */
 /** The leg's memory after a forced full collection, through its inspector (null: none, or it did not answer). */
 async function collectedHeapOf(leg: Leg, log: (line: string) => void): Promise<HeapReading | null> {
   if (leg.inspectorUrl === null) return null;
   return heapAfterCollection(leg.inspectorUrl).catch((error: Error) => (log(`${leg.name}: heap not read: ${error.message}`), null));
 }
 
+/** A tenantgate's V8 heap and the memory outside it (Buffers, nghttp2 and OpenSSL state), from its metrics listener. */
 async function gatewayHeap(metricsUrl: string): Promise<{ heapUsedBytes: number; externalBytes: number }> {
   const text = await (await fetch(metricsUrl)).text(); // the listener logs its URL with /metrics
   const sample = (name: string) => Number(new RegExp(`^tenantgate_${name} (\\S+)`, 'm').exec(text)?.[1] ?? NaN);

@@ -81,7 +81,7 @@ export interface TenantLifecycleOptions {
 
 /**
  * Enough tenants at once to keep a 2-core upstream busy with their writes. Without a bound, a thousand tenants created
- * together all advance at once and none is Ready until nearly all are (watch-fanout: 5 of 1,000 Ready after 7 minutes).
+ * together all advance at once and none is Ready until nearly all are (watch-fanout: 5 of 1,000 Ready after 600 s).
  */
 const CONCURRENT_STEPS = 16;
 

@@ -8,8 +8,6 @@ import { csrSignerNameToUpstream, KUBE_APISERVER_CLIENT_SIGNER, signerNameToTena
 import { parseCertificateRequest } from '../../auth/pki.ts';
 import { forbidden } from '../../errors/status-error.ts';
 
-/** The extra tenantgate marks every tenant request with upstream (auth/impersonation.ts): the apiserver records it. */
-
 /**
  * The apiserver's CertificateSubjectRestriction admission, which judges only its own signer name: a client certificate
  * with group system:masters is refused (403, its words). A request that does not parse is the apiserver's to refuse.

@@ -12,13 +12,13 @@ const SA_GROUP = 'system:serviceaccounts:';
  * own groups (`system:masters` is cluster-admin), so tenant `system` can never carry groups. Tenant validation
  * refuses these ids (invalidTenantId).
  */
+export const RESERVED_TENANT_IDS: ReadonlySet<string> = new Set(['system']);
+
 /**
  * The extra key tenantgate impersonates on every tenant write (its value: the tenant), which the confinement policy
  * reads upstream. tenantgate's own, never the tenant's: it is taken out of what a tenant reads back.
  */
 export const TENANT_EXTRA_KEY = 'tenant';
-
-export const RESERVED_TENANT_IDS: ReadonlySet<string> = new Set(['system']);
 
 /** Groups the upstream authenticator adds by itself; shown to tenants as they are in authentication results. */
 export const WELL_KNOWN_GROUPS: ReadonlySet<string> = new Set(['system:authenticated', 'system:unauthenticated', 'system:serviceaccounts']);
