@@ -25,6 +25,7 @@ import type { DiscoveryCache } from '../upstream/discovery.ts';
 import type { ClusterCredentials } from '../upstream/kubeconfig.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import type { TenantStore } from '../tenants/tenant.ts';
+import type { TenantId } from '../convert/prefix.ts';
 import type { RecordTenantOperation, TenantgateMetrics } from '../metrics/metrics.ts';
 import type { HealthChecks } from '../server/health.ts';
 import type { RequestObserver } from '../server/request-end.ts';
@@ -76,6 +77,13 @@ export interface PipelineDeps {
   conversions?: TenantConversions;
   /** The shared watch cache (--watch-cache); null or absent: every list and watch goes upstream. */
   watchCache?: WatchCache | null;
+  /** Writes a tenant's birth state upstream before its first request that reads or writes objects; absent: nothing waits. */
+  births?: TenantBirths | undefined;
+}
+
+/** Where a tenant's birth state comes from (the lifecycle): null once it is upstream, else a promise of it. */
+export interface TenantBirths {
+  whenBorn(tenant: TenantId): Promise<void> | null;
 }
 
 function validateTarget(ctx: RequestContext): boolean {
@@ -156,6 +164,18 @@ export function classify(discovery: DiscoveryCache): Stage['run'] {
   };
 }
 
+/**
+ * A tenant's first request for objects waits until its built-in namespaces, roles and Service are upstream (written
+ * now; a tenant nobody uses has none). Discovery, version and OpenAPI need none of them.
+ */
+export function awaitBirth(births: TenantBirths): Stage['run'] {
+  return (ctx) => {
+    if (!ctx.converts || ctx.info === null || !ctx.info.isResourceRequest) return false;
+    const birth = births.whenBorn(ctx.identity!.tenant!);
+    return birth === null ? false : birth.then(() => false);
+  };
+}
+
 /** Hidden and unknown kinds do not exist for tenants; shared kinds are read-only. */
 export function admit(ctx: RequestContext): boolean {
   const info = ctx.info;
@@ -231,6 +251,8 @@ export function buildPipeline(deps: PipelineDeps): Stage[] {
     // From here on, stages of conversion pass on requests that are not converted (administrators, --passthrough).
     { name: 'classify', run: classify(discovery) },
     { name: 'admit', run: admit },
+    // After admit: a request refused anyway costs no birth.
+    ...(deps.births === undefined ? [] : [{ name: 'await the birth state', run: awaitBirth(deps.births) }]),
     // After admit: hidden and shared kinds are answered before any question reaches the upstream.
     { name: 'authorize reads at the cluster scope', run: authorizeClusterScopeReads(access) },
     // A tenant user's write there that its tenant's ClusterRoleBindings allow (upstream RBAC never sees those).

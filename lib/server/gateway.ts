@@ -12,7 +12,8 @@ import { UpstreamPool } from '../upstream/pool.ts';
 import { HealthChecks } from './health.ts';
 import { closeWithinBound, Connections, drainGracefully, type ShutdownTimes } from './shutdown.ts';
 import { limitStreamResets } from './rapid-reset.ts';
-import { buildPipeline, RequestRunner } from '../request/pipeline.ts';
+import { buildPipeline, RequestRunner, type TenantBirths } from '../request/pipeline.ts';
+import { isBorn } from '../tenants/conditions.ts';
 import { writeRawStatus } from './status.ts';
 import { badRequest, headersTooLarge } from '../errors/status-error.ts';
 import { closeOffload, LIST_OFFLOAD_MEASURED_BYTES, offloadQueueSize, PROTOBUF_LIST_OFFLOAD_MEASURED_BYTES, setListOffloadThreshold } from '../request/offload.ts';
@@ -180,7 +181,21 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   watchCache?.start();
   if (watchCache !== null) metrics?.observeWatchCache(watchCache);
   const health = new HealthChecks(pool);
-  const stages = buildPipeline({ pool, health, discovery, passthrough: config.passthrough, tenants, tokens, issueKubeconfig, flow, upstream: config.upstream, access, metrics, recordOperation, webhookUrlHosts, customResourceDefinitionWritten, conversions, watchCache });
+  // The lifecycle starts once tenantgate listens (Service default/kubernetes needs its port): a birth asked before waits for it.
+  let lifecycle: TenantLifecycle | null = null;
+  let lifecycleStarted!: (started: TenantLifecycle) => void;
+  const started = new Promise<TenantLifecycle>((resolve) => (lifecycleStarted = resolve));
+  const births: TenantBirths | undefined = runLifecycle
+    ? {
+        whenBorn: (id) => {
+          if (lifecycle !== null) return lifecycle.whenBorn(id);
+          const tenant = tenants.get(id);
+          if (tenant === undefined || isBorn(tenant)) return null;
+          return started.then((running) => running.whenBorn(id) ?? undefined);
+        },
+      }
+    : undefined;
+  const stages = buildPipeline({ births, pool, health, discovery, passthrough: config.passthrough, tenants, tokens, issueKubeconfig, flow, upstream: config.upstream, access, metrics, recordOperation, webhookUrlHosts, customResourceDefinitionWritten, conversions, watchCache });
   const requestLogLevel = config.requestLogLevel ?? 'off';
   const observer = metrics === null && requestLogLevel === 'off' ? undefined : new RequestObserver(metrics, requestLogLevel);
   const server = http2.createSecureServer({
@@ -237,8 +252,9 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   const { port } = server.address() as AddressInfo;
   // Started once it listens: each tenant's Service default/kubernetes points at the port it listens on.
   const clusterAddress = inClusterAddress({ host: config.host, port }, config.inCluster?.address);
-  const lifecycle = runLifecycle ? new TenantLifecycle({ store: tenants, pool, discovery, recordOperation, clusterAddress }) : null;
+  lifecycle = runLifecycle ? new TenantLifecycle({ store: tenants, pool, discovery, recordOperation, clusterAddress, namespaceCreated: tenantNamespaceCreated }) : null;
   await lifecycle?.start();
+  if (lifecycle !== null) lifecycleStarted(lifecycle);
   tenantQuotas?.start();
   tenantClasses?.start();
   // Tenants' pods pointed at that address too (not with --passthrough: its tenants' requests are the upstream's).

@@ -125,7 +125,7 @@ export const OPENAPI_V3_DOCUMENT = JSON.stringify({
             type: 'object',
             description: 'What tenantgate observed of the tenant.',
             properties: {
-              online: { type: 'boolean', description: 'True once the tenant is set up upstream and serving.' },
+              online: { type: 'boolean', description: 'True once the tenant is stored and served.' },
               quota: {
                 type: 'object',
                 description: 'spec.quota.hard as enforced, and its use summed over all the tenant\'s namespaces.',
@@ -133,7 +133,7 @@ export const OPENAPI_V3_DOCUMENT = JSON.stringify({
               },
               conditions: {
                 type: 'array',
-                description: 'Progress of setup and deletion (Ready, Terminating, ...).',
+                description: 'Progress of setup and deletion: Ready; BuiltinsUpstream (its built-in namespaces, roles and Service, written upstream on its first request); Terminating.',
                 items: {
                   type: 'object',
                   required: ['type', 'status'],

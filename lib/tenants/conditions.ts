@@ -29,6 +29,19 @@ export function isReady(tenant: Tenant): boolean {
   return conditionOf(tenant, 'Ready')?.status === 'True';
 }
 
+/**
+ * The condition saying whether a tenant's birth state (built-in namespaces, roles and bindings, flow-control defaults,
+ * Service default/kubernetes) is written upstream: a tenant is Ready at once and costs the upstream nothing until its
+ * first request asks for objects (lifecycle.ts whenBorn).
+ */
+export const BIRTH_STATE_CONDITION = 'BuiltinsUpstream';
+
+/** Whether the tenant's birth state is upstream; a tenant an older tenantgate made Ready (no such condition) has it. */
+export function isBorn(tenant: Tenant): boolean {
+  const birth = conditionOf(tenant, BIRTH_STATE_CONDITION);
+  return birth === undefined ? isReady(tenant) : birth.status === 'True';
+}
+
 /** Resolves once the store's tenant `id` is Ready (the lifecycle controller has set it up upstream). */
 export function whenReady(store: Pick<TenantStore, 'get' | 'onChange'>, id: string, timeoutMs = 30_000): Promise<void> {
   return new Promise((resolve, reject) => {

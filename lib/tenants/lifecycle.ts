@@ -1,6 +1,7 @@
-// Follows the tenant store and the upstream: bootstraps each new tenant upstream and marks it Ready, puts back
-// whatever of its bootstrap objects goes missing, and removes all of a deleted tenant's upstream objects before the
-// Tenant itself. Never creates anything for a tenant being deleted, nor deletes outside a tenant's exact prefix.
+// Follows the tenant store and the upstream: marks each new tenant Ready at once, writes its birth state upstream on
+// its first request (whenBorn), puts back whatever of a born tenant's bootstrap objects goes missing, and removes all
+// of a deleted tenant's upstream objects before the Tenant itself. Never creates anything for a tenant being deleted,
+// nor deletes outside a tenant's exact prefix.
 import { bulkhead, type BulkheadPolicy } from 'cockatiel';
 import { isTenantId, TENANT_LABEL, toUpstreamName, type TenantId } from '../convert/prefix.ts';
 import { log } from '../log.ts';
@@ -48,10 +49,11 @@ import {
 import { ensureKubernetesService, KUBERNETES_SERVICE, kubernetesEndpointSlice, type ClusterAddress } from './cluster-service.ts';
 import { EXPANSION_LABEL, expansionName, expansionOf, isExpansionName, isTenantClusterBinding, migrateClusterBinding, migratedSubjects, REAL_CLUSTER_BINDINGS, STORED_CLUSTER_BINDINGS, type ClusterRoleBinding } from './cluster-bindings.ts';
 import { cleanupDone, deleteTenantObjects, type CleanupProgress } from './cleanup.ts';
-import { conditionOf, setCondition } from './conditions.ts';
+import { BIRTH_STATE_CONDITION, conditionOf, isBorn, isReady, setCondition } from './conditions.ts';
 import { ensureStoredKindCrds, ensureTenantFlowControlDefaults, readMandatoryFlowControl, type MandatoryObject } from './stored-kinds.ts';
 import { writeTenantStatus } from './status-writes.ts';
 import { TENANT_CLEANUP_FINALIZER, TenantMissing, type Tenant, type TenantEvent, type TenantStore } from './tenant.ts';
+import { serviceUnavailable, type StatusError } from '../errors/status-error.ts';
 
 export interface TenantLifecycleOptions {
   store: TenantStore;
@@ -77,6 +79,12 @@ export interface TenantLifecycleOptions {
   legacyBindingsGraceMs?: number;
   /** Tenants whose bootstrap or cleanup steps run at once (default 16); the others wait their turn in order. */
   concurrentSteps?: number;
+  /**
+   * What a tenant's new namespace must carry before the tenant may use it (its quota share, its class annotations):
+   * awaited for each built-in namespace before the request waiting for the birth goes on, as for a namespace the
+   * tenant creates itself.
+   */
+  namespaceCreated?: ((id: TenantId, upstreamNamespace: string) => Promise<void>) | undefined;
 }
 
 /**
@@ -85,7 +93,8 @@ export interface TenantLifecycleOptions {
  */
 const CONCURRENT_STEPS = 16;
 
-type Phase = 'bootstrap' | 'cleanup' | 'idle';
+/** ready: the Ready condition written (the store alone); bootstrap: the birth state written upstream, asked by a request. */
+type Phase = 'ready' | 'bootstrap' | 'cleanup' | 'idle';
 
 /** One tenant's bootstrap or cleanup: never two steps of one tenant at once. */
 interface TenantWork {
@@ -103,9 +112,16 @@ const MAX_SELECTOR_TENANTS = 50;
 
 const RBAC = '/apis/rbac.authorization.k8s.io/v1';
 
-function wantedPhase(tenant: Tenant): Phase {
-  if (tenant.metadata.deletionTimestamp !== undefined) return 'cleanup';
-  return conditionOf(tenant, 'Ready')?.status === 'True' ? 'idle' : 'bootstrap';
+/** What a tenant's first request waits for: its birth state upstream (resolved), or why not yet (rejected). */
+interface Birth {
+  promise: Promise<void>;
+  resolve: () => void;
+  reject: (error: Error) => void;
+}
+
+/** What a tenant's request is told while its birth state cannot be written: no upstream names (the Tenant's condition has them). */
+function birthFailed(): StatusError {
+  return serviceUnavailable("the tenant's built-in objects could not be set up yet; try again", { retryAfterSeconds: 1 });
 }
 
 function progressMessage(progress: CleanupProgress): string {
@@ -152,6 +168,7 @@ export class TenantLifecycle {
   readonly #recordOperation: RecordTenantOperation | undefined;
   readonly #clusterAddress: ClusterAddress | undefined;
   readonly #legacyBindingsGraceMs: number;
+  readonly #namespaceCreated: TenantLifecycleOptions['namespaceCreated'];
   #startedAt = 0;
   /** The upstream's built-in roles: every tenant's copies are made from them. */
   readonly #builtinRoles: Once<BuiltinRole[]>;
@@ -160,6 +177,10 @@ export class TenantLifecycle {
   /** The RBAC all tenants share, made (again when the upstream lost it) before any tenant's. */
   readonly #sharedRbac: Once<void>;
   readonly #work = new Map<TenantId, TenantWork>();
+  /** Tenants whose birth state a request asked for, until it is upstream (or the tenant is deleted). */
+  readonly #birthsWanted = new Set<TenantId>();
+  /** The requests waiting on each of those births. */
+  readonly #births = new Map<TenantId, Birth>();
   /** Where tenants' steps wait for one of the few that run at once, first come first served. */
   readonly #steps: BulkheadPolicy;
   readonly #stoppers: (() => void)[] = [];
@@ -181,6 +202,7 @@ export class TenantLifecycle {
     this.#recordOperation = options.recordOperation;
     this.#clusterAddress = options.clusterAddress;
     this.#legacyBindingsGraceMs = options.legacyBindingsGraceMs ?? 10 * 60_000;
+    this.#namespaceCreated = options.namespaceCreated;
     this.#steps = bulkhead(options.concurrentSteps ?? CONCURRENT_STEPS, Number.POSITIVE_INFINITY);
     this.#builtinRoles = new Once(() => readBuiltinRoles(this.#pool));
     this.#mandatoryFlowControl = new Once(() => readMandatoryFlowControl(this.#pool));
@@ -223,6 +245,48 @@ export class TenantLifecycle {
     if (this.#reconciling !== null) running.push(this.#reconciling);
     await Promise.allSettled(running);
     this.#work.clear();
+    for (const id of [...this.#births.keys()]) this.#settleBirth(id, serviceUnavailable('tenantgate is shutting down'));
+  }
+
+  /**
+   * null when the tenant's birth state is upstream (or there is no such tenant to make it for); otherwise a promise
+   * that resolves once it is, written now, in its turn with other tenants' steps. A tenant is Ready without it: an idle
+   * tenant costs the upstream no object, and the first request that needs objects waits for them (about a second).
+   */
+  whenBorn(id: TenantId): Promise<void> | null {
+    const tenant = this.#store.get(id);
+    if (tenant === undefined || tenant.metadata.deletionTimestamp !== undefined || isBorn(tenant)) return null;
+    if (this.#stopped) return Promise.reject(serviceUnavailable('tenantgate is shutting down'));
+    let birth = this.#births.get(id);
+    if (birth === undefined) {
+      let resolve!: () => void;
+      let reject!: (error: Error) => void;
+      const promise = new Promise<void>((yes, no) => {
+        resolve = yes;
+        reject = no;
+      });
+      promise.catch(() => {}); // every caller is handed the promise; this only keeps an early rejection from being unhandled
+      birth = { promise, resolve, reject };
+      this.#births.set(id, birth);
+    }
+    this.#birthsWanted.add(id);
+    this.#kick(id);
+    return birth.promise;
+  }
+
+  /** Ends the wait of the requests for this tenant's birth: resolved without an error. */
+  #settleBirth(id: TenantId, error?: Error): void {
+    const birth = this.#births.get(id);
+    if (birth === undefined) return;
+    this.#births.delete(id);
+    if (error === undefined) birth.resolve();
+    else birth.reject(error);
+  }
+
+  #wantedPhase(tenant: Tenant): Phase {
+    if (tenant.metadata.deletionTimestamp !== undefined) return 'cleanup';
+    if (this.#birthsWanted.has(tenant.metadata.name) && !isBorn(tenant)) return 'bootstrap';
+    return isReady(tenant) ? 'idle' : 'ready';
   }
 
   // ---- the store's side: bootstrap and cleanup, one tenant at a time ----
@@ -242,7 +306,7 @@ export class TenantLifecycle {
 
   /** Starts the tenant's bootstrap or cleanup unless it is already under way (our own status writes land here too). */
   #follow(tenant: Tenant): void {
-    const phase = wantedPhase(tenant);
+    const phase = this.#wantedPhase(tenant);
     const work = this.#work.get(tenant.metadata.name);
     if (work !== undefined && work.phase === phase && (work.running !== null || work.timer !== undefined)) return;
     if (phase === 'idle' && work === undefined) return;
@@ -283,36 +347,68 @@ export class TenantLifecycle {
     const tenant = this.#store.get(id);
     if (tenant === undefined) {
       work.phase = 'idle';
+      this.#birthsWanted.delete(id);
+      this.#settleBirth(id, serviceUnavailable('the tenant is gone'));
       return null;
     }
-    work.phase = wantedPhase(tenant);
+    work.phase = this.#wantedPhase(tenant);
     try {
       if (work.phase === 'cleanup') {
+        this.#birthsWanted.delete(id);
+        this.#settleBirth(id, serviceUnavailable('the tenant is being deleted'));
         const done = await this.#cleanup(id);
         work.failures = 0;
         if (done) this.#recordOperation?.('cleanup', true);
         return done ? null : this.#cleanupIntervalMs;
       }
+      if (work.phase === 'ready') await this.#markReady(id);
       if (work.phase === 'bootstrap') {
         await this.#bootstrap(id);
         this.#recordOperation?.('bootstrap', true);
+        this.#birthsWanted.delete(id);
       }
+      // (Born here, or by another replica: the requests waiting go on.)
+      if (isBorn(this.#store.get(id) ?? tenant)) this.#settleBirth(id);
       work.failures = 0;
       work.phase = 'idle';
       return null;
     } catch (error) {
       const message = (error as Error).message;
       log.warn('tenant lifecycle step failed', { tenant: id, phase: work.phase, error: message });
-      if (work.phase !== 'idle') this.#recordOperation?.(work.phase, false);
-      const reason = work.phase === 'cleanup' ? 'CleanupFailed' : 'BootstrapFailed';
-      const type = work.phase === 'cleanup' ? 'Terminating' : 'Ready';
-      await this.#writeStatus(id, (t) => setCondition(t, { type, status: type === 'Ready' ? 'False' : 'True', reason, message: message.slice(0, 500) })).catch(
+      if (work.phase === 'bootstrap' || work.phase === 'cleanup') this.#recordOperation?.(work.phase, false);
+      if (work.phase === 'bootstrap') this.#settleBirth(id, birthFailed());
+      // The reason and the upstream's words go to the Tenant's status, for its administrator.
+      const condition: { type: string; status: 'True' | 'False'; reason: string } =
+        work.phase === 'cleanup'
+          ? { type: 'Terminating', status: 'True', reason: 'CleanupFailed' }
+          : work.phase === 'bootstrap'
+            ? { type: BIRTH_STATE_CONDITION, status: 'False', reason: 'BootstrapFailed' }
+            : { type: 'Ready', status: 'False', reason: 'StatusWriteFailed' };
+      await this.#writeStatus(id, (t) => setCondition(t, { ...condition, message: message.slice(0, 500) })).catch(
         () => {}, // the store is unavailable too: the retry will tell
       );
       const delay = Math.min(FIRST_BACKOFF_MS * 2 ** work.failures, this.#maxBackoffMs);
       work.failures++;
       return delay;
     }
+  }
+
+  /**
+   * Ready once stored (its credentials are issued by the Tenant API on request): no upstream write. Its birth state is
+   * deferred to its first request, unless it has one already (a tenant an older tenantgate bootstrapped).
+   */
+  async #markReady(id: TenantId): Promise<void> {
+    await this.#writeStatus(id, (tenant) => {
+      if (tenant.metadata.deletionTimestamp !== undefined) return false;
+      let changed = false;
+      if (!isBorn(tenant) && conditionOf(tenant, BIRTH_STATE_CONDITION) === undefined) {
+        changed = setCondition(tenant, { type: BIRTH_STATE_CONDITION, status: 'False', reason: 'Deferred', message: "written upstream on the tenant's first request" });
+      }
+      changed = setCondition(tenant, { type: 'Ready', status: 'True', reason: 'Created', message: 'stored; its credentials are issued by the Tenant API' }) || changed;
+      if (tenant.status!.online === true) return changed;
+      tenant.status!.online = true;
+      return true;
+    });
   }
 
   async #bootstrap(id: TenantId): Promise<void> {
@@ -326,14 +422,15 @@ export class TenantLifecycle {
       ensureTenantBuiltinBindings(this.#pool, id),
       this.#mandatoryFlowControl.get().then((mandatory) => ensureTenantFlowControlDefaults(this.#pool, id, mandatory)),
     ]);
-    // (In the tenant's namespace `default`, made above.)
-    if (address !== undefined) await ensureKubernetesService(this.#pool, id, address);
+    const namespaceCreated = this.#namespaceCreated;
+    await Promise.all([
+      // (In the tenant's namespace `default`, made above.)
+      address === undefined ? undefined : ensureKubernetesService(this.#pool, id, address),
+      namespaceCreated === undefined ? undefined : Promise.all(BUILTIN_NAMESPACES.map((namespace) => namespaceCreated(id, toUpstreamName(namespace, id)))),
+    ]);
     await this.#writeStatus(id, (tenant) => {
       if (tenant.metadata.deletionTimestamp !== undefined) return false;
-      const changed = setCondition(tenant, { type: 'Ready', status: 'True', reason: 'Bootstrapped', message: 'built-in namespaces and RBAC are in place upstream' });
-      if (tenant.status!.online === true) return changed;
-      tenant.status!.online = true;
-      return true;
+      return setCondition(tenant, { type: BIRTH_STATE_CONDITION, status: 'True', reason: 'Bootstrapped', message: 'built-in namespaces, RBAC and Service default/kubernetes are in place upstream' });
     });
   }
 
@@ -486,8 +583,9 @@ export class TenantLifecycle {
    * is left to finish; a built-in one comes back once it is gone (its watch's DELETED event brings us here again).
    */
   async #reconcile(which: TenantId[] | 'all'): Promise<void> {
+    // (A tenant not born yet has nothing upstream to keep: its first request writes it all.)
     const tenants = (which === 'all' ? this.#store.list() : which.map((id) => this.#store.get(id)).filter((t) => t !== undefined)).filter(
-      (tenant) => tenant.metadata.deletionTimestamp === undefined,
+      (tenant) => tenant.metadata.deletionTimestamp === undefined && isBorn(tenant),
     );
     if (tenants.length === 0) return;
     const ids = tenants.map((tenant) => tenant.metadata.name);

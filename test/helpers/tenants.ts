@@ -1,5 +1,6 @@
 // Tenants for tests, made the way an administrator makes them: a Tenant created through tenantgate's Tenant API,
-// ready once the lifecycle controller has bootstrapped it upstream, with the admin kubeconfig the API issues.
+// Ready, with the admin kubeconfig the API issues, and used once (its first request writes its birth state upstream,
+// which tests that write upstream directly rely on; test/integration/tenant-birth.test.ts covers a tenant never used).
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { upstreamJson } from '../../lib/upstream/client.ts';
@@ -42,16 +43,23 @@ export async function waitUntilReady(pool: UpstreamPool, id: string): Promise<Te
 }
 
 /** A Tenant created through the Tenant API, Ready, with its admin kubeconfig; `annotations` set its limits. */
-export async function createTestTenant(stack: Stack, id: string, annotations?: Record<string, string>): Promise<TestTenant> {
+export async function createTestTenant(stack: Stack, id: string, annotations?: Record<string, string>, options: { used?: boolean } = {}): Promise<TestTenant> {
   return withClient(stack.adminKubeconfig, async (pool) => {
     const created = await upstreamJson(pool, 'POST', TENANTS_PATH, { apiVersion: TENANT_API_VERSION, kind: 'Tenant', metadata: { name: id, annotations }, spec: {} });
     if (created.status !== 201) throw new Error(`creating tenant ${id}: ${created.status} ${JSON.stringify(created.body).slice(0, 400)}`);
     const tenant = await waitUntilReady(pool, id);
     const kubeconfig = join(stack.dir, `tenant-${id}.kubeconfig`);
     writeFileSync(kubeconfig, await fetchKubeconfig(pool, id), { mode: 0o600 });
+    if (options.used !== false) await withClient(kubeconfig, (asTenant) => firstRequest(asTenant, id));
     stack.tenants.set(id, tenant);
     return { id, kubeconfig, tenant, kubectl: (args, options = {}) => stack.kubectl(args, { kubeconfig, input: options.input }) };
   });
+}
+
+/** The tenant's first request (its birth state is written upstream before it is answered). */
+async function firstRequest(asTenant: UpstreamPool, id: string): Promise<void> {
+  const answer = await upstreamJson(asTenant, 'GET', '/api/v1/namespaces/default');
+  if (answer.status !== 200) throw new Error(`tenant ${id}'s first request: ${answer.status} ${JSON.stringify(answer.body).slice(0, 400)}`);
 }
 
 /** `kubectl get clusterroles -o name` lines without the built-in roles every tenant has: the tenant's own. */

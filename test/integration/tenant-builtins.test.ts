@@ -1,7 +1,9 @@
 // What every cluster has at birth, every tenant has: the built-in ClusterRoles (bound as anywhere, aggregating the
 // tenant's own roles), Service default/kubernetes, and admission policies its admin may write; through kubectl.
+// A tenant never used has none of it upstream: its first request for objects, over any protocol, writes it first.
 import t from 'tap';
 import { webDeployment } from '../helpers/fixtures.ts';
+import { connectH2, credentialsOf, h1Request, h2Request } from '../helpers/http.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
 
@@ -40,6 +42,55 @@ t.before(async () => {
   await ok(alpha, ['create', 'namespace', 'back']);
 });
 t.teardown(() => stack?.stop());
+
+/** Every upstream object labelled as the tenant's, by kind, as the upstream's administrator lists them. */
+async function upstreamObjectsOf(id: string): Promise<string[]> {
+  const kinds = 'namespaces,clusterroles,services,endpointslices,rolebindings,configmaps,clusterrolebindings.rbac.tenantgate.kubezoo.io';
+  const r = await stack.kubectlDirect(['get', kinds, '-A', '-l', `kubezoo.io/tenant=${id}`, '-o', 'name']);
+  if (r.code !== 0) throw new Error(r.stderr);
+  return r.stdout.split('\n').filter((line) => line !== '');
+}
+
+async function birthConditionOf(id: string): Promise<{ status?: string; reason?: string } | undefined> {
+  const r = await stack.kubectl(['get', 'tenant', id, '-o', 'json'], { kubeconfig: stack.adminKubeconfig });
+  if (r.code !== 0) throw new Error(r.stderr);
+  const tenant = JSON.parse(r.stdout);
+  return tenant.status.conditions.find((c: { type: string }) => c.type === 'BuiltinsUpstream');
+}
+
+t.test('a tenant never used costs the upstream nothing; its first request, over any protocol, finds what a cluster has', async (t) => {
+  const quiet = await createTestTenant(stack, 'unbrn1', undefined, { used: false });
+  const other = await createTestTenant(stack, 'unbrn2', undefined, { used: false });
+  t.same(await upstreamObjectsOf('unbrn1'), [], 'Ready, and no upstream object labelled as the tenant\'s');
+  t.match(await birthConditionOf('unbrn1'), { status: 'False', reason: 'Deferred' }, 'the Tenant says its built-ins are deferred');
+  t.match(await ok(quiet, ['api-resources', '-o', 'name']), /^pods$/m, 'discovery is answered');
+  t.same(await upstreamObjectsOf('unbrn1'), [], 'and writes nothing upstream');
+
+  // HTTP/1.1, a watch served by tenantgate's watch cache, as the tenant's very first request.
+  const watched = await h1Request(credentialsOf(quiet.kubeconfig), 'GET', '/api/v1/namespaces?watch=1&timeoutSeconds=1', { headers: { accept: 'application/json' } });
+  t.equal(watched.status, 200);
+  const added = watched.body.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line).object.metadata.name).sort();
+  t.same(added, ['default', 'kube-node-lease', 'kube-public', 'kube-system'], 'its first watch starts with the four built-in namespaces');
+  t.match(await birthConditionOf('unbrn1'), { status: 'True' }, 'the Tenant says its built-ins are upstream');
+  t.ok((await upstreamObjectsOf('unbrn1')).includes('namespace/unbrn1-kube-system'), 'now upstream, under its prefix');
+  t.same(await upstreamObjectsOf('unbrn2'), [], 'the other tenant, same names, still has nothing upstream');
+
+  // HTTP/2: the other tenant's first request is a Table of ClusterRoles, as kubectl get asks for one.
+  const session = connectH2(credentialsOf(other.kubeconfig));
+  try {
+    const table = await h2Request(session, 'GET', '/apis/rbac.authorization.k8s.io/v1/clusterroles', {
+      headers: { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' },
+    });
+    t.equal(table.status, 200);
+    const names: string[] = table.json().rows.map((row: { cells: string[] }) => row.cells[0]);
+    t.ok(['cluster-admin', 'admin', 'edit', 'view'].every((name) => names.includes(name)), `its first Table has the built-in roles (${names.length})`);
+    t.notOk(names.some((name) => name.startsWith('unbrn')), 'in its own names, none of the other tenant\'s');
+  } finally {
+    session.close();
+  }
+  const service = JSON.parse(await ok(other, ['get', 'service', 'kubernetes', '-o', 'json']));
+  t.equal(service.spec.ports[0].port, 443, 'Service default/kubernetes is there');
+});
 
 t.test('a fresh tenant lists the built-in ClusterRoles and bindings of a real cluster', async (t) => {
   const roles = (await ok(bravo, ['get', 'clusterroles', '-o', 'name'])).split('\n');

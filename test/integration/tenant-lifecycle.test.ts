@@ -1,12 +1,13 @@
 // The tenant lifecycle against a real kube-apiserver and kube-controller-manager, driven in-process:
-// bootstrap and Ready, what is deleted upstream comes back, and deletion removes exactly the tenant's objects.
+// Ready at once, the birth state written upstream on the first request, what is deleted upstream comes back, and
+// deletion removes exactly the tenant's objects.
 import t from 'tap';
 import { startRig, type Rig } from '../../lib/rig/harness.ts';
 import { TENANT_CLUSTER_SCOPE_GROUP } from '../../lib/auth/impersonation.ts';
 import { TENANT_LABEL } from '../../lib/convert/prefix.ts';
 import { upstreamJson } from '../../lib/upstream/client.ts';
 import { UpstreamPool } from '../../lib/upstream/pool.ts';
-import { conditionOf } from '../../lib/tenants/conditions.ts';
+import { BIRTH_STATE_CONDITION, conditionOf } from '../../lib/tenants/conditions.ts';
 import { TenantLifecycle } from '../../lib/tenants/lifecycle.ts';
 import { MemoryTenantStore } from '../../lib/tenants/memory-store.ts';
 import { TENANT_API_VERSION, TENANT_CLEANUP_FINALIZER, type Tenant, type TenantEvent } from '../../lib/tenants/tenant.ts';
@@ -15,12 +16,25 @@ let rig: Rig;
 let pool: UpstreamPool;
 let store: MemoryTenantStore;
 let lifecycle: TenantLifecycle;
+/** The built-in namespaces the lifecycle handed to its namespaceCreated hook (quota shares and class annotations). */
+const namespacesPrepared: string[] = [];
 
 t.before(async () => {
   rig = await startRig({ controllers: true });
   pool = new UpstreamPool(rig.admin);
   store = new MemoryTenantStore();
-  lifecycle = new TenantLifecycle({ store, pool, resyncIntervalMs: 30_000, cleanupIntervalMs: 500, clusterAddress: IN_CLUSTER_ADDRESS });
+  lifecycle = new TenantLifecycle({
+    store,
+    pool,
+    resyncIntervalMs: 30_000,
+    cleanupIntervalMs: 500,
+    clusterAddress: IN_CLUSTER_ADDRESS,
+    // Slow on purpose: the first request must wait for it.
+    namespaceCreated: async (_id, namespace) => {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      namespacesPrepared.push(namespace);
+    },
+  });
   await lifecycle.start();
 });
 t.teardown(async () => {
@@ -66,13 +80,44 @@ async function markDeleted(id: string): Promise<void> {
 
 const isReady = (id: string) => conditionOf(store.get(id) ?? ({} as Tenant), 'Ready')?.status === 'True';
 
-t.test('a new tenant is bootstrapped upstream and Ready within seconds', async (t) => {
-  await addTenant('life01');
-  const ms = await within('life01 Ready', 10_000, () => isReady('life01'));
-  t.comment(`create → Ready=True: ${ms} ms`);
-  const tenant = store.get('life01')!;
+/** A tenant Ready and born: what its first request through tenantgate asks of the lifecycle (pipeline.ts awaitBirth). */
+async function bornTenant(id: string, timeoutMs = 10_000): Promise<void> {
+  await addTenant(id);
+  await within(`${id} Ready`, timeoutMs, () => isReady(id));
+  await lifecycle.whenBorn(id);
+}
+
+t.test('a new tenant is Ready at once and costs the upstream nothing until its first request', async (t) => {
+  const created = performance.now();
+  await addTenant('idle01');
+  const ms = await within('idle01 Ready', 10_000, () => isReady('idle01'));
+  t.comment(`create → Ready=True: ${ms} ms (${Math.round(performance.now() - created)} ms with the store write)`);
+  const tenant = store.get('idle01')!;
   t.equal(tenant.status?.online, true, 'status.online');
-  t.equal(conditionOf(tenant, 'Ready')?.reason, 'Bootstrapped');
+  t.equal(conditionOf(tenant, 'Ready')?.reason, 'Created');
+  t.equal(conditionOf(tenant, BIRTH_STATE_CONDITION)?.status, 'False', 'its birth state is not upstream');
+  t.equal(conditionOf(tenant, BIRTH_STATE_CONDITION)?.reason, 'Deferred');
+  const labelled = `labelSelector=${encodeURIComponent(`${TENANT_LABEL}=idle01`)}`;
+  for (const collection of ['/api/v1/namespaces', `${RBAC}/clusterroles`, STORED_CLUSTER_BINDINGS, '/api/v1/services']) {
+    t.same((await upstreamJson(pool, 'GET', `${collection}?${labelled}`)).body.items, [], `no ${collection.split('/').at(-1)} of the tenant upstream`);
+  }
+  const started = performance.now();
+  await lifecycle.whenBorn('idle01');
+  t.comment(`first request's wait for the birth state: ${Math.round(performance.now() - started)} ms`);
+  t.equal(conditionOf(store.get('idle01')!, BIRTH_STATE_CONDITION)?.status, 'True', 'born once a request asked');
+  t.same(
+    namespacesPrepared.filter((namespace) => namespace.startsWith('idle01-')).sort(),
+    ['idle01-default', 'idle01-kube-node-lease', 'idle01-kube-public', 'idle01-kube-system'],
+    'each built-in namespace got what the tenant\'s quota and classes put on it before the request went on',
+  );
+  t.equal(await status('/api/v1/namespaces/idle01-kube-system'), 200, 'its built-in namespaces upstream');
+  t.equal(lifecycle.whenBorn('idle01'), null, 'later requests wait for nothing');
+});
+
+t.test('a tenant born on its first request has its namespaces and RBAC upstream', async (t) => {
+  await bornTenant('life01');
+  const tenant = store.get('life01')!;
+  t.equal(conditionOf(tenant, BIRTH_STATE_CONDITION)?.reason, 'Bootstrapped');
   for (const ns of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) {
     const answer = await upstreamJson(pool, 'GET', `/api/v1/namespaces/life01-${ns}`);
     t.equal(answer.status, 200, `namespace life01-${ns} exists`);
@@ -102,8 +147,7 @@ t.test('a new tenant is bootstrapped upstream and Ready within seconds', async (
 });
 
 t.test('what a tenant deletes of its bootstrap objects upstream comes back within seconds', async (t) => {
-  await addTenant('life02');
-  await within('life02 Ready', 10_000, () => isReady('life02'));
+  await bornTenant('life02');
 
   const bindingPath = `${RBAC}/namespaces/life02-default/rolebindings/tenantgate:tenant-admin`;
   t.equal((await upstreamJson(pool, 'DELETE', bindingPath)).status, 200);
@@ -136,18 +180,27 @@ t.test('what a tenant deletes of its bootstrap objects upstream comes back withi
   t.equal(await status(`${RBAC}/namespaces/life02x-apps/rolebindings/tenantgate:tenant-admin`), 404, 'no RoleBinding outside the prefix, label or not');
 });
 
-t.test('a tenant created while the upstream is down is Ready=False, then bootstrapped once it is back; watches resume', async (t) => {
+t.test('a tenant created while the upstream is down is Ready; its first request gets 503 until the upstream is back; watches resume', async (t) => {
   await rig.stopApiserver('crash');
   try {
     await addTenant('life03');
-    await within('life03 Ready=False', 15_000, () => conditionOf(store.get('life03')!, 'Ready')?.status === 'False');
-    t.equal(conditionOf(store.get('life03')!, 'Ready')?.reason, 'BootstrapFailed', 'the reason says why');
+    await within('life03 Ready', 15_000, () => isReady('life03'));
+    const refused = await lifecycle.whenBorn('life03')!.then(
+      () => null,
+      (error: { code?: number; message: string }) => error,
+    );
+    t.equal(refused?.code, 503, 'the request is told to try again');
+    t.notMatch(refused?.message ?? '', /life03-|namespaces\//, 'in words without upstream names');
+    t.equal(conditionOf(store.get('life03')!, BIRTH_STATE_CONDITION)?.reason, 'BootstrapFailed', "the Tenant's condition says why");
   } finally {
     const restarting = performance.now();
     await rig.startApiserver();
     t.comment(`upstream ready again after ${Math.round(performance.now() - restarting)} ms`);
   }
-  t.comment(`then life03 Ready=True after ${await within('life03 Ready', 60_000, () => isReady('life03'))} ms more`);
+  const reborn = performance.now();
+  await within('life03 born', 60_000, async () => (await lifecycle.whenBorn('life03')?.then(() => true, () => false)) ?? true);
+  t.comment(`then life03 born after ${Math.round(performance.now() - reborn)} ms more`);
+  t.equal(await status('/api/v1/namespaces/life03-default'), 200, 'its namespaces upstream');
   const bindingPath = `${RBAC}/clusterrolebindings/tenantgate:tenant-cluster-scope`;
   t.equal((await upstreamJson(pool, 'DELETE', bindingPath)).status, 200);
   t.comment(`after the restart, a deleted ClusterRoleBinding back in ${await within('binding back after restart', 30_000, async () => (await status(bindingPath)) === 200)} ms`);
@@ -219,8 +272,7 @@ async function deleteAndWait(id: string, timeoutMs = 120_000): Promise<{ events:
 
 t.test('deleting a tenant removes all its upstream objects, the Tenant last, and nothing of tenant B or the upstream', async (t) => {
   for (const id of ['dela01', 'delb01']) {
-    await addTenant(id);
-    await within(`${id} Ready`, 10_000, () => isReady(id));
+    await bornTenant(id);
     await populate(id);
   }
   // Near misses: a namespace and a ClusterRole that share the first characters but not the exact prefix.
@@ -260,8 +312,11 @@ t.test('two replicas following one store bootstrap and delete a tenant once, wit
     const unsubscribe = store.onChange((event) => event.tenant.metadata.name === 'rep001' && writes.push(event));
     await addTenant('rep001');
     await within('rep001 Ready', 10_000, () => isReady('rep001'));
+    // Its first requests reach both replicas at once.
+    await Promise.all([lifecycle.whenBorn('rep001'), replica.whenBorn('rep001')]);
     await new Promise((resolve) => setTimeout(resolve, 500));
-    t.equal(writes.filter((event) => event.type === 'MODIFIED').length, 1, 'one status write for Ready, not one per replica or a ping-pong');
+    t.equal(writes.filter((event) => event.type === 'MODIFIED').length, 2, 'one status write for Ready and one for the birth, not one per replica or a ping-pong');
+    t.equal(await status('/api/v1/namespaces/rep001-default'), 200, 'its namespaces upstream');
     const { events } = await deleteAndWait('rep001', 60_000);
     unsubscribe();
     t.equal(events.filter((event) => event.type === 'DELETED').length, 1, 'removed once');
@@ -272,10 +327,7 @@ t.test('two replicas following one store bootstrap and delete a tenant once, wit
 });
 
 t.test('tenants named "defaul" and "system" are deleted without touching "default" or system:* roles', async (t) => {
-  for (const id of ['defaul', 'system']) {
-    await addTenant(id);
-    await within(`${id} Ready`, 10_000, () => isReady(id));
-  }
+  for (const id of ['defaul', 'system']) await bornTenant(id);
   const before = {
     roles: (await upstreamJson(pool, 'GET', `${RBAC}/clusterroles`)).body.items.filter((r: { metadata: { name: string } }) => r.metadata.name.startsWith('system:')).length,
     bindings: (await upstreamJson(pool, 'GET', `${RBAC}/clusterrolebindings`)).body.items.filter((r: { metadata: { name: string } }) => r.metadata.name.startsWith('system:')).length,
@@ -298,8 +350,7 @@ t.test('tenants named "defaul" and "system" are deleted without touching "defaul
 });
 
 t.test('a tenant is born with Service default/kubernetes, its EndpointSlice and the built-in roles, and they come back', async (t) => {
-  await addTenant('life09');
-  await within('life09 Ready', 10_000, () => isReady('life09'));
+  await bornTenant('life09');
   const service = await upstreamJson(pool, 'GET', '/api/v1/namespaces/life09-default/services/kubernetes');
   t.equal(service.status, 200, 'Service kubernetes in the tenant\'s default namespace');
   t.same(service.body.spec.ports, [{ name: 'https', port: 443, protocol: 'TCP', targetPort: 6443 }]);
@@ -340,8 +391,7 @@ t.test('a tenant is born with Service default/kubernetes, its EndpointSlice and 
 });
 
 t.test('an upgrade replaces the ClusterRoleBindings an older tenantgate kept per tenant, the admin never losing a right', async (t) => {
-  await addTenant('mig001');
-  await within('mig001 Ready', 10_000, () => isReady('mig001'));
+  await bornTenant('mig001');
   // What the previous version kept for every tenant: four bindings to the admin or its shadow, two roles of its own.
   const owned = { 'tenantgate.kubezoo.io/tenant': 'mig001' };
   const bindTo = (name: string, role: string, user: string) =>
