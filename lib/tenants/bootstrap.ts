@@ -277,20 +277,27 @@ const CUSTOM_RESOURCES_ATTEMPTS = 5;
 const AUTHORIZED_WITHIN_MS = 2_000;
 
 /**
- * Waits (bounded) until the upstream's authorizer allows a tenant admin `verb` on `resource` of `group` (named
- * `name`, or any): its RBAC is served from informers, and an aggregated rule lands after the aggregation controller.
+ * A user no binding names: reviewed with the admins' group, it holds exactly what the group does. (Reviewed as the
+ * admin itself, an older tenantgate's per-tenant binding of the admin would answer for the group's rule before it is
+ * in force, and an upgrade would remove that binding too early.)
+ */
+const GROUP_PROBE_USER = 'tenantgate:cluster-scope-group-probe';
+
+/**
+ * Waits (bounded) until the upstream's authorizer allows tenant admins (their group) `verb` on `resource` of `group`
+ * (named `name`, or any): its RBAC is served from informers, and an aggregated rule lands after the aggregation controller.
  */
 async function untilAdminAllowed(pool: UpstreamPool, tenant: TenantId, attributes: { verb: string; group: string; resource: string; name?: string }): Promise<void> {
   const review = {
     apiVersion: 'authorization.k8s.io/v1',
     kind: 'SubjectAccessReview',
-    spec: { user: tenantAdminUser(tenant), groups: [TENANT_CLUSTER_SCOPE_GROUP], resourceAttributes: attributes },
+    spec: { user: GROUP_PROBE_USER, groups: [TENANT_CLUSTER_SCOPE_GROUP], resourceAttributes: attributes },
   };
   const deadline = Date.now() + AUTHORIZED_WITHIN_MS;
   for (;;) {
     const answer = await upstreamJson(pool, 'POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', review);
     if (answer.body?.status?.allowed === true) return;
-    if (Date.now() > deadline) throw new Error(`the upstream does not allow ${tenantAdminUser(tenant)} to ${attributes.verb} ${attributes.resource}.${attributes.group} yet`);
+    if (Date.now() > deadline) throw new Error(`the upstream does not allow ${tenantAdminUser(tenant)}'s group to ${attributes.verb} ${attributes.resource}.${attributes.group} yet`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
