@@ -43,6 +43,7 @@ import {
   type TenantStore,
 } from '../tenants/tenant.ts';
 import { validateTenant } from '../tenants/validation.ts';
+import { markCreated } from '../tenants/conditions.ts';
 import type { RecordTenantOperation, TenantOperation } from '../metrics/metrics.ts';
 import type { RequestContext } from '../request/context.ts';
 import { sendStatus } from './status.ts';
@@ -223,9 +224,12 @@ function forCreate(tenant: Tenant): Parameters<TenantStore['create']>[0] {
   if (resourceVersion !== undefined && resourceVersion !== '') {
     throw invalid(`${QUALIFIED} "${tenant.metadata.name}" is invalid: metadata.resourceVersion: Invalid value: "${resourceVersion}": must not be set on create`, details(tenant.metadata.name));
   }
-  // The status is the lifecycle controller's to write (status subresource), never the creator's.
+  // The status is tenantgate's to write (status subresource), never the creator's: a new Tenant is Ready once stored,
+  // as a namespace is Active (its birth state is written upstream on its first request: lifecycle.ts whenBorn).
   const { status: _status, ...rest } = tenant;
-  return { ...rest, metadata };
+  const created = { ...rest, metadata } as Tenant;
+  markCreated(created);
+  return created;
 }
 
 async function create(ctx: RequestContext, store: TenantStore, body: unknown, query: URLSearchParams): Promise<void> {

@@ -42,6 +42,21 @@ export function isBorn(tenant: Tenant): boolean {
   return birth === undefined ? isReady(tenant) : birth.status === 'True';
 }
 
+/**
+ * Ready, as a Tenant is once stored (its credentials are issued by the Tenant API on request): set by its create, or
+ * by the lifecycle for one stored otherwise. Its birth state deferred unless it has one. False when nothing changed.
+ */
+export function markCreated(tenant: Tenant): boolean {
+  let changed = false;
+  if (!isBorn(tenant) && conditionOf(tenant, BIRTH_STATE_CONDITION) === undefined) {
+    changed = setCondition(tenant, { type: BIRTH_STATE_CONDITION, status: 'False', reason: 'Deferred', message: "written upstream on the tenant's first request" });
+  }
+  changed = setCondition(tenant, { type: 'Ready', status: 'True', reason: 'Created', message: 'stored; its credentials are issued by the Tenant API' }) || changed;
+  if (tenant.status!.online === true) return changed;
+  tenant.status!.online = true;
+  return true;
+}
+
 /** Resolves once the store's tenant `id` is Ready (the lifecycle controller has set it up upstream). */
 export function whenReady(store: Pick<TenantStore, 'get' | 'onChange'>, id: string, timeoutMs = 30_000): Promise<void> {
   return new Promise((resolve, reject) => {

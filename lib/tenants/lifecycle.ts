@@ -49,7 +49,7 @@ import {
 import { ensureKubernetesService, KUBERNETES_SERVICE, kubernetesEndpointSlice, type ClusterAddress } from './cluster-service.ts';
 import { EXPANSION_LABEL, expansionName, expansionOf, isExpansionName, isTenantClusterBinding, migrateClusterBinding, migratedSubjects, REAL_CLUSTER_BINDINGS, STORED_CLUSTER_BINDINGS, type ClusterRoleBinding } from './cluster-bindings.ts';
 import { cleanupDone, deleteTenantObjects, type CleanupProgress } from './cleanup.ts';
-import { BIRTH_STATE_CONDITION, conditionOf, isBorn, isReady, setCondition } from './conditions.ts';
+import { BIRTH_STATE_CONDITION, isBorn, isReady, markCreated, setCondition } from './conditions.ts';
 import { ensureStoredKindCrds, ensureTenantFlowControlDefaults, readMandatoryFlowControl, type MandatoryObject } from './stored-kinds.ts';
 import { writeTenantStatus } from './status-writes.ts';
 import { TENANT_CLEANUP_FINALIZER, TenantMissing, type Tenant, type TenantEvent, type TenantStore } from './tenant.ts';
@@ -394,21 +394,11 @@ export class TenantLifecycle {
   }
 
   /**
-   * Ready once stored (its credentials are issued by the Tenant API on request): no upstream write. Its birth state is
-   * deferred to its first request, unless it has one already (a tenant an older tenantgate bootstrapped).
+   * Ready (no upstream write) for a tenant stored without it: the Tenant API's create stores it Ready; a tenant of an
+   * older version, or one whose status was written back, gets it here.
    */
   async #markReady(id: TenantId): Promise<void> {
-    await this.#writeStatus(id, (tenant) => {
-      if (tenant.metadata.deletionTimestamp !== undefined) return false;
-      let changed = false;
-      if (!isBorn(tenant) && conditionOf(tenant, BIRTH_STATE_CONDITION) === undefined) {
-        changed = setCondition(tenant, { type: BIRTH_STATE_CONDITION, status: 'False', reason: 'Deferred', message: "written upstream on the tenant's first request" });
-      }
-      changed = setCondition(tenant, { type: 'Ready', status: 'True', reason: 'Created', message: 'stored; its credentials are issued by the Tenant API' }) || changed;
-      if (tenant.status!.online === true) return changed;
-      tenant.status!.online = true;
-      return true;
-    });
+    await this.#writeStatus(id, (tenant) => tenant.metadata.deletionTimestamp === undefined && markCreated(tenant));
   }
 
   async #bootstrap(id: TenantId): Promise<void> {

@@ -104,7 +104,7 @@ t.test('kubectl get tenants -w sees a tenant created after it started', async (t
   t.ok(await seen(/abc123/), 'the initial list is printed');
   const created = await kubectl(['create', '-f', '-'], { input: tenantYaml('wat001', 9) });
   t.equal(created.code, 0, created.stderr);
-  t.ok(await seen(/wat001\s+Pending/), out);
+  t.ok(await seen(/wat001\s+Ready/), out);
   t.equal(out.match(/^NAME/gm)?.length, 1, 'the header is printed once');
 });
 

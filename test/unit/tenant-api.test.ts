@@ -138,12 +138,17 @@ t.test('a quota a ResourceQuota would refuse is 400 naming the field, and nothin
 });
 
 t.test('create, get, conflicting create, stale update and delete answer as the apiserver would', async (t) => {
-  const created = await h2Request(admin, 'POST', BASE, { headers: json, body: tenantBody('abc123', { status: { online: true } }) });
+  const written = { online: false, conditions: [{ type: 'Ready', status: 'False', reason: 'Mine', lastTransitionTime: '2026-01-01T00:00:00Z' }] };
+  const created = await h2Request(admin, 'POST', BASE, { headers: json, body: tenantBody('abc123', { status: written }) });
   t.equal(created.status, 201);
   const tenant = created.json();
   t.ok(tenant.metadata.uid);
   t.ok(tenant.metadata.resourceVersion);
-  t.equal(tenant.status, undefined, 'the creator cannot write the status');
+  t.equal(tenant.status.online, true, 'the creator cannot write the status');
+  t.match(tenant.status.conditions, [
+    { type: 'BuiltinsUpstream', status: 'False', reason: 'Deferred' },
+    { type: 'Ready', status: 'True', reason: 'Created' },
+  ], 'a new Tenant is stored Ready, its built-ins deferred to its first request');
 
   const again = await h2Request(admin, 'POST', BASE, { headers: json, body: tenantBody('abc123') });
   t.equal(again.status, 409);
@@ -246,6 +251,8 @@ t.test('a watch sees create, update and delete after the resourceVersion it star
 });
 
 t.test('list with a label selector; the Table has NAME, STATUS and AGE', async (t) => {
+  // Stored without a status (as by an older tenantgate, before its lifecycle looked): Pending.
+  await store.create({ apiVersion: 'tenant.kubezoo.io/v1alpha1', kind: 'Tenant', metadata: { name: 'pend01' }, spec: {} });
   const all = await h2Request(admin, 'GET', BASE);
   t.equal(all.json().kind, 'TenantList');
   t.equal(all.json().metadata.resourceVersion, store.resourceVersion);
@@ -256,7 +263,8 @@ t.test('list with a label selector; the Table has NAME, STATUS and AGE', async (
   t.same(table.json().columnDefinitions.map((c: { name: string }) => c.name), ['Name', 'Status', 'Age']);
   const byName = Object.fromEntries(table.json().rows.map((r: { cells: string[] }) => [r.cells[0], r.cells[1]]));
   t.equal(byName.abc123, 'Terminating');
-  t.equal(byName.blue01, 'Pending');
+  t.equal(byName.blue01, 'Ready', 'created through the API: Ready once stored');
+  t.equal(byName.pend01, 'Pending');
 });
 
 t.test('storage down: reads are served from the index, writes answer 503 and store nothing', async (t) => {
