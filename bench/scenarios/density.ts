@@ -6,7 +6,10 @@
 // Besides the N tenants there is one probe tenant (`dprobe`) whose ConfigMap the tenant path reads, from N = 0 on.
 import type { ClientHttp2Session } from 'node:http2';
 import os from 'node:os';
-import { isReady } from '../../lib/tenants/conditions.ts';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { isBorn, isReady } from '../../lib/tenants/conditions.ts';
+import { fetchKubeconfig } from '../../lib/tenants/tenant-command.ts';
 import { TENANT_API_VERSION, TENANTS_PATH, type Tenant } from '../../lib/tenants/tenant.ts';
 import { upstreamJson } from '../../lib/upstream/client.ts';
 import { DiscoveryCache } from '../../lib/upstream/discovery.ts';
@@ -233,9 +236,12 @@ async function createTenants(
 /**
  * Waits (bounded) until kube-controller-manager gave the newest tenant's namespaces their `default` ServiceAccount and
  * root CA ConfigMap: it works through namespaces in order, so its backlog from the creation is then about done and the
- * idle figures are idle. Returns the ms waited, or null when it did not catch up in time.
+ * idle figures are idle. Returns the ms waited, or null when it did not catch up in time. A tenant never used has no
+ * namespaces upstream, so nothing for the controllers to do: 0.
  */
-async function controllersCaughtUp(upstream: UpstreamPool, tenant: string, withinMs: number): Promise<number | null> {
+async function controllersCaughtUp(admin: UpstreamPool, upstream: UpstreamPool, tenant: string, withinMs: number): Promise<number | null> {
+  const stored = await upstreamJson(admin, 'GET', `${TENANTS_PATH}/${tenant}`);
+  if (stored.status === 200 && !isBorn(stored.body as Tenant)) return 0;
   const started = performance.now();
   const paths = ['default', 'kube-system', 'kube-public', 'kube-node-lease'].flatMap((namespace) => [
     `/api/v1/namespaces/${tenant}-${namespace}/serviceaccounts/default`,
@@ -312,6 +318,31 @@ function runOf(rounds: GetRound[]): Omit<GetRun, 'unpacedGetsPerSecond'> {
     etcdCpuMsPerGet: rounded(median(byRound('etcd')), 4),
     tenantgateCpuMsPerGet: rounded(median(byRound('tenantgate')), 4),
   };
+}
+
+/** Tenants whose first request each step times. */
+const FIRST_REQUEST_SAMPLES = 5;
+
+/** `ids`' first request (a GET of their namespace `default`) and the second, one at a time, each as the tenant's admin. */
+async function firstRequests(stack: Stack, admin: UpstreamPool, ids: string[]): Promise<NonNullable<AtTenantCount['firstRequests']>> {
+  const firstMs: number[] = [];
+  const secondMs: number[] = [];
+  for (const id of ids) {
+    const path = join(stack.dir, `density-${id}.kubeconfig`);
+    writeFileSync(path, await fetchKubeconfig(admin, id), { mode: 0o600 });
+    const pool = new UpstreamPool(loadKubeconfig(path));
+    try {
+      for (const times of [firstMs, secondMs]) {
+        const started = performance.now();
+        const answer = await upstreamJson(pool, 'GET', '/api/v1/namespaces/default');
+        if (answer.status !== 200) throw new Error(`tenant ${id}: GET namespace default answered ${answer.status}`);
+        times.push(rounded(performance.now() - started, 1));
+      }
+    } finally {
+      pool.close();
+    }
+  }
+  return { tenants: ids, firstMs, secondMs };
 }
 
 /** The two ways one ConfigMap is read: as the probe tenant through tenantgate, and as a plain ServiceAccount directly. */
@@ -408,6 +439,11 @@ interface AtTenantCount {
   clusterObjectsPerTenantSinceLast: Record<string, number>;
   unlisted: string[];
   footprintSeconds: number;
+  /**
+   * The first request of a few tenants never used before (the newest), and the second on the same connection: the
+   * difference is the wait for the birth state written upstream. Those tenants are used from then on.
+   */
+  firstRequests: { tenants: string[]; firstMs: number[]; secondMs: number[] } | null;
 }
 
 const CLUSTER_ROLE_BINDINGS = 'clusterrolebindings.rbac.authorization.k8s.io';
@@ -542,7 +578,7 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
       let creation: CreationStep | null = null;
       if (heapBaseline === null && inspector !== null && wanted - tenants > 2 * HEAP_WARM_UP_TENANTS) {
         await createMore(HEAP_WARM_UP_TENANTS);
-        await controllersCaughtUp(upstream, tenantIdOf(nextIndex - 1), plan.controllersCatchUpMs);
+        await controllersCaughtUp(admin, upstream, tenantIdOf(nextIndex - 1), plan.controllersCatchUpMs);
         const heap = await heapAfterCollection(inspector).catch((error: Error) => (log(`  tenantgate heap not read: ${error.message}`), null));
         if (heap !== null) heapBaseline = { tenants, heapUsedBytes: heap.heapUsedBytes };
         log(`${tenants} tenants made to warm tenantgate's code up; heap after a full collection ${heap === null ? '?' : megabytes(heap.heapUsedBytes)} MB`);
@@ -555,7 +591,7 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
         );
       }
       const newest = nextIndex > 0 ? tenantIdOf(nextIndex - 1) : PROBE_TENANT;
-      const controllersCaughtUpMs = await controllersCaughtUp(upstream, newest, plan.controllersCatchUpMs);
+      const controllersCaughtUpMs = await controllersCaughtUp(admin, upstream, newest, plan.controllersCatchUpMs);
       const loadavg1m = os.loadavg()[0]!;
       const settling = await untilCpuAtMost(pids, TARGET_RIG_IDLE_MILLICORES, plan.settleMs);
       const idle = await idleCpuRate(pids, plan.idleSeconds);
@@ -588,6 +624,9 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
         clusterObjectsPerTenantSinceLast: previousTotals === null ? {} : perTenantGrowth(previousTotals, footprint.clusterTotals, tenants - previousTenants),
         unlisted: footprint.unlisted,
         footprintSeconds: rounded((performance.now() - footprintStarted) / 1000, 1),
+        // (After the footprint: the sample tenant, the first made, stays idle.)
+        firstRequests:
+          tenants > FIRST_REQUEST_SAMPLES ? await firstRequests(stack, admin, Array.from({ length: FIRST_REQUEST_SAMPLES }, (_, i) => tenantIdOf(nextIndex - 1 - i))) : null,
       };
       steps.push(step);
       previousTotals = footprint.clusterTotals;
@@ -596,6 +635,9 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
         `${tenants} tenants: kube-apiserver CPU per GET ${getAsTenant.apiserverCpuMsPerGet} ms as a tenant, ${getAsPlainServiceAccount.apiserverCpuMsPerGet} ms as a plain ServiceAccount ` +
           `(${getAsPlainServiceAccount.unpacedGetsPerSecond} direct GETs/s unpaced; both measured at ${getAsPlainServiceAccount.getsPerSecond}/s); ${step.upstreamTotals[CLUSTER_ROLE_BINDINGS]} ClusterRoleBindings, ${step.upstreamTotals[CLUSTER_ROLES]} ClusterRoles, ${step.upstreamTotals.namespaces} namespaces upstream`,
       );
+      if (step.firstRequests !== null) {
+        log(`  first requests of ${step.firstRequests.tenants.join(', ')}: ${step.firstRequests.firstMs.join(', ')} ms (the second: ${step.firstRequests.secondMs.join(', ')} ms)`);
+      }
       log(`  ${sampleTenant}${step.sampleIsIdle ? ' (idle)' : ' (probe)'} has ${footprint.total} upstream objects: ${Object.entries(footprint.byKind).map(([kind, n]) => `${kind} ${n}`).join(', ')}`);
       log(`  ${step.settledAfterMs === null ? `not at rest within ${plan.settleMs} ms` : `at rest after ${step.settledAfterMs} ms`}; idle millicores ${JSON.stringify(step.idleMillicores)}, RSS MB ${JSON.stringify(rssMb)}, tenantgate heap after a full collection ${step.tenantgateHeapAfterGcMb} MB, load average ${step.loadavg1m}${controllersCaughtUpMs === null ? '; kube-controller-manager had not caught up' : ''}`);
       if (creation !== null && creation.stoppedBy !== null) {
