@@ -337,12 +337,16 @@ export class TenantgateMetrics {
 
   #onTenantChange(event: TenantEvent): void {
     if (event.type === 'MODIFIED') return; // the bound depends on names only
-    if (event.type === 'DELETED') {
-      const id = event.tenant.metadata.name;
-      const live = this.#live.get(id);
-      // Its watches and seats end as their connections close; until then they are counted (under `_other`).
-      if (live !== undefined && live.readonly === 0 && live.mutating === 0 && live.watches === 0) this.#live.delete(id);
+    if (event.type === 'ADDED') {
+      // Most creations past the bound change nothing: no sort of every tenant.
+      if (!this.bound.wouldTake(event.tenant.metadata.name)) return;
+      this.#harvestStreams();
+      for (const id of this.bound.add(event.tenant.metadata.name)) this.#removeSeries(id);
+      return;
     }
+    const live = this.#live.get(event.tenant.metadata.name);
+    // Its watches and seats end as their connections close; until then they are counted (under `_other`).
+    if (live !== undefined && live.readonly === 0 && live.mutating === 0 && live.watches === 0) this.#live.delete(event.tenant.metadata.name);
     // A deleted tenant leaves the bound, which removes its series.
     this.#followBound();
   }

@@ -88,6 +88,24 @@ t.test('a new tenant sorting first pushes the last tenant of the bound to _other
   t.equal(sampleSum(samples, 'tenantgate_requests_total', { tenant: OTHER_TENANTS }), 1);
 });
 
+t.test('tenants added one by one take the same series as a bound recomputed from every tenant', async (t) => {
+  const incremental = new TenantSeriesBound(5);
+  const recomputed = new TenantSeriesBound(5);
+  const stored: string[] = [];
+  let seed = 7;
+  const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
+  for (let i = 0; i < 200; i++) {
+    const id = `t${String(next() % 100_000).padStart(5, '0')}`;
+    if (stored.includes(id)) continue;
+    stored.push(id);
+    const dropped = incremental.add(id);
+    const expected = recomputed.update([...stored].sort());
+    t.same(dropped, expected, `${id}: the same tenant leaves the bound`);
+  }
+  t.same(stored.filter((id) => incremental.hasOwnSeries(id)).sort(), [...stored].sort().slice(0, 5), 'the first 5 in name order have their own');
+  t.notOk(incremental.wouldTake(stored.sort().at(-1)!), 'a tenant already counted is not taken twice');
+});
+
 t.test('ids no stored tenant has never get a label value of their own', async (t) => {
   const bound = new TenantSeriesBound(10);
   bound.update(['aaaaaa']);
