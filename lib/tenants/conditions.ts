@@ -57,7 +57,7 @@ export function markCreated(tenant: Tenant): boolean {
   return true;
 }
 
-/** Resolves once the store's tenant `id` is Ready (the lifecycle controller has set it up upstream). */
+/** Resolves once the store's tenant `id` is Ready (stored: its birth state is written on its first request). */
 export function whenReady(store: Pick<TenantStore, 'get' | 'onChange'>, id: string, timeoutMs = 30_000): Promise<void> {
   return new Promise((resolve, reject) => {
     const done = (error?: Error) => {

@@ -251,7 +251,7 @@ export class TenantLifecycle {
   /**
    * null when the tenant's birth state is upstream (or there is no such tenant to make it for); otherwise a promise
    * that resolves once it is, written now, in its turn with other tenants' steps. A tenant is Ready without it: an idle
-   * tenant costs the upstream no object, and the first request that needs objects waits for them (about a second).
+   * tenant costs the upstream no object, and the first request that needs objects waits for them (70–150 ms on the rig).
    */
   whenBorn(id: TenantId): Promise<void> | null {
     const tenant = this.#store.get(id);
@@ -274,7 +274,7 @@ export class TenantLifecycle {
     return birth.promise;
   }
 
-  /** Ends the wait of the requests for this tenant's birth: resolved without an error. */
+  /** Ends the wait of the requests for this tenant's birth: they go on, or get `error`. */
   #settleBirth(id: TenantId, error?: Error): void {
     const birth = this.#births.get(id);
     if (birth === undefined) return;

@@ -326,6 +326,31 @@ t.test('two replicas following one store bootstrap and delete a tenant once, wit
   }
 });
 
+t.test('a tenant an older version bootstrapped counts as born: kept upstream, its requests wait for nothing', async (t) => {
+  // As the previous version stored it: Ready once bootstrapped, no BuiltinsUpstream condition; its objects upstream.
+  await store.create({
+    apiVersion: TENANT_API_VERSION,
+    kind: 'Tenant',
+    metadata: { name: 'old001', finalizers: [TENANT_CLEANUP_FINALIZER] },
+    spec: {},
+    status: { online: true, conditions: [{ type: 'Ready', status: 'True', reason: 'Bootstrapped', lastTransitionTime: '2026-11-01T00:00:00Z' }] },
+  });
+  t.equal(lifecycle.whenBorn('old001'), null, 'its first request after the upgrade waits for nothing');
+  // One of its namespaces seen upstream: the reconcile that follows puts back what it lacks, as for any born tenant.
+  await create('/api/v1/namespaces', { metadata: { name: 'old001-default', labels: { [TENANT_LABEL]: 'old001' } } });
+  await within('old001-kube-public made by the reconcile', 15_000, async () => (await status('/api/v1/namespaces/old001-kube-public')) === 200);
+  t.pass('its built-in namespaces are kept upstream');
+  t.equal(conditionOf(store.get('old001')!, BIRTH_STATE_CONDITION), undefined, 'and its Tenant is left as it was');
+
+  // A tenant of this version, never used, with a namespace made upstream by someone else: nothing is added.
+  await addTenant('new001');
+  await within('new001 Ready', 10_000, () => isReady('new001'));
+  await create('/api/v1/namespaces', { metadata: { name: 'new001-default', labels: { [TENANT_LABEL]: 'new001' } } });
+  await new Promise((resolve) => setTimeout(resolve, 2_000));
+  t.equal(await status('/api/v1/namespaces/new001-kube-public'), 404, 'an unborn tenant gets no birth state from the reconcile');
+  t.equal(await status(`${RBAC}/namespaces/new001-default/rolebindings/tenantgate:tenant-admin`), 404, 'nor a RoleBinding');
+});
+
 t.test('tenants named "defaul" and "system" are deleted without touching "default" or system:* roles', async (t) => {
   for (const id of ['defaul', 'system']) await bornTenant(id);
   const before = {
