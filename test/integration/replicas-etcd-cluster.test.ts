@@ -94,6 +94,19 @@ for (const id of TRAFFIC_TENANTS) {
 let stopAt = performance.now() + 150_000;
 let tenantRequests = 0;
 
+/**
+ * A 200 answer's JSON, or null when its body ended before the JSON did: a replica killed mid-answer can end the stream
+ * without an error the client sees. Counted as an answer cut mid-way (a failure every phase but the kill refuses).
+ */
+function answerJson<T>(tl: TenantUnderLoad, what: string, answer: { body: string }): T | null {
+  try {
+    return JSON.parse(answer.body) as T;
+  } catch {
+    tl.client.counts.failures.push(`${tl.id} ${what}: the stream was cut mid-answer (a 200 whose body of ${answer.body.length} bytes is not whole JSON)`);
+    return null;
+  }
+}
+
 /** Creates, gets and lists ConfigMaps as one tenant; every tenant uses the same names, so a leak shows as another owner. */
 async function tenantTraffic(tl: TenantUnderLoad): Promise<void> {
   for (let n = 0; n < 5_000 && performance.now() < stopAt; n++) {
@@ -110,7 +123,8 @@ async function tenantTraffic(tl: TenantUnderLoad): Promise<void> {
     const got = await tl.client.request('GET', `${CM_PATH}/${name}`);
     tenantRequests++;
     if (got !== null) {
-      const object = got.status === 200 ? JSON.parse(got.body) : null;
+      const object = got.status === 200 ? answerJson<{ metadata?: { name?: string; namespace?: string }; data?: { owner?: string } }>(tl, `get ${name}`, got) : null;
+      if (got.status === 200 && object === null) continue;
       if (object?.metadata?.name !== name || object?.metadata?.namespace !== 'default' || object?.data?.owner !== tl.id) wrong.push(`${tl.id} get ${name}: ${got.status} ${got.body.slice(0, 200)}`);
     }
     if (n % 5 !== 4) continue;
@@ -121,7 +135,9 @@ async function tenantTraffic(tl: TenantUnderLoad): Promise<void> {
       wrong.push(`${tl.id} list: ${listed.status} ${listed.body.slice(0, 200)}`);
       continue;
     }
-    const items = (JSON.parse(listed.body) as { items: { metadata: { name: string; namespace: string }; data?: { owner?: string } }[] }).items;
+    const list = answerJson<{ items: { metadata: { name: string; namespace: string }; data?: { owner?: string } }[] }>(tl, 'list', listed);
+    if (list === null) continue;
+    const items = list.items;
     const foreign = items.filter((item) => item.metadata.namespace !== 'default' || (item.metadata.name !== 'kube-root-ca.crt' && item.data?.owner !== tl.id));
     if (foreign.length > 0) wrong.push(`${tl.id} list shows objects not its own: ${JSON.stringify(foreign.map((item) => [item.metadata.name, item.data?.owner]))}`);
     const names = new Set(items.map((item) => item.metadata.name));
