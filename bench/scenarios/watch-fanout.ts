@@ -20,6 +20,7 @@ import { UpstreamPool } from '../../lib/upstream/pool.ts';
 import { sumMetric } from '../../test/helpers/http.ts';
 import { request } from '../../test/helpers/load.ts';
 import { spawnGateway, startStack, stopChild, type Stack } from '../../test/helpers/stack.ts';
+import { firstRequest } from '../../test/helpers/tenants.ts';
 import { rssOf } from '../load/cpu.ts';
 import { heapAfterCollection, INSPECTOR_FLAGS, inspectorUrlOf, type HeapReading } from '../load/heap.ts';
 import { watchCacheMetrics, watchCacheOffFlags, type WatchCacheMetrics } from '../load/watch-cache.ts';
@@ -738,8 +739,7 @@ export async function runWatchFanout(size: FanoutSize, side: SideCasesSize, opti
     await runBounded(tenants.length, TENANT_CREATE_CONCURRENCY, async (index) => {
       const pool = new UpstreamPool(tenantCredentials.get(tenants[index]!)!);
       try {
-        const answer = await upstreamJson(pool, 'GET', '/api/v1/namespaces/default');
-        if (answer.status !== 200) throw new Error(`tenant ${tenants[index]}'s first request: ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`);
+        await firstRequest(pool, tenants[index]!);
       } finally {
         pool.close();
       }

@@ -57,7 +57,7 @@ export async function createTestTenant(stack: Stack, id: string, annotations?: R
 }
 
 /** The tenant's first request (its birth state is written upstream before it is answered). */
-async function firstRequest(asTenant: UpstreamPool, id: string): Promise<void> {
+export async function firstRequest(asTenant: UpstreamPool, id: string): Promise<void> {
   const answer = await upstreamJson(asTenant, 'GET', '/api/v1/namespaces/default');
   if (answer.status !== 200) throw new Error(`tenant ${id}'s first request: ${answer.status} ${JSON.stringify(answer.body).slice(0, 400)}`);
 }
