@@ -181,6 +181,7 @@ async function convertedBody(ctx: RequestContext, buffer: Buffer, conversions: T
       scopeOf: convert.scopeOf,
       webhookUrlHosts: convert.webhookUrlHosts,
       allowsPlatformClass: convert.allowsPlatformClass,
+      defaultPlatformClass: convert.defaultPlatformClass,
     });
     return;
   }

@@ -38,10 +38,20 @@ export interface TenantConversionDeps {
    * again. Absent: the refusal is the answer.
    */
   tenantQuotaRefused?: ((tenant: TenantId, upstreamNamespace: string, requested: Map<string, bigint>) => Promise<boolean>) | undefined;
-  /** Which of the platform's classes a tenant may use (its Tenant's allowed sets); absent: all but the critical priority classes. */
-  platformClassAllowed?: ((tenant: TenantId, resource: string, name: string) => boolean) | undefined;
+  /**
+   * Which of the platform's classes a tenant may use (its Tenant's allowed sets) and which it gets when its object names
+   * none (its defaults); absent: all but the critical priority classes, and the upstream's own defaults.
+   */
+  platformClasses?: PlatformClassesOfTenants | undefined;
   /** Called when a tenant created a namespace, before the create is answered (its quota share, its allowed classes). */
   tenantNamespaceCreated?: ((tenant: TenantId, upstreamNamespace: string) => Promise<void>) | undefined;
+}
+
+/** The platform's classes each tenant may use, and its defaults among them (tenants/tenant-classes.ts). */
+export interface PlatformClassesOfTenants {
+  allows(tenant: TenantId, resource: string, name: string): boolean;
+  /** The class of `resource` the tenant's objects get when they name none; undefined: the upstream's own default. */
+  defaultOf(tenant: TenantId, resource: string): string | undefined;
 }
 
 /** A tenant's conversion context over `discovery` (its closures read discovery as it is at each call). */
@@ -49,12 +59,15 @@ export function convertContextOf(
   tenant: TenantId,
   discovery: DiscoveryCache,
   webhookUrlHosts: ReadonlySet<string> | undefined,
-  platformClassAllowed?: TenantConversionDeps['platformClassAllowed'],
+  platformClasses?: PlatformClassesOfTenants,
 ): ConvertContext {
   return {
     tenant,
     webhookUrlHosts,
-    ...(platformClassAllowed !== undefined && { allowsPlatformClass: (resource: string, name: string) => platformClassAllowed(tenant, resource, name) }),
+    ...(platformClasses !== undefined && {
+      allowsPlatformClass: (resource: string, name: string) => platformClasses.allows(tenant, resource, name),
+      defaultPlatformClass: (resource: string) => platformClasses.defaultOf(tenant, resource),
+    }),
     scopeOf: (group, resource) => discovery.scopeOf(group, resource),
     kindScope: (apiVersion, kind) => discovery.scopeOfKind(groupOfApiVersion(apiVersion), kind),
     servesTenantResources: (group, version) => discovery.servesTenantResources(group, version),
@@ -76,7 +89,7 @@ export class TenantConversions {
   /** Tenants' views of OpenAPI v2, kept while the upstream's ETag holds. */
   readonly openapiV2 = new TenantOpenApiV2Cache();
   readonly #webhookUrlHosts: ReadonlySet<string> | undefined;
-  readonly #platformClassAllowed: TenantConversionDeps['platformClassAllowed'];
+  readonly #platformClasses: PlatformClassesOfTenants | undefined;
   readonly #contexts = new LRUCache<TenantId, ConvertContext>({ max: KEPT_CONTEXTS });
   /** Each tenant's view specs by kind, made on first use (they hold closures over the tenant's context). */
   readonly #viewSpecs = new WeakMap<ConvertContext, Map<KindRow, TenantViewSpec>>();
@@ -91,14 +104,14 @@ export class TenantConversions {
     this.tenantQuotaRefused = deps.tenantQuotaRefused;
     this.tenantNamespaceCreated = deps.tenantNamespaceCreated;
     this.#webhookUrlHosts = deps.webhookUrlHosts;
-    this.#platformClassAllowed = deps.platformClassAllowed;
+    this.#platformClasses = deps.platformClasses;
   }
 
   /** The tenant's conversion context (its closures read discovery as it is at each call). */
   of(tenant: TenantId): ConvertContext {
     let convert = this.#contexts.get(tenant);
     if (convert === undefined) {
-      convert = convertContextOf(tenant, this.discovery, this.#webhookUrlHosts, this.#platformClassAllowed);
+      convert = convertContextOf(tenant, this.discovery, this.#webhookUrlHosts, this.#platformClasses);
       this.#contexts.set(tenant, convert);
     }
     return convert;

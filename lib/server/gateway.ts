@@ -162,7 +162,6 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   const tenantQuotaRefused = tenantQuotas === null ? undefined : (id: TenantId, namespace: string, requested: Map<string, bigint>) => tenantQuotas.demand(id, namespace, requested);
   // The platform classes each tenant may use: its views of them, its pods' classes, and the annotations the upstream's policy reads.
   const tenantClasses = runLifecycle ? new TenantClasses({ store: tenants, pool }) : null;
-  const platformClassAllowed = tenantClasses === null ? undefined : (id: TenantId, resource: string, name: string) => tenantClasses.allows(id, resource, name);
   const tenantNamespaceCreated =
     tenantQuotas === null || tenantClasses === null
       ? undefined
@@ -170,7 +169,7 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
           await Promise.all([tenantQuotas.namespaceCreated(id, namespace), tenantClasses.namespaceCreated(id, namespace)]);
         };
   const access = new AccessReviews(upstreamAccessReviewer(pool), tenantRbacReviewer(pool), {}, tenantRbacRules(pool));
-  const conversions = new TenantConversions({ pool, discovery, access, metrics, webhookUrlHosts, customResourceDefinitionWritten, certificateSigningRequestWritten, tenantQuotaRefused, tenantNamespaceCreated, platformClassAllowed });
+  const conversions = new TenantConversions({ pool, discovery, access, metrics, webhookUrlHosts, customResourceDefinitionWritten, certificateSigningRequestWritten, tenantQuotaRefused, tenantNamespaceCreated, platformClasses: tenantClasses ?? undefined });
   // On unless switched off; never with --passthrough (nothing is converted, nothing to keep in tenants' views).
   const cachedResources = config.watchCache === undefined ? cachedResourcesOf(DEFAULT_CACHED_RESOURCES) : (config.watchCache?.resources ?? null);
   const watchCache = cachedResources === null || cachedResources.length === 0 || config.passthrough ? null : new WatchCache(cachedResources, pool, (tenant) => conversions.of(tenant), {

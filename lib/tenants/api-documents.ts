@@ -106,10 +106,13 @@ export const OPENAPI_V3_DOCUMENT = JSON.stringify({
                   field,
                   {
                     type: 'object',
-                    description: `The platform's ${kind.resource} the tenant may use (listed, or matched by the selector); unset: all${kind.resource === 'priorityclasses' ? ' but system-node-critical and system-cluster-critical' : ''}.`,
+                    description: `The platform's ${kind.resource} the tenant may use (listed, matched by the selector, or its default); unset: all${kind.resource === 'priorityclasses' ? ' but system-node-critical and system-cluster-critical' : ''}.`,
                     properties: {
                       allowed: { type: 'array', description: 'Class names.', items: { type: 'string', default: '' } },
                       selector: { type: 'object', description: 'A label selector (matchLabels, matchExpressions) over the classes.', 'x-kubernetes-preserve-unknown-fields': true },
+                      ...(field !== 'deviceClasses' && {
+                        default: { type: 'string', description: "The class the tenant's objects get when they name none (their templates' too), instead of the platform's default." },
+                      }),
                     },
                   },
                 ]),

@@ -4,7 +4,8 @@
 // `tenantgate.kubezoo.io/allowed-<resource>: a,b`, which the shared admission policy (class-policy.ts) reads: a pod,
 // PVC, Ingress or ResourceClaim naming another class is refused upstream, whoever creates it. The tenant's views of
 // the class kinds show only what it may use. A tenant with nothing set carries no annotation: the platform's classes
-// are all its own to use but the two critical priority classes. Never writes anything for a tenant with nothing set.
+// are all its own to use but the two critical priority classes. A default (spec.<kind>Classes.default) is what its
+// objects get when they name none (rules/class-defaults.ts). Never writes anything for a tenant with nothing restricted.
 import { TENANT_LABEL, type TenantId } from '../convert/prefix.ts';
 import { PLATFORM_CRITICAL_PRIORITY_CLASSES } from '../convert/rules/platform-classes.ts';
 import { labelsMatch, type LabelRequirement } from '../convert/selectors.ts';
@@ -35,9 +36,13 @@ function requirementsOf(selector: LabelSelector): LabelRequirement[] {
   return requirements;
 }
 
-/** The names an allowance admits among `classes` (name → labels), the names it lists included even before they exist. */
+/**
+ * The names an allowance admits among `classes` (name → labels): those it lists and its default, even before they
+ * exist, and those its selector matches. An allowance restricts the kind to these (`selector: {}` matches every class).
+ */
 export function allowedNames(allowance: ClassAllowance, classes: ReadonlyMap<string, Record<string, string>>): Set<string> {
   const names = new Set(allowance.allowed ?? []);
+  if (allowance.default !== undefined) names.add(allowance.default);
   if (allowance.selector !== undefined) {
     const requirements = requirementsOf(allowance.selector);
     for (const [name, labels] of classes) if (labelsMatch(requirements, labels)) names.add(name);
@@ -89,6 +94,12 @@ export class TenantClasses {
     const allowance = field === undefined ? undefined : this.#store.get(id)?.spec[field];
     if (allowance === undefined) return resource !== 'priorityclasses' || !PLATFORM_CRITICAL_PRIORITY_CLASSES.has(name);
     return allowedNames(allowance, this.#classes.get(resource) ?? new Map()).has(name);
+  }
+
+  /** The class of `resource` the tenant's objects get when they name none (its Tenant's default), or undefined. */
+  defaultOf(id: TenantId, resource: string): string | undefined {
+    const field = FIELD_OF_RESOURCE.get(resource);
+    return field === undefined ? undefined : this.#store.get(id)?.spec[field]?.default;
   }
 
   start(): void {

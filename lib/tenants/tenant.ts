@@ -56,10 +56,14 @@ export interface LabelSelector {
   matchExpressions?: { key: string; operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist'; values?: string[] }[];
 }
 
-/** The platform's classes of one kind a tenant may use: those named and those the selector matches. */
+/**
+ * The platform's classes of one kind a tenant may use: those named, those the selector matches, and the default, the
+ * one its objects get when they name none.
+ */
 export interface ClassAllowance {
   allowed?: string[];
   selector?: LabelSelector;
+  default?: string;
 }
 
 /** The Tenant spec field of each kind of platform class, and the class kind's collection. */

@@ -63,14 +63,26 @@ function isStringMap(value: unknown): boolean {
 
 const SELECTOR_OPERATORS = new Set(['In', 'NotIn', 'Exists', 'DoesNotExist']);
 
+/** Why `name` cannot be the tenant's default class of the kind, or null. Kubernetes defaults no device class (every device request names one). */
+function invalidDefaultClass(field: PlatformClassField, name: unknown): string | null {
+  if (name === undefined) return null;
+  if (typeof name !== 'string' || !DNS_SUBDOMAIN.test(name) || name.length > 253) return 'must be the name of a class (a DNS subdomain)';
+  if (field === 'deviceClasses') return 'Kubernetes has no default device class: every device request names its class';
+  return null;
+}
+
+const ALLOWANCE_FIELDS = new Set(['allowed', 'selector', 'default']);
+
 /** What is wrong with a ClassAllowance (`at` is the field below spec.<kind>Classes), or null. */
-function invalidClassAllowance(allowance: unknown): { at: string; value: unknown; why: string } | null {
-  if (!isPlainObject(allowance)) return { at: '', value: allowance, why: 'must be an object with allowed (class names) and selector (a label selector)' };
-  for (const key of Object.keys(allowance)) if (key !== 'allowed' && key !== 'selector') return { at: `.${key}`, value: allowance[key], why: 'unknown field: only allowed and selector' };
+function invalidClassAllowance(field: PlatformClassField, allowance: unknown): { at: string; value: unknown; why: string } | null {
+  if (!isPlainObject(allowance)) return { at: '', value: allowance, why: 'must be an object with allowed (class names), selector (a label selector) and default (a class name)' };
+  for (const key of Object.keys(allowance)) if (!ALLOWANCE_FIELDS.has(key)) return { at: `.${key}`, value: allowance[key], why: 'unknown field: only allowed, selector and default' };
   const { allowed, selector } = allowance;
   if (allowed !== undefined && !(Array.isArray(allowed) && allowed.every((name) => typeof name === 'string' && name !== ''))) {
     return { at: '.allowed', value: allowed, why: 'must be a list of class names' };
   }
+  const why = invalidDefaultClass(field, allowance.default);
+  if (why !== null) return { at: '.default', value: allowance.default, why };
   if (selector === undefined) return null;
   if (!isPlainObject(selector)) return { at: '.selector', value: selector, why: 'must be a label selector (matchLabels, matchExpressions)' };
   if (!isStringMap(selector.matchLabels)) return { at: '.selector.matchLabels', value: selector.matchLabels, why: 'must map label keys to values' };
@@ -151,7 +163,7 @@ export function validateTenant(body: unknown, nameInPath: string | null): Tenant
       delete spec[field];
       continue;
     }
-    const why = invalidClassAllowance(spec[field]);
+    const why = invalidClassAllowance(field, spec[field]);
     if (why !== null) throw refuse(`spec.${field}${why.at}`, JSON.stringify(why.value) ?? '', why.why);
   }
   const status = body.status;

@@ -1,10 +1,12 @@
 // The platform's classes per tenant (Tenant spec.priorityClasses, storageClasses, ...): a tenant sees only the classes
 // it may use, its pods and PVCs naming another are refused by tenantgate and by the upstream itself (a Deployment's
 // pods included), a class its selector comes to match is its own within seconds, and it cannot widen its own set.
+// Its defaults fill what its objects leave unset, its controllers' pods and claims included, in JSON and protobuf.
 import t from 'tap';
 import { TENANTS_PATH } from '../../lib/tenants/tenant.ts';
 import { upstreamJson } from '../../lib/upstream/client.ts';
 import { connectH2, credentialsOf, h2Request } from '../helpers/http.ts';
+import { encodeBody, goModuleCache, loadProtoMessages } from '../helpers/k8s-proto.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, withClient, type TestTenant } from '../helpers/tenants.ts';
 
@@ -16,6 +18,7 @@ let stack: Stack;
 let alpha: TestTenant; // priority: tg-low only; storage: tier=gold
 let bravo: TestTenant; // nothing set
 let charlie: TestTenant; // priority: system-cluster-critical named
+let delta: TestTenant; // defaults: priority tg-low (tg-high allowed too), runtime tg-sandbox, storage gold, ingress tg-internal
 
 const pod = (name: string, priorityClassName?: string) =>
   JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { ...(priorityClassName && { priorityClassName }), containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] } });
@@ -57,14 +60,25 @@ t.before(async () => {
     { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name: 'tg-high', labels: { tier: 'high' } }, value: 1000 },
     { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'gold', labels: { tier: 'gold' } }, provisioner: 'example.com/none' },
     { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'silver', labels: { tier: 'silver' } }, provisioner: 'example.com/none' },
+    { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', metadata: { name: 'tg-sandbox' }, handler: 'runsc' },
   ];
   await direct(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: classes }));
   alpha = await createTestTenant(stack, 'clalfa');
   bravo = await createTestTenant(stack, 'clbrav');
   charlie = await createTestTenant(stack, 'clchar');
+  delta = await createTestTenant(stack, 'cldelt');
   for (const [tenant, spec] of [
     [alpha, { priorityClasses: { allowed: ['tg-low'] }, storageClasses: { selector: { matchLabels: { tier: 'gold' } } } }],
     [charlie, { priorityClasses: { allowed: ['system-cluster-critical', 'tg-low'] } }],
+    [
+      delta,
+      {
+        priorityClasses: { allowed: ['tg-high'], default: 'tg-low' },
+        runtimeClasses: { default: 'tg-sandbox' },
+        storageClasses: { default: 'gold' },
+        ingressClasses: { default: 'tg-internal' },
+      },
+    ],
   ] as const) {
     const patched = await patchTenant(tenant.id, spec);
     if (patched.status !== 200) throw new Error(`patching ${tenant.id}: ${patched.status} ${JSON.stringify(patched.body).slice(0, 300)}`);
@@ -161,6 +175,76 @@ t.test('a tenant cannot widen its own classes: the annotations on its namespaces
   await ok(alpha, ['create', 'namespace', 'late']);
   const late = await alpha.kubectl(['create', '-n', 'late', '-f', '-'], { input: pod('p-high', 'tg-high') });
   t.not(late.code, 0, 'a namespace made now holds the tenant\'s classes from its first pod');
+});
+
+t.test('a tenant\'s defaults fill what its objects leave unset, its Deployment\'s pods included; another tenant\'s same names get none', async (t) => {
+  const deployment = {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'plain' },
+    spec: { replicas: 1, selector: { matchLabels: { app: 'plain' } }, template: { metadata: { labels: { app: 'plain' } }, spec: { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] } } },
+  };
+  const claimWithoutClass = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'plain' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } };
+  const ingress = { apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', metadata: { name: 'plain' }, spec: { defaultBackend: { service: { name: 'web', port: { number: 80 } } } } };
+  for (const tenant of [delta, bravo]) {
+    await ok(tenant, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [deployment, claimWithoutClass, ingress] }));
+  }
+  const podOf = async (tenant: TestTenant) =>
+    until(`${tenant.id}'s Deployment has its pod upstream`, async () => {
+      const pods = JSON.parse(await direct(['get', 'pods', '-n', `${tenant.id}-default`, '-l', 'app=plain', '-o', 'json'])).items as Json[];
+      return pods[0];
+    });
+  const deltaPod = await podOf(delta);
+  t.equal(deltaPod.spec.priorityClassName, 'tg-low', 'delta\'s pod, made by the upstream\'s ReplicaSet controller: its default priority class');
+  t.equal(deltaPod.spec.priority, 100, 'and that class\'s priority');
+  t.equal(deltaPod.spec.runtimeClassName, 'tg-sandbox', 'its default runtime class');
+  const bravoPod = await podOf(bravo);
+  t.equal(bravoPod.spec.priorityClassName, undefined, 'bravo\'s pod of the same name: no class');
+  t.equal(bravoPod.spec.runtimeClassName, undefined);
+  const viewed = JSON.parse(await ok(delta, ['get', 'deployment', 'plain', '-o', 'json']));
+  t.equal(viewed.spec.template.spec.priorityClassName, 'tg-low', 'delta sees the class its template was given');
+  const claims = await Promise.all([delta, bravo].map(async (tenant) => JSON.parse(await direct(['get', 'pvc', 'plain', '-n', `${tenant.id}-default`, '-o', 'json']))));
+  t.equal(claims[0].spec.storageClassName, 'gold', 'delta\'s claim: its default storage class');
+  t.equal(claims[1].spec.storageClassName, undefined, 'bravo\'s: the upstream\'s default (none on the rig)');
+  const ingresses = await Promise.all([delta, bravo].map(async (tenant) => JSON.parse(await direct(['get', 'ingress', 'plain', '-n', `${tenant.id}-default`, '-o', 'json']))));
+  t.equal(ingresses[0].spec.ingressClassName, 'tg-internal', 'delta\'s Ingress: its default ingress class');
+  t.equal(ingresses[1].spec.ingressClassName, undefined);
+  await ok(delta, ['create', '-f', '-'], pod('p-named', 'tg-high'));
+  t.equal(JSON.parse(await direct(['get', 'pod', 'p-named', '-n', `${delta.id}-default`, '-o', 'json'])).spec.priorityClassName, 'tg-high', 'a class the pod names stays');
+  const high = structuredClone(deployment);
+  high.metadata.name = 'high';
+  (high.spec.template.spec as Json).priorityClassName = 'tg-high';
+  await ok(delta, ['apply', '-f', '-'], JSON.stringify(high));
+  const newImage = { spec: { template: { spec: { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.9' }] } } } };
+  t.match(await ok(delta, ['patch', 'deployment', 'high', '--type', 'merge', '-p', JSON.stringify(newImage)]), /patched/);
+  const patched = JSON.parse(await direct(['get', 'deployment', 'high', '-n', `${delta.id}-default`, '-o', 'json']));
+  t.equal(patched.spec.template.spec.containers[0].image, 'registry.k8s.io/pause:3.9', 'a patch of its pod template ...');
+  t.equal(patched.spec.template.spec.priorityClassName, 'tg-high', '... leaves the class the tenant named: a patch is never defaulted');
+
+  // A typed client sends protobuf: the same defaults.
+  const moduleCache = goModuleCache();
+  if (moduleCache === undefined) throw new Error('the Go module cache of the rig is missing: npm run rig');
+  const messages = loadProtoMessages(moduleCache);
+  const session = connectH2(credentialsOf(delta.kubeconfig));
+  try {
+    const body = encodeBody(messages, 'k8s.io.api.core.v1.Pod', { metadata: { name: 'p-protobuf' }, spec: { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] } });
+    const created = await h2Request(session, 'POST', '/api/v1/namespaces/default/pods', { headers: { 'content-type': 'application/vnd.kubernetes.protobuf', accept: 'application/json' }, body });
+    t.equal(created.status, 201, 'created from protobuf');
+    t.same([created.json().spec.priorityClassName, created.json().spec.priority, created.json().spec.runtimeClassName], ['tg-low', 100, 'tg-sandbox'], 'with its defaults, in the tenant\'s answer');
+  } finally {
+    session.close();
+  }
+});
+
+t.test('a default that is no class name, or a default device class, is refused (400 naming the field)', async (t) => {
+  for (const [spec, field] of [
+    [{ storageClasses: { default: 'Gold Class' } }, 'spec.storageClasses.default'],
+    [{ deviceClasses: { default: 'gpu' } }, 'spec.deviceClasses.default'],
+  ] as const) {
+    const answer = await patchTenant(bravo.id, spec);
+    t.equal(answer.status, 400, `${JSON.stringify(spec)}: 400`);
+    t.match(String(answer.body?.message), field, 'naming the field');
+  }
 });
 
 t.test('a malformed allowance is refused when the Tenant is written (400 naming the field)', async (t) => {

@@ -5,6 +5,10 @@ import { PLATFORM_CLASS_RESOURCES, platformClassHidden, refusePlatformPriorityCl
 import { allowedNames, classAnnotationsOf } from '../../lib/tenants/tenant-classes.ts';
 import { PLATFORM_CLASS_FIELDS, type Tenant } from '../../lib/tenants/tenant.ts';
 import type { StatusError } from '../../lib/errors/status-error.ts';
+import { validateTenant } from '../../lib/tenants/validation.ts';
+import { thrownStatus } from '../helpers/status-error.ts';
+
+const tenantBody = { apiVersion: 'tenant.kubezoo.io/v1alpha1', kind: 'Tenant', metadata: { name: 'abc123' } };
 
 const storage = new Map<string, Record<string, string>>([
   ['gold', { tier: 'gold', zone: 'a' }],
@@ -35,6 +39,20 @@ t.test('classAnnotationsOf: one annotation per restricted kind, sorted; null (re
   });
   const nothing = classAnnotationsOf({ spec: { priorityClasses: { allowed: [] } } } as unknown as Tenant, new Map());
   t.equal(nothing['tenantgate.kubezoo.io/allowed-priorityclasses'], '', 'allowing nothing is an empty list, not no restriction');
+});
+
+t.test('a default is one of the classes allowed; a Tenant naming only a default allows only it', async (t) => {
+  t.same([...allowedNames({ selector: { matchLabels: { tier: 'gold' } }, default: 'bronze' }, storage)].sort(), ['bronze', 'gold']);
+  const annotations = classAnnotationsOf({ spec: { storageClasses: { default: 'silver' }, priorityClasses: { default: 'system-cluster-critical' } } } as unknown as Tenant, new Map([['storageclasses', storage]]));
+  t.equal(annotations['tenantgate.kubezoo.io/allowed-storageclasses'], 'silver');
+  t.equal(annotations['tenantgate.kubezoo.io/allowed-priorityclasses'], 'system-cluster-critical', 'a critical class named as the default is named');
+  const unknownField = thrownStatus(() => validateTenant({ ...tenantBody, spec: { storageClasses: { default: 'Not A Name' } } }, null));
+  t.equal(unknownField.code, 400);
+  t.match(unknownField.message, 'spec.storageClasses.default');
+  const device = thrownStatus(() => validateTenant({ ...tenantBody, spec: { deviceClasses: { default: 'gpu' } } }, null));
+  t.equal(device.code, 400);
+  t.match(device.message, 'no default device class');
+  t.same(validateTenant({ ...tenantBody, spec: { ingressClasses: { default: 'internal' } } }, null).spec.ingressClasses, { default: 'internal' }, 'a default alone is taken');
 });
 
 t.test('refusePlatformPriorityClass: the tenant\'s set when it has one, else anything but the critical classes', async (t) => {

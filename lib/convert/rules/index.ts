@@ -1,5 +1,6 @@
 // The conversion rules by name (the table of kinds points here) and the two entry points every object goes through:
 // generic rule plus the kind's own, to upstream and back. objectToTenant never returns an object not the tenant's.
+import { classDefaultsToUpstream } from './class-defaults.ts';
 import { platformClassHidden } from './platform-classes.ts';
 import { accessRefusal, type KindRow, type RuleName } from '../kinds.ts';
 import { badRequest } from '../../errors/status-error.ts';
@@ -73,7 +74,8 @@ export const BYTE_LEVEL_RULES: { readonly [name in RuleName]?: { readonly [specM
 };
 
 /**
- * The upstream form of an object a tenant sends (create, update, apply). Mutates and returns `obj`.
+ * The upstream form of an object a tenant sends (create, update, apply), its default classes filled in where it names
+ * none (not in a patch). Mutates and returns `obj`.
  * Throws a StatusError: 404 for hidden kinds, 403 for shared ones, 422 for names too long once prefixed or
  * fields the tenant may not set, 400 for a body that is not an object.
  */
@@ -81,6 +83,7 @@ export function objectToUpstream(obj: unknown, ctx: ConvertContext, row: KindRow
   const refusal = accessRefusal(row, verb);
   if (refusal !== null) throw refusal;
   if (!isObject(obj)) throw badRequest('the request body must be a JSON object');
+  if (verb !== 'patch' && ctx.defaultPlatformClass !== undefined) classDefaultsToUpstream(obj, row, ctx.defaultPlatformClass);
   RULES[row.rule].toUpstream(obj, ctx);
   return genericToUpstream(obj, ctx, row);
 }

@@ -33,6 +33,11 @@ export interface ConvertContext {
    * priority classes. The tenant's views of those kinds show only what it may use.
    */
   readonly allowsPlatformClass?: ((resource: string, name: string) => boolean) | undefined;
+  /**
+   * The tenant's default class of `resource` (its Tenant's spec.<kind>Classes.default), filled into a whole object it
+   * sends where the object names none (rules/class-defaults.ts). Absent or undefined: the upstream's own default.
+   */
+  readonly defaultPlatformClass?: ((resource: string) => string | undefined) | undefined;
 }
 
 /**

@@ -9,6 +9,7 @@ import { namespaceSelectorToTenant, namespaceSelectorToUpstream } from './label-
 import { eachObjectAt, ensureObject, everyObjectAt, mapStringsAt, objectAt } from './json.ts';
 import { namespaceToTenant, namespaceToUpstream } from './names.ts';
 import { refusePlatformPriorityClass } from './platform-classes.ts';
+import type { RuleName } from '../kinds.ts';
 import type { ConvertContext, Json, KindRule } from './rule.ts';
 
 /** Pod affinity terms, relative to a pod spec. */
@@ -17,7 +18,7 @@ const AFFINITY_TERMS: readonly (readonly string[])[] = ['podAffinity', 'podAntiA
   ['affinity', affinity, 'preferredDuringSchedulingIgnoredDuringExecution', '*', 'podAffinityTerm'],
 ]);
 /** Templates of PVCs the ephemeral volume controller creates, relative to a pod spec. */
-const EPHEMERAL_CLAIM_TEMPLATES = ['volumes', '*', 'ephemeral', 'volumeClaimTemplate'];
+export const EPHEMERAL_CLAIM_TEMPLATES = ['volumes', '*', 'ephemeral', 'volumeClaimTemplate'];
 
 /** Forces the tenant label into a template's metadata, creating it: a Job's template may come without any. */
 function labelTemplate(template: Json, tenant: TenantId): void {
@@ -86,7 +87,20 @@ export function templatesRule(templates: Templates): KindRule {
   };
 }
 
-const podTemplates = templatesRule({ labelled: [], podSpecs: [['spec']] });
+/** Each template rule's templates, by rule name: what the rules below convert, and where class defaults go (class-defaults.ts). */
+export const TEMPLATES_OF_RULE = {
+  pod: { labelled: [], podSpecs: [['spec']] },
+  /** Deployment, ReplicaSet, DaemonSet, Job, ReplicationController. */
+  workload: { labelled: [['spec', 'template']], podSpecs: [['spec', 'template', 'spec']] },
+  statefulset: { labelled: [['spec', 'template'], ['spec', 'volumeClaimTemplates', '*']], podSpecs: [['spec', 'template', 'spec']] },
+  /** The CronJob controller copies jobTemplate.metadata onto the Jobs it makes; those copy their pod template. */
+  cronjob: { labelled: [['spec', 'jobTemplate'], ['spec', 'jobTemplate', 'spec', 'template']], podSpecs: [['spec', 'jobTemplate', 'spec', 'template', 'spec']] },
+  podtemplate: { labelled: [['template']], podSpecs: [['template', 'spec']] },
+  /** The resourceclaim controller copies spec.metadata onto the ResourceClaims it makes. */
+  claimtemplate: { labelled: [['spec']], podSpecs: [] },
+} as const satisfies { readonly [rule in RuleName]?: Templates };
+
+const podTemplates = templatesRule(TEMPLATES_OF_RULE.pod);
 /** A pod is refused a platform-critical priority class; a template naming one is not (its pods are, upstream: tenants/priority-policy.ts). */
 export const pod: KindRule = {
   toUpstream(obj, ctx) {
@@ -95,17 +109,8 @@ export const pod: KindRule = {
   },
   toTenant: (obj, ctx) => podTemplates.toTenant(obj, ctx),
 };
-/** Deployment, ReplicaSet, DaemonSet, Job, ReplicationController. */
-export const workload = templatesRule({ labelled: [['spec', 'template']], podSpecs: [['spec', 'template', 'spec']] });
-export const statefulSet = templatesRule({
-  labelled: [['spec', 'template'], ['spec', 'volumeClaimTemplates', '*']],
-  podSpecs: [['spec', 'template', 'spec']],
-});
-/** The CronJob controller copies jobTemplate.metadata onto the Jobs it makes; those copy their pod template. */
-export const cronJob = templatesRule({
-  labelled: [['spec', 'jobTemplate'], ['spec', 'jobTemplate', 'spec', 'template']],
-  podSpecs: [['spec', 'jobTemplate', 'spec', 'template', 'spec']],
-});
-export const podTemplate = templatesRule({ labelled: [['template']], podSpecs: [['template', 'spec']] });
-/** The resourceclaim controller copies spec.metadata onto the ResourceClaims it makes. */
-export const claimTemplate = templatesRule({ labelled: [['spec']], podSpecs: [] });
+export const workload = templatesRule(TEMPLATES_OF_RULE.workload);
+export const statefulSet = templatesRule(TEMPLATES_OF_RULE.statefulset);
+export const cronJob = templatesRule(TEMPLATES_OF_RULE.cronjob);
+export const podTemplate = templatesRule(TEMPLATES_OF_RULE.podtemplate);
+export const claimTemplate = templatesRule(TEMPLATES_OF_RULE.claimtemplate);
