@@ -4,6 +4,7 @@
 import type { KindRow } from './kinds.ts';
 import { stripTenantPrefixes } from './status.ts';
 import { objectToTenant, type ConvertContext } from './rules/index.ts';
+import { isDefaultInView } from './rules/platform-classes.ts';
 
 /** What a client asked a Table's rows to carry (`includeObject`). */
 export type RowObjects = 'Object' | 'Metadata' | 'None';
@@ -78,6 +79,33 @@ const PRINTED_FROM_OBJECT: Readonly<Record<string, { columnDefinitions: unknown[
   },
 };
 
+/** Class kinds whose printer appends ` (default)` to the default class's name. */
+const DEFAULT_NAME_SUFFIX = ' (default)';
+const NAME_MARKS_DEFAULT: ReadonlySet<string> = new Set(['storageclasses', 'ingressclasses']);
+
+/**
+ * For a Table of a platform class kind whose tenant has a default class of its own: what puts the tenant's default in
+ * the cells the printer wrote from the platform's (PriorityClass's Global-Default column, the `(default)` after a
+ * StorageClass's or IngressClass's name). Null when nothing is to change.
+ */
+function tenantDefaultCells(table: Table, row: KindRow, convert: ConvertContext): ((cells: unknown[], converted: object, upstreamName: string | undefined) => void) | null {
+  if (row.tenancy !== 'shared-read-only' || convert.defaultPlatformClass?.(row.resource) === undefined) return null;
+  const columns = (table as { columnDefinitions?: { name?: string }[] }).columnDefinitions;
+  if (row.resource === 'priorityclasses') {
+    const column = Array.isArray(columns) ? columns.findIndex((definition) => definition?.name === 'Global-Default') : -1;
+    if (column < 0) return null;
+    return (cells, converted) => {
+      if (column < cells.length) cells[column] = isDefaultInView(row.resource, converted as Record<string, unknown>, convert.defaultPlatformClass) === true;
+    };
+  }
+  if (!NAME_MARKS_DEFAULT.has(row.resource)) return null;
+  return (cells, converted, upstreamName) => {
+    const name = cells[0];
+    if (upstreamName === undefined || (name !== upstreamName && name !== upstreamName + DEFAULT_NAME_SUFFIX)) return;
+    cells[0] = upstreamName + (isDefaultInView(row.resource, converted as Record<string, unknown>, convert.defaultPlatformClass) ? DEFAULT_NAME_SUFFIX : '');
+  };
+}
+
 /**
  * The tenant's view of a Table of `row`'s kind: rows whose object the rule refuses are dropped (a row without an
  * object, unchecked, too), and each object is cut back to what the client asked for (`rowObjects`).
@@ -87,6 +115,7 @@ export function tableToTenant<T extends Table>(table: T, convert: ConvertContext
   if (printed !== undefined && Array.isArray((table as { columnDefinitions?: unknown }).columnDefinitions)) table = { ...table, columnDefinitions: printed.columnDefinitions };
   if (!Array.isArray(table.rows)) return table;
   const tenant = convert.tenant;
+  const defaultCells = tenantDefaultCells(table, row, convert);
   const rows: TableRow[] = [];
   for (const tableRow of table.rows) {
     if (tableRow.object === undefined || tableRow.object === null) continue; // a row we cannot check is a row we do not show
@@ -102,6 +131,7 @@ export function tableToTenant<T extends Table>(table: T, convert: ConvertContext
       if (upstreamNamespace !== undefined && cell === upstreamNamespace) return meta.namespace;
       return stripTenantPrefixes(cell, tenant);
     });
+    if (defaultCells !== null && cells !== undefined) defaultCells(cells, converted, upstreamName);
     const { object: _, ...rest } = tableRow;
     if (rowObjects === 'None') rows.push({ ...rest, cells });
     else if (rowObjects === 'Metadata' && (converted as { kind?: string }).kind !== 'PartialObjectMetadata') {

@@ -236,6 +236,23 @@ t.test('a tenant\'s defaults fill what its objects leave unset, its Deployment\'
   }
 });
 
+t.test('a tenant\'s views show its default class as the default, as kubectl shows a cluster\'s', async (t) => {
+  await direct(['annotate', 'storageclass', 'silver', 'storageclass.kubernetes.io/is-default-class=true', '--overwrite']);
+  try {
+    const deltaTable = await ok(delta, ['get', 'storageclasses']);
+    t.match(deltaTable, /^gold \(default\)\s/m, 'delta: gold, its default, marked');
+    t.notMatch(deltaTable, /silver \(default\)/, 'not the platform\'s');
+    t.match(await ok(bravo, ['get', 'storageclasses']), /^silver \(default\)\s/m, 'bravo, without a default of its own: the platform\'s');
+    const gold = JSON.parse(await ok(delta, ['get', 'storageclass', 'gold', '-o', 'json']));
+    t.equal(gold.metadata.annotations?.['storageclass.kubernetes.io/is-default-class'], 'true', 'in the object too');
+    t.equal(JSON.parse(await ok(delta, ['get', 'priorityclass', 'tg-low', '-o', 'json'])).globalDefault, true, 'its default priority class is globalDefault');
+    t.match(await ok(delta, ['get', 'priorityclass', 'tg-low']), /tg-low\s+100\s+true\s/, 'in the Global-Default column too');
+    t.match(await ok(bravo, ['get', 'priorityclass', 'tg-low']), /tg-low\s+100\s+false\s/, 'not bravo\'s');
+  } finally {
+    await direct(['annotate', 'storageclass', 'silver', 'storageclass.kubernetes.io/is-default-class-']);
+  }
+});
+
 t.test('a default that is no class name, or a default device class, is refused (400 naming the field)', async (t) => {
   for (const [spec, field] of [
     [{ storageClasses: { default: 'Gold Class' } }, 'spec.storageClasses.default'],

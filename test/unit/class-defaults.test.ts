@@ -1,10 +1,12 @@
 // A tenant's default classes (Tenant spec.<kind>Classes.default) fill what its objects leave unset, in JSON and
 // protobuf alike: pods and every template of pods, claims and claim templates, Ingresses; never a class it named,
-// never a claim's explicit "" (no class), never an Ingress classed by the older annotation, never a patch.
+// never a claim's explicit "" (no class), never an Ingress classed by the older annotation, never a patch. Its views
+// of the classes show its default as the default.
 import t from 'tap';
 import { kindOf, type KindRow } from '../../lib/convert/kinds.ts';
 import { protobufBodyToUpstream } from '../../lib/convert/protobuf.ts';
-import { objectToUpstream, type ConvertContext } from '../../lib/convert/rules/index.ts';
+import { objectToTenant, objectToUpstream, type ConvertContext } from '../../lib/convert/rules/index.ts';
+import { tableToTenant } from '../../lib/convert/table.ts';
 import { encodeBody, decodeBody, goModuleCache, loadProtoMessages } from '../helpers/k8s-proto.ts';
 
 type Json = Record<string, any>;
@@ -119,4 +121,49 @@ t.test('in protobuf too', { skip: moduleCache === undefined ? 'the Go module cac
   );
   const status = convert('k8s.io.api.core.v1.Pod', row('', 'pods'), { metadata: { name: 'p' }, spec: podSpec() }, { verb: 'update', subresource: 'status' });
   t.equal(status.spec.priorityClassName ?? '', '', 'a status write is not defaulted');
+});
+
+t.test('the tenant\'s view marks its default class as the default, and no other (objects and Tables)', async (t) => {
+  const priorityRow = row('scheduling.k8s.io', 'priorityclasses');
+  const storageRow = row('storage.k8s.io', 'storageclasses');
+  const view = (object: Json, kind: KindRow, context: ConvertContext = ctx) => objectToTenant(structuredClone(object), context, kind) as Json;
+  const platformDefault = { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name: 'platform-default' }, value: 10, globalDefault: true };
+  const tenantLow = { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name: 'tenant-low' }, value: 5 };
+  t.equal(view(platformDefault, priorityRow).globalDefault, undefined, 'the platform\'s globalDefault is not the tenant\'s');
+  t.equal(view(tenantLow, priorityRow).globalDefault, true, 'its own default is');
+  const noDefaults: ConvertContext = { ...ctx, defaultPlatformClass: () => undefined };
+  t.equal(view(platformDefault, priorityRow, noDefaults).globalDefault, true, 'a tenant without a default sees the platform\'s');
+  const annotated = (name: string, isDefault: boolean) => ({
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'StorageClass',
+    metadata: { name, ...(isDefault && { annotations: { 'storageclass.kubernetes.io/is-default-class': 'true' } }) },
+    provisioner: 'example.com/none',
+  });
+  t.same(view(annotated('standard', true), storageRow).metadata.annotations, undefined, 'the platform\'s default StorageClass is not marked');
+  t.same(view(annotated('gold', false), storageRow).metadata.annotations, { 'storageclass.kubernetes.io/is-default-class': 'true' }, 'the tenant\'s is');
+
+  const table = (rows: Json[]) => ({
+    kind: 'Table',
+    apiVersion: 'meta.k8s.io/v1',
+    columnDefinitions: [{ name: 'Name' }, { name: 'Provisioner' }],
+    rows,
+  });
+  const storageTable = tableToTenant(
+    table([
+      { cells: ['standard (default)', 'example.com/none'], object: annotated('standard', true) },
+      { cells: ['gold', 'example.com/none'], object: annotated('gold', false) },
+    ]) as any,
+    ctx,
+    storageRow,
+  ) as Json;
+  t.same(storageTable.rows.map((r: Json) => r.cells[0]), ['standard', 'gold (default)'], 'kubectl get storageclass: "(default)" after the tenant\'s');
+  const priorityTable = tableToTenant(
+    { kind: 'Table', apiVersion: 'meta.k8s.io/v1', columnDefinitions: [{ name: 'Name' }, { name: 'Value' }, { name: 'Global-Default' }], rows: [
+      { cells: ['platform-default', 10, true], object: platformDefault },
+      { cells: ['tenant-low', 5, false], object: tenantLow },
+    ] } as any,
+    ctx,
+    priorityRow,
+  ) as Json;
+  t.same(priorityTable.rows.map((r: Json) => r.cells[2]), [false, true], 'kubectl get priorityclass: the Global-Default column');
 });

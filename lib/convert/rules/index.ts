@@ -1,7 +1,7 @@
 // The conversion rules by name (the table of kinds points here) and the two entry points every object goes through:
 // generic rule plus the kind's own, to upstream and back. objectToTenant never returns an object not the tenant's.
 import { classDefaultsToUpstream } from './class-defaults.ts';
-import { platformClassHidden } from './platform-classes.ts';
+import { markTenantDefault, platformClassHidden } from './platform-classes.ts';
 import { accessRefusal, type KindRow, type RuleName } from '../kinds.ts';
 import { badRequest } from '../../errors/status-error.ts';
 import { admissionPolicy, admissionPolicyBinding, webhookConfiguration } from './admission.ts';
@@ -95,7 +95,10 @@ export function objectToUpstream(obj: unknown, ctx: ConvertContext, row: KindRow
 export function objectToTenant(obj: unknown, ctx: ConvertContext, row: KindRow): Json | null {
   if (!isObject(obj) || row.tenancy === 'hidden') return null;
   if (row.tenancy === 'tenant' && !genericToTenant(obj, ctx, row)) return null;
-  if (row.tenancy === 'shared-read-only' && platformClassHidden(row.resource, obj, ctx.allowsPlatformClass)) return null;
+  if (row.tenancy === 'shared-read-only') {
+    if (platformClassHidden(row.resource, obj, ctx.allowsPlatformClass)) return null;
+    markTenantDefault(row.resource, obj, ctx.defaultPlatformClass);
+  }
   return RULES[row.rule].toTenant(obj, ctx);
 }
 

@@ -1,6 +1,7 @@
 // Which of the platform's priority classes a tenant's pods may take. Priority orders every tenant's pods against each
 // other, so the platform's critical classes (above any class a user may define) are a tenant's only when its Tenant
-// names them; other classes as its Tenant allows. Never allows a class the Tenant does not.
+// names them; other classes as its Tenant allows. A tenant's view marks its own default class as the default.
+// Never allows a class the Tenant does not.
 import { forbidden } from '../../errors/status-error.ts';
 
 /** The apiserver's bound for a user-defined PriorityClass (HighestUserDefinablePriority): above it, only system classes. */
@@ -32,3 +33,42 @@ export function platformClassHidden(resource: string, object: { metadata?: { nam
 
 /** The platform's class kinds a Tenant's spec restricts (tenants/tenant.ts PLATFORM_CLASS_FIELDS). */
 export const PLATFORM_CLASS_RESOURCES: ReadonlySet<string> = new Set(['priorityclasses', 'runtimeclasses', 'storageclasses', 'ingressclasses', 'deviceclasses']);
+
+/** Where each class kind marks its default (the annotation the apiserver's default-class admission reads). */
+const DEFAULT_ANNOTATIONS: Readonly<Record<string, readonly string[]>> = {
+  storageclasses: ['storageclass.kubernetes.io/is-default-class', 'storageclass.beta.kubernetes.io/is-default-class'],
+  ingressclasses: ['ingressclass.kubernetes.io/is-default-class'],
+};
+
+/**
+ * Whether the tenant's view of a platform class is its default: its Tenant's default class of the kind when it has one
+ * (the one its objects get), else whatever the platform marked. Undefined for kinds without a default (runtime, device).
+ */
+export function isDefaultInView(resource: string, object: Record<string, unknown>, defaultClass: ((resource: string) => string | undefined) | undefined): boolean | undefined {
+  const tenantDefault = defaultClass?.(resource);
+  const name = (object.metadata as { name?: unknown } | undefined)?.name;
+  if (resource === 'priorityclasses') return tenantDefault === undefined ? object.globalDefault === true : name === tenantDefault;
+  const keys = DEFAULT_ANNOTATIONS[resource];
+  if (keys === undefined) return undefined;
+  if (tenantDefault !== undefined) return name === tenantDefault;
+  const annotations = (object.metadata as { annotations?: Record<string, unknown> } | undefined)?.annotations;
+  return keys.some((key) => annotations?.[key] === 'true');
+}
+
+/** Marks the tenant's default class (and no other) as the default in its view of a platform class, when its Tenant names one. */
+export function markTenantDefault(resource: string, object: Record<string, unknown>, defaultClass: ((resource: string) => string | undefined) | undefined): void {
+  if (defaultClass?.(resource) === undefined) return;
+  const isDefault = isDefaultInView(resource, object, defaultClass);
+  if (resource === 'priorityclasses') {
+    if (isDefault) object.globalDefault = true;
+    else delete object.globalDefault;
+    return;
+  }
+  const keys = DEFAULT_ANNOTATIONS[resource];
+  if (keys === undefined) return;
+  const metadata = (object.metadata ??= {}) as { annotations?: Record<string, string> };
+  const annotations = (metadata.annotations ??= {});
+  for (const key of keys) delete annotations[key];
+  if (isDefault) annotations[keys[0]!] = 'true';
+  if (Object.keys(annotations).length === 0) delete metadata.annotations;
+}
