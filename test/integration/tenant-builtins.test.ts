@@ -4,6 +4,7 @@
 import t from 'tap';
 import { webDeployment } from '../helpers/fixtures.ts';
 import { connectH2, credentialsOf, h1Request, h2Request } from '../helpers/http.ts';
+import { encodeBody, goModuleCache, loadProtoMessages } from '../helpers/k8s-proto.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
 
@@ -90,6 +91,47 @@ t.test('a tenant never used costs the upstream nothing; its first request, over 
   }
   const service = JSON.parse(await ok(other, ['get', 'service', 'kubernetes', '-o', 'json']));
   t.equal(service.spec.ports[0].port, 443, 'Service default/kubernetes is there');
+});
+
+t.test('a first request sent as protobuf, as YAML or as an Upgrade waits for the birth state too', async (t) => {
+  const moduleCache = goModuleCache();
+  if (moduleCache === undefined) throw new Error('the Go module cache of the rig is missing: npm run rig');
+  const messages = loadProtoMessages(moduleCache);
+  const [typed, yaml, upgraded] = await Promise.all(['unbrn3', 'unbrn4', 'unbrn5'].map((id) => createTestTenant(stack, id, undefined, { used: false })));
+  for (const id of ['unbrn3', 'unbrn4', 'unbrn5']) t.same(await upstreamObjectsOf(id), [], `${id}: nothing upstream before its first request`);
+
+  // A typed client's create, in protobuf, into namespace default, which exists upstream only once the tenant is born.
+  const session = connectH2(credentialsOf(typed!.kubeconfig));
+  try {
+    const body = encodeBody(messages, 'k8s.io.api.core.v1.ConfigMap', { metadata: { name: 'first' }, data: { a: '1' } });
+    const created = await h2Request(session, 'POST', '/api/v1/namespaces/default/configmaps', { headers: { 'content-type': 'application/vnd.kubernetes.protobuf', accept: 'application/json' }, body });
+    t.equal(created.status, 201, `protobuf: its first write is created (${created.body.slice(0, 200)})`);
+    t.equal(created.json().metadata.namespace, 'default', 'in its own names');
+  } finally {
+    session.close();
+  }
+  t.ok((await upstreamObjectsOf('unbrn3')).includes('configmap/first'), 'protobuf: upstream now, with its birth state');
+
+  // kubectl apply of YAML: its first request is discovery, then a GET and a create in YAML's JSON form; sent raw here.
+  const yamlBody = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: first\ndata:\n  a: "1"\n';
+  const posted = await h1Request(credentialsOf(yaml!.kubeconfig), 'POST', '/api/v1/namespaces/kube-public/configmaps', {
+    headers: { 'content-type': 'application/yaml', accept: 'application/json' },
+    body: yamlBody,
+  });
+  t.equal(posted.status, 201, `YAML over HTTP/1.1: created in kube-public (${posted.body.slice(0, 200)})`);
+  t.equal(JSON.parse(posted.body).metadata.namespace, 'kube-public', 'in its own names');
+  t.notMatch(posted.body, /unbrn4-/, 'no upstream names');
+
+  // An exec (Upgrade) as the very first request: the pod is not there, which the upstream says once the tenant is born.
+  const exec = await h1Request(credentialsOf(upgraded!.kubeconfig), 'GET', '/api/v1/namespaces/default/pods/nothere/exec?command=ls&stdout=true', {
+    headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-protocol': 'v5.channel.k8s.io' },
+  });
+  t.equal(exec.status, 404, `Upgrade: the upstream's 404 for the missing pod, not a 503 (${exec.body.slice(0, 200)})`);
+  t.equal(JSON.parse(exec.body).message, 'pods "nothere" not found', 'in its own names');
+  t.notMatch(exec.body, /unbrn5-/);
+  t.match(await birthConditionOf('unbrn5'), { status: 'True' }, 'and the tenant is born');
+  const others = await h1Request(credentialsOf(yaml!.kubeconfig), 'GET', '/api/v1/namespaces/default/configmaps/first', { headers: { accept: 'application/json' } });
+  t.equal(others.status, 404, 'the YAML tenant does not see the protobuf tenant\'s ConfigMap of the same name and namespace');
 });
 
 t.test('a fresh tenant lists the built-in ClusterRoles and bindings of a real cluster', async (t) => {
