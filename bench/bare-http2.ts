@@ -8,9 +8,11 @@ import { loadKubeconfig } from '../lib/upstream/kubeconfig.ts';
 
 /**
  * static-compat / proxy-compat: the compatibility API (request, response), HTTP/1.1 and HTTP/2 alike, as tenantgate
- * serves today; static-stream / proxy-stream: the http2 session's `stream` event (HTTP/2 only), issue 15's target shape.
+ * serves today; static-stream / proxy-stream: the http2 session's `stream` event (HTTP/2 only), issue 15's target shape;
+ * hold-stream: every stream answered with its headers and one watch event and kept open, as an idle watch
+ * (load/idle-stream-floor.ts: node:http2's own memory per idle watcher).
  */
-const BARE_MODES = ['static-compat', 'static-stream', 'proxy-compat', 'proxy-stream'] as const;
+const BARE_MODES = ['static-compat', 'static-stream', 'proxy-compat', 'proxy-stream', 'hold-stream'] as const;
 type BareMode = (typeof BARE_MODES)[number];
 
 /** About the size of the ConfigMap the breakdown GETs. */
@@ -38,7 +40,14 @@ function main(): void {
     upstream!.request({ ':method': headers[':method'] ?? 'GET', ':path': headers[':path'] ?? '/', accept: headers.accept ?? 'application/json' }, { endStream: true });
 
   const server = http2.createSecureServer({ cert: readFileSync(certFile), key: readFileSync(keyFile), allowHTTP1: mode.endsWith('compat') });
-  if (mode === 'static-stream') {
+  if (mode === 'hold-stream') {
+    const event = Buffer.from(JSON.stringify({ type: 'ADDED', object: JSON.parse(BODY.toString()) }) + '\n');
+    server.on('stream', (stream: ServerHttp2Stream) => {
+      stream.on('error', () => {});
+      stream.respond({ ':status': 200, 'content-type': 'application/json' });
+      stream.write(event);
+    });
+  } else if (mode === 'static-stream') {
     server.on('stream', (stream: ServerHttp2Stream) => {
       stream.on('error', () => {});
       stream.respond({ ':status': 200, 'content-type': 'application/json' });

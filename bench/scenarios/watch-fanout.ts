@@ -23,6 +23,8 @@ import { spawnGateway, startStack, stopChild, type Stack } from '../../test/help
 import { firstRequest } from '../../test/helpers/tenants.ts';
 import { rssOf } from '../load/cpu.ts';
 import { heapAfterCollection, INSPECTOR_FLAGS, inspectorUrlOf, type HeapReading } from '../load/heap.ts';
+import { idleStreamFloor, type IdleStreamFloor } from '../load/idle-stream-floor.ts';
+import { runBounded } from '../load/run-bounded.ts';
 import { watchCacheMetrics, watchCacheOffFlags, type WatchCacheMetrics } from '../load/watch-cache.ts';
 import type { Chart, Scenario, ScenarioOptions, ScenarioResult, TargetCheck } from '../scenario.ts';
 
@@ -91,19 +93,6 @@ export function cpuSecondsOf(pid: number): number {
   // Fields after the command name (which may hold spaces): state is [0], utime [11], stime [12].
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
-}
-
-async function runBounded<T>(count: number, concurrency: number, work: (index: number) => Promise<T>): Promise<T[]> {
-  const results: T[] = new Array(count);
-  let next = 0;
-  const worker = async () => {
-    while (next < count) {
-      const index = next++;
-      results[index] = await work(index);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, worker));
-  return results;
 }
 
 const tenantIdOf = (index: number) => `wf${String(index).padStart(4, '0')}`;
@@ -795,6 +784,16 @@ export async function runWatchFanout(size: FanoutSize, side: SideCasesSize, opti
     };
     await measureGatewayLeg('tenantgate', []);
     await measureGatewayLeg('watch-cache-off', cacheOff ?? []);
+    // node:http2's own memory per idle stream, on the same sessions and streams: the floor under RSS per watcher.
+    const sessionsPerTenant = Math.ceil(size.watchersPerTenant / WATCHES_PER_SESSION);
+    const floor = await idleStreamFloor({
+      certFile: stack.files.tlsCertFile,
+      keyFile: stack.files.tlsKeyFile,
+      caPem: stack.files.ca.certPem,
+      sessions: tenants.length * sessionsPerTenant,
+      streamsPerSession: Math.ceil(size.watchersPerTenant / sessionsPerTenant),
+    }).catch((error: Error) => (log(`idle-stream floor not measured: ${error.message}`), null));
+    if (floor !== null) log(`bare node:http2: ${floor.streams} idle streams, ${(floor.rssPerStreamAfterGcBytes / 1024).toFixed(1)} KB RSS per stream after a full collection`);
     legs.direct = await measureLeg(
       {
         name: 'direct',
@@ -816,6 +815,7 @@ export async function runWatchFanout(size: FanoutSize, side: SideCasesSize, opti
       created,
       cacheOff,
       upstreamMaxConcurrentStreams,
+      floor,
       scenarioSeconds: round((performance.now() - started) / 1000, 1),
     });
   } finally {
@@ -831,7 +831,17 @@ const ratio = (value: number, base: number, digits = 3) => round(value / base, d
 
 function report(
   legs: Record<LegName, LegFigures>,
-  run: { size: FanoutSize; side: SideCasesSize; tenants: string[]; created: TenantsCreated; cacheOff: string[] | null; upstreamMaxConcurrentStreams: number | null; scenarioSeconds: number },
+  run: {
+    size: FanoutSize;
+    side: SideCasesSize;
+    tenants: string[];
+    created: TenantsCreated;
+    cacheOff: string[] | null;
+    upstreamMaxConcurrentStreams: number | null;
+    /** node:http2's own memory per idle stream (null: not measured). */
+    floor: IdleStreamFloor | null;
+    scenarioSeconds: number;
+  },
 ): ScenarioResult {
   const { size, side, tenants, created } = run;
   const cache = legs.tenantgate;
@@ -870,7 +880,9 @@ function report(
     },
     { target: `watch fan-out: p99 <= ${TARGET_P99_VS_DIRECT}x direct's p99`, value: p99VsDirect, unit: 'x direct', met: p99VsDirect <= TARGET_P99_VS_DIRECT },
     {
-      target: `watch fan-out: <= ${TARGET_RSS_PER_WATCHER_BYTES / 1024} KB RSS per idle watcher${collected ? ', after a forced full collection' : ''}`,
+      target:
+        `watch fan-out: <= ${TARGET_RSS_PER_WATCHER_BYTES / 1024} KB RSS per idle watcher${collected ? ', after a forced full collection' : ''}` +
+        (run.floor === null ? '' : ` (bare node:http2, same sessions and streams: ${round(run.floor.rssPerStreamAfterGcBytes / 1024)} KB per idle stream)`),
       value: round(rssPerWatcher / 1024),
       unit: 'KB',
       met: rssPerWatcher <= TARGET_RSS_PER_WATCHER_BYTES,
@@ -934,6 +946,7 @@ function report(
       tenantsBornSeconds: round(created.bornSeconds ?? NaN),
       tenantsReadyPerSecond: round(tenants.length / created.readySeconds),
       upstreamMaxConcurrentStreams: run.upstreamMaxConcurrentStreams,
+      idleStreamFloor: run.floor,
       legs,
       /** Per cached resource: the cache-on tenantgate's upstream watches in the steady phase − the cache-off one's own at idle */
       upstreamWatchesOfTheCache: cacheWatchesByResource,
@@ -943,6 +956,7 @@ function report(
         fanoutP50VsWatchCacheOff: ratio(gateway.deliveryP50Ms, off.fanout.deliveryP50Ms),
         fanoutP99VsWatchCacheOff: ratio(gateway.deliveryP99Ms, off.fanout.deliveryP99Ms),
         rssPerWatcherVsWatchCacheOff: ratio(gateway.rssPerIdleWatcherBytes, off.fanout.rssPerIdleWatcherBytes),
+        rssPerWatcherAfterGcVsFloor: run.floor === null ? NaN : ratio(gateway.rssPerIdleWatcherAfterGcBytes, run.floor.rssPerStreamAfterGcBytes),
         cpuPer1000DeliveriesVsWatchCacheOff: ratio(gateway.processCpuSecondsPer1000Deliveries, off.fanout.processCpuSecondsPer1000Deliveries),
         cpuPer1000DeliveriesVsDirect: ratio(gateway.processCpuSecondsPer1000Deliveries, direct.fanout.processCpuSecondsPer1000Deliveries),
         oneNamespaceP99VsDirect: ratio(cache.oneNamespace.deliveryP99Ms, direct.oneNamespace.deliveryP99Ms),
