@@ -104,7 +104,11 @@ async function jsonPatchToUpdate(text: string, target: string, headers: Outgoing
 
 /** The object a request names, read upstream as the caller and converted to the tenant's view (404 when not the tenant's). */
 async function currentTenantView(target: string, headers: OutgoingHttpHeaders, ctx: RequestContext, pool: UpstreamPool, convert: ConvertContext): Promise<Record<string, unknown>> {
-  const current = await upstreamJson(pool, 'GET', target.split('?')[0]!, undefined, impersonationOf(headers));
+  // A cluster-scoped object is read with tenantgate's own identity: upstream a tenant identity may not read every
+  // cluster-scoped kind (its custom resources there it may only write), and the apiserver reads the object a patch
+  // applies to without asking for `get`. Still only the tenant's: its path, then objectToTenant; the write goes as the caller.
+  const readAs = ctx.row!.scope === 'Cluster' ? {} : impersonationOf(headers);
+  const current = await upstreamJson(pool, 'GET', target.split('?')[0]!, undefined, readAs);
   if (current.status !== 200) throw tenantStatusError(current.status, current.body, convert.tenant);
   const view = objectToTenant(current.body, convert, ctx.row!);
   if (view === null) throw notFound(`${ctx.row!.resource} "${ctx.info!.name}" not found`);

@@ -1,7 +1,7 @@
 // A tenant admin may use a cluster-scoped custom resource as soon as its CRD is Established, as on a real cluster:
 // the upstream rights on it exist before the create of the CRD is answered, and only in the tenant's own groups.
 import t from 'tap';
-import { upstreamJson } from '../../lib/upstream/client.ts';
+import { upstreamJson, upstreamRequest } from '../../lib/upstream/client.ts';
 import type { UpstreamPool } from '../../lib/upstream/pool.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, withClient, type TestTenant } from '../helpers/tenants.ts';
@@ -99,5 +99,24 @@ t.test('another tenant with the same CRD and names neither sees nor touches them
   await withClient(golf.kubeconfig, async (pool) => {
     const got = await request(pool, 'GET', `/apis/racing.example.com/v1/${plural}/first`);
     t.equal((got.body as { owner?: string }).owner, 'golf', 'golf\'s is still golf\'s');
+  });
+});
+
+t.test('a JSON patch of a cluster-scoped custom resource applies, as in the e2e CRD watch spec; another tenant\'s of the same name is untouched', async (t) => {
+  const path = '/apis/racing.example.com/v1/speedsters0s/first';
+  const patch = (pool: UpstreamPool, value: string, at = path) =>
+    upstreamRequest(pool, 'PATCH', at, JSON.stringify([{ op: 'add', path: '/dummy', value }]), { 'content-type': 'application/json-patch+json' });
+  await withClient(golf.kubeconfig, async (pool) => {
+    const patched = await patch(pool, 'golf-was-here');
+    t.equal(patched.status, 200, `golf's JSON patch: ${JSON.stringify(patched.body).slice(0, 300)}`);
+    t.equal((patched.body as { dummy?: string }).dummy, 'golf-was-here', 'the patched object, in the answer');
+    t.equal((patched.body as { metadata: { name: string } }).metadata.name, 'first', 'in golf\'s names');
+  });
+  await withClient(kilo.kubeconfig, async (pool) => {
+    const got = await request(pool, 'GET', path);
+    t.equal((got.body as { owner?: string; dummy?: string }).owner, 'kilo', 'kilo\'s object of the same name is its own');
+    t.equal((got.body as { dummy?: string }).dummy, undefined, 'and golf\'s patch did not reach it');
+    const missing = await patch(pool, 'x', '/apis/racing.example.com/v1/speedsters0s/golfonly');
+    t.equal(missing.status, 404, 'a patch of an object kilo does not have: 404');
   });
 });
