@@ -1,6 +1,6 @@
 // The floor of bench/get-breakdown.ts, run as its own process: a bare node:http2 TLS server that answers every request
 // with a fixed small body, or forwards it to the upstream over one pooled session. No stages, no conversion, no logs;
-// never serves anything but loopback. Usage: node bench/bare-http2.ts <mode> <cert> <key> [upstream-kubeconfig]
+// never serves anything but loopback. Usage: node bench/bare-http2.ts <mode> <cert> <key> [upstream-kubeconfig [extra-headers-json]]
 import { readFileSync } from 'node:fs';
 import http2, { type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import type { AddressInfo } from 'node:net';
@@ -26,7 +26,9 @@ const BODY = Buffer.from(
 );
 
 function main(): void {
-  const [mode, certFile, keyFile, upstreamKubeconfig] = process.argv.slice(2) as [BareMode, string, string, string | undefined];
+  const [mode, certFile, keyFile, upstreamKubeconfig, extraHeadersJson] = process.argv.slice(2) as [BareMode, string, string, string | undefined, string | undefined];
+  // Headers every upstream request carries besides its own (a proxy's impersonation: bench/scenarios/density.ts).
+  const extraHeaders = extraHeadersJson === undefined ? {} : (JSON.parse(extraHeadersJson) as Record<string, string>);
   if (!BARE_MODES.includes(mode)) throw new Error(`mode must be one of ${BARE_MODES.join(', ')}`);
   const proxying = mode.startsWith('proxy');
   const upstreamCredentials = proxying ? loadKubeconfig(upstreamKubeconfig!) : null;
@@ -37,7 +39,7 @@ function main(): void {
     process.exit(1);
   });
   const upstreamRequest = (headers: IncomingHttpHeaders) =>
-    upstream!.request({ ':method': headers[':method'] ?? 'GET', ':path': headers[':path'] ?? '/', accept: headers.accept ?? 'application/json' }, { endStream: true });
+    upstream!.request({ ...extraHeaders, ':method': headers[':method'] ?? 'GET', ':path': headers[':path'] ?? '/', accept: headers.accept ?? 'application/json' }, { endStream: true });
 
   const server = http2.createSecureServer({ cert: readFileSync(certFile), key: readFileSync(keyFile), allowHTTP1: mode.endsWith('compat') });
   if (mode === 'hold-stream') {

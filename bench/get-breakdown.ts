@@ -12,6 +12,7 @@ import { parseArgs } from 'node:util';
 import { spawnGateway, startStack, stopChild, productionEnv } from '../test/helpers/stack.ts';
 import { createTestTenant } from '../test/helpers/tenants.ts';
 import { credentialsOf } from '../test/helpers/http.ts';
+import { spawnBare } from './load/bare-server.ts';
 import { cpuMeter, idleCpuRate, CPU_TICK_MS } from './load/cpu.ts';
 import { http1Load } from './load/http1.ts';
 import { H2LOAD_INSTALL, h2loadAvailable, http2Load } from './load/http2.ts';
@@ -20,7 +21,6 @@ import { CONFIGMAP, tenantToken, waitUntilServed } from './scenarios/small-get.t
 import { median, rounded } from './stats.ts';
 
 const TENANT = 'bbrk01';
-const BARE_SERVER = fileURLToPath(new URL('./bare-http2.ts', import.meta.url));
 const RESULTS_FILE = fileURLToPath(new URL('./results/get-breakdown.json', import.meta.url));
 const HTTP1_CONNECTIONS = 8;
 const HTTP2_STREAMS = 8;
@@ -43,19 +43,6 @@ interface Row {
   proxyCpuMsPerRequest: number;
   apiserverCpuMsPerRequest: number;
   requestsPerSecond: number;
-}
-
-async function spawnBare(mode: string, args: string[]): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [BARE_SERVER, mode, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: productionEnv() });
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`bare server ${mode} did not start within 10 s`)), 10_000);
-    child.once('exit', (code) => reject(new Error(`bare server ${mode} exited with ${code}`)));
-    createInterface({ input: child.stdout! }).once('line', (line) => {
-      clearTimeout(timer);
-      resolve((JSON.parse(line) as { url: string }).url);
-    });
-  });
-  return { child, url };
 }
 
 /** Self time summed per script (node internals by module), to tell TLS, HTTP/2 framing and our own code apart. */

@@ -2,16 +2,13 @@
 // TLS server (bench/bare-http2.ts, mode hold-stream) answers each request with its headers and one event and keeps the
 // stream open, as a watch does; the same sessions and streams as the watch fan-out are opened on it, and its memory is
 // read after a forced full collection before and after the streams. Loopback only, bounded in count and time.
-import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import http2, { type ClientHttp2Session } from 'node:http2';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
-import { productionEnv, stopChild } from '../../test/helpers/stack.ts';
+import { stopChild } from '../../test/helpers/stack.ts';
+import { spawnBare } from './bare-server.ts';
 import { heapAfterCollection, INSPECTOR_FLAGS, inspectorUrlOf, type HeapReading } from './heap.ts';
 import { runBounded } from './run-bounded.ts';
 
-const BARE_SERVER = fileURLToPath(new URL('../bare-http2.ts', import.meta.url));
-const START_TIMEOUT_MS = 10_000;
 const OPEN_TIMEOUT_MS = 30_000;
 const CONCURRENCY = 64;
 const SETTLE_MS = 2_000;
@@ -56,19 +53,12 @@ function hold(session: ClientHttp2Session): Promise<void> {
  * certificate `certFile`/`keyFile` (trusted by `caPem`); its memory per stream after a forced full collection.
  */
 export async function idleStreamFloor(options: { certFile: string; keyFile: string; caPem: string; sessions: number; streamsPerSession: number }): Promise<IdleStreamFloor> {
-  const child = spawn(process.execPath, [...INSPECTOR_FLAGS, BARE_SERVER, 'hold-stream', options.certFile, options.keyFile], { stdio: ['ignore', 'pipe', 'pipe'], env: productionEnv() });
-  const stderr: string[] = [];
-  createInterface({ input: child.stderr! }).on('line', (line) => stderr.push(line));
+  let child: ChildProcess | null = null;
   const sessions: ClientHttp2Session[] = [];
   try {
-    const url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`bare hold-stream server did not start within ${START_TIMEOUT_MS / 1000} s`)), START_TIMEOUT_MS);
-      child.once('exit', (code) => reject(new Error(`bare hold-stream server exited with ${code}: ${stderr.join(' ')}`)));
-      createInterface({ input: child.stdout! }).once('line', (line) => {
-        clearTimeout(timer);
-        resolve((JSON.parse(line) as { url: string }).url);
-      });
-    });
+    const bare = await spawnBare('hold-stream', [options.certFile, options.keyFile], INSPECTOR_FLAGS);
+    child = bare.child;
+    const { url, stderr } = bare;
     const inspector = inspectorUrlOf(stderr);
     if (inspector === null) throw new Error(`bare hold-stream server: no inspector address in ${stderr.join(' ')}`);
     sessions.push(...(await runBounded(options.sessions, CONCURRENCY, () => connect(url, options.caPem))));
@@ -82,6 +72,6 @@ export async function idleStreamFloor(options: { certFile: string; keyFile: stri
     return { streams, rssPerStreamAfterGcBytes: per('rssBytes'), heapUsedPerStreamAfterGcBytes: per('heapUsedBytes'), externalPerStreamAfterGcBytes: per('externalBytes') };
   } finally {
     for (const session of sessions) session.destroy();
-    await stopChild(child);
+    if (child !== null) await stopChild(child);
   }
 }
