@@ -355,9 +355,10 @@
     (local.set $container (i32.or (i32.eq (local.get $c) (i32.const 0x7b)) (i32.eq (local.get $c) (i32.const 0x5b))))
     (if (i32.ge_u (local.get $id) (i32.const 16))
       (then
-        ;; a spec member whose markers the JavaScript side searches for, once the item is whole
+        ;; a spec member whose markers the JavaScript side searches for, once the item is whole (a string too: a
+        ;; pod's priorityClassName)
         (local.set $after (call $value (local.get $pos) (local.get $end)))
-        (if (i32.or (i32.lt_s (local.get $after) (i32.const 0)) (i32.eqz (local.get $container))) (then (return (local.get $after))))
+        (if (i32.lt_s (local.get $after) (i32.const 0)) (then (return (local.get $after))))
         (local.set $m (i32.load offset=1636 (i32.const 0)))
         (if (i32.eq (local.get $m) (i32.const 16)) (then (return (i32.const -1))))
         (local.set $m (i32.add (i32.const 1640) (i32.mul (local.get $m) (i32.const 12))))
