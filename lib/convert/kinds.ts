@@ -53,6 +53,7 @@ export type RuleName =
   | 'node'
   | 'apiservice'
   | 'shared'
+  | 'priorityclass'
   | 'hidden';
 
 export interface KindRow {
@@ -181,9 +182,10 @@ export const KINDS: readonly KindRow[] = Object.freeze([
   // Made by the attach/detach controller for every tenant's volumes, naming nodes and PVs across tenants.
   hidden('storage.k8s.io', 'volumeattachments', 'VolumeAttachment', C),
 
-  // Priority orders all tenants' pods against each other: a tenant-defined class could preempt everyone else.
-  // Tenants use the platform's classes by their real names (pod.spec.priorityClassName passes through).
-  shared('scheduling.k8s.io', 'priorityclasses', 'PriorityClass', C),
+  // Priority orders all tenants' pods against each other. Tenants read the platform's classes their Tenant allows, by
+  // their real names, and may write classes of their own (`<id>-<name>` upstream, labelled) within their Tenant's
+  // band of values: the one shared kind a tenant also writes (rules/priority-classes.ts).
+  shared('scheduling.k8s.io', 'priorityclasses', 'PriorityClass', C, 'priorityclass'),
   tenant('scheduling.k8s.io', 'workloads', 'Workload', N),
   tenant('scheduling.k8s.io', 'podgroups', 'PodGroup', N),
   // A RuntimeClass names a handler configured on the nodes by the platform; a tenant cannot install one.
@@ -380,6 +382,8 @@ const SHARED_READABLE_SUBRESOURCES: ReadonlySet<string> = new Set(['', 'status']
  */
 export function tenantMay(row: KindRow | undefined, verb: string, subresource = ''): boolean {
   if (row === undefined || row.tenancy === 'hidden') return false;
+  // A tenant's own PriorityClasses: any verb (the platform's stay read-only: rules/priority-classes.ts).
+  if (row.rule === 'priorityclass') return subresource === '';
   return row.tenancy === 'tenant' || (READ_VERBS.has(verb) && SHARED_READABLE_SUBRESOURCES.has(subresource));
 }
 

@@ -2,6 +2,7 @@
 // converts request bodies: what objectToTenant decides and makes of the object (lists and watches: protobuf-streams.ts).
 // Never returns an object, nor any byte of one, that is not the tenant's: each object is whole and judged first.
 import { PLATFORM_CLASS_RESOURCES } from './rules/platform-classes.ts';
+import { priorityClassNameToTenant } from './rules/priority-classes.ts';
 import { badGateway, StatusError } from '../errors/status-error.ts';
 import { isBuiltinGroup, type KindRow } from './kinds.ts';
 import { PREFIX_LENGTH, TENANT_LABEL, toTenantName, type TenantId } from './prefix.ts';
@@ -362,14 +363,26 @@ const AFFINITY_TAG = Buffer.from([(18 * 8 + LENGTH_DELIMITED) | 0x80, 1]);
 /** The tag of VolumeSource.ephemeral (29, length-delimited): a volume without these bytes has none. */
 const EPHEMERAL_TAG = Buffer.from([(29 * 8 + LENGTH_DELIMITED) | 0x80, 1]);
 
+/** The tag of PodSpec.priorityClassName (24, length-delimited): a spec without these bytes names no class. */
+const PRIORITY_CLASS_TAG = Buffer.from([(24 * 8 + LENGTH_DELIMITED) | 0x80, 1]);
+const PRIORITY_CLASS_NAME = 24;
+
 /** The same tags searched in the fast path's buffers (their first bytes, not ASCII, are rare: see ForwardSearch). */
 const AFFINITY_TAG_SEARCH = new ForwardSearch(AFFINITY_TAG);
 const EPHEMERAL_TAG_SEARCH = new ForwardSearch(EPHEMERAL_TAG);
+const PRIORITY_CLASS_TAG_SEARCH = new ForwardSearch(PRIORITY_CLASS_TAG);
 
 function podSpecToTenant(spec: Buffer, tenant: TenantId): Buffer {
-  // Most pods have neither: their spec (containers and all) is not parsed at all.
-  if (!spec.includes(AFFINITY_TAG) && !spec.includes(EPHEMERAL_TAG)) return spec;
+  // Most pods have none of them: their spec (containers and all) is not parsed at all.
+  if (!spec.includes(AFFINITY_TAG) && !spec.includes(EPHEMERAL_TAG) && !spec.includes(PRIORITY_CLASS_TAG)) return spec;
   const edit = new MessageEdit(spec, 'pod spec');
+  // The tenant's own priority class (rules/priority-classes.ts) without its prefix; the platform's as it is.
+  const priorityClass = edit.single(PRIORITY_CLASS_NAME, 'priorityClassName');
+  if (priorityClass !== undefined) {
+    const name = edit.string(priorityClass, 'priorityClassName');
+    const mine = priorityClassNameToTenant(name, tenant);
+    if (mine !== name) edit.replaceString(priorityClass, mine);
+  }
   const affinity = edit.single(18, 'affinity');
   if (affinity !== undefined) {
     edit.rewrite(affinity, (payload) => {
@@ -602,8 +615,11 @@ export function objectSplices(bytes: Buffer, from: number, to: number, view: Fas
       const specTo = object.end[spec]!;
       // podSpecToTenant's own test first: a spec without either tag's bytes is left as it is. One that has them
       // (a length of 146 or 234 will do) is walked: most are still left as they are.
-      const hasTags = AFFINITY_TAG_SEARCH.indexIn(bytes, specFrom, specTo) !== -1 || EPHEMERAL_TAG_SEARCH.indexIn(bytes, specFrom, specTo) !== -1;
-      if (hasTags && podSpecNeedsCare(bytes, specFrom, specTo)) return CAREFUL_PATH;
+      const hasTags =
+        AFFINITY_TAG_SEARCH.indexIn(bytes, specFrom, specTo) !== -1 ||
+        EPHEMERAL_TAG_SEARCH.indexIn(bytes, specFrom, specTo) !== -1 ||
+        PRIORITY_CLASS_TAG_SEARCH.indexIn(bytes, specFrom, specTo) !== -1;
+      if (hasTags && podSpecNeedsCare(bytes, specFrom, specTo, view.tenant)) return CAREFUL_PATH;
     }
   }
   return delta;
@@ -633,12 +649,21 @@ function statusNeedsCare(bytes: Buffer, from: number, to: number, path: readonly
 }
 
 /**
- * Whether a pod spec has an affinity (18) or a volume with an ephemeral source (volumes = 1 → volumeSource = 2 →
- * ephemeral = 29), what podSpecToTenant rewrites, or is read differently by it: then the careful path converts it.
+ * Whether a pod spec has an affinity (18), a volume with an ephemeral source (volumes = 1 → volumeSource = 2 →
+ * ephemeral = 29) or a priority class (24) naming the tenant, what podSpecToTenant rewrites, or is read differently
+ * by it: then the careful path converts it.
  */
-function podSpecNeedsCare(bytes: Buffer, from: number, to: number): boolean {
+function podSpecNeedsCare(bytes: Buffer, from: number, to: number, tenant: Buffer): boolean {
   const spec = SPEC_FIELDS;
   if (!spec.scan(bytes, from, to) || spec.single(18) !== -1 || !spec.allDelimited(1)) return true;
+  // A priority class of the tenant's own (`<id>-<name>`), or one not read as ASCII.
+  const priorityClass = spec.single(PRIORITY_CLASS_NAME);
+  if (priorityClass === ANOMALY) return true;
+  if (priorityClass >= 0) {
+    const nameFrom = spec.valueStart[priorityClass]!;
+    const nameTo = spec.end[priorityClass]!;
+    if (!isAsciiRange(bytes, nameFrom, nameTo) || rangeIncludes(bytes, tenant, nameFrom, nameTo)) return true;
+  }
   const volume = VOLUME_FIELDS;
   for (let i = 0; i < spec.count; i++) {
     if (spec.number[i] !== 1) continue;

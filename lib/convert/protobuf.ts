@@ -25,7 +25,7 @@ import { networkPolicy } from './rules/network-policy.ts';
 import { resourceQuota } from './rules/quota.ts';
 import { ownerReferencesToUpstream } from './rules/references.ts';
 import { selfSubjectAccessReview, selfSubjectRulesReview, subjectAccessReview } from './rules/reviews.ts';
-import { refusePlatformPriorityClass } from './rules/platform-classes.ts';
+import { priorityClassNameToUpstream, refusePodPriorityClass } from './rules/priority-classes.ts';
 import { persistentVolume, persistentVolumeClaim } from './rules/storage.ts';
 import type { ConvertContext, Json, KindRule } from './rules/rule.ts';
 import { badRequest, StatusError, unsupportedMediaType } from '../errors/status-error.ts';
@@ -63,6 +63,8 @@ export interface ProtobufBodyOptions {
   readonly allowsPlatformClass?: ConvertContext['allowsPlatformClass'];
   /** The tenant's default classes, filled into a created or updated object naming none (as ConvertContext.defaultPlatformClass). */
   readonly defaultPlatformClass?: ConvertContext['defaultPlatformClass'];
+  /** The tenant's own PriorityClasses beside the platform's (as ConvertContext.priorityClasses). */
+  readonly priorityClasses?: ConvertContext['priorityClasses'];
 }
 
 // ---- wire format: varints and length-delimited fields; nothing else is ever interpreted ----
@@ -416,6 +418,7 @@ interface Conversion {
   readonly scopeOf: ((group: string, resource: string) => Scope | undefined) | undefined;
   readonly webhookUrlHosts: ReadonlySet<string> | undefined;
   readonly allowsPlatformClass: ConvertContext['allowsPlatformClass'];
+  readonly priorityClasses: ConvertContext['priorityClasses'];
 }
 
 /** Owner references, converted by the very rule JSON bodies take (same mapping, same 422 for unknown owner kinds). */
@@ -540,11 +543,23 @@ function affinityTermToUpstream(term: Buffer, tenant: TenantId): Buffer {
   return edit.finish();
 }
 
-/** What the JSON rules do to a pod spec: affinity terms' namespaces, ephemeral volume claim templates labelled. */
-function podSpecToUpstream(spec: Buffer, tenant: TenantId): Buffer {
+/**
+ * What the JSON rules do to a pod spec: affinity terms' namespaces, ephemeral volume claim templates labelled, the
+ * priority class the platform's or the tenant's own (rules/priority-classes.ts).
+ */
+function podSpecToUpstream(spec: Buffer, conversion: Conversion): Buffer {
+  const { tenant } = conversion;
   let result = spec;
   for (const path of AFFINITY_TERMS) result = rewriteAt(result, path, 'pod spec', (term) => affinityTermToUpstream(term, tenant));
-  return rewriteAt(result, EPHEMERAL_CLAIM_TEMPLATES, 'pod spec', (template) => labelTemplate(template, tenant, 'volumeClaimTemplate'));
+  result = rewriteAt(result, EPHEMERAL_CLAIM_TEMPLATES, 'pod spec', (template) => labelTemplate(template, tenant, 'volumeClaimTemplate'));
+  const edit = new MessageEdit(result, 'pod spec');
+  const priorityClass = edit.single(PRIORITY_CLASS_NAME, 'priorityClassName');
+  if (priorityClass === undefined) return result;
+  const name = edit.string(priorityClass, 'priorityClassName');
+  const upstream = priorityClassNameToUpstream(name, conversion);
+  if (upstream === name) return result;
+  edit.replaceString(priorityClass, upstream);
+  return edit.finish();
 }
 
 export interface ProtobufTemplates {
@@ -585,20 +600,21 @@ export const TEMPLATES: ReadonlyMap<string, ProtobufTemplates> = new Map([
 const POD_SPEC = 2;
 const PRIORITY_CLASS_NAME = 24;
 
-function refusePlatformPriorityWire(pod: Buffer, allows: ConvertContext['allowsPlatformClass']): void {
+function refusePlatformPriorityWire(pod: Buffer, conversion: Conversion): void {
   const object = new MessageEdit(pod, 'pod');
   const specField = object.single(POD_SPEC, 'spec');
   if (specField === undefined) return;
   const spec = new MessageEdit(object.payload(specField), 'pod spec');
   const name = spec.single(PRIORITY_CLASS_NAME, 'priorityClassName');
-  if (name !== undefined) refusePlatformPriorityClass(spec.string(name, 'priorityClassName'), allows);
+  if (name !== undefined) refusePodPriorityClass(spec.string(name, 'priorityClassName'), conversion);
 }
 
-function templatesToUpstream(object: Buffer, templates: ProtobufTemplates, tenant: TenantId, allows: ConvertContext['allowsPlatformClass']): Buffer {
-  if (templates.refusesPlatformPriority === true) refusePlatformPriorityWire(object, allows);
+function templatesToUpstream(object: Buffer, templates: ProtobufTemplates, conversion: Conversion): Buffer {
+  const { tenant } = conversion;
+  if (templates.refusesPlatformPriority === true) refusePlatformPriorityWire(object, conversion);
   let result = object;
   for (const path of templates.labelled) result = rewriteAt(result, path, 'object', (template) => labelTemplate(template, tenant, 'template'));
-  for (const path of templates.podSpecs) result = rewriteAt(result, path, 'object', (spec) => podSpecToUpstream(spec, tenant));
+  for (const path of templates.podSpecs) result = rewriteAt(result, path, 'object', (spec) => podSpecToUpstream(spec, conversion));
   return result;
 }
 
@@ -1222,7 +1238,7 @@ function protobufKindOf(row: KindRow): ProtobufKind | undefined {
   if (fieldRule !== undefined) return fieldRule;
   const templates = TEMPLATE_RULES.has(row.rule) ? TEMPLATES.get(`${row.group}/${row.kind}`) : undefined;
   if (templates === undefined) throw unsupported(`${kindName(row)} objects`);
-  return { apiVersion: templates.apiVersion, toUpstream: (object, { tenant, allowsPlatformClass }) => templatesToUpstream(object, templates, tenant, allowsPlatformClass) };
+  return { apiVersion: templates.apiVersion, toUpstream: (object, conversion) => templatesToUpstream(object, templates, conversion) };
 }
 
 // ---- the envelope: `k8s\0` + runtime.Unknown { typeMeta = 1 { apiVersion = 1, kind = 2 }, raw = 2, contentEncoding = 3, contentType = 4 } ----
@@ -1315,6 +1331,7 @@ export function protobufBodyToUpstream(body: Buffer, row: KindRow, tenant: Tenan
     scopeOf: options.scopeOf,
     webhookUrlHosts: options.webhookUrlHosts,
     allowsPlatformClass: options.allowsPlatformClass,
+    priorityClasses: options.priorityClasses,
   };
   const raw = rawField === undefined ? EMPTY : edit.payload(rawField);
   const defaults = wholeObject && subresource === '' ? options.defaultPlatformClass : undefined;

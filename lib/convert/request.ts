@@ -6,6 +6,8 @@ import type { RequestInfo } from './request-info.ts';
 import { apiGroupToUpstream, documentGroupToUpstream, nameMappingOfRow, nameToUpstream, namespaceToUpstream } from './rules/index.ts';
 import { mergeLabelSelector, rewriteFieldSelector } from './selectors.ts';
 import { signerNameSelectorValue } from './rules/signers.ts';
+import { platformPriorityClassOf, priorityClassNameToUpstream, type PriorityClassNames } from './rules/priority-classes.ts';
+import { forbidden, notFound } from '../errors/status-error.ts';
 
 const enc = encodeURIComponent;
 
@@ -26,13 +28,22 @@ function spansNamespaces(info: RequestInfo, row: KindRow): boolean {
   return row.scope === 'Cluster' || info.namespace === '';
 }
 
-/** The upstream name of an object of the request's kind that the tenant calls `name`. */
-export function upstreamObjectName(info: RequestInfo, row: KindRow, name: string, tenant: TenantId): string {
+/**
+ * The upstream name of an object of the request's kind that the tenant calls `name`. `names`: which PriorityClasses
+ * are the platform's to the tenant (without it, all are).
+ */
+export function upstreamObjectName(info: RequestInfo, row: KindRow, name: string, tenant: TenantId, names?: PriorityClassNames): string {
+  if (row.rule === 'priorityclass') return priorityClassNameToUpstream(name, names ?? { tenant });
   return info.resource === 'namespaces' ? namespaceToUpstream(name, tenant) : nameToUpstream(nameMappingOfRow(row), name, tenant);
 }
 
-/** The upstream path and query of a tenant's resource request (`row` from the table of kinds). */
-export function upstreamResourceTarget(info: RequestInfo, row: KindRow, query: URLSearchParams, tenant: TenantId): string {
+const WRITE_VERBS: ReadonlySet<string> = new Set(['create', 'update', 'patch', 'delete']);
+
+/**
+ * The upstream path and query of a tenant's resource request (`row` from the table of kinds). `names`: as for
+ * upstreamObjectName. Throws 403 for a write to one of the platform's PriorityClasses (read-only to tenants).
+ */
+export function upstreamResourceTarget(info: RequestInfo, row: KindRow, query: URLSearchParams, tenant: TenantId, names?: PriorityClassNames): string {
   let path = info.apiPrefix === 'api' ? `/api/${enc(info.apiVersion)}` : `/apis/${enc(apiGroupToUpstream(info.apiGroup, tenant, info.resource))}/${enc(info.apiVersion)}`;
   const [resource, name, ...rest] = info.parts;
   if (info.resource === 'namespaces') {
@@ -41,7 +52,18 @@ export function upstreamResourceTarget(info: RequestInfo, row: KindRow, query: U
     if (info.namespace !== '' && row.scope === 'Namespaced') path += '/namespaces/' + enc(namespaceToUpstream(info.namespace, tenant));
     path += '/' + enc(resource!);
   }
-  if (name !== undefined) path += '/' + enc(upstreamObjectName(info, row, name, tenant));
+  if (name !== undefined) {
+    const platformClass = row.rule === 'priorityclass' && WRITE_VERBS.has(info.verb) ? platformPriorityClassOf(name, names ?? { tenant }) : undefined;
+    if (platformClass === 'hidden') throw notFound(`priorityclasses.scheduling.k8s.io ${JSON.stringify(name)} not found`, { name, group: 'scheduling.k8s.io', kind: 'priorityclasses' });
+    if (platformClass === 'usable') {
+      throw forbidden(`priorityclasses.scheduling.k8s.io ${JSON.stringify(name)} is forbidden: it is one of the platform's priority classes, shared by all tenants of this cluster and read-only`, {
+        name,
+        group: 'scheduling.k8s.io',
+        kind: 'priorityclasses',
+      });
+    }
+    path += '/' + enc(upstreamObjectName(info, row, name, tenant, names));
+  }
   for (const part of rest) path += '/' + enc(part);
 
   // A get or write without a query (the most common request): nothing to copy or convert. (Lists and watches may
@@ -53,12 +75,13 @@ export function upstreamResourceTarget(info: RequestInfo, row: KindRow, query: U
   const fieldSelector = query.get('fieldSelector');
   if (fieldSelector !== null && fieldSelector !== '') {
     const mapping = nameMappingOfRow(row);
+    const priorityClasses = row.rule === 'priorityclass';
     upstreamQuery.set(
       'fieldSelector',
       rewriteFieldSelector(fieldSelector, tenant, {
-        clusterScoped: mapping !== 'plain', // shared kinds (nodes) keep their names
+        clusterScoped: mapping !== 'plain' || priorityClasses, // shared kinds (nodes) keep their names
         resource: info.resource,
-        nameToUpstream: (name) => nameToUpstream(mapping, name, tenant),
+        nameToUpstream: (name) => (priorityClasses ? priorityClassNameToUpstream(name, names ?? { tenant }) : nameToUpstream(mapping, name, tenant)),
         mappedFields: row.rule === 'certificatesigningrequest' ? { 'spec.signerName': (name) => signerNameSelectorValue(name, tenant) } : undefined,
       }),
     );
@@ -70,6 +93,9 @@ export function upstreamResourceTarget(info: RequestInfo, row: KindRow, query: U
     if (row.listPath === 'label-filter' && spansNamespaces(info, row)) upstreamQuery.set('labelSelector', mergeLabelSelector(labelSelector, tenant));
     else if (labelSelector !== null) mergeLabelSelector(labelSelector, tenant);
   }
+  // The tenant deletes only its own PriorityClasses, never the platform's (which the confinement policy would refuse
+  // upstream, one by one, part way through).
+  if (info.verb === 'deletecollection' && row.rule === 'priorityclass') upstreamQuery.set('labelSelector', mergeLabelSelector(query.get('labelSelector'), tenant));
   const search = upstreamQuery.toString();
   return search === '' ? path : `${path}?${search}`;
 }

@@ -27,7 +27,8 @@ const GRANTING_VERBS: ReadonlySet<string> = new Set(['create', 'update', 'patch'
 function writesAtClusterScope(ctx: RequestContext, row: KindRow | null): row is KindRow {
   const info = ctx.info;
   if (info === null || row === null || !info.isResourceRequest || READ_VERBS.has(info.verb)) return false;
-  if (row.scope !== 'Cluster' || !carriesTenantLabel(row)) return false;
+  // (A tenant's own PriorityClasses are written like its cluster-scoped kinds: rules/priority-classes.ts.)
+  if (row.scope !== 'Cluster' || !(carriesTenantLabel(row) || row.rule === 'priorityclass')) return false;
   const tenant = ctx.identity!.tenant!;
   return upstreamIdentityOf(ctx.identity!).user !== tenantAdminUser(tenant);
 }

@@ -51,7 +51,7 @@ export function prepareUpstreamRequestStage(conversions: TenantConversions): Sta
       query = new URLSearchParams(query);
       ctx.rowObjects = rowObjectsFor(query, row);
     }
-    ctx.upstreamTarget = row === null ? nonResourceTarget(info.path, query, tenant) : upstreamResourceTarget(info, row, query, tenant);
+    ctx.upstreamTarget = row === null ? nonResourceTarget(info.path, query, tenant) : upstreamResourceTarget(info, row, query, tenant, conversions.of(tenant));
     // A read at the cluster scope its RBAC allowed, or a discovery document (stages "classify" and "authorize reads at
     // the cluster scope"): made as tenantgate, converted to the tenant's view.
     if (ctx.asTenantgate) dropImpersonation(headers);

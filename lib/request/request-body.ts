@@ -186,6 +186,7 @@ async function convertedBody(ctx: RequestContext, buffer: Buffer, conversions: T
       webhookUrlHosts: convert.webhookUrlHosts,
       allowsPlatformClass: convert.allowsPlatformClass,
       defaultPlatformClass: convert.defaultPlatformClass,
+      priorityClasses: convert.priorityClasses,
     });
     return;
   }

@@ -52,6 +52,10 @@ export interface PlatformClassesOfTenants {
   allows(tenant: TenantId, resource: string, name: string): boolean;
   /** The class of `resource` the tenant's objects get when they name none; undefined: the upstream's own default. */
   defaultOf(tenant: TenantId, resource: string): string | undefined;
+  /** Whether `name` is a platform PriorityClass the tenant may use, rather than a name of its own. */
+  isPlatformPriorityClass(tenant: TenantId, name: string): boolean;
+  /** The values the tenant's own PriorityClasses may take. */
+  priorityBandOf(tenant: TenantId): { readonly min: number; readonly max: number };
 }
 
 /** A tenant's conversion context over `discovery` (its closures read discovery as it is at each call). */
@@ -67,6 +71,10 @@ export function convertContextOf(
     ...(platformClasses !== undefined && {
       allowsPlatformClass: (resource: string, name: string) => platformClasses.allows(tenant, resource, name),
       defaultPlatformClass: (resource: string) => platformClasses.defaultOf(tenant, resource),
+      priorityClasses: {
+        isPlatformClass: (name: string) => platformClasses.isPlatformPriorityClass(tenant, name),
+        band: () => platformClasses.priorityBandOf(tenant),
+      },
     }),
     scopeOf: (group, resource) => discovery.scopeOf(group, resource),
     kindScope: (apiVersion, kind) => discovery.scopeOfKind(groupOfApiVersion(apiVersion), kind),

@@ -22,7 +22,7 @@ export function tenantViewSpecOf(row: KindRow, convert: ConvertContext, tableRow
   const rewriteStatus = (status: any) => statusToTenant(status, convert.tenant);
   if (row.tenancy !== 'tenant' || tableRows !== null) return { tenant: convert.tenant, nameField: null, rewriteItem, rewriteStatus };
   const nameField = nameFieldOf(row);
-  const tenantMetadata = metadataOnly(row) ? metadataView(convert, BYTE_LEVEL_RULES[row.rule]!) : undefined;
+  const tenantMetadata = metadataOnly(row) ? metadataView(convert, slowPathMarkersOf(row, convert)) : undefined;
   return { tenant: convert.tenant, nameField, rewriteItem, rewriteStatus, tenantMetadata, listApiGroup: listApiGroupOf(row) };
 }
 
@@ -43,6 +43,15 @@ function nameFieldOf(row: KindRow): TenantViewSpec['nameField'] {
 /** A stored kind's list is `<upstreamGroup>/<version>` upstream and `<group>/<version>` to the tenant. */
 function listApiGroupOf(row: KindRow): TenantViewSpec['listApiGroup'] {
   return row.upstreamGroup === undefined ? undefined : { upstream: row.upstreamGroup, tenant: row.group };
+}
+
+/**
+ * The kind's markers; a pod's also sends one whose priority class is the tenant's own (`<id>-<name>` upstream, which
+ * its rule maps back: rules/priority-classes.ts) to the rule.
+ */
+function slowPathMarkersOf(row: KindRow, convert: ConvertContext): TenantMetadataView['slowPathMarkers'] {
+  const markers = BYTE_LEVEL_RULES[row.rule]!;
+  return row.rule === 'pod' ? { ...markers, priorityClassName: [`"${convert.tenant}-`] } : markers;
 }
 
 function metadataView(convert: ConvertContext, markers: TenantMetadataView['slowPathMarkers']): TenantMetadataView {

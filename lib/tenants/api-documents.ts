@@ -113,6 +113,14 @@ export const OPENAPI_V3_DOCUMENT = JSON.stringify({
                       ...(field !== 'deviceClasses' && {
                         default: { type: 'string', description: "The class the tenant's objects get when they name none (their templates' too), instead of the platform's default." },
                       }),
+                      ...(field === 'priorityClasses' && {
+                        band: {
+                          type: 'object',
+                          description:
+                            "The values the tenant's own PriorityClasses may take, both ends included; unset ends: the lowest int32, and just below the lowest platform class the tenant may not use (at most 1000000000).",
+                          properties: { min: { type: 'integer', format: 'int32' }, max: { type: 'integer', format: 'int32' } },
+                        },
+                      }),
                     },
                   },
                 ]),

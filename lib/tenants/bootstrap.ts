@@ -41,8 +41,9 @@ function rulesByGroup(rows: readonly KindRow[], verbs: string[], withSubresource
 
 const CLUSTER_ROWS = KINDS.filter((row) => row.scope === 'Cluster' && row.tenancy !== 'hidden');
 const REVIEW_ROWS = CLUSTER_ROWS.filter((row) => row.tenancy === 'tenant' && !carriesTenantLabel(row));
-const OWN_CLUSTER_ROWS = CLUSTER_ROWS.filter((row) => row.tenancy === 'tenant' && carriesTenantLabel(row));
-const SHARED_CLUSTER_ROWS = CLUSTER_ROWS.filter((row) => row.tenancy === 'shared-read-only');
+// (PriorityClasses are shared and the tenant's own too: written under the confinement policy, as its own kinds.)
+const OWN_CLUSTER_ROWS = CLUSTER_ROWS.filter((row) => (row.tenancy === 'tenant' && carriesTenantLabel(row)) || row.rule === 'priorityclass');
+const SHARED_CLUSTER_ROWS = CLUSTER_ROWS.filter((row) => row.tenancy === 'shared-read-only' && row.rule !== 'priorityclass');
 
 /** Marks the few upstream RBAC objects all tenants share (what the lifecycle controller watches and puts back). */
 export const SHARED_TENANT_RBAC_LABEL = 'tenantgate.kubezoo.io/shared-tenant-rbac';

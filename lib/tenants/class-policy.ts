@@ -2,6 +2,7 @@
 // not allow: one shared ValidatingAdmissionPolicy reading the allowed names from the namespace's annotations
 // (tenant-classes.ts), so it holds for objects a controller makes from a tenant's template too. Never matches a
 // namespace without the tenant label, nor one that restricts nothing (no annotation): no object per tenant.
+import { TENANT_LABEL } from '../convert/prefix.ts';
 import { cel, denyBindingOf, keptPolicyObjects, tenantNamespacesPolicy } from './confinement-policy.ts';
 import { allowedClassesAnnotation, ALLOWED_CLASSES_ANNOTATIONS } from './tenant-classes.ts';
 
@@ -43,7 +44,10 @@ export const TENANT_CLASSES_POLICY = tenantNamespacesPolicy(
     ],
     validations: [
       {
-        expression: `!variables.restricted || variables.resource != 'pods' || !(${named('object.spec.priorityClassName')}) || ${classAllowedCel('priorityclasses', 'object.spec.priorityClassName')}`,
+        // (A class of the tenant's own, `<id>-<name>`, is within its band: tenants/priority-policy.ts.)
+        expression:
+          `!variables.restricted || variables.resource != 'pods' || !(${named('object.spec.priorityClassName')}) || ` +
+          `object.spec.priorityClassName.startsWith(namespaceObject.metadata.labels[${cel(TENANT_LABEL)}] + '-') || ${classAllowedCel('priorityclasses', 'object.spec.priorityClassName')}`,
         ...refusal('priorityclasses', 'priority class', 'priority classes', 'object.spec.priorityClassName'),
       },
       {

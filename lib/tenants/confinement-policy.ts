@@ -5,7 +5,7 @@ import { STORED_RBAC_GROUP } from '../convert/kinds.ts';
 import { TENANT_LABEL } from '../convert/prefix.ts';
 import { TENANT_EXTRA_KEY } from '../auth/impersonation.ts';
 import { TENANT_SIGNER_DOMAIN_SUFFIX } from '../convert/rules/signers.ts';
-import { ALLOWED_CLASSES_ANNOTATIONS } from './tenant-classes.ts';
+import { TENANTGATE_NAMESPACE_ANNOTATIONS } from './tenant-classes.ts';
 import { TENANT_QUOTA_NAME } from './tenant-quota.ts';
 
 /**
@@ -69,6 +69,7 @@ export const TENANT_CONFINEMENT_POLICY = {
       // A tenant's are tenantgate's custom resources (stored); a real one no tenant identity is granted, checked alike.
       { name: 'isClusterBinding', expression: `(variables.apiGroup == 'rbac.authorization.k8s.io' || variables.apiGroup == ${cel(STORED_RBAC_GROUP)}) && request.resource.resource == 'clusterrolebindings'` },
       { name: 'isCsr', expression: "variables.apiGroup == 'certificates.k8s.io' && request.resource.resource == 'certificatesigningrequests'" },
+      { name: 'isPriorityClass', expression: "variables.apiGroup == 'scheduling.k8s.io' && request.resource.resource == 'priorityclasses'" },
       {
         name: 'subjectForms',
         expression: `[${cel(CLUSTER_BINDING_SUBJECT_PREFIX)} + variables.prefix, ${cel(CLUSTER_BINDING_SUBJECT_PREFIX)} + variables.tenant + ':', ${cel(CLUSTER_BINDING_SUBJECT_PREFIX + 'system:serviceaccount:')} + variables.prefix]`,
@@ -123,6 +124,16 @@ export const TENANT_CONFINEMENT_POLICY = {
         reason: 'Forbidden',
       },
       {
+        // A tenant's own PriorityClass is told from the platform's by its label (rules/priority-classes.ts), and is
+        // never the upstream's global default: that would be every tenant's pods' and the platform's.
+        expression:
+          `!variables.isPriorityClass || object == null || (has(object.metadata.labels) && ${cel(TENANT_LABEL)} in object.metadata.labels && object.metadata.labels[${cel(TENANT_LABEL)}] == variables.tenant ` +
+          '&& !(has(object.globalDefault) && object.globalDefault))',
+        messageExpression: `'tenantgate: a priority class of tenant ' + variables.tenant + ' carries the label ${TENANT_LABEL}=' + variables.tenant + ' and is not the global default'`,
+        message: `tenantgate: a tenant's priority class carries the label ${TENANT_LABEL} and is not the global default`,
+        reason: 'Forbidden',
+      },
+      {
         // An upstream signer (kube-controller-manager's kubernetes.io/* ones) would sign with the upstream's CA.
         expression: `!variables.isCsr || object == null || (has(object.spec) && has(object.spec.signerName) && object.spec.signerName.startsWith(variables.tenant + ${cel(TENANT_SIGNER_DOMAIN_SUFFIX + '/')}))`,
         messageExpression: `'tenantgate: a certificate signing request of tenant ' + variables.tenant + ' names a signer of its own signer domain ' + variables.tenant + ${cel(TENANT_SIGNER_DOMAIN_SUFFIX)}`,
@@ -132,10 +143,10 @@ export const TENANT_CONFINEMENT_POLICY = {
       {
         // The platform classes a namespace's pods may use are its Tenant's (tenant-classes.ts): tenantgate writes them.
         expression:
-          `!variables.isNamespace || object == null || [${ALLOWED_CLASSES_ANNOTATIONS.map(cel).join(', ')}].all(key, ` +
+          `!variables.isNamespace || object == null || [${TENANTGATE_NAMESPACE_ANNOTATIONS.map(cel).join(', ')}].all(key, ` +
           `(has(object.metadata.annotations) && key in object.metadata.annotations ? object.metadata.annotations[key] : '<none>') == ` +
           `(oldObject != null && has(oldObject.metadata.annotations) && key in oldObject.metadata.annotations ? oldObject.metadata.annotations[key] : '<none>'))`,
-        message: "tenantgate: a namespace's tenantgate.kubezoo.io/allowed-* annotations are its Tenant's (spec.priorityClasses, storageClasses, ...), which only the platform changes",
+        message: "tenantgate: a namespace's tenantgate.kubezoo.io/allowed-* and priority-band annotations are its Tenant's (spec.priorityClasses, storageClasses, ...), which only the platform changes",
         reason: 'Forbidden',
       },
       {

@@ -64,6 +64,11 @@ export interface ClassAllowance {
   allowed?: string[];
   selector?: LabelSelector;
   default?: string;
+  /**
+   * PriorityClasses only: the values the tenant's own classes may take, both ends included. Unset ends: the lowest
+   * int32, and just below the lowest platform class the tenant may not use (at most 1,000,000,000).
+   */
+  band?: { min?: number; max?: number };
 }
 
 /** The Tenant spec field of each kind of platform class, and the class kind's collection. */

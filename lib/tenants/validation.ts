@@ -72,11 +72,34 @@ function invalidDefaultClass(field: PlatformClassField, name: unknown): string |
 }
 
 const ALLOWANCE_FIELDS = new Set(['allowed', 'selector', 'default']);
+const PRIORITY_ALLOWANCE_FIELDS = new Set([...ALLOWANCE_FIELDS, 'band']);
+
+/** The apiserver's bounds for a user-defined PriorityClass's value. */
+const INT32_MIN = -2_147_483_648;
+const HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000;
+
+/** What is wrong with spec.priorityClasses.band, or null. */
+function invalidBand(band: unknown): { at: string; value: unknown; why: string } | null {
+  if (band === undefined) return null;
+  if (!isPlainObject(band)) return { at: '.band', value: band, why: 'must be an object with min and max (priority values)' };
+  for (const key of Object.keys(band)) if (key !== 'min' && key !== 'max') return { at: `.band.${key}`, value: band[key], why: 'unknown field: only min and max' };
+  for (const end of ['min', 'max'] as const) {
+    const value = band[end];
+    if (value !== undefined && !(Number.isInteger(value) && value >= INT32_MIN && value <= HIGHEST_USER_DEFINABLE_PRIORITY)) {
+      return { at: `.band.${end}`, value, why: `must be an integer from ${INT32_MIN} to ${HIGHEST_USER_DEFINABLE_PRIORITY} (the values a PriorityClass that is not a system one may take)` };
+    }
+  }
+  if (band.min !== undefined && band.max !== undefined && (band.min as number) > (band.max as number)) return { at: '.band', value: band, why: 'min must not be above max' };
+  return null;
+}
 
 /** What is wrong with a ClassAllowance (`at` is the field below spec.<kind>Classes), or null. */
 function invalidClassAllowance(field: PlatformClassField, allowance: unknown): { at: string; value: unknown; why: string } | null {
   if (!isPlainObject(allowance)) return { at: '', value: allowance, why: 'must be an object with allowed (class names), selector (a label selector) and default (a class name)' };
-  for (const key of Object.keys(allowance)) if (!ALLOWANCE_FIELDS.has(key)) return { at: `.${key}`, value: allowance[key], why: 'unknown field: only allowed, selector and default' };
+  const fields = field === 'priorityClasses' ? PRIORITY_ALLOWANCE_FIELDS : ALLOWANCE_FIELDS;
+  for (const key of Object.keys(allowance)) if (!fields.has(key)) return { at: `.${key}`, value: allowance[key], why: `unknown field: only ${[...fields].join(', ')}` };
+  const bandWrong = invalidBand(allowance.band);
+  if (bandWrong !== null) return bandWrong;
   const { allowed, selector } = allowance;
   if (allowed !== undefined && !(Array.isArray(allowed) && allowed.every((name) => typeof name === 'string' && name !== ''))) {
     return { at: '.allowed', value: allowed, why: 'must be a list of class names' };

@@ -352,6 +352,10 @@ function podListBody(count: number, seed: number): { body: Buffer; items: Json[]
   for (let i = 0; i < count; i++) {
     const [, object] = random(3) === 0 ? CASES[0]! : CASES[1]!;
     const pod = upstreamOf('/Pod', { ...object, metadata: { ...(object.metadata as Json), name: `pod-${i}` } }, random(5) === 0 ? OTHER : TENANT);
+    // A priority class: none, the platform's, or a tenant's own (rules/priority-classes.ts), which the fast path
+    // must send to the careful one.
+    const priorityClassName = ['', 'tg-low', `${TENANT}-mine`, `${OTHER}-theirs`][random(4)]!;
+    if (priorityClassName !== '') (pod.spec as Json).priorityClassName = priorityClassName;
     delete pod.apiVersion;
     delete pod.kind;
     items.push(pod);

@@ -2,7 +2,7 @@
 // annotations the upstream's class policy reads; with nothing set, every class but the two critical priority classes.
 import t from 'tap';
 import { PLATFORM_CLASS_RESOURCES, platformClassHidden, refusePlatformPriorityClass } from '../../lib/convert/rules/platform-classes.ts';
-import { allowedNames, classAnnotationsOf } from '../../lib/tenants/tenant-classes.ts';
+import { allowedNames, classAnnotationsOf, priorityBandOf } from '../../lib/tenants/tenant-classes.ts';
 import { PLATFORM_CLASS_FIELDS, type Tenant } from '../../lib/tenants/tenant.ts';
 import type { StatusError } from '../../lib/errors/status-error.ts';
 import { validateTenant } from '../../lib/tenants/validation.ts';
@@ -36,6 +36,8 @@ t.test('classAnnotationsOf: one annotation per restricted kind, sorted; null (re
     'tenantgate.kubezoo.io/allowed-storageclasses': 'gold',
     'tenantgate.kubezoo.io/allowed-ingressclasses': null,
     'tenantgate.kubezoo.io/allowed-deviceclasses': null,
+    // No platform class values known: the band is the apiserver's own for classes that are not system ones.
+    'tenantgate.kubezoo.io/priority-band': '-2147483648,1000000000',
   });
   const nothing = classAnnotationsOf({ spec: { priorityClasses: { allowed: [] } } } as unknown as Tenant, new Map());
   t.equal(nothing['tenantgate.kubezoo.io/allowed-priorityclasses'], '', 'allowing nothing is an empty list, not no restriction');
@@ -80,4 +82,26 @@ t.test('platformClassHidden: only class kinds, only what the tenant may not use'
 
 t.test('the class kinds a Tenant restricts are the ones its views filter (two lists, one per layer)', async (t) => {
   t.same([...PLATFORM_CLASS_RESOURCES].sort(), Object.values(PLATFORM_CLASS_FIELDS).map((kind) => kind.resource).sort());
+});
+
+t.test("a tenant's priority band: below the lowest platform class it may not use, unless its Tenant sets the band; a band alone restricts no class", async (t) => {
+  const values = new Map([
+    ['low', 100],
+    ['mid', 5000],
+    ['system-cluster-critical', 2_000_000_000],
+  ]);
+  const restricted = { spec: { priorityClasses: { allowed: ['low'] } } } as unknown as Tenant;
+  t.same(priorityBandOf(restricted, values, (name) => name === 'low'), { min: -2147483648, max: 4999 });
+  const open = { spec: {} } as unknown as Tenant;
+  t.same(priorityBandOf(open, values, (name) => !name.startsWith('system-')), { min: -2147483648, max: 1_000_000_000 }, 'nothing set: the apiserver\'s own ceiling');
+  const banded = { spec: { priorityClasses: { band: { min: 0, max: 300 } } } } as unknown as Tenant;
+  t.same(priorityBandOf(banded, values, () => true), { min: 0, max: 300 });
+  const annotations = classAnnotationsOf(banded, new Map([['priorityclasses', new Map([['low', {}]])]]), values);
+  t.equal(annotations['tenantgate.kubezoo.io/allowed-priorityclasses'], null, 'a band alone restricts no platform class');
+  t.equal(annotations['tenantgate.kubezoo.io/priority-band'], '0,300', 'and is written for the upstream policy');
+  const refused = thrownStatus(() => validateTenant({ ...tenantBody, spec: { priorityClasses: { band: { min: 10, max: 5 } } } }, null));
+  t.equal(refused.code, 400);
+  t.match(refused.message, /spec\.priorityClasses\.band/);
+  t.equal(thrownStatus(() => validateTenant({ ...tenantBody, spec: { priorityClasses: { band: { max: 2_000_000_000 } } } }, null)).code, 400, 'above the user-definable range');
+  t.equal(thrownStatus(() => validateTenant({ ...tenantBody, spec: { storageClasses: { band: { max: 1 } } } }, null)).code, 400, 'priority classes only');
 });

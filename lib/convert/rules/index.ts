@@ -18,6 +18,7 @@ import { binding, clusterBinding, role } from './rbac.ts';
 import { selfSubjectAccessReview, selfSubjectReview, selfSubjectRulesReview, subjectAccessReview, tokenReview } from './reviews.ts';
 import type { ConvertContext, Json, KindRule } from './rule.ts';
 import { apiService, hidden, node, shared } from './shared.ts';
+import { priorityClass } from './priority-classes.ts';
 import { persistentVolume, persistentVolumeClaim } from './storage.ts';
 import { claimTemplate, cronJob, pod, podTemplate, statefulSet, workload } from './workloads.ts';
 
@@ -60,6 +61,7 @@ export const RULES: { readonly [name in RuleName]: KindRule } = {
   node,
   apiservice: apiService,
   shared,
+  priorityclass: priorityClass,
   hidden,
 };
 
@@ -95,14 +97,15 @@ export function objectToUpstream(obj: unknown, ctx: ConvertContext, row: KindRow
 export function objectToTenant(obj: unknown, ctx: ConvertContext, row: KindRow): Json | null {
   if (!isObject(obj) || row.tenancy === 'hidden') return null;
   if (row.tenancy === 'tenant' && !genericToTenant(obj, ctx, row)) return null;
-  if (row.tenancy === 'shared-read-only') {
+  // (PriorityClasses hold the tenant's own beside the platform's: their rule tells them apart.)
+  if (row.tenancy === 'shared-read-only' && row.rule !== 'priorityclass') {
     if (platformClassHidden(row.resource, obj, ctx.allowsPlatformClass)) return null;
     markTenantDefault(row.resource, obj, ctx.defaultPlatformClass);
   }
   return RULES[row.rule].toTenant(obj, ctx);
 }
 
-export type { ConvertContext, Json, KindRule } from './rule.ts';
+export type { ConvertContext, Json, KindRule, TenantPriorityClasses } from './rule.ts';
 export {
   RESERVED_TENANT_IDS,
   authenticatedGroupsToTenant,

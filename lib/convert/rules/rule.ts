@@ -38,6 +38,21 @@ export interface ConvertContext {
    * sends where the object names none (rules/class-defaults.ts). Absent or undefined: the upstream's own default.
    */
   readonly defaultPlatformClass?: ((resource: string) => string | undefined) | undefined;
+  /**
+   * The tenant's PriorityClasses beside the platform's (rules/priority-classes.ts). Absent: every PriorityClass name
+   * is the platform's, and the tenant has none of its own.
+   */
+  readonly priorityClasses?: TenantPriorityClasses | undefined;
+}
+
+export interface TenantPriorityClasses {
+  /**
+   * Whether `name` means a platform PriorityClass to the tenant: one it may use, or one it may not use and has no
+   * class of its own of that name (then a pod naming it is refused). Otherwise a name of its own.
+   */
+  isPlatformClass(name: string): boolean;
+  /** The values the tenant's own classes may take, both ends included. */
+  band(): { readonly min: number; readonly max: number };
 }
 
 /**

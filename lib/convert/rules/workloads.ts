@@ -1,14 +1,15 @@
 // Pods and everything that stamps out pods or claims from a template. The tenant label is forced into each template's
 // metadata so controller-made children (ReplicaSets, Pods, Jobs, ControllerRevisions, PVCs, ResourceClaims) carry it;
 // pod affinity terms name namespaces (prefixed) and select namespaces (only the tenant's).
-// serviceAccountName, nodeName, priorityClassName and runtimeClassName pass through: the last two name shared kinds (a
-// pod's priority class never one of the platform's critical ones: rules/platform-classes.ts).
+// serviceAccountName, nodeName and runtimeClassName pass through (the last names a shared kind); priorityClassName
+// names the platform's class or the tenant's own (rules/priority-classes.ts; a pod's never one of the platform's
+// critical ones: rules/platform-classes.ts).
 import type { TenantId } from '../prefix.ts';
 import { forceTenantLabel, removeTenantLabel } from './labels.ts';
 import { namespaceSelectorToTenant, namespaceSelectorToUpstream } from './label-selectors.ts';
 import { eachObjectAt, ensureObject, everyObjectAt, mapStringsAt, objectAt } from './json.ts';
 import { namespaceToTenant, namespaceToUpstream } from './names.ts';
-import { refusePlatformPriorityClass } from './platform-classes.ts';
+import { podPriorityClassToTenant, podPriorityClassToUpstream, refusePodPriorityClass } from './priority-classes.ts';
 import type { RuleName } from '../kinds.ts';
 import type { ConvertContext, Json, KindRule } from './rule.ts';
 
@@ -45,6 +46,7 @@ export function podSpecToUpstream(spec: Json, ctx: ConvertContext): void {
     });
   }
   eachObjectAt(spec, EPHEMERAL_CLAIM_TEMPLATES, (template) => labelTemplate(template, tenant));
+  if (spec.priorityClassName !== undefined) spec.priorityClassName = podPriorityClassToUpstream(spec.priorityClassName, ctx);
 }
 
 export function podSpecToTenant(spec: Json, ctx: ConvertContext): boolean {
@@ -57,6 +59,7 @@ export function podSpecToTenant(spec: Json, ctx: ConvertContext): boolean {
     });
     if (!mine) return false;
   }
+  podPriorityClassToTenant(spec, tenant);
   return everyObjectAt(spec, EPHEMERAL_CLAIM_TEMPLATES, (template) => unlabelTemplate(template, tenant));
 }
 
@@ -104,7 +107,7 @@ const podTemplates = templatesRule(TEMPLATES_OF_RULE.pod);
 /** A pod is refused a platform-critical priority class; a template naming one is not (its pods are, upstream: tenants/priority-policy.ts). */
 export const pod: KindRule = {
   toUpstream(obj, ctx) {
-    refusePlatformPriorityClass(objectAt(obj, 'spec')?.priorityClassName, ctx.allowsPlatformClass);
+    refusePodPriorityClass(objectAt(obj, 'spec')?.priorityClassName, ctx);
     return podTemplates.toUpstream(obj, ctx);
   },
   toTenant: (obj, ctx) => podTemplates.toTenant(obj, ctx),
