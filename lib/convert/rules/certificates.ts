@@ -5,7 +5,7 @@ import { authenticatedGroupsToTenant, groupToUpstream, TENANT_EXTRA_KEY, userToT
 import { isObject, mapStringAt, mapStringsAt, objectAt, stringAt } from './json.ts';
 import type { Json, KindRule } from './rule.ts';
 import { csrSignerNameToUpstream, KUBE_APISERVER_CLIENT_SIGNER, signerNameToTenant } from './signers.ts';
-import { parseCertificateRequest } from '../../auth/pki.ts';
+import { parseCertificateRequest } from '../certificate-request.ts';
 import { forbidden } from '../../errors/status-error.ts';
 
 /**
