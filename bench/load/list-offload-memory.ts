@@ -6,7 +6,7 @@ import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { kindOf, type KindRow } from '../../lib/convert/kinds.ts';
 import { listRewriter, setListOffloadThreshold } from '../../lib/request/offload.ts';
-import { convertContextOf } from '../../lib/request/tenant-conversions.ts';
+import { convertContextOf } from '../../lib/convert/tenant-context.ts';
 import { tenantViewSpecOf } from '../../lib/stream/view-spec.ts';
 import { DiscoveryCache } from '../../lib/upstream/discovery.ts';
 

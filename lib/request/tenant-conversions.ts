@@ -4,7 +4,7 @@ import { LRUCache } from 'lru-cache';
 import type { AccessReviews } from '../auth/access-review.ts';
 import type { TenantId } from '../convert/prefix.ts';
 import type { ConvertContext } from '../convert/rules/index.ts';
-import { groupOfApiVersion } from '../convert/rules/api-groups.ts';
+import { convertContextOf, type PlatformClassesOfTenants } from '../convert/tenant-context.ts';
 import type { TenantgateMetrics } from '../metrics/metrics.ts';
 import type { KindRow } from '../convert/kinds.ts';
 import { tenantViewSpecOf } from '../stream/view-spec.ts';
@@ -47,40 +47,6 @@ export interface TenantConversionDeps {
   tenantNamespaceCreated?: ((tenant: TenantId, upstreamNamespace: string) => Promise<void>) | undefined;
 }
 
-/** The platform's classes each tenant may use, and its defaults among them (tenants/tenant-classes.ts). */
-export interface PlatformClassesOfTenants {
-  allows(tenant: TenantId, resource: string, name: string): boolean;
-  /** The class of `resource` the tenant's objects get when they name none; undefined: the upstream's own default. */
-  defaultOf(tenant: TenantId, resource: string): string | undefined;
-  /** Whether `name` is a platform PriorityClass the tenant may use, rather than a name of its own. */
-  isPlatformPriorityClass(tenant: TenantId, name: string): boolean;
-  /** The values the tenant's own PriorityClasses may take. */
-  priorityBandOf(tenant: TenantId): { readonly min: number; readonly max: number };
-}
-
-/** A tenant's conversion context over `discovery` (its closures read discovery as it is at each call). */
-export function convertContextOf(
-  tenant: TenantId,
-  discovery: DiscoveryCache,
-  webhookUrlHosts: ReadonlySet<string> | undefined,
-  platformClasses?: PlatformClassesOfTenants,
-): ConvertContext {
-  return {
-    tenant,
-    webhookUrlHosts,
-    ...(platformClasses !== undefined && {
-      allowsPlatformClass: (resource: string, name: string) => platformClasses.allows(tenant, resource, name),
-      defaultPlatformClass: (resource: string) => platformClasses.defaultOf(tenant, resource),
-      priorityClasses: {
-        isPlatformClass: (name: string) => platformClasses.isPlatformPriorityClass(tenant, name),
-        band: () => platformClasses.priorityBandOf(tenant),
-      },
-    }),
-    scopeOf: (group, resource) => discovery.scopeOf(group, resource),
-    kindScope: (apiVersion, kind) => discovery.scopeOfKind(groupOfApiVersion(apiVersion), kind),
-    servesTenantResources: (group, version) => discovery.servesTenantResources(group, version),
-  };
-}
 
 /** Tenants whose conversion context is kept; past it the least recent is made again on its next request. */
 const KEPT_CONTEXTS = 10_000;

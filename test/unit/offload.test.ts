@@ -12,7 +12,7 @@ import { kindOf } from '../../lib/convert/kinds.ts';
 import { LIST_OFFLOAD_MEASURED_BYTES, listRewriter, openStreamRewrites, protobufListRewriter, setListOffloadThreshold } from '../../lib/request/offload.ts';
 import { encodeBody, goModuleCache, loadProtoMessages } from '../helpers/k8s-proto.ts';
 import { serveFlagsParser } from '../helpers/serve-config.ts';
-import { convertContextOf } from '../../lib/request/tenant-conversions.ts';
+import { convertContextOf } from '../../lib/convert/tenant-context.ts';
 import { SizeRoutedListRewriter } from '../../lib/stream/offloaded-list.ts';
 import { rewriteListBuffer } from '../../lib/stream/tenant-view.ts';
 import { tenantViewSpecOf } from '../../lib/stream/view-spec.ts';
