@@ -35,7 +35,12 @@ async function creates(pool: UpstreamPool, phase: string, count: number, apiserv
   const cpuBefore = cpuSecondsOf(apiserverPid);
   for (let i = 0; i < count; i++) {
     const started = performance.now();
-    const answer = await upstreamJson(pool, 'POST', '/api/v1/namespaces/default/configmaps', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `${phase}-${i}` }, data: { k: 'v' } });
+    const answer = await upstreamJson(pool, 'POST', '/api/v1/namespaces/default/configmaps', {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: `${phase}-${i}` },
+      data: { k: 'v' },
+    });
     ms.push(performance.now() - started);
     if (answer.status !== 201) throw new Error(`${phase} create ${i}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`);
   }
@@ -45,10 +50,20 @@ async function creates(pool: UpstreamPool, phase: string, count: number, apiserv
 /** Waits until the apiserver enforces (or no longer enforces) the policy: a dry-run Namespace outside the prefix as the tenant. */
 async function untilEnforced(admin: UpstreamPool, enforced: boolean): Promise<void> {
   // (A namespace is created at the cluster scope, where a tenant admin carries tenantgate's group.)
-  const asTenant = { 'impersonate-user': `${TENANT}-admin`, 'impersonate-group': [`${TENANT}:system:authenticated`, TENANT_CLUSTER_SCOPE_GROUP], 'impersonate-extra-tenant': TENANT };
+  const asTenant = {
+    'impersonate-user': `${TENANT}-admin`,
+    'impersonate-group': [`${TENANT}:system:authenticated`, TENANT_CLUSTER_SCOPE_GROUP],
+    'impersonate-extra-tenant': TENANT,
+  };
   const deadline = Date.now() + 30_000;
   for (;;) {
-    const probe = await upstreamJson(admin, 'POST', '/api/v1/namespaces?dryRun=All', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'wall-probe' } }, asTenant);
+    const probe = await upstreamJson(
+      admin,
+      'POST',
+      '/api/v1/namespaces?dryRun=All',
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'wall-probe' } },
+      asTenant,
+    );
     const refused = probe.status === 403 && String(probe.body?.message).includes('ValidatingAdmissionPolicy');
     if (refused === enforced) return;
     if (Date.now() > deadline) throw new Error(`the policy is ${enforced ? 'not' : 'still'} enforced after 30 s (${probe.status})`);
@@ -57,7 +72,12 @@ async function untilEnforced(admin: UpstreamPool, enforced: boolean): Promise<vo
 }
 
 function figures({ ms, apiserverCpuMs }: Phase) {
-  return { p50Ms: rounded(percentile(ms, 50)), p90Ms: rounded(percentile(ms, 90)), p99Ms: rounded(percentile(ms, 99)), apiserverCpuMsPerCreate: rounded(apiserverCpuMs) };
+  return {
+    p50Ms: rounded(percentile(ms, 50)),
+    p90Ms: rounded(percentile(ms, 90)),
+    p99Ms: rounded(percentile(ms, 99)),
+    apiserverCpuMsPerCreate: rounded(apiserverCpuMs),
+  };
 }
 
 async function main(): Promise<void> {

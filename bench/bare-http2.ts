@@ -20,26 +20,43 @@ const BODY = Buffer.from(
   JSON.stringify({
     kind: 'ConfigMap',
     apiVersion: 'v1',
-    metadata: { name: 'probe', namespace: 'default', uid: '0b7c9a3e-2d9f-4b8e-9a51-3f1c2d4e5f60', resourceVersion: '1234', creationTimestamp: '2026-01-01T00:00:00Z' },
+    metadata: {
+      name: 'probe',
+      namespace: 'default',
+      uid: '0b7c9a3e-2d9f-4b8e-9a51-3f1c2d4e5f60',
+      resourceVersion: '1234',
+      creationTimestamp: '2026-01-01T00:00:00Z',
+    },
     data: { greeting: 'hello' },
   }),
 );
 
 function main(): void {
-  const [mode, certFile, keyFile, upstreamKubeconfig, extraHeadersJson] = process.argv.slice(2) as [BareMode, string, string, string | undefined, string | undefined];
+  const [mode, certFile, keyFile, upstreamKubeconfig, extraHeadersJson] = process.argv.slice(2) as [
+    BareMode,
+    string,
+    string,
+    string | undefined,
+    string | undefined,
+  ];
   // Headers every upstream request carries besides its own (a proxy's impersonation: bench/scenarios/density.ts).
   const extraHeaders = extraHeadersJson === undefined ? {} : (JSON.parse(extraHeadersJson) as Record<string, string>);
   if (!BARE_MODES.includes(mode)) throw new Error(`mode must be one of ${BARE_MODES.join(', ')}`);
   const proxying = mode.startsWith('proxy');
   const upstreamCredentials = proxying ? loadKubeconfig(upstreamKubeconfig!) : null;
   const upstream =
-    upstreamCredentials === null ? null : http2.connect(upstreamCredentials.server, { ca: upstreamCredentials.caPem, cert: upstreamCredentials.certPem, key: upstreamCredentials.keyPem });
+    upstreamCredentials === null
+      ? null
+      : http2.connect(upstreamCredentials.server, { ca: upstreamCredentials.caPem, cert: upstreamCredentials.certPem, key: upstreamCredentials.keyPem });
   upstream?.on('error', (error) => {
     console.error(`upstream session: ${error.message}`);
     process.exit(1);
   });
   const upstreamRequest = (headers: IncomingHttpHeaders) =>
-    upstream!.request({ ...extraHeaders, ':method': headers[':method'] ?? 'GET', ':path': headers[':path'] ?? '/', accept: headers.accept ?? 'application/json' }, { endStream: true });
+    upstream!.request(
+      { ...extraHeaders, ':method': headers[':method'] ?? 'GET', ':path': headers[':path'] ?? '/', accept: headers.accept ?? 'application/json' },
+      { endStream: true },
+    );
 
   const server = http2.createSecureServer({ cert: readFileSync(certFile), key: readFileSync(keyFile), allowHTTP1: mode.endsWith('compat') });
   if (mode === 'hold-stream') {

@@ -30,7 +30,10 @@ try {
   await tenant.kubectl(['create', 'clusterrolebinding', 'readers', '--clusterrole=cm-reader', '--group=readers']);
   const session = connectH2(credentialsOf(tenant.kubeconfig));
   const results: Record<string, number> = {};
-  for (const [what, path] of [['configmaps (per namespace)', '/api/v1/configmaps'], ['secrets (label filter)', '/api/v1/secrets']] as const) {
+  for (const [what, path] of [
+    ['configmaps (per namespace)', '/api/v1/configmaps'],
+    ['secrets (label filter)', '/api/v1/secrets'],
+  ] as const) {
     for (let i = 0; i < 10; i++) await timed(() => h2Request(session, 'GET', path)); // warm-up
     const times: number[] = [];
     for (let i = 0; i < REQUESTS; i++) times.push(await timed(() => h2Request(session, 'GET', path)));

@@ -82,7 +82,8 @@ function callersOf(profile: ProfileTree, functionName: string, count: number): {
     let parent = byId.get(parentOf.get(node.id) ?? -1);
     while (parent !== undefined && (parent.callFrame.url === '' || parent.callFrame.url.startsWith('node:'))) parent = byId.get(parentOf.get(parent.id) ?? -1);
     const frame = parent?.callFrame;
-    const caller = frame === undefined ? '(root)' : `${frame.functionName || '(anonymous)'} (${frame.url.split('/').slice(-2).join('/')}:${frame.lineNumber + 1})`;
+    const caller =
+      frame === undefined ? '(root)' : `${frame.functionName || '(anonymous)'} (${frame.url.split('/').slice(-2).join('/')}:${frame.lineNumber + 1})`;
     selfUs.set(caller, (selfUs.get(caller) ?? 0) + (profile.timeDeltas[i + 1] ?? 0));
   }
   return [...selfUs.entries()]
@@ -99,7 +100,9 @@ function busyOnly<T extends { selfMs: number; percent: number; location?: string
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { requests: { type: 'string', default: '5000' }, rounds: { type: 'string', default: '3' }, only: { type: 'string' } } });
+  const { values } = parseArgs({
+    options: { requests: { type: 'string', default: '5000' }, rounds: { type: 'string', default: '3' }, only: { type: 'string' } },
+  });
   // `--only d,e,f`: the ablations whose names start with these (direct always), to look at a few closely.
   const only = values.only?.split(',').map((prefix) => prefix.trim()) ?? null;
   const requests = Number(values.requests);
@@ -141,15 +144,69 @@ async function main(): Promise<void> {
     const apiserverPid = stack.rig.processes.find((p) => p.name === 'kube-apiserver')!.pid;
     const both: Protocol[] = ['http2', 'http1'];
     const allAblations: Ablation[] = [
-      { name: 'direct', what: 'kube-apiserver itself (its CPU is the "proxy" column)', pid: apiserverPid, url: `${stack.rig.server}${upstreamPath}`, protocols: both },
-      { name: 'a1 bare TLS static, compat API', what: 'TLS in + HTTP framing, fixed body, Http2ServerRequest/Response', pid: staticCompat.child.pid!, url: `${staticCompat.url}${upstreamPath}`, protocols: both },
-      { name: 'a2 bare TLS static, raw stream', what: 'TLS in + HTTP/2 framing, fixed body, session stream event', pid: staticStream.child.pid!, url: `${staticStream.url}${upstreamPath}`, protocols: ['http2'] },
-      { name: 'b1 bare proxy, compat API', what: 'a1 + one pooled upstream HTTP/2 session (TLS out), no stages', pid: proxyCompat.child.pid!, url: `${proxyCompat.url}${upstreamPath}`, protocols: both },
-      { name: 'b2 bare proxy, raw stream', what: 'a2 + one pooled upstream HTTP/2 session (TLS out), no stages', pid: proxyStream.child.pid!, url: `${proxyStream.url}${upstreamPath}`, protocols: ['http2'] },
-      { name: 'c tenantgate --passthrough', what: 'tenantgate, conversion off', pid: passthrough.child.pid!, url: `${passthrough.url}${upstreamPath}`, protocols: both },
-      { name: 'd tenantgate converting', what: 'tenantgate as the tenant, metrics and request log on', pid: tenantgate.child.pid!, url: `${tenantgate.url}${tenantPath}`, protocols: both },
-      { name: 'e (d), metrics + request log off', what: "--metrics-listen '' --request-log-level debug", pid: tenantgateQuiet.child.pid!, url: `${tenantgateQuiet.url}${tenantPath}`, protocols: both },
-      { name: 'f (d), request log off', what: '--request-log-level debug (metrics on)', pid: tenantgateUnlogged.child.pid!, url: `${tenantgateUnlogged.url}${tenantPath}`, protocols: both },
+      {
+        name: 'direct',
+        what: 'kube-apiserver itself (its CPU is the "proxy" column)',
+        pid: apiserverPid,
+        url: `${stack.rig.server}${upstreamPath}`,
+        protocols: both,
+      },
+      {
+        name: 'a1 bare TLS static, compat API',
+        what: 'TLS in + HTTP framing, fixed body, Http2ServerRequest/Response',
+        pid: staticCompat.child.pid!,
+        url: `${staticCompat.url}${upstreamPath}`,
+        protocols: both,
+      },
+      {
+        name: 'a2 bare TLS static, raw stream',
+        what: 'TLS in + HTTP/2 framing, fixed body, session stream event',
+        pid: staticStream.child.pid!,
+        url: `${staticStream.url}${upstreamPath}`,
+        protocols: ['http2'],
+      },
+      {
+        name: 'b1 bare proxy, compat API',
+        what: 'a1 + one pooled upstream HTTP/2 session (TLS out), no stages',
+        pid: proxyCompat.child.pid!,
+        url: `${proxyCompat.url}${upstreamPath}`,
+        protocols: both,
+      },
+      {
+        name: 'b2 bare proxy, raw stream',
+        what: 'a2 + one pooled upstream HTTP/2 session (TLS out), no stages',
+        pid: proxyStream.child.pid!,
+        url: `${proxyStream.url}${upstreamPath}`,
+        protocols: ['http2'],
+      },
+      {
+        name: 'c tenantgate --passthrough',
+        what: 'tenantgate, conversion off',
+        pid: passthrough.child.pid!,
+        url: `${passthrough.url}${upstreamPath}`,
+        protocols: both,
+      },
+      {
+        name: 'd tenantgate converting',
+        what: 'tenantgate as the tenant, metrics and request log on',
+        pid: tenantgate.child.pid!,
+        url: `${tenantgate.url}${tenantPath}`,
+        protocols: both,
+      },
+      {
+        name: 'e (d), metrics + request log off',
+        what: "--metrics-listen '' --request-log-level debug",
+        pid: tenantgateQuiet.child.pid!,
+        url: `${tenantgateQuiet.url}${tenantPath}`,
+        protocols: both,
+      },
+      {
+        name: 'f (d), request log off',
+        what: '--request-log-level debug (metrics on)',
+        pid: tenantgateUnlogged.child.pid!,
+        url: `${tenantgateUnlogged.url}${tenantPath}`,
+        protocols: both,
+      },
     ];
     const ablations = allAblations.filter((a) => only === null || a.name === 'direct' || only.some((prefix) => a.name.startsWith(`${prefix} `)));
     // The token's RBAC settles within moments: each server must answer 200 before anything is measured (asked over
@@ -220,17 +277,24 @@ async function main(): Promise<void> {
       .map((row) => ({ function: row.location, callers: callersOf(profile as ProfileTree, row.location, 5) }));
 
     const lines: string[] = [];
-    lines.push(`Small GET (ConfigMap ${CONFIGMAP}) CPU per request, ${requests} requests per cell, median of ${rounds} rounds; /proc utime+stime (${CPU_TICK_MS} ms ticks), idle rate taken off.`);
-    lines.push(`HTTP/2: h2load, 1 connection x ${HTTP2_STREAMS} streams; HTTP/1.1: autocannon, ${HTTP1_CONNECTIONS} connections. Bearer token of a tenant service account.`);
+    lines.push(
+      `Small GET (ConfigMap ${CONFIGMAP}) CPU per request, ${requests} requests per cell, median of ${rounds} rounds; /proc utime+stime (${CPU_TICK_MS} ms ticks), idle rate taken off.`,
+    );
+    lines.push(
+      `HTTP/2: h2load, 1 connection x ${HTTP2_STREAMS} streams; HTTP/1.1: autocannon, ${HTTP1_CONNECTIONS} connections. Bearer token of a tenant service account.`,
+    );
     lines.push('');
     lines.push('| ablation | protocol | proxy CPU ms/req | kube-apiserver CPU ms/req | proxy / apiserver | requests/s (fixed count, setup included) |');
     lines.push('|---|---|---|---|---|---|');
     for (const row of rows) {
       const ratio = row.ablation === 'direct' ? '' : String(rounded(row.proxyCpuMsPerRequest / Math.max(row.apiserverCpuMsPerRequest, 1e-9), 2));
-      lines.push(`| ${row.ablation} | ${row.protocol} | ${row.proxyCpuMsPerRequest} | ${row.ablation.startsWith('a') ? '-' : row.apiserverCpuMsPerRequest} | ${row.ablation.startsWith('a') ? '-' : ratio} | ${row.requestsPerSecond} |`);
+      lines.push(
+        `| ${row.ablation} | ${row.protocol} | ${row.proxyCpuMsPerRequest} | ${row.ablation.startsWith('a') ? '-' : row.apiserverCpuMsPerRequest} | ${row.ablation.startsWith('a') ? '-' : ratio} | ${row.requestsPerSecond} |`,
+      );
     }
     // (By the name's first word: "d" is not "direct".)
-    const cell = (ablation: string, protocol: Protocol) => rows.find((r) => r.ablation.startsWith(`${ablation} `) && r.protocol === protocol)?.proxyCpuMsPerRequest ?? NaN;
+    const cell = (ablation: string, protocol: Protocol) =>
+      rows.find((r) => r.ablation.startsWith(`${ablation} `) && r.protocol === protocol)?.proxyCpuMsPerRequest ?? NaN;
     lines.push('');
     lines.push('One request at a time over HTTP/2, p50 ms (added over direct):');
     const directP50 = oneAtATimeP50.get('direct') ?? NaN;
@@ -239,8 +303,12 @@ async function main(): Promise<void> {
     lines.push('Differences (HTTP/2 | HTTP/1.1), ms per request:');
     const diff = (label: string, from: string, to: string) =>
       lines.push(`- ${label}: ${rounded(cell(to, 'http2') - cell(from, 'http2'), 4)} | ${rounded(cell(to, 'http1') - cell(from, 'http1'), 4)}`);
-    lines.push(`- TLS in + framing, fixed body (a1 compat | a2 raw, HTTP/2): ${cell('a1', 'http2')} | ${cell('a2', 'http2')}; HTTP/1.1 a1: ${cell('a1', 'http1')}`);
-    lines.push(`- compat API over raw stream, HTTP/2 (a1 - a2): ${rounded(cell('a1', 'http2') - cell('a2', 'http2'), 4)}; (b1 - b2): ${rounded(cell('b1', 'http2') - cell('b2', 'http2'), 4)}`);
+    lines.push(
+      `- TLS in + framing, fixed body (a1 compat | a2 raw, HTTP/2): ${cell('a1', 'http2')} | ${cell('a2', 'http2')}; HTTP/1.1 a1: ${cell('a1', 'http1')}`,
+    );
+    lines.push(
+      `- compat API over raw stream, HTTP/2 (a1 - a2): ${rounded(cell('a1', 'http2') - cell('a2', 'http2'), 4)}; (b1 - b2): ${rounded(cell('b1', 'http2') - cell('b2', 'http2'), 4)}`,
+    );
     diff('upstream hop, TLS out + pooled session (b1 - a1)', 'a1', 'b1');
     lines.push(`- upstream hop, raw streams (b2 - a2), HTTP/2: ${rounded(cell('b2', 'http2') - cell('a2', 'http2'), 4)}`);
     diff("tenantgate's pass-through path beyond a bare proxy (c - b1)", 'b1', 'c');
@@ -248,7 +316,9 @@ async function main(): Promise<void> {
     diff('metrics + request log (d - e)', 'e', 'd');
     diff('request log alone (d - f)', 'f', 'd');
     lines.push('');
-    lines.push(`CPU profile of (d), HTTP/2, ${requests * 2} GETs (${profileFile ?? 'none written'}): top ${PROFILE_TOP} functions by self time, percent of busy (non-idle) time; startup included`);
+    lines.push(
+      `CPU profile of (d), HTTP/2, ${requests * 2} GETs (${profileFile ?? 'none written'}): top ${PROFILE_TOP} functions by self time, percent of busy (non-idle) time; startup included`,
+    );
     for (const row of top) lines.push(`  ${String(row.selfMs).padStart(9)} ms ${String(row.percent).padStart(5)} %  ${row.location}`);
     lines.push('Self time by script:');
     for (const row of byFile) lines.push(`  ${String(row.selfMs).padStart(9)} ms ${String(row.percent).padStart(5)} %  ${row.file}`);
@@ -258,7 +328,23 @@ async function main(): Promise<void> {
     }
     console.log(lines.join('\n'));
     mkdirSync(join(RESULTS_FILE, '..'), { recursive: true });
-    writeFileSync(RESULTS_FILE, JSON.stringify({ when: new Date().toISOString(), requests, rounds, idleCpuMsPerSecond: idle, ablations, rows, oneAtATimeP50Ms: Object.fromEntries(oneAtATimeP50), profile: { top, byFile, nativeCallers } }, null, 2) + '\n');
+    writeFileSync(
+      RESULTS_FILE,
+      JSON.stringify(
+        {
+          when: new Date().toISOString(),
+          requests,
+          rounds,
+          idleCpuMsPerSecond: idle,
+          ablations,
+          rows,
+          oneAtATimeP50Ms: Object.fromEntries(oneAtATimeP50),
+          profile: { top, byFile, nativeCallers },
+        },
+        null,
+        2,
+      ) + '\n',
+    );
   } finally {
     for (const child of children) await stopChild(child);
     await stack.stop();

@@ -38,7 +38,19 @@ interface Rule {
 async function chartRole(scratch: string): Promise<{ rules: Rule[] }> {
   const helm = await ensureHelm();
   const env = { ...process.env, HELM_CACHE_HOME: join(scratch, 'c'), HELM_CONFIG_HOME: join(scratch, 'f'), HELM_DATA_HOME: join(scratch, 'd') };
-  const args = ['template', 'tg', 'charts/tenantgate', '--namespace', NAMESPACE, '--kube-version', RIG_VERSIONS.kubernetes, '--show-only', 'templates/rbac.yaml', '--set', 'etcd.endpoints=http://etcd:2379,tls.existingSecret=serving,tenantCA.existingSecret=tenant-ca'];
+  const args = [
+    'template',
+    'tg',
+    'charts/tenantgate',
+    '--namespace',
+    NAMESPACE,
+    '--kube-version',
+    RIG_VERSIONS.kubernetes,
+    '--show-only',
+    'templates/rbac.yaml',
+    '--set',
+    'etcd.endpoints=http://etcd:2379,tls.existingSecret=serving,tenantCA.existingSecret=tenant-ca',
+  ];
   const rendered = await runCommand(helm, args, { env, timeoutMs: 60_000 });
   if (rendered.code !== 0) throw new Error(`helm template: ${rendered.stderr}`);
   const objects = parseAllDocuments(rendered.stdout).map((document) => document.toJS() as { kind?: string; rules?: Rule[] } | null);
@@ -68,7 +80,9 @@ function impersonationOf(identity: UpstreamIdentity): Record<string, string | st
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { requests: { type: 'string', default: '5000' }, rounds: { type: 'string', default: '3' }, bindings: { type: 'string', default: '2000' } } });
+  const { values } = parseArgs({
+    options: { requests: { type: 'string', default: '5000' }, rounds: { type: 'string', default: '3' }, bindings: { type: 'string', default: '2000' } },
+  });
   const requests = Number(values.requests);
   const rounds = Number(values.rounds);
   const scratch = mkdtempSync(join(tmpdir(), 'tenantgate-impersonation-'));
@@ -102,7 +116,9 @@ async function main(): Promise<void> {
       subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: `bench-platform-group-${i}` }],
     }));
     for (let i = 0; i < platformBindings.length; i += 500) {
-      const applied = await stack.kubectlDirect(['apply', '--server-side', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: platformBindings.slice(i, i + 500) }) });
+      const applied = await stack.kubectlDirect(['apply', '--server-side', '-f', '-'], {
+        input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: platformBindings.slice(i, i + 500) }),
+      });
       if (applied.code !== 0) throw new Error(applied.stderr);
     }
     const chart = await chartRole(scratch);
@@ -120,8 +136,12 @@ async function main(): Promise<void> {
     const adminSession = () => connectH2(credentials);
     const identities: { name: string; session: () => ClientHttp2Session; authorization: Record<string, string> }[] = [
       { name: 'rig admin (system:masters)', session: adminSession, authorization: {} },
-      { name: 'the chart\'s role without its constrained verbs', session: tokenSession, authorization: { authorization: `Bearer ${await serviceAccountWith(stack, 'legacy-only', legacyRules)}` } },
-      { name: 'the chart\'s role', session: tokenSession, authorization: { authorization: `Bearer ${await serviceAccountWith(stack, 'chart', chart.rules)}` } },
+      {
+        name: "the chart's role without its constrained verbs",
+        session: tokenSession,
+        authorization: { authorization: `Bearer ${await serviceAccountWith(stack, 'legacy-only', legacyRules)}` },
+      },
+      { name: "the chart's role", session: tokenSession, authorization: { authorization: `Bearer ${await serviceAccountWith(stack, 'chart', chart.rules)}` } },
     ];
     const counted = async (variant: { session: () => ClientHttp2Session; headers: Record<string, string | string[]> }, count: number) => {
       const cell = variant.session();
@@ -133,7 +153,11 @@ async function main(): Promise<void> {
     };
     // The tenant's admin, as its client certificate names it (CN=<id>-admin, OU=<id>, no groups); a service account of its.
     const admin = { user: 'admin', groups: [], tenant: TENANT };
-    const robot = { user: 'system:serviceaccount:default:robot', groups: ['system:serviceaccounts', 'system:serviceaccounts:default', 'system:authenticated'], tenant: TENANT };
+    const robot = {
+      user: 'system:serviceaccount:default:robot',
+      groups: ['system:serviceaccounts', 'system:serviceaccounts:default', 'system:authenticated'],
+      tenant: TENANT,
+    };
     const everyAttribute = impersonationOf(upstreamIdentityOf(admin));
     const tenantExtraHeader = `impersonate-extra-${encodeURIComponent(TENANT_EXTRA_KEY)}`;
     const { [tenantExtraHeader]: tenantExtra, ...withoutTenantExtra } = everyAttribute;
@@ -142,22 +166,38 @@ async function main(): Promise<void> {
       { name: 'none', headers: {} },
       { name: 'tenant read (user, groups)', headers: impersonationOf(upstreamIdentityOf(admin, { verb: 'get', subresource: '' })) },
       // The admin's read in its namespace, as tenantgate impersonated it until 2026-12 and as it does now.
-      { name: "admin's read in its namespace: user and its group", headers: impersonationOf({ user: `${TENANT}-admin`, groups: [`${TENANT}:system:authenticated`] }) },
-      { name: "admin's read in its namespace: user alone", headers: impersonationOf(upstreamIdentityOf(admin, { verb: 'get', subresource: '', namespace: 'default', resource: 'configmaps' })) },
+      {
+        name: "admin's read in its namespace: user and its group",
+        headers: impersonationOf({ user: `${TENANT}-admin`, groups: [`${TENANT}:system:authenticated`] }),
+      },
+      {
+        name: "admin's read in its namespace: user alone",
+        headers: impersonationOf(upstreamIdentityOf(admin, { verb: 'get', subresource: '', namespace: 'default', resource: 'configmaps' })),
+      },
       { name: `every attribute (+ extra ${TENANT_EXTRA_KEY})`, headers: everyAttribute },
       // The same with a domain-prefixed key: constrained impersonation refuses a key without a domain (`tenant`).
-      { name: 'every attribute, extra key domain-prefixed', headers: { ...withoutTenantExtra, 'impersonate-extra-tenantgate.kubezoo.io%2ftenant': tenantExtra } },
-      { name: 'a tenant service account\'s read', headers: impersonationOf(upstreamIdentityOf(robot, { verb: 'get', subresource: '' })) },
+      {
+        name: 'every attribute, extra key domain-prefixed',
+        headers: { ...withoutTenantExtra, 'impersonate-extra-tenantgate.kubezoo.io%2ftenant': tenantExtra },
+      },
+      { name: "a tenant service account's read", headers: impersonationOf(upstreamIdentityOf(robot, { verb: 'get', subresource: '' })) },
     ];
     // The service accounts' impersonation of a tenant identity is allowed only once RBAC reads the new bindings.
     const variants = identities.flatMap((identity) =>
-      attributes.map((attribute) => ({ name: `${identity.name} · ${attribute.name}`, session: identity.session, headers: { ...identity.authorization, ...attribute.headers } })),
+      attributes.map((attribute) => ({
+        name: `${identity.name} · ${attribute.name}`,
+        session: identity.session,
+        headers: { ...identity.authorization, ...attribute.headers },
+      })),
     );
     const warm = async () => {
       for (const variant of variants) await counted(variant, 300);
     };
     for (let attempt = 0; ; attempt++) {
-      const failed = await warm().then(() => null, (error: Error) => error);
+      const failed = await warm().then(
+        () => null,
+        (error: Error) => error,
+      );
       if (failed === null) break;
       if (attempt === 20) throw failed;
       await new Promise((resolve) => setTimeout(resolve, 500));
@@ -176,7 +216,9 @@ async function main(): Promise<void> {
     }
     session.close();
     const upstreamBindings = JSON.parse((await stack.kubectlDirect(['get', 'clusterrolebindings', '-o', 'json'])).stdout).items.length;
-    console.log(`kube-apiserver CPU per GET of one ConfigMap, ${requests} GETs per cell, median of ${rounds} rounds, ${CONCURRENCY} in flight, ${upstreamBindings} ClusterRoleBindings upstream:`);
+    console.log(
+      `kube-apiserver CPU per GET of one ConfigMap, ${requests} GETs per cell, median of ${rounds} rounds, ${CONCURRENCY} in flight, ${upstreamBindings} ClusterRoleBindings upstream:`,
+    );
     for (const identity of identities) {
       const base = median(spentBy.get(`${identity.name} · none`)!);
       console.log(`${identity.name}:`);

@@ -38,7 +38,14 @@ export function topSelfTime(profile: CpuProfile, count: number): SelfTime[] {
   const locationOf = new Map<number, string>();
   for (const node of profile.nodes) {
     const { functionName, url, lineNumber } = node.callFrame;
-    const file = url === '' ? '' : ` (${url.replace(/^file:\/\//, '').split('/').slice(-2).join('/')}:${lineNumber + 1})`;
+    const file =
+      url === ''
+        ? ''
+        : ` (${url
+            .replace(/^file:\/\//, '')
+            .split('/')
+            .slice(-2)
+            .join('/')}:${lineNumber + 1})`;
     locationOf.set(node.id, `${functionName === '' ? '(anonymous)' : functionName}${file}`);
   }
   const selfUs = new Map<string, number>();

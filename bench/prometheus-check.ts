@@ -75,7 +75,10 @@ async function startPrometheus(metrics: URL): Promise<PrometheusRun> {
   const deadline = Date.now() + READY_WITHIN_MS;
   for (;;) {
     if (process.hasExited()) throw new Error(`prometheus exited:\n${tailFile(process.logPath)}`);
-    const ready = await fetch(`${url}/-/ready`).then((r) => r.ok, () => false);
+    const ready = await fetch(`${url}/-/ready`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ready) return { url, process, dir };
     if (Date.now() > deadline) throw new Error(`prometheus not ready within ${READY_WITHIN_MS} ms:\n${tailFile(process.logPath)}`);
     await sleep(200);
@@ -158,7 +161,12 @@ async function tenantRound(tenant: TestTenant, call: ReturnType<typeof tenantCli
   // A Service whose Endpoints are empty: the apiserver's service proxy answers 503, a real server error end to end
   // (without an Endpoints object at all it answers 404).
   if (round === 0) {
-    await exchange('POST', '/api/v1/namespaces/default/services', { apiVersion: 'v1', kind: 'Service', metadata: { name: 'no-endpoints' }, spec: { ports: [{ port: 80 }] } });
+    await exchange('POST', '/api/v1/namespaces/default/services', {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'no-endpoints' },
+      spec: { ports: [{ port: 80 }] },
+    });
     await exchange('POST', '/api/v1/namespaces/default/endpoints', { apiVersion: 'v1', kind: 'Endpoints', metadata: { name: 'no-endpoints' }, subsets: [] });
   }
   await exchange('GET', '/api/v1/namespaces/default/services/no-endpoints:80/proxy/');
@@ -169,7 +177,13 @@ async function tenantRound(tenant: TestTenant, call: ReturnType<typeof tenantCli
  * they pile up in tenantgate), then big ConfigMaps until tenantgate closes it as slow: the Slow watchers closed panel
  * then has one to show. Whether tenantgate counted it is read from its own metrics, not from Prometheus.
  */
-async function closeSlowWatcher(tenant: TestTenant, call: ReturnType<typeof tenantClient>['call'], metricsUrl: string, log: TrafficLog, watches: ReturnType<typeof openWatch>[]): Promise<boolean> {
+async function closeSlowWatcher(
+  tenant: TestTenant,
+  call: ReturnType<typeof tenantClient>['call'],
+  metricsUrl: string,
+  log: TrafficLog,
+  watches: ReturnType<typeof openWatch>[],
+): Promise<boolean> {
   const closedSoFar = async () => sampleSum(parsePrometheusText(await (await fetch(metricsUrl)).text()), SLOW_WATCHERS_CLOSED, { resource: 'configmaps' });
   const before = await closedSoFar();
   const { pool } = tenantClient(tenant);
@@ -228,19 +242,29 @@ async function generateTraffic(tenants: TestTenant[], noisy: TestTenant, watches
     };
     await Promise.all(Array.from({ length: BURST_CONCURRENCY }, worker));
   }
-  return { statuses: log.statuses, messages: log.messages, retryAfterSeen, watchBytes: Object.fromEntries(tenants.map((t, i) => [t.id, watches[i]!.received()])), slowWatcherClosed };
+  return {
+    statuses: log.statuses,
+    messages: log.messages,
+    retryAfterSeen,
+    watchBytes: Object.fromEntries(tenants.map((t, i) => [t.id, watches[i]!.received()])),
+    slowWatcherClosed,
+  };
 }
 
 async function setInflightLimit(stack: Stack, id: string, limit: number): Promise<void> {
   await withClient(stack.adminKubeconfig, async (pool) => {
-    const patched = await upstreamJson(pool, 'PATCH', `${TENANTS_PATH}/${id}`, { metadata: { annotations: { [MAX_INFLIGHT_ANNOTATIONS[0]!]: String(limit) } } });
+    const patched = await upstreamJson(pool, 'PATCH', `${TENANTS_PATH}/${id}`, {
+      metadata: { annotations: { [MAX_INFLIGHT_ANNOTATIONS[0]!]: String(limit) } },
+    });
     if (patched.status !== 200) throw new Error(`annotating tenant ${id}: ${patched.status} ${JSON.stringify(patched.body).slice(0, 300)}`);
   });
 }
 
 async function main(): Promise<number> {
   if (!existsSync(PROMETHEUS)) {
-    console.error(`no Prometheus at ${PROMETHEUS}; install Debian's with:\n  apt-get install -y prometheus\n(or point TENANTGATE_PROMETHEUS at a prometheus binary)`);
+    console.error(
+      `no Prometheus at ${PROMETHEUS}; install Debian's with:\n  apt-get install -y prometheus\n(or point TENANTGATE_PROMETHEUS at a prometheus binary)`,
+    );
     return 2;
   }
   const deadline = setTimeout(() => {
@@ -264,7 +288,9 @@ async function main(): Promise<number> {
     console.log(JSON.stringify({ traffic }));
     await sleep(SETTLE_MS);
 
-    const tenantValues = await fetch(`${prometheus.url}/api/v1/label/tenant/values?${new URLSearchParams({ 'match[]': 'tenantgate_requests_total' })}`).then((r) => r.json() as Promise<{ data: string[] }>);
+    const tenantValues = await fetch(`${prometheus.url}/api/v1/label/tenant/values?${new URLSearchParams({ 'match[]': 'tenantgate_requests_total' })}`).then(
+      (r) => r.json() as Promise<{ data: string[] }>,
+    );
     const missingTenants = [QUIET, NOISY].filter((id) => !tenantValues.data.includes(id));
     console.log(`tenant variable (label_values(tenantgate_requests_total, tenant)): ${tenantValues.data.join(', ')}`);
 
@@ -275,8 +301,9 @@ async function main(): Promise<number> {
 
     // The one slow watcher closed (by tenantgate's own count) must show on the dashboard as one, not as 0.
     const slowPanel = dashboardQueries(readDashboard()).find((q) => q.expr.includes(SLOW_WATCHERS_CLOSED))!;
-    const slowShown = (await instantQuery(prometheus, expandVariables(slowPanel.expr, { tenants: [QUIET, NOISY], rateInterval: RATE_INTERVAL, range: RANGE })))
-      .find((sample) => sample.metric.resource === 'configmaps');
+    const slowShown = (
+      await instantQuery(prometheus, expandVariables(slowPanel.expr, { tenants: [QUIET, NOISY], rateInterval: RATE_INTERVAL, range: RANGE }))
+    ).find((sample) => sample.metric.resource === 'configmaps');
     const slowShownCount = slowShown === undefined ? undefined : Math.round(Number(slowShown.value[1]));
     console.log(`${slowPanel.panel}, configmaps: ${slowShownCount ?? 'no data'} (tenantgate closed ${traffic.slowWatcherClosed ? 'one' : 'none'})`);
     const slowMisshown = !traffic.slowWatcherClosed || slowShownCount === undefined || slowShownCount < 1;

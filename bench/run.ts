@@ -23,7 +23,20 @@ import { watchCacheProtobufScenario } from './scenarios/watch-cache-protobuf.ts'
 import { watchFanout } from './scenarios/watch-fanout.ts';
 
 /** In the order they run: issue 6's numbering, then issue 15's, then issue 18's, then what a tenant costs the upstream. */
-const SCENARIOS: Scenario[] = [smallGetScenario, listScenario, watchFanout, rewriteScenario, manyTenantsScenario, noisyNeighbourScenario, cpuPerRequestScenario, protobufEngineScenario, listProtobufScenario, listOffloadScenario, watchCacheProtobufScenario, densityScenario];
+const SCENARIOS: Scenario[] = [
+  smallGetScenario,
+  listScenario,
+  watchFanout,
+  rewriteScenario,
+  manyTenantsScenario,
+  noisyNeighbourScenario,
+  cpuPerRequestScenario,
+  protobufEngineScenario,
+  listProtobufScenario,
+  listOffloadScenario,
+  watchCacheProtobufScenario,
+  densityScenario,
+];
 
 /** A scenario that runs longer than this has hung: it is reported as failed and the runner goes on. */
 const SCENARIO_LIMIT_MS = { quick: 150_000, full: 30 * 60_000 };

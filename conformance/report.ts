@@ -50,7 +50,11 @@ function cell(result: SpecResult | undefined): string {
 
 /** The first line of a failure message that says something (Ginkgo's start with a location or a blank line). */
 export function messageHead(message: string, length = 240): string {
-  const line = message.split('\n').map((l) => l.trim()).find((l) => l !== '' && !/^\[(?:FAILED|PANICKED)\]$/.test(l)) ?? '';
+  const line =
+    message
+      .split('\n')
+      .map((l) => l.trim())
+      .find((l) => l !== '' && !/^\[(?:FAILED|PANICKED)\]$/.test(l)) ?? '';
   return line.length > length ? `${line.slice(0, length)}…` : line;
 }
 
@@ -80,12 +84,16 @@ export function renderJunit(rows: readonly Row[], column: 'direct' | 'tenant'): 
     const failures = ran.filter((r) => r[column]!.outcome === 'fail' || r[column]!.outcome === 'timeout').length;
     const skipped = ran.filter((r) => r[column]!.outcome === 'skip' || r[column]!.outcome === 'no-nodes').length;
     const time = ran.reduce((sum, r) => sum + r[column]!.seconds, 0);
-    out.push(`  <testsuite name="${column}: ${xml(SET_TITLES[set])}" tests="${ran.length}" failures="${failures}" skipped="${skipped}" time="${time.toFixed(1)}">`);
+    out.push(
+      `  <testsuite name="${column}: ${xml(SET_TITLES[set])}" tests="${ran.length}" failures="${failures}" skipped="${skipped}" time="${time.toFixed(1)}">`,
+    );
     for (const r of ran) {
       const result = r[column]!;
       out.push(`    <testcase name="${xml(r.spec.name)}" classname="${column}" time="${result.seconds.toFixed(1)}">`);
-      if (result.outcome === 'fail' || result.outcome === 'timeout') out.push(`      <failure type="${result.outcome}" message="${xml(messageHead(result.message, 1000))}">${xml(result.message)}</failure>`);
-      if (result.outcome === 'skip' || result.outcome === 'no-nodes') out.push(`      <skipped message="${xml(`${result.outcome}: ${messageHead(result.message, 1000)}`)}"/>`);
+      if (result.outcome === 'fail' || result.outcome === 'timeout')
+        out.push(`      <failure type="${result.outcome}" message="${xml(messageHead(result.message, 1000))}">${xml(result.message)}</failure>`);
+      if (result.outcome === 'skip' || result.outcome === 'no-nodes')
+        out.push(`      <skipped message="${xml(`${result.outcome}: ${messageHead(result.message, 1000)}`)}"/>`);
       out.push('    </testcase>');
     }
     out.push('  </testsuite>');

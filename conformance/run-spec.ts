@@ -69,7 +69,10 @@ const WAITS_FOR_RUNNING_PODS = new RegExp(
 const POLL_MS = 2_000;
 
 function fileSlug(name: string): string {
-  const readable = name.replace(/[^A-Za-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 80);
+  const readable = name
+    .replace(/[^A-Za-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '')
+    .slice(0, 80);
   return `${readable}-${createHash('sha256').update(name).digest('hex').slice(0, 8)}`;
 }
 
@@ -139,17 +142,22 @@ export async function runSpec(spec: string, target: Target, options: RunSpecOpti
   const logPath = join(dir, `${slug}.log`);
   const junitPath = join(dir, `${slug}.xml`);
   const started = Date.now();
-  const child = await startSupervised(`e2e-${target.name}`, options.e2eTest, [
-    `--kubeconfig=${target.kubeconfig}`,
-    `--kubectl-path=${options.kubectl}`,
-    ...NODELESS_FLAGS,
-    `--ginkgo.focus=${focusFor(spec)}`,
-    `--ginkgo.junit-report=${junitPath}`,
-    '--ginkgo.no-color',
-    '--ginkgo.v', // the spec's log as it happens (not at its end), for the wait-for-pods watch below
-    '--ginkgo.poll-progress-after=15s', // and, for waits that log nothing, the stacks of a spec still running
-    `--ginkgo.timeout=${options.timeoutSeconds}s`,
-  ], { logPath, cwd: dir, env: { ...process.env, KUBECONFIG: target.kubeconfig } });
+  const child = await startSupervised(
+    `e2e-${target.name}`,
+    options.e2eTest,
+    [
+      `--kubeconfig=${target.kubeconfig}`,
+      `--kubectl-path=${options.kubectl}`,
+      ...NODELESS_FLAGS,
+      `--ginkgo.focus=${focusFor(spec)}`,
+      `--ginkgo.junit-report=${junitPath}`,
+      '--ginkgo.no-color',
+      '--ginkgo.v', // the spec's log as it happens (not at its end), for the wait-for-pods watch below
+      '--ginkgo.poll-progress-after=15s', // and, for waits that log nothing, the stacks of a spec still running
+      `--ginkgo.timeout=${options.timeoutSeconds}s`,
+    ],
+    { logPath, cwd: dir, env: { ...process.env, KUBECONFIG: target.kubeconfig } },
+  );
 
   const podWaitMs = (options.podWaitSeconds ?? 30) * 1000;
   let stoppedAs: { outcome: 'timeout' | 'no-nodes'; message: string } | undefined;
@@ -169,7 +177,10 @@ export async function runSpec(spec: string, target: Target, options: RunSpecOpti
     }
     const now = Date.now();
     if (podWaitSince !== undefined && now - podWaitSince > podWaitMs) {
-      stoppedAs = { outcome: 'no-nodes', message: `stopped after waiting ${Math.round((now - podWaitSince) / 1000)} s for pods to run (no nodes): ${podWaitLine}` };
+      stoppedAs = {
+        outcome: 'no-nodes',
+        message: `stopped after waiting ${Math.round((now - podWaitSince) / 1000)} s for pods to run (no nodes): ${podWaitLine}`,
+      };
     } else if (now - started > options.timeoutSeconds * 1000 + 15_000) {
       // Ginkgo's own --timeout had 15 s to end it and write its report; it did not.
       stoppedAs = { outcome: 'timeout', message: `no result within ${options.timeoutSeconds} s; process group killed` };

@@ -101,13 +101,18 @@ async function main(): Promise<void> {
     let done = 0;
     let total = opts['tenant-only'] ? 0 : specs.length; // the tenant column's count is known once the direct one ran
     const runColumn = async (target: Target, column: 'direct' | 'tenant', selected: Spec[]) => {
-      await inPool(selected, opts.parallel, (spec) => spec.serial, async (spec) => {
-        const result: SpecResult = await runSpec(spec.name, target, runOptions);
-        rows.get(spec.name)![column] = result;
-        done++;
-        log(`[${done}/${total}] ${column} ${result.outcome} ${result.seconds.toFixed(0)}s ${spec.name}`);
-        if (done % 5 === 0) writeResults();
-      });
+      await inPool(
+        selected,
+        opts.parallel,
+        (spec) => spec.serial,
+        async (spec) => {
+          const result: SpecResult = await runSpec(spec.name, target, runOptions);
+          rows.get(spec.name)![column] = result;
+          done++;
+          log(`[${done}/${total}] ${column} ${result.outcome} ${result.seconds.toFixed(0)}s ${spec.name}`);
+          if (done % 5 === 0) writeResults();
+        },
+      );
     };
     let directToRun = specs;
     if (opts['direct-from'] !== undefined && !opts['tenant-only']) {
@@ -130,7 +135,10 @@ async function main(): Promise<void> {
     const all = [...rows.values()];
     const summaries = [summarize(all, 'conformance'), summarize(all, 'apimachinery')];
     const minutes = (Date.now() - started) / 60_000;
-    writeFileSync(`${RESULTS_DIR}summary.json`, `${JSON.stringify({ kubernetes: RIG_VERSIONS.kubernetes, minutes, parallel: opts.parallel, timeoutSeconds: opts.timeout, summaries }, null, 2)}\n`);
+    writeFileSync(
+      `${RESULTS_DIR}summary.json`,
+      `${JSON.stringify({ kubernetes: RIG_VERSIONS.kubernetes, minutes, parallel: opts.parallel, timeoutSeconds: opts.timeout, summaries }, null, 2)}\n`,
+    );
     for (const summary of summaries) process.stdout.write(`${formatRatio(summary)}\n`);
     process.stdout.write(`run time ${minutes.toFixed(1)} min; table in ${RESULTS_DIR}table.md\n`);
     const headline = summaries[0]!.ratio;

@@ -75,7 +75,9 @@ async function dev(args: string[]): Promise<void> {
 async function rig(args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: RIG_OPTIONS, strict: true });
   if (values.help) {
-    process.stdout.write(`Usage: tenantgate rig\n\nBuilds the rig's binaries with go build (cached), then prints their paths.\n\n${describeOptions(RIG_OPTIONS)}\n`);
+    process.stdout.write(
+      `Usage: tenantgate rig\n\nBuilds the rig's binaries with go build (cached), then prints their paths.\n\n${describeOptions(RIG_OPTIONS)}\n`,
+    );
     return;
   }
   const binaries = await ensureRigBinaries({ log: (line) => log.info(line) });

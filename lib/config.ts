@@ -69,33 +69,126 @@ export const SERVE_OPTIONS = {
   'client-ca-file': { type: 'string', description: 'CA of the client certificates to accept (TENANTGATE_CLIENT_CA_FILE)' },
   'client-ca-key-file': { type: 'string', description: "the client CA's key, to issue tenant kubeconfigs (TENANTGATE_CLIENT_CA_KEY_FILE)" },
   'tenant-certificate-days': { type: 'string', default: '365', description: 'validity of issued tenant admin certificates' },
-  'upstream-kubeconfig': { type: 'string', description: "kubeconfig of the upstream kube-apiserver; none in a pod: the pod's service account (TENANTGATE_UPSTREAM_KUBECONFIG)" },
+  'upstream-kubeconfig': {
+    type: 'string',
+    description: "kubeconfig of the upstream kube-apiserver; none in a pod: the pod's service account (TENANTGATE_UPSTREAM_KUBECONFIG)",
+  },
   passthrough: { type: 'boolean', default: false, description: 'forward without protocol conversion (bench baseline)' },
   'max-concurrent-streams': { type: 'string', default: '1000', description: 'HTTP/2 streams per client connection' },
   'max-header-bytes': { type: 'string', default: '65536', description: 'largest request header block accepted' },
-  'etcd-endpoints': { type: 'string', description: 'comma-separated etcd client URLs for tenants; none: embedded store, one replica (TENANTGATE_ETCD_ENDPOINTS)' },
+  'etcd-endpoints': {
+    type: 'string',
+    description: 'comma-separated etcd client URLs for tenants; none: embedded store, one replica (TENANTGATE_ETCD_ENDPOINTS)',
+  },
   'etcd-prefix': { type: 'string', default: DEFAULT_TENANT_STORE_OPTIONS.etcdPrefix, description: 'etcd key prefix of the tenants (TENANTGATE_ETCD_PREFIX)' },
-  'metrics-listen': { type: 'string', default: '127.0.0.1:9464', description: "address:port of the Prometheus /metrics listener; '' disables it (TENANTGATE_METRICS_LISTEN)" },
-  'metrics-tenant-series': { type: 'string', default: String(DEFAULT_TENANT_SERIES), description: 'tenants with metrics series of their own (first by name); the rest are tenant="_other"' },
-  'request-log-level': { type: 'string', default: 'info', description: `level of the one log line per request: ${REQUEST_LOG_LEVELS.join(', ')} (TENANTGATE_REQUEST_LOG_LEVEL)` },
-  'max-inflight': { type: 'string', default: String(DEFAULT_FLOW_CONTROL.maxInflight), description: "seats for all tenants' requests together; past it they queue fairly (TENANTGATE_MAX_INFLIGHT)" },
-  'tenant-max-inflight': { type: 'string', default: String(DEFAULT_FLOW_CONTROL.tenantMaxInflight), description: 'read-only requests in flight per tenant, unless its Tenant says otherwise (TENANTGATE_TENANT_MAX_INFLIGHT)' },
-  'tenant-max-mutating-inflight': { type: 'string', default: String(DEFAULT_FLOW_CONTROL.tenantMaxMutatingInflight), description: 'mutating requests in flight per tenant (TENANTGATE_TENANT_MAX_MUTATING_INFLIGHT)' },
-  'tenant-queue-length': { type: 'string', default: String(DEFAULT_FLOW_CONTROL.tenantQueueLength), description: "a tenant's requests waiting for a seat; more get 429 (TENANTGATE_TENANT_QUEUE_LENGTH)" },
-  'tenant-max-watches': { type: 'string', default: String(DEFAULT_FLOW_CONTROL.tenantMaxWatches), description: 'open watches, exec, attach, port-forward, proxy and log requests per tenant, unless its Tenant says otherwise; more get 429 (TENANTGATE_TENANT_MAX_WATCHES)' },
-  'queue-wait': { type: 'string', default: `${DEFAULT_FLOW_CONTROL.queueWaitMs / 1000}s`, description: 'longest wait for a seat before 429, e.g. 5s or 500ms (TENANTGATE_QUEUE_WAIT)' },
-  'tenant-webhook-url-hosts': { type: 'string', description: "comma-separated hosts tenants' admission webhooks may call by clientConfig.url; others must name a service (TENANTGATE_TENANT_WEBHOOK_URL_HOSTS)" },
-  'confine-upstream-discovery': { type: 'boolean', default: false, description: "bind the upstream's system:discovery to system identities only, so tenant tokens used directly upstream see no API groups (TENANTGATE_CONFINE_UPSTREAM_DISCOVERY)" },
-  'watch-cache': { type: 'string', default: 'true', description: "serve tenants' watches and resourceVersion=0 lists from one upstream watch per resource; false: each watch its own upstream watch (TENANTGATE_WATCH_CACHE)" },
-  'watch-cache-resources': { type: 'string', default: DEFAULT_CACHED_RESOURCES.join(','), description: 'resources the watch cache keeps, resource[.group], comma-separated (TENANTGATE_WATCH_CACHE_RESOURCES)' },
-  'watch-cache-bookmark-interval': { type: 'string', default: '60s', description: 'time between two bookmarks to a cached watch that allows them (the apiserver: 1 minute)' },
-  'watch-cache-upstream-idle': { type: 'string', default: '75s', description: "how long the cache's upstream watch may be silent before its connection must answer a ping (the apiserver bookmarks every minute)" },
-  'in-cluster-address': { type: 'string', description: "host:port where tenants' pods reach tenantgate (its Service); '' leaves their pods talking to the upstream; default: the listen address (TENANTGATE_IN_CLUSTER_ADDRESS)" },
-  'in-cluster-ca-file': { type: 'string', description: "CA bundle, PEM, that verifies tenantgate's serving certificate, given to tenants' pods; default: --tls-cert-file (TENANTGATE_IN_CLUSTER_CA_FILE)" },
-  'shutdown-delay': { type: 'string', default: '0s', description: 'after SIGTERM, how long /readyz fails while tenantgate still serves, so Services drop it first (TENANTGATE_SHUTDOWN_DELAY)' },
-  'shutdown-drain': { type: 'string', default: '30s', description: 'then the longest wait for requests in flight before the rest are cut (TENANTGATE_SHUTDOWN_DRAIN)' },
-  'list-offload-threshold': { type: 'string', default: String(LIST_OFFLOAD_MEASURED_BYTES), description: `JSON list answers at least this many bytes are rewritten on a worker thread, so one huge list does not stall other tenants' requests; 0: never (TENANTGATE_LIST_OFFLOAD_THRESHOLD)` },
-  'protobuf-list-offload-threshold': { type: 'string', default: String(PROTOBUF_LIST_OFFLOAD_MEASURED_BYTES), description: `the same for protobuf list answers; 0 (the default): never, the hop costs more than the rewrite (TENANTGATE_PROTOBUF_LIST_OFFLOAD_THRESHOLD)` },
+  'metrics-listen': {
+    type: 'string',
+    default: '127.0.0.1:9464',
+    description: "address:port of the Prometheus /metrics listener; '' disables it (TENANTGATE_METRICS_LISTEN)",
+  },
+  'metrics-tenant-series': {
+    type: 'string',
+    default: String(DEFAULT_TENANT_SERIES),
+    description: 'tenants with metrics series of their own (first by name); the rest are tenant="_other"',
+  },
+  'request-log-level': {
+    type: 'string',
+    default: 'info',
+    description: `level of the one log line per request: ${REQUEST_LOG_LEVELS.join(', ')} (TENANTGATE_REQUEST_LOG_LEVEL)`,
+  },
+  'max-inflight': {
+    type: 'string',
+    default: String(DEFAULT_FLOW_CONTROL.maxInflight),
+    description: "seats for all tenants' requests together; past it they queue fairly (TENANTGATE_MAX_INFLIGHT)",
+  },
+  'tenant-max-inflight': {
+    type: 'string',
+    default: String(DEFAULT_FLOW_CONTROL.tenantMaxInflight),
+    description: 'read-only requests in flight per tenant, unless its Tenant says otherwise (TENANTGATE_TENANT_MAX_INFLIGHT)',
+  },
+  'tenant-max-mutating-inflight': {
+    type: 'string',
+    default: String(DEFAULT_FLOW_CONTROL.tenantMaxMutatingInflight),
+    description: 'mutating requests in flight per tenant (TENANTGATE_TENANT_MAX_MUTATING_INFLIGHT)',
+  },
+  'tenant-queue-length': {
+    type: 'string',
+    default: String(DEFAULT_FLOW_CONTROL.tenantQueueLength),
+    description: "a tenant's requests waiting for a seat; more get 429 (TENANTGATE_TENANT_QUEUE_LENGTH)",
+  },
+  'tenant-max-watches': {
+    type: 'string',
+    default: String(DEFAULT_FLOW_CONTROL.tenantMaxWatches),
+    description:
+      'open watches, exec, attach, port-forward, proxy and log requests per tenant, unless its Tenant says otherwise; more get 429 (TENANTGATE_TENANT_MAX_WATCHES)',
+  },
+  'queue-wait': {
+    type: 'string',
+    default: `${DEFAULT_FLOW_CONTROL.queueWaitMs / 1000}s`,
+    description: 'longest wait for a seat before 429, e.g. 5s or 500ms (TENANTGATE_QUEUE_WAIT)',
+  },
+  'tenant-webhook-url-hosts': {
+    type: 'string',
+    description:
+      "comma-separated hosts tenants' admission webhooks may call by clientConfig.url; others must name a service (TENANTGATE_TENANT_WEBHOOK_URL_HOSTS)",
+  },
+  'confine-upstream-discovery': {
+    type: 'boolean',
+    default: false,
+    description:
+      "bind the upstream's system:discovery to system identities only, so tenant tokens used directly upstream see no API groups (TENANTGATE_CONFINE_UPSTREAM_DISCOVERY)",
+  },
+  'watch-cache': {
+    type: 'string',
+    default: 'true',
+    description:
+      "serve tenants' watches and resourceVersion=0 lists from one upstream watch per resource; false: each watch its own upstream watch (TENANTGATE_WATCH_CACHE)",
+  },
+  'watch-cache-resources': {
+    type: 'string',
+    default: DEFAULT_CACHED_RESOURCES.join(','),
+    description: 'resources the watch cache keeps, resource[.group], comma-separated (TENANTGATE_WATCH_CACHE_RESOURCES)',
+  },
+  'watch-cache-bookmark-interval': {
+    type: 'string',
+    default: '60s',
+    description: 'time between two bookmarks to a cached watch that allows them (the apiserver: 1 minute)',
+  },
+  'watch-cache-upstream-idle': {
+    type: 'string',
+    default: '75s',
+    description: "how long the cache's upstream watch may be silent before its connection must answer a ping (the apiserver bookmarks every minute)",
+  },
+  'in-cluster-address': {
+    type: 'string',
+    description:
+      "host:port where tenants' pods reach tenantgate (its Service); '' leaves their pods talking to the upstream; default: the listen address (TENANTGATE_IN_CLUSTER_ADDRESS)",
+  },
+  'in-cluster-ca-file': {
+    type: 'string',
+    description:
+      "CA bundle, PEM, that verifies tenantgate's serving certificate, given to tenants' pods; default: --tls-cert-file (TENANTGATE_IN_CLUSTER_CA_FILE)",
+  },
+  'shutdown-delay': {
+    type: 'string',
+    default: '0s',
+    description: 'after SIGTERM, how long /readyz fails while tenantgate still serves, so Services drop it first (TENANTGATE_SHUTDOWN_DELAY)',
+  },
+  'shutdown-drain': {
+    type: 'string',
+    default: '30s',
+    description: 'then the longest wait for requests in flight before the rest are cut (TENANTGATE_SHUTDOWN_DRAIN)',
+  },
+  'list-offload-threshold': {
+    type: 'string',
+    default: String(LIST_OFFLOAD_MEASURED_BYTES),
+    description: `JSON list answers at least this many bytes are rewritten on a worker thread, so one huge list does not stall other tenants' requests; 0: never (TENANTGATE_LIST_OFFLOAD_THRESHOLD)`,
+  },
+  'protobuf-list-offload-threshold': {
+    type: 'string',
+    default: String(PROTOBUF_LIST_OFFLOAD_MEASURED_BYTES),
+    description: `the same for protobuf list answers; 0 (the default): never, the hop costs more than the rewrite (TENANTGATE_PROTOBUF_LIST_OFFLOAD_THRESHOLD)`,
+  },
   help: { type: 'boolean', short: 'h', default: false, description: 'show this help' },
 } as const;
 
@@ -110,7 +203,8 @@ function required(values: Record<string, unknown>, flag: string): string {
 }
 
 function requestLogLevel(value: string): RequestLogLevel {
-  if (!(REQUEST_LOG_LEVELS as readonly string[]).includes(value)) throw new Error(`--request-log-level must be one of ${REQUEST_LOG_LEVELS.join(', ')}, got ${value}`);
+  if (!(REQUEST_LOG_LEVELS as readonly string[]).includes(value))
+    throw new Error(`--request-log-level must be one of ${REQUEST_LOG_LEVELS.join(', ')}, got ${value}`);
   return value as RequestLogLevel;
 }
 
@@ -225,14 +319,26 @@ export function parseServeConfig(args: string[]): ServeConfig | 'help' {
     flowControl: flowControlOf(values),
     tenantWebhookUrlHosts: commaList(fromEnv('tenant-webhook-url-hosts') ?? values['tenant-webhook-url-hosts'] ?? '').map((host) => host.toLowerCase()),
     confineUpstreamDiscovery: values['confine-upstream-discovery'] || fromEnv('confine-upstream-discovery') === 'true',
-    watchCache: watchCacheOf(fromEnv('watch-cache') ?? values['watch-cache'], fromEnv('watch-cache-resources') ?? values['watch-cache-resources'], values['watch-cache-bookmark-interval'], values['watch-cache-upstream-idle']),
-    inCluster: inClusterOf(values['in-cluster-address'] ?? fromEnv('in-cluster-address'), values['in-cluster-ca-file'] ?? fromEnv('in-cluster-ca-file'), certPem),
+    watchCache: watchCacheOf(
+      fromEnv('watch-cache') ?? values['watch-cache'],
+      fromEnv('watch-cache-resources') ?? values['watch-cache-resources'],
+      values['watch-cache-bookmark-interval'],
+      values['watch-cache-upstream-idle'],
+    ),
+    inCluster: inClusterOf(
+      values['in-cluster-address'] ?? fromEnv('in-cluster-address'),
+      values['in-cluster-ca-file'] ?? fromEnv('in-cluster-ca-file'),
+      certPem,
+    ),
     shutdown: {
       delayMs: parseDurationOrZeroMs(fromEnv('shutdown-delay') ?? values['shutdown-delay'], 'shutdown-delay'),
       drainMs: parseDurationOrZeroMs(fromEnv('shutdown-drain') ?? values['shutdown-drain'], 'shutdown-drain'),
     },
     listOffloadThresholdBytes: nonNegativeInteger(fromEnv('list-offload-threshold') ?? values['list-offload-threshold'], 'list-offload-threshold'),
-    protobufListOffloadThresholdBytes: nonNegativeInteger(fromEnv('protobuf-list-offload-threshold') ?? values['protobuf-list-offload-threshold'], 'protobuf-list-offload-threshold'),
+    protobufListOffloadThresholdBytes: nonNegativeInteger(
+      fromEnv('protobuf-list-offload-threshold') ?? values['protobuf-list-offload-threshold'],
+      'protobuf-list-offload-threshold',
+    ),
   };
 }
 

@@ -67,16 +67,24 @@ export function writeGatewayFiles(dir: string, rig: Rig): GatewayFiles {
   return {
     ...files,
     serveArgs: [
-      '--tls-cert-file', files.tlsCertFile,
-      '--tls-key-file', files.tlsKeyFile,
-      '--client-ca-file', files.caFile,
-      '--client-ca-key-file', files.caKeyFile,
+      '--tls-cert-file',
+      files.tlsCertFile,
+      '--tls-key-file',
+      files.tlsKeyFile,
+      '--client-ca-file',
+      files.caFile,
+      '--client-ca-key-file',
+      files.caKeyFile,
       // Tenants' pods verify tenantgate's serving certificate with the CA that signed it.
-      '--in-cluster-ca-file', files.caFile,
-      '--upstream-kubeconfig', files.upstreamKubeconfigPath,
-      '--etcd-endpoints', files.etcdEndpoint,
+      '--in-cluster-ca-file',
+      files.caFile,
+      '--upstream-kubeconfig',
+      files.upstreamKubeconfigPath,
+      '--etcd-endpoints',
+      files.etcdEndpoint,
       // A free port: several tenantgates (tests, replicas) run side by side on one machine.
-      '--metrics-listen', '127.0.0.1:0',
+      '--metrics-listen',
+      '127.0.0.1:0',
     ],
   };
 }

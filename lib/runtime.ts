@@ -13,4 +13,3 @@
  * 21 KB against 6 KB without it (one run each).
  */
 export const TENANTGATE_NODE_FLAGS = ['--max-semi-space-size=1', '--initial-old-space-size=64'];
-

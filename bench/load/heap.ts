@@ -35,7 +35,9 @@ export async function heapAfterCollection(url: string): Promise<HeapReading> {
       socket.addEventListener('open', () => resolve(), { once: true });
       socket.addEventListener('error', () => reject(new Error(`inspector ${url}: cannot connect`)), { once: true });
     });
-    const closed = new Promise<never>((_resolve, reject) => socket.addEventListener('close', () => reject(new Error(`inspector ${url}: closed`)), { once: true }));
+    const closed = new Promise<never>((_resolve, reject) =>
+      socket.addEventListener('close', () => reject(new Error(`inspector ${url}: closed`)), { once: true }),
+    );
     socket.addEventListener('message', (event) => {
       const message = JSON.parse(String(event.data)) as { id?: number; result?: unknown };
       if (message.id !== undefined) pending.get(message.id)?.(message.result);
@@ -51,7 +53,9 @@ export async function heapAfterCollection(url: string): Promise<HeapReading> {
       ]);
     await call('HeapProfiler.collectGarbage');
     await call('HeapProfiler.collectGarbage');
-    const answer = (await call('Runtime.evaluate', { expression: 'JSON.stringify(process.memoryUsage())', returnByValue: true })) as { result?: { value?: string } };
+    const answer = (await call('Runtime.evaluate', { expression: 'JSON.stringify(process.memoryUsage())', returnByValue: true })) as {
+      result?: { value?: string };
+    };
     const usage = JSON.parse(answer.result?.value ?? '{}') as { heapUsed?: number; external?: number; rss?: number };
     if (usage.heapUsed === undefined) throw new Error(`inspector ${url}: no memory usage in the answer`);
     return { heapUsedBytes: usage.heapUsed, externalBytes: usage.external ?? 0, rssBytes: usage.rss ?? 0 };

@@ -35,11 +35,22 @@ export async function http2Load(load: Http2Load): Promise<Http2Run> {
   const dir = mkdtempSync(join(tmpdir(), 'tenantgate-h2load-'));
   const logFile = join(dir, 'requests.log');
   try {
-    const args = ['-c', String(load.connections), '-m', String(load.streams), '-t', '1', ...(load.requests === undefined ? ['-D', String(load.seconds)] : ['-n', String(load.requests)]), `--log-file=${logFile}`];
+    const args = [
+      '-c',
+      String(load.connections),
+      '-m',
+      String(load.streams),
+      '-t',
+      '1',
+      ...(load.requests === undefined ? ['-D', String(load.seconds)] : ['-n', String(load.requests)]),
+      `--log-file=${logFile}`,
+    ];
     for (const [name, value] of Object.entries(load.headers)) args.push('-H', `${name}: ${value}`);
     args.push(load.url);
     const stdout = await new Promise<string>((resolve, reject) => {
-      execFile(H2LOAD, args, { timeout: (load.seconds + 30) * 1000 }, (error, out, err) => (error === null ? resolve(out) : reject(new Error(`h2load: ${error.message} ${err}`))));
+      execFile(H2LOAD, args, { timeout: (load.seconds + 30) * 1000 }, (error, out, err) =>
+        error === null ? resolve(out) : reject(new Error(`h2load: ${error.message} ${err}`)),
+      );
     });
     const finished = /finished in ([\d.]+)(m?s), ([\d.]+) req\/s/.exec(stdout);
     if (finished === null) throw new Error(`h2load: no result in its output:\n${stdout}`);

@@ -52,7 +52,13 @@ function hold(session: ClientHttp2Session): Promise<void> {
  * `sessions` sessions with `streamsPerSession` idle streams each on a bare node:http2 server with the serving
  * certificate `certFile`/`keyFile` (trusted by `caPem`); its memory per stream after a forced full collection.
  */
-export async function idleStreamFloor(options: { certFile: string; keyFile: string; caPem: string; sessions: number; streamsPerSession: number }): Promise<IdleStreamFloor> {
+export async function idleStreamFloor(options: {
+  certFile: string;
+  keyFile: string;
+  caPem: string;
+  sessions: number;
+  streamsPerSession: number;
+}): Promise<IdleStreamFloor> {
   let child: ChildProcess | null = null;
   const sessions: ClientHttp2Session[] = [];
   try {
@@ -69,7 +75,12 @@ export async function idleStreamFloor(options: { certFile: string; keyFile: stri
     await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
     const withStreams = await heapAfterCollection(inspector);
     const per = (field: keyof HeapReading) => Math.round((withStreams[field] - withSessions[field]) / streams);
-    return { streams, rssPerStreamAfterGcBytes: per('rssBytes'), heapUsedPerStreamAfterGcBytes: per('heapUsedBytes'), externalPerStreamAfterGcBytes: per('externalBytes') };
+    return {
+      streams,
+      rssPerStreamAfterGcBytes: per('rssBytes'),
+      heapUsedPerStreamAfterGcBytes: per('heapUsedBytes'),
+      externalPerStreamAfterGcBytes: per('externalBytes'),
+    };
   } finally {
     for (const session of sessions) session.destroy();
     if (child !== null) await stopChild(child);

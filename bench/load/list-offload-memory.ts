@@ -21,11 +21,21 @@ export function upstreamList(row: KindRow, bytes: number): Buffer {
   const items: string[] = [];
   let size = 0;
   for (let i = 0; size < bytes; i++) {
-    const metadata = { name: `item-${i}`, namespace: `${TENANT}-default`, uid: `uid-${i}`, resourceVersion: String(1000 + i), labels: { 'kubezoo.io/tenant': TENANT } };
+    const metadata = {
+      name: `item-${i}`,
+      namespace: `${TENANT}-default`,
+      uid: `uid-${i}`,
+      resourceVersion: String(1000 + i),
+      labels: { 'kubezoo.io/tenant': TENANT },
+    };
     const item =
       row === FAST_ROW
         ? { metadata, data: { value: 'v'.repeat(16 * 1024) } }
-        : { metadata, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'reader' }, subjects: Array.from({ length: 100 }, (_, s) => ({ kind: 'ServiceAccount', name: `sa-${s}`, namespace: `${TENANT}-default` })) };
+        : {
+            metadata,
+            roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'reader' },
+            subjects: Array.from({ length: 100 }, (_, s) => ({ kind: 'ServiceAccount', name: `sa-${s}`, namespace: `${TENANT}-default` })),
+          };
     const json = JSON.stringify(item);
     items.push(json);
     size += json.length + 1;
@@ -36,8 +46,17 @@ export function upstreamList(row: KindRow, bytes: number): Buffer {
 
 function discovery(): DiscoveryCache {
   return DiscoveryCache.ofTables({
-    scopes: new Map([['/configmaps', 'Namespaced'], ['rbac.authorization.k8s.io/rolebindings', 'Namespaced'], ['rbac.authorization.k8s.io/roles', 'Namespaced'], ['/serviceaccounts', 'Namespaced']]),
-    kindScopes: new Map([['/ConfigMap', 'Namespaced'], ['rbac.authorization.k8s.io/Role', 'Namespaced'], ['/ServiceAccount', 'Namespaced']]),
+    scopes: new Map([
+      ['/configmaps', 'Namespaced'],
+      ['rbac.authorization.k8s.io/rolebindings', 'Namespaced'],
+      ['rbac.authorization.k8s.io/roles', 'Namespaced'],
+      ['/serviceaccounts', 'Namespaced'],
+    ]),
+    kindScopes: new Map([
+      ['/ConfigMap', 'Namespaced'],
+      ['rbac.authorization.k8s.io/Role', 'Namespaced'],
+      ['/ServiceAccount', 'Namespaced'],
+    ]),
     resourcesByVersion: new Map(),
   });
 }
@@ -79,7 +98,16 @@ export async function rewriteOnce(row: KindRow, list: Buffer, threshold: number)
   }, 1);
   const before = performance.eventLoopUtilization();
   const started = performance.now();
-  await pipeline(source, rewriter, new Writable({ write(chunk: Buffer, _e, done) { outBytes += chunk.length; done(); } }));
+  await pipeline(
+    source,
+    rewriter,
+    new Writable({
+      write(chunk: Buffer, _e, done) {
+        outBytes += chunk.length;
+        done();
+      },
+    }),
+  );
   const ms = performance.now() - started;
   const busy = performance.eventLoopUtilization(before);
   clearInterval(probe);

@@ -203,9 +203,12 @@ async function createTenants(
     while (next < to && performance.now() < deadline && createErrors < CREATE_ERRORS_LIMIT) {
       const id = tenantIdOf(next++);
       const posted = performance.now();
-      const answer = await upstreamJson(admin, 'POST', TENANTS_PATH, { apiVersion: TENANT_API_VERSION, kind: 'Tenant', metadata: { name: id }, spec: {} }).catch(
-        (error: Error) => ({ status: 0, body: error.message }),
-      );
+      const answer = await upstreamJson(admin, 'POST', TENANTS_PATH, {
+        apiVersion: TENANT_API_VERSION,
+        kind: 'Tenant',
+        metadata: { name: id },
+        spec: {},
+      }).catch((error: Error) => ({ status: 0, body: error.message }));
       if (answer.status !== 201) {
         createErrors++;
         continue;
@@ -382,7 +385,11 @@ async function readPaths(stack: Stack): Promise<{ paths: ReadPaths; stop(): Prom
   const namespacePath = '/api/v1/namespaces/default';
   await waitUntilServed({ name: 'direct', credentials: admin, namespacePath }, { ...headers, accept: 'application/json' });
   const path = `${namespacePath}/configmaps/${CONFIGMAP}`;
-  const impersonation = upstreamRequestHeaders({}, upstreamIdentityOf({ user: 'admin', groups: [], tenant: PROBE_TENANT }, { verb: 'get', subresource: '', namespace: 'default', resource: 'configmaps' }), {});
+  const impersonation = upstreamRequestHeaders(
+    {},
+    upstreamIdentityOf({ user: 'admin', groups: [], tenant: PROBE_TENANT }, { verb: 'get', subresource: '', namespace: 'default', resource: 'configmaps' }),
+    {},
+  );
   const upstreamPath = `/api/v1/namespaces/${PROBE_TENANT}-default/configmaps/${CONFIGMAP}`;
   const files = stack.files;
   const proxy = await spawnBare('proxy-stream', [files.tlsCertFile, files.tlsKeyFile, files.upstreamKubeconfigPath, JSON.stringify(impersonation)]);
@@ -420,7 +427,10 @@ async function measureGets(paths: ReadPaths, pids: Pids, idle: Record<string, nu
         rounds[name].push(await timedGets(sessions[name], paths[name].request, pids, idle, roundGets, roundSeconds, perSecond));
       }
     }
-    return Object.fromEntries(names.map((name) => [name, { ...runOf(rounds[name]), unpacedGetsPerSecond: Math.round(unpaced[name]) }])) as Record<ReadPath, GetRun>;
+    return Object.fromEntries(names.map((name) => [name, { ...runOf(rounds[name]), unpacedGetsPerSecond: Math.round(unpaced[name]) }])) as Record<
+      ReadPath,
+      GetRun
+    >;
   } finally {
     for (const name of names) sessions[name].close();
   }
@@ -535,7 +545,12 @@ function targetsOf(steps: AtTenantCount[], creations: CreationStep[], readyMs: n
     const at = `idle tenant ${idle.sampleTenant} at ${idle.tenants} tenants`;
     const crbs = idle.objectsOfSample[CLUSTER_ROLE_BINDINGS] ?? 0;
     const roles = idle.objectsOfSample[CLUSTER_ROLES] ?? 0;
-    targets.push({ target: `upstream objects per ${at} <= ${TARGET_OBJECTS_PER_TENANT}`, value: idle.objectsOfSampleTotal, unit: 'objects', met: idle.objectsOfSampleTotal <= TARGET_OBJECTS_PER_TENANT });
+    targets.push({
+      target: `upstream objects per ${at} <= ${TARGET_OBJECTS_PER_TENANT}`,
+      value: idle.objectsOfSampleTotal,
+      unit: 'objects',
+      met: idle.objectsOfSampleTotal <= TARGET_OBJECTS_PER_TENANT,
+    });
     targets.push({ target: `ClusterRoleBindings per ${at} = 0`, value: crbs, unit: 'ClusterRoleBindings', met: crbs === 0 });
     targets.push({ target: `ClusterRoles per ${at} = 0`, value: roles, unit: 'ClusterRoles', met: roles === 0 });
   }
@@ -543,7 +558,12 @@ function targetsOf(steps: AtTenantCount[], creations: CreationStep[], readyMs: n
     const seconds = creations.reduce((sum, step) => sum + step.seconds, 0);
     const rate = seconds > 0 ? readyMs.length / seconds : 0;
     const p50 = percentile(readyMs, 50);
-    targets.push({ target: `tenant creation >= ${TARGET_TENANTS_PER_SECOND} tenants/s (${CREATE_CONCURRENCY} in flight, to Ready)`, value: rounded(rate, 1), unit: 'tenants/s', met: rate >= TARGET_TENANTS_PER_SECOND });
+    targets.push({
+      target: `tenant creation >= ${TARGET_TENANTS_PER_SECOND} tenants/s (${CREATE_CONCURRENCY} in flight, to Ready)`,
+      value: rounded(rate, 1),
+      unit: 'tenants/s',
+      met: rate >= TARGET_TENANTS_PER_SECOND,
+    });
     targets.push({ target: `create -> Ready p50 <= ${TARGET_READY_P50_MS} ms`, value: rounded(p50, 1), unit: 'ms', met: p50 <= TARGET_READY_P50_MS });
   }
   return targets;
@@ -563,10 +583,13 @@ function chartsOf(steps: AtTenantCount[]): Chart[] {
     { title: 'kube-apiserver CPU per GET of one ConfigMap, by tenants', unit: 'ms', bars: perGet },
     { title: 'Idle CPU by tenants', unit: 'millicores', bars: idle },
   ];
-  const heaps = Object.fromEntries(steps.filter((step) => step.tenantgateHeapAfterGcMb !== null).map((step) => [`${step.tenants} tenants`, step.tenantgateHeapAfterGcMb!]));
+  const heaps = Object.fromEntries(
+    steps.filter((step) => step.tenantgateHeapAfterGcMb !== null).map((step) => [`${step.tenants} tenants`, step.tenantgateHeapAfterGcMb!]),
+  );
   if (Object.keys(heaps).length > 0) charts.push({ title: 'tenantgate heap after a full collection, by tenants', unit: 'MB', bars: heaps });
   const sample = steps.filter((step) => step.sampleIsIdle).at(-1);
-  if (sample !== undefined) charts.push({ title: `Upstream objects of one idle tenant at ${sample.tenants} tenants, by kind`, unit: 'objects', bars: sample.objectsOfSample });
+  if (sample !== undefined)
+    charts.push({ title: `Upstream objects of one idle tenant at ${sample.tenants} tenants, by kind`, unit: 'objects', bars: sample.objectsOfSample });
   return charts;
 }
 
@@ -584,12 +607,19 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
   let stopReads: (() => Promise<void>) | undefined;
   try {
     const pid = (name: string) => stack.rig.processes.find((p) => p.name === name)!.pid;
-    const pids: Pids = { 'kube-apiserver': pid('kube-apiserver'), 'kube-controller-manager': pid('kube-controller-manager'), etcd: pid('etcd'), tenantgate: stack.gateway.pid! };
+    const pids: Pids = {
+      'kube-apiserver': pid('kube-apiserver'),
+      'kube-controller-manager': pid('kube-controller-manager'),
+      etcd: pid('etcd'),
+      tenantgate: stack.gateway.pid!,
+    };
     const reads = await readPaths(stack);
     stopReads = reads.stop;
     const paths = reads.paths;
     readiness = await watchReadiness(admin);
-    log(`stack, probe tenant ${PROBE_TENANT} and plain ServiceAccount ready in ${Math.round((performance.now() - scenarioStarted) / 1000)} s; Ns ${tenantCounts.join(', ')}`);
+    log(
+      `stack, probe tenant ${PROBE_TENANT} and plain ServiceAccount ready in ${Math.round((performance.now() - scenarioStarted) / 1000)} s; Ns ${tenantCounts.join(', ')}`,
+    );
     const steps: AtTenantCount[] = [];
     const creations: CreationStep[] = [];
     const readyMs: number[] = [];
@@ -637,8 +667,14 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
       const settling = await untilCpuAtMost(pids, TARGET_RIG_IDLE_MILLICORES, plan.settleMs);
       const idle = await idleCpuRate(pids, plan.idleSeconds);
       const rssMb = Object.fromEntries(Object.entries(pids).map(([name, p]) => [name, megabytes(rssOf(p))]));
-      const heap: HeapReading | null = inspector === null ? null : await heapAfterCollection(inspector).catch((error: Error) => (log(`  tenantgate heap not read: ${error.message}`), null));
-      const { tenant: getAsTenant, plain: getAsPlainServiceAccount, impersonated: getImpersonatedDirect, proxied: getThroughBareProxy } = await measureGets(paths, pids, idle, plan);
+      const heap: HeapReading | null =
+        inspector === null ? null : await heapAfterCollection(inspector).catch((error: Error) => (log(`  tenantgate heap not read: ${error.message}`), null));
+      const {
+        tenant: getAsTenant,
+        plain: getAsPlainServiceAccount,
+        impersonated: getImpersonatedDirect,
+        proxied: getThroughBareProxy,
+      } = await measureGets(paths, pids, idle, plan);
       const footprintStarted = performance.now();
       const sampleTenant = tenants > 0 ? tenantIdOf(0) : PROBE_TENANT;
       const footprint = await footprintOf(upstream, discovery, sampleTenant);
@@ -672,7 +708,13 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
         footprintSeconds: rounded((performance.now() - footprintStarted) / 1000, 1),
         // (After the footprint: the sample tenant, the first made, stays idle.)
         firstRequests:
-          tenants > FIRST_REQUEST_SAMPLES ? await firstRequests(stack, admin, Array.from({ length: FIRST_REQUEST_SAMPLES }, (_, i) => tenantIdOf(nextIndex - 1 - i))) : null,
+          tenants > FIRST_REQUEST_SAMPLES
+            ? await firstRequests(
+                stack,
+                admin,
+                Array.from({ length: FIRST_REQUEST_SAMPLES }, (_, i) => tenantIdOf(nextIndex - 1 - i)),
+              )
+            : null,
       };
       steps.push(step);
       previousTotals = footprint.clusterTotals;
@@ -682,10 +724,18 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
           `${getImpersonatedDirect.apiserverCpuMsPerGet} ms impersonated directly, ${getThroughBareProxy.apiserverCpuMsPerGet} ms through a bare proxy (${getAsPlainServiceAccount.unpacedGetsPerSecond} direct GETs/s unpaced; all measured at ${getAsPlainServiceAccount.getsPerSecond}/s); ${step.upstreamTotals[CLUSTER_ROLE_BINDINGS]} ClusterRoleBindings, ${step.upstreamTotals[CLUSTER_ROLES]} ClusterRoles, ${step.upstreamTotals.namespaces} namespaces upstream`,
       );
       if (step.firstRequests !== null) {
-        log(`  first requests of ${step.firstRequests.tenants.join(', ')}: ${step.firstRequests.firstMs.join(', ')} ms (the second: ${step.firstRequests.secondMs.join(', ')} ms)`);
+        log(
+          `  first requests of ${step.firstRequests.tenants.join(', ')}: ${step.firstRequests.firstMs.join(', ')} ms (the second: ${step.firstRequests.secondMs.join(', ')} ms)`,
+        );
       }
-      log(`  ${sampleTenant}${step.sampleIsIdle ? ' (idle)' : ' (probe)'} has ${footprint.total} upstream objects: ${Object.entries(footprint.byKind).map(([kind, n]) => `${kind} ${n}`).join(', ')}`);
-      log(`  ${step.settledAfterMs === null ? `not at rest within ${plan.settleMs} ms` : `at rest after ${step.settledAfterMs} ms`}; idle millicores ${JSON.stringify(step.idleMillicores)}, RSS MB ${JSON.stringify(rssMb)}, tenantgate heap after a full collection ${step.tenantgateHeapAfterGcMb} MB, load average ${step.loadavg1m}${controllersCaughtUpMs === null ? '; kube-controller-manager had not caught up' : ''}`);
+      log(
+        `  ${sampleTenant}${step.sampleIsIdle ? ' (idle)' : ' (probe)'} has ${footprint.total} upstream objects: ${Object.entries(footprint.byKind)
+          .map(([kind, n]) => `${kind} ${n}`)
+          .join(', ')}`,
+      );
+      log(
+        `  ${step.settledAfterMs === null ? `not at rest within ${plan.settleMs} ms` : `at rest after ${step.settledAfterMs} ms`}; idle millicores ${JSON.stringify(step.idleMillicores)}, RSS MB ${JSON.stringify(rssMb)}, tenantgate heap after a full collection ${step.tenantgateHeapAfterGcMb} MB, load average ${step.loadavg1m}${controllersCaughtUpMs === null ? '; kube-controller-manager had not caught up' : ''}`,
+      );
       if (creation !== null && creation.stoppedBy !== null) {
         skipped.push(...tenantCounts.filter((n) => n > wanted));
         break;
@@ -718,6 +768,7 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
 
 export const densityScenario: Scenario = {
   name: 'density',
-  description: "What each tenant costs the shared upstream: one idle tenant's upstream objects, kube-apiserver CPU per GET (tenant and plain), idle CPU and RSS, at growing tenant counts",
+  description:
+    "What each tenant costs the shared upstream: one idle tenant's upstream objects, kube-apiserver CPU per GET (tenant and plain), idle CPU and RSS, at growing tenant counts",
   run,
 };

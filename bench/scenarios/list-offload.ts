@@ -35,7 +35,12 @@ const BIG_LISTS = [
   {
     name: 'configmaps',
     path: '/api/v1/namespaces/NS/configmaps',
-    object: (index: number, tenant: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${index}`, labels: { 'kubezoo.io/tenant': tenant } }, data: { value: 'v'.repeat(CONFIGMAP_VALUE_BYTES) } }),
+    object: (index: number, tenant: string) => ({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: `cm-${index}`, labels: { 'kubezoo.io/tenant': tenant } },
+      data: { value: 'v'.repeat(CONFIGMAP_VALUE_BYTES) },
+    }),
   },
   {
     name: 'rolebindings',
@@ -45,7 +50,11 @@ const BIG_LISTS = [
       kind: 'RoleBinding',
       metadata: { name: `rb-${index}`, labels: { 'kubezoo.io/tenant': tenant } },
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'reader' },
-      subjects: Array.from({ length: ROLEBINDING_SUBJECTS }, (_, s) => ({ kind: 'ServiceAccount', name: `service-account-${s}`, namespace: `${tenant}-default` })),
+      subjects: Array.from({ length: ROLEBINDING_SUBJECTS }, (_, s) => ({
+        kind: 'ServiceAccount',
+        name: `service-account-${s}`,
+        namespace: `${tenant}-default`,
+      })),
     }),
   },
 ] as const;
@@ -62,7 +71,11 @@ async function createObjects(upstream: ClientHttp2Session, path: string, count: 
   };
   await Promise.all(Array.from({ length: CREATE_CONCURRENCY }, worker));
 }
-async function medianList(session: ClientHttp2Session, path: string, accept = JSON_MEDIA_TYPE): Promise<{ ms: number; firstByteMs: number; bytes: number; mbPerSecond: number }> {
+async function medianList(
+  session: ClientHttp2Session,
+  path: string,
+  accept = JSON_MEDIA_TYPE,
+): Promise<{ ms: number; firstByteMs: number; bytes: number; mbPerSecond: number }> {
   const warm = await timedList(session, path, accept); // warm: TLS, discovery, the worker thread
   // A leg must not silently measure another encoding than it says.
   if (!warm.contentType.startsWith(accept)) throw new Error(`LIST ${path}: asked ${accept}, answered ${warm.contentType}`);
@@ -80,17 +93,28 @@ function kubeconfigAt(kubeconfig: string, server: string): string {
   return copy;
 }
 
-const quietFigures = (load: LoadResult) => ({ requests: load.answers.length, notOk: load.answers.filter((a) => a.status !== 200).length, p50Ms: rounded(load.p50, 2), p99Ms: rounded(load.p99, 2) });
+const quietFigures = (load: LoadResult) => ({
+  requests: load.answers.length,
+  notOk: load.answers.filter((a) => a.status !== 200).length,
+  p50Ms: rounded(load.p50, 2),
+  p99Ms: rounded(load.p99, 2),
+});
 
 /** In memory: each size of each kind's list through the rewriter inline and on a worker, the median of a few runs. */
 async function memorySweep(quick: boolean, log: (line: string) => void): Promise<Record<string, unknown>[]> {
   const rows: Record<string, unknown>[] = [];
-  for (const [kind, row] of [['configmaps', FAST_ROW], ['rolebindings', SLOW_ROW]] as const) {
+  for (const [kind, row] of [
+    ['configmaps', FAST_ROW],
+    ['rolebindings', SLOW_ROW],
+  ] as const) {
     for (const size of quick ? MEMORY_SIZES.slice(0, 3) : MEMORY_SIZES) {
       const list = upstreamList(row, size);
       const runs = size > 10e6 ? 3 : 7;
       const figures: Record<string, unknown> = { kind, bytes: list.length, runs };
-      for (const [way, threshold] of [['inline', 0], ['worker', 1]] as const) {
+      for (const [way, threshold] of [
+        ['inline', 0],
+        ['worker', 1],
+      ] as const) {
         await rewriteOnce(row, list, threshold); // warm: JIT, the worker thread
         const measured = [];
         for (let i = 0; i < runs; i++) measured.push(await rewriteOnce(row, list, threshold));
@@ -105,7 +129,9 @@ async function memorySweep(quick: boolean, log: (line: string) => void): Promise
       figures.eventLoopBusyWorkerVsInline = rounded(worker.eventLoopBusyMs / inline.eventLoopBusyMs, 2);
       figures.timeWorkerVsInline = rounded(worker.ms / inline.ms, 2);
       rows.push(figures);
-      log(`in memory, ${kind} ${(list.length / 1e6).toFixed(2)} MB: event loop busy inline ${inline.eventLoopBusyMs} ms, worker ${worker.eventLoopBusyMs} ms; list ${inline.ms} / ${worker.ms} ms`);
+      log(
+        `in memory, ${kind} ${(list.length / 1e6).toFixed(2)} MB: event loop busy inline ${inline.eventLoopBusyMs} ms, worker ${worker.eventLoopBusyMs} ms; list ${inline.ms} / ${worker.ms} ms`,
+      );
     }
   }
   await closeOffload();
@@ -153,7 +179,11 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
       return {
         quietP99: beside.p99,
         lists: lists.answers.length,
-        figures: { quietBesideLists: quietFigures(beside), loudListsDone: lists.answers.filter((a) => a.status === 200).length, loudMbPerSecond: rounded(listBytes / 1e6 / (loadMs / 1000), 1) },
+        figures: {
+          quietBesideLists: quietFigures(beside),
+          loudListsDone: lists.answers.filter((a) => a.status === 200).length,
+          loudMbPerSecond: rounded(listBytes / 1e6 / (loadMs / 1000), 1),
+        },
       };
     };
     const charts: Chart[] = [];
@@ -166,17 +196,31 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
         // A quiet tenant's small GETs alone, then beside the loud tenant's lists in a loop.
         const alone = await loadFor(kubeconfigAt(quiet.kubeconfig, url), quietPath, QUIET_LOOPS, loadMs);
         const besides = await besideLists(url, listPath, JSON_MEDIA_TYPE);
-        kind[name] = { list: { ...timed, throughputVsDirect: rounded(timed.mbPerSecond / direct.mbPerSecond, 2) }, quietAlone: quietFigures(alone), ...besides.figures };
-        log(`${big.name} ${(direct.bytes / 1e6).toFixed(1)} MB, ${name}: ${timed.mbPerSecond} MB/s (direct ${direct.mbPerSecond}); quiet p99 alone ${rounded(alone.p99)} ms, beside the lists ${rounded(besides.quietP99)} ms (${besides.lists} lists)`);
+        kind[name] = {
+          list: { ...timed, throughputVsDirect: rounded(timed.mbPerSecond / direct.mbPerSecond, 2) },
+          quietAlone: quietFigures(alone),
+          ...besides.figures,
+        };
+        log(
+          `${big.name} ${(direct.bytes / 1e6).toFixed(1)} MB, ${name}: ${timed.mbPerSecond} MB/s (direct ${direct.mbPerSecond}); quiet p99 alone ${rounded(alone.p99)} ms, beside the lists ${rounded(besides.quietP99)} ms (${besides.lists} lists)`,
+        );
       }
       kind.quietP99BesideWorkerVsInline = rounded(kind.worker.quietBesideLists.p99Ms / kind.inline.quietBesideLists.p99Ms, 2);
       figures[big.name] = kind;
       charts.push({
         title: `Quiet tenant's small GET p99 beside ${(direct.bytes / 1e6).toFixed(0)} MB ${big.name} lists`,
         unit: 'ms',
-        bars: { 'alone': kind.inline.quietAlone.p99Ms, 'lists on a worker': kind.worker.quietBesideLists.p99Ms, 'lists inline': kind.inline.quietBesideLists.p99Ms },
+        bars: {
+          alone: kind.inline.quietAlone.p99Ms,
+          'lists on a worker': kind.worker.quietBesideLists.p99Ms,
+          'lists inline': kind.inline.quietBesideLists.p99Ms,
+        },
       });
-      charts.push({ title: `One ${big.name} list's throughput`, unit: 'MB/s', bars: { direct: direct.mbPerSecond, 'tenantgate, worker': kind.worker.list.mbPerSecond, 'tenantgate, inline': kind.inline.list.mbPerSecond } });
+      charts.push({
+        title: `One ${big.name} list's throughput`,
+        unit: 'MB/s',
+        bars: { direct: direct.mbPerSecond, 'tenantgate, worker': kind.worker.list.mbPerSecond, 'tenantgate, inline': kind.inline.list.mbPerSecond },
+      });
       // (RoleBindings have no protobuf answer in tenantgate yet: they stay JSON.)
       if (big.name !== 'configmaps') continue;
       // The same list in protobuf (client-go's controllers ask for it): its throughput both ways against direct, and
@@ -188,15 +232,29 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
         const timed = await listOn(url, listPath, PROTOBUF_MEDIA_TYPE);
         const besides = await besideLists(url, listPath, PROTOBUF_MEDIA_TYPE);
         protobuf[name] = { list: { ...timed, throughputVsDirect: rounded(timed.mbPerSecond / directProtobuf.mbPerSecond, 2) }, ...besides.figures };
-        log(`${big.name} in protobuf ${(directProtobuf.bytes / 1e6).toFixed(1)} MB, ${name}: ${timed.mbPerSecond} MB/s (direct ${directProtobuf.mbPerSecond}); quiet p99 beside the lists ${rounded(besides.quietP99)} ms (${besides.lists} lists)`);
+        log(
+          `${big.name} in protobuf ${(directProtobuf.bytes / 1e6).toFixed(1)} MB, ${name}: ${timed.mbPerSecond} MB/s (direct ${directProtobuf.mbPerSecond}); quiet p99 beside the lists ${rounded(besides.quietP99)} ms (${besides.lists} lists)`,
+        );
       }
       protobuf.quietP99BesideWorkerVsInline = rounded(protobuf.worker.quietBesideLists.p99Ms / protobuf.inline.quietBesideLists.p99Ms, 2);
       charts.push({
         title: `Quiet tenant's small GET p99 beside ${(directProtobuf.bytes / 1e6).toFixed(0)} MB ${big.name} lists in protobuf`,
         unit: 'ms',
-        bars: { 'alone': kind.inline.quietAlone.p99Ms, 'lists on a worker': protobuf.worker.quietBesideLists.p99Ms, 'lists inline': protobuf.inline.quietBesideLists.p99Ms },
+        bars: {
+          alone: kind.inline.quietAlone.p99Ms,
+          'lists on a worker': protobuf.worker.quietBesideLists.p99Ms,
+          'lists inline': protobuf.inline.quietBesideLists.p99Ms,
+        },
       });
-      charts.push({ title: `One ${big.name} list's throughput in protobuf`, unit: 'MB/s', bars: { direct: directProtobuf.mbPerSecond, 'tenantgate, worker': protobuf.worker.list.mbPerSecond, 'tenantgate, inline': protobuf.inline.list.mbPerSecond } });
+      charts.push({
+        title: `One ${big.name} list's throughput in protobuf`,
+        unit: 'MB/s',
+        bars: {
+          direct: directProtobuf.mbPerSecond,
+          'tenantgate, worker': protobuf.worker.list.mbPerSecond,
+          'tenantgate, inline': protobuf.inline.list.mbPerSecond,
+        },
+      });
     }
     return { scenario: 'list-offload', figures, targets: [], charts };
   } finally {
@@ -208,6 +266,7 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
 
 export const listOffloadScenario: Scenario = {
   name: 'list-offload',
-  description: "A quiet tenant's small GET p99 while another streams 50 MB lists (ConfigMaps: byte-level, in JSON and protobuf; RoleBindings: parsed per item), lists on a worker thread and inline, with the lists' throughput against direct; in memory, the event loop's busy time per list size both ways",
+  description:
+    "A quiet tenant's small GET p99 while another streams 50 MB lists (ConfigMaps: byte-level, in JSON and protobuf; RoleBindings: parsed per item), lists on a worker thread and inline, with the lists' throughput against direct; in memory, the event loop's busy time per list size both ways",
   run,
 };

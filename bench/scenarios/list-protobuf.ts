@@ -99,7 +99,12 @@ async function cachedPods(metricsUrl: string): Promise<{ objects: number; events
  * and it spent no more than its idle rate (and a margin) of CPU in that window. Lists timed while it still ingests the
  * pods would charge that work to them. Returns how long that took and what the last window cost.
  */
-async function untilGatewayQuiet(metricsUrl: string, pid: number, idleMsPerSecond: number, pods: number): Promise<{ waitedMs: number; cacheSeen: boolean; lastWindowCpuMsPerSecond: number }> {
+async function untilGatewayQuiet(
+  metricsUrl: string,
+  pid: number,
+  idleMsPerSecond: number,
+  pods: number,
+): Promise<{ waitedMs: number; cacheSeen: boolean; lastWindowCpuMsPerSecond: number }> {
   const started = performance.now();
   for (;;) {
     const before = await cachedPods(metricsUrl);
@@ -113,7 +118,9 @@ async function untilGatewayQuiet(metricsUrl: string, pid: number, idleMsPerSecon
       return { waitedMs: performance.now() - started, cacheSeen: after !== null, lastWindowCpuMsPerSecond: cpuMsPerSecond };
     }
     if (performance.now() - started > QUIET_WAIT_MS) {
-      throw new Error(`tenantgate not quiet after ${QUIET_WAIT_MS / 1000} s: ${cpuMsPerSecond.toFixed(0)} CPU ms/s (idle ${idleMsPerSecond.toFixed(0)}), cache ${JSON.stringify(after)} of ${pods} pods`);
+      throw new Error(
+        `tenantgate not quiet after ${QUIET_WAIT_MS / 1000} s: ${cpuMsPerSecond.toFixed(0)} CPU ms/s (idle ${idleMsPerSecond.toFixed(0)}), cache ${JSON.stringify(after)} of ${pods} pods`,
+      );
     }
   }
 }
@@ -145,10 +152,18 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
       created = pods;
       log(`${pods} pods created upstream in ${Math.round(performance.now() - t0)} ms`);
       const quiet = await untilGatewayQuiet(three.stack.metricsUrl, pids.tenantgate!, idle.tenantgate!, pods);
-      log(`tenantgate quiet ${Math.round(quiet.waitedMs)} ms after the pods were made (${quiet.cacheSeen ? 'watch cache caught up, ' : 'no watch cache of pods, '}${quiet.lastWindowCpuMsPerSecond.toFixed(0)} CPU ms/s in the last window)`);
+      log(
+        `tenantgate quiet ${Math.round(quiet.waitedMs)} ms after the pods were made (${quiet.cacheSeen ? 'watch cache caught up, ' : 'no watch cache of pods, '}${quiet.lastWindowCpuMsPerSecond.toFixed(0)} CPU ms/s in the last window)`,
+      );
       const { paddingBytes } = await checkTenantList(sessions.get('tenantgate')!, pathOf('tenantgate'), pods);
 
-      const results = LEGS.map(() => ({ ms: [] as number[], firstByteMs: [] as number[], bytes: 0, gatewayCpuMs: [] as number[], apiserverCpuMs: [] as number[] }));
+      const results = LEGS.map(() => ({
+        ms: [] as number[],
+        firstByteMs: [] as number[],
+        bytes: 0,
+        gatewayCpuMs: [] as number[],
+        apiserverCpuMs: [] as number[],
+      }));
       // Rounds interleaved across legs so drift on a noisy machine hits all of them alike; round 0 warms up.
       for (let round = 0; round <= sizes.rounds; round++) {
         for (const [i, leg] of LEGS.entries()) {
@@ -227,7 +242,12 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
           `tenantgate CPU per list ${gatewayProtobuf.gatewayCpuMsPerList.toFixed(1)} ms protobuf (passthrough ${passthroughProtobuf.gatewayCpuMsPerList.toFixed(1)} ms), ${gatewayJson.gatewayCpuMsPerList.toFixed(1)} ms JSON`,
       );
       if (pods === sizes.pods.at(-1)) {
-        targets.push({ target: `${pods}-pod LIST in protobuf: >= ${TARGET_THROUGHPUT_RATIO}x direct protobuf throughput`, value: rounded(throughput, 3), unit: 'x direct', met: throughput >= TARGET_THROUGHPUT_RATIO });
+        targets.push({
+          target: `${pods}-pod LIST in protobuf: >= ${TARGET_THROUGHPUT_RATIO}x direct protobuf throughput`,
+          value: rounded(throughput, 3),
+          unit: 'x direct',
+          met: throughput >= TARGET_THROUGHPUT_RATIO,
+        });
       }
       const bars = (pick: (r: ReturnType<typeof row>) => number) => Object.fromEntries(LEGS.map((leg) => [leg.label, rounded(pick(row(leg.label)), 2)]));
       charts.push(

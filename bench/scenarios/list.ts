@@ -163,11 +163,25 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
         const throughput = direct.ms / gateway.ms;
         const firstByte = gateway.firstByteMs / direct.firstByteMs;
         targets.push(
-          { target: `${pods}-pod LIST: >= ${TARGET_THROUGHPUT_RATIO}x direct throughput`, value: rounded(throughput, 3), unit: 'x direct', met: throughput >= TARGET_THROUGHPUT_RATIO },
-          { target: `${pods}-pod LIST: time to first byte <= ${TARGET_FIRST_BYTE_RATIO}x direct`, value: rounded(firstByte, 3), unit: 'x direct', met: firstByte <= TARGET_FIRST_BYTE_RATIO },
+          {
+            target: `${pods}-pod LIST: >= ${TARGET_THROUGHPUT_RATIO}x direct throughput`,
+            value: rounded(throughput, 3),
+            unit: 'x direct',
+            met: throughput >= TARGET_THROUGHPUT_RATIO,
+          },
+          {
+            target: `${pods}-pod LIST: time to first byte <= ${TARGET_FIRST_BYTE_RATIO}x direct`,
+            value: rounded(firstByte, 3),
+            unit: 'x direct',
+            met: firstByte <= TARGET_FIRST_BYTE_RATIO,
+          },
         );
       }
-      const bars = (pick: (r: ReturnType<typeof row>) => number) => ({ direct: pick(row('direct')), passthrough: pick(row('passthrough')), tenantgate: pick(row('tenantgate')) });
+      const bars = (pick: (r: ReturnType<typeof row>) => number) => ({
+        direct: pick(row('direct')),
+        passthrough: pick(row('passthrough')),
+        tenantgate: pick(row('tenantgate')),
+      });
       charts.push(
         { title: `LIST of ${pods} pods, throughput`, unit: 'MB/s', bars: bars((r) => rounded(r.mbPerSecond, 1)) },
         { title: `LIST of ${pods} pods, time to first byte`, unit: 'ms', bars: bars((r) => rounded(r.firstByteMs, 2)) },
@@ -193,7 +207,14 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
       { name: 'tenantgate', label: 'tenantgate (watch cache)', session: sessions[2]!, path: `${tenantgate.namespacePath}/pods?resourceVersion=0` },
       ...(cacheOff === null
         ? []
-        : [{ name: 'watch-cache-off', label: 'tenantgate --watch-cache=false', session: sessions[3]!, path: `${tenantgate.namespacePath}/pods?resourceVersion=0` }]),
+        : [
+            {
+              name: 'watch-cache-off',
+              label: 'tenantgate --watch-cache=false',
+              session: sessions[3]!,
+              path: `${tenantgate.namespacePath}/pods?resourceVersion=0`,
+            },
+          ]),
     ];
     const pods = sizes[sizes.length - 1]!;
     for (const leg of cachedLegs) await untilListHolds(leg.session, leg.path, pods);
@@ -214,7 +235,7 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
     const cachedDirect = cachedRow(0);
     const cachedFigures: Record<string, unknown> = {
       query: 'resourceVersion=0',
-      watchCacheOffFlags: offFlags ?? 'none: this tenantgate has no watch cache (its leg is today\'s path; no --watch-cache=false leg)',
+      watchCacheOffFlags: offFlags ?? "none: this tenantgate has no watch cache (its leg is today's path; no --watch-cache=false leg)",
     };
     for (const [i, leg] of cachedLegs.entries()) {
       const r = cachedRow(i);
@@ -238,8 +259,18 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
       `cached LIST of ${pods} pods (resourceVersion=0): ${cachedLegs.map((leg, i) => `${leg.name} ${cachedRow(i).mbPerSecond.toFixed(0)} MB/s, first byte ${cachedRow(i).firstByteMs.toFixed(1)} ms`).join('; ')}`,
     );
     targets.push(
-      { target: `${pods}-pod cached LIST (resourceVersion=0): >= ${TARGET_CACHED_THROUGHPUT_RATIO}x direct throughput`, value: rounded(cachedThroughput, 3), unit: 'x direct', met: cachedThroughput >= TARGET_CACHED_THROUGHPUT_RATIO },
-      { target: `${pods}-pod cached LIST (resourceVersion=0): time to first byte <= ${TARGET_CACHED_FIRST_BYTE_RATIO}x direct`, value: rounded(cachedFirstByte, 3), unit: 'x direct', met: cachedFirstByte <= TARGET_CACHED_FIRST_BYTE_RATIO },
+      {
+        target: `${pods}-pod cached LIST (resourceVersion=0): >= ${TARGET_CACHED_THROUGHPUT_RATIO}x direct throughput`,
+        value: rounded(cachedThroughput, 3),
+        unit: 'x direct',
+        met: cachedThroughput >= TARGET_CACHED_THROUGHPUT_RATIO,
+      },
+      {
+        target: `${pods}-pod cached LIST (resourceVersion=0): time to first byte <= ${TARGET_CACHED_FIRST_BYTE_RATIO}x direct`,
+        value: rounded(cachedFirstByte, 3),
+        unit: 'x direct',
+        met: cachedFirstByte <= TARGET_CACHED_FIRST_BYTE_RATIO,
+      },
     );
     const cachedBars = (pick: (r: ReturnType<typeof cachedRow>) => number) => Object.fromEntries(cachedLegs.map((leg, i) => [leg.label, pick(cachedRow(i))]));
     charts.push(
@@ -258,6 +289,6 @@ export const listScenario: Scenario = {
   name: 'list',
   description:
     'LIST of 500 and 5,000 realistic pods (JSON): throughput, time to first byte, tenantgate peak RSS growth; direct vs passthrough vs tenantgate; ' +
-    'then the cached LIST (resourceVersion=0): tenantgate\'s watch cache vs direct vs --watch-cache=false',
+    "then the cached LIST (resourceVersion=0): tenantgate's watch cache vs direct vs --watch-cache=false",
   run,
 };

@@ -56,7 +56,8 @@ async function createToFirstCall(stack: Stack, pool: UpstreamPool, ids: string[]
       attempts++;
       const result = await stack.kubectl(['get', 'configmaps', '-n', 'default', '-o', 'name'], { kubeconfig: file });
       if (result.code === 0) break;
-      if (performance.now() - t0 > FIRST_CALL_LIMIT_MS) throw new Error(`tenant ${id}: no successful kubectl call within ${FIRST_CALL_LIMIT_MS} ms: ${result.stderr}`);
+      if (performance.now() - t0 > FIRST_CALL_LIMIT_MS)
+        throw new Error(`tenant ${id}: no successful kubectl call within ${FIRST_CALL_LIMIT_MS} ms: ${result.stderr}`);
     }
     const t3 = performance.now();
     created.push(t1 - t0);
@@ -91,7 +92,13 @@ async function createMany(pool: UpstreamPool, ids: string[]): Promise<Record<str
   };
   await Promise.all(Array.from({ length: CREATE_CONCURRENCY }, worker));
   const seconds = (performance.now() - t0) / 1000;
-  return { tenants: ids.length, concurrency: CREATE_CONCURRENCY, seconds: rounded(seconds, 1), tenantsPerSecond: rounded(ids.length / seconds, 1), createToReadyMs: summary(readyMs) };
+  return {
+    tenants: ids.length,
+    concurrency: CREATE_CONCURRENCY,
+    seconds: rounded(seconds, 1),
+    tenantsPerSecond: rounded(ids.length / seconds, 1),
+    createToReadyMs: summary(readyMs),
+  };
 }
 
 /** What the resolve-tenant stage costs per request with 1,000 tenants in the index, against a plain Map.get. */
@@ -188,7 +195,10 @@ async function mixedTraffic(stack: Stack, pool: UpstreamPool, ids: string[], sec
       } else {
         const n = (createdCount.get(id) ?? 0) + 1;
         createdCount.set(id, n);
-        answer = await h2Request(session, 'POST', base, { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ metadata: { name: `${id}-${n}` } }) });
+        answer = await h2Request(session, 'POST', base, {
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ metadata: { name: `${id}-${n}` } }),
+        });
       }
       latencies.get(operation)!.push(performance.now() - started);
       counts.requests++;
@@ -203,7 +213,8 @@ async function mixedTraffic(stack: Stack, pool: UpstreamPool, ids: string[], sec
   for (const session of sessions.values()) session.close();
   if (counts.foreignItems > 0) throw new Error(`isolation: ${counts.foreignItems} of other tenants' ConfigMaps appeared in tenants' lists`);
   const byOperation: Record<string, unknown> = {};
-  for (const [operation, values] of latencies) byOperation[operation] = { requests: values.length, p50Ms: rounded(percentile(values, 50), 2), p99Ms: rounded(percentile(values, 99), 2) };
+  for (const [operation, values] of latencies)
+    byOperation[operation] = { requests: values.length, p50Ms: rounded(percentile(values, 50), 2), p99Ms: rounded(percentile(values, 99), 2) };
   return {
     tenants: ids.length,
     concurrency: TRAFFIC_CONCURRENCY,
@@ -228,13 +239,19 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
   try {
     const ids = Array.from({ length: tenants }, (_, i) => tenantId(i));
     const creation = await createToFirstCall(stack, pool, ids.slice(0, sample));
-    log(`create to first kubectl, ${sample} tenants one at a time: ${JSON.stringify(creation.createToFirstKubectlMs)} ms (kubectl alone ${JSON.stringify(creation.kubectlAloneMs)})`);
+    log(
+      `create to first kubectl, ${sample} tenants one at a time: ${JSON.stringify(creation.createToFirstKubectlMs)} ms (kubectl alone ${JSON.stringify(creation.kubectlAloneMs)})`,
+    );
     const many = await createMany(pool, ids.slice(sample));
-    log(`${tenants - sample} more tenants, ${CREATE_CONCURRENCY} at a time: ${many.tenantsPerSecond} tenants/s, create to Ready ${JSON.stringify(many.createToReadyMs)} ms`);
+    log(
+      `${tenants - sample} more tenants, ${CREATE_CONCURRENCY} at a time: ${many.tenantsPerSecond} tenants/s, create to Ready ${JSON.stringify(many.createToReadyMs)} ms`,
+    );
     const rssBefore = stack.gatewayMemory().rss;
     const traffic = await mixedTraffic(stack, pool, ids, trafficSeconds, log);
     const memory = stack.gatewayMemory();
-    log(`mixed traffic over ${tenants} tenants: ${traffic.requestsPerSecond} requests/s, ${traffic.errors} errors; tenantgate RSS ${rounded(memory.rss / 2 ** 20, 1)} MB`);
+    log(
+      `mixed traffic over ${tenants} tenants: ${traffic.requestsPerSecond} requests/s, ${traffic.errors} errors; tenantgate RSS ${rounded(memory.rss / 2 ** 20, 1)} MB`,
+    );
     const byOperation = traffic.byOperation as Record<Operation, { p50Ms: number; p99Ms: number }>;
     const charts: Chart[] = [
       {
@@ -261,7 +278,11 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
         creation,
         createMany: many,
         traffic,
-        tenantgateRssMb: { beforeTraffic: rounded(rssBefore / 2 ** 20, 1), afterTraffic: rounded(memory.rss / 2 ** 20, 1), peak: rounded(memory.peak / 2 ** 20, 1) },
+        tenantgateRssMb: {
+          beforeTraffic: rounded(rssBefore / 2 ** 20, 1),
+          afterTraffic: rounded(memory.rss / 2 ** 20, 1),
+          peak: rounded(memory.peak / 2 ** 20, 1),
+        },
       },
       targets: [],
       charts,

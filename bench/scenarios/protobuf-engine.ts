@@ -69,13 +69,25 @@ async function run(options: ScenarioOptions): Promise<ScenarioResult> {
   const jsonList = podListPayload({ pods, tenant: TENANT, otherEvery: OTHER_EVERY });
   const jsonWatch = podWatchPayload({ pods, tenant: TENANT, otherEvery: OTHER_EVERY });
   const chunks = { list: chunksOf(list), watch: chunksOf(watch), jsonList: chunksOf(jsonList), jsonWatch: chunksOf(jsonWatch) };
-  options.log(`protobuf: ${pods} pods, list ${(list.length / 1e6).toFixed(1)} MB, watch ${(watch.length / 1e6).toFixed(1)} MB; JSON of the same pods: ${(jsonList.length / 1e6).toFixed(1)} MB, ${(jsonWatch.length / 1e6).toFixed(1)} MB`);
+  options.log(
+    `protobuf: ${pods} pods, list ${(list.length / 1e6).toFixed(1)} MB, watch ${(watch.length / 1e6).toFixed(1)} MB; JSON of the same pods: ${(jsonList.length / 1e6).toFixed(1)} MB, ${(jsonWatch.length / 1e6).toFixed(1)} MB`,
+  );
   options.log(`1 in ${OTHER_EVERY} pods another tenant's; fed in ${CHUNK / 1024} KiB chunks; ${runs} runs of each, round-robin`);
   const spec = tenantViewSpecOf(PODS_ROW, CTX);
   const cases: Case[] = [
     { payload: 'list', approach: 'raw copy (protobuf)', input: list, run: () => chunks.list.reduce((sum, chunk) => sum + Buffer.from(chunk).length, 0) },
-    { payload: 'list', approach: 'protobuf, streamed (padded)', input: list, run: () => drive(new ProtobufListToTenant(PODS_ROW, CTX, 'v1', { holdListBytes: 0 }), chunks.list) },
-    { payload: 'list', approach: 'protobuf, held whole (exact length)', input: list, run: () => drive(new ProtobufListToTenant(PODS_ROW, CTX, 'v1', { holdListBytes: Infinity }), chunks.list) },
+    {
+      payload: 'list',
+      approach: 'protobuf, streamed (padded)',
+      input: list,
+      run: () => drive(new ProtobufListToTenant(PODS_ROW, CTX, 'v1', { holdListBytes: 0 }), chunks.list),
+    },
+    {
+      payload: 'list',
+      approach: 'protobuf, held whole (exact length)',
+      input: list,
+      run: () => drive(new ProtobufListToTenant(PODS_ROW, CTX, 'v1', { holdListBytes: Infinity }), chunks.list),
+    },
     { payload: 'list', approach: 'JSON rewriter (same pods)', input: jsonList, run: () => drive(new TenantViewScanner('list', spec), chunks.jsonList) },
     { payload: 'watch', approach: 'raw copy (protobuf)', input: watch, run: () => chunks.watch.reduce((sum, chunk) => sum + Buffer.from(chunk).length, 0) },
     { payload: 'watch', approach: 'protobuf watch frames', input: watch, run: () => drive(new ProtobufWatchToTenant(PODS_ROW, CTX, 'v1'), chunks.watch) },
@@ -105,7 +117,9 @@ async function run(options: ScenarioOptions): Promise<ScenarioResult> {
     bestMbPerSecond: Math.round(c.input.length / 1e6 / (Math.min(...times[i]!) / 1000)),
     cpuMbPerSecond: Math.round(c.input.length / 1e6 / (median(cpuTimes[i]!) / 1000)),
   }));
-  options.log(`${'payload'.padEnd(7)} ${'approach'.padEnd(38)} ${'MB/s'.padStart(6)} ${'best'.padStart(6)} ${'CPU'.padStart(6)} ${'in MB'.padStart(7)} ${'out MB'.padStart(7)}`);
+  options.log(
+    `${'payload'.padEnd(7)} ${'approach'.padEnd(38)} ${'MB/s'.padStart(6)} ${'best'.padStart(6)} ${'CPU'.padStart(6)} ${'in MB'.padStart(7)} ${'out MB'.padStart(7)}`,
+  );
   for (const row of rows) {
     options.log(
       `${row.payload.padEnd(7)} ${row.approach.padEnd(38)} ${String(row.mbPerSecond).padStart(6)} ${String(row.bestMbPerSecond).padStart(6)} ${String(row.cpuMbPerSecond).padStart(6)} ${(row.inBytes / 1e6).toFixed(2).padStart(7)} ${(row.outBytes / 1e6).toFixed(2).padStart(7)}`,
@@ -130,6 +144,7 @@ async function run(options: ScenarioOptions): Promise<ScenarioResult> {
 
 export const protobufEngineScenario: Scenario = {
   name: 'protobuf-engine',
-  description: 'Protobuf tenant view alone, in memory: MB/s of a pod list (streamed and held) and a pod watch stream, against a raw copy and the JSON rewriters',
+  description:
+    'Protobuf tenant view alone, in memory: MB/s of a pod list (streamed and held) and a pod watch stream, against a raw copy and the JSON rewriters',
   run,
 };

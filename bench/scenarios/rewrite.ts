@@ -277,10 +277,24 @@ async function runPayload(payload: 'list' | 'watch'): Promise<void> {
       { payload, input: list, approach: 'calibration: JS loop reading every byte', runs: many, run: () => readEveryByteRun(list) },
       { payload, input: list, approach: FAST_PATH, runs: many, prepare: freshList, run: (chunks) => scannerRun('list', chunks, fast) },
       { payload, input: list, approach: FAST_PATH_COPYING, runs: many, run: () => scannerRun('list', listChunks, fast, true) },
-      { payload, input: list, approach: 'tenant-view name prefix only (64 KiB chunks)', runs: many, prepare: freshList, run: (chunks) => scannerRun('list', chunks, nameOnly) },
+      {
+        payload,
+        input: list,
+        approach: 'tenant-view name prefix only (64 KiB chunks)',
+        runs: many,
+        prepare: freshList,
+        run: (chunks) => scannerRun('list', chunks, nameOnly),
+      },
       { payload, input: list, approach: 'tenant-view fast path (whole buffer)', runs: many, run: () => wholeRun(() => rewriteListBuffer(list, fast)) },
       { payload, input: list, approach: 'tenant-view fast path, ListRewriter stream', runs: many, prepare: freshList, run: (chunks) => transformRun(chunks) },
-      { payload, input: list, approach: 'tenant-view slow path, pod rule per item (chunks)', runs: few, prepare: freshList, run: (chunks) => scannerRun('list', chunks, slow) },
+      {
+        payload,
+        input: list,
+        approach: 'tenant-view slow path, pod rule per item (chunks)',
+        runs: few,
+        prepare: freshList,
+        run: (chunks) => scannerRun('list', chunks, slow),
+      },
       { payload, input: list, approach: 'JSON.parse + pod rule + JSON.stringify', runs: few, run: () => wholeRun(() => referenceListView(list, fast)) },
       { payload, input: list, approach: 'stream-json pick + streamArray + stringify (chunks)', runs: once, run: () => streamJsonListRun(listChunks) },
     ]);
@@ -292,9 +306,29 @@ async function runPayload(payload: 'list' | 'watch'): Promise<void> {
       { payload, input: watch, approach: 'raw copy (64 KiB chunks)', runs: many, run: () => rawCopyRun(watchChunks) },
       { payload, input: watch, approach: FAST_PATH, runs: many, prepare: freshWatch, run: (chunks) => scannerRun('watch', chunks, fast) },
       { payload, input: watch, approach: FAST_PATH_COPYING, runs: many, run: () => scannerRun('watch', watchChunks, fast, true) },
-      { payload, input: watch, approach: 'tenant-view name prefix only (64 KiB chunks)', runs: many, prepare: freshWatch, run: (chunks) => scannerRun('watch', chunks, nameOnly) },
-      { payload, input: watch, approach: 'tenant-view slow path, pod rule per item (chunks)', runs: few, prepare: freshWatch, run: (chunks) => scannerRun('watch', chunks, slow) },
-      { payload, input: watch, approach: 'JSON.parse + pod rule + JSON.stringify per event', runs: few, run: () => wholeRun(() => referenceWatchView(watch, fast)) },
+      {
+        payload,
+        input: watch,
+        approach: 'tenant-view name prefix only (64 KiB chunks)',
+        runs: many,
+        prepare: freshWatch,
+        run: (chunks) => scannerRun('watch', chunks, nameOnly),
+      },
+      {
+        payload,
+        input: watch,
+        approach: 'tenant-view slow path, pod rule per item (chunks)',
+        runs: few,
+        prepare: freshWatch,
+        run: (chunks) => scannerRun('watch', chunks, slow),
+      },
+      {
+        payload,
+        input: watch,
+        approach: 'JSON.parse + pod rule + JSON.stringify per event',
+        runs: few,
+        run: () => wholeRun(() => referenceWatchView(watch, fast)),
+      },
       { payload, input: watch, approach: 'stream-json jsonStreaming + streamValues (chunks)', runs: once, run: () => streamJsonWatchRun(watchChunks) },
     ]);
   }
@@ -321,8 +355,18 @@ const OBJECT_BYTES = 'byte path: tenantViewSpecOf + objectToTenantBytes';
 function runObjects(): void {
   const random = seededRandom(7);
   const objects: [name: string, row: KindRow, input: Buffer, count: number][] = [
-    ['ConfigMap', kindOf('', 'configmaps')!, Buffer.from(JSON.stringify(realisticConfigMap(random, 1, `${TENANT}-default`, TENANT)) + '\n'), quick ? 4000 : 20000],
-    ['Pod', PODS_ROW, Buffer.from(JSON.stringify({ kind: 'Pod', apiVersion: 'v1', ...realisticPod(random, 1, `${TENANT}-default`) }) + '\n'), quick ? 1000 : 5000],
+    [
+      'ConfigMap',
+      kindOf('', 'configmaps')!,
+      Buffer.from(JSON.stringify(realisticConfigMap(random, 1, `${TENANT}-default`, TENANT)) + '\n'),
+      quick ? 4000 : 20000,
+    ],
+    [
+      'Pod',
+      PODS_ROW,
+      Buffer.from(JSON.stringify({ kind: 'Pod', apiVersion: 'v1', ...realisticPod(random, 1, `${TENANT}-default`) }) + '\n'),
+      quick ? 1000 : 5000,
+    ],
   ];
   const rounds = quick ? 3 : 9;
   const objectRows: ObjectRow[] = [];
@@ -351,9 +395,17 @@ function runObjects(): void {
     }
     if (sink === 0) throw new Error('nothing converted');
     for (const [k, [approach]] of cases.entries()) {
-      const objectRow = { object: name, approach, bytes: input.length, microsPerObject: Number(median(times[k]!).toFixed(2)), bestMicrosPerObject: Number(Math.min(...times[k]!).toFixed(2)) };
+      const objectRow = {
+        object: name,
+        approach,
+        bytes: input.length,
+        microsPerObject: Number(median(times[k]!).toFixed(2)),
+        bestMicrosPerObject: Number(Math.min(...times[k]!).toFixed(2)),
+      };
       objectRows.push(objectRow);
-      log(`${`${name} ${input.length} B`.padEnd(16)} ${approach.padEnd(52)} ${objectRow.microsPerObject.toFixed(2).padStart(8)} ${objectRow.bestMicrosPerObject.toFixed(2).padStart(8)}`);
+      log(
+        `${`${name} ${input.length} B`.padEnd(16)} ${approach.padEnd(52)} ${objectRow.microsPerObject.toFixed(2).padStart(8)} ${objectRow.bestMicrosPerObject.toFixed(2).padStart(8)}`,
+      );
     }
   }
   process.stdout.write(`${OBJECT_ROWS_MARK}${JSON.stringify(objectRows)}\n`);
@@ -396,11 +448,15 @@ async function run(options: ScenarioOptions): Promise<ScenarioResult> {
   for (const payload of ['list', 'watch', 'object']) {
     if (payload === 'object') log(`${'object'.padEnd(16)} ${'approach'.padEnd(52)} ${'µs/obj'.padStart(8)} ${'best'.padStart(8)}`);
     // With tenantgate's Node flags: the young generation size changes what the rewriters' garbage costs.
-    const child = spawnSync(process.execPath, [...TENANTGATE_NODE_FLAGS, fileURLToPath(import.meta.url), '--payload', payload, ...(options.quick ? ['--quick'] : [])], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-      encoding: 'utf8',
-      timeout: 120_000,
-    });
+    const child = spawnSync(
+      process.execPath,
+      [...TENANTGATE_NODE_FLAGS, fileURLToPath(import.meta.url), '--payload', payload, ...(options.quick ? ['--quick'] : [])],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+        encoding: 'utf8',
+        timeout: 120_000,
+      },
+    );
     if (child.status !== 0) throw new Error(`the ${payload} benchmark failed (${child.status ?? child.signal})`);
     for (const line of child.stdout.split('\n')) {
       if (line.startsWith(ROWS_MARK)) all.push(...(JSON.parse(line.slice(ROWS_MARK.length)) as Row[]));
@@ -428,7 +484,12 @@ async function run(options: ScenarioOptions): Promise<ScenarioResult> {
   }
   const targets = (['list', 'watch'] as const).map((payload) => {
     const value = mbPerSecond(payload, FAST_PATH) ?? NaN;
-    return { target: `rewrite engine, ${payload}: >= ${TARGET_MB_PER_SECOND} MB/s in memory (fast path)`, value, unit: 'MB/s', met: value >= TARGET_MB_PER_SECOND };
+    return {
+      target: `rewrite engine, ${payload}: >= ${TARGET_MB_PER_SECOND} MB/s in memory (fast path)`,
+      value,
+      unit: 'MB/s',
+      met: value >= TARGET_MB_PER_SECOND,
+    };
   });
   return {
     scenario: 'rewrite',
@@ -440,7 +501,8 @@ async function run(options: ScenarioOptions): Promise<ScenarioResult> {
 
 export const rewriteScenario: Scenario = {
   name: 'rewrite',
-  description: 'Rewrite engine alone, in memory: MB/s of pod list and watch payloads, against JSON.parse+stringify, stream-json and a raw copy; µs per single object, byte path against JSON.parse+stringify',
+  description:
+    'Rewrite engine alone, in memory: MB/s of pod list and watch payloads, against JSON.parse+stringify, stream-json and a raw copy; µs per single object, byte path against JSON.parse+stringify',
   run,
 };
 

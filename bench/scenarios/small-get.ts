@@ -51,7 +51,11 @@ export async function tenantToken(tenantCredentials: BenchTarget['credentials'])
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'bench-get' },
       subjects: [{ kind: 'ServiceAccount', name: 'bench', namespace: 'default' }],
     });
-    const request = await post(`${ns}/serviceaccounts/bench/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } });
+    const request = await post(`${ns}/serviceaccounts/bench/token`, {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      spec: { expirationSeconds: 3600 },
+    });
     return request.status.token as string;
   } finally {
     session.close();
@@ -86,7 +90,8 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
     for (const target of three.targets) await waitUntilServed(target, headers);
     const protocols: Protocol[] = withHttp2 ? ['http1', 'http2'] : ['http1'];
     const measured = new Map<string, Measured>();
-    for (const protocol of protocols) for (const target of three.targets) measured.set(`${protocol} ${target.name}`, { requestsPerSecond: [], p50Ms: [], p99Ms: [], non2xx: 0 });
+    for (const protocol of protocols)
+      for (const target of three.targets) measured.set(`${protocol} ${target.name}`, { requestsPerSecond: [], p50Ms: [], p99Ms: [], non2xx: 0 });
     const once = async (protocol: Protocol, target: BenchTarget, concurrent: boolean, seconds: number) =>
       protocol === 'http1'
         ? http1Load({ url: urlOf(target), headers, connections: concurrent ? CONNECTIONS_HTTP1 : 1, seconds })
@@ -116,7 +121,9 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
       loadSeconds,
       latencySeconds,
       http1: { client: 'autocannon', connections: CONNECTIONS_HTTP1 },
-      http2: withHttp2 ? { client: 'h2load', connections: CONNECTIONS_HTTP2, streamsPerConnection: STREAMS_HTTP2 } : { skipped: `no ${'/usr/bin/h2load'}: ${H2LOAD_INSTALL}` },
+      http2: withHttp2
+        ? { client: 'h2load', connections: CONNECTIONS_HTTP2, streamsPerConnection: STREAMS_HTTP2 }
+        : { skipped: `no ${'/usr/bin/h2load'}: ${H2LOAD_INSTALL}` },
     };
     const targets: TargetCheck[] = [];
     const charts: Chart[] = [];
@@ -143,10 +150,19 @@ async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
       const added = gateway.p50Ms - direct.p50Ms;
       targets.push(
         { target: `small GET, ${label}: >= ${TARGET_RATIO}x direct requests/s`, value: rounded(ratio, 3), unit: 'x direct', met: ratio >= TARGET_RATIO },
-        { target: `small GET, ${label}: >= ${TARGET_RATIO_FLOOR}x direct requests/s at saturation`, value: rounded(ratio, 3), unit: 'x direct', met: ratio >= TARGET_RATIO_FLOOR },
+        {
+          target: `small GET, ${label}: >= ${TARGET_RATIO_FLOOR}x direct requests/s at saturation`,
+          value: rounded(ratio, 3),
+          unit: 'x direct',
+          met: ratio >= TARGET_RATIO_FLOOR,
+        },
         { target: `small GET, ${label}: p50 added <= ${TARGET_P50_ADDED_MS} ms`, value: rounded(added, 3), unit: 'ms', met: added <= TARGET_P50_ADDED_MS },
       );
-      const bars = (pick: (row: ReturnType<typeof of>) => number) => ({ direct: pick(of('direct')), passthrough: pick(of('passthrough')), tenantgate: pick(of('tenantgate')) });
+      const bars = (pick: (row: ReturnType<typeof of>) => number) => ({
+        direct: pick(of('direct')),
+        passthrough: pick(of('passthrough')),
+        tenantgate: pick(of('tenantgate')),
+      });
       charts.push(
         { title: `Small GET, ${label}, requests per second`, unit: 'requests/s', bars: bars((r) => Math.round(r.requestsPerSecond)) },
         { title: `Small GET, ${label}, p50 latency one at a time`, unit: 'ms', bars: bars((r) => rounded(r.p50Ms, 3)) },

@@ -70,7 +70,16 @@ class EventCounter {
   }
 }
 
-async function measureLeg(encoding: Encoding, size: Size, gatewayUrl: string, metricsUrl: string, credentials: ReturnType<typeof loadKubeconfig>, admin: UpstreamPool, gatewayPid: number, log: (line: string) => void): Promise<LegFigures> {
+async function measureLeg(
+  encoding: Encoding,
+  size: Size,
+  gatewayUrl: string,
+  metricsUrl: string,
+  credentials: ReturnType<typeof loadKubeconfig>,
+  admin: UpstreamPool,
+  gatewayPid: number,
+  log: (line: string) => void,
+): Promise<LegFigures> {
   const sessions: ClientHttp2Session[] = [];
   const counters: EventCounter[] = [];
   try {
@@ -111,7 +120,9 @@ async function measureLeg(encoding: Encoding, size: Size, gatewayUrl: string, me
       if (due > performance.now()) await sleep(due - performance.now());
       while (inflight.size >= 32) await Promise.race(inflight);
       const name = `bench-${i % CONFIGMAPS}`;
-      const write = upstreamJson(admin, 'PATCH', `/api/v1/namespaces/${TENANT}-default/configmaps/${name}`, { data: { at: String(i) } }).finally(() => inflight.delete(write));
+      const write = upstreamJson(admin, 'PATCH', `/api/v1/namespaces/${TENANT}-default/configmaps/${name}`, { data: { at: String(i) } }).finally(() =>
+        inflight.delete(write),
+      );
       inflight.add(write);
     }
     await Promise.all(inflight);
@@ -169,14 +180,18 @@ export async function runWatchCacheProtobuf(size: Size, options: ScenarioOptions
   try {
     const tenant = await createTestTenant(stack, TENANT);
     for (let i = 0; i < CONFIGMAPS; i++) {
-      const created = await upstreamJson(admin, 'POST', `/api/v1/namespaces/${TENANT}-default/configmaps`, { metadata: { name: `bench-${i}`, labels: { [TENANT_LABEL]: TENANT, app: 'bench' } }, data: { at: '-1', payload: 'x'.repeat(512) } });
+      const created = await upstreamJson(admin, 'POST', `/api/v1/namespaces/${TENANT}-default/configmaps`, {
+        metadata: { name: `bench-${i}`, labels: { [TENANT_LABEL]: TENANT, app: 'bench' } },
+        data: { at: '-1', payload: 'x'.repeat(512) },
+      });
       if (created.status !== 201) throw new Error(`creating a configmap upstream: ${created.status}`);
     }
     const credentials = loadKubeconfig(tenant.kubeconfig);
     const gatewayPid = stack.gateway.pid!;
     // Alternated, twice each: on a shared machine the second of two legs would otherwise carry the drift of the run.
     const rounds: LegFigures[] = [];
-    for (const encoding of ['json', 'protobuf', 'protobuf', 'json'] as const) rounds.push(await measureLeg(encoding, size, stack.gatewayUrl, stack.metricsUrl, credentials, admin, gatewayPid, options.log));
+    for (const encoding of ['json', 'protobuf', 'protobuf', 'json'] as const)
+      rounds.push(await measureLeg(encoding, size, stack.gatewayUrl, stack.metricsUrl, credentials, admin, gatewayPid, options.log));
     const json = mean(rounds.filter((leg) => leg.encoding === 'json'));
     const protobuf = mean(rounds.filter((leg) => leg.encoding === 'protobuf'));
     const cpuRatio = round(protobuf.gatewayCpuSecondsPer1000Deliveries / json.gatewayCpuSecondsPer1000Deliveries, 3);
@@ -204,7 +219,11 @@ export async function runWatchCacheProtobuf(size: Size, options: ScenarioOptions
         },
       ],
       charts: [
-        { title: `Watch cache: CPU per 1,000 deliveries, ${size.watchers} watchers of one namespace`, unit: 'CPU s', bars: { JSON: json.gatewayCpuSecondsPer1000Deliveries, protobuf: protobuf.gatewayCpuSecondsPer1000Deliveries } },
+        {
+          title: `Watch cache: CPU per 1,000 deliveries, ${size.watchers} watchers of one namespace`,
+          unit: 'CPU s',
+          bars: { JSON: json.gatewayCpuSecondsPer1000Deliveries, protobuf: protobuf.gatewayCpuSecondsPer1000Deliveries },
+        },
         { title: 'Watch cache: bytes per delivery', unit: 'bytes', bars: { JSON: json.bytesPerDelivery, protobuf: protobuf.bytesPerDelivery } },
       ],
     };
@@ -216,7 +235,8 @@ export async function runWatchCacheProtobuf(size: Size, options: ScenarioOptions
 
 export const watchCacheProtobufScenario: Scenario = {
   name: 'watch-cache-protobuf',
-  description: 'Watch cache fan-out in JSON and in protobuf: one tenant\'s watchers of one namespace, the same upstream writes; deliveries/s, tenantgate CPU per 1,000 deliveries, bytes per delivery',
+  description:
+    "Watch cache fan-out in JSON and in protobuf: one tenant's watchers of one namespace, the same upstream writes; deliveries/s, tenantgate CPU per 1,000 deliveries, bytes per delivery",
   run: (options) => runWatchCacheProtobuf(options.quick ? QUICK : FULL, options),
 };
 

@@ -50,8 +50,20 @@ export interface SideCasesSize {
 
 export const FULL_SIZE: FanoutSize = { tenants: 1000, watchersPerTenant: 10, eventsPerSecond: 1000, steadySeconds: 20 };
 export const QUICK_SIZE: FanoutSize = { tenants: 20, watchersPerTenant: 10, eventsPerSecond: 100, steadySeconds: 4 };
-export const FULL_SIDE_CASES: SideCasesSize = { namespaceWatchers: 100, namespaceWritesPerSecond: 100, namespaceSteadySeconds: 10, namespaceConfigMaps: 10, burstWatches: 500 };
-export const QUICK_SIDE_CASES: SideCasesSize = { namespaceWatchers: 100, namespaceWritesPerSecond: 100, namespaceSteadySeconds: 2, namespaceConfigMaps: 10, burstWatches: 500 };
+export const FULL_SIDE_CASES: SideCasesSize = {
+  namespaceWatchers: 100,
+  namespaceWritesPerSecond: 100,
+  namespaceSteadySeconds: 10,
+  namespaceConfigMaps: 10,
+  burstWatches: 500,
+};
+export const QUICK_SIDE_CASES: SideCasesSize = {
+  namespaceWatchers: 100,
+  namespaceWritesPerSecond: 100,
+  namespaceSteadySeconds: 2,
+  namespaceConfigMaps: 10,
+  burstWatches: 500,
+};
 
 const CONFIGMAP = 'fanout';
 const NAMESPACE_CONFIGMAP_PREFIX = 'fanout-ns-';
@@ -146,7 +158,6 @@ async function gatewayHeap(metricsUrl: string): Promise<{ heapUsedBytes: number;
   const sample = (name: string) => Number(new RegExp(`^tenantgate_${name} (\\S+)`, 'm').exec(text)?.[1] ?? NaN);
   return { heapUsedBytes: sample('nodejs_heap_size_used_bytes'), externalBytes: sample('nodejs_external_memory_bytes') };
 }
-
 
 /** Open watches the upstream serves now, from kube-apiserver's own metrics (apiserver_longrunning_requests, verb WATCH). */
 interface UpstreamWatches {
@@ -344,7 +355,6 @@ async function openWatch(session: ClientHttp2Session, path: string, onChunk: (ch
   }
 }
 
-
 interface WritesDone {
   issued: number;
   failed: number;
@@ -356,7 +366,11 @@ interface WritesDone {
 }
 
 /** Merge-patches at a steady rate, each carrying its write time: write `i` goes where `target(i)` says. */
-async function writeSteadily(target: (index: number) => { pool: UpstreamPool; path: string }, eventsPerSecond: number, steadySeconds: number): Promise<WritesDone> {
+async function writeSteadily(
+  target: (index: number) => { pool: UpstreamPool; path: string },
+  eventsPerSecond: number,
+  steadySeconds: number,
+): Promise<WritesDone> {
   // The write's own round trip: how much of a delivery's latency the write path takes before any watch sees it.
   const roundTrips = new Float64Array(Math.ceil(eventsPerSecond * steadySeconds) + 1);
   const byStatus: Record<string, number> = {};
@@ -543,10 +557,12 @@ async function measureFanout(leg: Leg, { tenants, size, admin, lateWaitMs, log }
       upstreamWatchesSteady: upstreamWatchesSteady.all,
       upstreamWatchesAdded: upstreamWatchesSteady.all - baseline.all,
       upstreamWatchesAddedByResource: addedByResource,
-      upstreamWatchesIdleByResource: leg.upstreamWatchesBeforeProcess === null ? null : watchesAdded(leg.upstreamWatchesBeforeProcess, upstreamWatchesBeforeWatchers),
+      upstreamWatchesIdleByResource:
+        leg.upstreamWatchesBeforeProcess === null ? null : watchesAdded(leg.upstreamWatchesBeforeProcess, upstreamWatchesBeforeWatchers),
       watchCacheIdle,
       watchCacheAfter,
-      watchCacheBytesPer1000Objects: watchCacheAfter === null || watchCacheAfter.objects === 0 ? NaN : Math.round((watchCacheAfter.bytes * 1000) / watchCacheAfter.objects),
+      watchCacheBytesPer1000Objects:
+        watchCacheAfter === null || watchCacheAfter.objects === 0 ? NaN : Math.round((watchCacheAfter.bytes * 1000) / watchCacheAfter.objects),
     };
   } finally {
     if (watchers === null) sessions.forEach((session) => session.destroy());
@@ -594,7 +610,9 @@ async function measureOneNamespace(leg: Leg, tenant: string, side: SideCasesSize
     const sorted = await deliveriesOf(latencies, expected, lateWaitMs);
     const cpuSeconds = cpuSecondsOf(leg.pid) - cpuBefore;
     const refusedShare = writes.issued === 0 ? NaN : round(writes.failed / writes.issued, 3);
-    log(`${leg.name}: one namespace, ${opened} watchers: p99 ${percentile(sorted, 99).toFixed(1)} ms, ${latencies.count} of ${expected} deliveries, writes refused ${(refusedShare * 100).toFixed(1)} %`);
+    log(
+      `${leg.name}: one namespace, ${opened} watchers: p99 ${percentile(sorted, 99).toFixed(1)} ms, ${latencies.count} of ${expected} deliveries, writes refused ${(refusedShare * 100).toFixed(1)} %`,
+    );
     return {
       leg: leg.name,
       watchersOpened: opened,
@@ -720,7 +738,13 @@ export async function runWatchFanout(size: FanoutSize, side: SideCasesSize, opti
     const tenantCredentials = new Map<string, ClusterCredentials>();
     for (const tenant of created.ready) {
       const id = tenant.metadata.name;
-      const issued = issueCertificate(stack.files.ca, { serialNumberHex: tenantCertificateSerial(tenant), commonName: `${id}-admin`, organizationalUnits: [id], usage: 'client', keys });
+      const issued = issueCertificate(stack.files.ca, {
+        serialNumberHex: tenantCertificateSerial(tenant),
+        commonName: `${id}-admin`,
+        organizationalUnits: [id],
+        usage: 'client',
+        keys,
+      });
       tenantCredentials.set(id, { server: stack.gatewayUrl, caPem: stack.files.ca.certPem, certPem: issued.certPem, keyPem: issued.keyPem });
     }
     // Each tenant's first request writes its birth state upstream (its namespaces, where the writers below write).
@@ -736,7 +760,10 @@ export async function runWatchFanout(size: FanoutSize, side: SideCasesSize, opti
     created.bornSeconds = (performance.now() - birthsStarted) / 1000;
     log(`${tenants.length} tenants' first requests answered (their birth state upstream) in ${created.bornSeconds.toFixed(1)} s`);
     const configMap = (namespace: string, name: string, tenant: string) =>
-      upstreamJson(admin, 'POST', `/api/v1/namespaces/${namespace}/configmaps`, { metadata: { name, labels: { [TENANT_LABEL]: tenant } }, data: { [SENT_AT_KEY]: '0' } }).then((answer) => {
+      upstreamJson(admin, 'POST', `/api/v1/namespaces/${namespace}/configmaps`, {
+        metadata: { name, labels: { [TENANT_LABEL]: tenant } },
+        data: { [SENT_AT_KEY]: '0' },
+      }).then((answer) => {
         if (answer.status !== 201) throw new Error(`creating ${namespace}/${name} upstream: ${answer.status}`);
       });
     await runBounded(tenants.length, UPSTREAM_WRITE_CONCURRENCY, (index) => configMap(upstreamNamespaceOf(tenants[index]!), CONFIGMAP, tenants[index]!));
@@ -793,7 +820,8 @@ export async function runWatchFanout(size: FanoutSize, side: SideCasesSize, opti
       sessions: tenants.length * sessionsPerTenant,
       streamsPerSession: Math.ceil(size.watchersPerTenant / sessionsPerTenant),
     }).catch((error: Error) => (log(`idle-stream floor not measured: ${error.message}`), null));
-    if (floor !== null) log(`bare node:http2: ${floor.streams} idle streams, ${(floor.rssPerStreamAfterGcBytes / 1024).toFixed(1)} KB RSS per stream after a full collection`);
+    if (floor !== null)
+      log(`bare node:http2: ${floor.streams} idle streams, ${(floor.rssPerStreamAfterGcBytes / 1024).toFixed(1)} KB RSS per stream after a full collection`);
     legs.direct = await measureLeg(
       {
         name: 'direct',
@@ -972,7 +1000,7 @@ function report(
 export const watchFanout: Scenario = {
   name: 'watch-fanout',
   description:
-    'Watch fan-out: tenants × HTTP/2 watchers of ConfigMaps, a steady rate of upstream writes; write-to-receipt p50/p99, RSS per idle watcher, CPU per 1,000 deliveries and the upstream\'s open watches; ' +
+    "Watch fan-out: tenants × HTTP/2 watchers of ConfigMaps, a steady rate of upstream writes; write-to-receipt p50/p99, RSS per idle watcher, CPU per 1,000 deliveries and the upstream's open watches; " +
     '100 watchers of one namespace at 100 writes/s; a burst of 500 watch opens by one tenant; tenantgate with its watch cache against the direct upstream and --watch-cache=false',
   run: (options) => runWatchFanout(options.quick ? QUICK_SIZE : FULL_SIZE, options.quick ? QUICK_SIDE_CASES : FULL_SIDE_CASES, options),
 };

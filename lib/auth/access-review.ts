@@ -9,7 +9,14 @@ import { forbidden, StatusError, upstreamUnavailable } from '../errors/status-er
 import { upstreamJson } from '../upstream/client.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import type { UpstreamIdentity } from './impersonation.ts';
-import { decideAtClusterScope, rulesAtClusterScope, upstreamTenantRbacSource, type ClusterScopeQuestion, type PolicyRule, type RbacDecision } from './tenant-rbac.ts';
+import {
+  decideAtClusterScope,
+  rulesAtClusterScope,
+  upstreamTenantRbacSource,
+  type ClusterScopeQuestion,
+  type PolicyRule,
+  type RbacDecision,
+} from './tenant-rbac.ts';
 
 /** A SubjectAccessReview's resource attributes, in the upstream's names (namespace '': the cluster scope). */
 export interface ResourceAttributes {
@@ -38,7 +45,13 @@ export type AccessReviewer = (question: AccessQuestion) => Promise<boolean>;
 export type ClusterScopeReviewer = (tenant: TenantId, question: ClusterScopeQuestion) => Promise<RbacDecision>;
 
 /** The question about the caller at the tenant's cluster scope (upstream names). */
-export function clusterScopeQuestion(identity: Pick<UpstreamIdentity, 'user' | 'groups'>, verb: string, group: string, resource: string, name = ''): ClusterScopeQuestion {
+export function clusterScopeQuestion(
+  identity: Pick<UpstreamIdentity, 'user' | 'groups'>,
+  verb: string,
+  group: string,
+  resource: string,
+  name = '',
+): ClusterScopeQuestion {
   return { user: identity.user, groups: identity.groups, resourceAttributes: name === '' ? { verb, group, resource } : { verb, group, resource, name } };
 }
 
@@ -99,7 +112,8 @@ export function readForbidden(user: string, verb: string, group: string, resourc
   const qualified = group === '' ? resource : `${resource}.${group}`;
   const details = group === '' ? { kind: resource } : { group, kind: resource };
   const scope = namespace === '' ? 'at the cluster scope' : `in the namespace ${JSON.stringify(namespace)}`;
-  return forbidden(`${qualified}${name === '' ? '' : ' ' + JSON.stringify(name)} is forbidden: User ${JSON.stringify(user)} cannot ${verb} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(group)} ${scope}`,
+  return forbidden(
+    `${qualified}${name === '' ? '' : ' ' + JSON.stringify(name)} is forbidden: User ${JSON.stringify(user)} cannot ${verb} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(group)} ${scope}`,
     name === '' ? details : { name, ...details },
   );
 }
@@ -127,7 +141,9 @@ export class AccessReviews {
    * upstream's group name) across all namespaces. A cached answer is returned synchronously.
    */
   allowed(tenant: TenantId, identity: UpstreamIdentity, verb: string, group: string, resource: string, name = ''): boolean | Promise<boolean> {
-    return this.#ask(accessCacheKey(tenant, identity, verb, group, resource, name), () => this.#decide(tenant, clusterScopeQuestion(identity, verb, group, resource, name)));
+    return this.#ask(accessCacheKey(tenant, identity, verb, group, resource, name), () =>
+      this.#decide(tenant, clusterScopeQuestion(identity, verb, group, resource, name)),
+    );
   }
 
   /**
@@ -156,7 +172,15 @@ export class AccessReviews {
    * tenant's ClusterRoleBindings) hold upstream; `name`: the object a `metadata.name` field selector names, which the
    * apiserver authorizes as that object (RBAC's resourceNames). A cached answer is returned synchronously.
    */
-  allowedInNamespace(tenant: TenantId, identity: UpstreamIdentity, verb: string, group: string, resource: string, namespace: string, name = ''): boolean | Promise<boolean> {
+  allowedInNamespace(
+    tenant: TenantId,
+    identity: UpstreamIdentity,
+    verb: string,
+    group: string,
+    resource: string,
+    namespace: string,
+    name = '',
+  ): boolean | Promise<boolean> {
     const key = JSON.stringify(['namespace', tenant, identity.user, identity.groups, verb, group, resource, namespace, name]);
     const resourceAttributes: ResourceAttributes = name === '' ? { verb, group, resource, namespace } : { verb, group, resource, namespace, name };
     return this.#ask(key, () => this.#review({ user: identity.user, groups: identity.groups, resourceAttributes }));
@@ -173,7 +197,11 @@ export class AccessReviews {
     if (await this.#ask(JSON.stringify(['impersonate', tenant, question]), () => this.#review(question))) return true;
     if (tenant === null) return false;
     const { verb, group, resource, subresource = '', name = '' } = attributes;
-    const atClusterScope: ClusterScopeQuestion = { user: identity.user, groups: identity.groups, resourceAttributes: { verb, group, resource, subresource, name } };
+    const atClusterScope: ClusterScopeQuestion = {
+      user: identity.user,
+      groups: identity.groups,
+      resourceAttributes: { verb, group, resource, subresource, name },
+    };
     return this.#ask(JSON.stringify(['impersonate', 'cluster', tenant, atClusterScope]), () => this.#decide(tenant, atClusterScope));
   }
 

@@ -4,7 +4,11 @@ import type { TLSSocket } from 'node:tls';
 import { identityFromClientCertificate, type Identity } from './identity.ts';
 import { bearerToken, type ServiceAccountTokens } from './service-account-tokens.ts';
 
-export function authenticateCaller(socket: TLSSocket, authorization: string | undefined, tokens: ServiceAccountTokens): Identity | null | Promise<Identity | null> {
+export function authenticateCaller(
+  socket: TLSSocket,
+  authorization: string | undefined,
+  tokens: ServiceAccountTokens,
+): Identity | null | Promise<Identity | null> {
   const fromCertificate = identityFromClientCertificate(socket);
   if (fromCertificate !== null) return fromCertificate;
   const token = bearerToken(authorization);

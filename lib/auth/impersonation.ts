@@ -111,6 +111,8 @@ export function upstreamIdentityOf(identity: Identity, request?: ImpersonatedReq
   if (request.namespace === undefined || request.namespace === '' || request.resource === 'namespaces') return read ? forms.read! : forms.full;
   // The admin's read in its namespace: cluster-admin there through its RoleBinding, so its groups grant nothing more,
   // and a read meets no admission that could ask for them (the apiserver adds its own system:authenticated).
-  if (read) return (forms.namespacedRead ??= forms.read!.user === tenantAdminUser(identity.tenant) ? { ...forms.read!, groups: [] } : withoutClusterScopeGroup(forms.read!));
+  if (read)
+    return (forms.namespacedRead ??=
+      forms.read!.user === tenantAdminUser(identity.tenant) ? { ...forms.read!, groups: [] } : withoutClusterScopeGroup(forms.read!));
   return (forms.namespacedFull ??= withoutClusterScopeGroup(forms.full));
 }

@@ -64,7 +64,10 @@ const SHA256_DIGEST_INFO = Buffer.from('3031300d060960864801650304020105000420',
 function nodeSigner(key: KeyObject): forge.pki.rsa.PrivateKey {
   return {
     sign: (md: forge.md.MessageDigest) =>
-      privateEncrypt({ key, padding: constants.RSA_PKCS1_PADDING }, Buffer.concat([SHA256_DIGEST_INFO, Buffer.from(md.digest().getBytes(), 'binary')])).toString('binary'),
+      privateEncrypt(
+        { key, padding: constants.RSA_PKCS1_PADDING },
+        Buffer.concat([SHA256_DIGEST_INFO, Buffer.from(md.digest().getBytes(), 'binary')]),
+      ).toString('binary'),
   } as unknown as forge.pki.rsa.PrivateKey;
 }
 
@@ -122,10 +125,7 @@ export function issueCertificate(ca: CertificateAuthority, request: CertificateR
   subject.push({ name: 'commonName', value: request.commonName });
   cert.setSubject(subject);
   cert.setIssuer(authority.cert.subject.attributes);
-  const altNames = [
-    ...(request.dnsNames ?? []).map((value) => ({ type: 2, value })),
-    ...(request.ipAddresses ?? []).map((ip) => ({ type: 7, ip })),
-  ];
+  const altNames = [...(request.dnsNames ?? []).map((value) => ({ type: 2, value })), ...(request.ipAddresses ?? []).map((ip) => ({ type: 7, ip }))];
   const extensions: object[] = [
     { name: 'basicConstraints', cA: false, critical: true },
     { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },

@@ -37,7 +37,7 @@ function asksToImpersonate(rawHeaders: readonly string[]): boolean {
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i]!;
     const c = name.charCodeAt(0);
-    if ((c === 105 /* i */ || c === 73 /* I */) && name.length > 12 && name.slice(0, 12).toLowerCase() === 'impersonate-') return true;
+    if ((c === 105 /* i */ || c === 73) /* I */ && name.length > 12 && name.slice(0, 12).toLowerCase() === 'impersonate-') return true;
   }
   return false;
 }
@@ -133,15 +133,18 @@ export function impersonationForbidden(caller: string, attributes: Required<Reso
   const what = subresource === '' ? resource : `${resource}/${subresource}`;
   const scope = namespace === '' ? 'at the cluster scope' : `in the namespace ${JSON.stringify(namespace)}`;
   const message = `User ${JSON.stringify(caller)} cannot impersonate resource ${JSON.stringify(what)} in API group ${JSON.stringify(group)} ${scope}`;
-  return forbidden(`${qualified}${name === '' ? '' : ` ${JSON.stringify(name)}`} is forbidden: ${message}${reason === '' ? '' : `: ${reason}`}`,
-    { ...(name === '' ? {} : { name }), ...(group === '' ? {} : { group }), kind: resource },
-  );
+  return forbidden(`${qualified}${name === '' ? '' : ` ${JSON.stringify(name)}`} is forbidden: ${message}${reason === '' ? '' : `: ${reason}`}`, {
+    ...(name === '' ? {} : { name }),
+    ...(group === '' ? {} : { group }),
+    kind: resource,
+  });
 }
 
 /** The identity the apiserver builds from what was asked: service accounts get their groups, everyone is (un)authenticated. */
 export function impersonatedIdentity(requested: RequestedImpersonation, caller: Identity): Identity {
   const account = parseServiceAccountUser(requested.user);
-  const groups = account !== null && requested.groups.length === 0 ? ['system:serviceaccounts', `system:serviceaccounts:${account.namespace}`] : [...requested.groups];
+  const groups =
+    account !== null && requested.groups.length === 0 ? ['system:serviceaccounts', `system:serviceaccounts:${account.namespace}`] : [...requested.groups];
   if (requested.user === 'system:anonymous') {
     if (!groups.includes('system:unauthenticated')) groups.push('system:unauthenticated');
   } else if (!groups.includes('system:authenticated') && !groups.includes('system:unauthenticated')) {
@@ -165,7 +168,12 @@ export async function authorizeImpersonation(access: AccessReviews, caller: Iden
   if (tenant !== null) {
     // (Any case: `Tenant` is another key upstream, but nothing a tenant needs and too close to tenantgate's own.)
     const tenantExtra = checks.find((check) => check.attributes.resource === 'userextras' && check.attributes.subresource.toLowerCase() === TENANT_EXTRA_KEY);
-    if (tenantExtra !== undefined) throw impersonationForbidden(caller.user, tenantExtra.attributes, `the ${JSON.stringify(TENANT_EXTRA_KEY)} extra is set by tenantgate and cannot be impersonated`);
+    if (tenantExtra !== undefined)
+      throw impersonationForbidden(
+        caller.user,
+        tenantExtra.attributes,
+        `the ${JSON.stringify(TENANT_EXTRA_KEY)} extra is set by tenantgate and cannot be impersonated`,
+      );
   }
   const callerUpstream = upstreamIdentityOf(caller);
   for (const check of checks) {

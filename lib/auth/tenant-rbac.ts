@@ -58,7 +58,9 @@ export function apiGroupMatches(rule: PolicyRule, group: string): boolean {
 export function resourceMatches(rule: PolicyRule, combined: string, subresource: string): boolean {
   return (rule.resources ?? []).some(
     (ruleResource) =>
-      ruleResource === '*' || ruleResource === combined || (subresource !== '' && ruleResource.length === subresource.length + 2 && ruleResource.startsWith('*/') && ruleResource.endsWith(subresource)),
+      ruleResource === '*' ||
+      ruleResource === combined ||
+      (subresource !== '' && ruleResource.length === subresource.length + 2 && ruleResource.startsWith('*/') && ruleResource.endsWith(subresource)),
   );
 }
 
@@ -79,7 +81,12 @@ export function ruleAllows(question: ClusterScopeQuestion, rule: PolicyRule): bo
   if (resource !== undefined) {
     const subresource = resource.subresource ?? '';
     const combined = subresource === '' ? (resource.resource ?? '') : `${resource.resource ?? ''}/${subresource}`;
-    return verbMatches(rule, resource.verb ?? '') && apiGroupMatches(rule, resource.group ?? '') && resourceMatches(rule, combined, subresource) && resourceNameMatches(rule, resource.name ?? '');
+    return (
+      verbMatches(rule, resource.verb ?? '') &&
+      apiGroupMatches(rule, resource.group ?? '') &&
+      resourceMatches(rule, combined, subresource) &&
+      resourceNameMatches(rule, resource.name ?? '')
+    );
   }
   const nonResource = question.nonResourceAttributes ?? {};
   return verbMatches(rule, nonResource.verb ?? '') && nonResourceUrlMatches(rule, nonResource.path ?? '');
@@ -132,7 +139,10 @@ export async function decideAtClusterScope(source: TenantRbacSource, tenant: Ten
     const rules = await source.clusterRoleRules(role);
     if (rules === null || !rules.some((rule) => ruleAllows(question, rule))) continue;
     const name = storedNameToTenant(binding.metadata.name, tenant) ?? binding.metadata.name;
-    return { allowed: true, reason: `RBAC: allowed by ClusterRoleBinding ${JSON.stringify(name)} of ClusterRole ${JSON.stringify(toTenantName(role, tenant)!)} to ${describeSubject(subject, tenant)}` };
+    return {
+      allowed: true,
+      reason: `RBAC: allowed by ClusterRoleBinding ${JSON.stringify(name)} of ClusterRole ${JSON.stringify(toTenantName(role, tenant)!)} to ${describeSubject(subject, tenant)}`,
+    };
   }
   return NOT_ALLOWED;
 }
@@ -141,7 +151,11 @@ export async function decideAtClusterScope(source: TenantRbacSource, tenant: Ten
  * Every rule the tenant's ClusterRoleBindings grant the identity (upstream names): what RBAC's escalation check calls
  * the user's own at the cluster scope (rbac-escalation.ts). Throws when the upstream cannot be read.
  */
-export async function rulesAtClusterScope(source: TenantRbacSource, tenant: TenantId, identity: Pick<ClusterScopeQuestion, 'user' | 'groups'>): Promise<PolicyRule[]> {
+export async function rulesAtClusterScope(
+  source: TenantRbacSource,
+  tenant: TenantId,
+  identity: Pick<ClusterScopeQuestion, 'user' | 'groups'>,
+): Promise<PolicyRule[]> {
   const rules: PolicyRule[] = [];
   for (const { role } of await bindingsOf(source, tenant, identity)) rules.push(...((await source.clusterRoleRules(role)) ?? []));
   return rules;
@@ -151,14 +165,19 @@ export async function rulesAtClusterScope(source: TenantRbacSource, tenant: Tena
  * The tenant's ClusterRoleBindings that bind the identity to one of the tenant's ClusterRoles, in name order (as RBAC
  * visits them), each with the first subject naming the identity and the role's upstream name.
  */
-async function bindingsOf(source: TenantRbacSource, tenant: TenantId, identity: Pick<ClusterScopeQuestion, 'user' | 'groups'>): Promise<{ binding: ClusterRoleBinding; subject: Subject; role: string }[]> {
+async function bindingsOf(
+  source: TenantRbacSource,
+  tenant: TenantId,
+  identity: Pick<ClusterScopeQuestion, 'user' | 'groups'>,
+): Promise<{ binding: ClusterRoleBinding; subject: Subject; role: string }[]> {
   const bindings = (await source.bindings(tenant)).filter((binding) => isTenantClusterBinding(binding, tenant));
   bindings.sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0));
   const bound: { binding: ClusterRoleBinding; subject: Subject; role: string }[] = [];
   for (const binding of bindings) {
     const subject = (binding.subjects ?? []).find((candidate) => subjectApplies(candidate, identity, tenant));
     const roleRef = binding.roleRef;
-    if (subject !== undefined && roleRef?.kind === 'ClusterRole' && toTenantName(roleRef.name, tenant) !== null) bound.push({ binding, subject, role: roleRef.name });
+    if (subject !== undefined && roleRef?.kind === 'ClusterRole' && toTenantName(roleRef.name, tenant) !== null)
+      bound.push({ binding, subject, role: roleRef.name });
   }
   return bound;
 }
@@ -170,7 +189,10 @@ export function upstreamTenantRbacSource(pool: UpstreamPool): TenantRbacSource {
   return {
     async bindings(tenant) {
       try {
-        return (await listUpstream(pool, `${STORED_CLUSTER_BINDINGS}?labelSelector=${encodeURIComponent(`${TENANT_LABEL}=${tenant}`)}`)) as ClusterRoleBinding[];
+        return (await listUpstream(
+          pool,
+          `${STORED_CLUSTER_BINDINGS}?labelSelector=${encodeURIComponent(`${TENANT_LABEL}=${tenant}`)}`,
+        )) as ClusterRoleBinding[];
       } catch (error) {
         throw upstreamUnavailable(`reading the tenant's clusterrolebindings failed: ${(error as Error).message}`);
       }

@@ -24,7 +24,14 @@ export function isAggregatedDiscoveryJson(mediaRange: string): boolean {
   const values = new Map<string, string>();
   for (const parameter of parameters) {
     const eq = parameter.indexOf('=');
-    if (eq > 0) values.set(parameter.slice(0, eq).trim().toLowerCase(), parameter.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1'));
+    if (eq > 0)
+      values.set(
+        parameter.slice(0, eq).trim().toLowerCase(),
+        parameter
+          .slice(eq + 1)
+          .trim()
+          .replace(/^"(.*)"$/, '$1'),
+      );
   }
   return values.get('g') === 'apidiscovery.k8s.io' && values.get('v') === 'v2' && values.get('as') === 'APIGroupDiscoveryList';
 }
@@ -76,12 +83,19 @@ function serverAddressesToTenant(doc: Json, serverAddress: string | null): Json 
   return serverAddress === null ? rest : { ...rest, serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress }] };
 }
 
-function apiGroupToTenantView(doc: Json, tenant: TenantId, servesVisibleResources: (group: string, version: string) => boolean, serverAddress: string | null): Json | null {
+function apiGroupToTenantView(
+  doc: Json,
+  tenant: TenantId,
+  servesVisibleResources: (group: string, version: string) => boolean,
+  serverAddress: string | null,
+): Json | null {
   if (typeof doc.name !== 'string') return null;
   const upstreamGroup = doc.name;
   const name = visibleGroup(upstreamGroup, tenant);
   if (name === null) return null;
-  const versions = arrayOf(doc.versions).filter(isGroupVersion).filter((gv) => servesVisibleResources(upstreamGroup, gv.version));
+  const versions = arrayOf(doc.versions)
+    .filter(isGroupVersion)
+    .filter((gv) => servesVisibleResources(upstreamGroup, gv.version));
   if (versions.length === 0) return null;
   const preferredVersion = isObject(doc.preferredVersion) ? doc.preferredVersion.version : undefined;
   const preferred = versions.find((gv) => gv.version === preferredVersion) ?? versions[0]!;
@@ -175,7 +189,8 @@ function subresourceDiscoveryToTenant(entry: unknown, group: string, resource: s
   if (responseKind === null) return null;
   const view: Json = { ...entry, verbs };
   if (responseKind !== undefined) view.responseKind = responseKind;
-  if (Array.isArray(entry.acceptedTypes)) view.acceptedTypes = entry.acceptedTypes.map((type) => groupVersionKindToTenant(type, tenant)).filter((type) => type !== null);
+  if (Array.isArray(entry.acceptedTypes))
+    view.acceptedTypes = entry.acceptedTypes.map((type) => groupVersionKindToTenant(type, tenant)).filter((type) => type !== null);
   return view;
 }
 

@@ -59,17 +59,32 @@ function analyzeScalar(value: string): ScalarAnalysis {
   let precededByWhitespace = true;
   let previousSpace = false;
   let previousBreak = false;
-  for (let i = 0; i < value.length; ) {
+  for (let i = 0; i < value.length;) {
     const c = codePointAt(value, i);
     const next = i + codeUnits(c);
     const followedByWhitespace = next >= value.length || value.charCodeAt(next) === SPACE || value.charCodeAt(next) === TAB;
     if (i === 0) {
       switch (c) {
-        case 0x23: case 0x2c: case 0x5b: case 0x5d: case 0x7b: case 0x7d: case 0x26: case 0x2a: // # , [ ] { } & *
-        case 0x21: case 0x7c: case 0x3e: case 0x27: case 0x22: case 0x25: case 0x40: case 0x60: // ! | > ' " % @ `
+        case 0x23:
+        case 0x2c:
+        case 0x5b:
+        case 0x5d:
+        case 0x7b:
+        case 0x7d:
+        case 0x26:
+        case 0x2a: // # , [ ] { } & *
+        case 0x21:
+        case 0x7c:
+        case 0x3e:
+        case 0x27:
+        case 0x22:
+        case 0x25:
+        case 0x40:
+        case 0x60: // ! | > ' " % @ `
           blockIndicators = true;
           break;
-        case 0x3f: case 0x3a: // ? :
+        case 0x3f:
+        case 0x3a: // ? :
         case 0x2d: // -
           if (followedByWhitespace) blockIndicators = true;
           break;
@@ -116,7 +131,31 @@ function analyzeScalar(value: string): ScalarAnalysis {
 
 // ---- what a plain string would read back as (go-yaml's resolve): such strings are written double-quoted ----
 
-const RESOLVED_WORDS = new Set(['true', 'True', 'TRUE', 'false', 'False', 'FALSE', '', '~', 'null', 'Null', 'NULL', '.nan', '.NaN', '.NAN', '.inf', '.Inf', '.INF', '+.inf', '+.Inf', '+.INF', '-.inf', '-.Inf', '-.INF']);
+const RESOLVED_WORDS = new Set([
+  'true',
+  'True',
+  'TRUE',
+  'false',
+  'False',
+  'FALSE',
+  '',
+  '~',
+  'null',
+  'Null',
+  'NULL',
+  '.nan',
+  '.NaN',
+  '.NAN',
+  '.inf',
+  '.Inf',
+  '.INF',
+  '+.inf',
+  '+.Inf',
+  '+.INF',
+  '-.inf',
+  '-.Inf',
+  '-.INF',
+]);
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 const UINT64_MAX = 2n ** 64n - 1n;
@@ -133,11 +172,15 @@ function parsesAsGoInteger(text: string): boolean {
   if (match === null) return false;
   const [, sign, hex, binary, octal, legacyOctal, decimal] = match;
   const magnitude =
-    hex !== undefined ? BigInt('0x' + hex)
-    : binary !== undefined ? BigInt('0b' + binary)
-    : octal !== undefined ? BigInt('0o' + octal)
-    : legacyOctal !== undefined ? BigInt('0o' + (legacyOctal.slice(1) || '0'))
-    : BigInt(decimal!);
+    hex !== undefined
+      ? BigInt('0x' + hex)
+      : binary !== undefined
+        ? BigInt('0b' + binary)
+        : octal !== undefined
+          ? BigInt('0o' + octal)
+          : legacyOctal !== undefined
+            ? BigInt('0o' + (legacyOctal.slice(1) || '0'))
+            : BigInt(decimal!);
   if (sign === '-') return -magnitude >= INT64_MIN;
   return magnitude <= (sign === '+' ? INT64_MAX : UINT64_MAX); // ParseUint takes no sign
 }
@@ -194,8 +237,21 @@ function hex(value: number, digits: number): string {
 }
 
 const ESCAPES: Record<number, string> = {
-  0x00: '\\0', 0x07: '\\a', 0x08: '\\b', 0x09: '\\t', 0x0a: '\\n', 0x0b: '\\v', 0x0c: '\\f', 0x0d: '\\r', 0x1b: '\\e',
-  0x22: '\\"', 0x5c: '\\\\', 0x85: '\\N', 0xa0: '\\_', 0x2028: '\\L', 0x2029: '\\P',
+  0x00: '\\0',
+  0x07: '\\a',
+  0x08: '\\b',
+  0x09: '\\t',
+  0x0a: '\\n',
+  0x0b: '\\v',
+  0x0c: '\\f',
+  0x0d: '\\r',
+  0x1b: '\\e',
+  0x22: '\\"',
+  0x5c: '\\\\',
+  0x85: '\\N',
+  0xa0: '\\_',
+  0x2028: '\\L',
+  0x2029: '\\P',
 };
 
 class GoYamlEmitter {
@@ -244,7 +300,8 @@ class GoYamlEmitter {
   private increaseIndent(flow: boolean, parent: Parent): void {
     this.indents.push(this.indent);
     if (this.indent < 0) this.indent = flow ? INDENT : 0;
-    else if (parent === 'sequence-item') this.indent += 2; // under "- ", the indicator's own width
+    else if (parent === 'sequence-item')
+      this.indent += 2; // under "- ", the indicator's own width
     else this.indent = INDENT * Math.floor((this.indent + INDENT) / INDENT);
   }
 
@@ -362,7 +419,7 @@ class GoYamlEmitter {
     // (go-yaml checks for a byte order mark at the start of the whole text, not at each character.)
     const escapeAll = value.charCodeAt(0) === 0xfeff;
     let out = '';
-    for (let i = 0; i < value.length; ) {
+    for (let i = 0; i < value.length;) {
       const c = codePointAt(value, i);
       i += codeUnits(c);
       if (escapeAll || !isPrintable(c) || isBreak(c) || c === 0x22 || c === 0x5c) {

@@ -29,7 +29,12 @@ export function parseJsonPatch(text: string): Record<string, unknown>[] {
 /** RFC 6901: "/a/b~1c" → ["a", "b/c"]. */
 function tokens(pointer: unknown): string[] {
   if (typeof pointer !== 'string' || (pointer !== '' && !pointer.startsWith('/'))) throw patchInvalid(`${JSON.stringify(pointer)} is not a JSON pointer`);
-  return pointer === '' ? [] : pointer.slice(1).split('/').map((t) => t.replaceAll('~1', '/').replaceAll('~0', '~'));
+  return pointer === ''
+    ? []
+    : pointer
+        .slice(1)
+        .split('/')
+        .map((t) => t.replaceAll('~1', '/').replaceAll('~0', '~'));
 }
 
 function isContainer(value: unknown): value is Record<string, unknown> | unknown[] {
@@ -40,7 +45,11 @@ function isContainer(value: unknown): value is Record<string, unknown> | unknown
 function parentOf(doc: Doc, path: string[], pointer: unknown): [Record<string, unknown> | unknown[], string] {
   let node: unknown = doc;
   for (const token of path.slice(0, -1)) {
-    node = Array.isArray(node) ? node[arrayIndex(node, token, false, pointer)] : isContainer(node) && Object.hasOwn(node, token) ? (node as Record<string, unknown>)[token] : undefined;
+    node = Array.isArray(node)
+      ? node[arrayIndex(node, token, false, pointer)]
+      : isContainer(node) && Object.hasOwn(node, token)
+        ? (node as Record<string, unknown>)[token]
+        : undefined;
     if (!isContainer(node)) throw patchInvalid(`${JSON.stringify(pointer)}: no such path`);
   }
   return [node as Record<string, unknown> | unknown[], path[path.length - 1]!];

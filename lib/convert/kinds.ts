@@ -102,8 +102,26 @@ function shared(group: string, resource: string, kind: string, scope: Scope, rul
  * A tenant kind kept upstream as tenantgate's custom resources in `upstreamGroup` (see KindRow.upstreamGroup). Its rule
  * maps the apiVersion (the custom resource's own does nothing else); `subresources`: the built-in kind's.
  */
-function storedAs(upstreamGroup: string, group: string, resource: string, kind: string, scope: Scope, rule: RuleName = 'custom-resource', subresources: readonly string[] = ['status']): KindRow {
-  return Object.freeze({ group, resource, kind, scope, tenancy: 'tenant', rule, listPath: 'label-filter', subresources: Object.freeze(subresources), upstreamGroup });
+function storedAs(
+  upstreamGroup: string,
+  group: string,
+  resource: string,
+  kind: string,
+  scope: Scope,
+  rule: RuleName = 'custom-resource',
+  subresources: readonly string[] = ['status'],
+): KindRow {
+  return Object.freeze({
+    group,
+    resource,
+    kind,
+    scope,
+    tenancy: 'tenant',
+    rule,
+    listPath: 'label-filter',
+    subresources: Object.freeze(subresources),
+    upstreamGroup,
+  });
 }
 function hidden(group: string, resource: string, kind: string, scope: Scope): KindRow {
   return Object.freeze({ group, resource, kind, scope, tenancy: 'hidden', rule: 'hidden', listPath: 'none', subresources: [] });
@@ -197,7 +215,10 @@ export const KINDS: readonly KindRow[] = Object.freeze([
 
   // Signer names are mapped into the tenant's own signer domain, so no upstream signer acts on them; tenantgate signs
   // the tenant's kubernetes.io/kube-apiserver-client requests with the tenant's CA (tenants/csr-signer.ts).
-  tenant('certificates.k8s.io', 'certificatesigningrequests', 'CertificateSigningRequest', C, 'certificatesigningrequest', 'label-filter', ['status', 'approval']),
+  tenant('certificates.k8s.io', 'certificatesigningrequests', 'CertificateSigningRequest', C, 'certificatesigningrequest', 'label-filter', [
+    'status',
+    'approval',
+  ]),
   // Public CA bundles by signer: harmless to read, the platform's to write.
   shared('certificates.k8s.io', 'clustertrustbundles', 'ClusterTrustBundle', C),
   // Made by kubelets for the tenant's pods, without the tenant label.
@@ -274,7 +295,9 @@ for (const row of KINDS) {
 }
 /** Groups whose every kind is stored (flowcontrol): an RBAC rule or webhook rule naming one names only the stored group upstream. */
 const WHOLLY_STORED_GROUPS: ReadonlySet<string> = new Set(
-  [...STORED_GROUPS_OF.keys()].filter((group) => KINDS.every((row) => row.group !== group || row.upstreamGroup !== undefined) && STORED_GROUPS_OF.get(group)!.length === 1),
+  [...STORED_GROUPS_OF.keys()].filter(
+    (group) => KINDS.every((row) => row.group !== group || row.upstreamGroup !== undefined) && STORED_GROUPS_OF.get(group)!.length === 1,
+  ),
 );
 
 /** The upstream group of `resource` of a built-in `group`: its own unless the kind is stored as tenantgate's custom resources. */
@@ -336,7 +359,16 @@ export const CUSTOM_RESOURCE_SUBRESOURCES: readonly string[] = Object.freeze(['s
 export function kindOf(group: string, resource: string, discoveredScope?: Scope, discoveredKind?: string): KindRow | undefined {
   if (BUILTIN_GROUPS.has(group)) return byResource.get(group)?.get(resource);
   if (group === '*' || discoveredScope === undefined) return undefined;
-  return { group, resource, kind: discoveredKind ?? '', scope: discoveredScope, tenancy: 'tenant', rule: 'custom-resource', listPath: 'label-filter', subresources: CUSTOM_RESOURCE_SUBRESOURCES };
+  return {
+    group,
+    resource,
+    kind: discoveredKind ?? '',
+    scope: discoveredScope,
+    tenancy: 'tenant',
+    rule: 'custom-resource',
+    listPath: 'label-filter',
+    subresources: CUSTOM_RESOURCE_SUBRESOURCES,
+  };
 }
 
 /**
@@ -355,7 +387,13 @@ export function builtinKindOf(group: string, kind: string): KindRow | undefined 
 }
 
 /** Reviews are answered and forgotten, never stored; the apiserver refuses any metadata (a label) on them. */
-const REVIEW_RULES: ReadonlySet<RuleName> = new Set(['subjectaccessreview', 'selfsubjectaccessreview', 'selfsubjectrulesreview', 'tokenreview', 'selfsubjectreview']);
+const REVIEW_RULES: ReadonlySet<RuleName> = new Set([
+  'subjectaccessreview',
+  'selfsubjectaccessreview',
+  'selfsubjectrulesreview',
+  'tokenreview',
+  'selfsubjectreview',
+]);
 
 /** True for kinds whose objects are stored and so carry the tenant label (every tenant kind but the reviews). */
 export function carriesTenantLabel(row: KindRow): boolean {
@@ -392,7 +430,8 @@ export function accessRefusal(row: KindRow | undefined, verb: string, subresourc
   if (tenantMay(row, verb, subresource)) return null;
   if (row === undefined || row.tenancy === 'hidden') return notFound('the server could not find the requested resource');
   const resource = subresource === '' ? row.resource : row.resource + '/' + subresource;
-  return forbidden(`${resource}${row.group === '' ? '' : '.' + row.group} is forbidden: ${row.resource} are shared by all tenants of this cluster and read-only`,
+  return forbidden(
+    `${resource}${row.group === '' ? '' : '.' + row.group} is forbidden: ${row.resource} are shared by all tenants of this cluster and read-only`,
     { group: row.group, kind: row.resource },
   );
 }

@@ -40,14 +40,52 @@ export function prefersOpenApiV2Protobuf(accept: string | undefined): boolean {
 // ---- the rules: gnostic's messages, their fields and the JSON they come from ----
 
 type MessageName =
-  | 'Document' | 'Info' | 'Contact' | 'License' | 'ExternalDocs' | 'Tag' | 'Paths' | 'PathItem' | 'Operation'
-  | 'ParametersItem' | 'Parameter' | 'NonBodyParameter' | 'BodyParameter' | 'HeaderParameterSubSchema'
-  | 'FormDataParameterSubSchema' | 'QueryParameterSubSchema' | 'PathParameterSubSchema' | 'PrimitivesItems'
-  | 'JsonReference' | 'Responses' | 'ResponseValue' | 'Response' | 'SchemaItem' | 'FileSchema' | 'Header' | 'Headers'
-  | 'Examples' | 'Definitions' | 'Properties' | 'ParameterDefinitions' | 'ResponseDefinitions' | 'Schema'
-  | 'AdditionalPropertiesItem' | 'TypeItem' | 'ItemsItem' | 'Xml' | 'SecurityRequirement' | 'StringArray'
-  | 'SecurityDefinitions' | 'SecurityDefinitionsItem' | 'BasicAuthenticationSecurity' | 'ApiKeySecurity'
-  | 'Oauth2ImplicitSecurity' | 'Oauth2PasswordSecurity' | 'Oauth2ApplicationSecurity' | 'Oauth2AccessCodeSecurity'
+  | 'Document'
+  | 'Info'
+  | 'Contact'
+  | 'License'
+  | 'ExternalDocs'
+  | 'Tag'
+  | 'Paths'
+  | 'PathItem'
+  | 'Operation'
+  | 'ParametersItem'
+  | 'Parameter'
+  | 'NonBodyParameter'
+  | 'BodyParameter'
+  | 'HeaderParameterSubSchema'
+  | 'FormDataParameterSubSchema'
+  | 'QueryParameterSubSchema'
+  | 'PathParameterSubSchema'
+  | 'PrimitivesItems'
+  | 'JsonReference'
+  | 'Responses'
+  | 'ResponseValue'
+  | 'Response'
+  | 'SchemaItem'
+  | 'FileSchema'
+  | 'Header'
+  | 'Headers'
+  | 'Examples'
+  | 'Definitions'
+  | 'Properties'
+  | 'ParameterDefinitions'
+  | 'ResponseDefinitions'
+  | 'Schema'
+  | 'AdditionalPropertiesItem'
+  | 'TypeItem'
+  | 'ItemsItem'
+  | 'Xml'
+  | 'SecurityRequirement'
+  | 'StringArray'
+  | 'SecurityDefinitions'
+  | 'SecurityDefinitionsItem'
+  | 'BasicAuthenticationSecurity'
+  | 'ApiKeySecurity'
+  | 'Oauth2ImplicitSecurity'
+  | 'Oauth2PasswordSecurity'
+  | 'Oauth2ApplicationSecurity'
+  | 'Oauth2AccessCodeSecurity'
   | 'Oauth2Scopes';
 
 /**
@@ -94,10 +132,23 @@ function isReference(value: unknown): boolean {
 /** The fields every primitive-typed parameter, header and items share, from `first` on (type, format, items...). */
 function primitiveFields(first: number, itemsKind: Kind = 'PrimitivesItems'): Record<string, readonly [number, Kind]> {
   const names: [string, Kind][] = [
-    ['type', 'string'], ['format', 'string'], ['items', itemsKind], ['collectionFormat', 'string'], ['default', 'any'],
-    ['maximum', 'double'], ['exclusiveMaximum', 'bool'], ['minimum', 'double'], ['exclusiveMinimum', 'bool'],
-    ['maxLength', 'int64'], ['minLength', 'int64'], ['pattern', 'string'], ['maxItems', 'int64'], ['minItems', 'int64'],
-    ['uniqueItems', 'bool'], ['enum', 'anys'], ['multipleOf', 'double'],
+    ['type', 'string'],
+    ['format', 'string'],
+    ['items', itemsKind],
+    ['collectionFormat', 'string'],
+    ['default', 'any'],
+    ['maximum', 'double'],
+    ['exclusiveMaximum', 'bool'],
+    ['minimum', 'double'],
+    ['exclusiveMinimum', 'bool'],
+    ['maxLength', 'int64'],
+    ['minLength', 'int64'],
+    ['pattern', 'string'],
+    ['maxItems', 'int64'],
+    ['minItems', 'int64'],
+    ['uniqueItems', 'bool'],
+    ['enum', 'anys'],
+    ['multipleOf', 'double'],
   ];
   return Object.fromEntries(names.map(([name, kind], i) => [name, [first + i, kind] as const]));
 }
@@ -132,15 +183,33 @@ const OAUTH2_FLOWS: Record<string, readonly [number, MessageName]> = {
 const MESSAGES: Record<MessageName, Message> = {
   Document: {
     fields: {
-      swagger: [1, 'string'], info: [2, 'Info'], host: [3, 'string'], basePath: [4, 'string'], schemes: [5, 'strings'],
-      consumes: [6, 'strings'], produces: [7, 'strings'], paths: [8, 'Paths'], definitions: [9, 'Definitions'],
-      parameters: [10, 'ParameterDefinitions'], responses: [11, 'ResponseDefinitions'], security: [12, 'SecurityRequirement[]'],
-      securityDefinitions: [13, 'SecurityDefinitions'], tags: [14, 'Tag[]'], externalDocs: [15, 'ExternalDocs'],
+      swagger: [1, 'string'],
+      info: [2, 'Info'],
+      host: [3, 'string'],
+      basePath: [4, 'string'],
+      schemes: [5, 'strings'],
+      consumes: [6, 'strings'],
+      produces: [7, 'strings'],
+      paths: [8, 'Paths'],
+      definitions: [9, 'Definitions'],
+      parameters: [10, 'ParameterDefinitions'],
+      responses: [11, 'ResponseDefinitions'],
+      security: [12, 'SecurityRequirement[]'],
+      securityDefinitions: [13, 'SecurityDefinitions'],
+      tags: [14, 'Tag[]'],
+      externalDocs: [15, 'ExternalDocs'],
     },
     named: [extensions(16)],
   },
   Info: {
-    fields: { title: [1, 'string'], version: [2, 'string'], description: [3, 'string'], termsOfService: [4, 'string'], contact: [5, 'Contact'], license: [6, 'License'] },
+    fields: {
+      title: [1, 'string'],
+      version: [2, 'string'],
+      description: [3, 'string'],
+      termsOfService: [4, 'string'],
+      contact: [5, 'Contact'],
+      license: [6, 'License'],
+    },
     named: [extensions(7)],
   },
   Contact: { fields: { name: [1, 'string'], url: [2, 'string'], email: [3, 'string'] }, named: [extensions(4)] },
@@ -150,16 +219,32 @@ const MESSAGES: Record<MessageName, Message> = {
   Paths: { named: [extensions(1), { number: 2, keys: (key) => key.startsWith('/'), value: 'PathItem' }] },
   PathItem: {
     fields: {
-      $ref: [1, 'string'], get: [2, 'Operation'], put: [3, 'Operation'], post: [4, 'Operation'], delete: [5, 'Operation'],
-      options: [6, 'Operation'], head: [7, 'Operation'], patch: [8, 'Operation'], parameters: [9, 'ParametersItem[]'],
+      $ref: [1, 'string'],
+      get: [2, 'Operation'],
+      put: [3, 'Operation'],
+      post: [4, 'Operation'],
+      delete: [5, 'Operation'],
+      options: [6, 'Operation'],
+      head: [7, 'Operation'],
+      patch: [8, 'Operation'],
+      parameters: [9, 'ParametersItem[]'],
     },
     named: [extensions(10)],
   },
   Operation: {
     fields: {
-      tags: [1, 'strings'], summary: [2, 'string'], description: [3, 'string'], externalDocs: [4, 'ExternalDocs'],
-      operationId: [5, 'string'], produces: [6, 'strings'], consumes: [7, 'strings'], parameters: [8, 'ParametersItem[]'],
-      responses: [9, 'Responses'], schemes: [10, 'strings'], deprecated: [11, 'bool'], security: [12, 'SecurityRequirement[]'],
+      tags: [1, 'strings'],
+      summary: [2, 'string'],
+      description: [3, 'string'],
+      externalDocs: [4, 'ExternalDocs'],
+      operationId: [5, 'string'],
+      produces: [6, 'strings'],
+      consumes: [7, 'strings'],
+      parameters: [8, 'ParametersItem[]'],
+      responses: [9, 'Responses'],
+      schemes: [10, 'strings'],
+      deprecated: [11, 'bool'],
+      security: [12, 'SecurityRequirement[]'],
     },
     named: [extensions(13)],
   },
@@ -186,14 +271,23 @@ const MESSAGES: Record<MessageName, Message> = {
   // A schema of type file with only a file schema's keys parses as both; the file schema, tried last, wins.
   SchemaItem: {
     oneof: (value) =>
-      !isJsonObject(value) ? null
-      : value.type === 'file' && Object.keys(value).every((key) => FILE_SCHEMA_KEYS.has(key) || isExtension(key)) ? [2, 'FileSchema']
-      : [1, 'Schema'],
+      !isJsonObject(value)
+        ? null
+        : value.type === 'file' && Object.keys(value).every((key) => FILE_SCHEMA_KEYS.has(key) || isExtension(key))
+          ? [2, 'FileSchema']
+          : [1, 'Schema'],
   },
   FileSchema: {
     fields: {
-      format: [1, 'string'], title: [2, 'string'], description: [3, 'string'], default: [4, 'any'], required: [5, 'strings'],
-      type: [6, 'string'], readOnly: [7, 'bool'], externalDocs: [8, 'ExternalDocs'], example: [9, 'any'],
+      format: [1, 'string'],
+      title: [2, 'string'],
+      description: [3, 'string'],
+      default: [4, 'any'],
+      required: [5, 'strings'],
+      type: [6, 'string'],
+      readOnly: [7, 'bool'],
+      externalDocs: [8, 'ExternalDocs'],
+      example: [9, 'any'],
     },
     named: [extensions(10)],
   },
@@ -205,13 +299,36 @@ const MESSAGES: Record<MessageName, Message> = {
   ResponseDefinitions: { named: allEntries('Response') },
   Schema: {
     fields: {
-      $ref: [1, 'string'], format: [2, 'string'], title: [3, 'string'], description: [4, 'string'], default: [5, 'any'],
-      multipleOf: [6, 'double'], maximum: [7, 'double'], exclusiveMaximum: [8, 'bool'], minimum: [9, 'double'],
-      exclusiveMinimum: [10, 'bool'], maxLength: [11, 'int64'], minLength: [12, 'int64'], pattern: [13, 'string'],
-      maxItems: [14, 'int64'], minItems: [15, 'int64'], uniqueItems: [16, 'bool'], maxProperties: [17, 'int64'],
-      minProperties: [18, 'int64'], required: [19, 'strings'], enum: [20, 'anys'], additionalProperties: [21, 'AdditionalPropertiesItem'],
-      type: [22, 'TypeItem'], items: [23, 'ItemsItem'], allOf: [24, 'Schema[]'], properties: [25, 'Properties'],
-      discriminator: [26, 'string'], readOnly: [27, 'bool'], xml: [28, 'Xml'], externalDocs: [29, 'ExternalDocs'], example: [30, 'any'],
+      $ref: [1, 'string'],
+      format: [2, 'string'],
+      title: [3, 'string'],
+      description: [4, 'string'],
+      default: [5, 'any'],
+      multipleOf: [6, 'double'],
+      maximum: [7, 'double'],
+      exclusiveMaximum: [8, 'bool'],
+      minimum: [9, 'double'],
+      exclusiveMinimum: [10, 'bool'],
+      maxLength: [11, 'int64'],
+      minLength: [12, 'int64'],
+      pattern: [13, 'string'],
+      maxItems: [14, 'int64'],
+      minItems: [15, 'int64'],
+      uniqueItems: [16, 'bool'],
+      maxProperties: [17, 'int64'],
+      minProperties: [18, 'int64'],
+      required: [19, 'strings'],
+      enum: [20, 'anys'],
+      additionalProperties: [21, 'AdditionalPropertiesItem'],
+      type: [22, 'TypeItem'],
+      items: [23, 'ItemsItem'],
+      allOf: [24, 'Schema[]'],
+      properties: [25, 'Properties'],
+      discriminator: [26, 'string'],
+      readOnly: [27, 'bool'],
+      xml: [28, 'Xml'],
+      externalDocs: [29, 'ExternalDocs'],
+      example: [30, 'any'],
     },
     named: [extensions(31)],
   },
@@ -228,11 +345,15 @@ const MESSAGES: Record<MessageName, Message> = {
   SecurityDefinitions: { named: allEntries('SecurityDefinitionsItem') },
   SecurityDefinitionsItem: {
     oneof: (value) =>
-      !isJsonObject(value) ? null
-      : value.type === 'basic' ? [1, 'BasicAuthenticationSecurity']
-      : value.type === 'apiKey' ? [2, 'ApiKeySecurity']
-      : value.type === 'oauth2' && typeof value.flow === 'string' ? (OAUTH2_FLOWS[value.flow] ?? null)
-      : null,
+      !isJsonObject(value)
+        ? null
+        : value.type === 'basic'
+          ? [1, 'BasicAuthenticationSecurity']
+          : value.type === 'apiKey'
+            ? [2, 'ApiKeySecurity']
+            : value.type === 'oauth2' && typeof value.flow === 'string'
+              ? (OAUTH2_FLOWS[value.flow] ?? null)
+              : null,
   },
   BasicAuthenticationSecurity: { fields: { type: [1, 'string'], description: [2, 'string'] }, named: [extensions(3)] },
   ApiKeySecurity: { fields: { type: [1, 'string'], name: [2, 'string'], in: [3, 'string'], description: [4, 'string'] }, named: [extensions(5)] },
@@ -250,7 +371,11 @@ const MESSAGES: Record<MessageName, Message> = {
   },
   Oauth2AccessCodeSecurity: {
     fields: {
-      type: [1, 'string'], flow: [2, 'string'], scopes: [3, 'Oauth2Scopes'], authorizationUrl: [4, 'string'], tokenUrl: [5, 'string'],
+      type: [1, 'string'],
+      flow: [2, 'string'],
+      scopes: [3, 'Oauth2Scopes'],
+      authorizationUrl: [4, 'string'],
+      tokenUrl: [5, 'string'],
       description: [6, 'string'],
     },
     named: [extensions(7)],
@@ -264,10 +389,7 @@ type Step = { readonly number: number; readonly key: string; readonly kind: Kind
 /** Each message's steps in field-number order (the order Go's proto.Marshal writes). */
 const STEPS = new Map<MessageName, readonly Step[]>(
   Object.entries(MESSAGES).map(([name, message]) => {
-    const steps: Step[] = [
-      ...Object.entries(message.fields ?? {}).map(([key, [number, kind]]) => ({ number, key, kind })),
-      ...(message.named ?? []),
-    ];
+    const steps: Step[] = [...Object.entries(message.fields ?? {}).map(([key, [number, kind]]) => ({ number, key, kind })), ...(message.named ?? [])];
     return [name as MessageName, steps.sort((a, b) => a.number - b.number)];
   }),
 );

@@ -155,9 +155,12 @@ function pathItemToTenant(path: string, item: Json, tenant: TenantId): { path: s
       if (!tenantMay(row, request.verb, request.subresource)) continue;
     }
     if (own && isObject(value)) {
-      if (typeof value.operationId === 'string') value.operationId = value.operationId.replace(operationIdWord(upstreamGroup, true), operationIdWord(group, true));
+      if (typeof value.operationId === 'string')
+        value.operationId = value.operationId.replace(operationIdWord(upstreamGroup, true), operationIdWord(group, true));
       if (Array.isArray(value.tags)) {
-        value.tags = value.tags.map((tag) => (typeof tag === 'string' ? tag.replace(operationIdWord(upstreamGroup, false), operationIdWord(group, false)) : tag));
+        value.tags = value.tags.map((tag) =>
+          typeof tag === 'string' ? tag.replace(operationIdWord(upstreamGroup, false), operationIdWord(group, false)) : tag,
+        );
       }
     }
     view[key] = value;
@@ -180,7 +183,9 @@ export function openapiV2ToTenant(body: unknown, tenant: TenantId): Json {
   };
   const schemaNames = tenantSchemaNames(upstream.definitions, tenant);
 
-  const views = Object.entries(body.paths).map(([path, item]) => (isObject(item) ? pathItemToTenant(path, item, tenant) : null)).filter((view) => view !== null);
+  const views = Object.entries(body.paths)
+    .map(([path, item]) => (isObject(item) ? pathItemToTenant(path, item, tenant) : null))
+    .filter((view) => view !== null);
   // A group's and a version's discovery paths stay only while a resource path under them does, as in discovery.
   const served = new Set<string>();
   for (const view of views) {

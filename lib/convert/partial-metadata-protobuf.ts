@@ -53,7 +53,6 @@ class Fields {
   }
 }
 
-
 /** metav1.Time: whole seconds since the epoch (RFC 3339 in JSON). */
 function time(value: unknown): Fields | null {
   if (typeof value !== 'string') return null;
@@ -165,7 +164,10 @@ export function partialObjectMetadataListToProtobuf(list: Json): Buffer {
  */
 export function preferredPartialMetadataProtobuf(accept: string | undefined): 'PartialObjectMetadata' | 'PartialObjectMetadataList' | null {
   if (accept === undefined) return null;
-  const [type, ...parameters] = accept.split(',')[0]!.split(';').map((part) => part.trim());
+  const [type, ...parameters] = accept
+    .split(',')[0]!
+    .split(';')
+    .map((part) => part.trim());
   if (type !== 'application/vnd.kubernetes.protobuf') return null;
   const params = new Map(parameters.map((p) => p.split('=', 2) as [string, string]));
   const as = params.get('as');

@@ -70,7 +70,13 @@ export const OBJECT_META: DecodedMessage = {
 
 // ---- k8s.io/api flowcontrol/v1 ----
 
-const CONDITION: DecodedMessage = { type: field(1, 'string'), status: field(2, 'string'), lastTransitionTime: field(3, 'time'), reason: field(4, 'string'), message: field(5, 'string') };
+const CONDITION: DecodedMessage = {
+  type: field(1, 'string'),
+  status: field(2, 'string'),
+  lastTransitionTime: field(3, 'time'),
+  reason: field(4, 'string'),
+  message: field(5, 'string'),
+};
 const STATUS: DecodedMessage = { conditions: repeated(1, CONDITION) };
 const SUBJECT: DecodedMessage = {
   kind: field(1, 'string'),
@@ -90,11 +96,18 @@ const FLOW_SCHEMA_SPEC: DecodedMessage = {
   priorityLevelConfiguration: field(1, { name: field(1, 'string') }),
   matchingPrecedence: field(2, 'int32'),
   distinguisherMethod: pointer(3, { type: field(1, 'string') }),
-  rules: repeated(4, { subjects: repeated(1, SUBJECT), resourceRules: repeated(2, RESOURCE_POLICY_RULE), nonResourceRules: repeated(3, NON_RESOURCE_POLICY_RULE) }),
+  rules: repeated(4, {
+    subjects: repeated(1, SUBJECT),
+    resourceRules: repeated(2, RESOURCE_POLICY_RULE),
+    nonResourceRules: repeated(3, NON_RESOURCE_POLICY_RULE),
+  }),
 };
 const LIMITED: DecodedMessage = {
   nominalConcurrencyShares: pointer(1, 'int32'),
-  limitResponse: field(2, { type: field(1, 'string'), queuing: pointer(2, { queues: field(1, 'int32'), handSize: field(2, 'int32'), queueLengthLimit: field(3, 'int32') }) }),
+  limitResponse: field(2, {
+    type: field(1, 'string'),
+    queuing: pointer(2, { queues: field(1, 'int32'), handSize: field(2, 'int32'), queueLengthLimit: field(3, 'int32') }),
+  }),
   lendablePercent: pointer(3, 'int32'),
   borrowingLimitPercent: pointer(4, 'int32'),
 };
@@ -110,12 +123,27 @@ const RBAC_SUBJECT: DecodedMessage = { kind: field(1, 'string'), apiGroup: field
 const ROLE_REF: DecodedMessage = { apiGroup: field(1, 'string'), kind: field(2, 'string'), name: field(3, 'string') };
 
 /** The objects decoded, by `<group>/<kind>`: their one apiVersion and message (what the unit test checks against generated.proto). */
-export const DECODED_KINDS: ReadonlyMap<string, { readonly apiVersion: string; readonly message: DecodedMessage }> = new Map<string, { readonly apiVersion: string; readonly message: DecodedMessage }>([
-  ['flowcontrol.apiserver.k8s.io/FlowSchema', { apiVersion: 'flowcontrol.apiserver.k8s.io/v1', message: { metadata: field(1, OBJECT_META), spec: field(2, FLOW_SCHEMA_SPEC), status: field(3, STATUS) } }],
-  ['rbac.authorization.k8s.io/ClusterRoleBinding', { apiVersion: 'rbac.authorization.k8s.io/v1', message: { metadata: field(1, OBJECT_META), subjects: repeated(2, RBAC_SUBJECT), roleRef: field(3, ROLE_REF) } }],
+export const DECODED_KINDS: ReadonlyMap<string, { readonly apiVersion: string; readonly message: DecodedMessage }> = new Map<
+  string,
+  { readonly apiVersion: string; readonly message: DecodedMessage }
+>([
+  [
+    'flowcontrol.apiserver.k8s.io/FlowSchema',
+    { apiVersion: 'flowcontrol.apiserver.k8s.io/v1', message: { metadata: field(1, OBJECT_META), spec: field(2, FLOW_SCHEMA_SPEC), status: field(3, STATUS) } },
+  ],
+  [
+    'rbac.authorization.k8s.io/ClusterRoleBinding',
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      message: { metadata: field(1, OBJECT_META), subjects: repeated(2, RBAC_SUBJECT), roleRef: field(3, ROLE_REF) },
+    },
+  ],
   [
     'flowcontrol.apiserver.k8s.io/PriorityLevelConfiguration',
-    { apiVersion: 'flowcontrol.apiserver.k8s.io/v1', message: { metadata: field(1, OBJECT_META), spec: field(2, PRIORITY_LEVEL_SPEC), status: field(3, STATUS) } },
+    {
+      apiVersion: 'flowcontrol.apiserver.k8s.io/v1',
+      message: { metadata: field(1, OBJECT_META), spec: field(2, PRIORITY_LEVEL_SPEC), status: field(3, STATUS) },
+    },
   ],
 ]);
 
@@ -290,7 +318,8 @@ export function protobufObjectToJson(body: Buffer, row: KindRow, version: string
   const decoded = DECODED_KINDS.get(`${row.group}/${row.kind}`);
   if (decoded === undefined) throw unsupported(`${kindName} objects`);
   const envelope = protobufEnvelope(body);
-  if (envelope.kind !== '' && envelope.kind !== row.kind) throw badRequest(`the protobuf request body is a ${envelope.kind}, but ${row.resource} are ${row.kind}`);
+  if (envelope.kind !== '' && envelope.kind !== row.kind)
+    throw badRequest(`the protobuf request body is a ${envelope.kind}, but ${row.resource} are ${row.kind}`);
   const apiVersion = envelope.apiVersion === '' ? `${row.group}/${version}` : envelope.apiVersion;
   if (apiVersion !== decoded.apiVersion) throw unsupported(`${kindName} ${apiVersion} objects`);
   return { apiVersion, kind: row.kind, ...decodeMessage(envelope.raw, decoded.message, 'object') };

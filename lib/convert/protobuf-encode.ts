@@ -72,7 +72,8 @@ const TYPE_META_KEYS = ['apiVersion', 'kind'];
 function writeMessage(out: ProtobufWriter, message: string, json: Json): void {
   const { keys } = compiledOf(message);
   for (const key in json) {
-    if (!keys.has(key) && json[key] !== undefined && !TYPE_META_KEYS.includes(key)) throw new Error(`protobuf-encode: ${message} has no field ${JSON.stringify(key)}`);
+    if (!keys.has(key) && json[key] !== undefined && !TYPE_META_KEYS.includes(key))
+      throw new Error(`protobuf-encode: ${message} has no field ${JSON.stringify(key)}`);
   }
   writeFields(out, message, json);
 }
@@ -164,7 +165,12 @@ function writeValue(out: ProtobufWriter, field: CompiledField, value: unknown, m
   out.end(start);
 }
 
-function expect<T extends 'string' | 'number' | 'boolean'>(value: unknown, type: T, message: string, field: CompiledField): T extends 'string' ? string : T extends 'number' ? number : boolean {
+function expect<T extends 'string' | 'number' | 'boolean'>(
+  value: unknown,
+  type: T,
+  message: string,
+  field: CompiledField,
+): T extends 'string' ? string : T extends 'number' ? number : boolean {
   if (typeof value !== type) throw new Error(`protobuf-encode: ${message}.${field.json} is not a ${type}`);
   return value as never;
 }
@@ -180,7 +186,7 @@ function writeTimestamp(out: ProtobufWriter, text: string): void {
   if (nanos !== 0) out.int(2, nanos);
 }
 
-const DURATION_UNITS: Readonly<Record<string, number>> = { ns: 1, us: 1e3, 'µs': 1e3, 'μs': 1e3, ms: 1e6, s: 1e9, m: 60e9, h: 3600e9 };
+const DURATION_UNITS: Readonly<Record<string, number>> = { ns: 1, us: 1e3, µs: 1e3, μs: 1e3, ms: 1e6, s: 1e9, m: 60e9, h: 3600e9 };
 
 /** A Go duration string (`1h2m3.5s`, `300ms`, `-1s`, `0s`) in nanoseconds. */
 export function goDurationNanos(text: string): number {

@@ -109,7 +109,11 @@ export class ProtobufListPage extends ProtobufListReader {
 
   private readListMeta(payload: Buffer, whole: number): void {
     const meta = fromUpstream(() => new MessageEdit(payload, 'listMeta'));
-    this.listMeta = { resourceVersion: fromUpstream(() => meta.stringOf(2, 'resourceVersion')), continue: fromUpstream(() => meta.stringOf(3, 'continue')), bytes: whole };
+    this.listMeta = {
+      resourceVersion: fromUpstream(() => meta.stringOf(2, 'resourceVersion')),
+      continue: fromUpstream(() => meta.stringOf(3, 'continue')),
+      bytes: whole,
+    };
   }
 
   private item(raw: Buffer): ConvertedItem | null {

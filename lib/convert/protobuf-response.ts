@@ -393,7 +393,9 @@ function podSpecToTenant(spec: Buffer, tenant: TenantId): Buffer {
   }
   for (const volume of edit.all(1, 'volumes')) {
     if (!edit.payload(volume).includes(EPHEMERAL_TAG)) continue; // no VolumeSource.ephemeral (29) in it
-    edit.rewrite(volume, (payload) => rewriteAt(payload, EPHEMERAL_CLAIM_TEMPLATE_IN_VOLUME, 'pod spec', (template) => unlabelTemplate(template, tenant, 'volumeClaimTemplate')));
+    edit.rewrite(volume, (payload) =>
+      rewriteAt(payload, EPHEMERAL_CLAIM_TEMPLATE_IN_VOLUME, 'pod spec', (template) => unlabelTemplate(template, tenant, 'volumeClaimTemplate')),
+    );
   }
   return edit.finish();
 }
@@ -487,14 +489,16 @@ function objectToTenantParts(raw: Buffer, row: KindRow, ctx: ConvertContext): Bu
     const metaEdit = objectMetaToTenant(edit.payload(meta), row, ctx);
     if (metaEdit.changed) {
       const parts = metaEdit.finishParts();
-      if (parts.every((part) => part.length === 0)) edit.remove(meta); // a review's metadata held nothing but the label
+      if (parts.every((part) => part.length === 0))
+        edit.remove(meta); // a review's metadata held nothing but the label
       else edit.replaceParts(meta, parts);
     }
   }
   const conditions = STATUS_CONDITIONS.get(key);
   if (conditions != null) {
     const status = edit.single(conditions[0], 'status');
-    if (status !== undefined && edit.payload(status).includes(tenant)) edit.rewrite(status, (payload) => conditionMessagesToTenant(payload, conditions, tenant));
+    if (status !== undefined && edit.payload(status).includes(tenant))
+      edit.rewrite(status, (payload) => conditionMessagesToTenant(payload, conditions, tenant));
   }
   const templates = SKELETONS.has(key) ? undefined : TEMPLATES.get(key);
   if (templates !== undefined) {
@@ -702,7 +706,10 @@ function metaSplices(bytes: Buffer, start: number, valueStart: number, end: numb
     if (!isAsciiRange(bytes, textFrom, textTo)) return CAREFUL_PATH;
     if (view.tenant.length === PREFIX_LENGTH - 1) {
       // namespaceToTenant on the bytes (toTenantName: `<tenant>-` cut off), written as a new head and the prefix cut.
-      const isTheTenants = textTo - textFrom > PREFIX_LENGTH && bytes[textFrom + PREFIX_LENGTH - 1] === 0x2d && rangeEquals(bytes, textFrom, textFrom + view.tenant.length, view.tenant);
+      const isTheTenants =
+        textTo - textFrom > PREFIX_LENGTH &&
+        bytes[textFrom + PREFIX_LENGTH - 1] === 0x2d &&
+        rangeEquals(bytes, textFrom, textFrom + view.tenant.length, view.tenant);
       if (!isTheTenants) return NOT_THE_TENANTS_OBJECT;
       const length = textTo - textFrom - PREFIX_LENGTH;
       splices.head(fieldStart, textFrom, META.namespace, length);
@@ -863,11 +870,19 @@ function keyIsNotAt(bytes: Buffer, from: number, to: number, key: Buffer): boole
 /** meta/v1 Status: message = 3, details = 5 → name = 1, group = 2, kind = 3, causes = 4 (message = 2, field = 3). */
 const STATUS: WireSchema = {
   message: wireString(3),
-  details: wireMessage(5, { name: wireString(1), group: wireString(2), kind: wireString(3), causes: wireMessages(4, { message: wireString(2), field: wireString(3) }) }),
+  details: wireMessage(5, {
+    name: wireString(1),
+    group: wireString(2),
+    kind: wireString(3),
+    causes: wireMessages(4, { message: wireString(2), field: wireString(3) }),
+  }),
 };
 
 /** The skeletons read at field numbers, by `<group>/<kind>` (and `Status`): what the unit test checks against generated.proto. */
-export const RESPONSE_SCHEMAS: ReadonlyMap<string, WireSchema> = new Map([...[...SKELETONS].map(([key, { schema }]) => [key, schema] as const), ['Status', STATUS]]);
+export const RESPONSE_SCHEMAS: ReadonlyMap<string, WireSchema> = new Map([
+  ...[...SKELETONS].map(([key, { schema }]) => [key, schema] as const),
+  ['Status', STATUS],
+]);
 
 /** A Status message as the tenant reads it (status.ts's statusToTenant: names in its message and details unprefixed). */
 function statusMessageToTenant(status: Buffer, tenant: TenantId, scope: StatusScope | undefined): Buffer {

@@ -682,7 +682,8 @@ export class ProtobufWatchToTenant extends ChunkedInput {
     if (apiVersion < 0 || kind < 0 || !rangeEquals(bytes, meta.valueStart[kind]!, meta.end[kind]!, this.kindBytes)) return CAREFUL_PATH;
     const apiVersionFrom = meta.valueStart[apiVersion]!;
     const apiVersionTo = meta.end[apiVersion]!;
-    if (view.shared ? !isAsciiRange(bytes, apiVersionFrom, apiVersionTo) : !rangeEquals(bytes, apiVersionFrom, apiVersionTo, this.apiVersionBytes)) return CAREFUL_PATH;
+    if (view.shared ? !isAsciiRange(bytes, apiVersionFrom, apiVersionTo) : !rangeEquals(bytes, apiVersionFrom, apiVersionTo, this.apiVersionBytes))
+      return CAREFUL_PATH;
     const objectFrom = envelope.valueStart[objectField]!;
     const objectTo = envelope.end[objectField]!;
     // Placeholders for the three heads around the object, outermost first: the splices stay in order, none sorted.

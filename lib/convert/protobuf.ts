@@ -238,7 +238,10 @@ export class MessageEdit {
       for (const payload of payloads) this.add(number, payload);
       return;
     }
-    this.replaced.set(first, payloads.flatMap((payload) => [fieldHead(number, payload.length), payload]));
+    this.replaced.set(
+      first,
+      payloads.flatMap((payload) => [fieldHead(number, payload.length), payload]),
+    );
     for (const field of rest) this.remove(field);
   }
 
@@ -328,7 +331,11 @@ export function writeStrings<K extends string>(edit: MessageEdit, numbers: Reado
 /** Sets a repeated string field to `values`: element by element when the count is kept, else all rewritten in order. */
 function writeRepeatedStrings(edit: MessageEdit, number: number, fields: readonly Field[], values: readonly string[]): void {
   if (values.length !== fields.length) {
-    edit.replaceAll(fields, number, values.map((value) => Buffer.from(value)));
+    edit.replaceAll(
+      fields,
+      number,
+      values.map((value) => Buffer.from(value)),
+    );
     return;
   }
   fields.forEach((field, i) => {
@@ -588,10 +595,30 @@ export const TEMPLATES: ReadonlyMap<string, ProtobufTemplates> = new Map([
   ['apps/ReplicaSet', workloadTemplate('apps/v1', 3)],
   ['apps/DaemonSet', workloadTemplate('apps/v1', 2)],
   // StatefulSetSpec.volumeClaimTemplates = 4: repeated PersistentVolumeClaim (metadata = 1).
-  ['apps/StatefulSet', { apiVersion: 'apps/v1', labelled: [[2, 3], [2, 4, '*']], podSpecs: [[2, 3, 2]] }],
+  [
+    'apps/StatefulSet',
+    {
+      apiVersion: 'apps/v1',
+      labelled: [
+        [2, 3],
+        [2, 4, '*'],
+      ],
+      podSpecs: [[2, 3, 2]],
+    },
+  ],
   ['batch/Job', workloadTemplate('batch/v1', 6)],
   // CronJobSpec.jobTemplate = 5: JobTemplateSpec (metadata = 1, spec = 2 → JobSpec.template = 6).
-  ['batch/CronJob', { apiVersion: 'batch/v1', labelled: [[2, 5], [2, 5, 2, 6]], podSpecs: [[2, 5, 2, 6, 2]] }],
+  [
+    'batch/CronJob',
+    {
+      apiVersion: 'batch/v1',
+      labelled: [
+        [2, 5],
+        [2, 5, 2, 6],
+      ],
+      podSpecs: [[2, 5, 2, 6, 2]],
+    },
+  ],
   // ResourceClaimTemplate spec = 2: ResourceClaimTemplateSpec (metadata = 1, spec = 2 ResourceClaimSpec).
   ['resource.k8s.io/ResourceClaimTemplate', { apiVersion: 'resource.k8s.io/v1', labelled: [[2]], podSpecs: [] }],
 ]);
@@ -748,32 +775,34 @@ function roleToUpstreamWire(object: Buffer, conversion: Conversion): Buffer {
 }
 
 /** RoleBinding and ClusterRoleBinding: subjects and roleRef read into JSON, mapped by the JSON rule, written back. */
-const bindingToUpstreamWire = (rule: KindRule) => (object: Buffer, conversion: Conversion): Buffer => {
-  const edit = new MessageEdit(object, 'object');
-  const subjects = edit.all(BINDING.subjects, 'subjects').map((field) => {
-    const message = new MessageEdit(edit.payload(field), 'subjects');
-    return { field, message, before: readStrings(message, SUBJECT) };
-  });
-  const roleRefField = edit.single(BINDING.roleRef, 'roleRef');
-  const roleRefMessage = roleRefField === undefined ? undefined : new MessageEdit(edit.payload(roleRefField), 'roleRef');
-  const roleRef = roleRefField && roleRefMessage && { field: roleRefField, message: roleRefMessage, before: readStrings(roleRefMessage, ROLE_REF) };
-  const after: Json = { subjects: subjects.map(({ before }) => ({ ...before })) };
-  if (roleRef !== undefined) after.roleRef = { ...roleRef.before };
-  rule.toUpstream(after, ruleContext(conversion));
-  subjects.forEach(({ field, message, before }, i) => {
-    const subject = (after.subjects as Json[])[i]!;
-    writeStrings(message, SUBJECT, before, subject);
-    // A ClusterRoleBinding's service account becomes a (shadow) user upstream: no namespace any more.
-    const namespace = message.single(SUBJECT.namespace, 'namespace');
-    if (namespace !== undefined && typeof subject.namespace !== 'string') message.remove(namespace);
-    edit.replaceMessage(field, message);
-  });
-  if (roleRef !== undefined) {
-    writeStrings(roleRef.message, ROLE_REF, roleRef.before, after.roleRef as Json);
-    edit.replaceMessage(roleRef.field, roleRef.message);
-  }
-  return edit.finish();
-};
+const bindingToUpstreamWire =
+  (rule: KindRule) =>
+  (object: Buffer, conversion: Conversion): Buffer => {
+    const edit = new MessageEdit(object, 'object');
+    const subjects = edit.all(BINDING.subjects, 'subjects').map((field) => {
+      const message = new MessageEdit(edit.payload(field), 'subjects');
+      return { field, message, before: readStrings(message, SUBJECT) };
+    });
+    const roleRefField = edit.single(BINDING.roleRef, 'roleRef');
+    const roleRefMessage = roleRefField === undefined ? undefined : new MessageEdit(edit.payload(roleRefField), 'roleRef');
+    const roleRef = roleRefField && roleRefMessage && { field: roleRefField, message: roleRefMessage, before: readStrings(roleRefMessage, ROLE_REF) };
+    const after: Json = { subjects: subjects.map(({ before }) => ({ ...before })) };
+    if (roleRef !== undefined) after.roleRef = { ...roleRef.before };
+    rule.toUpstream(after, ruleContext(conversion));
+    subjects.forEach(({ field, message, before }, i) => {
+      const subject = (after.subjects as Json[])[i]!;
+      writeStrings(message, SUBJECT, before, subject);
+      // A ClusterRoleBinding's service account becomes a (shadow) user upstream: no namespace any more.
+      const namespace = message.single(SUBJECT.namespace, 'namespace');
+      if (namespace !== undefined && typeof subject.namespace !== 'string') message.remove(namespace);
+      edit.replaceMessage(field, message);
+    });
+    if (roleRef !== undefined) {
+      writeStrings(roleRef.message, ROLE_REF, roleRef.before, after.roleRef as Json);
+      edit.replaceMessage(roleRef.field, roleRef.message);
+    }
+    return edit.finish();
+  };
 
 // ---- access and token reviews (k8s.io/api authorization/v1, authentication/v1 generated.proto), mapped by rules/reviews.ts ----
 
@@ -912,7 +941,8 @@ function readStringMap(edit: MessageEdit, fields: readonly Field[], name: string
   return map;
 }
 
-const keyedEntry = (key: string, value: string): Buffer => Buffer.concat([lengthDelimited(1, Buffer.from(key)), lengthDelimited(2, Buffer.from(value, 'base64'))]);
+const keyedEntry = (key: string, value: string): Buffer =>
+  Buffer.concat([lengthDelimited(1, Buffer.from(key)), lengthDelimited(2, Buffer.from(value, 'base64'))]);
 
 /** The fields of `schema` found in a message, as JSON (absent fields stay absent). */
 export function readSkeleton(bytes: Buffer, schema: WireSchema, what: string, into: Json = {}): Json {
@@ -966,7 +996,8 @@ function encodeSkeleton(schema: WireSchema, json: Json, what: string, inline = f
     if (value === undefined) continue;
     if (field.type === 'string' && typeof value === 'string') push(field.number, Buffer.from(value));
     else if (field.type === 'bytes' && typeof value === 'string') push(field.number, Buffer.from(value, 'base64'));
-    else if (field.type === 'strings' && Array.isArray(value) && value.every((item) => typeof item === 'string')) for (const item of value) push(field.number, Buffer.from(item));
+    else if (field.type === 'strings' && Array.isArray(value) && value.every((item) => typeof item === 'string'))
+      for (const item of value) push(field.number, Buffer.from(item));
     else if (field.type === 'map' && isObject(value) && Object.values(value).every((item) => typeof item === 'string')) {
       for (const [key, item] of Object.entries(value)) push(field.number, stringEntry(key, item as string));
     } else if (field.type === 'keyed' && isObject(value) && Object.values(value).every((item) => typeof item === 'string')) {
@@ -974,7 +1005,8 @@ function encodeSkeleton(schema: WireSchema, json: Json, what: string, inline = f
     } else if (field.type === 'message' && field.inline === true) {
       if (hasAnyOf(json, field.schema)) push(field.number, encodeSkeleton(field.schema, json, what, true));
     } else if (field.type === 'message' && isObject(value)) push(field.number, encodeSkeleton(field.schema, value, `${what}.${name}`));
-    else if (field.type === 'messages' && Array.isArray(value) && value.every(isObject)) for (const item of value) push(field.number, encodeSkeleton(field.schema, item, `${what}.${name}`));
+    else if (field.type === 'messages' && Array.isArray(value) && value.every(isObject))
+      for (const item of value) push(field.number, encodeSkeleton(field.schema, item, `${what}.${name}`));
     else throw unwritable(`${what}.${name}`);
   }
   return Buffer.concat(parts.sort((a, b) => a.number - b.number).map((part) => part.bytes));
@@ -1025,7 +1057,11 @@ export function writeSkeleton(bytes: Buffer, schema: WireSchema, json: Json, wha
       if (!isObject(map) || !Object.values(map).every((item) => typeof item === 'string')) throw unwritable(`${what}.${name}`);
       const [valueOf, entryOf] = field.type === 'map' ? [stringValue, stringEntry] : [messageValue, keyedEntry];
       if (!isDeepStrictEqual(readStringMap(edit, found, name, valueOf), map)) {
-        edit.replaceAll(found, field.number, Object.entries(map).map(([key, item]) => entryOf(key, item as string)));
+        edit.replaceAll(
+          found,
+          field.number,
+          Object.entries(map).map(([key, item]) => entryOf(key, item as string)),
+        );
       }
     } else if (field.type === 'messages') {
       const items = value === undefined ? [] : value;
@@ -1080,7 +1116,11 @@ const webhooks = (objectSelector: number, matchConditions: number): WireSchema =
   }),
 });
 /** Validating/MutatingAdmissionPolicy spec = 2 → paramKind = 1 (apiVersion = 1), matchConstraints = 2, matchConditions = 6. */
-const POLICY_SPEC: WireSchema = { paramKind: wireMessage(1, { apiVersion: wireString(1) }), matchConstraints: wireMessage(2, MATCH_RESOURCES), matchConditions: wireMessages(6, EXPRESSION_2) };
+const POLICY_SPEC: WireSchema = {
+  paramKind: wireMessage(1, { apiVersion: wireString(1) }),
+  matchConstraints: wireMessage(2, MATCH_RESOURCES),
+  matchConditions: wireMessages(6, EXPRESSION_2),
+};
 /**
  * ValidatingAdmissionPolicy spec → validations = 3 (expression = 1, messageExpression = 4), auditAnnotations = 5
  * (valueExpression = 2), variables = 7.
@@ -1123,12 +1163,21 @@ const CORE_EVENT: WireSchema = { involvedObject: wireMessage(2, OBJECT_REFERENCE
 const EVENTS_EVENT: WireSchema = { regarding: wireMessage(8, OBJECT_REFERENCE), related: wireMessage(9, OBJECT_REFERENCE) };
 /** Endpoints subsets = 2 → addresses = 1, notReadyAddresses = 2 → EndpointAddress targetRef = 2. */
 const ENDPOINTS: WireSchema = {
-  subsets: wireMessages(2, { addresses: wireMessages(1, { targetRef: wireMessage(2, OBJECT_REFERENCE) }), notReadyAddresses: wireMessages(2, { targetRef: wireMessage(2, OBJECT_REFERENCE) }) }),
+  subsets: wireMessages(2, {
+    addresses: wireMessages(1, { targetRef: wireMessage(2, OBJECT_REFERENCE) }),
+    notReadyAddresses: wireMessages(2, { targetRef: wireMessage(2, OBJECT_REFERENCE) }),
+  }),
 };
 /** discovery/v1 EndpointSlice endpoints = 2 → Endpoint targetRef = 4. */
 const ENDPOINT_SLICE: WireSchema = { endpoints: wireMessages(2, { targetRef: wireMessage(4, OBJECT_REFERENCE) }) };
 /** CSIPersistentVolumeSource's secret references, by field number. */
-const CSI_SECRET_REFS = { controllerPublishSecretRef: 6, nodeStageSecretRef: 7, nodePublishSecretRef: 8, controllerExpandSecretRef: 9, nodeExpandSecretRef: 10 } as const;
+const CSI_SECRET_REFS = {
+  controllerPublishSecretRef: 6,
+  nodeStageSecretRef: 7,
+  nodePublishSecretRef: 8,
+  controllerExpandSecretRef: 9,
+  nodeExpandSecretRef: 10,
+} as const;
 /**
  * PersistentVolume spec = 2 → claimRef = 4, persistentVolumeSource = 2 (inline) → glusterfs = 4 (endpointsNamespace = 4),
  * rbd = 6 (secretRef = 7), iscsi = 7 (secretRef = 10), cephfs = 9 (secretRef = 5), flexVolume = 12 (secretRef = 3),
@@ -1151,7 +1200,9 @@ const PERSISTENT_VOLUME: WireSchema = {
   }),
 };
 /** PersistentVolumeClaim spec = 2 → volumeName = 3, dataSourceRef = 8 (TypedObjectReference namespace = 4). */
-const PERSISTENT_VOLUME_CLAIM: WireSchema = { spec: wireMessage(2, { volumeName: wireString(3), dataSourceRef: wireMessage(8, { namespace: wireString(4) }) }) };
+const PERSISTENT_VOLUME_CLAIM: WireSchema = {
+  spec: wireMessage(2, { volumeName: wireString(3), dataSourceRef: wireMessage(8, { namespace: wireString(4) }) }),
+};
 /**
  * certificates/v1 CertificateSigningRequest metadata = 1 (name = 1, for messages), spec = 2 → request = 1 (read: the
  * groups it asks for), username = 2, groups = 4, signerName = 7.

@@ -83,8 +83,7 @@ export function parseRequestInfo(method: string, path: string, query: URLSearchP
 
   if (VERB_SEGMENTS.has(parts[0]!)) {
     if (parts.length < 2) {
-      throw internalError(`Internal error occurred: failed to create RequestInfo: unable to determine kind and namespace from url, ${path}`,
-      );
+      throw internalError(`Internal error occurred: failed to create RequestInfo: unable to determine kind and namespace from url, ${path}`);
     }
     info.verb = parts[0]!;
     parts = parts.slice(1);

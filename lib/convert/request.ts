@@ -44,7 +44,10 @@ const WRITE_VERBS: ReadonlySet<string> = new Set(['create', 'update', 'patch', '
  * upstreamObjectName. Throws 403 for a write to one of the platform's PriorityClasses (read-only to tenants).
  */
 export function upstreamResourceTarget(info: RequestInfo, row: KindRow, query: URLSearchParams, tenant: TenantId, names?: PriorityClassNames): string {
-  let path = info.apiPrefix === 'api' ? `/api/${enc(info.apiVersion)}` : `/apis/${enc(apiGroupToUpstream(info.apiGroup, tenant, info.resource))}/${enc(info.apiVersion)}`;
+  let path =
+    info.apiPrefix === 'api'
+      ? `/api/${enc(info.apiVersion)}`
+      : `/apis/${enc(apiGroupToUpstream(info.apiGroup, tenant, info.resource))}/${enc(info.apiVersion)}`;
   const [resource, name, ...rest] = info.parts;
   if (info.resource === 'namespaces') {
     path += '/namespaces';
@@ -54,13 +57,17 @@ export function upstreamResourceTarget(info: RequestInfo, row: KindRow, query: U
   }
   if (name !== undefined) {
     const platformClass = row.rule === 'priorityclass' && WRITE_VERBS.has(info.verb) ? platformPriorityClassOf(name, names ?? { tenant }) : undefined;
-    if (platformClass === 'hidden') throw notFound(`priorityclasses.scheduling.k8s.io ${JSON.stringify(name)} not found`, { name, group: 'scheduling.k8s.io', kind: 'priorityclasses' });
+    if (platformClass === 'hidden')
+      throw notFound(`priorityclasses.scheduling.k8s.io ${JSON.stringify(name)} not found`, { name, group: 'scheduling.k8s.io', kind: 'priorityclasses' });
     if (platformClass === 'usable') {
-      throw forbidden(`priorityclasses.scheduling.k8s.io ${JSON.stringify(name)} is forbidden: it is one of the platform's priority classes, shared by all tenants of this cluster and read-only`, {
-        name,
-        group: 'scheduling.k8s.io',
-        kind: 'priorityclasses',
-      });
+      throw forbidden(
+        `priorityclasses.scheduling.k8s.io ${JSON.stringify(name)} is forbidden: it is one of the platform's priority classes, shared by all tenants of this cluster and read-only`,
+        {
+          name,
+          group: 'scheduling.k8s.io',
+          kind: 'priorityclasses',
+        },
+      );
     }
     path += '/' + enc(upstreamObjectName(info, row, name, tenant, names));
   }
@@ -95,7 +102,8 @@ export function upstreamResourceTarget(info: RequestInfo, row: KindRow, query: U
   }
   // The tenant deletes only its own PriorityClasses, never the platform's (which the confinement policy would refuse
   // upstream, one by one, part way through).
-  if (info.verb === 'deletecollection' && row.rule === 'priorityclass') upstreamQuery.set('labelSelector', mergeLabelSelector(query.get('labelSelector'), tenant));
+  if (info.verb === 'deletecollection' && row.rule === 'priorityclass')
+    upstreamQuery.set('labelSelector', mergeLabelSelector(query.get('labelSelector'), tenant));
   const search = upstreamQuery.toString();
   return search === '' ? path : `${path}?${search}`;
 }

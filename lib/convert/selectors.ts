@@ -141,7 +141,8 @@ export function rewriteFieldSelector(selector: string, tenant: TenantId, scope: 
     if (mapField !== undefined) {
       out.push(term.field + term.operator + escapeFieldSelectorValue(mapField(term.value)));
     } else if (prefixed && term.value !== '') {
-      const upstream = term.field === 'metadata.name' && scope.nameToUpstream !== undefined ? scope.nameToUpstream(term.value) : toUpstreamName(term.value, tenant);
+      const upstream =
+        term.field === 'metadata.name' && scope.nameToUpstream !== undefined ? scope.nameToUpstream(term.value) : toUpstreamName(term.value, tenant);
       out.push(term.field + term.operator + escapeFieldSelectorValue(upstream));
     } else {
       out.push(term.raw);

@@ -36,7 +36,8 @@ export function statusToTenant(status: any, tenant: TenantId, scope?: StatusScop
   if (status === null || typeof status !== 'object' || Array.isArray(status)) return status;
   const details = status.details;
   const hasDetails = details !== null && typeof details === 'object' && !Array.isArray(details);
-  const group = hasDetails && typeof details.group === 'string' ? (tenantGroupOfStored(details.group) ?? toTenantName(details.group, tenant) ?? details.group) : '';
+  const group =
+    hasDetails && typeof details.group === 'string' ? (tenantGroupOfStored(details.group) ?? toTenantName(details.group, tenant) ?? details.group) : '';
   // A namespaced object's own name is never prefixed: keep it, even where it looks prefixed.
   let keep: string | undefined;
   if (hasDetails && typeof details.name === 'string' && typeof details.kind === 'string' && scope?.isNamespaced?.(details.kind, group)) {
@@ -54,7 +55,8 @@ export function statusToTenant(status: any, tenant: TenantId, scope?: StatusScop
     tenantDetails.causes = details.causes.map((cause: any) => {
       if (cause === null || typeof cause !== 'object') return cause;
       const tenantCause = { ...cause };
-      if (typeof cause.message === 'string') tenantCause.message = stripTenantPrefixes(storedGroupsToTenant(celNamespacesInTextToTenant(cause.message)), tenant, keep);
+      if (typeof cause.message === 'string')
+        tenantCause.message = stripTenantPrefixes(storedGroupsToTenant(celNamespacesInTextToTenant(cause.message)), tenant, keep);
       if (typeof cause.field === 'string') tenantCause.field = stripTenantPrefixes(cause.field, tenant, keep);
       return tenantCause;
     });
@@ -133,5 +135,5 @@ function isNameStart(c: number): boolean {
 
 /** [A-Za-z0-9_-]: a character that continues a name, so a prefix right after it is not at a name's start. */
 function isNameCharacter(c: number): boolean {
-  return isNameStart(c) || c === 45 /* '-' */ || c === 95 /* '_' */;
+  return isNameStart(c) || c === 45 /* '-' */ || c === 95; /* '_' */
 }

@@ -72,11 +72,13 @@ function mergeByKey(current: unknown, patch: unknown[], list: MergeList, where: 
 export function strategicToMergePatch(row: KindRow, patch: unknown, current?: Json): Json {
   const kind = `${row.group}/${row.kind}`;
   const lists = MERGE_LISTS.get(kind);
-  if (lists === undefined) throw unsupportedMediaType(`tenantgate cannot apply a strategic merge patch to ${row.resource}.${row.group}; send a JSON merge patch`);
+  if (lists === undefined)
+    throw unsupportedMediaType(`tenantgate cannot apply a strategic merge patch to ${row.resource}.${row.group}; send a JSON merge patch`);
   if (!isObject(patch)) throw badRequest('the strategic merge patch must be a JSON object');
   const directive = firstDirective(patch, '');
   if (directive !== null) {
-    throw unsupportedMediaType(`the strategic merge patch directive ${directive} is not supported for ${row.resource}.${row.group} here; send a JSON merge patch (application/merge-patch+json) or a JSON patch`,
+    throw unsupportedMediaType(
+      `the strategic merge patch directive ${directive} is not supported for ${row.resource}.${row.group} here; send a JSON merge patch (application/merge-patch+json) or a JSON patch`,
     );
   }
   const merge = structuredClone(patch);

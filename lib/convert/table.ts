@@ -69,13 +69,25 @@ const PRINTED_FROM_OBJECT: Readonly<Record<string, { columnDefinitions: unknown[
   ClusterRoleBinding: {
     columnDefinitions: [
       { name: 'Name', type: 'string', format: 'name', description: NAME_DESCRIPTION, priority: 0 },
-      { name: 'Role', type: 'string', format: '', description: 'RoleRef can only reference a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.', priority: 0 },
+      {
+        name: 'Role',
+        type: 'string',
+        format: '',
+        description:
+          'RoleRef can only reference a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.',
+        priority: 0,
+      },
       { name: 'Age', type: 'string', format: '', description: AGE_DESCRIPTION, priority: 0 },
       { name: 'Users', type: 'string', format: '', description: 'Users in the clusterRoleBinding', priority: 1 },
       { name: 'Groups', type: 'string', format: '', description: 'Groups in the clusterRoleBinding', priority: 1 },
       { name: 'ServiceAccounts', type: 'string', format: '', description: 'ServiceAccounts in the clusterRoleBinding', priority: 1 },
     ],
-    cells: (object, upstreamCells) => [object.metadata?.name, `${object.roleRef?.kind ?? ''}/${object.roleRef?.name ?? ''}`, upstreamCells[2], ...subjectCells(object.subjects)],
+    cells: (object, upstreamCells) => [
+      object.metadata?.name,
+      `${object.roleRef?.kind ?? ''}/${object.roleRef?.name ?? ''}`,
+      upstreamCells[2],
+      ...subjectCells(object.subjects),
+    ],
   },
 };
 
@@ -88,7 +100,11 @@ const NAME_MARKS_DEFAULT: ReadonlySet<string> = new Set(['storageclasses', 'ingr
  * the cells the printer wrote from the platform's (PriorityClass's Global-Default column, the `(default)` after a
  * StorageClass's or IngressClass's name). Null when nothing is to change.
  */
-function tenantDefaultCells(table: Table, row: KindRow, convert: ConvertContext): ((cells: unknown[], converted: object, upstreamName: string | undefined) => void) | null {
+function tenantDefaultCells(
+  table: Table,
+  row: KindRow,
+  convert: ConvertContext,
+): ((cells: unknown[], converted: object, upstreamName: string | undefined) => void) | null {
   if (row.tenancy !== 'shared-read-only' || convert.defaultPlatformClass?.(row.resource) === undefined) return null;
   const columns = (table as { columnDefinitions?: { name?: string }[] }).columnDefinitions;
   if (row.resource === 'priorityclasses') {
@@ -112,7 +128,8 @@ function tenantDefaultCells(table: Table, row: KindRow, convert: ConvertContext)
  */
 export function tableToTenant<T extends Table>(table: T, convert: ConvertContext, row: KindRow, rowObjects: RowObjects = 'Object'): T {
   const printed = row.upstreamGroup === undefined ? undefined : PRINTED_FROM_OBJECT[row.kind];
-  if (printed !== undefined && Array.isArray((table as { columnDefinitions?: unknown }).columnDefinitions)) table = { ...table, columnDefinitions: printed.columnDefinitions };
+  if (printed !== undefined && Array.isArray((table as { columnDefinitions?: unknown }).columnDefinitions))
+    table = { ...table, columnDefinitions: printed.columnDefinitions };
   if (!Array.isArray(table.rows)) return table;
   const tenant = convert.tenant;
   const defaultCells = tenantDefaultCells(table, row, convert);
@@ -125,12 +142,15 @@ export function tableToTenant<T extends Table>(table: T, convert: ConvertContext
     const converted = objectToTenant(tableRow.object, convert, row);
     if (converted === null) continue;
     const meta = (converted as TableRow['object'])?.metadata ?? {};
-    const cells = printed !== undefined ? printed.cells(converted, tableRow.cells ?? []) : tableRow.cells?.map((cell) => {
-      if (typeof cell !== 'string') return cell;
-      if (upstreamName !== undefined && cell === upstreamName) return meta.name;
-      if (upstreamNamespace !== undefined && cell === upstreamNamespace) return meta.namespace;
-      return stripTenantPrefixes(cell, tenant);
-    });
+    const cells =
+      printed !== undefined
+        ? printed.cells(converted, tableRow.cells ?? [])
+        : tableRow.cells?.map((cell) => {
+            if (typeof cell !== 'string') return cell;
+            if (upstreamName !== undefined && cell === upstreamName) return meta.name;
+            if (upstreamNamespace !== undefined && cell === upstreamNamespace) return meta.namespace;
+            return stripTenantPrefixes(cell, tenant);
+          });
     if (defaultCells !== null && cells !== undefined) defaultCells(cells, converted, upstreamName);
     const { object: _, ...rest } = tableRow;
     if (rowObjects === 'None') rows.push({ ...rest, cells });

@@ -143,6 +143,7 @@ function yamlRefusal(error: unknown, what: string): StatusError {
   const message = error instanceof Error ? error.message : '';
   // yaml's parser recurses per flow level and meets the stack's end long before MAX_BODY_NESTING matters for it.
   if (error instanceof RangeError || message.includes('Maximum call stack size exceeded')) return tooDeep(what);
-  if (message.includes('Excessive alias count')) return badRequest(`${what} is not valid YAML: its aliases expand more than ${MAX_YAML_ALIASES} times (an alias bomb)`);
+  if (message.includes('Excessive alias count'))
+    return badRequest(`${what} is not valid YAML: its aliases expand more than ${MAX_YAML_ALIASES} times (an alias bomb)`);
   return badRequest(`${what} is not valid YAML`);
 }

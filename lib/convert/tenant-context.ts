@@ -46,4 +46,3 @@ export function convertContextOf(
     servesTenantResources: (group, version) => discovery.servesTenantResources(group, version),
   };
 }
-

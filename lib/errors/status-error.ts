@@ -98,7 +98,8 @@ export function reasonOfCode(code: number): StatusReason {
 export const badRequest = (message: string, details?: StatusDetails) => new StatusError(400, 'BadRequest', message, details);
 export const unauthorized = (message = 'Unauthorized') => new StatusError(401, 'Unauthorized', message);
 export const forbidden = (message: string, details?: StatusDetails) => new StatusError(403, 'Forbidden', message, details);
-export const notFound = (message = 'the server could not find the requested resource', details?: StatusDetails) => new StatusError(404, 'NotFound', message, details);
+export const notFound = (message = 'the server could not find the requested resource', details?: StatusDetails) =>
+  new StatusError(404, 'NotFound', message, details);
 export const methodNotAllowed = (message: string, details?: StatusDetails) => new StatusError(405, 'MethodNotAllowed', message, details);
 export const alreadyExists = (message: string, details?: StatusDetails) => new StatusError(409, 'AlreadyExists', message, details);
 export const notAcceptable = (message: string) => new StatusError(406, 'NotAcceptable', message);

@@ -75,7 +75,12 @@ export function parseWeight(text: string): number | null {
 
 /** The limits of this tenant (undefined: an unknown tenant, who gets the defaults). */
 export function limitsOf(tenant: Tenant | undefined, defaults: FlowControlOptions): TenantLimits {
-  const limits: TenantLimits = { readonly: defaults.tenantMaxInflight, mutating: defaults.tenantMaxMutatingInflight, weight: 1, longRunning: defaults.tenantMaxWatches };
+  const limits: TenantLimits = {
+    readonly: defaults.tenantMaxInflight,
+    mutating: defaults.tenantMaxMutatingInflight,
+    weight: 1,
+    longRunning: defaults.tenantMaxWatches,
+  };
   const annotations = tenant?.metadata.annotations;
   if (annotations === undefined) return limits;
   for (const key of MAX_INFLIGHT_ANNOTATIONS) {
@@ -83,7 +88,12 @@ export function limitsOf(tenant: Tenant | undefined, defaults: FlowControlOption
     if (value === undefined) continue;
     const parsed = parseMaxInflight(value);
     if (parsed === null) {
-      log.warn('ignoring a bad flow-control annotation', { tenant: tenant!.metadata.name, annotation: key, value, expected: 'N or READONLY,MUTATING (positive integers)' });
+      log.warn('ignoring a bad flow-control annotation', {
+        tenant: tenant!.metadata.name,
+        annotation: key,
+        value,
+        expected: 'N or READONLY,MUTATING (positive integers)',
+      });
       continue;
     }
     limits.readonly = parsed.readonly;
@@ -93,13 +103,25 @@ export function limitsOf(tenant: Tenant | undefined, defaults: FlowControlOption
   const weight = annotations[FLOW_WEIGHT_ANNOTATION];
   if (weight !== undefined) {
     const parsed = parseWeight(weight);
-    if (parsed === null) log.warn('ignoring a bad flow-control annotation', { tenant: tenant!.metadata.name, annotation: FLOW_WEIGHT_ANNOTATION, value: weight, expected: `a number in (0, ${MAX_WEIGHT}]` });
+    if (parsed === null)
+      log.warn('ignoring a bad flow-control annotation', {
+        tenant: tenant!.metadata.name,
+        annotation: FLOW_WEIGHT_ANNOTATION,
+        value: weight,
+        expected: `a number in (0, ${MAX_WEIGHT}]`,
+      });
     else limits.weight = parsed;
   }
   const watches = annotations[MAX_WATCHES_ANNOTATION];
   if (watches !== undefined) {
     const parsed = positiveInteger(watches);
-    if (parsed === null) log.warn('ignoring a bad flow-control annotation', { tenant: tenant!.metadata.name, annotation: MAX_WATCHES_ANNOTATION, value: watches, expected: 'a positive integer' });
+    if (parsed === null)
+      log.warn('ignoring a bad flow-control annotation', {
+        tenant: tenant!.metadata.name,
+        annotation: MAX_WATCHES_ANNOTATION,
+        value: watches,
+        expected: 'a positive integer',
+      });
     else limits.longRunning = parsed;
   }
   return limits;

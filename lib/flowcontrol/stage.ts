@@ -7,9 +7,9 @@ import type { FlowController } from './dispatcher.ts';
 import type { RejectionReason, SeatKind } from './events.ts';
 import { SEAT_HELD, SEAT_QUEUED, type Seat } from './tenant-flow.ts';
 
-
 /** Requests the apiserver counts as long-running: a watch, and pods' and services' log, proxy, exec, attach, port-forward. */
-const LONG_RUNNING = /^\/api(?:s\/[^/]+)?\/[^/]+\/watch\/|\/(?:pods|services|nodes)\/[^/?]+\/(?:log|proxy|exec|attach|portforward)(?:[/?]|$)|[?&]watch=(?:1|true)(?:&|$)/;
+const LONG_RUNNING =
+  /^\/api(?:s\/[^/]+)?\/[^/]+\/watch\/|\/(?:pods|services|nodes)\/[^/?]+\/(?:log|proxy|exec|attach|portforward)(?:[/?]|$)|[?&]watch=(?:1|true)(?:&|$)/;
 
 export function seatKindOf(method: string | undefined): SeatKind {
   return method === 'GET' || method === 'HEAD' || method === 'OPTIONS' ? 'readonly' : 'mutating';
@@ -38,13 +38,17 @@ export function releaseStartSeat(ctx: RequestContext): void {
 function refusal(reason: RejectionReason): Error {
   switch (reason) {
     case 'inflight-limit':
-      return tooManyRequests("too many requests in flight for this tenant: its limit is set by the Tenant's tenant.kubezoo.io/max-requests-inflight annotation");
+      return tooManyRequests(
+        "too many requests in flight for this tenant: its limit is set by the Tenant's tenant.kubezoo.io/max-requests-inflight annotation",
+      );
     case 'queue-full':
-      return tooManyRequests('tenantgate is busy and too many of this tenant\'s requests are waiting');
+      return tooManyRequests("tenantgate is busy and too many of this tenant's requests are waiting");
     case 'queue-timeout':
       return tooManyRequests('the request waited too long for a seat');
     case 'watch-limit':
-      return tooManyRequests("too many watches and other long-running requests open for this tenant: its limit is set by the Tenant's tenant.kubezoo.io/max-watches annotation");
+      return tooManyRequests(
+        "too many watches and other long-running requests open for this tenant: its limit is set by the Tenant's tenant.kubezoo.io/max-watches annotation",
+      );
     case 'shutting-down':
       // Never ran: the client sends it again, to another replica (this one no longer takes connections).
       return serviceUnavailable('tenantgate is shutting down; retry', { retryAfterSeconds: 1 });
@@ -55,7 +59,10 @@ function refusal(reason: RejectionReason): Error {
  * `startsCheaply`: whether a request is a watch that costs no seat (the watch cache serves it); it then counts against
  * the tenant's open watches only.
  */
-export function flowControl(controller: FlowController, startsCheaply: (ctx: RequestContext) => boolean = () => false): (ctx: RequestContext) => boolean | Promise<boolean> {
+export function flowControl(
+  controller: FlowController,
+  startsCheaply: (ctx: RequestContext) => boolean = () => false,
+): (ctx: RequestContext) => boolean | Promise<boolean> {
   return (ctx) => {
     const tenant = ctx.identity!.tenant;
     // Administrators are exempt (like the apiserver's exempt priority level): they must be able to act, e.g. lower
@@ -63,7 +70,8 @@ export function flowControl(controller: FlowController, startsCheaply: (ctx: Req
     if (tenant === null) return false;
     const method = ctx.method;
     const longRunning = isLongRunning(method, ctx.path);
-    const seat = longRunning && startsCheaply(ctx) ? controller.acquireOpenOnly(tenant, seatKindOf(method)) : controller.acquire(tenant, seatKindOf(method), longRunning);
+    const seat =
+      longRunning && startsCheaply(ctx) ? controller.acquireOpenOnly(tenant, seatKindOf(method)) : controller.acquire(tenant, seatKindOf(method), longRunning);
     if (typeof seat === 'string') throw refusal(seat);
     // Given back by releaseSeat when the exchange closes (request/pipeline.ts), or sooner for a long-running one.
     ctx.seat = seat;

@@ -17,7 +17,10 @@ export async function startMetricsListener(metrics: TenantgateMetrics, host: str
       return;
     }
     metrics.scrape().then(
-      (text) => res.writeHead(200, { 'content-type': metrics.registry.contentType, 'content-length': Buffer.byteLength(text) }).end(req.method === 'HEAD' ? undefined : text),
+      (text) =>
+        res
+          .writeHead(200, { 'content-type': metrics.registry.contentType, 'content-length': Buffer.byteLength(text) })
+          .end(req.method === 'HEAD' ? undefined : text),
       (error: Error) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics could not be collected: ${error.message}\n`),
     );
   });

@@ -67,7 +67,14 @@ export interface WatchCacheSource {
   readonly resources: Iterable<{
     /** `resource` or `resource.group`. */
     readonly label: string;
-    readonly stats: { readonly objects: number; readonly bytes: number; readonly eventsIn: number; readonly deliveries: number; readonly slowWatchersClosed: number; readonly relists: number };
+    readonly stats: {
+      readonly objects: number;
+      readonly bytes: number;
+      readonly eventsIn: number;
+      readonly deliveries: number;
+      readonly slowWatchersClosed: number;
+      readonly relists: number;
+    };
     watchersPerTenant(): Iterable<readonly [TenantId, number]>;
   }>;
 }
@@ -127,16 +134,68 @@ export class TenantgateMetrics {
     this.bound = new TenantSeriesBound(options.tenantSeries ?? DEFAULT_TENANT_SERIES);
     this.#store = options.tenants;
     collectDefaultMetrics({ register: this.registry, prefix: 'tenantgate_' });
-    this.#requests = new Counter({ name: 'tenantgate_requests_total', help: 'Requests answered, by tenant, verb, resource and HTTP code.', labelNames: ['tenant', 'verb', 'resource', 'code'], registers });
-    this.#requestDuration = new Histogram({ name: 'tenantgate_request_duration_seconds', help: 'Time from a request arriving to its response ending.', labelNames: ['tenant', 'verb'], buckets: REQUEST_DURATION_BUCKETS, registers });
-    this.#inflight = new Gauge({ name: 'tenantgate_inflight_requests', help: 'Requests holding a flow-control seat now.', labelNames: ['tenant', 'kind'], registers, collect: () => this.#collectLive() });
-    this.#rejected = new Counter({ name: 'tenantgate_rejected_requests_total', help: 'Requests refused by flow control (429), by reason: inflight-limit, queue-full, queue-timeout, watch-limit; 503 for shutting-down.', labelNames: ['tenant', 'reason'], registers });
-    this.#queueWait = new Histogram({ name: 'tenantgate_queue_wait_seconds', help: 'Time admitted requests waited in a flow-control queue.', labelNames: ['tenant'], buckets: REQUEST_DURATION_BUCKETS, registers });
+    this.#requests = new Counter({
+      name: 'tenantgate_requests_total',
+      help: 'Requests answered, by tenant, verb, resource and HTTP code.',
+      labelNames: ['tenant', 'verb', 'resource', 'code'],
+      registers,
+    });
+    this.#requestDuration = new Histogram({
+      name: 'tenantgate_request_duration_seconds',
+      help: 'Time from a request arriving to its response ending.',
+      labelNames: ['tenant', 'verb'],
+      buckets: REQUEST_DURATION_BUCKETS,
+      registers,
+    });
+    this.#inflight = new Gauge({
+      name: 'tenantgate_inflight_requests',
+      help: 'Requests holding a flow-control seat now.',
+      labelNames: ['tenant', 'kind'],
+      registers,
+      collect: () => this.#collectLive(),
+    });
+    this.#rejected = new Counter({
+      name: 'tenantgate_rejected_requests_total',
+      help: 'Requests refused by flow control (429), by reason: inflight-limit, queue-full, queue-timeout, watch-limit; 503 for shutting-down.',
+      labelNames: ['tenant', 'reason'],
+      registers,
+    });
+    this.#queueWait = new Histogram({
+      name: 'tenantgate_queue_wait_seconds',
+      help: 'Time admitted requests waited in a flow-control queue.',
+      labelNames: ['tenant'],
+      buckets: REQUEST_DURATION_BUCKETS,
+      registers,
+    });
     this.#watchesActive = new Gauge({ name: 'tenantgate_watches_active', help: 'Watches being streamed to tenants now.', labelNames: ['tenant'], registers });
-    this.#watchEvents = new Counter({ name: 'tenantgate_watch_events_total', help: 'Watch events sent to tenants.', labelNames: ['tenant'], registers, collect: () => this.#harvestStreams() });
-    this.#rewriteBytes = new Counter({ name: 'tenantgate_rewrite_bytes_total', help: 'Upstream list and watch bytes rewritten into tenant views.', labelNames: ['tenant', 'kind'], registers, collect: () => this.#harvestStreams() });
-    this.#rewriteDuration = new Histogram({ name: 'tenantgate_rewrite_duration_seconds', help: 'Time spent in the list and watch rewriter per response (scanning only, not waiting for bytes).', labelNames: ['kind'], buckets: REWRITE_DURATION_BUCKETS, registers });
-    this.#upstreamDuration = new Histogram({ name: 'tenantgate_upstream_request_duration_seconds', help: 'Time from sending a request upstream to its response headers.', labelNames: ['verb'], buckets: REQUEST_DURATION_BUCKETS, registers });
+    this.#watchEvents = new Counter({
+      name: 'tenantgate_watch_events_total',
+      help: 'Watch events sent to tenants.',
+      labelNames: ['tenant'],
+      registers,
+      collect: () => this.#harvestStreams(),
+    });
+    this.#rewriteBytes = new Counter({
+      name: 'tenantgate_rewrite_bytes_total',
+      help: 'Upstream list and watch bytes rewritten into tenant views.',
+      labelNames: ['tenant', 'kind'],
+      registers,
+      collect: () => this.#harvestStreams(),
+    });
+    this.#rewriteDuration = new Histogram({
+      name: 'tenantgate_rewrite_duration_seconds',
+      help: 'Time spent in the list and watch rewriter per response (scanning only, not waiting for bytes).',
+      labelNames: ['kind'],
+      buckets: REWRITE_DURATION_BUCKETS,
+      registers,
+    });
+    this.#upstreamDuration = new Histogram({
+      name: 'tenantgate_upstream_request_duration_seconds',
+      help: 'Time from sending a request upstream to its response headers.',
+      labelNames: ['verb'],
+      buckets: REQUEST_DURATION_BUCKETS,
+      registers,
+    });
     const store = options.tenants;
     new Gauge({
       name: 'tenantgate_tenants',
@@ -149,12 +208,25 @@ export class TenantgateMetrics {
         for (const phase of ['ready', 'pending', 'terminating'] as const) this.set({ phase }, counts[phase]);
       },
     });
-    this.#tenantOperations = new Counter({ name: 'tenantgate_tenant_operations_total', help: 'Tenant API writes and lifecycle steps, by result.', labelNames: ['operation', 'result'], registers });
+    this.#tenantOperations = new Counter({
+      name: 'tenantgate_tenant_operations_total',
+      help: 'Tenant API writes and lifecycle steps, by result.',
+      labelNames: ['operation', 'result'],
+      registers,
+    });
     const workerPoolQueue = options.workerPoolQueue ?? (() => 0);
-    new Gauge({ name: 'tenantgate_worker_pool_queue', help: 'Conversions waiting for a worker thread.', registers, collect() { this.set(workerPoolQueue()); } });
+    new Gauge({
+      name: 'tenantgate_worker_pool_queue',
+      help: 'Conversions waiting for a worker thread.',
+      registers,
+      collect() {
+        this.set(workerPoolQueue());
+      },
+    });
     this.#rewriteDurationByKind = { list: this.#rewriteDuration.labels({ kind: 'list' }), watch: this.#rewriteDuration.labels({ kind: 'watch' }) };
     // Known series are there from the start (0), so rate() and absent() behave before the first event.
-    for (const operation of ['create', 'delete', 'bootstrap', 'cleanup'] as const) for (const result of ['ok', 'error']) this.#tenantOperations.inc({ operation, result }, 0);
+    for (const operation of ['create', 'delete', 'bootstrap', 'cleanup'] as const)
+      for (const result of ['ok', 'error']) this.#tenantOperations.inc({ operation, result }, 0);
 
     this.#followBound();
     this.#stopFollowing = store === undefined ? () => {} : store.onChange((event) => this.#onTenantChange(event));
@@ -173,9 +245,22 @@ export class TenantgateMetrics {
       return sums;
     };
     const gauge = (name: string, help: string, read: (stats: any) => number) =>
-      new Gauge({ name, help, labelNames: ['resource'], registers, collect() { this.reset(); for (const [resource, value] of byLabel(read)) this.set({ resource }, value); } });
+      new Gauge({
+        name,
+        help,
+        labelNames: ['resource'],
+        registers,
+        collect() {
+          this.reset();
+          for (const [resource, value] of byLabel(read)) this.set({ resource }, value);
+        },
+      });
     gauge('tenantgate_watch_cache_objects', 'Objects the watch cache keeps, per resource.', (s) => s.objects);
-    gauge('tenantgate_watch_cache_bytes', "Bytes of the tenants' views the watch cache keeps (JSON, and protobuf made for protobuf clients), per resource.", (s) => s.bytes);
+    gauge(
+      'tenantgate_watch_cache_bytes',
+      "Bytes of the tenants' views the watch cache keeps (JSON, and protobuf made for protobuf clients), per resource.",
+      (s) => s.bytes,
+    );
     // Counters kept by the cache, reported as the increase since the last scrape.
     const counter = (name: string, help: string, read: (stats: any) => number) => {
       const reported = new Map<string, number>();
@@ -197,7 +282,11 @@ export class TenantgateMetrics {
     };
     counter('tenantgate_watch_cache_events_total', 'Upstream watch events the watch cache took in, per resource.', (s) => s.eventsIn);
     counter('tenantgate_watch_cache_deliveries_total', 'Watch events the watch cache delivered to tenant watchers, per resource.', (s) => s.deliveries);
-    counter('tenantgate_watch_cache_slow_watchers_closed_total', 'Tenant watchers closed because their clients left too much unread.', (s) => s.slowWatchersClosed);
+    counter(
+      'tenantgate_watch_cache_slow_watchers_closed_total',
+      'Tenant watchers closed because their clients left too much unread.',
+      (s) => s.slowWatchersClosed,
+    );
     counter('tenantgate_watch_cache_relists_total', 'Relists of the upstream after its watch could not resume (watchers ended).', (s) => s.relists);
     const bound = this.bound;
     new Gauge({
@@ -208,7 +297,8 @@ export class TenantgateMetrics {
       collect() {
         this.reset();
         const byLabel = new Map<string, number>();
-        for (const r of source.resources) for (const [tenant, count] of r.watchersPerTenant()) byLabel.set(bound.labelOf(tenant), (byLabel.get(bound.labelOf(tenant)) ?? 0) + count);
+        for (const r of source.resources)
+          for (const [tenant, count] of r.watchersPerTenant()) byLabel.set(bound.labelOf(tenant), (byLabel.get(bound.labelOf(tenant)) ?? 0) + count);
         for (const [tenant, count] of byLabel) this.set({ tenant }, count);
       },
     });

@@ -99,12 +99,21 @@ function streamRewritten(ctx: RequestContext, answer: UpstreamAnswer, conversion
   const table = isTableAnswer(ctx, answer);
   ctx.respond(answer.status, tenantResponseHeaders(answer.headers, tenant));
   const spec = verb === 'watch' && table ? tenantViewSpecOf(row, convert, ctx.rowObjects) : conversions.viewSpecOf(tenant, row);
-  const rewriter = verb === 'watch' ? new WatchRewriter(spec) : listRewriter({ row, convert, discovery: conversions.discovery, spec, declaredLength: declaredLengthOf(answer) });
+  const rewriter =
+    verb === 'watch'
+      ? new WatchRewriter(spec)
+      : listRewriter({ row, convert, discovery: conversions.discovery, spec, declaredLength: declaredLengthOf(answer) });
   pipeRewritten(ctx, answer, conversions, verb, rewriter);
 }
 
 /** The upstream's body through `rewriter` to the client, observed by the metrics and the request log. */
-function pipeRewritten(ctx: RequestContext, answer: UpstreamAnswer, conversions: TenantConversions, verb: 'list' | 'watch', rewriter: Transform & RewriteCounters): void {
+function pipeRewritten(
+  ctx: RequestContext,
+  answer: UpstreamAnswer,
+  conversions: TenantConversions,
+  verb: 'list' | 'watch',
+  rewriter: Transform & RewriteCounters,
+): void {
   const tenant = ctx.identity!.tenant!;
   ctx.rewrite = rewriter;
   const rewriteEnded = conversions.metrics?.rewriteStarted(tenant, verb, rewriter);
@@ -127,7 +136,10 @@ function protobufStreamRewritten(ctx: RequestContext, answer: UpstreamAnswer, co
   const convert = conversions.of(tenant);
   // Made before the head goes out: a kind the engine cannot convert is refused while a Status can still be sent.
   const apiVersion = requestApiVersion(ctx.info!);
-  const rewriter = verb === 'watch' ? new ProtobufWatchRewriter(ctx.row!, convert, apiVersion) : protobufListRewriter({ row: ctx.row!, convert, discovery: conversions.discovery, apiVersion, declaredLength: declaredLengthOf(answer) });
+  const rewriter =
+    verb === 'watch'
+      ? new ProtobufWatchRewriter(ctx.row!, convert, apiVersion)
+      : protobufListRewriter({ row: ctx.row!, convert, discovery: conversions.discovery, apiVersion, declaredLength: declaredLengthOf(answer) });
   ctx.respond(answer.status, tenantResponseHeaders(answer.headers, tenant));
   pipeRewritten(ctx, answer, conversions, verb, rewriter);
 }
@@ -190,12 +202,27 @@ async function missingNamespaceAnswer(ctx: RequestContext, conversions: TenantCo
   const upstreamNamespace = namespaceToUpstream(info.namespace, tenant);
   const namespace = await upstreamJson(conversions.pool, 'GET', `/api/v1/namespaces/${encodeURIComponent(upstreamNamespace)}`);
   if (namespace.status !== 404) return null;
-  if (!(await conversions.access.allowed(tenant, upstreamIdentityOf(identity), info.verb, apiGroupToUpstream(info.apiGroup, tenant, info.resource), info.resource))) return null;
+  if (
+    !(await conversions.access.allowed(
+      tenant,
+      upstreamIdentityOf(identity),
+      info.verb,
+      apiGroupToUpstream(info.apiGroup, tenant, info.resource),
+      info.resource,
+    ))
+  )
+    return null;
   const row = ctx.row!;
   if (info.verb === 'list') {
-    return { kind: `${row.kind}List`, apiVersion: requestApiVersion(info), metadata: { resourceVersion: await currentResourceVersion(ctx, conversions) }, items: [] };
+    return {
+      kind: `${row.kind}List`,
+      apiVersion: requestApiVersion(info),
+      metadata: { resourceVersion: await currentResourceVersion(ctx, conversions) },
+      items: [],
+    };
   }
-  if (info.verb === 'create' || info.name === '') return notFound(`namespaces ${JSON.stringify(info.namespace)} not found`, { name: info.namespace, kind: 'namespaces' });
+  if (info.verb === 'create' || info.name === '')
+    return notFound(`namespaces ${JSON.stringify(info.namespace)} not found`, { name: info.namespace, kind: 'namespaces' });
   return notFound(`${info.resource}${info.apiGroup === '' ? '' : '.' + info.apiGroup} ${JSON.stringify(info.name)} not found`, {
     name: info.name,
     ...(info.apiGroup === '' ? {} : { group: info.apiGroup }),
@@ -245,7 +272,11 @@ async function retriedForQuota(ctx: RequestContext, answer: WholeAnswer, convers
   if (previous !== null && !previous.closed) await once(previous, 'close');
   if (ctx.out.destroyed) return true; // the client went away meanwhile: nothing to send again
   openUpstream(ctx, conversions.pool).once('response', function (this: ClientHttp2Stream, headers: IncomingHttpHeaders) {
-    answerWith(contextOf(this), { status: Number(headers[':status'] ?? 502), headers, contentType: String(headers['content-type'] ?? ''), body: this }, conversions);
+    answerWith(
+      contextOf(this),
+      { status: Number(headers[':status'] ?? 502), headers, contentType: String(headers['content-type'] ?? ''), body: this },
+      conversions,
+    );
   });
   return true;
 }
@@ -310,7 +341,8 @@ function tableAnswer(ctx: RequestContext, answer: WholeAnswer, conversions: Tena
   const view = tableToTenant(body, convert, ctx.row!, ctx.rowObjects);
   // A get of one object whose only row the tenant may not see (a platform class its Tenant does not allow): not found.
   const info = ctx.info!;
-  if (info.verb === 'get' && info.name !== '' && Array.isArray(body.rows) && body.rows.length > 0 && (view.rows ?? []).length === 0) throw notFound(`${ctx.row!.resource} "${info.name}" not found`);
+  if (info.verb === 'get' && info.name !== '' && Array.isArray(body.rows) && body.rows.length > 0 && (view.rows ?? []).length === 0)
+    throw notFound(`${ctx.row!.resource} "${info.name}" not found`);
   sendJson(ctx, answer, view);
 }
 
@@ -325,8 +357,15 @@ async function clusterReviewWithTenantRbac(body: any, ctx: RequestContext, conve
   const namespace = spec.resourceAttributes?.namespace;
   if (typeof namespace === 'string' && namespace !== '') return;
   // A SubjectAccessReview asks about the user it names (upstream names already); a self review about the caller.
-  const identity = ctx.row!.rule === 'subjectaccessreview' ? { user: String(spec.user ?? ''), groups: Array.isArray(spec.groups) ? spec.groups.map(String) : [] } : upstreamIdentityOf(ctx.identity!);
-  const decision = await conversions.access.clusterScopeReview(ctx.identity!.tenant!, { ...identity, resourceAttributes: spec.resourceAttributes, nonResourceAttributes: spec.nonResourceAttributes });
+  const identity =
+    ctx.row!.rule === 'subjectaccessreview'
+      ? { user: String(spec.user ?? ''), groups: Array.isArray(spec.groups) ? spec.groups.map(String) : [] }
+      : upstreamIdentityOf(ctx.identity!);
+  const decision = await conversions.access.clusterScopeReview(ctx.identity!.tenant!, {
+    ...identity,
+    resourceAttributes: spec.resourceAttributes,
+    nonResourceAttributes: spec.nonResourceAttributes,
+  });
   if (decision.allowed) body.status = decision.reason === '' ? { allowed: true } : { allowed: true, reason: decision.reason };
 }
 
@@ -335,20 +374,27 @@ async function afterWrite(ctx: RequestContext, status: number, body: any, conver
   const info = ctx.info!;
   const row = ctx.row!;
   const tenant = ctx.identity!.tenant!;
-  if (status === 201 && (row.rule === 'selfsubjectaccessreview' || row.rule === 'subjectaccessreview')) await clusterReviewWithTenantRbac(body, ctx, conversions);
+  if (status === 201 && (row.rule === 'selfsubjectaccessreview' || row.rule === 'subjectaccessreview'))
+    await clusterReviewWithTenantRbac(body, ctx, conversions);
   if (status === 201 && info.verb === 'create' && info.resource === 'namespaces') {
     // The tenant's admin gets its rights in a namespace before anyone learns the namespace exists.
     const upstreamNamespace = (body as { metadata: { name: string } }).metadata.name;
     await grantTenantNamespace(conversions.pool, tenant, upstreamNamespace);
     // ... and the namespace its share of the tenant's quota and its classes, before anything can be created in it.
-    await conversions.tenantNamespaceCreated?.(tenant, upstreamNamespace).catch((error: Error) => log.warn('namespace quota or classes not in place yet', { tenant, error: error.message }));
+    await conversions
+      .tenantNamespaceCreated?.(tenant, upstreamNamespace)
+      .catch((error: Error) => log.warn('namespace quota or classes not in place yet', { tenant, error: error.message }));
   }
   if (row.rule === 'crd' && status < 300 && info.subresource === '' && (info.verb === 'create' || info.verb === 'update' || info.verb === 'patch')) {
     // As on a real cluster, the tenant may use the kind once it is Established, however soon it asks.
-    await conversions.customResourceDefinitionWritten?.(tenant, body).catch((error: Error) => log.warn('custom resource rights not in place yet', { tenant, error: error.message }));
+    await conversions
+      .customResourceDefinitionWritten?.(tenant, body)
+      .catch((error: Error) => log.warn('custom resource rights not in place yet', { tenant, error: error.message }));
   }
   if (row.rule === 'certificatesigningrequest' && status === 201 && info.verb === 'create' && info.subresource === '') {
-    await conversions.certificateSigningRequestWritten?.(tenant).catch((error: Error) => log.warn('signer rights not in place yet', { tenant, error: error.message }));
+    await conversions
+      .certificateSigningRequestWritten?.(tenant)
+      .catch((error: Error) => log.warn('signer rights not in place yet', { tenant, error: error.message }));
   }
 }
 
@@ -432,7 +478,11 @@ async function objectAnswer(ctx: RequestContext, answer: WholeAnswer, conversion
   if (partialMetadata !== null && answer.status < 300 && (view as { apiVersion?: unknown }).apiVersion === PARTIAL_METADATA_GROUP_VERSION) {
     const record = view as Record<string, unknown>;
     answer.headers['content-type'] = PROTOBUF_MEDIA_TYPE;
-    ctx.answer(answer.status, answer.headers, partialMetadata === 'PartialObjectMetadataList' ? partialObjectMetadataListToProtobuf(record) : partialObjectMetadataToProtobuf(record));
+    ctx.answer(
+      answer.status,
+      answer.headers,
+      partialMetadata === 'PartialObjectMetadataList' ? partialObjectMetadataListToProtobuf(record) : partialObjectMetadataToProtobuf(record),
+    );
     return;
   }
   sendJson(ctx, answer, view);
@@ -446,12 +496,32 @@ function openApiV2Answer(ctx: RequestContext, answer: WholeAnswer): Promise<void
 /** The response converters, in the order they are asked. */
 export const RESPONSE_CONVERTERS: readonly ResponseConverter[] = [
   { name: 'pass-through', takes: (ctx) => !ctx.converts, answer: passThrough },
-  { name: 'protobuf watch stream', takes: (ctx, answer) => isProtobufStreamed(ctx, answer, 'watch'), answer: (ctx, answer, conversions) => protobufStreamRewritten(ctx, answer, conversions, 'watch') },
-  { name: 'protobuf list stream', takes: (ctx, answer) => isProtobufStreamed(ctx, answer, 'list'), answer: (ctx, answer, conversions) => protobufStreamRewritten(ctx, answer, conversions, 'list') },
-  { name: 'watch stream', takes: (ctx, answer) => isStreamed(ctx, answer, 'watch'), answer: (ctx, answer, conversions) => streamRewritten(ctx, answer, conversions, 'watch') },
-  { name: 'list stream', takes: (ctx, answer) => isStreamed(ctx, answer, 'list'), answer: (ctx, answer, conversions) => streamRewritten(ctx, answer, conversions, 'list') },
+  {
+    name: 'protobuf watch stream',
+    takes: (ctx, answer) => isProtobufStreamed(ctx, answer, 'watch'),
+    answer: (ctx, answer, conversions) => protobufStreamRewritten(ctx, answer, conversions, 'watch'),
+  },
+  {
+    name: 'protobuf list stream',
+    takes: (ctx, answer) => isProtobufStreamed(ctx, answer, 'list'),
+    answer: (ctx, answer, conversions) => protobufStreamRewritten(ctx, answer, conversions, 'list'),
+  },
+  {
+    name: 'watch stream',
+    takes: (ctx, answer) => isStreamed(ctx, answer, 'watch'),
+    answer: (ctx, answer, conversions) => streamRewritten(ctx, answer, conversions, 'watch'),
+  },
+  {
+    name: 'list stream',
+    takes: (ctx, answer) => isStreamed(ctx, answer, 'list'),
+    answer: (ctx, answer, conversions) => streamRewritten(ctx, answer, conversions, 'list'),
+  },
   // Before the empty answers: a 304 to tenantgate's own conditional request answers with the view it keeps.
-  { name: 'OpenAPI v2 (offloaded when large)', takes: (ctx, answer) => ctx.row === null && isOpenApiV2(ctx.info!.path) && answer.status < 400, answer: whole(openApiV2Answer) },
+  {
+    name: 'OpenAPI v2 (offloaded when large)',
+    takes: (ctx, answer) => ctx.row === null && isOpenApiV2(ctx.info!.path) && answer.status < 400,
+    answer: whole(openApiV2Answer),
+  },
   { name: 'Status', takes: (_ctx, answer) => answer.status >= 400, answer: whole(statusAnswer) },
   { name: 'discovery and OpenAPI', takes: (ctx) => ctx.row === null, answer: whole(discoveryAnswer) },
   { name: 'Table', takes: isTableAnswer, answer: whole(tableAnswer) },
@@ -481,7 +551,11 @@ function answerWith(ctx: RequestContext, answer: UpstreamAnswer, conversions: Te
 /** The stage: answers once the upstream's head arrives (one listener for every request, no closure per request). */
 export function answerStage(conversions: TenantConversions): Stage['run'] {
   function onResponse(this: ClientHttp2Stream, headers: IncomingHttpHeaders): void {
-    answerWith(contextOf(this), { status: Number(headers[':status'] ?? 502), headers, contentType: String(headers['content-type'] ?? ''), body: this }, conversions);
+    answerWith(
+      contextOf(this),
+      { status: Number(headers[':status'] ?? 502), headers, contentType: String(headers['content-type'] ?? ''), body: this },
+      conversions,
+    );
   }
   return (ctx) => {
     ctx.upstream!.once('response', onResponse);

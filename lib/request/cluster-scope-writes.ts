@@ -35,7 +35,12 @@ function writesAtClusterScope(ctx: RequestContext, row: KindRow | null): row is 
 
 function grantsRbac(ctx: RequestContext, row: KindRow): boolean {
   const info = ctx.info!;
-  return row.group === RBAC && (row.resource === 'clusterroles' || row.resource === 'clusterrolebindings') && info.subresource === '' && GRANTING_VERBS.has(info.verb);
+  return (
+    row.group === RBAC &&
+    (row.resource === 'clusterroles' || row.resource === 'clusterrolebindings') &&
+    info.subresource === '' &&
+    GRANTING_VERBS.has(info.verb)
+  );
 }
 
 /**
@@ -57,7 +62,14 @@ export function authorizeClusterScopeWrites(access: AccessReviews): Stage['run']
     const tenant = ctx.identity!.tenant!;
     const name = info.name === '' ? '' : upstreamObjectName(info, row, info.name, tenant);
     const resource = info.subresource === '' ? info.resource : `${info.resource}/${info.subresource}`;
-    const allowed = access.allowed(tenant, upstreamIdentityOf(ctx.identity!), info.verb, apiGroupToUpstream(info.apiGroup, tenant, info.resource), resource, name);
+    const allowed = access.allowed(
+      tenant,
+      upstreamIdentityOf(ctx.identity!),
+      info.verb,
+      apiGroupToUpstream(info.apiGroup, tenant, info.resource),
+      resource,
+      name,
+    );
     return typeof allowed === 'boolean' ? decide(ctx, row, allowed) : allowed.then((answer) => decide(ctx, row, answer));
   };
 }
@@ -67,11 +79,14 @@ function escalationRefused(ctx: RequestContext, name: string, why: string): Erro
   const tenant = ctx.identity!.tenant!;
   const { user, groups } = ctx.identity!;
   const qualified = `${ctx.row!.resource}.${RBAC}`;
-  return forbidden(stripTenantPrefixes(`${qualified} ${JSON.stringify(name)} is forbidden: user ${JSON.stringify(user)} (groups=${JSON.stringify(groups)}) ${why}`, tenant), {
-    name: stripTenantPrefixes(name, tenant),
-    group: RBAC,
-    kind: ctx.row!.resource,
-  });
+  return forbidden(
+    stripTenantPrefixes(`${qualified} ${JSON.stringify(name)} is forbidden: user ${JSON.stringify(user)} (groups=${JSON.stringify(groups)}) ${why}`, tenant),
+    {
+      name: stripTenantPrefixes(name, tenant),
+      group: RBAC,
+      kind: ctx.row!.resource,
+    },
+  );
 }
 
 /** The object the write would leave upstream: the same request, dry run (a patch's result is known only there). */
@@ -79,7 +94,8 @@ async function wouldWrite(ctx: RequestContext, conversions: TenantConversions): 
   const target = ctx.upstreamTarget + (ctx.upstreamTarget.includes('?') ? '&' : '?') + 'dryRun=All';
   const headers = { ...ctx.upstreamHeaders!, accept: 'application/json' };
   const answer = await upstreamRequest(conversions.pool, ctx.upstreamMethod, target, ctx.upstreamBody ?? undefined, headers);
-  if (answer.status < 200 || answer.status > 299 || typeof answer.body !== 'object' || answer.body === null) throw tenantStatusError(answer.status, answer.body, ctx.identity!.tenant!);
+  if (answer.status < 200 || answer.status > 299 || typeof answer.body !== 'object' || answer.body === null)
+    throw tenantStatusError(answer.status, answer.body, ctx.identity!.tenant!);
   return answer.body as Record<string, any>;
 }
 

@@ -129,7 +129,19 @@ export abstract class RequestContext {
     this.#query = NO_QUERY;
     const info = this.info;
     if (info !== null) {
-      this.info = { isResourceRequest: true, path: '', verb: info.verb, apiPrefix: '', apiGroup: '', apiVersion: '', namespace: info.namespace, resource: info.resource, subresource: '', name: '', parts: NO_PARTS };
+      this.info = {
+        isResourceRequest: true,
+        path: '',
+        verb: info.verb,
+        apiPrefix: '',
+        apiGroup: '',
+        apiVersion: '',
+        namespace: info.namespace,
+        resource: info.resource,
+        subresource: '',
+        name: '',
+        parts: NO_PARTS,
+      };
     }
   }
 

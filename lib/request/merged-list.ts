@@ -75,7 +75,11 @@ export interface MergedListRequest {
 }
 
 /** One upstream request's answer: status, headers and the stream of its body. */
-function request(pool: UpstreamPool, path: string, headers: OutgoingHttpHeaders): Promise<{ status: number; headers: IncomingHttpHeaders; body: ClientHttp2Stream }> {
+function request(
+  pool: UpstreamPool,
+  path: string,
+  headers: OutgoingHttpHeaders,
+): Promise<{ status: number; headers: IncomingHttpHeaders; body: ClientHttp2Stream }> {
   return new Promise((resolve, reject) => {
     let stream: ClientHttp2Stream;
     try {
@@ -141,7 +145,11 @@ export async function listAcrossNamespaces(req: MergedListRequest): Promise<void
     if (!Number.isInteger(limit) || limit < 0) throw badRequest(`limit must be a non-negative integer, not ${JSON.stringify(limitText)}`);
     const namespaces = (await tenantNamespaces(pool, headers, tenant)).filter((ns) => start === null || ns >= start.namespace);
     const table = String(headers.accept ?? '').includes('as=Table');
-    const merge = table ? new TableMerge(ctx, row, convert, req.rowObjects) : protobufAnswerOf(ctx) ? new ProtobufMerge(ctx, pool, headers, row, info, convert, limit > 0) : new StreamMerge(ctx, row, info, convert);
+    const merge = table
+      ? new TableMerge(ctx, row, convert, req.rowObjects)
+      : protobufAnswerOf(ctx)
+        ? new ProtobufMerge(ctx, pool, headers, row, info, convert, limit > 0)
+        : new StreamMerge(ctx, row, info, convert);
 
     let resourceVersion = start?.resourceVersion ?? '';
     let next: Position | null = null;
@@ -293,7 +301,15 @@ class ProtobufMerge {
   /** Pages are counted (`limit`): each is read through, whether or not it is held. */
   private readonly counted: boolean;
 
-  constructor(ctx: RequestContext, pool: UpstreamPool, headers: OutgoingHttpHeaders, row: KindRow, info: RequestInfo, convert: ConvertContext, counted: boolean) {
+  constructor(
+    ctx: RequestContext,
+    pool: UpstreamPool,
+    headers: OutgoingHttpHeaders,
+    row: KindRow,
+    info: RequestInfo,
+    convert: ConvertContext,
+    counted: boolean,
+  ) {
     this.ctx = ctx;
     this.pool = pool;
     this.headers = headers;

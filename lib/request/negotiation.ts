@@ -17,7 +17,9 @@ import type { PartialMetadataForm, RequestContext } from './context.ts';
 export function jsonAccept(accept: string | undefined, discovery: boolean): string {
   if (accept === undefined) return 'application/json';
   const isPlainJson = (part: string) => part.split(';')[0]!.trim() === 'application/json' && !/;\s*(g|v|as)\s*=/.test(part);
-  const isJson = discovery ? (part: string) => isAggregatedDiscoveryJson(part) || isPlainJson(part) : (part: string) => part.trim().startsWith('application/json');
+  const isJson = discovery
+    ? (part: string) => isAggregatedDiscoveryJson(part) || isPlainJson(part)
+    : (part: string) => part.trim().startsWith('application/json');
   const kept = accept.split(',').filter(isJson);
   return kept.length === 0 ? 'application/json' : kept.join(',');
 }
@@ -83,7 +85,9 @@ export function acceptsOnlyProtobuf(accept: string | undefined): boolean {
  */
 export function refuseProtobufOnlyCustomResource(ctx: RequestContext): void {
   if ((ctx.row?.rule === 'custom-resource' || ctx.row?.upstreamGroup !== undefined) && acceptsOnlyProtobuf(ctx.headers.accept)) {
-    throw notAcceptable(`${ctx.row.resource}.${ctx.info?.apiGroup ?? ''} is a custom resource, served as application/json or application/yaml only, not as ${PROTOBUF_MEDIA_TYPE}`);
+    throw notAcceptable(
+      `${ctx.row.resource}.${ctx.info?.apiGroup ?? ''} is a custom resource, served as application/json or application/yaml only, not as ${PROTOBUF_MEDIA_TYPE}`,
+    );
   }
 }
 

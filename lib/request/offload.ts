@@ -153,10 +153,21 @@ export function protobufListRewriter(source: ProtobufListRewriteSource): Protobu
   });
 }
 
-function offloadList(kind: RewriteStreamTask['kind'], source: { row: KindRow; convert: ConvertContext; discovery: DiscoveryCache; declaredLength: number | null }, apiVersion?: string): MessagePort {
+function offloadList(
+  kind: RewriteStreamTask['kind'],
+  source: { row: KindRow; convert: ConvertContext; discovery: DiscoveryCache; declaredLength: number | null },
+  apiVersion?: string,
+): MessagePort {
   const { tenant } = source.convert;
   log.debug('a list goes to a worker thread', { tenant, resource: source.row.resource, kind, declaredLength: source.declaredLength });
-  return startStreamRewrite({ kind, tenant, row: source.row, apiVersion, discovery: source.discovery.tables(), webhookUrlHosts: source.convert.webhookUrlHosts });
+  return startStreamRewrite({
+    kind,
+    tenant,
+    row: source.row,
+    apiVersion,
+    discovery: source.discovery.tables(),
+    webhookUrlHosts: source.convert.webhookUrlHosts,
+  });
 }
 
 /**

@@ -13,7 +13,15 @@ import { sendStatus } from '../server/status.ts';
 import { dropImpersonation, upstreamRequestHeaders } from '../upstream/headers.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import type { RequestContext } from './context.ts';
-import { asksForTable, isOpenApiV2, jsonAccept, openApiV2AsProtobuf, partialMetadataProtobufOf, protobufAnswerOf, refuseProtobufOnlyCustomResource } from './negotiation.ts';
+import {
+  asksForTable,
+  isOpenApiV2,
+  jsonAccept,
+  openApiV2AsProtobuf,
+  partialMetadataProtobufOf,
+  protobufAnswerOf,
+  refuseProtobufOnlyCustomResource,
+} from './negotiation.ts';
 import type { Stage } from './pipeline.ts';
 import type { TenantConversions } from './tenant-conversions.ts';
 
@@ -92,7 +100,8 @@ function onUpstreamError(this: UpstreamStream, error: Error): void {
 function onUpstreamClose(this: UpstreamStream): void {
   const ctx = this[CONTEXT]!;
   ctx.upstream = null;
-  if (ctx.upstreamStatus === 0 && !ctx.headersSent && !ctx.out.writableEnded) sendStatus(ctx, upstreamUnavailable(`the connection closed (HTTP/2 code ${this.rstCode})`));
+  if (ctx.upstreamStatus === 0 && !ctx.headersSent && !ctx.out.writableEnded)
+    sendStatus(ctx, upstreamUnavailable(`the connection closed (HTTP/2 code ${this.rstCode})`));
 }
 
 /** Opens the upstream stream for `ctx` and sends its body: converted (`ctx.upstreamBody`) or, passing through, streamed. */
@@ -138,7 +147,13 @@ export function cancelUpstream(ctx: RequestContext): void {
  * One upstream request of tenantgate's own on a client's behalf (an administrator's discovery with the Tenant API
  * added), answered by `onResponse` once its head arrives; failures before that are the client's 503.
  */
-export function requestUpstreamFor(ctx: RequestContext, pool: UpstreamPool, path: string, headers: OutgoingHttpHeaders, onResponse: (upstream: ClientHttp2Stream, headers: IncomingHttpHeaders) => void): void {
+export function requestUpstreamFor(
+  ctx: RequestContext,
+  pool: UpstreamPool,
+  path: string,
+  headers: OutgoingHttpHeaders,
+  onResponse: (upstream: ClientHttp2Stream, headers: IncomingHttpHeaders) => void,
+): void {
   ctx.upstreamMethod = 'GET';
   ctx.upstreamTarget = path;
   ctx.upstreamHeaders = headers;

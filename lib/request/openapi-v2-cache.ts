@@ -76,7 +76,9 @@ export class TenantOpenApiV2Cache {
  * so it never equals another tenant's (nor the upstream's), and changes whenever the upstream document does.
  */
 export function tenantEtagOf(tenant: TenantId, protobuf: boolean, upstreamEtag: string): string {
-  const digest = createHash('sha256').update(`${tenant}\0${protobuf ? 'protobuf' : 'json'}\0${upstreamEtag}`).digest('hex');
+  const digest = createHash('sha256')
+    .update(`${tenant}\0${protobuf ? 'protobuf' : 'json'}\0${upstreamEtag}`)
+    .digest('hex');
   return `"${digest.slice(0, 32).toUpperCase()}"`;
 }
 
@@ -101,11 +103,21 @@ export interface OpenApiV2Revalidation {
  * The tenant's OpenAPI v2 answer from the upstream's 200 (converted, and kept under the upstream's ETag) or 304 (the
  * view kept): with the tenant's own ETag, and 304 when the client's If-None-Match names it (e2e and kubectl poll).
  */
-export async function answerOpenApiV2(ctx: RequestContext, tenant: TenantId, protobuf: boolean, upstream: { status: number; etag: unknown; body: Buffer }, revalidation: OpenApiV2Revalidation | null, responseHeaders: OutgoingHttpHeaders): Promise<void> {
+export async function answerOpenApiV2(
+  ctx: RequestContext,
+  tenant: TenantId,
+  protobuf: boolean,
+  upstream: { status: number; etag: unknown; body: Buffer },
+  revalidation: OpenApiV2Revalidation | null,
+  responseHeaders: OutgoingHttpHeaders,
+): Promise<void> {
   let view = upstream.status === 304 ? revalidation?.kept : undefined;
   if (view === undefined) {
     if (upstream.status === 304) throw badGateway('the upstream answered 304 to a request tenantgate did not make conditional');
-    const body = upstream.body.length >= OFFLOAD_MIN_BYTES ? await convertOffThread({ kind: 'openapi-v2', tenant, body: upstream.body, protobuf }) : convertOpenApiV2Inline(upstream.body, tenant, protobuf);
+    const body =
+      upstream.body.length >= OFFLOAD_MIN_BYTES
+        ? await convertOffThread({ kind: 'openapi-v2', tenant, body: upstream.body, protobuf })
+        : convertOpenApiV2Inline(upstream.body, tenant, protobuf);
     const etag = typeof upstream.etag === 'string' && upstream.etag !== '' ? upstream.etag : null;
     view = etag !== null && revalidation !== null ? revalidation.cache.put(tenant, protobuf, etag, body) : { upstreamEtag: '', tenantEtag: '', body };
   }

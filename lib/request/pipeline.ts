@@ -232,7 +232,16 @@ export function authorizeClusterScopeReads(access: AccessReviews): Stage['run'] 
 export function buildPipeline(deps: PipelineDeps): Stage[] {
   const { pool, health, discovery, passthrough, tenants, tokens, issueKubeconfig, flow, upstream, access, metrics = null, recordOperation } = deps;
   const watchCache = deps.watchCache ?? null;
-  const conversions = deps.conversions ?? new TenantConversions({ pool, discovery, access, metrics, webhookUrlHosts: deps.webhookUrlHosts, customResourceDefinitionWritten: deps.customResourceDefinitionWritten });
+  const conversions =
+    deps.conversions ??
+    new TenantConversions({
+      pool,
+      discovery,
+      access,
+      metrics,
+      webhookUrlHosts: deps.webhookUrlHosts,
+      customResourceDefinitionWritten: deps.customResourceDefinitionWritten,
+    });
   return [
     { name: 'validate request target', run: validateTarget },
     { name: 'health checks', run: (ctx) => health.serve(ctx) },

@@ -39,5 +39,10 @@ export function tenantStatusError(status: number, body: unknown, tenant: TenantI
   }
   const view = statusToTenant(typeof body === 'object' && body !== null ? body : {}, tenant) as { reason?: string; message?: string; details?: unknown };
   // The upstream's reason is one of metav1's, relayed as it is.
-  return new StatusError(status, (view.reason ?? reasonOfCode(status)) as StatusReason, view.message ?? `the upstream answered ${status}`, view.details as never);
+  return new StatusError(
+    status,
+    (view.reason ?? reasonOfCode(status)) as StatusReason,
+    view.message ?? `the upstream answered ${status}`,
+    view.details as never,
+  );
 }

@@ -38,7 +38,8 @@ function refuseDeletingDirectives(value: unknown, inList: boolean, path: string)
   }
   for (const [key, child] of Object.entries(value)) {
     // In a list, {"$patch": "delete"} removes one element; in an object it removes the whole object.
-    if (key === '$patch' && child === 'delete' && !inList) throw invalid(`the patch may not delete ${path || 'the object'} with $patch: tenantgate keeps fields there`);
+    if (key === '$patch' && child === 'delete' && !inList)
+      throw invalid(`the patch may not delete ${path || 'the object'} with $patch: tenantgate keeps fields there`);
     refuseDeletingDirectives(child, false, path === '' ? key : `${path}.${key}`);
   }
 }
@@ -59,7 +60,10 @@ function requestBodyToUpstream(text: string, contentType: string, ctx: RequestCo
     // Subresources (scale, ...) only: JSON patches of the object are applied by tenantgate (jsonPatchToUpdate).
     for (const op of parseJsonPatch(text) as { path?: unknown; from?: unknown }[]) {
       for (const path of [op.path, op.from]) {
-        if (typeof path === 'string' && (path === '/metadata/labels' || path === '/metadata' || PROTECTED_PATCH_PATHS.some((p) => path === p || path.startsWith(p + '/')))) {
+        if (
+          typeof path === 'string' &&
+          (path === '/metadata/labels' || path === '/metadata' || PROTECTED_PATCH_PATHS.some((p) => path === p || path.startsWith(p + '/')))
+        ) {
           throw invalid(`the JSON patch may not change ${path}: tenantgate manages it`);
         }
       }
@@ -69,7 +73,8 @@ function requestBodyToUpstream(text: string, contentType: string, ctx: RequestCo
   const { value, duplicates } = parseBody(text, contentType, findDuplicates);
   const body: any = value;
   const wholeObject = info.verb !== 'patch' || contentType.includes('apply-patch');
-  if (isWholeObjectSubresource(row, info.subresource) && wholeObject) return stringifyWithDuplicates(objectToUpstream(body, convert, row, info.verb === 'create' ? 'create' : 'update'), duplicates);
+  if (isWholeObjectSubresource(row, info.subresource) && wholeObject)
+    return stringifyWithDuplicates(objectToUpstream(body, convert, row, info.verb === 'create' ? 'create' : 'update'), duplicates);
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('the request body must be a JSON object');
   const metadata = body.metadata;
   if (metadata === null || (typeof metadata === 'object' && metadata.labels === null)) {
@@ -96,14 +101,27 @@ function requestBodyToUpstream(text: string, contentType: string, ctx: RequestCo
  * reads the object, applies the patch to the tenant's view, converts the result and writes it back (an update at
  * the resourceVersion read, so a concurrent write answers 409 rather than being lost).
  */
-async function jsonPatchToUpdate(text: string, target: string, headers: OutgoingHttpHeaders, ctx: RequestContext, pool: UpstreamPool, convert: ConvertContext): Promise<string> {
+async function jsonPatchToUpdate(
+  text: string,
+  target: string,
+  headers: OutgoingHttpHeaders,
+  ctx: RequestContext,
+  pool: UpstreamPool,
+  convert: ConvertContext,
+): Promise<string> {
   const ops = parseJsonPatch(text);
   const view = await currentTenantView(target, headers, ctx, pool, convert);
   return JSON.stringify(objectToUpstream(applyJsonPatch(view, ops), convert, ctx.row!, 'update'));
 }
 
 /** The object a request names, read upstream as the caller and converted to the tenant's view (404 when not the tenant's). */
-async function currentTenantView(target: string, headers: OutgoingHttpHeaders, ctx: RequestContext, pool: UpstreamPool, convert: ConvertContext): Promise<Record<string, unknown>> {
+async function currentTenantView(
+  target: string,
+  headers: OutgoingHttpHeaders,
+  ctx: RequestContext,
+  pool: UpstreamPool,
+  convert: ConvertContext,
+): Promise<Record<string, unknown>> {
   // A cluster-scoped object is read with tenantgate's own identity: upstream a tenant identity may not read every
   // cluster-scoped kind (its custom resources there it may only write), and the apiserver reads the object a patch
   // applies to without asking for `get`. Still only the tenant's: its path, then objectToTenant; the write goes as the caller.
@@ -120,7 +138,15 @@ async function currentTenantView(target: string, headers: OutgoingHttpHeaders, c
  * patches only: a protobuf object (typed clients) is decoded to JSON, a strategic merge patch (kubectl patch, apply)
  * becomes the merge patch that does the same. Any other body is left as it is.
  */
-async function storedKindBody(buffer: Buffer, contentType: string, target: string, headers: OutgoingHttpHeaders, ctx: RequestContext, pool: UpstreamPool, convert: ConvertContext): Promise<{ text: string; contentType: string } | null> {
+async function storedKindBody(
+  buffer: Buffer,
+  contentType: string,
+  target: string,
+  headers: OutgoingHttpHeaders,
+  ctx: RequestContext,
+  pool: UpstreamPool,
+  convert: ConvertContext,
+): Promise<{ text: string; contentType: string } | null> {
   const info = ctx.info!;
   const row = ctx.row!;
   const wholeObject = isWholeObjectSubresource(row, info.subresource);

@@ -21,7 +21,14 @@ const SPEC = ['spec'];
  * throws the apiserver's own refusal (422 Invalid, 400 for strict field validation), under the tenant's name. When the
  * real kind is not served upstream (API Priority and Fairness off: 404), the object is taken as it is.
  */
-export async function validatedByRealKind(view: Json, row: KindRow, version: string, fieldValidation: string | null, pool: UpstreamPool, tenant: TenantId): Promise<Json> {
+export async function validatedByRealKind(
+  view: Json,
+  row: KindRow,
+  version: string,
+  fieldValidation: string | null,
+  pool: UpstreamPool,
+  tenant: TenantId,
+): Promise<Json> {
   const metadata = isObject(view.metadata) ? view.metadata : {};
   const name = typeof metadata.name === 'string' && metadata.name !== '' ? metadata.name : String(metadata.generateName ?? '');
   const fields = VALIDATED_FIELDS[row.kind] ?? SPEC;
@@ -38,6 +45,8 @@ export async function validatedByRealKind(view: Json, row: KindRow, version: str
   if (answer.status === 404) return view;
   const probeName = isObject(answer.body) && isObject(answer.body.details) && typeof answer.body.details.name === 'string' ? answer.body.details.name : '';
   // (The tenant's name as it stands inside a JSON string.)
-  const body = probeName.startsWith(PROBE_NAME) ? JSON.parse(JSON.stringify(answer.body).replaceAll(probeName, JSON.stringify(name).slice(1, -1))) : answer.body;
+  const body = probeName.startsWith(PROBE_NAME)
+    ? JSON.parse(JSON.stringify(answer.body).replaceAll(probeName, JSON.stringify(name).slice(1, -1)))
+    : answer.body;
   throw tenantStatusError(answer.status, body, tenant);
 }

@@ -47,7 +47,6 @@ export interface TenantConversionDeps {
   tenantNamespaceCreated?: ((tenant: TenantId, upstreamNamespace: string) => Promise<void>) | undefined;
 }
 
-
 /** Tenants whose conversion context is kept; past it the least recent is made again on its next request. */
 const KEPT_CONTEXTS = 10_000;
 

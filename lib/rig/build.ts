@@ -123,7 +123,8 @@ async function resolveExisting(binDir: string): Promise<Map<BinaryKey, Resolved>
       const override = process.env[spec.envVar];
       if (override !== undefined && override !== '') {
         const version = await probeVersion(override, spec);
-        if (version === undefined) throw new Error(`${spec.envVar}=${override}: not a runnable ${spec.fileName} (\`${spec.fileName} ${spec.versionArgs.join(' ')}\` failed)`);
+        if (version === undefined)
+          throw new Error(`${spec.envVar}=${override}: not a runnable ${spec.fileName} (\`${spec.fileName} ${spec.versionArgs.join(' ')}\` failed)`);
         found.set(spec.key, { path: override, version });
         return;
       }
@@ -191,7 +192,8 @@ async function acquireBuildLock(lockPath: string, log: (line: string) => void): 
       log(`rig: waiting for the build running in pid ${holder} (lock ${lockPath})`);
       announced = true;
     }
-    if (Date.now() - started > LOCK_WAIT_LIMIT_MS) throw new Error(`rig: gave up waiting ${LOCK_WAIT_LIMIT_MS / 60_000} min for the build lock ${lockPath} held by pid ${holder}`);
+    if (Date.now() - started > LOCK_WAIT_LIMIT_MS)
+      throw new Error(`rig: gave up waiting ${LOCK_WAIT_LIMIT_MS / 60_000} min for the build lock ${lockPath} held by pid ${holder}`);
     await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS));
   }
 }
@@ -224,7 +226,10 @@ async function writeWrapperModule(moduleDir: string, log: (line: string) => void
     env: goEnvironment(),
     timeoutMs: 30 * 60_000,
   });
-  if (download.code !== 0) throw new Error(`rig: go mod download ${KUBERNETES_MODULE}@${RIG_VERSIONS.kubernetes} failed:\n${download.stderr.slice(-4000)}${download.stdout.slice(-2000)}`);
+  if (download.code !== 0)
+    throw new Error(
+      `rig: go mod download ${KUBERNETES_MODULE}@${RIG_VERSIONS.kubernetes} failed:\n${download.stderr.slice(-4000)}${download.stdout.slice(-2000)}`,
+    );
   const { GoMod: goModPath } = JSON.parse(download.stdout) as { GoMod: string };
   const kubernetesGoMod = await readFile(goModPath, 'utf8');
   // Kubernetes requires its staging modules at the placeholder v0.0.0 and points them at ./staging/src in its own replaces.
@@ -277,7 +282,8 @@ async function buildBinaries(specs: BinarySpec[], cacheDir: string, log: (line: 
         logPath,
       });
       const status = await build.exited;
-      if (status.code !== 0) throw new Error(`rig: go build ${spec.goPackage} failed (${status.code ?? status.signal}); last lines of ${logPath}:\n${tailFile(logPath)}`);
+      if (status.code !== 0)
+        throw new Error(`rig: go build ${spec.goPackage} failed (${status.code ?? status.signal}); last lines of ${logPath}:\n${tailFile(logPath)}`);
     } finally {
       clearInterval(heartbeat);
     }
@@ -314,13 +320,19 @@ export async function ensureE2eTestBinary(options: EnsureRigBinariesOptions = {}
     log(`rig: go test -c k8s.io/kubernetes/test/e2e with ${goVersion} (cold: about 10 minutes on two cores; output in ${logPath})`);
     const heartbeat = setInterval(() => log(`rig: still building e2e.test (${Math.round((Date.now() - started) / 60_000)} min)`), BUILD_HEARTBEAT_MS);
     try {
-      const build = await startSupervised('go-test-e2e', 'go', ['test', '-c', '-vet=off', '-ldflags', versionLdflags(), '-o', partial, 'k8s.io/kubernetes/test/e2e'], {
-        cwd: moduleDir,
-        env: goEnvironment(),
-        logPath,
-      });
+      const build = await startSupervised(
+        'go-test-e2e',
+        'go',
+        ['test', '-c', '-vet=off', '-ldflags', versionLdflags(), '-o', partial, 'k8s.io/kubernetes/test/e2e'],
+        {
+          cwd: moduleDir,
+          env: goEnvironment(),
+          logPath,
+        },
+      );
       const status = await build.exited;
-      if (status.code !== 0) throw new Error(`rig: go test -c k8s.io/kubernetes/test/e2e failed (${status.code ?? status.signal}); last lines of ${logPath}:\n${tailFile(logPath)}`);
+      if (status.code !== 0)
+        throw new Error(`rig: go test -c k8s.io/kubernetes/test/e2e failed (${status.code ?? status.signal}); last lines of ${logPath}:\n${tailFile(logPath)}`);
     } finally {
       clearInterval(heartbeat);
     }
@@ -353,7 +365,9 @@ export async function ensureRigBinaries(options: EnsureRigBinariesOptions = {}):
       found = await resolveExisting(binDir);
       const broken = BINARIES.filter((spec) => !found.has(spec.key));
       if (broken.length > 0) {
-        throw new Error(`rig: built ${broken.map((b) => b.fileName).join(', ')} but they do not report ${broken.map((b) => b.expectedVersion).join(', ')}; see ${join(cacheDir, 'build.log')}`);
+        throw new Error(
+          `rig: built ${broken.map((b) => b.fileName).join(', ')} but they do not report ${broken.map((b) => b.expectedVersion).join(', ')}; see ${join(cacheDir, 'build.log')}`,
+        );
       }
     }
   } finally {

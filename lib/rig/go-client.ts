@@ -22,7 +22,12 @@ function buildEnvironment(offline: boolean): NodeJS.ProcessEnv {
 
 async function sourceHash(): Promise<string> {
   const hash = createHash('sha256');
-  for (const file of SOURCE_FILES) hash.update(file).update('\0').update(await readFile(join(SOURCE_DIR, file))).update('\0');
+  for (const file of SOURCE_FILES)
+    hash
+      .update(file)
+      .update('\0')
+      .update(await readFile(join(SOURCE_DIR, file)))
+      .update('\0');
   return hash.digest('hex').slice(0, 16);
 }
 

@@ -104,7 +104,9 @@ async function waitUntil(what: string, target: SupervisedProcess, timeoutMs: num
   for (;;) {
     if (target.hasExited()) {
       const status = await target.exited;
-      throw new Error(`rig: ${target.name} exited (${status.code ?? status.signal}) while waiting for ${what}. Last lines of ${target.logPath}:\n${tailFile(target.logPath)}`);
+      throw new Error(
+        `rig: ${target.name} exited (${status.code ?? status.signal}) while waiting for ${what}. Last lines of ${target.logPath}:\n${tailFile(target.logPath)}`,
+      );
     }
     try {
       const outcome = await check();
@@ -114,7 +116,9 @@ async function waitUntil(what: string, target: SupervisedProcess, timeoutMs: num
       last = (error as Error).message;
     }
     if (Date.now() > deadline) {
-      throw new Error(`rig: timed out after ${timeoutMs / 1000}s waiting for ${what} (last: ${last}). Last lines of ${target.logPath}:\n${tailFile(target.logPath)}`);
+      throw new Error(
+        `rig: timed out after ${timeoutMs / 1000}s waiting for ${what} (last: ${last}). Last lines of ${target.logPath}:\n${tailFile(target.logPath)}`,
+      );
     }
     await new Promise((r) => setTimeout(r, POLL_INTERVAL_MS));
   }

@@ -37,8 +37,12 @@ interface DownloadedModule {
 }
 
 async function downloadModule(module: string, version: string): Promise<DownloadedModule> {
-  const result = await runCommand('go', ['mod', 'download', '-json', `${module}@${version}`], { env: moduleBuildEnvironment(), timeoutMs: DOWNLOAD_TIMEOUT_MS }).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === 'ENOENT') throw new Error(`helm: cannot download ${module}@${version}: \`go\` is not on PATH; install Go or set TENANTGATE_HELM to a helm ${HELM_VERSION}`);
+  const result = await runCommand('go', ['mod', 'download', '-json', `${module}@${version}`], {
+    env: moduleBuildEnvironment(),
+    timeoutMs: DOWNLOAD_TIMEOUT_MS,
+  }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT')
+      throw new Error(`helm: cannot download ${module}@${version}: \`go\` is not on PATH; install Go or set TENANTGATE_HELM to a helm ${HELM_VERSION}`);
     throw error;
   });
   const parsed = JSON.parse(result.stdout || '{}') as Partial<DownloadedModule> & { Error?: string };
@@ -53,7 +57,8 @@ function helmLdflags(helmGoMod: string): string {
   const clientGo = /^\s*k8s\.io\/client-go\s+v0\.(\d+)\.\d+/m.exec(helmGoMod);
   const flags = ['-s', '-w', `-X ${HELM_MODULE}/internal/version.version=${HELM_VERSION}`, `-X ${HELM_MODULE}/internal/version.gitTreeState=clean`];
   if (clientGo !== null) {
-    for (const pkg of ['pkg/lint/rules', 'pkg/chartutil']) flags.push(`-X ${HELM_MODULE}/${pkg}.k8sVersionMajor=1`, `-X ${HELM_MODULE}/${pkg}.k8sVersionMinor=${clientGo[1]}`);
+    for (const pkg of ['pkg/lint/rules', 'pkg/chartutil'])
+      flags.push(`-X ${HELM_MODULE}/${pkg}.k8sVersionMajor=1`, `-X ${HELM_MODULE}/${pkg}.k8sVersionMinor=${clientGo[1]}`);
   }
   return flags.join(' ');
 }
@@ -89,11 +94,16 @@ export async function ensureHelm(options: EnsureHelmOptions = {}): Promise<strin
   const heartbeat = setInterval(() => log(`helm: still building (${Math.round((Date.now() - started) / 60_000)} min)`), BUILD_HEARTBEAT_MS);
   try {
     // Under the rig's watchdog, so a killed Node does not leave a compiler running.
-    const build = await startSupervised('go-build-helm', 'go', ['build', '-trimpath', '-ldflags', helmLdflags(await readFile(module.GoMod, 'utf8')), '-o', partial, './cmd/helm'], {
-      cwd: module.Dir,
-      env: moduleBuildEnvironment(),
-      logPath,
-    });
+    const build = await startSupervised(
+      'go-build-helm',
+      'go',
+      ['build', '-trimpath', '-ldflags', helmLdflags(await readFile(module.GoMod, 'utf8')), '-o', partial, './cmd/helm'],
+      {
+        cwd: module.Dir,
+        env: moduleBuildEnvironment(),
+        logPath,
+      },
+    );
     const status = await build.exited;
     if (status.code !== 0) throw new Error(`helm: go build failed (${status.code ?? status.signal}); last lines of ${logPath}:\n${tailFile(logPath)}`);
     await rename(partial, binary);

@@ -54,7 +54,9 @@ export function moduleCachePath(importPath: string): string {
 
 /** Parses one generated.proto (Kubernetes' generated files have no nested messages, enums or oneofs). */
 export function readProtoFile(moduleCache: string, path: string): ProtoFile {
-  const text = readFileSync(join(moduleCache, path), 'utf8').replace(/\/\/[^\n]*/g, '').replace(/\/\*[\s\S]*?\*\//g, '');
+  const text = readFileSync(join(moduleCache, path), 'utf8')
+    .replace(/\/\/[^\n]*/g, '')
+    .replace(/\/\*[\s\S]*?\*\//g, '');
   const pkg = /package\s+([\w.]+);/.exec(text)![1]!;
   const imports = [...text.matchAll(/import\s+"([^"]+)";/g)].map((match) => moduleCachePath(match[1]!));
   const messages = new Map<string, Map<string, ProtoField>>();

@@ -16,7 +16,13 @@ import { buildPipeline, RequestRunner, type TenantBirths } from '../request/pipe
 import { isBorn } from '../tenants/conditions.ts';
 import { writeRawStatus } from './status.ts';
 import { badRequest, headersTooLarge } from '../errors/status-error.ts';
-import { closeOffload, LIST_OFFLOAD_MEASURED_BYTES, offloadQueueSize, PROTOBUF_LIST_OFFLOAD_MEASURED_BYTES, setListOffloadThreshold } from '../request/offload.ts';
+import {
+  closeOffload,
+  LIST_OFFLOAD_MEASURED_BYTES,
+  offloadQueueSize,
+  PROTOBUF_LIST_OFFLOAD_MEASURED_BYTES,
+  setListOffloadThreshold,
+} from '../request/offload.ts';
 import { startMetricsListener, type MetricsListener } from '../metrics/listener.ts';
 import { TenantgateMetrics } from '../metrics/metrics.ts';
 import { RequestObserver } from './request-end.ts';
@@ -106,13 +112,17 @@ export interface GatewayParts {
 
 export async function startGateway(config: ServeConfig, parts: GatewayParts = {}): Promise<Gateway> {
   // (A setting of the process: the worker pool is shared by every gateway in it.)
-  setListOffloadThreshold(config.listOffloadThresholdBytes ?? LIST_OFFLOAD_MEASURED_BYTES, config.protobufListOffloadThresholdBytes ?? PROTOBUF_LIST_OFFLOAD_MEASURED_BYTES);
+  setListOffloadThreshold(
+    config.listOffloadThresholdBytes ?? LIST_OFFLOAD_MEASURED_BYTES,
+    config.protobufListOffloadThresholdBytes ?? PROTOBUF_LIST_OFFLOAD_MEASURED_BYTES,
+  );
   const pool = new UpstreamPool(config.upstream);
   const tenants = parts.tenants ?? createTenantStore(config.tenantStore ?? DEFAULT_TENANT_STORE_OPTIONS);
   // Loaded before it listens: no request is judged against an empty index.
   if (parts.tenants === undefined) await tenants.start();
   const discovery = new DiscoveryCache(pool);
-  const metrics = config.metrics === undefined ? null : new TenantgateMetrics({ tenantSeries: config.metrics.tenantSeries, tenants, workerPoolQueue: offloadQueueSize });
+  const metrics =
+    config.metrics === undefined ? null : new TenantgateMetrics({ tenantSeries: config.metrics.tenantSeries, tenants, workerPoolQueue: offloadQueueSize });
   const recordOperation = metrics?.recordTenantOperation;
   const runLifecycle = parts.lifecycle !== false;
   // The second wall's upstream objects, kept with the tenants' ones: before the first tenant request is served.
@@ -122,7 +132,8 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   kept.push(...STORED_KIND_CRDS);
   const keeper = runLifecycle ? new ObjectKeeper(pool, kept) : null;
   await keeper?.start();
-  if (keeper !== null && !(await storedKindsEstablished(pool))) log.warn('the CRDs of tenants\' stored kinds (FlowSchemas, priority levels, ClusterRoleBindings) are not established yet');
+  if (keeper !== null && !(await storedKindsEstablished(pool)))
+    log.warn("the CRDs of tenants' stored kinds (FlowSchemas, priority levels, ClusterRoleBindings) are not established yet");
   // An older tenantgate's real ClusterRoleBindings of tenants, stored before any tenant request is judged by them.
   if (keeper !== null) {
     const moved = await migrateTenantsClusterBindings(pool).catch((error: Error) => {
@@ -159,7 +170,8 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
     : undefined;
   // Tenants' spec.quota over all their namespaces: shares kept upstream, capacity moved to where a write was refused.
   const tenantQuotas = runLifecycle ? new TenantQuotas({ store: tenants, pool }) : null;
-  const tenantQuotaRefused = tenantQuotas === null ? undefined : (id: TenantId, namespace: string, requested: Map<string, bigint>) => tenantQuotas.demand(id, namespace, requested);
+  const tenantQuotaRefused =
+    tenantQuotas === null ? undefined : (id: TenantId, namespace: string, requested: Map<string, bigint>) => tenantQuotas.demand(id, namespace, requested);
   // The platform classes each tenant may use: its views of them, its pods' classes, and the annotations the upstream's policy reads.
   const tenantClasses = runLifecycle ? new TenantClasses({ store: tenants, pool }) : null;
   const tenantNamespaceCreated =
@@ -169,10 +181,24 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
           await Promise.all([tenantQuotas.namespaceCreated(id, namespace), tenantClasses.namespaceCreated(id, namespace)]);
         };
   const access = new AccessReviews(upstreamAccessReviewer(pool), tenantRbacReviewer(pool), {}, tenantRbacRules(pool));
-  const conversions = new TenantConversions({ pool, discovery, access, metrics, webhookUrlHosts, customResourceDefinitionWritten, certificateSigningRequestWritten, tenantQuotaRefused, tenantNamespaceCreated, platformClasses: tenantClasses ?? undefined });
+  const conversions = new TenantConversions({
+    pool,
+    discovery,
+    access,
+    metrics,
+    webhookUrlHosts,
+    customResourceDefinitionWritten,
+    certificateSigningRequestWritten,
+    tenantQuotaRefused,
+    tenantNamespaceCreated,
+    platformClasses: tenantClasses ?? undefined,
+  });
   // On unless switched off; never with --passthrough (nothing is converted, nothing to keep in tenants' views).
   const cachedResources = config.watchCache === undefined ? cachedResourcesOf(DEFAULT_CACHED_RESOURCES) : (config.watchCache?.resources ?? null);
-  const watchCache = cachedResources === null || cachedResources.length === 0 || config.passthrough ? null : new WatchCache(cachedResources, pool, (tenant) => conversions.of(tenant), {
+  const watchCache =
+    cachedResources === null || cachedResources.length === 0 || config.passthrough
+      ? null
+      : new WatchCache(cachedResources, pool, (tenant) => conversions.of(tenant), {
           bookmarkIntervalMs: config.watchCache?.bookmarkIntervalMs,
           upstreamIdleMs: config.watchCache?.upstreamIdleMs,
           observe: metrics === null ? undefined : (tenant, watcher) => metrics.rewriteStarted(tenant, 'watch', watcher),
@@ -194,7 +220,25 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
         },
       }
     : undefined;
-  const stages = buildPipeline({ births, pool, health, discovery, passthrough: config.passthrough, tenants, tokens, issueKubeconfig, flow, upstream: config.upstream, access, metrics, recordOperation, webhookUrlHosts, customResourceDefinitionWritten, conversions, watchCache });
+  const stages = buildPipeline({
+    births,
+    pool,
+    health,
+    discovery,
+    passthrough: config.passthrough,
+    tenants,
+    tokens,
+    issueKubeconfig,
+    flow,
+    upstream: config.upstream,
+    access,
+    metrics,
+    recordOperation,
+    webhookUrlHosts,
+    customResourceDefinitionWritten,
+    conversions,
+    watchCache,
+  });
   const requestLogLevel = config.requestLogLevel ?? 'off';
   const observer = metrics === null && requestLogLevel === 'off' ? undefined : new RequestObserver(metrics, requestLogLevel);
   const server = http2.createSecureServer({
@@ -222,8 +266,11 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   server.on('request', (req: IncomingMessage, res: ServerResponse) => runner.request(req, res));
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => runner.upgrade(req, socket, head));
   server.removeAllListeners('stream');
-  server.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, _flags: number, rawHeaders: string[]) => runner.stream(stream, headers, rawHeaders));
-  if (server.listenerCount('stream') !== 1 || server.listenerCount('request') !== 1) throw new Error('tenantgate: HTTP/2 streams must be served by one listener');
+  server.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, _flags: number, rawHeaders: string[]) =>
+    runner.stream(stream, headers, rawHeaders),
+  );
+  if (server.listenerCount('stream') !== 1 || server.listenerCount('request') !== 1)
+    throw new Error('tenantgate: HTTP/2 streams must be served by one listener');
   server.on('clientError', onClientError);
   server.on('sessionError', () => {}); // the session is torn down by node; nothing else to do
   server.on('session', (session) => {
@@ -251,13 +298,18 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   const { port } = server.address() as AddressInfo;
   // Started once it listens: each tenant's Service default/kubernetes points at the port it listens on.
   const clusterAddress = inClusterAddress({ host: config.host, port }, config.inCluster?.address);
-  lifecycle = runLifecycle ? new TenantLifecycle({ store: tenants, pool, discovery, recordOperation, clusterAddress, namespaceCreated: tenantNamespaceCreated }) : null;
+  lifecycle = runLifecycle
+    ? new TenantLifecycle({ store: tenants, pool, discovery, recordOperation, clusterAddress, namespaceCreated: tenantNamespaceCreated })
+    : null;
   await lifecycle?.start();
   if (lifecycle !== null) lifecycleStarted(lifecycle);
   tenantQuotas?.start();
   tenantClasses?.start();
   // Tenants' pods pointed at that address too (not with --passthrough: its tenants' requests are the upstream's).
-  const podAccess = runLifecycle && !config.passthrough && config.inCluster !== null ? inClusterAccessKeeper(pool, clusterAddress, config.inCluster?.caPem ?? config.tls.certPem) : null;
+  const podAccess =
+    runLifecycle && !config.passthrough && config.inCluster !== null
+      ? inClusterAccessKeeper(pool, clusterAddress, config.inCluster?.caPem ?? config.tls.certPem)
+      : null;
   await podAccess?.start();
   // Tenants' kube-apiserver-client CSRs, signed with the tenant CA (without its key, nobody signs them: as a cluster without a signer).
   const csrSigner =

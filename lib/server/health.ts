@@ -87,14 +87,17 @@ export class HealthChecks {
     }
     this.upstreamChecks(endpoint).then((upstream) => {
       const found = 'problem' in upstream ? undefined : parseChecks(upstream.text).find((line) => line.check === check);
-      if (found === undefined) answer(ctx, 'problem' in upstream ? 503 : 404, 'problem' in upstream ? `upstream not reachable: ${upstream.problem}` : `${endpoint} check not found`);
+      if (found === undefined)
+        answer(ctx, 'problem' in upstream ? 503 : 404, 'problem' in upstream ? `upstream not reachable: ${upstream.problem}` : `${endpoint} check not found`);
       else answer(ctx, found.passed ? 200 : 500, found.passed ? 'ok' : `internal server error: ${found.outcome}`);
     });
   }
 
   /** Null when the upstream is ready, else why not. */
   private upstreamReadiness(): Promise<string | null> {
-    return this.cached('/readyz').then((upstream) => ('problem' in upstream ? upstream.problem : upstream.status === 200 ? null : `upstream /readyz answered ${upstream.status}`));
+    return this.cached('/readyz').then((upstream) =>
+      'problem' in upstream ? upstream.problem : upstream.status === 200 ? null : `upstream /readyz answered ${upstream.status}`,
+    );
   }
 
   /** The upstream's verbose list for an endpoint. */
@@ -168,7 +171,12 @@ export function parseChecks(text: string): CheckLine[] {
  * healthy only when every check not excluded passed and tenantgate reaches the upstream; live whenever tenantgate
  * answers (its restart would not mend the upstream), the upstream's failing checks listed.
  */
-export function verboseHealth(name: Endpoint, upstreamProblem: string | null, upstream: UpstreamHealth, excluded: ReadonlySet<string> = new Set()): { status: number; text: string } {
+export function verboseHealth(
+  name: Endpoint,
+  upstreamProblem: string | null,
+  upstream: UpstreamHealth,
+  excluded: ReadonlySet<string> = new Set(),
+): { status: number; text: string } {
   const checks = 'problem' in upstream ? [] : parseChecks(upstream.text);
   const unmatched = new Set(excluded);
   const lines: string[] = [];
@@ -192,14 +200,19 @@ export function verboseHealth(name: Endpoint, upstreamProblem: string | null, up
     lines.push(upstreamProblem === null ? `[+]${UPSTREAM_CHECK} ok` : `[-]${UPSTREAM_CHECK} failed: ${upstreamProblem}`);
     if (upstreamProblem !== null) healthy = false;
   }
-  if (unmatched.size > 0) lines.push(`warn: some health checks cannot be excluded: no matches for ${[...unmatched].map((check) => JSON.stringify(check)).join(',')}`);
+  if (unmatched.size > 0)
+    lines.push(`warn: some health checks cannot be excluded: no matches for ${[...unmatched].map((check) => JSON.stringify(check)).join(',')}`);
   return { status: healthy ? 200 : 503, text: `${lines.join('\n')}\n${name} check ${healthy ? 'passed' : 'failed'}\n` };
 }
 
 function answer(ctx: RequestContext, status: number, text: string): void {
-  ctx.answer(status, {
-    'content-type': 'text/plain; charset=utf-8',
-    'cache-control': 'no-cache, private',
-    'x-content-type-options': 'nosniff',
-  }, text);
+  ctx.answer(
+    status,
+    {
+      'content-type': 'text/plain; charset=utf-8',
+      'cache-control': 'no-cache, private',
+      'x-content-type-options': 'nosniff',
+    },
+    text,
+  );
 }

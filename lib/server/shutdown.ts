@@ -159,7 +159,10 @@ export async function drainGracefully(parts: ShutdownParts, times: ShutdownTimes
   log.info('draining: no new connections, GOAWAY sent, watches ended', { connections: connections.size, watches });
   const sweep = setInterval(() => endWatches(open), WATCH_SWEEP_MS);
   let timer: NodeJS.Timeout | undefined;
-  const drained = await Promise.race([connections.whenAllClosed().then(() => true), new Promise<boolean>((resolve) => (timer = setTimeout(resolve, times.drainMs, false)))]);
+  const drained = await Promise.race([
+    connections.whenAllClosed().then(() => true),
+    new Promise<boolean>((resolve) => (timer = setTimeout(resolve, times.drainMs, false))),
+  ]);
   clearTimeout(timer);
   clearInterval(sweep);
   if (!drained) {

@@ -36,7 +36,10 @@ export function sendStatus(ctx: RequestContext, error: unknown): void {
   const protobuf = protobufAnswerOf(ctx) || acceptsOnlyProtobuf(ctx.headers.accept) ? protobufStatusOrNull(status) : null;
   const body = protobuf ?? JSON.stringify(status);
   // (The length is added by the answer.)
-  const headers: Record<string, string | number> = { 'content-type': protobuf !== null ? PROTOBUF_MEDIA_TYPE : 'application/json', 'cache-control': 'no-cache, private' };
+  const headers: Record<string, string | number> = {
+    'content-type': protobuf !== null ? PROTOBUF_MEDIA_TYPE : 'application/json',
+    'cache-control': 'no-cache, private',
+  };
   if (status.details?.retryAfterSeconds !== undefined) headers['retry-after'] = status.details.retryAfterSeconds;
   ctx.answer(status.code, headers, body);
 }

@@ -47,7 +47,21 @@ import { markCreated } from '../tenants/conditions.ts';
 import type { RecordTenantOperation, TenantOperation } from '../metrics/metrics.ts';
 import type { RequestContext } from '../request/context.ts';
 import { sendStatus } from './status.ts';
-import { alreadyExists, badGateway, conflict, expired, forbidden, invalid, methodNotAllowed, badRequest, notFound, requestEntityTooLarge, serviceUnavailable, StatusError, unsupportedMediaType } from '../errors/status-error.ts';
+import {
+  alreadyExists,
+  badGateway,
+  conflict,
+  expired,
+  forbidden,
+  invalid,
+  methodNotAllowed,
+  badRequest,
+  notFound,
+  requestEntityTooLarge,
+  serviceUnavailable,
+  StatusError,
+  unsupportedMediaType,
+} from '../errors/status-error.ts';
 
 /** Issues a tenant admin's kubeconfig (certificate CN=<id>-admin, OU=<id>, with its private key). */
 export type IssueKubeconfig = (tenant: Tenant) => Promise<string>;
@@ -64,7 +78,12 @@ export interface TenantApiDeps {
 /** `work`, counted as one Tenant operation that succeeded or failed. */
 function counted(deps: TenantApiDeps, operation: TenantOperation, work: Promise<void>): Promise<void> {
   const record = deps.recordOperation;
-  return record === undefined ? work : work.then(() => record(operation, true), (error: unknown) => (record(operation, false), Promise.reject(error)));
+  return record === undefined
+    ? work
+    : work.then(
+        () => record(operation, true),
+        (error: unknown) => (record(operation, false), Promise.reject(error)),
+      );
 }
 
 const MAX_BODY_BYTES = 3 * 1024 * 1024;
@@ -82,15 +101,15 @@ const QUALIFIED = `${TENANT_RESOURCE}.${TENANT_GROUP}`;
 
 const details = (name: string) => ({ name, group: TENANT_GROUP, kind: TENANT_RESOURCE });
 const tenantNotFound = (name: string) => notFound(`${QUALIFIED} "${name}" not found`, details(name));
-const tenantConflict = (name: string, why: string) =>
-  conflict(`Operation cannot be fulfilled on ${QUALIFIED} "${name}": ${why}`, details(name));
+const tenantConflict = (name: string, why: string) => conflict(`Operation cannot be fulfilled on ${QUALIFIED} "${name}": ${why}`, details(name));
 
 /** The Status a TenantStore failure answers with; anything else is left as it is (a StatusError, or a bug → 500). */
 export function tenantStoreStatus(error: unknown, name = ''): unknown {
   if (error instanceof TenantStoreUnavailable) {
     return serviceUnavailable(`the tenant store is unavailable, try again: ${error.message}`, { ...details(name), retryAfterSeconds: 1 });
   }
-  if (error instanceof TenantConflict) return tenantConflict(name, 'the object has been modified; please apply your changes to the latest version and try again');
+  if (error instanceof TenantConflict)
+    return tenantConflict(name, 'the object has been modified; please apply your changes to the latest version and try again');
   if (error instanceof TenantExists) return alreadyExists(`${QUALIFIED} "${name}" already exists`, details(name));
   if (error instanceof TenantMissing) return tenantNotFound(name);
   if (error instanceof TenantWatchExpired) return expired(error.message);
@@ -204,7 +223,11 @@ function watch(ctx: RequestContext, store: TenantStore, query: URLSearchParams):
     for (const tenant of store.list()) onEvent({ type: 'ADDED', tenant });
     from = store.resourceVersion;
     if (query.get('allowWatchBookmarks') === 'true') {
-      send('BOOKMARK', { kind: 'Tenant', apiVersion: TENANT_API_VERSION, metadata: { resourceVersion: from, annotations: { 'k8s.io/initial-events-end': 'true' } } });
+      send('BOOKMARK', {
+        kind: 'Tenant',
+        apiVersion: TENANT_API_VERSION,
+        metadata: { resourceVersion: from, annotations: { 'k8s.io/initial-events-end': 'true' } },
+      });
     }
   }
   // store.watch throws (410) before it emits anything: nothing has been written then, so the Status still fits.
@@ -222,7 +245,10 @@ function watch(ctx: RequestContext, store: TenantStore, query: URLSearchParams):
 function forCreate(tenant: Tenant): Parameters<TenantStore['create']>[0] {
   const { uid: _uid, resourceVersion, creationTimestamp: _created, deletionTimestamp: _deleted, generation: _generation, ...metadata } = tenant.metadata;
   if (resourceVersion !== undefined && resourceVersion !== '') {
-    throw invalid(`${QUALIFIED} "${tenant.metadata.name}" is invalid: metadata.resourceVersion: Invalid value: "${resourceVersion}": must not be set on create`, details(tenant.metadata.name));
+    throw invalid(
+      `${QUALIFIED} "${tenant.metadata.name}" is invalid: metadata.resourceVersion: Invalid value: "${resourceVersion}": must not be set on create`,
+      details(tenant.metadata.name),
+    );
   }
   // The status is tenantgate's to write (status subresource), never the creator's: a new Tenant is Ready once stored,
   // as a namespace is Active (its birth state is written upstream on its first request: lifecycle.ts whenBorn).
@@ -251,7 +277,8 @@ const sameJson = (a: unknown, b: unknown) => JSON.stringify(a ?? {}) === JSON.st
  * through /status, only its status changes. Identity and deletion stay the store's.
  */
 function merged(current: Tenant, written: Tenant, subresource: string): Tenant {
-  if (subresource === 'status') return { ...current, status: written.status, metadata: { ...current.metadata, resourceVersion: written.metadata.resourceVersion } };
+  if (subresource === 'status')
+    return { ...current, status: written.status, metadata: { ...current.metadata, resourceVersion: written.metadata.resourceVersion } };
   const metadata: Tenant['metadata'] = {
     ...written.metadata,
     uid: current.metadata.uid,
@@ -345,7 +372,10 @@ async function remove(ctx: RequestContext, tenants: TenantStore, info: RequestIn
       throw tenantConflict(info.name, `Precondition failed: UID in precondition: ${preconditions.uid}, UID in object meta: ${tenant.metadata.uid}`);
     }
     if (preconditions.resourceVersion !== undefined && preconditions.resourceVersion !== tenant.metadata.resourceVersion) {
-      throw tenantConflict(info.name, `Precondition failed: ResourceVersion in precondition: ${preconditions.resourceVersion}, ResourceVersion in object meta: ${tenant.metadata.resourceVersion}`);
+      throw tenantConflict(
+        info.name,
+        `Precondition failed: ResourceVersion in precondition: ${preconditions.resourceVersion}, ResourceVersion in object meta: ${tenant.metadata.resourceVersion}`,
+      );
     }
     if (tenant.metadata.deletionTimestamp !== undefined) {
       sendTenant(ctx, 200, tenant, query);
@@ -388,7 +418,11 @@ async function serveResource(ctx: RequestContext, deps: TenantApiDeps, info: Req
       return sendTenant(ctx, 200, current(tenants, info.name), query);
     case 'create':
       if (info.name !== '') break;
-      return counted(deps, 'create', readJsonOrYaml(ctx).then(({ body }) => create(ctx, tenants, body, query)));
+      return counted(
+        deps,
+        'create',
+        readJsonOrYaml(ctx).then(({ body }) => create(ctx, tenants, body, query)),
+      );
     case 'update': {
       return update(ctx, tenants, info, (await readJsonOrYaml(ctx)).body, query);
     }
@@ -399,7 +433,11 @@ async function serveResource(ctx: RequestContext, deps: TenantApiDeps, info: Req
     case 'delete': {
       if (subresource !== '') break;
       const hasBody = ctx.headers['content-length'] !== undefined && ctx.headers['content-length'] !== '0';
-      return counted(deps, 'delete', (hasBody ? readJsonOrYaml(ctx).then(({ body }) => body) : Promise.resolve(undefined)).then((body) => remove(ctx, tenants, info, body, query)));
+      return counted(
+        deps,
+        'delete',
+        (hasBody ? readJsonOrYaml(ctx).then(({ body }) => body) : Promise.resolve(undefined)).then((body) => remove(ctx, tenants, info, body, query)),
+      );
     }
   }
   throw methodNotAllowed(`the server does not allow this method on the requested resource (${method} ${QUALIFIED})`);
@@ -463,7 +501,11 @@ export function tenantApi(deps: TenantApiDeps): (ctx: RequestContext) => boolean
       else if (path === `/apis/${TENANT_API_VERSION}`) sendJson(ctx, 200, apiResourceList());
       else if (path === `/openapi/v3/${OPENAPI_V3_PATH}`) sendJson(ctx, 200, OPENAPI_V3_DOCUMENT);
       else if (path.startsWith('/openapi/')) throw notFound();
-      else return serveResource(ctx, deps, info, query).then(() => true, (error: unknown) => Promise.reject(tenantStoreStatus(error, info.name)));
+      else
+        return serveResource(ctx, deps, info, query).then(
+          () => true,
+          (error: unknown) => Promise.reject(tenantStoreStatus(error, info.name)),
+        );
       return true;
     }
     if (!isAdmin || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) return false;

@@ -582,8 +582,10 @@ export class TenantViewScanner {
       const at = this.bufOffset + this.pos;
       // A number or literal cut by the end is still held, from `pos` on.
       const pendingToken = this.pos < this.retained;
-      if (!this.watch && !this.sawValue && !pendingToken) throw new TenantViewError(`the response is empty, not ${this.expected === 'list' ? 'a list' : 'an object'}`, at);
-      if (!this.watch && !this.sawValue) throw new TenantViewError(`not ${this.expected === 'list' ? 'a list' : 'an object'}: the response is not a JSON object`, at);
+      if (!this.watch && !this.sawValue && !pendingToken)
+        throw new TenantViewError(`the response is empty, not ${this.expected === 'list' ? 'a list' : 'an object'}`, at);
+      if (!this.watch && !this.sawValue)
+        throw new TenantViewError(`not ${this.expected === 'list' ? 'a list' : 'an object'}: the response is not a JSON object`, at);
       if (this.unitStart >= 0) throw new TenantViewError('the response ended inside an item', at);
       if (!this.watch && this.expect !== EXPECT_END) throw new TenantViewError(`the response ended before the ${this.expected} did`, at);
       if (this.inString || pendingToken || this.depth > 0) throw new TenantViewError('the response ended inside a JSON value', at);
@@ -903,11 +905,7 @@ export class TenantViewScanner {
 
       if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
         const isArray = c === 0x5d ? 1 : 0;
-        if (
-          depth === 0 ||
-          (afterComma === EXPECT_VALUE ? 1 : 0) !== isArray ||
-          (expect & (isArray === 1 ? ALLOW_CLOSE_ARRAY : ALLOW_CLOSE_OBJECT)) === 0
-        ) {
+        if (depth === 0 || (afterComma === EXPECT_VALUE ? 1 : 0) !== isArray || (expect & (isArray === 1 ? ALLOW_CLOSE_ARRAY : ALLOW_CLOSE_OBJECT)) === 0) {
           throw this.malformed(`unexpected ${describeByte(c)}`, pos);
         }
         const closed = role;
@@ -1551,7 +1549,12 @@ export class TenantViewScanner {
   private ownerVerdict(versionStart: number, versionEnd: number, kindStart: number, kindEnd: number): boolean {
     const buf = this.buf;
     for (const known of this.ownerVerdicts) {
-      if (known.version.length === versionEnd - versionStart && known.kind.length === kindEnd - kindStart && startsWith(buf, versionStart, known.version) && startsWith(buf, kindStart, known.kind)) {
+      if (
+        known.version.length === versionEnd - versionStart &&
+        known.kind.length === kindEnd - kindStart &&
+        startsWith(buf, versionStart, known.version) &&
+        startsWith(buf, kindStart, known.kind)
+      ) {
         return known.verdict;
       }
     }
@@ -1606,7 +1609,11 @@ export class TenantViewScanner {
   private managedFieldsCuts(floor: number, end: number): number[] | null {
     const buf = this.buf;
     const cuts: number[] = [];
-    for (let at = indexByTail(this.skipEpoch, buf, floor, end, MANAGED_TENANT_LABEL_NEEDLE); at !== -1; at = indexByTail(this.skipEpoch, buf, at + 1, end, MANAGED_TENANT_LABEL_NEEDLE)) {
+    for (
+      let at = indexByTail(this.skipEpoch, buf, floor, end, MANAGED_TENANT_LABEL_NEEDLE);
+      at !== -1;
+      at = indexByTail(this.skipEpoch, buf, at + 1, end, MANAGED_TENANT_LABEL_NEEDLE)
+    ) {
       let from = at;
       let to = from + MANAGED_TENANT_LABEL.length;
       if (buf[to] !== 0x3a /* : */ || buf[to + 1] !== 0x7b /* { */ || buf[to + 2] !== 0x7d /* } */) return null;
@@ -1702,9 +1709,7 @@ export class TenantViewScanner {
       // An ERROR event's object is a Status, not a stored object.
       if (this.rewriteStatus === undefined) this.emit(start, end);
       else {
-        const status = JSON.stringify(this.rewriteStatus(JSON.parse(this.buf.toString('utf8', this.objectStart, this.objectEnd)))) as
-          | string
-          | undefined;
+        const status = JSON.stringify(this.rewriteStatus(JSON.parse(this.buf.toString('utf8', this.objectStart, this.objectEnd)))) as string | undefined;
         if (status === undefined) throw new TypeError('rewriteStatus returned undefined');
         this.emit(start, this.objectStart);
         this.emitBytes(Buffer.from(status), this.objectEnd);

@@ -91,7 +91,8 @@ export const OPENAPI_V3_DOCUMENT = JSON.stringify({
     schemas: {
       [TENANT_SCHEMA]: {
         type: 'object',
-        description: 'A tenant: one cluster of its own, served by tenantgate in front of the shared kube-apiserver. The name is the tenant id: exactly 6 characters of [a-z0-9].',
+        description:
+          'A tenant: one cluster of its own, served by tenantgate in front of the shared kube-apiserver. The name is the tenant id: exactly 6 characters of [a-z0-9].',
         properties: {
           apiVersion: text('APIVersion defines the versioned schema of this representation of an object.'),
           kind: text('Kind is a string value representing the REST resource this object represents.'),
@@ -109,9 +110,16 @@ export const OPENAPI_V3_DOCUMENT = JSON.stringify({
                     description: `The platform's ${kind.resource} the tenant may use (listed, matched by the selector, or its default); unset: all${kind.resource === 'priorityclasses' ? ' but system-node-critical and system-cluster-critical' : ''}.`,
                     properties: {
                       allowed: { type: 'array', description: 'Class names.', items: { type: 'string', default: '' } },
-                      selector: { type: 'object', description: 'A label selector (matchLabels, matchExpressions) over the classes.', 'x-kubernetes-preserve-unknown-fields': true },
+                      selector: {
+                        type: 'object',
+                        description: 'A label selector (matchLabels, matchExpressions) over the classes.',
+                        'x-kubernetes-preserve-unknown-fields': true,
+                      },
                       ...(field !== 'deviceClasses' && {
-                        default: { type: 'string', description: "The class the tenant's objects get when they name none (their templates' too), instead of the platform's default." },
+                        default: {
+                          type: 'string',
+                          description: "The class the tenant's objects get when they name none (their templates' too), instead of the platform's default.",
+                        },
                       }),
                       ...(field === 'priorityClasses' && {
                         band: {
@@ -139,12 +147,13 @@ export const OPENAPI_V3_DOCUMENT = JSON.stringify({
               online: { type: 'boolean', description: 'True once the tenant is stored and served.' },
               quota: {
                 type: 'object',
-                description: 'spec.quota.hard as enforced, and its use summed over all the tenant\'s namespaces.',
+                description: "spec.quota.hard as enforced, and its use summed over all the tenant's namespaces.",
                 properties: { hard: stringMap('The limits in force.'), used: stringMap('What the tenant uses of each, over all its namespaces.') },
               },
               conditions: {
                 type: 'array',
-                description: 'Progress of setup and deletion: Ready; BuiltinsUpstream (its built-in namespaces, roles and Service, written upstream on its first request); Terminating.',
+                description:
+                  'Progress of setup and deletion: Ready; BuiltinsUpstream (its built-in namespaces, roles and Service, written upstream on its first request); Terminating.',
                 items: {
                   type: 'object',
                   required: ['type', 'status'],
@@ -183,10 +192,18 @@ export const OPENAPI_V3_DOCUMENT = JSON.stringify({
           resourceVersion: text('Version of the object, for optimistic concurrency.'),
           generation: { type: 'integer', format: 'int64', description: 'Sequence number of changes to the spec.' },
           creationTimestamp: { type: 'string', format: 'date-time', description: 'When the tenant was created.' },
-          deletionTimestamp: { type: 'string', format: 'date-time', description: 'When deletion was asked; the tenant is removed once its upstream objects are gone.' },
+          deletionTimestamp: {
+            type: 'string',
+            format: 'date-time',
+            description: 'When deletion was asked; the tenant is removed once its upstream objects are gone.',
+          },
           labels: stringMap('Labels to organize and select tenants.'),
           annotations: stringMap('Annotations, e.g. tenant.kubezoo.io/max-requests-inflight.'),
-          finalizers: { type: 'array', items: { type: 'string', default: '' }, description: 'Must be empty before the tenant is removed; tenantgate keeps tenant.kubezoo.io/cleanup until the upstream objects are gone.' },
+          finalizers: {
+            type: 'array',
+            items: { type: 'string', default: '' },
+            description: 'Must be empty before the tenant is removed; tenantgate keeps tenant.kubezoo.io/cleanup until the upstream objects are gone.',
+          },
         },
       },
       [`${META}.ListMeta`]: {

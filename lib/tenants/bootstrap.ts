@@ -206,8 +206,14 @@ const RETIRED_SHARED_TENANT_RBAC: readonly string[] = [`${RBAC}/clusterrolebindi
 export const SHARED_TENANT_RBAC: readonly { collection: string; object: UpstreamObject }[] = [
   { collection: `${RBAC}/clusterroles`, object: TENANT_CLUSTER_ROLE },
   { collection: `${RBAC}/clusterroles`, object: TENANTS_OWN_CLUSTER_RULES },
-  { collection: `${RBAC}/clusterrolebindings`, object: groupBinding(TENANT_CLUSTER_ROLE.metadata.name, TENANT_CLUSTER_SCOPE_GROUP, TENANT_CLUSTER_ROLE.metadata.name) },
-  { collection: `${RBAC}/clusterrolebindings`, object: groupBinding(TENANTS_OWN_CLUSTER_RULES.metadata.name, TENANT_CLUSTER_SCOPE_GROUP, TENANTS_OWN_CLUSTER_RULES.metadata.name) },
+  {
+    collection: `${RBAC}/clusterrolebindings`,
+    object: groupBinding(TENANT_CLUSTER_ROLE.metadata.name, TENANT_CLUSTER_SCOPE_GROUP, TENANT_CLUSTER_ROLE.metadata.name),
+  },
+  {
+    collection: `${RBAC}/clusterrolebindings`,
+    object: groupBinding(TENANTS_OWN_CLUSTER_RULES.metadata.name, TENANT_CLUSTER_SCOPE_GROUP, TENANTS_OWN_CLUSTER_RULES.metadata.name),
+  },
 ];
 
 /** Creates the shared tenant RBAC, or brings it back to what tenantgate wants. */
@@ -251,7 +257,11 @@ export function tenantCustomResourcesRole(tenant: TenantId, crds: readonly Custo
     const { group, scope, names } = crd.spec ?? {};
     if (scope !== 'Cluster' || typeof group !== 'string' || !group.startsWith(tenant + '-') || typeof names?.plural !== 'string') continue;
     rules.push({ apiGroups: [group], resources: [names.plural], verbs: CUSTOM_RESOURCE_WRITES });
-    rules.push({ apiGroups: [group], resources: CUSTOM_RESOURCE_SUBRESOURCES.map((subresource) => `${names.plural}/${subresource}`), verbs: SUBRESOURCE_WRITES });
+    rules.push({
+      apiGroups: [group],
+      resources: CUSTOM_RESOURCE_SUBRESOURCES.map((subresource) => `${names.plural}/${subresource}`),
+      verbs: SUBRESOURCE_WRITES,
+    });
   }
   rules.sort((a, b) => (a.apiGroups[0]! + a.resources[0]! < b.apiGroups[0]! + b.resources[0]! ? -1 : 1));
   return {
@@ -288,7 +298,11 @@ const GROUP_PROBE_USER = 'tenantgate:cluster-scope-group-probe';
  * Waits (bounded) until the upstream's authorizer allows tenant admins (their group) `verb` on `resource` of `group`
  * (named `name`, or any): its RBAC is served from informers, and an aggregated rule lands after the aggregation controller.
  */
-async function untilAdminAllowed(pool: UpstreamPool, tenant: TenantId, attributes: { verb: string; group: string; resource: string; name?: string }): Promise<void> {
+async function untilAdminAllowed(
+  pool: UpstreamPool,
+  tenant: TenantId,
+  attributes: { verb: string; group: string; resource: string; name?: string },
+): Promise<void> {
   const review = {
     apiVersion: 'authorization.k8s.io/v1',
     kind: 'SubjectAccessReview',
@@ -298,7 +312,8 @@ async function untilAdminAllowed(pool: UpstreamPool, tenant: TenantId, attribute
   for (;;) {
     const answer = await upstreamJson(pool, 'POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', review);
     if (answer.body?.status?.allowed === true) return;
-    if (Date.now() > deadline) throw new Error(`the upstream does not allow ${tenantAdminUser(tenant)}'s group to ${attributes.verb} ${attributes.resource}.${attributes.group} yet`);
+    if (Date.now() > deadline)
+      throw new Error(`the upstream does not allow ${tenantAdminUser(tenant)}'s group to ${attributes.verb} ${attributes.resource}.${attributes.group} yet`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }

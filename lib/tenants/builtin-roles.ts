@@ -101,7 +101,11 @@ export function tenantBuiltinBinding(tenant: TenantId, binding: BuiltinBinding):
   const object: Json = {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRoleBinding',
-    metadata: { name: binding.name, labels: { 'kubernetes.io/bootstrapping': 'rbac-defaults' }, annotations: { 'rbac.authorization.kubernetes.io/autoupdate': 'true' } },
+    metadata: {
+      name: binding.name,
+      labels: { 'kubernetes.io/bootstrapping': 'rbac-defaults' },
+      annotations: { 'rbac.authorization.kubernetes.io/autoupdate': 'true' },
+    },
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: binding.name },
     subjects: binding.groups.map((name) => ({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name })),
   };

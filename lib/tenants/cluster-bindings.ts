@@ -52,7 +52,11 @@ function realSubjects(binding: ClusterRoleBinding, tenant: TenantId): Subject[] 
     const real = realSubjectOf(subject);
     if (real === null) continue;
     const mine =
-      real.kind === 'ServiceAccount' ? toTenantName(real.namespace ?? '', tenant) !== null : real.kind === 'Group' ? groupToTenant(real.name, tenant) !== null : userToTenant(real.name, tenant) !== null;
+      real.kind === 'ServiceAccount'
+        ? toTenantName(real.namespace ?? '', tenant) !== null
+        : real.kind === 'Group'
+          ? groupToTenant(real.name, tenant) !== null
+          : userToTenant(real.name, tenant) !== null;
     if (mine) subjects.push(real);
   }
   return subjects;
@@ -97,7 +101,11 @@ export function storedFormOf(binding: ClusterRoleBinding) {
     apiVersion: `${STORED_RBAC_GROUP}/v1`,
     kind: 'ClusterRoleBinding',
     // A real one's name may hold what a custom resource's may not (`<id>-system:discovery`): written as the rule writes it.
-    metadata: { name: storedNameToUpstream(toTenantName(name, tenantOf(binding)) ?? name, tenantOf(binding)), ...(labels === undefined ? {} : { labels }), ...(annotations === undefined ? {} : { annotations }) },
+    metadata: {
+      name: storedNameToUpstream(toTenantName(name, tenantOf(binding)) ?? name, tenantOf(binding)),
+      ...(labels === undefined ? {} : { labels }),
+      ...(annotations === undefined ? {} : { annotations }),
+    },
     roleRef: binding.roleRef,
     ...(binding.subjects === undefined ? {} : { subjects: migratedSubjects(binding) ?? binding.subjects }),
   };
@@ -114,7 +122,8 @@ export async function migrateClusterBinding(pool: UpstreamPool, binding: Cluster
   const uid = (binding.metadata as { uid?: string }).uid;
   const options = uid === undefined ? undefined : { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid } };
   const deleted = await upstreamJson(pool, 'DELETE', `${REAL_CLUSTER_BINDINGS}/${encodeURIComponent(binding.metadata.name)}`, options);
-  if (deleted.status !== 200 && deleted.status !== 404 && deleted.status !== 409) throw new Error(`deleting the real clusterrolebinding ${binding.metadata.name} answered ${deleted.status}`);
+  if (deleted.status !== 200 && deleted.status !== 404 && deleted.status !== 409)
+    throw new Error(`deleting the real clusterrolebinding ${binding.metadata.name} answered ${deleted.status}`);
 }
 
 /** Migrations at once: thousands of tenants' bindings on start go in bounded waves, not one burst. */

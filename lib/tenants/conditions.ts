@@ -50,9 +50,15 @@ export function markCreated(tenant: Tenant): boolean {
   let changed = false;
   // (A tenant Ready without the condition is an older version's, born already.)
   if (conditionOf(tenant, BIRTH_STATE_CONDITION) === undefined && !isReady(tenant)) {
-    changed = setCondition(tenant, { type: BIRTH_STATE_CONDITION, status: 'False', reason: 'Deferred', message: "written upstream on the tenant's first request" });
+    changed = setCondition(tenant, {
+      type: BIRTH_STATE_CONDITION,
+      status: 'False',
+      reason: 'Deferred',
+      message: "written upstream on the tenant's first request",
+    });
   }
-  changed = setCondition(tenant, { type: 'Ready', status: 'True', reason: 'Created', message: 'stored; its credentials are issued by the Tenant API' }) || changed;
+  changed =
+    setCondition(tenant, { type: 'Ready', status: 'True', reason: 'Created', message: 'stored; its credentials are issued by the Tenant API' }) || changed;
   if (tenant.status!.online === true) return changed;
   tenant.status!.online = true;
   return true;

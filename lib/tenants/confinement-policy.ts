@@ -42,7 +42,9 @@ export const TENANT_CONFINEMENT_POLICY = {
       objectSelector: {},
       resourceRules: [{ apiGroups: ['*'], apiVersions: ['*'], operations: ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'], resources: ['*/*'], scope: '*' }],
       // Reviews write nothing: they ask about identities (and tenantgate converts what they ask).
-      excludeResourceRules: [{ apiGroups: ['authentication.k8s.io', 'authorization.k8s.io'], apiVersions: ['*'], operations: ['*'], resources: ['*/*'], scope: '*' }],
+      excludeResourceRules: [
+        { apiGroups: ['authentication.k8s.io', 'authorization.k8s.io'], apiVersions: ['*'], operations: ['*'], resources: ['*/*'], scope: '*' },
+      ],
     },
     // (No extra at all is no tenant: `has` first, so an administrator's request never fails the condition.)
     matchConditions: [{ name: 'tenant-identity', expression: `has(request.userInfo.extra) && ${cel(TENANT_EXTRA_KEY)} in request.userInfo.extra` }],
@@ -60,14 +62,17 @@ export const TENANT_CONFINEMENT_POLICY = {
         expression:
           "has(request.name) && request.name != '' ? request.name : " +
           "(object != null && has(object.metadata) && has(object.metadata.name) && object.metadata.name != '' ? object.metadata.name : " +
-          "(object != null && has(object.metadata) && has(object.metadata.generateName) ? object.metadata.generateName : " +
+          '(object != null && has(object.metadata) && has(object.metadata.generateName) ? object.metadata.generateName : ' +
           "(oldObject != null && has(oldObject.metadata) && has(oldObject.metadata.name) ? oldObject.metadata.name : '')))",
       },
       { name: 'isNamespace', expression: "variables.apiGroup == '' && request.resource.resource == 'namespaces'" },
       { name: 'isCrd', expression: "variables.apiGroup == 'apiextensions.k8s.io' && request.resource.resource == 'customresourcedefinitions'" },
       { name: 'isClusterRole', expression: "variables.apiGroup == 'rbac.authorization.k8s.io' && request.resource.resource == 'clusterroles'" },
       // A tenant's are tenantgate's custom resources (stored); a real one no tenant identity is granted, checked alike.
-      { name: 'isClusterBinding', expression: `(variables.apiGroup == 'rbac.authorization.k8s.io' || variables.apiGroup == ${cel(STORED_RBAC_GROUP)}) && request.resource.resource == 'clusterrolebindings'` },
+      {
+        name: 'isClusterBinding',
+        expression: `(variables.apiGroup == 'rbac.authorization.k8s.io' || variables.apiGroup == ${cel(STORED_RBAC_GROUP)}) && request.resource.resource == 'clusterrolebindings'`,
+      },
       { name: 'isCsr', expression: "variables.apiGroup == 'certificates.k8s.io' && request.resource.resource == 'certificatesigningrequests'" },
       { name: 'isPriorityClass', expression: "variables.apiGroup == 'scheduling.k8s.io' && request.resource.resource == 'priorityclasses'" },
       {
@@ -100,7 +105,8 @@ export const TENANT_CONFINEMENT_POLICY = {
         // admins act on cluster-scoped ones names every tenant's groups (tenants/bootstrap.ts), so this keeps each in its
         // own. A group with a tenant-id-like head (6 characters, then '-') is some tenant's; no built-in group has one.
         expression: "size(variables.apiGroup) < 7 || variables.apiGroup.substring(6, 7) != '-' || variables.apiGroup.startsWith(variables.prefix)",
-        messageExpression: "'tenantgate: tenant ' + variables.tenant + ' may write only in its own API groups (prefix ' + variables.prefix + '), not ' + variables.apiGroup",
+        messageExpression:
+          "'tenantgate: tenant ' + variables.tenant + ' may write only in its own API groups (prefix ' + variables.prefix + '), not ' + variables.apiGroup",
         message: 'tenantgate: a tenant may write only in its own API groups',
         reason: 'Forbidden',
       },
@@ -117,9 +123,9 @@ export const TENANT_CONFINEMENT_POLICY = {
         reason: 'Forbidden',
       },
       {
-        expression: '!variables.isClusterBinding || object == null || !has(object.subjects) || object.subjects.all(s, variables.subjectForms.exists(form, s.name.startsWith(form)))',
-        messageExpression:
-          `'tenantgate: a cluster role binding of tenant ' + variables.tenant + ' names only its own identities as ${CLUSTER_BINDING_SUBJECT_PREFIX}' + variables.prefix + '..., ${CLUSTER_BINDING_SUBJECT_PREFIX}' + variables.tenant + ':... or ${CLUSTER_BINDING_SUBJECT_PREFIX}system:serviceaccount:' + variables.prefix + '...'`,
+        expression:
+          '!variables.isClusterBinding || object == null || !has(object.subjects) || object.subjects.all(s, variables.subjectForms.exists(form, s.name.startsWith(form)))',
+        messageExpression: `'tenantgate: a cluster role binding of tenant ' + variables.tenant + ' names only its own identities as ${CLUSTER_BINDING_SUBJECT_PREFIX}' + variables.prefix + '..., ${CLUSTER_BINDING_SUBJECT_PREFIX}' + variables.tenant + ':... or ${CLUSTER_BINDING_SUBJECT_PREFIX}system:serviceaccount:' + variables.prefix + '...'`,
         message: "tenantgate: a tenant's cluster role binding names only its own identities",
         reason: 'Forbidden',
       },
@@ -146,7 +152,8 @@ export const TENANT_CONFINEMENT_POLICY = {
           `!variables.isNamespace || object == null || [${TENANTGATE_NAMESPACE_ANNOTATIONS.map(cel).join(', ')}].all(key, ` +
           `(has(object.metadata.annotations) && key in object.metadata.annotations ? object.metadata.annotations[key] : '<none>') == ` +
           `(oldObject != null && has(oldObject.metadata.annotations) && key in oldObject.metadata.annotations ? oldObject.metadata.annotations[key] : '<none>'))`,
-        message: "tenantgate: a namespace's tenantgate.kubezoo.io/allowed-* and priority-band annotations are its Tenant's (spec.priorityClasses, storageClasses, ...), which only the platform changes",
+        message:
+          "tenantgate: a namespace's tenantgate.kubezoo.io/allowed-* and priority-band annotations are its Tenant's (spec.priorityClasses, storageClasses, ...), which only the platform changes",
         reason: 'Forbidden',
       },
       {
@@ -169,7 +176,11 @@ export const TENANT_CONFINEMENT_POLICY = {
  * A policy of tenantgate's over the writes `resourceRules` name in every tenant namespace (the tenant label), whoever
  * makes them: a tenant, or a controller from its template. `checks`: its variables and validations.
  */
-export function tenantNamespacesPolicy<Checks extends { variables?: object[]; validations: object[] }>(name: string, resourceRules: readonly object[], checks: Checks) {
+export function tenantNamespacesPolicy<Checks extends { variables?: object[]; validations: object[] }>(
+  name: string,
+  resourceRules: readonly object[],
+  checks: Checks,
+) {
   return {
     apiVersion: ADMISSION,
     kind: 'ValidatingAdmissionPolicy',

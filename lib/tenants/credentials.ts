@@ -24,7 +24,10 @@ const fingerprints = new WeakMap<Tenant, string>();
 function uidFingerprint(tenant: Tenant): string {
   let fingerprint = fingerprints.get(tenant);
   if (fingerprint === undefined) {
-    fingerprint = createHash('sha256').update(tenant.metadata.uid).digest('hex').slice(0, UID_FINGERPRINT_BYTES * 2);
+    fingerprint = createHash('sha256')
+      .update(tenant.metadata.uid)
+      .digest('hex')
+      .slice(0, UID_FINGERPRINT_BYTES * 2);
     fingerprints.set(tenant, fingerprint);
   }
   return fingerprint;
@@ -69,7 +72,12 @@ export interface TenantKubeconfigOptions extends TenantCredentialOptions {
 }
 
 /** A self-contained kubeconfig (YAML) for the tenant's admin, pointing at tenantgate. */
-export async function issueTenantKubeconfig(ca: CertificateAuthority, serverUrl: string, tenant: Tenant, options: TenantKubeconfigOptions = {}): Promise<string> {
+export async function issueTenantKubeconfig(
+  ca: CertificateAuthority,
+  serverUrl: string,
+  tenant: Tenant,
+  options: TenantKubeconfigOptions = {},
+): Promise<string> {
   const certificate = await issueTenantAdminCertificate(ca, tenant, options);
   return renderKubeconfig(
     { server: serverUrl, caPem: options.servingCaPem ?? ca.certPem, certPem: certificate.certPem, keyPem: certificate.keyPem },

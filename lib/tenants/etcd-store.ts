@@ -6,15 +6,7 @@ import { isTenantId, type TenantId } from '../convert/prefix.ts';
 import { log } from '../log.ts';
 import { newTenant, updatedTenant } from './stored-tenant.ts';
 import { TenantIndex } from './tenant-index.ts';
-import {
-  TenantConflict,
-  TenantExists,
-  TenantMissing,
-  TenantStoreUnavailable,
-  type Tenant,
-  type TenantEvent,
-  type TenantStore,
-} from './tenant.ts';
+import { TenantConflict, TenantExists, TenantMissing, TenantStoreUnavailable, type Tenant, type TenantEvent, type TenantStore } from './tenant.ts';
 
 export const DEFAULT_ETCD_PREFIX = '/tenantgate/tenants/';
 
@@ -101,7 +93,10 @@ export class EtcdTenantStore implements TenantStore {
     const tenant = newTenant(input);
     const key = this.#key(tenant.metadata.name);
     const result = await this.#call(() =>
-      this.#client.if(key, 'Create', '==', 0).then(this.#client.put(key).value(storedValue(tenant))).commit(),
+      this.#client
+        .if(key, 'Create', '==', 0)
+        .then(this.#client.put(key).value(storedValue(tenant)))
+        .commit(),
     );
     if (!result.succeeded) throw new TenantExists(`tenant ${tenant.metadata.name} already exists`);
     return this.#committed(tenant, result.header.revision);
@@ -115,7 +110,10 @@ export class EtcdTenantStore implements TenantStore {
     const stored = updatedTenant(tenant, this.#index.get(id));
     const key = this.#key(id);
     const result = await this.#call(() =>
-      this.#ifStill(key, expected).then(this.#client.put(key).value(storedValue(stored))).else(this.#client.get(key)).commit(),
+      this.#ifStill(key, expected)
+        .then(this.#client.put(key).value(storedValue(stored)))
+        .else(this.#client.get(key))
+        .commit(),
     );
     if (!result.succeeded) this.#whyNot(id, expected, result.responses[0]?.response_range?.kvs ?? []);
     return this.#committed(stored, result.header.revision);
@@ -124,9 +122,7 @@ export class EtcdTenantStore implements TenantStore {
   async remove(id: TenantId, resourceVersion?: string): Promise<void> {
     const expected = this.#expectedRevision(id, resourceVersion);
     const key = this.#key(id);
-    const result = await this.#call(() =>
-      this.#ifStill(key, expected).then(this.#client.delete().key(key)).else(this.#client.get(key)).commit(),
-    );
+    const result = await this.#call(() => this.#ifStill(key, expected).then(this.#client.delete().key(key)).else(this.#client.get(key)).commit());
     if (!result.succeeded) this.#whyNot(id, expected, result.responses[0]?.response_range?.kvs ?? []);
     await this.#caughtUp(Number(result.header.revision));
   }
@@ -264,7 +260,8 @@ export class EtcdTenantStore implements TenantStore {
   /** The mod_revision a write must still find, or undefined when the writer did not say (then: the key must exist). */
   #expectedRevision(id: TenantId, resourceVersion: string | undefined): number | undefined {
     if (resourceVersion === undefined || resourceVersion === '') return undefined;
-    if (!/^[1-9]\d{0,15}$/.test(resourceVersion)) throw new TenantConflict(`tenant ${id}: resourceVersion ${JSON.stringify(resourceVersion)} is not one this store gave`);
+    if (!/^[1-9]\d{0,15}$/.test(resourceVersion))
+      throw new TenantConflict(`tenant ${id}: resourceVersion ${JSON.stringify(resourceVersion)} is not one this store gave`);
     return Number(resourceVersion);
   }
 

@@ -39,7 +39,8 @@ const withServiceEnv = (containers: string, type: string) =>
 /** The policy for one in-cluster address and CA; the apiserver applies it to every pod created in a tenant's namespace. */
 export function inClusterAccessPolicy(access: InClusterAccess): Record<string, unknown> & { metadata: { name: string } } {
   const { host, port } = access.address;
-  const item = (path: string, annotation: string) => `{'path': dyn(${cel(path)}), 'fieldRef': dyn({'apiVersion': 'v1', 'fieldPath': ${cel(`metadata.annotations['${annotation}']`)}})}`;
+  const item = (path: string, annotation: string) =>
+    `{'path': dyn(${cel(path)}), 'fieldRef': dyn({'apiVersion': 'v1', 'fieldPath': ${cel(`metadata.annotations['${annotation}']`)}})}`;
   return {
     apiVersion: ADMISSION,
     kind: 'MutatingAdmissionPolicy',
@@ -107,7 +108,12 @@ export function inClusterAccessObjects(access: InClusterAccess): KeptObject[] {
     { collection: `/apis/${ADMISSION}/mutatingadmissionpolicies`, object: inClusterAccessPolicy(access) },
     {
       collection: `/apis/${ADMISSION}/mutatingadmissionpolicybindings`,
-      object: { apiVersion: ADMISSION, kind: 'MutatingAdmissionPolicyBinding', metadata: { name: TENANT_IN_CLUSTER_ACCESS }, spec: { policyName: TENANT_IN_CLUSTER_ACCESS } },
+      object: {
+        apiVersion: ADMISSION,
+        kind: 'MutatingAdmissionPolicyBinding',
+        metadata: { name: TENANT_IN_CLUSTER_ACCESS },
+        spec: { policyName: TENANT_IN_CLUSTER_ACCESS },
+      },
     },
   ];
 }

@@ -14,7 +14,13 @@ export interface KeptObject {
   object: { metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> }; [field: string]: unknown };
 }
 
-type Meta = { resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string>; managedFields?: unknown; [field: string]: unknown };
+type Meta = {
+  resourceVersion?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  managedFields?: unknown;
+  [field: string]: unknown;
+};
 
 const RECHECK_DEBOUNCE_MS = 100;
 const RETRY_MS = 2_000;

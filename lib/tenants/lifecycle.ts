@@ -47,7 +47,18 @@ import {
   type BuiltinRole,
 } from './builtin-roles.ts';
 import { ensureKubernetesService, KUBERNETES_SERVICE, kubernetesEndpointSlice, type ClusterAddress } from './cluster-service.ts';
-import { EXPANSION_LABEL, expansionName, expansionOf, isExpansionName, isTenantClusterBinding, migrateClusterBinding, migratedSubjects, REAL_CLUSTER_BINDINGS, STORED_CLUSTER_BINDINGS, type ClusterRoleBinding } from './cluster-bindings.ts';
+import {
+  EXPANSION_LABEL,
+  expansionName,
+  expansionOf,
+  isExpansionName,
+  isTenantClusterBinding,
+  migrateClusterBinding,
+  migratedSubjects,
+  REAL_CLUSTER_BINDINGS,
+  STORED_CLUSTER_BINDINGS,
+  type ClusterRoleBinding,
+} from './cluster-bindings.ts';
 import { cleanupDone, deleteTenantObjects, type CleanupProgress } from './cleanup.ts';
 import { BIRTH_STATE_CONDITION, isBorn, isReady, markCreated, setCondition } from './conditions.ts';
 import { ensureStoredKindCrds, ensureTenantFlowControlDefaults, readMandatoryFlowControl, type MandatoryObject } from './stored-kinds.ts';
@@ -223,7 +234,8 @@ export class TenantLifecycle {
     this.#startedAt = Date.now();
     // Where tenants' ClusterRoleBindings (their built-in ones too) are kept: served before the first bootstrap.
     const established = await ensureStoredKindCrds(this.#pool).catch((error: Error) => error.message);
-    if (established !== true) log.warn('the CRDs of tenants\' stored kinds are not established yet: bootstraps retry until they are', { error: established || 'not established' });
+    if (established !== true)
+      log.warn("the CRDs of tenants' stored kinds are not established yet: bootstraps retry until they are", { error: established || 'not established' });
     this.#stoppers.push(this.#store.onChange((event) => this.#onTenantEvent(event)));
     for (const tenant of this.#store.list()) this.#follow(tenant);
     this.#watchUpstream();
@@ -328,18 +340,20 @@ export class TenantLifecycle {
     work.timer = undefined;
     const current = work;
     // (A step still waiting for its turn when the lifecycle stops does nothing.)
-    current.running = this.#steps.execute(() => (this.#stopped ? Promise.resolve(null) : this.#step(id, current))).then((delayMs) => {
-      current.running = null;
-      if (this.#stopped) return;
-      if (current.again) {
-        current.again = false;
-        this.#kick(id);
-      } else if (delayMs !== null) {
-        current.timer = setTimeout(() => this.#kick(id), delayMs);
-      } else if (this.#work.get(id) === current && current.phase === 'idle') {
-        this.#work.delete(id);
-      }
-    });
+    current.running = this.#steps
+      .execute(() => (this.#stopped ? Promise.resolve(null) : this.#step(id, current)))
+      .then((delayMs) => {
+        current.running = null;
+        if (this.#stopped) return;
+        if (current.again) {
+          current.again = false;
+          this.#kick(id);
+        } else if (delayMs !== null) {
+          current.timer = setTimeout(() => this.#kick(id), delayMs);
+        } else if (this.#work.get(id) === current && current.phase === 'idle') {
+          this.#work.delete(id);
+        }
+      });
   }
 
   /** One step of the tenant's bootstrap or cleanup; resolves to when to look again (null: done). Never rejects. */
@@ -420,7 +434,12 @@ export class TenantLifecycle {
     ]);
     await this.#writeStatus(id, (tenant) => {
       if (tenant.metadata.deletionTimestamp !== undefined) return false;
-      return setCondition(tenant, { type: BIRTH_STATE_CONDITION, status: 'True', reason: 'Bootstrapped', message: 'built-in namespaces, RBAC and Service default/kubernetes are in place upstream' });
+      return setCondition(tenant, {
+        type: BIRTH_STATE_CONDITION,
+        status: 'True',
+        reason: 'Bootstrapped',
+        message: 'built-in namespaces, RBAC and Service default/kubernetes are in place upstream',
+      });
     });
   }
 
@@ -442,7 +461,12 @@ export class TenantLifecycle {
     // Nothing is left upstream: the Tenant goes last, first its finalizer, then the object.
     const final = await this.#writeStatus(id, (tenant) => {
       const finalizers = tenant.metadata.finalizers ?? [];
-      const changed = setCondition(tenant, { type: 'Terminating', status: 'True', reason: 'UpstreamObjectsRemoved', message: 'no upstream objects of the tenant remain' });
+      const changed = setCondition(tenant, {
+        type: 'Terminating',
+        status: 'True',
+        reason: 'UpstreamObjectsRemoved',
+        message: 'no upstream objects of the tenant remain',
+      });
       if (!finalizers.includes(TENANT_CLEANUP_FINALIZER)) return changed;
       tenant.metadata.finalizers = finalizers.filter((finalizer) => finalizer !== TENANT_CLEANUP_FINALIZER);
       return true;
@@ -611,13 +635,15 @@ export class TenantLifecycle {
       for (const builtin of builtinBindingsOf(id)) {
         const wanted = tenantBuiltinBinding(id, builtin);
         const current = clusterBindingsByName.get(wanted.metadata.name);
-        if (current === undefined || differs(current, wanted)) repair(`clusterrolebinding ${wanted.metadata.name}`, id, () => ensureTenantBuiltinBinding(this.#pool, id, builtin));
+        if (current === undefined || differs(current, wanted))
+          repair(`clusterrolebinding ${wanted.metadata.name}`, id, () => ensureTenantBuiltinBinding(this.#pool, id, builtin));
       }
       const builtinBindings = builtinBindingNamesOf(id);
       const legacy = legacyTenantBindingsOf(id).filter((name) => bindings.has(name));
       // (After the grace the next full pass, every resync interval, removes them.)
       const graceOver = Date.now() - this.#startedAt >= this.#legacyBindingsGraceMs;
-      if (legacy.length > 0 && graceOver) repair(`clusterrolebindings ${legacy.join(', ')} replaced by the shared ones`, id, () => this.#replaceLegacyBindings(id, legacy));
+      if (legacy.length > 0 && graceOver)
+        repair(`clusterrolebindings ${legacy.join(', ')} replaced by the shared ones`, id, () => this.#replaceLegacyBindings(id, legacy));
       const mine: ClusterRoleBinding[] = [];
       for (const binding of clusterBindings) {
         // The built-in bindings grant only discovery and self-reviews, nothing a RoleBinding could: never expanded.
@@ -639,20 +665,27 @@ export class TenantLifecycle {
     // The tenant's copies of the built-in roles, as the upstream's own are.
     const builtinRoles = await this.#builtinRoles.get();
     const copies = new Map(
-      (await listUpstream(this.#pool, `${RBAC}/clusterroles?labelSelector=${encodeURIComponent(`${BOOTSTRAPPING_LABEL},${selector}`)}`)).map((item) => [item.metadata.name, item]),
+      (await listUpstream(this.#pool, `${RBAC}/clusterroles?labelSelector=${encodeURIComponent(`${BOOTSTRAPPING_LABEL},${selector}`)}`)).map((item) => [
+        item.metadata.name,
+        item,
+      ]),
     );
     for (const id of ids) {
       const missing = builtinRoles.filter((role) => {
         const current = copies.get(toUpstreamName(role.metadata.name, id));
         return current === undefined || differs(current, tenantBuiltinRole(id, role));
       });
-      if (missing.length > 0) repair(`built-in clusterroles ${missing.map((role) => role.metadata.name).join(', ')}`, id, () => ensureTenantBuiltinRoles(this.#pool, id, missing));
+      if (missing.length > 0)
+        repair(`built-in clusterroles ${missing.map((role) => role.metadata.name).join(', ')}`, id, () => ensureTenantBuiltinRoles(this.#pool, id, missing));
     }
     if (this.#clusterAddress !== undefined) await this.#reconcileKubernetesServices(ids, bySelector, repair);
     // The admin's rights on the tenant's cluster-scoped custom resources follow its CRDs.
     const crds = await listUpstream(this.#pool, `/apis/apiextensions.k8s.io/v1/customresourcedefinitions?${bySelector}`);
     const customRoles = new Map(
-      (await listUpstream(this.#pool, `${RBAC}/clusterroles?labelSelector=${encodeURIComponent(CUSTOM_RESOURCES_ROLE_LABEL)}`)).map((item) => [item.metadata.name, item]),
+      (await listUpstream(this.#pool, `${RBAC}/clusterroles?labelSelector=${encodeURIComponent(CUSTOM_RESOURCES_ROLE_LABEL)}`)).map((item) => [
+        item.metadata.name,
+        item,
+      ]),
     );
     for (const id of ids) {
       const mine = crds.filter((crd) => crd.metadata.labels?.[TENANT_LABEL] === id) as CustomResourceDefinition[];
@@ -703,7 +736,8 @@ export class TenantLifecycle {
           const key = `${name}/${wanted.metadata.name}`;
           const current = expansions.get(key);
           expansions.delete(key);
-          if (current === undefined || differs(current, wanted)) repair(`rolebinding ${key}`, id, () => ensure(this.#pool, `${RBAC}/namespaces/${name}/rolebindings`, wanted));
+          if (current === undefined || differs(current, wanted))
+            repair(`rolebinding ${key}`, id, () => ensure(this.#pool, `${RBAC}/namespaces/${name}/rolebindings`, wanted));
         }
       }
     }
@@ -730,7 +764,10 @@ export class TenantLifecycle {
   async #replaceLegacyBindings(id: TenantId, legacy: readonly string[]): Promise<void> {
     if (legacy.includes(tenantSignersName(id))) await ensureTenantSigners(this.#pool, id);
     if (legacy.includes(tenantCustomResourcesName(id))) {
-      const crds = (await listUpstream(this.#pool, `/apis/apiextensions.k8s.io/v1/customresourcedefinitions?labelSelector=${encodeURIComponent(`${TENANT_LABEL}=${id}`)}`)) as CustomResourceDefinition[];
+      const crds = (await listUpstream(
+        this.#pool,
+        `/apis/apiextensions.k8s.io/v1/customresourcedefinitions?labelSelector=${encodeURIComponent(`${TENANT_LABEL}=${id}`)}`,
+      )) as CustomResourceDefinition[];
       await syncTenantCustomResources(this.#pool, id, crds.find((crd) => crd.spec?.scope === 'Cluster') ?? {});
     }
     for (const name of legacy) {
@@ -741,11 +778,17 @@ export class TenantLifecycle {
   }
 
   /** Service default/kubernetes and its EndpointSlice of each tenant, put back when missing or pointing elsewhere. */
-  async #reconcileKubernetesServices(ids: TenantId[], bySelector: string, repair: (what: string, id: TenantId, action: () => Promise<void>) => void): Promise<void> {
+  async #reconcileKubernetesServices(
+    ids: TenantId[],
+    bySelector: string,
+    repair: (what: string, id: TenantId, action: () => Promise<void>) => void,
+  ): Promise<void> {
     const address = this.#clusterAddress!;
     const byName = `fieldSelector=${encodeURIComponent(`metadata.name=${KUBERNETES_SERVICE}`)}&${bySelector}`;
     const services = new Set((await listUpstream(this.#pool, `/api/v1/services?${byName}`)).map((item) => item.metadata.namespace));
-    const slices = new Map((await listUpstream(this.#pool, `/apis/discovery.k8s.io/v1/endpointslices?${byName}`)).map((item) => [item.metadata.namespace, item]));
+    const slices = new Map(
+      (await listUpstream(this.#pool, `/apis/discovery.k8s.io/v1/endpointslices?${byName}`)).map((item) => [item.metadata.namespace, item]),
+    );
     for (const id of ids) {
       const namespace = toUpstreamName('default', id);
       const wanted = kubernetesEndpointSlice(id, address);

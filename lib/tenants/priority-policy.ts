@@ -29,8 +29,7 @@ export const TENANT_PRIORITY_POLICY = tenantNamespacesPolicy(
           `!has(object.spec.priority) || object.spec.priority <= ${HIGHEST_USER_DEFINABLE_PRIORITY} || ` +
           `(has(object.spec.priorityClassName) && has(namespaceObject.metadata.annotations) && ${cel(PRIORITY_ANNOTATION)} in namespaceObject.metadata.annotations && ` +
           `object.spec.priorityClassName in namespaceObject.metadata.annotations[${cel(PRIORITY_ANNOTATION)}].split(','))`,
-        messageExpression:
-          `"tenantgate: priority class " + (has(object.spec.priorityClassName) ? object.spec.priorityClassName : "") + " (priority " + string(object.spec.priority) + ") is the platform's own: a tenant's pods may not take it"`,
+        messageExpression: `"tenantgate: priority class " + (has(object.spec.priorityClassName) ? object.spec.priorityClassName : "") + " (priority " + string(object.spec.priority) + ") is the platform's own: a tenant's pods may not take it"`,
         message: "tenantgate: a tenant's pods may not take the platform's critical priority",
         reason: 'Forbidden',
       },

@@ -136,7 +136,11 @@ export const MANDATORY_FLOW_CONTROL: readonly { resource: string; name: string }
 ];
 
 /** The tenant's copy of one of the upstream's own objects (as read from it): its spec and annotations, under the prefix. */
-export function tenantCopyOf(upstreamObject: { metadata?: { name?: string; annotations?: Record<string, string> }; spec?: unknown }, row: KindRow, tenant: TenantId): UpstreamObject {
+export function tenantCopyOf(
+  upstreamObject: { metadata?: { name?: string; annotations?: Record<string, string> }; spec?: unknown },
+  row: KindRow,
+  tenant: TenantId,
+): UpstreamObject {
   const { name = '', annotations } = upstreamObject.metadata ?? {};
   return {
     apiVersion: `${row.upstreamGroup ?? row.group}/${STORED_VERSION}`,

@@ -35,7 +35,9 @@ export const PRIORITY_BAND_ANNOTATION = 'tenantgate.kubezoo.io/priority-band';
 /** The annotations of a tenant's namespaces that only tenantgate writes (the confinement policy refuses a tenant's change of one). */
 export const TENANTGATE_NAMESPACE_ANNOTATIONS: readonly string[] = [...ALLOWED_CLASSES_ANNOTATIONS, PRIORITY_BAND_ANNOTATION];
 
-const FIELD_OF_RESOURCE: ReadonlyMap<string, PlatformClassField> = new Map(Object.entries(PLATFORM_CLASS_FIELDS).map(([field, kind]) => [kind.resource, field as PlatformClassField]));
+const FIELD_OF_RESOURCE: ReadonlyMap<string, PlatformClassField> = new Map(
+  Object.entries(PLATFORM_CLASS_FIELDS).map(([field, kind]) => [kind.resource, field as PlatformClassField]),
+);
 
 function requirementsOf(selector: LabelSelector): LabelRequirement[] {
   const requirements: LabelRequirement[] = Object.entries(selector.matchLabels ?? {}).map(([key, value]) => ({ key, operator: '=', values: [value] }));
@@ -91,7 +93,8 @@ export function classAnnotationsOf(
   const annotations: Record<string, string | null> = {};
   for (const [field, kind] of Object.entries(PLATFORM_CLASS_FIELDS) as [PlatformClassField, (typeof PLATFORM_CLASS_FIELDS)[PlatformClassField]][]) {
     const allowance = restrictionOf(tenant.spec[field]);
-    annotations[allowedClassesAnnotation(kind.resource)] = allowance === undefined ? null : [...allowedNames(allowance, classes.get(kind.resource) ?? new Map())].sort().join(',');
+    annotations[allowedClassesAnnotation(kind.resource)] =
+      allowance === undefined ? null : [...allowedNames(allowance, classes.get(kind.resource) ?? new Map())].sort().join(',');
   }
   if (tenant.spec.priorityClasses === undefined) annotations[PRIORITY_BAND_ANNOTATION] = null;
   else {
@@ -158,7 +161,8 @@ export class TenantClasses {
   defaultOf(id: TenantId, resource: string): string | undefined {
     if (resource === 'priorityclasses') {
       let own: [string, OwnPriorityClass] | undefined;
-      for (const entry of this.#ownPriorityClasses.get(id) ?? []) if (entry[1].globalDefault && (own === undefined || entry[1].value > own[1].value)) own = entry;
+      for (const entry of this.#ownPriorityClasses.get(id) ?? [])
+        if (entry[1].globalDefault && (own === undefined || entry[1].value > own[1].value)) own = entry;
       if (own !== undefined) return own[0];
     }
     const field = FIELD_OF_RESOURCE.get(resource);
@@ -318,7 +322,14 @@ export class TenantClasses {
   }
 
   async #annotate(namespace: string, annotations: Record<string, string | null>): Promise<void> {
-    const answer = await upstreamJson(this.#pool, 'PATCH', `/api/v1/namespaces/${encodeURIComponent(namespace)}`, { metadata: { annotations } }, { 'content-type': 'application/merge-patch+json' });
-    if (answer.status !== 200 && answer.status !== 404) throw new Error(`annotating namespace ${namespace} answered ${answer.status}: ${String(answer.body?.message ?? '').slice(0, 300)}`);
+    const answer = await upstreamJson(
+      this.#pool,
+      'PATCH',
+      `/api/v1/namespaces/${encodeURIComponent(namespace)}`,
+      { metadata: { annotations } },
+      { 'content-type': 'application/merge-patch+json' },
+    );
+    if (answer.status !== 200 && answer.status !== 404)
+      throw new Error(`annotating namespace ${namespace} answered ${answer.status}: ${String(answer.body?.message ?? '').slice(0, 300)}`);
   }
 }

@@ -35,7 +35,10 @@ const WAIT_LIMIT_MS = 5 * 60_000;
 
 /** The answer's Status message, for errors the server explains. */
 function failure(what: string, answer: UpstreamAnswer): Error {
-  const message = typeof answer.body === 'object' && answer.body !== null && typeof answer.body.message === 'string' ? answer.body.message : String(answer.body).slice(0, 300);
+  const message =
+    typeof answer.body === 'object' && answer.body !== null && typeof answer.body.message === 'string'
+      ? answer.body.message
+      : String(answer.body).slice(0, 300);
   return new Error(`${what}: ${answer.status} ${message}`);
 }
 

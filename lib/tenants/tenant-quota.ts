@@ -171,7 +171,8 @@ export class TenantQuotas {
     for (const tenant of this.#store.list()) if (tenantHardOf(tenant) !== null) void this.#kick(tenant.metadata.name);
     const onError = (error: Error) => log.debug('tenant quota watch', { error: error.message });
     const resyncAll = () => {
-      for (const tenant of this.#store.list()) if (tenantHardOf(tenant) !== null || this.#synced.has(tenant.metadata.name)) void this.#kick(tenant.metadata.name);
+      for (const tenant of this.#store.list())
+        if (tenantHardOf(tenant) !== null || this.#synced.has(tenant.metadata.name)) void this.#kick(tenant.metadata.name);
     };
     // A tenant's new namespace needs its share; a deleted quota is put back; use changes the Tenant's status.
     this.#stoppers.push(
@@ -255,7 +256,10 @@ export class TenantQuotas {
     const created = await this.#create(id, upstreamNamespace, zero);
     if (created !== null) {
       const status = { hard: formatted(zero), used: formatted(zero) };
-      const answer = await upstreamJson(this.#pool, 'PUT', `/api/v1/namespaces/${upstreamNamespace}/resourcequotas/${TENANT_QUOTA_NAME}/status`, { ...created, status });
+      const answer = await upstreamJson(this.#pool, 'PUT', `/api/v1/namespaces/${upstreamNamespace}/resourcequotas/${TENANT_QUOTA_NAME}/status`, {
+        ...created,
+        status,
+      });
       if (answer.status !== 200 && answer.status !== 409) throw failure(`enforcing the quota of ${upstreamNamespace}`, answer);
     }
     void this.#kick(id);

@@ -84,7 +84,8 @@ export type PlatformClassField = keyof typeof PLATFORM_CLASS_FIELDS;
 /** Why an id cannot be a tenant's, or null when it can. */
 export function invalidTenantId(id: string): string | null {
   if (!TENANT_ID_PATTERN.test(id)) return `a tenant's name must be exactly 6 characters of [a-z0-9], got ${JSON.stringify(id)}`;
-  if (RESERVED_TENANT_IDS.has(id)) return `the tenant name ${JSON.stringify(id)} is reserved: Kubernetes gives users and groups named ${id}:* powers of its own`;
+  if (RESERVED_TENANT_IDS.has(id))
+    return `the tenant name ${JSON.stringify(id)} is reserved: Kubernetes gives users and groups named ${id}:* powers of its own`;
   return null;
 }
 

@@ -82,22 +82,30 @@ const HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000;
 function invalidBand(band: unknown): { at: string; value: unknown; why: string } | null {
   if (band === undefined) return null;
   if (!isPlainObject(band)) return { at: '.band', value: band, why: 'must be an object with min and max (priority values)' };
-  for (const key of Object.keys(band)) if (key !== 'min' && key !== 'max') return { at: `.band.${key}`, value: band[key], why: 'unknown field: only min and max' };
+  for (const key of Object.keys(band))
+    if (key !== 'min' && key !== 'max') return { at: `.band.${key}`, value: band[key], why: 'unknown field: only min and max' };
   for (const end of ['min', 'max'] as const) {
     const value = band[end];
     if (value !== undefined && !(Number.isInteger(value) && value >= INT32_MIN && value <= HIGHEST_USER_DEFINABLE_PRIORITY)) {
-      return { at: `.band.${end}`, value, why: `must be an integer from ${INT32_MIN} to ${HIGHEST_USER_DEFINABLE_PRIORITY} (the values a PriorityClass that is not a system one may take)` };
+      return {
+        at: `.band.${end}`,
+        value,
+        why: `must be an integer from ${INT32_MIN} to ${HIGHEST_USER_DEFINABLE_PRIORITY} (the values a PriorityClass that is not a system one may take)`,
+      };
     }
   }
-  if (band.min !== undefined && band.max !== undefined && (band.min as number) > (band.max as number)) return { at: '.band', value: band, why: 'min must not be above max' };
+  if (band.min !== undefined && band.max !== undefined && (band.min as number) > (band.max as number))
+    return { at: '.band', value: band, why: 'min must not be above max' };
   return null;
 }
 
 /** What is wrong with a ClassAllowance (`at` is the field below spec.<kind>Classes), or null. */
 function invalidClassAllowance(field: PlatformClassField, allowance: unknown): { at: string; value: unknown; why: string } | null {
-  if (!isPlainObject(allowance)) return { at: '', value: allowance, why: 'must be an object with allowed (class names), selector (a label selector) and default (a class name)' };
+  if (!isPlainObject(allowance))
+    return { at: '', value: allowance, why: 'must be an object with allowed (class names), selector (a label selector) and default (a class name)' };
   const fields = field === 'priorityClasses' ? PRIORITY_ALLOWANCE_FIELDS : ALLOWANCE_FIELDS;
-  for (const key of Object.keys(allowance)) if (!fields.has(key)) return { at: `.${key}`, value: allowance[key], why: `unknown field: only ${[...fields].join(', ')}` };
+  for (const key of Object.keys(allowance))
+    if (!fields.has(key)) return { at: `.${key}`, value: allowance[key], why: `unknown field: only ${[...fields].join(', ')}` };
   const bandWrong = invalidBand(allowance.band);
   if (bandWrong !== null) return bandWrong;
   const { allowed, selector } = allowance;
@@ -114,12 +122,16 @@ function invalidClassAllowance(field: PlatformClassField, allowance: unknown): {
   if (!Array.isArray(expressions)) return { at: '.selector.matchExpressions', value: expressions, why: 'must be a list' };
   for (const [i, expression] of expressions.entries()) {
     const at = `.selector.matchExpressions[${i}]`;
-    if (!isPlainObject(expression) || typeof expression.key !== 'string' || expression.key === '') return { at: `${at}.key`, value: expression, why: 'a key is required' };
-    if (!SELECTOR_OPERATORS.has(expression.operator)) return { at: `${at}.operator`, value: expression.operator, why: 'must be In, NotIn, Exists or DoesNotExist' };
+    if (!isPlainObject(expression) || typeof expression.key !== 'string' || expression.key === '')
+      return { at: `${at}.key`, value: expression, why: 'a key is required' };
+    if (!SELECTOR_OPERATORS.has(expression.operator))
+      return { at: `${at}.operator`, value: expression.operator, why: 'must be In, NotIn, Exists or DoesNotExist' };
     const values = expression.values ?? [];
-    if (!Array.isArray(values) || !values.every((value: unknown) => typeof value === 'string')) return { at: `${at}.values`, value: values, why: 'must be a list of strings' };
+    if (!Array.isArray(values) || !values.every((value: unknown) => typeof value === 'string'))
+      return { at: `${at}.values`, value: values, why: 'must be a list of strings' };
     const needsValues = expression.operator === 'In' || expression.operator === 'NotIn';
-    if (needsValues !== values.length > 0) return { at: `${at}.values`, value: values, why: needsValues ? 'must be non-empty for In and NotIn' : 'must be empty for Exists and DoesNotExist' };
+    if (needsValues !== values.length > 0)
+      return { at: `${at}.values`, value: values, why: needsValues ? 'must be non-empty for In and NotIn' : 'must be empty for Exists and DoesNotExist' };
   }
   return null;
 }
@@ -140,7 +152,8 @@ export function validateTenant(body: unknown, nameInPath: string | null): Tenant
   const metadata = body.metadata;
   if (!isPlainObject(metadata)) throw badRequest('the Tenant has no metadata');
   const name = typeof metadata.name === 'string' ? metadata.name : '';
-  const fail = (field: string, value: unknown, why: string) => invalidField('Tenant', TENANT_GROUP, name, field, typeof value === 'string' ? value : JSON.stringify(value) ?? '', why);
+  const fail = (field: string, value: unknown, why: string) =>
+    invalidField('Tenant', TENANT_GROUP, name, field, typeof value === 'string' ? value : (JSON.stringify(value) ?? ''), why);
   // As fail's message and causes, answered as a Bad Request.
   const refuse = (field: string, value: string, why: string) => {
     const detail = `Invalid value: ${JSON.stringify(value)}: ${why}`;
@@ -152,7 +165,8 @@ export function validateTenant(body: unknown, nameInPath: string | null): Tenant
     });
   };
   if (nameInPath !== null && name !== nameInPath) throw badRequest(`the name of the object (${name}) does not match the name on the URL (${nameInPath})`);
-  if (name === '' && typeof metadata.generateName === 'string') throw fail('metadata.generateName', metadata.generateName, 'a Tenant is named by its id: set metadata.name');
+  if (name === '' && typeof metadata.generateName === 'string')
+    throw fail('metadata.generateName', metadata.generateName, 'a Tenant is named by its id: set metadata.name');
   const why = invalidTenantId(name);
   if (why !== null) throw fail('metadata.name', name, why);
   if (!isStringMap(metadata.labels)) throw fail('metadata.labels', metadata.labels, 'labels must map strings to strings');
@@ -196,7 +210,8 @@ export function validateTenant(body: unknown, nameInPath: string | null): Tenant
     if (status.conditions !== undefined) {
       if (!Array.isArray(status.conditions)) throw fail('status.conditions', status.conditions, 'status.conditions must be a list');
       status.conditions.forEach((condition: unknown, i: number) => {
-        if (!isPlainObject(condition) || typeof condition.type !== 'string' || condition.type === '') throw fail(`status.conditions[${i}].type`, condition, 'a condition needs a type');
+        if (!isPlainObject(condition) || typeof condition.type !== 'string' || condition.type === '')
+          throw fail(`status.conditions[${i}].type`, condition, 'a condition needs a type');
         if (!CONDITION_STATUSES.has(condition.status)) throw fail(`status.conditions[${i}].status`, condition.status, 'must be True, False or Unknown');
       });
     }

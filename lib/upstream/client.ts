@@ -17,7 +17,13 @@ export function upstreamJson(pool: UpstreamPool, method: string, path: string, b
 }
 
 /** A request whose body is sent as it is, under the content-type `headers` give; the answer read as JSON when it is. */
-export function upstreamRequest(pool: UpstreamPool, method: string, path: string, body: string | Buffer | undefined, extraHeaders: OutgoingHttpHeaders): Promise<UpstreamAnswer> {
+export function upstreamRequest(
+  pool: UpstreamPool,
+  method: string,
+  path: string,
+  body: string | Buffer | undefined,
+  extraHeaders: OutgoingHttpHeaders,
+): Promise<UpstreamAnswer> {
   return new Promise((resolve, reject) => {
     const headers: OutgoingHttpHeaders = { accept: 'application/json', ...extraHeaders };
     if (pool.authorization !== undefined) headers.authorization = pool.authorization;

@@ -170,7 +170,10 @@ export class DiscoveryCache {
       for (const group of (answer.body as DiscoveryList).items ?? []) {
         const groupName = group.metadata?.name ?? '';
         for (const version of group.versions ?? []) {
-          resourcesByVersion.set(`${groupName}/${version.version}`, (version.resources ?? []).map((r) => r.resource));
+          resourcesByVersion.set(
+            `${groupName}/${version.version}`,
+            (version.resources ?? []).map((r) => r.resource),
+          );
           for (const r of version.resources ?? []) {
             scopes.set(`${groupName}/${r.resource}`, r.scope);
             if (r.responseKind?.kind) kindScopes.set(`${groupName}/${r.responseKind.kind}`, r.scope);

@@ -25,15 +25,7 @@ const DROPPED_REQUEST_HEADERS = new Set([
 /** Prefixes that let a caller claim another identity upstream (capsule-proxy and kcp advisories). */
 const DROPPED_REQUEST_PREFIXES = ['impersonate-', 'x-remote-'];
 
-const DROPPED_RESPONSE_HEADERS = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'transfer-encoding',
-  'te',
-  'trailer',
-  'upgrade',
-]);
+const DROPPED_RESPONSE_HEADERS = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade']);
 
 function namesListedInConnection(value: string | string[] | undefined): Set<string> | null {
   if (value === undefined) return null;

@@ -106,16 +106,18 @@ export function renderKubeconfig(credentials: ClusterCredentials, name = 'tenant
   const cluster: Record<string, unknown> = { server: credentials.server };
   if (credentials.caPem !== undefined) cluster['certificate-authority-data'] = b64(credentials.caPem);
   if (credentials.insecureSkipTlsVerify === true) cluster['insecure-skip-tls-verify'] = true;
-  return JSON.stringify(
-    {
-      apiVersion: 'v1',
-      kind: 'Config',
-      'current-context': name,
-      clusters: [{ name, cluster }],
-      users: [{ name, user }],
-      contexts: [{ name, context: { cluster: name, user: name } }],
-    },
-    null,
-    2,
-  ) + '\n';
+  return (
+    JSON.stringify(
+      {
+        apiVersion: 'v1',
+        kind: 'Config',
+        'current-context': name,
+        clusters: [{ name, cluster }],
+        users: [{ name, user }],
+        contexts: [{ name, context: { cluster: name, user: name } }],
+      },
+      null,
+      2,
+    ) + '\n'
+  );
 }

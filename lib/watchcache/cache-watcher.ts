@@ -57,7 +57,17 @@ export class CacheWatcher implements CacheListener, RewriteCounters {
   onEnd: (() => void) | null = null;
   #ended = false;
 
-  constructor(cache: ResourceCache, tenant: TenantId, selection: Selection, out: Writable, policy: WatcherPolicy, after: number, deadline: number, nextBookmarkAt: number, encoding: CacheEncoding = 'json') {
+  constructor(
+    cache: ResourceCache,
+    tenant: TenantId,
+    selection: Selection,
+    out: Writable,
+    policy: WatcherPolicy,
+    after: number,
+    deadline: number,
+    nextBookmarkAt: number,
+    encoding: CacheEncoding = 'json',
+  ) {
     this.encoding = encoding;
     this.cache = cache;
     this.tenant = tenant;

@@ -38,7 +38,15 @@ export class ListSnapshots {
   readonly #snapshots = new LRUCache<string, Snapshot>({ max: 1_000, ttl: 5 * 60_000 });
 
   /** A page of `objects`: its items, the continue token for the rest ('' when none), and how many remain. */
-  firstPage(tenant: TenantId, cache: ResourceCache, objects: readonly CachedObject[], resourceVersion: number, everything: boolean, limit: number, scope = ''): Page {
+  firstPage(
+    tenant: TenantId,
+    cache: ResourceCache,
+    objects: readonly CachedObject[],
+    resourceVersion: number,
+    everything: boolean,
+    limit: number,
+    scope = '',
+  ): Page {
     if (limit <= 0 || objects.length <= limit) return { objects, resourceVersion, continueToken: '', remaining: null };
     const id = randomBytes(12).toString('base64url');
     const snapshot: Snapshot = { tenant, cache, objects, resourceVersion, everything, scope };
@@ -63,7 +71,8 @@ export class ListSnapshots {
       throw expired('The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.');
     }
     // Another namespace or other selectors with it would read what the request was not authorized for.
-    if (snapshot.tenant !== tenant || snapshot.cache !== cache || snapshot.scope !== scope) throw badRequest('invalid continue token: it was not issued for this list');
+    if (snapshot.tenant !== tenant || snapshot.cache !== cache || snapshot.scope !== scope)
+      throw badRequest('invalid continue token: it was not issued for this list');
     return this.#page(id, snapshot, offset, limit);
   }
 
@@ -94,7 +103,9 @@ export interface Page {
 export async function writeList(out: Writable, kind: string, apiVersion: string, page: Page): Promise<void> {
   const metadata = listMetaOf(page);
   const typeMeta = Buffer.from(`{"kind":${JSON.stringify(kind)},"apiVersion":${JSON.stringify(apiVersion)},`);
-  let chunk: Buffer[] = [Buffer.from(`{"kind":${JSON.stringify(`${kind}List`)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":${JSON.stringify(metadata)},"items":[`)];
+  let chunk: Buffer[] = [
+    Buffer.from(`{"kind":${JSON.stringify(`${kind}List`)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":${JSON.stringify(metadata)},"items":[`),
+  ];
   let size = chunk[0]!.length;
   const open = Buffer.from('{');
   const comma = Buffer.from(',');

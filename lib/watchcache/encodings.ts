@@ -92,7 +92,9 @@ export function departureFrame(event: CacheEvent, departureLine: Buffer): Buffer
 
 /** A BOOKMARK event at `resourceVersion`, as the apiserver writes one (the end of a watch-list's initial events marked). */
 export function bookmarkBytes(cache: ResourceCache, resourceVersion: number, initialEventsEnd: boolean, encoding: CacheEncoding): Buffer {
-  const metadata = initialEventsEnd ? { resourceVersion: String(resourceVersion), annotations: { 'k8s.io/initial-events-end': 'true' } } : { resourceVersion: String(resourceVersion) };
+  const metadata = initialEventsEnd
+    ? { resourceVersion: String(resourceVersion), annotations: { 'k8s.io/initial-events-end': 'true' } }
+    : { resourceVersion: String(resourceVersion) };
   const object = { kind: cache.kind, apiVersion: cache.tenantApiVersion, metadata };
   if (encoding === 'protobuf') return encodeWatchFrame('BOOKMARK', encodeObject(object.apiVersion, object.kind, object));
   return Buffer.from(`{"type":"BOOKMARK","object":${JSON.stringify(object)}}\n`);

@@ -41,7 +41,15 @@ export class CachedObject implements Selectable {
   /** The stats that count its bytes while the cache keeps it (a protobuf made later adds to them); null once it left. */
   countedIn: ResourceCacheStats | null = null;
 
-  constructor(tenant: TenantId, namespace: string, name: string, resourceVersion: number, labels: Record<string, string> | undefined, fields: ObjectFields, bytes: Buffer) {
+  constructor(
+    tenant: TenantId,
+    namespace: string,
+    name: string,
+    resourceVersion: number,
+    labels: Record<string, string> | undefined,
+    fields: ObjectFields,
+    bytes: Buffer,
+  ) {
     this.tenant = tenant;
     this.namespace = namespace;
     this.name = name;
@@ -318,7 +326,11 @@ export class ResourceCache implements NamespaceMembership {
   /** The tenant's events after `resourceVersion`, or the resourceVersion it is too old against (410 Expired). */
   eventsSince(tenant: TenantId, resourceVersion: number): EventsSince {
     const size = this.#end - this.#start;
-    const oldest = !this.#removedSinceList ? this.#listResourceVersion + 1 : size > 0 ? this.#history[this.#start % this.#capacity]!.resourceVersion : this.#listResourceVersion + 1;
+    const oldest = !this.#removedSinceList
+      ? this.#listResourceVersion + 1
+      : size > 0
+        ? this.#history[this.#start % this.#capacity]!.resourceVersion
+        : this.#listResourceVersion + 1;
     if (resourceVersion < oldest - 1) return { expiredBefore: oldest - 1 };
     // Binary search for the first event after resourceVersion, then the tenant's from there.
     let low = this.#start;
@@ -597,7 +609,15 @@ export class ResourceCache implements NamespaceMembership {
     }
     // What the cache keeps is a view into the event's line: one copy of the bytes per event, of its own size.
     const line = lastingBytes(`{"type":"${eventType}","object":${view.json}}\n`);
-    const shared = new CachedObject(view.tenant, view.namespace, view.name, resourceVersion, view.labels, view.fields, line.subarray(LINE_HEAD[eventType].length, line.length - LINE_TAIL.length));
+    const shared = new CachedObject(
+      view.tenant,
+      view.namespace,
+      view.name,
+      resourceVersion,
+      view.labels,
+      view.fields,
+      line.subarray(LINE_HEAD[eventType].length, line.length - LINE_TAIL.length),
+    );
     if (kept === null) this.#remove(previous!);
     else this.#place(shared, previous);
     const cacheEvent: CacheEvent = { type: eventType, resourceVersion, object: shared, previous: eventType === 'MODIFIED' ? previous : null, line };
@@ -647,7 +667,15 @@ export class ResourceCache implements NamespaceMembership {
   #toCached(upstream: any): CachedObject | null {
     const view = this.#viewOf(upstream);
     if (view === null) return null;
-    return new CachedObject(view.tenant, view.namespace, view.name, Number(upstream.metadata.resourceVersion), view.labels, view.fields, lastingBytes(view.json));
+    return new CachedObject(
+      view.tenant,
+      view.namespace,
+      view.name,
+      Number(upstream.metadata.resourceVersion),
+      view.labels,
+      view.fields,
+      lastingBytes(view.json),
+    );
   }
 
   #place(object: CachedObject, replaced: CachedObject | null): void {
@@ -766,4 +794,3 @@ function placeIn(objects: Map<TenantId, Map<string, Map<string, CachedObject>>>,
 function byName(a: CachedObject, b: CachedObject): number {
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }
-

@@ -42,7 +42,15 @@ export function watchCacheStage(watchCache: WatchCache, access: AccessReviews): 
       return serve(ctx, plan, watchCache);
     };
     // (info.name: what a metadata.name field selector names, as the apiserver's RequestInfo has it.)
-    const allowed = access.allowedInNamespace(tenant, upstreamIdentityOf(identity), info.verb, plan.cache.id.group, info.resource, namespaceToUpstream(info.namespace, tenant), info.name);
+    const allowed = access.allowedInNamespace(
+      tenant,
+      upstreamIdentityOf(identity),
+      info.verb,
+      plan.cache.id.group,
+      info.resource,
+      namespaceToUpstream(info.namespace, tenant),
+      info.name,
+    );
     return typeof allowed === 'boolean' ? decide(allowed) : allowed.then(decide);
   };
 }
@@ -61,12 +69,15 @@ function serve(ctx: RequestContext, plan: CachePlan, watchCache: WatchCache): bo
     const namespace = plan.selection.namespace === null ? null : namespaceToUpstream(plan.selection.namespace, tenant);
     // A built-in cluster-scoped kind (namespaces) is narrowed by the tenant label tenantgate forces on it; a tenant's
     // custom resource is its tenant's whole; one namespace is its tenant's whole. The per-object check stays.
-    const narrowed = namespace === null && plan.cache.id.row.rule !== 'custom-resource' ? `labelSelector=${encodeURIComponent(`${TENANT_LABEL}=${tenant}`)}` : '';
+    const narrowed =
+      namespace === null && plan.cache.id.row.rule !== 'custom-resource' ? `labelSelector=${encodeURIComponent(`${TENANT_LABEL}=${tenant}`)}` : '';
     // (Should the upstream not answer, the request goes its way upstream, where it gets the upstream's answer.)
-    return cache.listConsistently(cache.collectionPath(namespace), (object) => object.tenant === tenant && objects.push(object), narrowed).then(
-      (resourceVersion) => startWatch(ctx, plan, watchCache, tenant, { objects, resourceVersion }),
-      () => false,
-    );
+    return cache
+      .listConsistently(cache.collectionPath(namespace), (object) => object.tenant === tenant && objects.push(object), narrowed)
+      .then(
+        (resourceVersion) => startWatch(ctx, plan, watchCache, tenant, { objects, resourceVersion }),
+        () => false,
+      );
   }
   if (plan.watch) return startWatch(ctx, plan, watchCache, tenant, null);
   const page =

@@ -24,8 +24,8 @@ const CACHED_VERSION_OF_GROUP: Readonly<Record<string, string>> = {
   'discovery.k8s.io': 'v1',
   'rbac.authorization.k8s.io': 'v1',
   'networking.k8s.io': 'v1',
-  'policy': 'v1',
-  'autoscaling': 'v2',
+  policy: 'v1',
+  autoscaling: 'v2',
   'coordination.k8s.io': 'v1',
   'storage.k8s.io': 'v1',
 };
@@ -113,7 +113,19 @@ export interface InitialState {
 }
 
 /** The query parameters the cache understands; a request with any other goes upstream. */
-const KNOWN_PARAMETERS = new Set(['watch', 'resourceVersion', 'resourceVersionMatch', 'allowWatchBookmarks', 'sendInitialEvents', 'labelSelector', 'fieldSelector', 'timeoutSeconds', 'timeout', 'limit', 'continue']);
+const KNOWN_PARAMETERS = new Set([
+  'watch',
+  'resourceVersion',
+  'resourceVersionMatch',
+  'allowWatchBookmarks',
+  'sendInitialEvents',
+  'labelSelector',
+  'fieldSelector',
+  'timeoutSeconds',
+  'timeout',
+  'limit',
+  'continue',
+]);
 const DIGITS = /^\d{1,15}$/;
 
 /** strconv.ParseBool, as the apiserver reads boolean parameters; undefined when it would refuse the value. */
@@ -239,7 +251,15 @@ export class WatchCache implements WatcherPolicy {
       if (this.#namespaces === null || !this.#namespaces.ready) return null;
       across = { tenant, namespaces: this.#namespaces };
     }
-    const selection = selectionOf(cache.id.group, cache.id.resource, namespace, query.get('labelSelector'), query.get('fieldSelector'), row.scope === 'Namespaced', across);
+    const selection = selectionOf(
+      cache.id.group,
+      cache.id.resource,
+      namespace,
+      query.get('labelSelector'),
+      query.get('fieldSelector'),
+      row.scope === 'Namespaced',
+      across,
+    );
     if (selection === null) return null;
     const continueToken = query.get('continue') ?? '';
     const watch = info.verb === 'watch';

@@ -33,7 +33,10 @@ export class Oracle {
     for (const { canary, bytes: needle } of this.needles) {
       const at = bytes.indexOf(needle);
       if (at === -1 || sent.includes(canary.value)) continue;
-      const context = bytes.subarray(Math.max(0, at - 60), at + needle.length + 60).toString('latin1').replace(/[^\x20-\x7e]/g, '.');
+      const context = bytes
+        .subarray(Math.max(0, at - 60), at + needle.length + 60)
+        .toString('latin1')
+        .replace(/[^\x20-\x7e]/g, '.');
       hits.push({ canary, where, context });
     }
     return hits;
@@ -120,7 +123,10 @@ export class AttackClient {
     return new Promise((resolve) => {
       let stream: http2.ClientHttp2Stream;
       try {
-        stream = this.session(request.credential, slot).request({ ':method': request.method, ':path': request.path, ...headers }, { endStream: request.body === undefined });
+        stream = this.session(request.credential, slot).request(
+          { ':method': request.method, ':path': request.path, ...headers },
+          { endStream: request.body === undefined },
+        );
       } catch (error) {
         resolve({ status: 0, headers: {}, body: Buffer.alloc(0), error: `not sent: ${(error as Error).message}` });
         return;
@@ -334,9 +340,22 @@ export interface ProtoSubject {
 }
 
 /** A RoleBinding or ClusterRoleBinding (metadata 1, subjects 2 {kind 1, apiGroup 2, name 3, namespace 4}, roleRef 3 {apiGroup 1, kind 2, name 3}). */
-export function protobufBinding(kind: 'RoleBinding' | 'ClusterRoleBinding', meta: ProtoMeta, subjects: ProtoSubject[], roleRef: { kind: string; name: string }): Buffer {
+export function protobufBinding(
+  kind: 'RoleBinding' | 'ClusterRoleBinding',
+  meta: ProtoMeta,
+  subjects: ProtoSubject[],
+  roleRef: { kind: string; name: string },
+): Buffer {
   const subjectBytes = subjects.map((s) =>
-    field(2, Buffer.concat([field(1, s.kind), ...(s.kind === 'ServiceAccount' ? [] : [field(2, 'rbac.authorization.k8s.io')]), field(3, s.name), ...(s.namespace === undefined ? [] : [field(4, s.namespace)])])),
+    field(
+      2,
+      Buffer.concat([
+        field(1, s.kind),
+        ...(s.kind === 'ServiceAccount' ? [] : [field(2, 'rbac.authorization.k8s.io')]),
+        field(3, s.name),
+        ...(s.namespace === undefined ? [] : [field(4, s.namespace)]),
+      ]),
+    ),
   );
   const ref = field(3, Buffer.concat([field(1, 'rbac.authorization.k8s.io'), field(2, roleRef.kind), field(3, roleRef.name)]));
   return envelope('rbac.authorization.k8s.io/v1', kind, Buffer.concat([field(1, objectMeta(meta)), ...subjectBytes, ref]));

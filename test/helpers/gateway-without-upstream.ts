@@ -6,7 +6,10 @@ import { startGateway, type Gateway } from '../../lib/server/gateway.ts';
 import type { TenantStore } from '../../lib/tenants/tenant.ts';
 
 /** Starts it on a free loopback port with a fresh CA (serving and client certificates), its tenants in `store`. */
-export async function startGatewayWithoutUpstream(store: TenantStore, overrides: Partial<ServeConfig> = {}): Promise<{ gateway: Gateway; ca: CertificateAuthority }> {
+export async function startGatewayWithoutUpstream(
+  store: TenantStore,
+  overrides: Partial<ServeConfig> = {},
+): Promise<{ gateway: Gateway; ca: CertificateAuthority }> {
   const ca = createCertificateAuthority('test-ca');
   const serving = issueCertificate(ca, { commonName: 'tenantgate', ipAddresses: ['127.0.0.1'], usage: 'server' });
   const gateway = await startGateway(

@@ -23,9 +23,32 @@ export function k8sJsonGenerator(seed: number) {
 
   const CHAR_POOL = [
     ...'abcdefghijklmnopqrstuvwxyz0123456789-._/:',
-    '"', '\\', '{', '}', '[', ']', ',', ' ',
-    '\n', '\t', '\r', '\b', '\f', '\u0000', '\u001f', '\u007f',
-    'é', '€', 'ß', '日', '本', '😀', '𝄞', '\u2028', '\ud800', '\udfff',
+    '"',
+    '\\',
+    '{',
+    '}',
+    '[',
+    ']',
+    ',',
+    ' ',
+    '\n',
+    '\t',
+    '\r',
+    '\b',
+    '\f',
+    '\u0000',
+    '\u001f',
+    '\u007f',
+    'é',
+    '€',
+    'ß',
+    '日',
+    '本',
+    '😀',
+    '𝄞',
+    '\u2028',
+    '\ud800',
+    '\udfff',
   ];
 
   function randomText(max = 12): string {
@@ -113,7 +136,9 @@ export function k8sJsonGenerator(seed: number) {
       // custom group stays as it is either way; the tenant's own would be un-prefixed only by the rule).
       entry.apiVersion = pick(['v1', 'apps/v1', 'zzz999-example.com/v1']);
       entry.fieldsType = 'FieldsV1';
-      entry.fieldsV1 = chance(0.9) ? { 'f:metadata': { 'f:labels': { 'f:kubezoo.io/tenant': {}, ...(chance(0.5) ? { 'f:app': {} } : {}) } }, ...randomFieldSet(0) } : randomFieldSet(0);
+      entry.fieldsV1 = chance(0.9)
+        ? { 'f:metadata': { 'f:labels': { 'f:kubezoo.io/tenant': {}, ...(chance(0.5) ? { 'f:app': {} } : {}) } }, ...randomFieldSet(0) }
+        : randomFieldSet(0);
       return entry;
     });
   }
@@ -154,7 +179,14 @@ export function k8sJsonGenerator(seed: number) {
     const entries: [string, unknown][] = [
       ['apiVersion', 'v1'],
       ['kind', pick(['Pod', 'ConfigMap', 'Namespace'])],
-      ['spec', { template: { metadata: { namespace: randomUpstreamName() } }, containers: [randomObject(2)], ...(chance(0.1) ? { affinity: { podAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ namespaces: [`${TENANT}-team`] }] } } } : {}) }],
+      [
+        'spec',
+        {
+          template: { metadata: { namespace: randomUpstreamName() } },
+          containers: [randomObject(2)],
+          ...(chance(0.1) ? { affinity: { podAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ namespaces: [`${TENANT}-team`] }] } } } : {}),
+        },
+      ],
       ['status', randomStatus()],
       ['data', randomObject(2)],
     ];
@@ -238,7 +270,11 @@ export function k8sJsonGenerator(seed: number) {
       case 0:
         return Buffer.concat([input.subarray(0, at), input.subarray(at + 1)]);
       case 1:
-        return Buffer.concat([input.subarray(0, at), Buffer.from([chance(0.9) ? MUTATION_BYTES[int(MUTATION_BYTES.length)]! : 0x80 + int(128)]), input.subarray(at)]);
+        return Buffer.concat([
+          input.subarray(0, at),
+          Buffer.from([chance(0.9) ? MUTATION_BYTES[int(MUTATION_BYTES.length)]! : 0x80 + int(128)]),
+          input.subarray(at),
+        ]);
       case 2: {
         const copy = Buffer.from(input);
         copy[at] = MUTATION_BYTES[int(MUTATION_BYTES.length)]!;

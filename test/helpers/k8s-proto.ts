@@ -13,9 +13,23 @@ const PROTO_FILES = [
   `k8s.io/apimachinery@${K8S_MODULE_VERSION}/pkg/runtime/generated.proto`,
   `k8s.io/apimachinery@${K8S_MODULE_VERSION}/pkg/api/resource/generated.proto`,
   `k8s.io/apimachinery@${K8S_MODULE_VERSION}/pkg/util/intstr/generated.proto`,
-  ...['core/v1', 'apps/v1', 'batch/v1', 'rbac/v1', 'networking/v1', 'discovery/v1', 'events/v1', 'admissionregistration/v1', 'resource/v1', 'flowcontrol/v1', 'certificates/v1', 'policy/v1', 'coordination/v1', 'autoscaling/v2', 'storage/v1'].map(
-    (path) => `k8s.io/api@${K8S_MODULE_VERSION}/${path}/generated.proto`,
-  ),
+  ...[
+    'core/v1',
+    'apps/v1',
+    'batch/v1',
+    'rbac/v1',
+    'networking/v1',
+    'discovery/v1',
+    'events/v1',
+    'admissionregistration/v1',
+    'resource/v1',
+    'flowcontrol/v1',
+    'certificates/v1',
+    'policy/v1',
+    'coordination/v1',
+    'autoscaling/v2',
+    'storage/v1',
+  ].map((path) => `k8s.io/api@${K8S_MODULE_VERSION}/${path}/generated.proto`),
   `k8s.io/apiextensions-apiserver@${K8S_MODULE_VERSION}/pkg/apis/apiextensions/v1/generated.proto`,
 ];
 
@@ -36,9 +50,15 @@ const INLINED: ReadonlyMap<string, string> = new Map([
   ['k8s.io.api.core.v1.Probe', 'handler'],
   ['k8s.io.api.core.v1.EphemeralContainer', 'ephemeralContainerCommon'],
   ['k8s.io.api.networking.v1.IngressRule', 'ingressRuleValue'],
-  ...['ConfigMapVolumeSource', 'ConfigMapKeySelector', 'SecretKeySelector', 'ConfigMapProjection', 'SecretProjection', 'ConfigMapEnvSource', 'SecretEnvSource'].map(
-    (message) => [`k8s.io.api.core.v1.${message}`, 'localObjectReference'] as const,
-  ),
+  ...[
+    'ConfigMapVolumeSource',
+    'ConfigMapKeySelector',
+    'SecretKeySelector',
+    'ConfigMapProjection',
+    'SecretProjection',
+    'ConfigMapEnvSource',
+    'SecretEnvSource',
+  ].map((message) => [`k8s.io.api.core.v1.${message}`, 'localObjectReference'] as const),
 ]);
 /** Types whose JSON is a string or a free value rather than an object. */
 const TIME = 'k8s.io.apimachinery.pkg.apis.meta.v1.Time';
@@ -112,7 +132,10 @@ function encodeField(messages: ProtoMessages, field: ProtoField, value: unknown)
   if (field.mapValue !== undefined) {
     return Buffer.concat(
       Object.entries(value as Json).map(([k, v]) =>
-        lengthDelimited(field.number, Buffer.concat([lengthDelimited(1, Buffer.from(k)), encodeField(messages, { name: 'value', number: 2, type: field.mapValue!, repeated: false }, v)])),
+        lengthDelimited(
+          field.number,
+          Buffer.concat([lengthDelimited(1, Buffer.from(k)), encodeField(messages, { name: 'value', number: 2, type: field.mapValue!, repeated: false }, v)]),
+        ),
       ),
     );
   }
@@ -145,7 +168,10 @@ function encodeField(messages: ProtoMessages, field: ProtoField, value: unknown)
   }
   if (field.type === QUANTITY) return lengthDelimited(field.number, lengthDelimited(1, Buffer.from(String(value))));
   if (field.type === INT_OR_STRING) {
-    const payload = typeof value === 'number' ? Buffer.concat([tag(1, 0), varint(0), tag(2, 0), varint(value)]) : Buffer.concat([tag(1, 0), varint(1), lengthDelimited(3, Buffer.from(value as string))]);
+    const payload =
+      typeof value === 'number'
+        ? Buffer.concat([tag(1, 0), varint(0), tag(2, 0), varint(value)])
+        : Buffer.concat([tag(1, 0), varint(1), lengthDelimited(3, Buffer.from(value as string))]);
     return lengthDelimited(field.number, payload);
   }
   if (FREE_JSON.has(field.type)) return lengthDelimited(field.number, lengthDelimited(1, Buffer.from(JSON.stringify(value))));
@@ -244,7 +270,9 @@ function decodeValue(messages: ProtoMessages, field: ProtoField, wire: WireField
   if (field.type === INT_OR_STRING) {
     const parts = wireFields(payload);
     const kind = parts.find((f) => f.number === 1)?.value ?? 0n;
-    return kind === 0n ? Number(parts.find((f) => f.number === 2)?.value ?? 0n) : ((parts.find((f) => f.number === 3)?.value as Buffer | undefined)?.toString() ?? '');
+    return kind === 0n
+      ? Number(parts.find((f) => f.number === 2)?.value ?? 0n)
+      : ((parts.find((f) => f.number === 3)?.value as Buffer | undefined)?.toString() ?? '');
   }
   if (FREE_JSON.has(field.type)) return JSON.parse((wireFields(payload).find((f) => f.number === 1)?.value as Buffer | undefined)?.toString() ?? 'null');
   return decodeMessage(messages, field.type, payload);
@@ -283,7 +311,8 @@ const ZERO_TIMES = new Set(['1970-01-01T00:00:00Z', '1970-01-01T00:00:00.000000Z
  */
 export function withoutZeroValues(value: unknown): unknown {
   if (Array.isArray(value)) return value.length === 0 ? undefined : value.map(withoutZeroValues);
-  if (value === null || typeof value !== 'object') return value === '' || value === 0 || value === false || (typeof value === 'string' && ZERO_TIMES.has(value)) ? undefined : value;
+  if (value === null || typeof value !== 'object')
+    return value === '' || value === 0 || value === false || (typeof value === 'string' && ZERO_TIMES.has(value)) ? undefined : value;
   const out: Json = {};
   for (const [key, member] of Object.entries(value)) {
     const kept = withoutZeroValues(member);
@@ -304,7 +333,7 @@ export function protoField(number: number, payload: Buffer): Buffer {
  */
 export function decodeWatchFrames(messages: ProtoMessages, type: string, stream: Buffer): { type: string; object: Json }[] {
   const events: { type: string; object: Json }[] = [];
-  for (let at = 0; at + 4 <= stream.length; ) {
+  for (let at = 0; at + 4 <= stream.length;) {
     const length = stream.readUInt32BE(at);
     if (at + 4 + length > stream.length) break;
     const fields = wireFields(stream.subarray(at + 4, at + 4 + length));

@@ -50,7 +50,14 @@ export function request(pool: UpstreamPool, method: string, path: string, accept
  * `loops` concurrent closed loops of GET `path` for `durationMs` (a loop starts its next request when one ends).
  * `honourRetryAfter`: after a 429 a loop waits as long as Retry-After says, as client-go does.
  */
-export async function loadFor(kubeconfig: string, path: string, loops: number, durationMs: number, honourRetryAfter = false, accept = JSON_MEDIA_TYPE): Promise<LoadResult> {
+export async function loadFor(
+  kubeconfig: string,
+  path: string,
+  loops: number,
+  durationMs: number,
+  honourRetryAfter = false,
+  accept = JSON_MEDIA_TYPE,
+): Promise<LoadResult> {
   const pool = new UpstreamPool(loadKubeconfig(kubeconfig));
   const answers: Answer[] = [];
   const deadline = performance.now() + durationMs;
@@ -88,7 +95,14 @@ interface LoadJob {
  * The same load from a worker thread: a noisy client on its own event loop, so it cannot delay the quiet client's
  * callbacks and what the quiet client measures is tenantgate, not its neighbour in the test process.
  */
-export function loadInWorker(kubeconfig: string, path: string, loops: number, durationMs: number, honourRetryAfter = false, accept = JSON_MEDIA_TYPE): Promise<LoadResult> {
+export function loadInWorker(
+  kubeconfig: string,
+  path: string,
+  loops: number,
+  durationMs: number,
+  honourRetryAfter = false,
+  accept = JSON_MEDIA_TYPE,
+): Promise<LoadResult> {
   return new Promise((resolve, reject) => {
     const worker = new Worker(new URL(import.meta.url), { workerData: { kubeconfig, path, loops, durationMs, honourRetryAfter, accept } satisfies LoadJob });
     worker.once('message', resolve);

@@ -15,7 +15,12 @@ export function feedInPieces(converter: { write(chunk: Buffer): Buffer; finish()
 }
 
 /** Everything the scanner emitted for `input` cut at `cuts` (ascending offsets), and the scanner, for its counters. */
-export function scanInPieces(kind: 'list' | 'watch' | 'object', spec: TenantViewSpec, input: Buffer, cuts: readonly number[]): { bytes: Buffer; scanner: TenantViewScanner } {
+export function scanInPieces(
+  kind: 'list' | 'watch' | 'object',
+  spec: TenantViewSpec,
+  input: Buffer,
+  cuts: readonly number[],
+): { bytes: Buffer; scanner: TenantViewScanner } {
   const scanner = new TenantViewScanner(kind, spec);
   return { bytes: feedInPieces(scanner, input, cuts), scanner };
 }

@@ -86,7 +86,9 @@ export async function spawnGateway(
     // (replicas-etcd-cluster reports it), and a kubelet's startup probe waits longer still.
     const timer = setTimeout(() => reject(new Error(`tenantgate did not start within ${START_LIMIT_MS / 1000} s`)), START_LIMIT_MS);
     // (After the lines already read: the reason is usually the last of them.)
-    child.once('exit', (code) => setImmediate(() => reject(new Error(`tenantgate exited with ${code} before serving; its last lines:\n${logs.slice(-5).join('\n')}`))));
+    child.once('exit', (code) =>
+      setImmediate(() => reject(new Error(`tenantgate exited with ${code} before serving; its last lines:\n${logs.slice(-5).join('\n')}`))),
+    );
     lines.on('line', (line) => {
       try {
         const entry = JSON.parse(line) as { msg?: string; url?: string };

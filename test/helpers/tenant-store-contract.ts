@@ -95,7 +95,10 @@ const contract: Record<string, (t: Test, store: TenantStore) => Promise<void>> =
     const a = await store.create(tenantSpec('aaaaaa', { owner: 'a' }));
     const b = await store.create(tenantSpec('bbbbbb', { owner: 'b' }));
     // b's resourceVersion on a's name is not a's: the write must not land on a.
-    await t.rejects(store.update({ ...structuredClone(a), metadata: { ...a.metadata, resourceVersion: b.metadata.resourceVersion, labels: { owner: 'b' } } }), TenantConflict);
+    await t.rejects(
+      store.update({ ...structuredClone(a), metadata: { ...a.metadata, resourceVersion: b.metadata.resourceVersion, labels: { owner: 'b' } } }),
+      TenantConflict,
+    );
     await t.rejects(store.remove('aaaaaa', b.metadata.resourceVersion), TenantConflict);
     await store.update({ ...structuredClone(b), metadata: { ...b.metadata, labels: { owner: 'b2' } } });
     await store.remove('bbbbbb');
@@ -141,7 +144,10 @@ const contract: Record<string, (t: Test, store: TenantStore) => Promise<void>> =
     await eventually(() => seen.events.length === 5, 'five events');
     t.same(seen.lines(), ['ADDED aaaaaa', 'ADDED bbbbbb', 'MODIFIED aaaaaa', 'DELETED bbbbbb', 'ADDED cccccc']);
     t.same(seen.events[2]!.tenant.metadata.labels, { x: 'y' }, 'MODIFIED carries the new object');
-    t.ok(Number(seen.events[3]!.tenant.metadata.resourceVersion) > Number(seen.events[2]!.tenant.metadata.resourceVersion), 'DELETED carries a newer resourceVersion');
+    t.ok(
+      Number(seen.events[3]!.tenant.metadata.resourceVersion) > Number(seen.events[2]!.tenant.metadata.resourceVersion),
+      'DELETED carries a newer resourceVersion',
+    );
     stop();
     await store.create(tenantSpec('dddddd'));
     await eventually(() => store.get('dddddd') !== undefined, 'dddddd in the index');

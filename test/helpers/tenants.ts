@@ -45,7 +45,12 @@ export async function waitUntilReady(pool: UpstreamPool, id: string): Promise<Te
 /** A Tenant created through the Tenant API, Ready, with its admin kubeconfig; `annotations` set its limits. */
 export async function createTestTenant(stack: Stack, id: string, annotations?: Record<string, string>, options: { used?: boolean } = {}): Promise<TestTenant> {
   return withClient(stack.adminKubeconfig, async (pool) => {
-    const created = await upstreamJson(pool, 'POST', TENANTS_PATH, { apiVersion: TENANT_API_VERSION, kind: 'Tenant', metadata: { name: id, annotations }, spec: {} });
+    const created = await upstreamJson(pool, 'POST', TENANTS_PATH, {
+      apiVersion: TENANT_API_VERSION,
+      kind: 'Tenant',
+      metadata: { name: id, annotations },
+      spec: {},
+    });
     if (created.status !== 201) throw new Error(`creating tenant ${id}: ${created.status} ${JSON.stringify(created.body).slice(0, 400)}`);
     const tenant = await waitUntilReady(pool, id);
     const kubeconfig = join(stack.dir, `tenant-${id}.kubeconfig`);

@@ -34,7 +34,12 @@ const convertOf = (tenant: TenantId): ConvertContext => ({ tenant, scopeOf: () =
  * A started WatchCache of `resources` (`resource[.group]`) whose first lists answered `objects` (upstream path →
  * items, upstream names) at `listResourceVersion`; resolves once every resource is in.
  */
-export async function standInWatchCache(resources: readonly string[], objects: Record<string, any[]>, listResourceVersion: number, options: WatchCacheOptions = {}): Promise<StandInCache> {
+export async function standInWatchCache(
+  resources: readonly string[],
+  objects: Record<string, any[]>,
+  listResourceVersion: number,
+  options: WatchCacheOptions = {},
+): Promise<StandInCache> {
   const watches = new Map<string, StandInStream>();
   const request = (_method: string, path: string) => {
     const stream = new StandInStream();
@@ -46,7 +51,12 @@ export async function standInWatchCache(resources: readonly string[], objects: R
         watches.set(collection!, stream);
       });
     } else {
-      const body = JSON.stringify({ kind: 'List', apiVersion: 'v1', metadata: { resourceVersion: String(listResourceVersion) }, items: (objects[collection!] ?? []).map(({ kind: _kind, apiVersion: _apiVersion, ...item }) => item) });
+      const body = JSON.stringify({
+        kind: 'List',
+        apiVersion: 'v1',
+        metadata: { resourceVersion: String(listResourceVersion) },
+        items: (objects[collection!] ?? []).map(({ kind: _kind, apiVersion: _apiVersion, ...item }) => item),
+      });
       setImmediate(() => {
         stream.emit('response', { ':status': 200 });
         stream.end(body);
@@ -79,18 +89,40 @@ export async function standInWatchCache(resources: readonly string[], objects: R
 
 /** An upstream namespace of `tenant` (`namespace` in tenant names), labelled for it as tenantgate makes them. */
 export function upstreamNamespace(tenant: TenantId, namespace: string, resourceVersion: number): any {
-  return { kind: 'Namespace', apiVersion: 'v1', metadata: { name: `${tenant}-${namespace}`, resourceVersion: String(resourceVersion), uid: `ns-${resourceVersion}`, labels: { 'kubezoo.io/tenant': tenant } } };
+  return {
+    kind: 'Namespace',
+    apiVersion: 'v1',
+    metadata: {
+      name: `${tenant}-${namespace}`,
+      resourceVersion: String(resourceVersion),
+      uid: `ns-${resourceVersion}`,
+      labels: { 'kubezoo.io/tenant': tenant },
+    },
+  };
 }
 
 /** The namespaces the unit tests' tenants have: default and other, of abcdef and zyxwvu. */
-export const TENANT_NAMESPACES = { '/api/v1/namespaces': [upstreamNamespace('abcdef', 'default', 1), upstreamNamespace('abcdef', 'other', 2), upstreamNamespace('zyxwvu', 'default', 3), upstreamNamespace('zyxwvu', 'other', 4)] };
+export const TENANT_NAMESPACES = {
+  '/api/v1/namespaces': [
+    upstreamNamespace('abcdef', 'default', 1),
+    upstreamNamespace('abcdef', 'other', 2),
+    upstreamNamespace('zyxwvu', 'default', 3),
+    upstreamNamespace('zyxwvu', 'other', 4),
+  ],
+};
 
 /** An upstream ConfigMap of `tenant` in its namespace `namespace` (tenant names), as the apiserver lists it. */
 export function upstreamConfigMap(tenant: TenantId, namespace: string, name: string, resourceVersion: number, labels: Record<string, string> = {}): any {
   return {
     kind: 'ConfigMap',
     apiVersion: 'v1',
-    metadata: { name, namespace: `${tenant}-${namespace}`, resourceVersion: String(resourceVersion), uid: `uid-${resourceVersion}`, labels: { 'kubezoo.io/tenant': tenant, ...labels } },
+    metadata: {
+      name,
+      namespace: `${tenant}-${namespace}`,
+      resourceVersion: String(resourceVersion),
+      uid: `uid-${resourceVersion}`,
+      labels: { 'kubezoo.io/tenant': tenant, ...labels },
+    },
     data: { owner: tenant },
   };
 }

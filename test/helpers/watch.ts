@@ -251,9 +251,15 @@ export async function etcdRecord(endpoint: string, keyPrefix: string) {
   const client = new Etcd3({ hosts: endpoint });
   const { header } = await client.get('tenantgate-test-revision').exec();
   const events: TruthEvent[] = [];
-  const watcher: Watcher = await client.watch().prefix(keyPrefix).startRevision(String(Number(header.revision) + 1)).create();
+  const watcher: Watcher = await client
+    .watch()
+    .prefix(keyPrefix)
+    .startRevision(String(Number(header.revision) + 1))
+    .create();
   const nameOf = (key: Buffer) => key.toString('utf8').slice(keyPrefix.length);
-  watcher.on('put', (kv) => events.push({ type: kv.create_revision === kv.mod_revision ? 'ADDED' : 'MODIFIED', name: nameOf(kv.key), resourceVersion: Number(kv.mod_revision) }));
+  watcher.on('put', (kv) =>
+    events.push({ type: kv.create_revision === kv.mod_revision ? 'ADDED' : 'MODIFIED', name: nameOf(kv.key), resourceVersion: Number(kv.mod_revision) }),
+  );
   watcher.on('delete', (kv) => events.push({ type: 'DELETED', name: nameOf(kv.key), resourceVersion: Number(kv.mod_revision) }));
   return {
     events,
@@ -294,14 +300,20 @@ const render = (state: Map<string, number>) => JSON.stringify([...state].sort())
  * resourceVersion. `nameOf` gives an object's name in the truth, or null when it is not of the collection (such an
  * object in a list or event is a departure too). Empty: no silent gap.
  */
-export function departures(log: readonly ReflectorEntry[], truth: readonly TruthEvent[], nameOf: (object: any) => string | null, written: ReadonlyMap<number, unknown>): string[] {
+export function departures(
+  log: readonly ReflectorEntry[],
+  truth: readonly TruthEvent[],
+  nameOf: (object: any) => string | null,
+  written: ReadonlyMap<number, unknown>,
+): string[] {
   const problems: string[] = [];
   let position: number | null = null;
   const nextAfter = (resourceVersion: number) => truth.find((e) => e.resourceVersion > resourceVersion);
   const checkData = (object: any, where: string) => {
     const resourceVersion = Number(object.metadata.resourceVersion);
     const data = written.get(resourceVersion);
-    if (data !== undefined && JSON.stringify(object.data) !== JSON.stringify(data)) problems.push(`${where}: data ${JSON.stringify(object.data)}, written at ${resourceVersion}: ${JSON.stringify(data)}`);
+    if (data !== undefined && JSON.stringify(object.data) !== JSON.stringify(data))
+      problems.push(`${where}: data ${JSON.stringify(object.data)}, written at ${resourceVersion}: ${JSON.stringify(data)}`);
   };
   for (const entry of log) {
     if (entry.kind === 'listed') {
@@ -325,14 +337,23 @@ export function departures(log: readonly ReflectorEntry[], truth: readonly Truth
         continue;
       }
       const expected = nextAfter(position);
-      if (name === null || expected === undefined || expected.resourceVersion !== entry.resourceVersion || expected.type !== entry.type || expected.name !== name) {
-        problems.push(`after ${position}: ${seen}, the next change was ${expected === undefined ? 'none' : `${expected.type} ${expected.name}@${expected.resourceVersion}`}`);
+      if (
+        name === null ||
+        expected === undefined ||
+        expected.resourceVersion !== entry.resourceVersion ||
+        expected.type !== entry.type ||
+        expected.name !== name
+      ) {
+        problems.push(
+          `after ${position}: ${seen}, the next change was ${expected === undefined ? 'none' : `${expected.type} ${expected.name}@${expected.resourceVersion}`}`,
+        );
       }
       if (entry.type !== 'DELETED') checkData(entry.object, seen);
       position = Math.max(position, entry.resourceVersion);
     } else if (entry.kind === 'bookmark' && position !== null) {
       const expected = nextAfter(position);
-      if (expected !== undefined && expected.resourceVersion <= entry.resourceVersion) problems.push(`bookmark at ${entry.resourceVersion} after ${position} passes over ${expected.type} ${expected.name}@${expected.resourceVersion}`);
+      if (expected !== undefined && expected.resourceVersion <= entry.resourceVersion)
+        problems.push(`bookmark at ${entry.resourceVersion} after ${position} passes over ${expected.type} ${expected.name}@${expected.resourceVersion}`);
       position = Math.max(position, entry.resourceVersion);
     }
   }

@@ -109,9 +109,24 @@ t.test('bypassing conversion, a tenant identity cannot write outside its prefix 
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
       subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: subject }],
     });
-  await refused('create a stored ClusterRoleBinding naming real subjects', ['create', '-f', '-'], /names only its own identities/, storedBinding(`${a.id}-stored-real`, `${a.id}-admin`));
-  await refused('create a stored ClusterRoleBinding naming B\'s shadow subjects', ['create', '-f', '-'], /names only its own identities/, storedBinding(`${a.id}-stored-b`, `${CLUSTER_BINDING_SUBJECT_PREFIX}${b.id}-admin`));
-  await refused('create a stored ClusterRoleBinding without its prefix', ['create', '-f', '-'], outside, storedBinding('walltest-stored', `${CLUSTER_BINDING_SUBJECT_PREFIX}${a.id}-alice`));
+  await refused(
+    'create a stored ClusterRoleBinding naming real subjects',
+    ['create', '-f', '-'],
+    /names only its own identities/,
+    storedBinding(`${a.id}-stored-real`, `${a.id}-admin`),
+  );
+  await refused(
+    "create a stored ClusterRoleBinding naming B's shadow subjects",
+    ['create', '-f', '-'],
+    /names only its own identities/,
+    storedBinding(`${a.id}-stored-b`, `${CLUSTER_BINDING_SUBJECT_PREFIX}${b.id}-admin`),
+  );
+  await refused(
+    'create a stored ClusterRoleBinding without its prefix',
+    ['create', '-f', '-'],
+    outside,
+    storedBinding('walltest-stored', `${CLUSTER_BINDING_SUBJECT_PREFIX}${a.id}-alice`),
+  );
   const aggregating = JSON.stringify({
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRole',
@@ -132,9 +147,18 @@ t.test('bypassing conversion, a tenant identity cannot write outside its prefix 
   });
   await refused("create a CRD in B's group", ['create', '-f', '-'], outside, foreignCrd);
   // Subresources that carry the object (the tenant admin's own RBAC names them on its cluster-scoped kinds) alike.
-  const bNamespace = JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: `${b.id}-default`, labels: { 'kubezoo.io/tenant': a.id } }, spec: { finalizers: [] } });
+  const bNamespace = JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name: `${b.id}-default`, labels: { 'kubezoo.io/tenant': a.id } },
+    spec: { finalizers: [] },
+  });
   await refused("finalize B's namespace", ['replace', '--raw', `/api/v1/namespaces/${b.id}-default/finalize`, '-f', '-'], outside, bNamespace);
-  await refused("write B's namespace status", ['patch', 'namespace', `${b.id}-default`, '--subresource=status', '--type=merge', '-p', '{"status":{"conditions":[{"type":"WallTest","status":"True"}]}}'], outside);
+  await refused(
+    "write B's namespace status",
+    ['patch', 'namespace', `${b.id}-default`, '--subresource=status', '--type=merge', '-p', '{"status":{"conditions":[{"type":"WallTest","status":"True"}]}}'],
+    outside,
+  );
   const victim = await stack.kubectlDirect(['get', 'configmap', 'victim', '-n', `${b.id}-default`, '-o', 'jsonpath={.data.canary}{.metadata.labels}']);
   t.equal(victim.stdout, 'b-secret', "B's ConfigMap is unchanged");
 
@@ -159,7 +183,11 @@ t.test('bypassing conversion, a tenant identity cannot write outside its prefix 
     `--user=${CLUSTER_BINDING_SUBJECT_PREFIX}system:serviceaccount:${a.id}-default:robot`,
   ]);
   await allowed('a CRD in its group', ['create', '-f', '-'], foreignCrd.replaceAll(b.id, a.id));
-  await allowed('a stored ClusterRoleBinding naming its shadow subjects', ['create', '-f', '-'], storedBinding(`${a.id}-stored-shadow`, `${CLUSTER_BINDING_SUBJECT_PREFIX}${a.id}-alice`));
+  await allowed(
+    'a stored ClusterRoleBinding naming its shadow subjects',
+    ['create', '-f', '-'],
+    storedBinding(`${a.id}-stored-shadow`, `${CLUSTER_BINDING_SUBJECT_PREFIX}${a.id}-alice`),
+  );
 
   // Administrators (no tenant extra) are not the policy's business.
   const admin = await stack.kubectlDirect(['create', 'configmap', 'by-admin', '-n', `${b.id}-default`]);
@@ -178,7 +206,7 @@ t.test("no tenant pod takes the platform's critical priority: refused by tenantg
   const refused = await a.kubectl(['apply', '-f', '-'], { input: JSON.stringify(podOf('boss', 'system-node-critical')) });
   t.not(refused.code, 0, 'a pod naming system-node-critical is refused');
   t.match(refused.stderr, /Forbidden.*priority class "system-node-critical" is the platform's own/, 'with a 403 that says why');
-  t.notMatch(refused.stderr, new RegExp(a.id), 'in the tenant\'s words');
+  t.notMatch(refused.stderr, new RegExp(a.id), "in the tenant's words");
 
   // A Deployment is the tenant's to write; the pods its ReplicaSet would make upstream are the upstream's to refuse.
   const deployment = {
@@ -188,37 +216,67 @@ t.test("no tenant pod takes the platform's critical priority: refused by tenantg
     spec: {
       replicas: 2,
       selector: { matchLabels: { app: 'critical' } },
-      template: { metadata: { labels: { app: 'critical' } }, spec: { priorityClassName: 'system-cluster-critical', containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.10' }] } },
+      template: {
+        metadata: { labels: { app: 'critical' } },
+        spec: { priorityClassName: 'system-cluster-critical', containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.10' }] },
+      },
     },
   };
   const applied = await a.kubectl(['apply', '-f', '-'], { input: JSON.stringify(deployment) });
   t.equal(applied.code, 0, applied.stderr);
   // (Later tests count the namespace's ReplicaSets.)
   t.teardown(() => a.kubectl(['delete', 'deployment', 'critical', '-n', 'default', '--wait=false']));
-  const failure = await until('the ReplicaSet reports why', async () => {
-    const sets = JSON.parse((await a.kubectl(['get', 'replicasets', '-n', 'default', '-l', 'app=critical', '-o', 'json'])).stdout || '{"items":[]}');
-    const condition = sets.items[0]?.status?.conditions?.find((c: { type: string }) => c.type === 'ReplicaFailure');
-    return condition === undefined ? undefined : (condition.message as string);
-  }, 60_000);
-  t.match(failure, /priority class system-cluster-critical \(priority 2000000000\) is the platform's own/, 'the tenant reads why in its ReplicaSet\'s conditions');
+  const failure = await until(
+    'the ReplicaSet reports why',
+    async () => {
+      const sets = JSON.parse((await a.kubectl(['get', 'replicasets', '-n', 'default', '-l', 'app=critical', '-o', 'json'])).stdout || '{"items":[]}');
+      const condition = sets.items[0]?.status?.conditions?.find((c: { type: string }) => c.type === 'ReplicaFailure');
+      return condition === undefined ? undefined : (condition.message as string);
+    },
+    60_000,
+  );
+  t.match(
+    failure,
+    /priority class system-cluster-critical \(priority 2000000000\) is the platform's own/,
+    "the tenant reads why in its ReplicaSet's conditions",
+  );
   t.notMatch(failure, new RegExp(a.id), 'with no upstream name');
   const upstreamPods = JSON.parse((await stack.kubectlDirect(['get', 'pods', '-n', `${a.id}-default`, '-o', 'json'])).stdout);
   t.same(
-    upstreamPods.items.filter((pod: { spec: { priority?: number } }) => (pod.spec.priority ?? 0) > 1_000_000_000).map((pod: { metadata: { name: string } }) => pod.metadata.name),
+    upstreamPods.items
+      .filter((pod: { spec: { priority?: number } }) => (pod.spec.priority ?? 0) > 1_000_000_000)
+      .map((pod: { metadata: { name: string } }) => pod.metadata.name),
     [],
     'no pod of the tenant runs upstream with a critical priority',
   );
 
   // As if conversion had a bug: the tenant's identity straight at the upstream.
-  const direct = await stack.kubectlDirect(['--as', `${a.id}-admin`, '--as-group', `${a.id}:system:authenticated`, '--as-user-extra', `tenant=${a.id}`, 'create', '--raw', `/api/v1/namespaces/${a.id}-default/pods`, '-f', '-'], {
-    input: JSON.stringify({ ...podOf('sneaky', 'system-node-critical'), metadata: { name: 'sneaky', namespace: `${a.id}-default` } }),
-  });
+  const direct = await stack.kubectlDirect(
+    [
+      '--as',
+      `${a.id}-admin`,
+      '--as-group',
+      `${a.id}:system:authenticated`,
+      '--as-user-extra',
+      `tenant=${a.id}`,
+      'create',
+      '--raw',
+      `/api/v1/namespaces/${a.id}-default/pods`,
+      '-f',
+      '-',
+    ],
+    {
+      input: JSON.stringify({ ...podOf('sneaky', 'system-node-critical'), metadata: { name: 'sneaky', namespace: `${a.id}-default` } }),
+    },
+  );
   t.not(direct.code, 0, 'upstream refuses it too');
   t.match(direct.stderr, /tenantgate: priority class system-node-critical \(priority 2000001000\) is the platform's own/);
 
   const plain = await b.kubectl(['apply', '-f', '-'], { input: JSON.stringify(podOf('plain')) });
-  t.equal(plain.code, 0, 'another tenant\'s pods without a critical class are admitted meanwhile');
-  const admin = await stack.kubectlDirect(['create', '-f', '-'], { input: JSON.stringify({ ...podOf('platform', 'system-node-critical'), metadata: { name: 'platform', namespace: 'default' } }) });
+  t.equal(plain.code, 0, "another tenant's pods without a critical class are admitted meanwhile");
+  const admin = await stack.kubectlDirect(['create', '-f', '-'], {
+    input: JSON.stringify({ ...podOf('platform', 'system-node-critical'), metadata: { name: 'platform', namespace: 'default' } }),
+  });
   t.equal(admin.code, 0, `the platform's own namespaces keep their critical classes: ${admin.stderr}`);
   await stack.kubectlDirect(['delete', 'pod', 'platform', '-n', 'default', '--wait=false']);
 });
@@ -308,14 +366,22 @@ t.test('upstream discovery is for system identities: a tenant token sees no grou
   // The controller manager still reads discovery (and writes): a Deployment gets its ReplicaSet.
   const deployment = await a.kubectl(['create', 'deployment', 'web', '--image=registry.invalid/web:1']);
   t.equal(deployment.code, 0, deployment.stderr);
-  const replicaSets = await until('a ReplicaSet for the Deployment', async () => {
-    const got = await a.kubectl(['get', 'replicasets', '-o', 'name']);
-    return got.stdout.includes('replicaset.apps/web-') ? got.stdout : undefined;
-  }, 30_000);
+  const replicaSets = await until(
+    'a ReplicaSet for the Deployment',
+    async () => {
+      const got = await a.kubectl(['get', 'replicasets', '-o', 'name']);
+      return got.stdout.includes('replicaset.apps/web-') ? got.stdout : undefined;
+    },
+    30_000,
+  );
   t.match(replicaSets, /web-/);
   // The garbage collector walks discovery: deleting the Deployment takes its ReplicaSet with it.
   t.equal((await a.kubectl(['delete', 'deployment', 'web'])).code, 0);
-  await until('the ReplicaSet collected', async () => ((await a.kubectl(['get', 'replicasets', '-o', 'name'])).stdout.trim() === '' ? true : undefined), 30_000);
+  await until(
+    'the ReplicaSet collected',
+    async () => ((await a.kubectl(['get', 'replicasets', '-o', 'name'])).stdout.trim() === '' ? true : undefined),
+    30_000,
+  );
   t.pass('garbage collected');
 });
 

@@ -93,7 +93,8 @@ async function kubectlOk(tenant: TestTenant | null, args: string[], input?: stri
     const r = tenant === null ? await stack.kubectlDirect(args, { input }) : await tenant.kubectl(args, { input });
     if (r.code === 0) return r.stdout;
     // a new CRD or service account takes a moment to be served; anything else is an error at once
-    if (attempt >= 40 || !/not found|could not find|no matches for kind/i.test(r.stderr)) throw new Error(`${tenant?.id ?? 'upstream'}: kubectl ${args.join(' ')}: ${r.stderr}`);
+    if (attempt >= 40 || !/not found|could not find|no matches for kind/i.test(r.stderr))
+      throw new Error(`${tenant?.id ?? 'upstream'}: kubectl ${args.join(' ')}: ${r.stderr}`);
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
 }
@@ -101,13 +102,33 @@ async function kubectlOk(tenant: TestTenant | null, args: string[], input?: stri
 const list = (items: object[]) => JSON.stringify({ apiVersion: 'v1', kind: 'List', items });
 
 function bravoObjects(namespace: string): object[] {
-  const meta = (name: string) => ({ name, namespace, labels: { 'canary.example.com/tag': planted.labelValue }, annotations: { 'canary.example.com/note': planted.annotationValue } });
+  const meta = (name: string) => ({
+    name,
+    namespace,
+    labels: { 'canary.example.com/tag': planted.labelValue },
+    annotations: { 'canary.example.com/note': planted.annotationValue },
+  });
   return [
     { apiVersion: 'v1', kind: 'ConfigMap', metadata: meta(planted.configMap), data: { key: planted.configMapValue } },
     { apiVersion: 'v1', kind: 'Secret', metadata: meta(planted.secret), stringData: { key: planted.secretValue } },
-    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { ...meta(planted.serviceAccount), annotations: { 'canary.example.com/note': planted.serviceAccountNote } } },
-    { apiVersion: `${RBAC}/v1`, kind: 'Role', metadata: meta(planted.role), rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'], resourceNames: [planted.roleResourceName] }] },
-    { apiVersion: `${RBAC}/v1`, kind: 'RoleBinding', metadata: meta(planted.roleBinding), subjects: [{ apiGroup: RBAC, kind: 'User', name: planted.boundUser }], roleRef: { apiGroup: RBAC, kind: 'Role', name: planted.role } },
+    {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { ...meta(planted.serviceAccount), annotations: { 'canary.example.com/note': planted.serviceAccountNote } },
+    },
+    {
+      apiVersion: `${RBAC}/v1`,
+      kind: 'Role',
+      metadata: meta(planted.role),
+      rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'], resourceNames: [planted.roleResourceName] }],
+    },
+    {
+      apiVersion: `${RBAC}/v1`,
+      kind: 'RoleBinding',
+      metadata: meta(planted.roleBinding),
+      subjects: [{ apiGroup: RBAC, kind: 'User', name: planted.boundUser }],
+      roleRef: { apiGroup: RBAC, kind: 'Role', name: planted.role },
+    },
     {
       apiVersion: 'v1',
       kind: 'Event',
@@ -185,62 +206,104 @@ t.before(async () => {
   upstream = new UpstreamPool(loadKubeconfig(stack.upstreamKubeconfig));
 
   // B's canaries, made by B through tenantgate as any tenant makes objects
-  await kubectlOk(bravo, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: planted.namespace, labels: { 'canary.example.com/tag': planted.labelValue } } }));
+  await kubectlOk(
+    bravo,
+    ['apply', '-f', '-'],
+    JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: planted.namespace, labels: { 'canary.example.com/tag': planted.labelValue } } }),
+  );
   await kubectlOk(bravo, ['apply', '-f', '-'], list([...bravoObjects('default'), ...bravoObjects(planted.namespace)]));
-  await kubectlOk(bravo, ['apply', '-f', '-'], JSON.stringify({
-    apiVersion: `${RBAC}/v1`,
-    kind: 'ClusterRole',
-    metadata: { name: planted.clusterRole, labels: { 'canary.example.com/tag': planted.clusterRoleLabel } },
-    rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'], resourceNames: [planted.roleResourceName] }],
-  }));
+  await kubectlOk(
+    bravo,
+    ['apply', '-f', '-'],
+    JSON.stringify({
+      apiVersion: `${RBAC}/v1`,
+      kind: 'ClusterRole',
+      metadata: { name: planted.clusterRole, labels: { 'canary.example.com/tag': planted.clusterRoleLabel } },
+      rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'], resourceNames: [planted.roleResourceName] }],
+    }),
+  );
   await kubectlOk(bravo, ['apply', '-f', '-'], JSON.stringify(vaultCrd()));
   await kubectlOk(bravo, ['wait', '--for=condition=Established', `crd/vaults.${GROUP}`, '--timeout=60s']);
-  await kubectlOk(bravo, ['apply', '-f', '-'], JSON.stringify({
-    apiVersion: `${GROUP}/v1`,
-    kind: 'Vault',
-    metadata: { name: planted.customResource, namespace: 'default', labels: { 'canary.example.com/tag': planted.labelValue } },
-    spec: { [planted.schemaField]: planted.customResourceValue },
-  }));
+  await kubectlOk(
+    bravo,
+    ['apply', '-f', '-'],
+    JSON.stringify({
+      apiVersion: `${GROUP}/v1`,
+      kind: 'Vault',
+      metadata: { name: planted.customResource, namespace: 'default', labels: { 'canary.example.com/tag': planted.labelValue } },
+      spec: { [planted.schemaField]: planted.customResourceValue },
+    }),
+  );
   // the upstream's own canaries, in its kube-system
-  await kubectlOk(null, ['apply', '-f', '-'], list([
-    { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: planted.upstreamConfigMap, namespace: 'kube-system' }, data: { key: planted.upstreamConfigMapValue } },
-    { apiVersion: 'v1', kind: 'Secret', metadata: { name: planted.upstreamSecret, namespace: 'kube-system' }, stringData: { key: planted.upstreamSecretValue } },
-  ]));
+  await kubectlOk(
+    null,
+    ['apply', '-f', '-'],
+    list([
+      {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: planted.upstreamConfigMap, namespace: 'kube-system' },
+        data: { key: planted.upstreamConfigMapValue },
+      },
+      {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: planted.upstreamSecret, namespace: 'kube-system' },
+        stringData: { key: planted.upstreamSecretValue },
+      },
+    ]),
+  );
 
   // the attacker: A's admin certificate, and a token of A's own service account, admin of A's namespaces
   await kubectlOk(alfa, ['create', 'serviceaccount', 'attacker']);
   for (const namespace of ['default', 'kube-system']) {
-    await kubectlOk(alfa, ['apply', '-f', '-'], list([
-      { apiVersion: `${RBAC}/v1`, kind: 'Role', metadata: { name: 'attacker-all', namespace }, rules: [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }] },
-      {
-        apiVersion: `${RBAC}/v1`,
-        kind: 'RoleBinding',
-        metadata: { name: 'attacker-all', namespace },
-        subjects: [{ kind: 'ServiceAccount', name: 'attacker', namespace: 'default' }],
-        roleRef: { apiGroup: RBAC, kind: 'Role', name: 'attacker-all' },
-      },
-    ]));
+    await kubectlOk(
+      alfa,
+      ['apply', '-f', '-'],
+      list([
+        {
+          apiVersion: `${RBAC}/v1`,
+          kind: 'Role',
+          metadata: { name: 'attacker-all', namespace },
+          rules: [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }],
+        },
+        {
+          apiVersion: `${RBAC}/v1`,
+          kind: 'RoleBinding',
+          metadata: { name: 'attacker-all', namespace },
+          subjects: [{ kind: 'ServiceAccount', name: 'attacker', namespace: 'default' }],
+          roleRef: { apiGroup: RBAC, kind: 'Role', name: 'attacker-all' },
+        },
+      ]),
+    );
   }
   attackerToken = (await kubectlOk(alfa, ['create', 'token', 'attacker', '--duration=1h'])).trim();
   await kubectlOk(alfa, ['create', 'configmap', 'own', '--from-literal=a=b']);
 
   // what only the upstream's administrator could hand out: a token of B's service account (A only ever asks a
   // TokenReview about it) and the upstream's own continue tokens
-  const tokenRequest = await up('POST', `/api/v1/namespaces/${B_DEFAULT}/serviceaccounts/${planted.serviceAccount}/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } });
+  const tokenRequest = await up('POST', `/api/v1/namespaces/${B_DEFAULT}/serviceaccounts/${planted.serviceAccount}/token`, {
+    apiVersion: 'authentication.k8s.io/v1',
+    kind: 'TokenRequest',
+    spec: { expirationSeconds: 3600 },
+  });
   bravoToken = tokenRequest.status.token;
   const continueOf = async (path: string) => String((await up('GET', path)).metadata?.continue ?? '');
-  upstreamContinueTokens = (await Promise.all([
-    continueOf(`/api/v1/namespaces/${B_DEFAULT}/configmaps?limit=1`),
-    continueOf(`/api/v1/namespaces/${B}-${planted.namespace}/configmaps?limit=1`),
-    continueOf('/api/v1/configmaps?limit=1'),
-    continueOf('/api/v1/secrets?limit=1'),
-    continueOf(`/apis/${RBAC}/v1/clusterroles?limit=1`),
-    continueOf('/api/v1/namespaces?limit=1'),
-  ])).filter((token) => token !== '');
+  upstreamContinueTokens = (
+    await Promise.all([
+      continueOf(`/api/v1/namespaces/${B_DEFAULT}/configmaps?limit=1`),
+      continueOf(`/api/v1/namespaces/${B}-${planted.namespace}/configmaps?limit=1`),
+      continueOf('/api/v1/configmaps?limit=1'),
+      continueOf('/api/v1/secrets?limit=1'),
+      continueOf(`/apis/${RBAC}/v1/clusterroles?limit=1`),
+      continueOf('/api/v1/namespaces?limit=1'),
+    ])
+  ).filter((token) => token !== '');
 
   // canaries: every random value, every name, every uid of B's and the upstream's objects
   for (const [key, value] of Object.entries(planted)) canaries.push({ value, what: `canary ${key}` });
-  for (const value of [planted.secretValue, planted.upstreamSecretValue]) canaries.push({ value: Buffer.from(value).toString('base64'), what: 'a secret value, base64' });
+  for (const value of [planted.secretValue, planted.upstreamSecretValue])
+    canaries.push({ value: Buffer.from(value).toString('base64'), what: 'a secret value, base64' });
   for (const path of guardedPaths()) {
     const object = await up('GET', path);
     before.set(path, object);
@@ -285,7 +348,11 @@ function expand(attackClass: string, bases: Base[], spread: Spread = {}): Attack
     // HTTP/2 cannot carry connection-specific headers: those tricks are HTTP/1.1's
     const protocols = headerNames.some((name) => HOP_BY_HOP.has(name)) ? ['h1' as const] : (spread.protocols ?? ['h2', 'h1']);
     const body =
-      base.body === undefined ? undefined : Buffer.isBuffer(base.body) ? base.body : Buffer.from(typeof base.body === 'string' ? base.body : JSON.stringify(base.body));
+      base.body === undefined
+        ? undefined
+        : Buffer.isBuffer(base.body)
+          ? base.body
+          : Buffer.from(typeof base.body === 'string' ? base.body : JSON.stringify(base.body));
     for (const protocol of protocols) {
       for (const credential of spread.credentials ?? ['cert', 'token']) {
         for (const accept of spread.accepts ?? ['json', 'protobuf']) {
@@ -381,7 +448,14 @@ function craftedNames(): Base[] {
   for (const name of [`v1.${GROUP}`, `v1.${B}-${GROUP}`, `v1.${A}-${B}-${GROUP}`, `v1.${B}%2D${GROUP}`, `v1.${B}-${GROUP}/status`, `v1.${GROUP}/status`]) {
     bases.push({ path: `/apis/apiregistration.k8s.io/v1/apiservices/${name}` });
   }
-  for (const name of [`..%2F..%2F${B_DEFAULT}%2Fconfigmaps%2F${planted.configMap}`, `%2e%2e`, `${B_DEFAULT}%2F${planted.configMap}`, `${planted.configMap}%00`, 'x'.repeat(400), `${planted.configMap}.`]) {
+  for (const name of [
+    `..%2F..%2F${B_DEFAULT}%2Fconfigmaps%2F${planted.configMap}`,
+    `%2e%2e`,
+    `${B_DEFAULT}%2F${planted.configMap}`,
+    `${planted.configMap}%00`,
+    'x'.repeat(400),
+    `${planted.configMap}.`,
+  ]) {
     bases.push({ path: `/api/v1/namespaces/default/configmaps/${name}` });
   }
   bases.push(
@@ -486,7 +560,15 @@ function continueTokens(): string[] {
 }
 
 function continues(): Base[] {
-  const paths = ['/api/v1/configmaps', '/api/v1/namespaces/default/configmaps', '/api/v1/secrets', '/api/v1/serviceaccounts', '/api/v1/events', '/api/v1/namespaces', `/apis/${RBAC}/v1/clusterroles`];
+  const paths = [
+    '/api/v1/configmaps',
+    '/api/v1/namespaces/default/configmaps',
+    '/api/v1/secrets',
+    '/api/v1/serviceaccounts',
+    '/api/v1/events',
+    '/api/v1/namespaces',
+    `/apis/${RBAC}/v1/clusterroles`,
+  ];
   return paths.flatMap((path) => continueTokens().flatMap((token) => ['1', '500'].map((limit) => ({ path: `${path}?limit=${limit}&continue=${enc(token)}` }))));
 }
 
@@ -527,7 +609,8 @@ const IDENTITY_TARGETS = [
   `/apis/${RBAC}/v1/clusterroles`,
   `/apis/${B}-${GROUP}/v1/vaults`,
 ];
-const onIdentityTargets = (headerSets: Record<string, string>[]): Base[] => headerSets.flatMap((headers) => IDENTITY_TARGETS.map((path) => ({ path, headers })));
+const onIdentityTargets = (headerSets: Record<string, string>[]): Base[] =>
+  headerSets.flatMap((headers) => IDENTITY_TARGETS.map((path) => ({ path, headers })));
 
 function impersonations(): Base[] {
   return onIdentityTargets([
@@ -607,14 +690,21 @@ function upgrades(): Base[] {
   ];
   const upgradeHeaders: Record<string, string>[] = [
     { upgrade: 'websocket', 'sec-websocket-key': randomBytes(16).toString('base64'), 'sec-websocket-version': '13' },
-    { upgrade: 'websocket', 'sec-websocket-key': randomBytes(16).toString('base64'), 'sec-websocket-version': '13', 'sec-websocket-protocol': 'base64.binary.k8s.io' },
+    {
+      upgrade: 'websocket',
+      'sec-websocket-key': randomBytes(16).toString('base64'),
+      'sec-websocket-version': '13',
+      'sec-websocket-protocol': 'base64.binary.k8s.io',
+    },
     { upgrade: 'SPDY/3.1', 'x-stream-protocol-version': 'v4.channel.k8s.io' },
     { upgrade: 'foo' },
     { upgrade: 'h2c', 'http2-settings': 'AAMAAABkAARAAAAAAAIAAAAA' },
   ];
   const connections = ['Upgrade', 'upgrade', 'keep-alive, Upgrade'];
   return paths.flatMap((path) =>
-    upgradeHeaders.flatMap((headers) => connections.map((connection) => ({ path, headers: { connection, ...headers }, streamMs: path.includes('watch=1') ? WATCH_READ_MS : undefined }))),
+    upgradeHeaders.flatMap((headers) =>
+      connections.map((connection) => ({ path, headers: { connection, ...headers }, streamMs: path.includes('watch=1') ? WATCH_READ_MS : undefined })),
+    ),
   );
 }
 
@@ -654,10 +744,18 @@ function nonResourcePaths(): Base[] {
 
 function reviews(): Base[] {
   const post = (path: string, body: object): Base => ({ method: 'POST', path, body });
-  const sar = (spec: object) => post('/apis/authorization.k8s.io/v1/subjectaccessreviews', { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec });
-  const tokenReview = (spec: object) => post('/apis/authentication.k8s.io/v1/tokenreviews', { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec });
-  const ssar = (spec: object) => post('/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec });
-  const ssrr = (namespace: string) => post('/apis/authorization.k8s.io/v1/selfsubjectrulesreviews', { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectRulesReview', spec: { namespace } });
+  const sar = (spec: object) =>
+    post('/apis/authorization.k8s.io/v1/subjectaccessreviews', { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec });
+  const tokenReview = (spec: object) =>
+    post('/apis/authentication.k8s.io/v1/tokenreviews', { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec });
+  const ssar = (spec: object) =>
+    post('/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec });
+  const ssrr = (namespace: string) =>
+    post('/apis/authorization.k8s.io/v1/selfsubjectrulesreviews', {
+      apiVersion: 'authorization.k8s.io/v1',
+      kind: 'SelfSubjectRulesReview',
+      spec: { namespace },
+    });
   const onBound = { verb: 'get', resource: 'configmaps', name: planted.roleResourceName };
   return [
     tokenReview({ token: bravoToken }),
@@ -711,18 +809,42 @@ function proxies(): Base[] {
     for (const sub of subpaths) bases.push({ path: `/api/v1/namespaces/${ns}/${sub}` }, { method: 'POST', path: `/api/v1/namespaces/${ns}/${sub}` });
     for (const sub of ['pods/x/exec?command=ls&stdout=true', 'pods/x/attach?stdout=true', 'pods/x/portforward?ports=80']) {
       bases.push(
-        { method: 'POST', path: `/api/v1/namespaces/${ns}/${sub}`, headers: { connection: 'Upgrade', upgrade: 'SPDY/3.1', 'x-stream-protocol-version': 'v4.channel.k8s.io' } },
-        { path: `/api/v1/namespaces/${ns}/${sub}`, headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-key': randomBytes(16).toString('base64'), 'sec-websocket-version': '13', 'sec-websocket-protocol': 'v5.channel.k8s.io' } },
+        {
+          method: 'POST',
+          path: `/api/v1/namespaces/${ns}/${sub}`,
+          headers: { connection: 'Upgrade', upgrade: 'SPDY/3.1', 'x-stream-protocol-version': 'v4.channel.k8s.io' },
+        },
+        {
+          path: `/api/v1/namespaces/${ns}/${sub}`,
+          headers: {
+            connection: 'Upgrade',
+            upgrade: 'websocket',
+            'sec-websocket-key': randomBytes(16).toString('base64'),
+            'sec-websocket-version': '13',
+            'sec-websocket-protocol': 'v5.channel.k8s.io',
+          },
+        },
       );
     }
   }
-  for (const path of ['/api/v1/nodes/x/proxy', '/api/v1/nodes/x/proxy/configz', '/api/v1/nodes/127.0.0.1:10250/proxy/pods', '/api/v1/nodes/x:10250/proxy/runningpods/']) bases.push({ path });
+  for (const path of [
+    '/api/v1/nodes/x/proxy',
+    '/api/v1/nodes/x/proxy/configz',
+    '/api/v1/nodes/127.0.0.1:10250/proxy/pods',
+    '/api/v1/nodes/x:10250/proxy/runningpods/',
+  ])
+    bases.push({ path });
   return bases;
 }
 
 function writes(): Base[] {
   const bases: Base[] = [];
-  const cm = (namespace: string | undefined, name: string, extra: object = {}) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ...(namespace === undefined ? {} : { namespace }), ...extra }, data: { key: 'pwned' } });
+  const cm = (namespace: string | undefined, name: string, extra: object = {}) => ({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name, ...(namespace === undefined ? {} : { namespace }), ...extra },
+    data: { key: 'pwned' },
+  });
   const inB = `/api/v1/namespaces/${B_DEFAULT}/configmaps`;
   const own = '/api/v1/namespaces/default/configmaps/own';
   const merge = 'application/merge-patch+json';
@@ -750,10 +872,20 @@ function writes(): Base[] {
     { method: 'PATCH', path: own, contentType: jsonPatch, body: [{ op: 'add', path: '/metadata/labels', value: { 'kubezoo.io/tenant': B } }] },
     { method: 'PATCH', path: own, contentType: jsonPatch, body: [{ op: 'copy', from: '/metadata/name', path: '/metadata/namespace' }] },
     { method: 'PATCH', path: own, contentType: strategic, body: { $patch: 'replace', metadata: { name: 'own', namespace: B_DEFAULT } } },
-    { method: 'PATCH', path: own, contentType: merge, body: { metadata: { ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: planted.configMap, uid: uidOfBravoConfigMap }] } } },
+    {
+      method: 'PATCH',
+      path: own,
+      contentType: merge,
+      body: { metadata: { ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: planted.configMap, uid: uidOfBravoConfigMap }] } },
+    },
     { method: 'PATCH', path: `${inB}/${planted.configMap}`, contentType: merge, body: { data: { key: 'pwned' } } },
     { method: 'PATCH', path: `${inB}/${planted.configMap}`, contentType: jsonPatch, body: [{ op: 'replace', path: '/data/key', value: 'pwned' }] },
-    { method: 'PATCH', path: `${inB}/${planted.configMap}?fieldManager=x&force=true`, contentType: 'application/apply-patch+yaml', body: cm(B_DEFAULT, planted.configMap) },
+    {
+      method: 'PATCH',
+      path: `${inB}/${planted.configMap}?fieldManager=x&force=true`,
+      contentType: 'application/apply-patch+yaml',
+      body: cm(B_DEFAULT, planted.configMap),
+    },
     { method: 'PATCH', path: `/apis/${RBAC}/v1/clusterroles/${B}-${planted.clusterRole}`, contentType: merge, body: { metadata: { labels: { x: 'pwned' } } } },
     { method: 'DELETE', path: `${inB}/${planted.configMap}` },
     { method: 'DELETE', path: inB },
@@ -762,18 +894,52 @@ function writes(): Base[] {
     { method: 'DELETE', path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/vaults.${B}-${GROUP}` },
     { method: 'DELETE', path: `/api/v1/namespaces/kube-system/configmaps/${planted.upstreamConfigMap}` },
     { method: 'POST', path: '/api/v1/namespaces', body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: B_DEFAULT } } },
-    { method: 'POST', path: `/apis/${RBAC}/v1/clusterroles`, body: { apiVersion: `${RBAC}/v1`, kind: 'ClusterRole', metadata: { name: `${B}-${planted.clusterRole}` }, rules: [] } },
-    { method: 'POST', path: `/api/v1/namespaces/${B_DEFAULT}/serviceaccounts/${planted.serviceAccount}/token`, body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: {} } },
-    { method: 'POST', path: '/api/v1/namespaces/default/configmaps', body: cm('default', 'adopted', { ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: planted.configMap, uid: uidOfBravoConfigMap }] }) },
+    {
+      method: 'POST',
+      path: `/apis/${RBAC}/v1/clusterroles`,
+      body: { apiVersion: `${RBAC}/v1`, kind: 'ClusterRole', metadata: { name: `${B}-${planted.clusterRole}` }, rules: [] },
+    },
+    {
+      method: 'POST',
+      path: `/api/v1/namespaces/${B_DEFAULT}/serviceaccounts/${planted.serviceAccount}/token`,
+      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: {} },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/namespaces/default/configmaps',
+      body: cm('default', 'adopted', { ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: planted.configMap, uid: uidOfBravoConfigMap }] }),
+    },
     // protobuf bodies: what typed clients send
-    { method: 'POST', path: '/api/v1/namespaces/default/configmaps', contentType: ACCEPT.protobuf.split(',')[0], body: protobufConfigMap({ name: 'moved-pb', namespace: B_DEFAULT }, { key: 'pwned' }) },
-    { method: 'POST', path: inB, contentType: ACCEPT.protobuf.split(',')[0], body: protobufConfigMap({ name: 'planted-pb', namespace: B_DEFAULT }, { key: 'pwned' }) },
-    { method: 'PUT', path: `${inB}/${planted.configMap}`, contentType: ACCEPT.protobuf.split(',')[0], body: protobufConfigMap({ name: planted.configMap, namespace: B_DEFAULT }, { key: 'pwned' }) },
     {
       method: 'POST',
       path: '/api/v1/namespaces/default/configmaps',
       contentType: ACCEPT.protobuf.split(',')[0],
-      body: protobufConfigMap({ name: 'adopted-pb', namespace: 'default', ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: planted.configMap, uid: uidOfBravoConfigMap }] }, {}),
+      body: protobufConfigMap({ name: 'moved-pb', namespace: B_DEFAULT }, { key: 'pwned' }),
+    },
+    {
+      method: 'POST',
+      path: inB,
+      contentType: ACCEPT.protobuf.split(',')[0],
+      body: protobufConfigMap({ name: 'planted-pb', namespace: B_DEFAULT }, { key: 'pwned' }),
+    },
+    {
+      method: 'PUT',
+      path: `${inB}/${planted.configMap}`,
+      contentType: ACCEPT.protobuf.split(',')[0],
+      body: protobufConfigMap({ name: planted.configMap, namespace: B_DEFAULT }, { key: 'pwned' }),
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/namespaces/default/configmaps',
+      contentType: ACCEPT.protobuf.split(',')[0],
+      body: protobufConfigMap(
+        {
+          name: 'adopted-pb',
+          namespace: 'default',
+          ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: planted.configMap, uid: uidOfBravoConfigMap }],
+        },
+        {},
+      ),
     },
   );
   subjectsOfB.forEach((subjects, i) => {
@@ -781,15 +947,37 @@ function writes(): Base[] {
       const name = `bind-${i}-${j}`;
       const roleRef = { apiGroup: RBAC, kind: 'ClusterRole', name: roleName };
       bases.push(
-        { method: 'POST', path: `/apis/${RBAC}/v1/namespaces/default/rolebindings`, body: { apiVersion: `${RBAC}/v1`, kind: 'RoleBinding', metadata: { name }, subjects, roleRef } },
-        { method: 'POST', path: `/apis/${RBAC}/v1/clusterrolebindings`, body: { apiVersion: `${RBAC}/v1`, kind: 'ClusterRoleBinding', metadata: { name }, subjects, roleRef } },
-        { method: 'POST', path: `/apis/${RBAC}/v1/namespaces/${B_DEFAULT}/rolebindings`, body: { apiVersion: `${RBAC}/v1`, kind: 'RoleBinding', metadata: { name, namespace: B_DEFAULT }, subjects, roleRef } },
+        {
+          method: 'POST',
+          path: `/apis/${RBAC}/v1/namespaces/default/rolebindings`,
+          body: { apiVersion: `${RBAC}/v1`, kind: 'RoleBinding', metadata: { name }, subjects, roleRef },
+        },
+        {
+          method: 'POST',
+          path: `/apis/${RBAC}/v1/clusterrolebindings`,
+          body: { apiVersion: `${RBAC}/v1`, kind: 'ClusterRoleBinding', metadata: { name }, subjects, roleRef },
+        },
+        {
+          method: 'POST',
+          path: `/apis/${RBAC}/v1/namespaces/${B_DEFAULT}/rolebindings`,
+          body: { apiVersion: `${RBAC}/v1`, kind: 'RoleBinding', metadata: { name, namespace: B_DEFAULT }, subjects, roleRef },
+        },
       );
     }
     const protoSubjects = subjects.map((s) => ({ kind: s.kind, name: s.name, namespace: (s as { namespace?: string }).namespace }));
     bases.push(
-      { method: 'POST', path: `/apis/${RBAC}/v1/clusterrolebindings`, contentType: ACCEPT.protobuf.split(',')[0], body: protobufBinding('ClusterRoleBinding', { name: `bind-pb-${i}` }, protoSubjects, { kind: 'ClusterRole', name: `${B}-${planted.clusterRole}` }) },
-      { method: 'POST', path: `/apis/${RBAC}/v1/namespaces/default/rolebindings`, contentType: ACCEPT.protobuf.split(',')[0], body: protobufBinding('RoleBinding', { name: `bind-pb-${i}` }, protoSubjects, { kind: 'ClusterRole', name: 'cluster-admin' }) },
+      {
+        method: 'POST',
+        path: `/apis/${RBAC}/v1/clusterrolebindings`,
+        contentType: ACCEPT.protobuf.split(',')[0],
+        body: protobufBinding('ClusterRoleBinding', { name: `bind-pb-${i}` }, protoSubjects, { kind: 'ClusterRole', name: `${B}-${planted.clusterRole}` }),
+      },
+      {
+        method: 'POST',
+        path: `/apis/${RBAC}/v1/namespaces/default/rolebindings`,
+        contentType: ACCEPT.protobuf.split(',')[0],
+        body: protobufBinding('RoleBinding', { name: `bind-pb-${i}` }, protoSubjects, { kind: 'ClusterRole', name: 'cluster-admin' }),
+      },
     );
   });
   // each write also as a dry run, which some proxies route differently
@@ -801,7 +989,10 @@ function readAttacks(): AttackRequest[] {
   return [
     ...expand('crafted names and namespaces', craftedNames()),
     ...expand('label and field selectors', selectors()),
-    ...expand('cross-tenant list through selectors (CVE-2023-46254)', [...CACHED_LISTS, ...CACHED_LISTS].map((path) => ({ path }))),
+    ...expand(
+      'cross-tenant list through selectors (CVE-2023-46254)',
+      [...CACHED_LISTS, ...CACHED_LISTS].map((path) => ({ path })),
+    ),
     ...expand('forged and foreign continue tokens', continues()),
     ...expand('watches from old resourceVersions', watches()),
     ...expand('impersonation headers', impersonations()),
@@ -818,7 +1009,7 @@ function readAttacks(): AttackRequest[] {
 /** A fixed shuffle, so long watches spread over the run and every run sends the same order. */
 function shuffled<T>(items: T[]): T[] {
   let seed = 0x13;
-  const random = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  const random = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
   for (let i = items.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
     [items[i], items[j]] = [items[j]!, items[i]!];
@@ -842,34 +1033,48 @@ interface ClassTally {
   oddities: Map<string, AttackRequest>;
 }
 
-t.test('tenant A\'s attacks reveal nothing of tenant B\'s or the upstream\'s objects', async (t) => {
+t.test("tenant A's attacks reveal nothing of tenant B's or the upstream's objects", async (t) => {
   const oracle = new Oracle(canaries);
 
   // the oracle can see: B reading its own objects receives the canaries
   const bravoSession = connectH2(credentialsOf(bravo.kubeconfig));
   const own = await h2Request(bravoSession, 'GET', `/api/v1/namespaces/default/configmaps/${planted.configMap}`);
-  t.ok(oracle.scan(Buffer.from(own.body), 'body', '').some((hit) => hit.canary.value === planted.configMapValue), 'B receives its own canary value: the oracle would see a leak');
+  t.ok(
+    oracle.scan(Buffer.from(own.body), 'body', '').some((hit) => hit.canary.value === planted.configMapValue),
+    'B receives its own canary value: the oracle would see a leak',
+  );
   // CVE-2023-46254's shape: B's lists are answered (and cached, if anything caches) just before A asks the same
   for (const path of CACHED_LISTS) await h2Request(bravoSession, 'GET', path);
   bravoSession.close();
 
   const client = new AttackClient(credentialsOf(alfa.kubeconfig), attackerToken);
-  const asAttacker = () => client.send({ attackClass: 'probe', protocol: 'h2', credential: 'token', method: 'GET', path: '/api/v1/namespaces/default/configmaps/own', headers: {} }, 0);
+  const asAttacker = () =>
+    client.send(
+      { attackClass: 'probe', protocol: 'h2', credential: 'token', method: 'GET', path: '/api/v1/namespaces/default/configmaps/own', headers: {} },
+      0,
+    );
   let probe = await asAttacker();
   for (let i = 0; probe.status !== 200 && i < 50; i++) {
     await new Promise((resolve) => setTimeout(resolve, 200)); // the upstream's RBAC cache takes a moment
     probe = await asAttacker();
   }
-  t.equal(probe.status, 200, `A's service-account token works: the token attacks are made by an admin of A's namespaces (${probe.body.toString().slice(0, 200)})`);
-  const pb = await client.send({
-    attackClass: 'probe',
-    protocol: 'h2',
-    credential: 'cert',
-    method: 'POST',
-    path: '/api/v1/namespaces/default/configmaps',
-    headers: { 'content-type': 'application/vnd.kubernetes.protobuf', accept: 'application/json' },
-    body: protobufConfigMap({ name: 'from-protobuf' }, { a: 'b' }),
-  }, 0);
+  t.equal(
+    probe.status,
+    200,
+    `A's service-account token works: the token attacks are made by an admin of A's namespaces (${probe.body.toString().slice(0, 200)})`,
+  );
+  const pb = await client.send(
+    {
+      attackClass: 'probe',
+      protocol: 'h2',
+      credential: 'cert',
+      method: 'POST',
+      path: '/api/v1/namespaces/default/configmaps',
+      headers: { 'content-type': 'application/vnd.kubernetes.protobuf', accept: 'application/json' },
+      body: protobufConfigMap({ name: 'from-protobuf' }, { a: 'b' }),
+    },
+    0,
+  );
   t.equal(pb.status, 201, `A's own protobuf ConfigMap is created: the suite's protobuf bodies are well formed (${pb.body.toString().slice(0, 200)})`);
 
   const tallies = new Map<string, ClassTally>();
@@ -895,7 +1100,7 @@ t.test('tenant A\'s attacks reveal nothing of tenant B\'s or the upstream\'s obj
   const reads = readAttacks();
   await run(reads, '');
   // B's names A wrote into its own objects are A's to read back: during the writes only values and uids are canaries
-  const writeRequests = expand('writes that move objects or bind B\'s subjects', writes());
+  const writeRequests = expand("writes that move objects or bind B's subjects", writes());
   await run(writeRequests, writeRequests.map(sentText).join('\n'));
   const seconds = (performance.now() - started) / 1000;
   client.close();
@@ -907,9 +1112,17 @@ t.test('tenant A\'s attacks reveal nothing of tenant B\'s or the upstream\'s obj
   }
 
   t.comment(`${requests.length} attack requests in ${seconds.toFixed(1)} s (${Math.round(requests.length / seconds)}/s, ${CONCURRENCY} in flight)`);
-  t.comment(`by protocol/credential/answer asked: ${[...byTransport].sort().map(([key, n]) => `${key}×${n}`).join(' ')}`);
+  t.comment(
+    `by protocol/credential/answer asked: ${[...byTransport]
+      .sort()
+      .map(([key, n]) => `${key}×${n}`)
+      .join(' ')}`,
+  );
   for (const [name, tally] of tallies) {
-    const statuses = [...tally.statuses].sort().map(([status, n]) => `${status}×${n}`).join(' ');
+    const statuses = [...tally.statuses]
+      .sort()
+      .map(([status, n]) => `${status}×${n}`)
+      .join(' ');
     t.comment(`${name}: ${tally.sent} requests, ${tally.leaks.length} leaking; answers ${statuses}`);
     for (const [outcome, request] of tally.oddities) t.comment(`  ${outcome} e.g. ${describe(request)}`);
   }
@@ -926,7 +1139,7 @@ t.test('tenant A\'s attacks reveal nothing of tenant B\'s or the upstream\'s obj
   }
 });
 
-t.test('after the attack, read straight from the upstream: B\'s objects are unchanged and everything new is A\'s', async (t) => {
+t.test("after the attack, read straight from the upstream: B's objects are unchanged and everything new is A's", async (t) => {
   for (const [path, was] of before) {
     const now = await upstreamJson(upstream, 'GET', path);
     t.equal(now.status, 200, `${path} still exists`);
@@ -947,14 +1160,21 @@ t.test('after the attack, read straight from the upstream: B\'s objects are unch
     if (!owned) notA.push(where);
     for (const subject of object.subjects ?? []) {
       // A ClusterRoleBinding's subjects are A's shadow identities upstream (CLUSTER_SUBJECT_PREFIX + A's upstream form).
-      const subjectName = object.collection.includes('clusterrolebindings') && typeof subject.name === 'string' && subject.name.startsWith(CLUSTER_SUBJECT_PREFIX) ? subject.name.slice(CLUSTER_SUBJECT_PREFIX.length) : subject.name;
+      const subjectName =
+        object.collection.includes('clusterrolebindings') && typeof subject.name === 'string' && subject.name.startsWith(CLUSTER_SUBJECT_PREFIX)
+          ? subject.name.slice(CLUSTER_SUBJECT_PREFIX.length)
+          : subject.name;
       const mine =
-        subject.kind === 'Group' ? subjectName.startsWith(`${A}:`) || subjectName.startsWith(`system:serviceaccounts:${A}-`) : subject.kind === 'ServiceAccount' ? subject.namespace?.startsWith(`${A}-`) : subjectName.startsWith(`${A}-`) || subjectName.startsWith(`system:serviceaccount:${A}-`);
+        subject.kind === 'Group'
+          ? subjectName.startsWith(`${A}:`) || subjectName.startsWith(`system:serviceaccounts:${A}-`)
+          : subject.kind === 'ServiceAccount'
+            ? subject.namespace?.startsWith(`${A}-`)
+            : subjectName.startsWith(`${A}-`) || subjectName.startsWith(`system:serviceaccount:${A}-`);
       if (!mine) bindsOthers.push(`${where}: ${subject.kind} ${subject.namespace ?? ''}/${subject.name}`);
     }
     if (object.roleRef?.name?.startsWith(`${B}-`)) bindsOthers.push(`${where}: roleRef ${object.roleRef.name}`);
   }
   t.comment(`${created.length} objects created upstream during the attack`);
-  t.same(notA, [], 'every object the attack created upstream carries A\'s prefix');
+  t.same(notA, [], "every object the attack created upstream carries A's prefix");
   t.same(bindsOthers, [], 'no binding the attack created names a subject or role outside A');
 });

@@ -84,7 +84,7 @@ t.test('client impersonation headers are checked, never dropped; X-Remote-* head
   const h2Remote = await h2Request(session, 'GET', '/api/v1/secrets', { headers: remote });
   session.close();
   t.equal(h2.status, 403);
-  t.match(isStatus(t, h2.body, 403, 'Forbidden').message, cannotImpersonate, 'alice may not impersonate: the apiserver\'s 403');
+  t.match(isStatus(t, h2.body, 403, 'Forbidden').message, cannotImpersonate, "alice may not impersonate: the apiserver's 403");
   t.match(isStatus(t, h2Remote.body, 403, 'Forbidden').message, /User "alice" cannot list resource "secrets"/, 'X-Remote-* claim nothing');
   // capsule-proxy's advisory: naming the proxy's header in Connection must not strip tenantgate's own impersonation.
   const h1 = await h1Request(creds, 'GET', '/api/v1/secrets', {
@@ -93,13 +93,13 @@ t.test('client impersonation headers are checked, never dropped; X-Remote-* head
   t.equal(h1.status, 403);
   t.match(isStatus(t, h1.body, 403, 'Forbidden').message, cannotImpersonate);
   const h1Connection = await h1Request(creds, 'GET', '/api/v1/secrets', { headers: { connection: 'Impersonate-User, Impersonate-Group' } });
-  t.match(isStatus(t, h1Connection.body, 403, 'Forbidden').message, /User "alice" cannot list/, 'tenantgate\'s own impersonation of alice stays');
+  t.match(isStatus(t, h1Connection.body, 403, 'Forbidden').message, /User "alice" cannot list/, "tenantgate's own impersonation of alice stays");
   const asAdmin = await stack.kubectl(['get', '--raw', '/api/v1/secrets', '--as=tenantgate-admin'], { kubeconfig });
   t.not(asAdmin.code, 0);
   t.match(asAdmin.stderr, cannotImpersonate, 'kubectl --as (an Impersonate-User header) is checked too');
 });
 
-t.test('callers without a certificate from tenantgate\'s CA get 401', async (t) => {
+t.test("callers without a certificate from tenantgate's CA get 401", async (t) => {
   const admin = credentialsOf(stack.adminKubeconfig);
   const anonymous = await h1Request(admin, 'GET', '/api/v1/namespaces', { withCertificate: false });
   t.equal(anonymous.status, 401);
@@ -119,7 +119,13 @@ t.test('health checks with ?verbose list the upstream kube-apiserver’s checks 
     const verbose = await h1Request(admin, 'GET', `/${endpoint}?verbose`, { withCertificate: false });
     t.equal(verbose.status, 200, `/${endpoint}?verbose`);
     const lines = verbose.body.split('\n');
-    for (const check of ['[+]ping ok', '[+]log ok', '[+]etcd ok', '[+]poststarthook/start-apiextensions-informers ok', '[+]poststarthook/apiservice-registration-controller ok']) {
+    for (const check of [
+      '[+]ping ok',
+      '[+]log ok',
+      '[+]etcd ok',
+      '[+]poststarthook/start-apiextensions-informers ok',
+      '[+]poststarthook/apiservice-registration-controller ok',
+    ]) {
       t.ok(lines.includes(check), `/${endpoint}?verbose lists ${check}, the upstream’s`);
     }
     t.equal(lines.filter((line) => line === '[+]ping ok').length, 1, 'ping once');
@@ -144,7 +150,7 @@ t.test('health checks with ?verbose list the upstream kube-apiserver’s checks 
   t.not(traversal.status, 200, 'a check path never reaches anything but a check');
 });
 
-t.test('an unknown content type gets the upstream\'s 415 Status', async (t) => {
+t.test("an unknown content type gets the upstream's 415 Status", async (t) => {
   const session = connectH2(credentialsOf(stack.adminKubeconfig));
   const a = await h2Request(session, 'POST', '/api/v1/namespaces/default/configmaps', {
     headers: { 'content-type': 'application/x-made-up' },
@@ -182,7 +188,7 @@ t.test('exec upgrades are relayed, as the caller', async (t) => {
   t.not(denied.code, 0);
   t.match(denied.stderr, /User "alice" cannot impersonate resource "users"/, 'exec --as is checked as any request is');
   const plain = await stack.kubectl(['exec', 'shell', '--', 'true'], { kubeconfig: stack.kubeconfigFor(alice) });
-  t.match(plain.stderr, /User "alice" cannot (create|get) resource "pods\/exec"/, 'exec runs as the certificate\'s user');
+  t.match(plain.stderr, /User "alice" cannot (create|get) resource "pods\/exec"/, "exec runs as the certificate's user");
 });
 
 t.test('a flood of stream resets is cut off and other clients are unaffected', async (t) => {
@@ -235,13 +241,24 @@ t.test('a YAML alias cycle or alias bomb in a body gets a clear 400 Status, and 
   const session = connectH2(credentialsOf(tenant.kubeconfig));
   const cycle = '&doc {apiVersion: v1, kind: ConfigMap, metadata: {name: cycle}, data: {self: *doc}}';
   const laughs = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'];
-  for (const name of 'bcdefghi') laughs.push(`${name}: &${name} [${Array(9).fill('*' + String.fromCharCode(name.charCodeAt(0) - 1)).join(',')}]`);
+  for (const name of 'bcdefghi')
+    laughs.push(
+      `${name}: &${name} [${Array(9)
+        .fill('*' + String.fromCharCode(name.charCodeAt(0) - 1))
+        .join(',')}]`,
+    );
   const bomb = `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bomb}\nlaughs:\n  ${laughs.join('\n  ')}\n`;
-  for (const [what, body] of [['an alias cycle', cycle], ['an alias bomb', bomb]] as const) {
+  for (const [what, body] of [
+    ['an alias cycle', cycle],
+    ['an alias bomb', bomb],
+  ] as const) {
     for (const method of ['POST', 'PATCH']) {
       const path = method === 'POST' ? CONFIGMAPS : `${CONFIGMAPS}/cycle`;
       const contentType = method === 'POST' ? 'application/yaml' : 'application/apply-patch+yaml';
-      const answer = await h2Request(session, method, method === 'PATCH' ? `${path}?fieldManager=test` : path, { headers: { 'content-type': contentType }, body });
+      const answer = await h2Request(session, method, method === 'PATCH' ? `${path}?fieldManager=test` : path, {
+        headers: { 'content-type': contentType },
+        body,
+      });
       t.equal(answer.status, 400, `${what}, ${method}`);
       t.match(isStatus(t, answer.body, 400, 'BadRequest').message, /alias/, 'the message names the problem');
     }
@@ -252,7 +269,9 @@ t.test('a YAML alias cycle or alias bomb in a body gets a clear 400 Status, and 
 
 t.test('a body nested 100,000 deep gets a 400 Status as JSON, YAML, merge patch and JSON patch', async (t) => {
   const session = connectH2(credentialsOf(tenant.kubeconfig));
-  const created = await h2Request(session, 'POST', CONFIGMAPS, { body: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'shallow' } }) });
+  const created = await h2Request(session, 'POST', CONFIGMAPS, {
+    body: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'shallow' } }),
+  });
   t.equal(created.status, 201, 'an ordinary body still passes');
   const deep = nested(100_000);
   const object = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"deep"},"data":{"x":${deep}}}`;
@@ -264,7 +283,10 @@ t.test('a body nested 100,000 deep gets a 400 Status as JSON, YAML, merge patch 
     ['update', 'PUT', `${CONFIGMAPS}/shallow`, 'application/json'],
   ];
   for (const [what, method, path, contentType] of cases) {
-    const answer = await h2Request(session, method, path, { headers: { 'content-type': contentType }, body: object.replace('"deep"', method === 'POST' ? '"deep"' : '"shallow"') });
+    const answer = await h2Request(session, method, path, {
+      headers: { 'content-type': contentType },
+      body: object.replace('"deep"', method === 'POST' ? '"deep"' : '"shallow"'),
+    });
     t.equal(answer.status, 400, what);
     t.match(isStatus(t, answer.body, 400, 'BadRequest').message, /nested/, `${what}: the message names the problem`);
   }
@@ -286,12 +308,12 @@ t.test("an upstream's plain-text 404 reaches the tenant as a 404 Status, not a 5
     t.equal(answer.status, 404, path);
     t.match(answer.headers['content-type'], /^application\/json/);
     const status = isStatus(t, answer.body, 404, 'NotFound');
-    t.notMatch(status.message, /badin1/, 'in the tenant\'s names');
+    t.notMatch(status.message, /badin1/, "in the tenant's names");
   }
   session.close();
 });
 
-t.test('a Table with includeObject=None has its rows, and only the tenant\'s', async (t) => {
+t.test("a Table with includeObject=None has its rows, and only the tenant's", async (t) => {
   const mine = await tenant.kubectl(['create', 'configmap', 'table-mine', '-n', 'default']);
   t.equal(mine.code, 0, mine.stderr);
   const theirs = await other.kubectl(['create', 'configmap', 'table-theirs', '-n', 'default']);
@@ -307,7 +329,10 @@ t.test('a Table with includeObject=None has its rows, and only the tenant\'s', a
     else t.ok(names.includes('table-mine'), `${path}: the tenant's configmap is listed`);
     t.notOk(names.includes('table-theirs'), `${path}: the other tenant's is not`);
     t.notMatch(answer.body, /badin[12]-|table-theirs/, 'nothing of the other tenant or the upstream names');
-    t.ok(table.rows.every((row: { object?: unknown }) => row.object === undefined), 'rows carry no objects, as asked');
+    t.ok(
+      table.rows.every((row: { object?: unknown }) => row.object === undefined),
+      'rows carry no objects, as asked',
+    );
   }
   session.close();
 });
@@ -326,10 +351,13 @@ t.test('a tenant with 15 namespaces lists configmaps across them without a liste
   t.equal(answer.status, 200);
   const list = answer.json();
   t.equal(list.kind, 'ConfigMapList');
-  t.ok(list.items.some((item: { metadata: { name: string; namespace: string } }) => item.metadata.name === 'in-the-last' && item.metadata.namespace === 'leak-14'), 'the configmap in the 15th namespace is listed');
+  t.ok(
+    list.items.some((item: { metadata: { name: string; namespace: string } }) => item.metadata.name === 'in-the-last' && item.metadata.namespace === 'leak-14'),
+    'the configmap in the 15th namespace is listed',
+  );
   const kubectl = await tenant.kubectl(['get', 'configmaps', '-A', '-o', 'json']);
   t.equal(kubectl.code, 0, kubectl.stderr);
   await new Promise((resolve) => setTimeout(resolve, 200)); // let stderr lines arrive
   const warnings = stack.gatewayLogs.slice(logsBefore).filter((line) => line.includes('MaxListenersExceededWarning'));
-  t.same(warnings, [], 'no MaxListenersExceededWarning in tenantgate\'s stderr');
+  t.same(warnings, [], "no MaxListenersExceededWarning in tenantgate's stderr");
 });

@@ -103,7 +103,10 @@ t.test('a tenant admin approves a kube-apiserver-client CSR and logs in with the
   t.ok(lifetime <= 65 * 60_000 && lifetime >= 60 * 60_000, `as long as asked (expirationSeconds 3600): ${lifetime / 60_000} minutes`);
 
   aliceKubeconfig = join(stack.dir, 'alice-from-csr.kubeconfig');
-  writeFileSync(aliceKubeconfig, renderKubeconfig({ server: stack.gatewayUrl, caPem: stack.files.ca.certPem, certPem: certificatePem, keyPem: aliceKey.keyPem }));
+  writeFileSync(
+    aliceKubeconfig,
+    renderKubeconfig({ server: stack.gatewayUrl, caPem: stack.files.ca.certPem, certPem: certificatePem, keyPem: aliceKey.keyPem }),
+  );
   const whoami = JSON.parse(await ok(stack.kubectl(['auth', 'whoami', '-o', 'json'], { kubeconfig: aliceKubeconfig }), 'whoami'));
   t.equal(whoami.status.userInfo.username, 'alice');
   t.same([...whoami.status.userInfo.groups].sort(), ['system:authenticated', 'team']);
@@ -132,7 +135,15 @@ t.test('upstream, the CSR names a signer of the tenant signer domain and only te
   await ok(alpha.kubectl(['apply', '-f', '-'], { input: csrYaml('for-example', other.requestPem, 'example.com/signer') }), 'create');
   await ok(alpha.kubectl(['certificate', 'approve', 'for-example']), 'approve');
   // kubernetes.io/kube-apiserver-client-kubelet is the upstream's too (kube-controller-manager signs it): not here.
-  await ok(alpha.kubectl(['apply', '-f', '-'], { input: csrYaml('kubelet-like', keyAndRequest('system:node:n1', ['system:nodes']).requestPem, 'kubernetes.io/kube-apiserver-client-kubelet', ['digital signature', 'client auth']) }), 'create');
+  await ok(
+    alpha.kubectl(['apply', '-f', '-'], {
+      input: csrYaml('kubelet-like', keyAndRequest('system:node:n1', ['system:nodes']).requestPem, 'kubernetes.io/kube-apiserver-client-kubelet', [
+        'digital signature',
+        'client auth',
+      ]),
+    }),
+    'create',
+  );
   await ok(alpha.kubectl(['certificate', 'approve', 'kubelet-like']), 'approve');
   await new Promise((resolve) => setTimeout(resolve, 4000));
   for (const name of ['for-example', 'kubelet-like']) {
@@ -156,7 +167,9 @@ t.test('what the apiserver refuses for its client signer is refused in the tenan
     return (r.status.conditions ?? []).find((condition: { type: string }) => condition.type === 'Failed');
   });
   t.match(failed, { status: 'True', reason: 'SignerValidationFailure', message: 'invalid usage for client certificate: server auth' });
-  const tooLong = await alpha.kubectl(['apply', '-f', '-'], { input: csrYaml('long', badUsage.requestPem, `example.com/${'p'.repeat(253)}.${'q'.repeat(63)}`) });
+  const tooLong = await alpha.kubectl(['apply', '-f', '-'], {
+    input: csrYaml('long', badUsage.requestPem, `example.com/${'p'.repeat(253)}.${'q'.repeat(63)}`),
+  });
   t.match(tooLong.stderr, /is invalid: spec.signerName: Too long/, '422 in the tenant terms');
   t.notMatch(tooLong.stderr, /tenantgate\.kubezoo\.io/);
 });
@@ -183,13 +196,19 @@ t.test('tenant B with the same CSR names sees and touches nothing of tenant A', 
   t.notMatch(protobuf, new RegExp(`${A}|for-example|kubelet-like`), "B's protobuf watch shows nothing of A's");
   t.match(protobuf, /example\.com\/b-signer/, 'and its own, in its names');
   await ok(bravo.kubectl(['delete', 'csr', 'alice']), 'b deletes its alice');
-  t.equal((await alpha.kubectl(['get', 'csr', 'alice', '-o', 'name'])).stdout.trim(), 'certificatesigningrequest.certificates.k8s.io/alice', "A's alice is still there");
+  t.equal(
+    (await alpha.kubectl(['get', 'csr', 'alice', '-o', 'name'])).stdout.trim(),
+    'certificatesigningrequest.certificates.k8s.io/alice',
+    "A's alice is still there",
+  );
 });
 
 async function withWatch(kubeconfig: string, accept = 'application/json'): Promise<string> {
   const session = connectH2(loadKubeconfig(kubeconfig));
   try {
-    const answer = await h2Request(session, 'GET', '/apis/certificates.k8s.io/v1/certificatesigningrequests?watch=true&timeoutSeconds=2', { headers: { accept } });
+    const answer = await h2Request(session, 'GET', '/apis/certificates.k8s.io/v1/certificatesigningrequests?watch=true&timeoutSeconds=2', {
+      headers: { accept },
+    });
     return answer.body;
   } finally {
     session.close();
@@ -209,17 +228,62 @@ function approvalOf(name: string): string {
 t.test("a tenant identity straight at the upstream cannot name the upstream's signer", async (t) => {
   const request = keyAndRequest('sneaky');
   const refused = await stack.kubectlDirect(
-    ['--as', `${A}-admin`, '--as-group', `${A}:system:authenticated`, '--as-group', TENANT_CLUSTER_SCOPE_GROUP, '--as-user-extra', `tenant=${A}`, 'create', '--raw', '/apis/certificates.k8s.io/v1/certificatesigningrequests', '-f', '-'],
+    [
+      '--as',
+      `${A}-admin`,
+      '--as-group',
+      `${A}:system:authenticated`,
+      '--as-group',
+      TENANT_CLUSTER_SCOPE_GROUP,
+      '--as-user-extra',
+      `tenant=${A}`,
+      'create',
+      '--raw',
+      '/apis/certificates.k8s.io/v1/certificatesigningrequests',
+      '-f',
+      '-',
+    ],
     { input: csrYaml(`${A}-sneaky`, request.requestPem) },
   );
   t.not(refused.code, 0);
   t.match(refused.stderr, /tenantgate: a certificate signing request of tenant csra01 names a signer of its own signer domain/);
   const otherTenant = await stack.kubectlDirect(
-    ['--as', `${A}-admin`, '--as-group', `${A}:system:authenticated`, '--as-group', TENANT_CLUSTER_SCOPE_GROUP, '--as-user-extra', `tenant=${A}`, 'create', '--raw', '/apis/certificates.k8s.io/v1/certificatesigningrequests', '-f', '-'],
+    [
+      '--as',
+      `${A}-admin`,
+      '--as-group',
+      `${A}:system:authenticated`,
+      '--as-group',
+      TENANT_CLUSTER_SCOPE_GROUP,
+      '--as-user-extra',
+      `tenant=${A}`,
+      'create',
+      '--raw',
+      '/apis/certificates.k8s.io/v1/certificatesigningrequests',
+      '-f',
+      '-',
+    ],
     { input: csrYaml(`${A}-sneaky`, request.requestPem, `${B}.tenants.tenantgate.kubezoo.io/d2.example.com.x`) },
   );
   t.match(otherTenant.stderr, /names a signer of its own signer domain/, "nor another tenant's domain");
-  const approveOther = await stack.kubectlDirect(['--as', `${A}-admin`, '--as-group', `${A}:system:authenticated`, '--as-group', TENANT_CLUSTER_SCOPE_GROUP, '--as-user-extra', `tenant=${A}`, 'replace', '--raw', `/apis/certificates.k8s.io/v1/certificatesigningrequests/${B}-keep/approval`, '-f', '-'], { input: approvalOf(`${B}-keep`) });
+  const approveOther = await stack.kubectlDirect(
+    [
+      '--as',
+      `${A}-admin`,
+      '--as-group',
+      `${A}:system:authenticated`,
+      '--as-group',
+      TENANT_CLUSTER_SCOPE_GROUP,
+      '--as-user-extra',
+      `tenant=${A}`,
+      'replace',
+      '--raw',
+      `/apis/certificates.k8s.io/v1/certificatesigningrequests/${B}-keep/approval`,
+      '-f',
+      '-',
+    ],
+    { input: approvalOf(`${B}-keep`) },
+  );
   t.not(approveOther.code, 0, "nor approve another tenant's CSR");
   t.match(approveOther.stderr, /forbidden/i, approveOther.stderr);
 });

@@ -26,7 +26,13 @@ const crd = (versions: string[]) => ({
       name,
       served: true,
       storage: i === 0,
-      schema: { openAPIV3Schema: { type: 'object', description: 'Foo CRD for Testing', properties: { spec: { type: 'object', description: CANARY, properties: { bars: { type: 'string', description: 'List of Bars.' } } } } } },
+      schema: {
+        openAPIV3Schema: {
+          type: 'object',
+          description: 'Foo CRD for Testing',
+          properties: { spec: { type: 'object', description: CANARY, properties: { bars: { type: 'string', description: 'List of Bars.' } } } },
+        },
+      },
     })),
   },
 });
@@ -86,17 +92,23 @@ function openapiPoller(session: ClientHttp2Session) {
   };
 }
 
-t.test('a new CRD\'s schema is published to its tenant within the spec\'s wait, and renamed and removed versions go', async (t) => {
+t.test("a new CRD's schema is published to its tenant within the spec's wait, and renamed and removed versions go", async (t) => {
   const poller = openapiPoller(alphaSession);
   await poller.poll();
-  t.equal((await poller.poll()).status, 304, 'unchanged: 304 to the tenant\'s own ETag');
-  const created = await h2Request(alphaSession, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', { headers: json, body: JSON.stringify(crd(['v2', 'v3'])) });
+  t.equal((await poller.poll()).status, 304, "unchanged: 304 to the tenant's own ETag");
+  const created = await h2Request(alphaSession, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {
+    headers: json,
+    body: JSON.stringify(crd(['v2', 'v3'])),
+  });
   t.equal(created.status, 201, created.body);
   const published = await poller.until((d) => d[definition('v2')] !== undefined && d[definition('v3')] !== undefined, 'v2 and v3 published');
   t.ok(published < 15_000, `published after ${published} ms`);
   const { definitions } = await poller.poll();
   t.equal(definitions[definition('v2')].properties.spec.description, CANARY);
-  t.notOk(Object.keys(definitions).some((name) => name.includes('oaalfa')), 'no upstream names');
+  t.notOk(
+    Object.keys(definitions).some((name) => name.includes('oaalfa')),
+    'no upstream names',
+  );
 
   const explained = await explain(alpha, ['foos.spec']);
   t.equal(explained.code, 0, explained.stderr);
@@ -118,49 +130,63 @@ t.test('a new CRD\'s schema is published to its tenant within the spec\'s wait, 
   await poller.until((d) => d[definition('v2')] === undefined && d[definition('v4')] === undefined, 'removed');
 });
 
-t.test('another tenant, with a CRD of the same name, never sees the first one\'s schema, nor a 304 for its ETag', async (t) => {
+t.test("another tenant, with a CRD of the same name, never sees the first one's schema, nor a 304 for its ETag", async (t) => {
   const alphaPoller = openapiPoller(alphaSession);
-  for (const [session, description] of [[alphaSession, CANARY], [bravoSession, 'bravo\'s own']] as const) {
+  for (const [session, description] of [
+    [alphaSession, CANARY],
+    [bravoSession, "bravo's own"],
+  ] as const) {
     const body = crd(['v1']);
     body.spec.versions[0]!.schema.openAPIV3Schema.properties.spec.description = description;
     const created = await h2Request(session, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', { headers: json, body: JSON.stringify(body) });
     t.equal(created.status, 201, created.body);
   }
-  await alphaPoller.until((d) => d[definition('v1')]?.properties?.spec?.description === CANARY, 'alpha\'s v1');
+  await alphaPoller.until((d) => d[definition('v1')]?.properties?.spec?.description === CANARY, "alpha's v1");
   const bravoPoller = openapiPoller(bravoSession);
-  await bravoPoller.until((d) => d[definition('v1')] !== undefined, 'bravo\'s v1');
+  await bravoPoller.until((d) => d[definition('v1')] !== undefined, "bravo's v1");
   const bravoView = await h2Request(bravoSession, 'GET', '/openapi/v2');
-  t.notMatch(bravoView.body, 'alpha-only-canary', 'nothing of alpha\'s schema in bravo\'s document');
+  t.notMatch(bravoView.body, 'alpha-only-canary', "nothing of alpha's schema in bravo's document");
   t.notMatch(bravoView.body, /oaalfa|oabrav/, 'no upstream names');
-  const bravoProtobuf = await h2Request(bravoSession, 'GET', '/openapi/v2', { headers: { accept: 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf' } });
+  const bravoProtobuf = await h2Request(bravoSession, 'GET', '/openapi/v2', {
+    headers: { accept: 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf' },
+  });
   t.notMatch(bravoProtobuf.body, 'alpha-only-canary', 'nor in its protobuf form');
-  t.not(bravoPoller.etag, alphaPoller.etag, 'each tenant\'s view has its own ETag');
+  t.not(bravoPoller.etag, alphaPoller.etag, "each tenant's view has its own ETag");
   const withAlphasEtag = await h2Request(bravoSession, 'GET', '/openapi/v2', { headers: { 'if-none-match': alphaPoller.etag } });
-  t.equal(withAlphasEtag.status, 200, 'alpha\'s ETag confirms nothing to bravo');
+  t.equal(withAlphasEtag.status, 200, "alpha's ETag confirms nothing to bravo");
   t.notMatch(withAlphasEtag.body, 'alpha-only-canary');
   const explained = await explain(bravo, ['foos.spec']);
-  t.match(explained.stdout, 'bravo\'s own', explained.stderr);
+  t.match(explained.stdout, "bravo's own", explained.stderr);
   t.notMatch(explained.stdout, 'alpha-only-canary');
 });
 
-t.test('a new cluster-scoped CRD\'s resources are usable at once by its tenant, and by no other', async (t) => {
+t.test("a new cluster-scoped CRD's resources are usable at once by its tenant, and by no other", async (t) => {
   const group = 'clustered.example.com';
   const body = crd(['v1']);
   body.metadata.name = `foos.${group}`;
   body.spec.group = group;
   body.spec.scope = 'Cluster';
-  const created = await h2Request(alphaSession, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', { headers: json, body: JSON.stringify(body) });
+  const created = await h2Request(alphaSession, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {
+    headers: json,
+    body: JSON.stringify(body),
+  });
   t.equal(created.status, 201, created.body);
   const established = await alpha.kubectl(['wait', '--for=condition=Established', '--timeout=30s', `crd/foos.${group}`]);
   t.equal(established.code, 0, established.stderr);
   // As the apiextensions fixtures do: one resource right after the CRD is established, no retry on 403.
-  const made = await h2Request(alphaSession, 'POST', `/apis/${group}/v1/foos`, { headers: json, body: JSON.stringify({ apiVersion: `${group}/v1`, kind: 'Foo', metadata: { name: 'setup-instance' } }) });
+  const made = await h2Request(alphaSession, 'POST', `/apis/${group}/v1/foos`, {
+    headers: json,
+    body: JSON.stringify({ apiVersion: `${group}/v1`, kind: 'Foo', metadata: { name: 'setup-instance' } }),
+  });
   t.equal(made.status, 201, made.body);
   t.equal((await h2Request(bravoSession, 'GET', `/apis/${group}/v1/foos/setup-instance`)).status, 404, 'bravo: no such group');
-  const bravoMade = await h2Request(bravoSession, 'POST', `/apis/${group}/v1/foos`, { headers: json, body: JSON.stringify({ apiVersion: `${group}/v1`, kind: 'Foo', metadata: { name: 'setup-instance' } }) });
-  t.equal(bravoMade.status, 404, 'bravo cannot create in alpha\'s group');
+  const bravoMade = await h2Request(bravoSession, 'POST', `/apis/${group}/v1/foos`, {
+    headers: json,
+    body: JSON.stringify({ apiVersion: `${group}/v1`, kind: 'Foo', metadata: { name: 'setup-instance' } }),
+  });
+  t.equal(bravoMade.status, 404, "bravo cannot create in alpha's group");
   const alphaRole = JSON.parse((await stack.kubectlDirect(['get', 'clusterrole', 'tenantgate:tenant-custom-resources:oaalfa', '-o', 'json'])).stdout);
-  t.match(JSON.stringify(alphaRole.rules), `oaalfa-${group}`, 'alpha\'s upstream role names its group');
+  t.match(JSON.stringify(alphaRole.rules), `oaalfa-${group}`, "alpha's upstream role names its group");
   const bravoRole = await stack.kubectlDirect(['get', 'clusterrole', 'tenantgate:tenant-custom-resources:oabrav']);
   t.match(bravoRole.stderr, /NotFound/, 'bravo, with no cluster-scoped CRD, keeps no such role upstream');
 });

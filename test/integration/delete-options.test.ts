@@ -23,7 +23,10 @@ async function kubectlOk(args: string[]): Promise<string> {
 
 async function upstreamNames(args: string[]): Promise<string[]> {
   const r = await stack.kubectlDirect([...args, '-o', 'name']);
-  return r.stdout.split('\n').filter((line) => line !== '').sort();
+  return r.stdout
+    .split('\n')
+    .filter((line) => line !== '')
+    .sort();
 }
 
 t.test('kubectl delete --dry-run=server deletes nothing, one object or a collection', async (t) => {
@@ -34,7 +37,11 @@ t.test('kubectl delete --dry-run=server deletes nothing, one object or a collect
   t.match(dryRun.stdout, /configmap "keep-me" deleted.*\(server dry run\)/);
   const all = await tenant.kubectl(['delete', 'configmaps', '--all', '--dry-run=server']);
   t.equal(all.code, 0, all.stderr);
-  t.same(await upstreamNames(['-n', 'delopt-default', 'get', 'configmaps']), ['configmap/keep-me', 'configmap/keep-me-too', 'configmap/kube-root-ca.crt'], 'upstream, every configmap is still there');
+  t.same(
+    await upstreamNames(['-n', 'delopt-default', 'get', 'configmaps']),
+    ['configmap/keep-me', 'configmap/keep-me-too', 'configmap/kube-root-ca.crt'],
+    'upstream, every configmap is still there',
+  );
 });
 
 t.test('preconditions are checked: a wrong uid is a conflict, the right one deletes', async (t) => {
@@ -44,10 +51,13 @@ t.test('preconditions are checked: a wrong uid is a conflict, the right one dele
   t.teardown(() => session.close());
   const path = '/api/v1/namespaces/default/configmaps/guarded';
   const body = (preconditionUid: string) => JSON.stringify({ apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: preconditionUid } });
-  const wrong = await h2Request(session, 'DELETE', path, { headers: { 'content-type': 'application/json' }, body: body('00000000-0000-0000-0000-000000000000') });
+  const wrong = await h2Request(session, 'DELETE', path, {
+    headers: { 'content-type': 'application/json' },
+    body: body('00000000-0000-0000-0000-000000000000'),
+  });
   t.equal(wrong.status, 409, 'a precondition that does not hold: 409 Conflict');
   t.match(wrong.json(), { kind: 'Status', reason: 'Conflict' });
-  t.notMatch(wrong.body, /delopt-/, 'in the tenant\'s names');
+  t.notMatch(wrong.body, /delopt-/, "in the tenant's names");
   t.same(await upstreamNames(['-n', 'delopt-default', 'get', 'configmap', 'guarded']), ['configmap/guarded'], 'still there');
   const malformed = await h2Request(session, 'DELETE', path, { headers: { 'content-type': 'application/json' }, body: '{"preconditions":' });
   t.equal(malformed.status, 400, 'a malformed DeleteOptions body is a 400');
@@ -70,6 +80,10 @@ t.test('--cascade=orphan keeps the ReplicaSet of a deleted Deployment', async (t
   await new Promise((resolve) => setTimeout(resolve, 5000));
   const left = (await kubectlOk(['get', 'replicasets', '-o', 'json'])) as string;
   const items = JSON.parse(left).items as { metadata: { name: string; ownerReferences?: unknown[] } }[];
-  t.same(items.map((item) => item.metadata.name), replicaSets.map((name) => name.replace(/^replicaset\.apps\//, '')), 'the ReplicaSet is still there');
+  t.same(
+    items.map((item) => item.metadata.name),
+    replicaSets.map((name) => name.replace(/^replicaset\.apps\//, '')),
+    'the ReplicaSet is still there',
+  );
   t.equal(items[0]?.metadata.ownerReferences, undefined, 'orphaned: no owner any more');
 });

@@ -15,7 +15,9 @@ const CLI = new URL('../../dist/lib/cli.js', import.meta.url).pathname;
 
 function descendants(pid: number): number[] {
   const children: number[] = [];
-  for (const entry of readFileSync('/proc/' + pid + '/task/' + pid + '/children', 'utf8').trim().split(/\s+/)) {
+  for (const entry of readFileSync('/proc/' + pid + '/task/' + pid + '/children', 'utf8')
+    .trim()
+    .split(/\s+/)) {
     if (entry === '') continue;
     children.push(Number(entry));
     try {
@@ -56,12 +58,23 @@ t.test('tenantgate dev starts, serves kubectl through tenantgate and its metrics
   const viaGateway = await runCommand(kubectl, ['--kubeconfig', join(dir, 'admin.kubeconfig'), 'get', 'namespace', 'kube-system', '-o', 'name']);
   t.equal(viaGateway.stdout.trim(), 'namespace/kube-system', viaGateway.stderr);
   const server = await runCommand(kubectl, ['--kubeconfig', join(dir, 'admin.kubeconfig'), 'config', 'view', '-o', 'jsonpath={.clusters[0].cluster.server}']);
-  const upstreamServer = await runCommand(kubectl, ['--kubeconfig', join(dir, 'upstream.kubeconfig'), 'config', 'view', '-o', 'jsonpath={.clusters[0].cluster.server}']);
+  const upstreamServer = await runCommand(kubectl, [
+    '--kubeconfig',
+    join(dir, 'upstream.kubeconfig'),
+    'config',
+    'view',
+    '-o',
+    'jsonpath={.clusters[0].cluster.server}',
+  ]);
   t.not(server.stdout, upstreamServer.stdout, 'admin.kubeconfig points at tenantgate, upstream.kubeconfig at the kube-apiserver');
   const direct = await runCommand(kubectl, ['--kubeconfig', join(dir, 'upstream.kubeconfig'), 'get', 'namespace', 'kube-system', '-o', 'name']);
   t.equal(direct.stdout.trim(), 'namespace/kube-system', direct.stderr);
   const tenantView = await runCommand(kubectl, ['--kubeconfig', join(dir, 'tenants', 'demo01.kubeconfig'), 'get', 'namespaces', '-o', 'name']);
-  t.same(tenantView.stdout.trim().split('\n').sort(), ['namespace/default', 'namespace/kube-node-lease', 'namespace/kube-public', 'namespace/kube-system'], 'the demo tenant sees a cluster of its own');
+  t.same(
+    tenantView.stdout.trim().split('\n').sort(),
+    ['namespace/default', 'namespace/kube-node-lease', 'namespace/kube-public', 'namespace/kube-system'],
+    'the demo tenant sees a cluster of its own',
+  );
 
   const metricsUrl = /metrics \(Prometheus\): curl (http:\/\/127\.0\.0\.1:\d+\/metrics)\n/.exec(stdout)?.[1];
   t.ok(metricsUrl, 'the ready lines give the metrics URL');

@@ -39,7 +39,12 @@ const widgetCrd = (group: string) => ({
         name: 'v1',
         served: true,
         storage: true,
-        schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true, properties: { foo: { type: 'string' } } } } } },
+        schema: {
+          openAPIV3Schema: {
+            type: 'object',
+            properties: { spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true, properties: { foo: { type: 'string' } } } },
+          },
+        },
       },
     ],
   },
@@ -88,18 +93,30 @@ t.teardown(async () => {
  */
 function seen(answer: Answer): { status: number; reason?: string; message?: string; warnings: string[] } {
   const warning = answer.headers.warning;
-  const warnings = warning === undefined ? [] : Array.isArray(warning) ? warning : String(warning).split(/,(?=\s*299 )/).map((w) => w.trim());
+  const warnings =
+    warning === undefined
+      ? []
+      : Array.isArray(warning)
+        ? warning
+        : String(warning)
+            .split(/,(?=\s*299 )/)
+            .map((w) => w.trim());
   if (answer.status < 400) return { status: answer.status, warnings };
   const status = answer.json();
   const message = String(status.message);
   const strict = message.indexOf('strict decoding error');
-  return { status: answer.status, reason: status.reason, message: strict <= 0 || !message.includes('patch: Invalid value') ? message : message.slice(strict), warnings };
+  return {
+    status: answer.status,
+    reason: status.reason,
+    message: strict <= 0 || !message.includes('patch: Invalid value') ? message : message.slice(strict),
+    warnings,
+  };
 }
 
 const deploymentsPath = (namespace: string) => `/apis/apps/v1/namespaces/${namespace}/deployments`;
 const json = { 'content-type': 'application/json' };
 
-t.test('a typed create: Strict refuses unknown and duplicate fields with the apiserver\'s message, in one error', async (t) => {
+t.test("a typed create: Strict refuses unknown and duplicate fields with the apiserver's message, in one error", async (t) => {
   const query = '?fieldManager=field_validation_mgr&fieldValidation=Strict';
   const direct = seen(await h2Request(directSession, 'POST', deploymentsPath(DIRECT_NS) + query, { headers: json, body: DUPLICATED }));
   const tenant = seen(await h2Request(alphaSession, 'POST', deploymentsPath('default') + query, { headers: json, body: DUPLICATED }));
@@ -122,10 +139,13 @@ t.test('unknown metadata fields, of a typed object and of a custom resource, are
   const crDirect = seen(await apply(directSession, 'direct.example.com'));
   const crTenant = seen(await apply(alphaSession, 'example.com'));
   t.match(crTenant.message, '.metadata.unknownMeta: field not declared in schema');
-  t.same({ ...crTenant, message: crTenant.message?.replace('example.com', 'GROUP') }, { ...crDirect, message: crDirect.message?.replace('direct.example.com', 'GROUP') });
+  t.same(
+    { ...crTenant, message: crTenant.message?.replace('example.com', 'GROUP') },
+    { ...crDirect, message: crDirect.message?.replace('direct.example.com', 'GROUP') },
+  );
 });
 
-t.test('Warn (the default) creates and answers the apiserver\'s Warning headers; Ignore answers none', async (t) => {
+t.test("Warn (the default) creates and answers the apiserver's Warning headers; Ignore answers none", async (t) => {
   const direct = seen(await h2Request(directSession, 'POST', deploymentsPath(DIRECT_NS), { headers: json, body: DUPLICATED }));
   const tenant = seen(await h2Request(alphaSession, 'POST', deploymentsPath('default'), { headers: json, body: DUPLICATED }));
   t.equal(tenant.status, 201);
@@ -135,22 +155,31 @@ t.test('Warn (the default) creates and answers the apiserver\'s Warning headers;
   t.equal(replicas, 3, 'the last value won');
 
   const bravoCreated = seen(await h2Request(bravoSession, 'POST', deploymentsPath('default'), { headers: json, body: CLEAN }));
-  t.same(bravoCreated, { status: 201, warnings: [] }, 'tenant bravo, same names, clean body: no warning of alpha\'s');
+  t.same(bravoCreated, { status: 201, warnings: [] }, "tenant bravo, same names, clean body: no warning of alpha's");
   t.equal((await h2Request(bravoSession, 'GET', deploymentsPath('default') + '/my-dep')).json().spec.replicas, 1, 'bravo has its own');
 
   for (const session of [directSession, alphaSession]) {
     const path = `${deploymentsPath(session === directSession ? DIRECT_NS : 'default')}/my-dep`;
     await h2Request(session, 'DELETE', path);
   }
-  const ignoredDirect = seen(await h2Request(directSession, 'POST', `${deploymentsPath(DIRECT_NS)}?fieldValidation=Ignore`, { headers: json, body: DUPLICATED }));
+  const ignoredDirect = seen(
+    await h2Request(directSession, 'POST', `${deploymentsPath(DIRECT_NS)}?fieldValidation=Ignore`, { headers: json, body: DUPLICATED }),
+  );
   const ignored = seen(await h2Request(alphaSession, 'POST', `${deploymentsPath('default')}?fieldValidation=Ignore`, { headers: json, body: DUPLICATED }));
   t.same(ignored, { status: 201, warnings: [] });
   t.same(ignored, ignoredDirect);
 });
 
 t.test('patches and YAML bodies: duplicates reported as the apiserver reports them', async (t) => {
-  for (const [session, namespace] of [[directSession, DIRECT_NS], [alphaSession, 'default'], [bravoSession, 'default']] as const) {
-    const made = await h2Request(session, 'POST', `/api/v1/namespaces/${namespace}/configmaps`, { headers: json, body: '{"metadata":{"name":"cm"},"data":{"a":"0"}}' });
+  for (const [session, namespace] of [
+    [directSession, DIRECT_NS],
+    [alphaSession, 'default'],
+    [bravoSession, 'default'],
+  ] as const) {
+    const made = await h2Request(session, 'POST', `/api/v1/namespaces/${namespace}/configmaps`, {
+      headers: json,
+      body: '{"metadata":{"name":"cm"},"data":{"a":"0"}}',
+    });
     t.equal(made.status, 201, made.body);
   }
   const cases: [string, string, string, string][] = [
@@ -164,12 +193,12 @@ t.test('patches and YAML bodies: duplicates reported as the apiserver reports th
       const direct = seen(await h2Request(directSession, method, path(DIRECT_NS), { headers: { 'content-type': contentType }, body }));
       const tenant = seen(await h2Request(alphaSession, method, path('default'), { headers: { 'content-type': contentType }, body }));
       t.same(tenant, direct, `${what}, ${validation}: ${JSON.stringify(direct)}`);
-      t.notMatch(JSON.stringify(tenant), /fvalfa-|fieldvalidation-direct/, 'in the tenant\'s names');
+      t.notMatch(JSON.stringify(tenant), /fvalfa-|fieldvalidation-direct/, "in the tenant's names");
       t.match(JSON.stringify(tenant), /duplicate field|already set in map/, `${what}, ${validation}: reported`);
     }
   }
   const bravoCm = (await h2Request(bravoSession, 'GET', '/api/v1/namespaces/default/configmaps/cm')).json();
-  t.same(bravoCm.data, { a: '0' }, 'tenant bravo\'s configmap of the same name is untouched');
+  t.same(bravoCm.data, { a: '0' }, "tenant bravo's configmap of the same name is untouched");
 });
 
 t.test('a custom resource applied as YAML: the duplicate is named on the line the client wrote it', async (t) => {
@@ -190,5 +219,5 @@ t.test('a custom resource applied as YAML: the duplicate is named on the line th
   t.same(warned, warnedDirect, `warnings: ${JSON.stringify(warned.warnings)}`);
   t.equal((await h2Request(alphaSession, 'GET', '/apis/example.com/v1/widgets/mytest')).json().spec.foo, 'foo2');
   const bravoWidgets = (await h2Request(bravoSession, 'GET', '/apis/example.com/v1/widgets')).json();
-  t.same(bravoWidgets.items, [], 'bravo lists none of alpha\'s widgets');
+  t.same(bravoWidgets.items, [], "bravo lists none of alpha's widgets");
 });

@@ -40,8 +40,13 @@ async function limitNoisyTo(value: string, applied: (statuses: number[]) => bool
 
 t.test("a noisy tenant over its limit gets 429s with Retry-After; the quiet tenant's every request succeeds, fast", async (t) => {
   await limitNoisyTo('2', (statuses) => statuses.includes(429));
-  const [quietLoad, noisyLoad] = await Promise.all([loadFor(quiet.kubeconfig, PATH, QUIET_LOOPS, LOAD_MS), loadInWorker(noisy.kubeconfig, PATH, NOISY_LOOPS, LOAD_MS)]);
-  t.comment(`quiet: ${quietLoad.answers.length} requests ${JSON.stringify(quietLoad.byStatus)} p50 ${quietLoad.p50.toFixed(1)} ms p99 ${quietLoad.p99.toFixed(1)} ms`);
+  const [quietLoad, noisyLoad] = await Promise.all([
+    loadFor(quiet.kubeconfig, PATH, QUIET_LOOPS, LOAD_MS),
+    loadInWorker(noisy.kubeconfig, PATH, NOISY_LOOPS, LOAD_MS),
+  ]);
+  t.comment(
+    `quiet: ${quietLoad.answers.length} requests ${JSON.stringify(quietLoad.byStatus)} p50 ${quietLoad.p50.toFixed(1)} ms p99 ${quietLoad.p99.toFixed(1)} ms`,
+  );
   t.comment(`noisy: ${noisyLoad.answers.length} requests ${JSON.stringify(noisyLoad.byStatus)}`);
   t.ok(quietLoad.answers.length >= 50, 'the quiet tenant got work done');
   t.same(quietLoad.byStatus, { 200: quietLoad.answers.length }, 'every request of the quiet tenant succeeded');

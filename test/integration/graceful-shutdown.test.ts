@@ -50,7 +50,10 @@ const PT_PATH = '/api/v1/namespaces/default/podtemplates';
   for (let i = 0; i < CONFIGMAPS; i += 15) {
     await Promise.all(
       Array.from({ length: Math.min(15, CONFIGMAPS - i) }, async (_, j) => {
-        const made = await h2Request(session, 'POST', CM_PATH, { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ metadata: { name: `big-${i + j}` }, data: { filler } }) });
+        const made = await h2Request(session, 'POST', CM_PATH, {
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ metadata: { name: `big-${i + j}` }, data: { filler } }),
+        });
         if (made.status !== 201) throw new Error(`configmap big-${i + j}: ${made.status} ${made.body}`);
       }),
     );
@@ -86,14 +89,26 @@ function watchH2(session: ClientHttp2Session, name: string, path: string): Watch
 function watchH1(credentials: ClusterCredentials, name: string, path: string): WatchRecord {
   const record: WatchRecord = { name, text: '', endedAt: 0, clean: false, problem: '' };
   const url = new URL(credentials.server);
-  const req = https.request({ host: url.hostname, port: url.port, path, headers: { accept: 'application/json' }, ca: credentials.caPem, cert: credentials.certPem, key: credentials.keyPem, agent: false }, (res) => {
-    res.setEncoding('utf8');
-    res.on('data', (chunk: string) => (record.text += chunk));
-    res.on('end', () => (record.clean = res.complete));
-    res.on('aborted', () => (record.problem = 'aborted'));
-    res.on('error', (error: Error) => (record.problem ||= error.message));
-    res.on('close', () => (record.endedAt = performance.now()));
-  });
+  const req = https.request(
+    {
+      host: url.hostname,
+      port: url.port,
+      path,
+      headers: { accept: 'application/json' },
+      ca: credentials.caPem,
+      cert: credentials.certPem,
+      key: credentials.keyPem,
+      agent: false,
+    },
+    (res) => {
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (record.text += chunk));
+      res.on('end', () => (record.clean = res.complete));
+      res.on('aborted', () => (record.problem = 'aborted'));
+      res.on('error', (error: Error) => (record.problem ||= error.message));
+      res.on('close', () => (record.endedAt = performance.now()));
+    },
+  );
   req.on('error', (error: Error) => {
     record.problem ||= error.message;
     record.endedAt ||= performance.now();
@@ -127,7 +142,10 @@ const watches = [
 await new Promise((resolve) => setTimeout(resolve, 300)); // the watches are open before the objects they must see
 {
   const session = connectH2(onA);
-  const cm = await h2Request(session, 'POST', CM_PATH, { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ metadata: { name: 'probe' } }) });
+  const cm = await h2Request(session, 'POST', CM_PATH, {
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ metadata: { name: 'probe' } }),
+  });
   const pt = await h2Request(session, 'POST', PT_PATH, {
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ metadata: { name: 'probe' }, template: { spec: { containers: [{ name: 'c', image: 'example.invalid/c' }] } } }),
@@ -217,7 +235,14 @@ async function steadyLoop(until: number): Promise<void> {
 /** A raw HTTP/1.1 request whose head (and `bodyBytes` of its body) is written; resolves the socket and its answer. */
 function http1Raw(credentials: ClusterCredentials, head: string, bodyBytes: string): { socket: TLSSocket; answer: Promise<{ text: string; at: number }> } {
   const url = new URL(credentials.server);
-  const socket = tlsConnect({ host: url.hostname, port: Number(url.port), ca: credentials.caPem, cert: credentials.certPem, key: credentials.keyPem, ALPNProtocols: ['http/1.1'] });
+  const socket = tlsConnect({
+    host: url.hostname,
+    port: Number(url.port),
+    ca: credentials.caPem,
+    cert: credentials.certPem,
+    key: credentials.keyPem,
+    ALPNProtocols: ['http/1.1'],
+  });
   let text = '';
   const answer = new Promise<{ text: string; at: number }>((resolve) => {
     socket.setEncoding('utf8');
@@ -229,7 +254,8 @@ function http1Raw(credentials: ClusterCredentials, head: string, bodyBytes: stri
   return { socket, answer };
 }
 
-const postHead = (path: string, length: number) => `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+const postHead = (path: string, length: number) =>
+  `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
 
 /** Polls A's /readyz on fresh connections (no credentials: health is open) until A refuses connections. */
 async function readyzUntilRefused(until: number): Promise<{ at: number; status: number; body: string }[]> {
@@ -255,99 +281,139 @@ async function readyzUntilRefused(until: number): Promise<{ at: number; status: 
 t.test('every watch delivers before the shutdown', async (t) => {
   for (const w of watches) {
     const namespace = w === tenantApiWatch ? undefined : 'default';
-    t.ok(eventsOf(w).some((e) => e.type === 'ADDED' && e.object.metadata.name === probeOf(w) && e.object.metadata.namespace === namespace), `${w.name}: the ADDED of ${probeOf(w)}, as its client names it`);
+    t.ok(
+      eventsOf(w).some((e) => e.type === 'ADDED' && e.object.metadata.name === probeOf(w) && e.object.metadata.namespace === namespace),
+      `${w.name}: the ADDED of ${probeOf(w)}, as its client names it`,
+    );
   }
 });
 
-t.test('SIGTERM: not ready during the delay, then GOAWAY, watches ended cleanly, accepted requests finished, queued ones refused with 503, exit 0', async (t) => {
-  const until = performance.now() + DELAY_MS + DRAIN_MS + 15_000;
-  // A request that never finishes its body keeps narrow's one mutating seat, and so the drain open to its bound.
-  const stuck = http1Raw(narrowOnA, postHead(CM_PATH, 1000), '{"metadata":');
-  await new Promise((resolve) => setTimeout(resolve, 300));
-  const loops = [listLoop(until), listLoop(until), steadyLoop(performance.now() + DELAY_MS + DRAIN_MS + 4_000)];
-  await new Promise((resolve) => setTimeout(resolve, 500));
+t.test(
+  'SIGTERM: not ready during the delay, then GOAWAY, watches ended cleanly, accepted requests finished, queued ones refused with 503, exit 0',
+  async (t) => {
+    const until = performance.now() + DELAY_MS + DRAIN_MS + 15_000;
+    // A request that never finishes its body keeps narrow's one mutating seat, and so the drain open to its bound.
+    const stuck = http1Raw(narrowOnA, postHead(CM_PATH, 1000), '{"metadata":');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const loops = [listLoop(until), listLoop(until), steadyLoop(performance.now() + DELAY_MS + DRAIN_MS + 4_000)];
+    await new Promise((resolve) => setTimeout(resolve, 500));
 
-  const sigtermAt = performance.now();
-  const exited = new Promise<{ code: number | null; at: number }>((resolve) => stack.gateway.once('exit', (code) => resolve({ code, at: performance.now() })));
-  stack.gateway.kill('SIGTERM');
-  const readyz = readyzUntilRefused(until);
-  // Sent during the delay on a connection of its own: it waits for the seat the stuck request holds.
-  await new Promise((resolve) => setTimeout(resolve, 1_000));
-  const body = JSON.stringify({ metadata: { name: 'queued' } });
-  const queued = http1Raw(narrowOnA, postHead(CM_PATH, Buffer.byteLength(body)), body);
+    const sigtermAt = performance.now();
+    const exited = new Promise<{ code: number | null; at: number }>((resolve) =>
+      stack.gateway.once('exit', (code) => resolve({ code, at: performance.now() })),
+    );
+    stack.gateway.kill('SIGTERM');
+    const readyz = readyzUntilRefused(until);
+    // Sent during the delay on a connection of its own: it waits for the seat the stuck request holds.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const body = JSON.stringify({ metadata: { name: 'queued' } });
+    const queued = http1Raw(narrowOnA, postHead(CM_PATH, Buffer.byteLength(body)), body);
 
-  const probes = await readyz;
-  const refusedAt = performance.now();
-  const exit = await exited;
-  await Promise.all(loops);
-  const [queuedAnswer, stuckAnswer] = await Promise.all([queued.answer, stuck.answer]);
-  listSession.close();
+    const probes = await readyz;
+    const refusedAt = performance.now();
+    const exit = await exited;
+    await Promise.all(loops);
+    const [queuedAnswer, stuckAnswer] = await Promise.all([queued.answer, stuck.answer]);
+    listSession.close();
 
-  const ms = (at: number) => Math.round(at - sigtermAt);
-  // readyz: 503 "shutting down" from the first answer after the signal was handled, until connections are refused.
-  const first503 = probes.findIndex((p) => p.status === 503);
-  t.ok(first503 >= 0 && first503 <= 1, `readyz turned 503 at once (answers: ${probes.map((p) => p.status).join(' ')})`);
-  t.ok(probes.slice(first503).every((p) => p.status === 503 && p.body === 'shutting down'), 'every readyz after that: 503 "shutting down"');
-  t.ok(ms(refusedAt) >= DELAY_MS * 0.9, `connections refused only after the delay (${ms(refusedAt)} ms)`);
-  const ready503At = probes[first503]?.at ?? Infinity;
+    const ms = (at: number) => Math.round(at - sigtermAt);
+    // readyz: 503 "shutting down" from the first answer after the signal was handled, until connections are refused.
+    const first503 = probes.findIndex((p) => p.status === 503);
+    t.ok(first503 >= 0 && first503 <= 1, `readyz turned 503 at once (answers: ${probes.map((p) => p.status).join(' ')})`);
+    t.ok(
+      probes.slice(first503).every((p) => p.status === 503 && p.body === 'shutting down'),
+      'every readyz after that: 503 "shutting down"',
+    );
+    t.ok(ms(refusedAt) >= DELAY_MS * 0.9, `connections refused only after the delay (${ms(refusedAt)} ms)`);
+    const ready503At = probes[first503]?.at ?? Infinity;
 
-  // Served during the delay: lists that started after readyz had turned.
-  const servedInDelay = lists.filter((l) => l.startedAt > ready503At && l.status === 200);
-  t.ok(servedInDelay.length > 0, `${servedInDelay.length} large lists started and answered 200 during the delay`);
-  // Accepted before GOAWAY, finished after it: complete.
-  t.ok(goawayAt > 0, `GOAWAY received ${ms(goawayAt)} ms after SIGTERM`);
-  t.ok(ms(goawayAt) >= DELAY_MS * 0.9, 'GOAWAY after the delay, not before');
-  const answered = lists.filter((l) => !l.refused && l.problem === '');
-  t.ok(answered.every((l) => l.status === 200 && l.items === CONFIGMAPS + 1), `every large list answered is whole (${answered.length} of ${lists.length})`);
-  t.same(lists.filter((l) => !l.refused && l.problem !== '').map((l) => l.problem), [], 'no list failed other than refused by GOAWAY');
-  const spanning = answered.filter((l) => l.startedAt < goawayAt && l.endedAt > goawayAt);
-  t.ok(spanning.length >= 1 && spanning.every((l) => l.status === 200), `lists in flight when GOAWAY came finished with 200 (${spanning.length})`);
-  t.comment(`large lists: ${answered.length} answered, ${spanning.length} in flight across the GOAWAY, ${lists.length - answered.length} refused (never processed)`);
+    // Served during the delay: lists that started after readyz had turned.
+    const servedInDelay = lists.filter((l) => l.startedAt > ready503At && l.status === 200);
+    t.ok(servedInDelay.length > 0, `${servedInDelay.length} large lists started and answered 200 during the delay`);
+    // Accepted before GOAWAY, finished after it: complete.
+    t.ok(goawayAt > 0, `GOAWAY received ${ms(goawayAt)} ms after SIGTERM`);
+    t.ok(ms(goawayAt) >= DELAY_MS * 0.9, 'GOAWAY after the delay, not before');
+    const answered = lists.filter((l) => !l.refused && l.problem === '');
+    t.ok(
+      answered.every((l) => l.status === 200 && l.items === CONFIGMAPS + 1),
+      `every large list answered is whole (${answered.length} of ${lists.length})`,
+    );
+    t.same(
+      lists.filter((l) => !l.refused && l.problem !== '').map((l) => l.problem),
+      [],
+      'no list failed other than refused by GOAWAY',
+    );
+    const spanning = answered.filter((l) => l.startedAt < goawayAt && l.endedAt > goawayAt);
+    t.ok(spanning.length >= 1 && spanning.every((l) => l.status === 200), `lists in flight when GOAWAY came finished with 200 (${spanning.length})`);
+    t.comment(
+      `large lists: ${answered.length} answered, ${spanning.length} in flight across the GOAWAY, ${lists.length - answered.length} refused (never processed)`,
+    );
 
-  for (const w of watches) {
-    t.ok(w.clean && w.problem === '', `${w.name}: ended cleanly${w.problem ? ` (${w.problem})` : ''}`);
-    t.ok(ms(w.endedAt) >= DELAY_MS * 0.9 && ms(w.endedAt) <= DELAY_MS + 1_500, `${w.name}: ended when the delay ran out (${ms(w.endedAt)} ms)`);
-    t.doesNotThrow(() => eventsOf(w), `${w.name}: whole events only`);
-  }
-  t.match(newStreamRefused, /ERR_HTTP2_(GOAWAY|INVALID)_SESSION|REFUSED_STREAM|ERR_HTTP2_STREAM_ERROR/, `a new stream on the old connection, once GOAWAY came, is refused (${newStreamRefused})`);
+    for (const w of watches) {
+      t.ok(w.clean && w.problem === '', `${w.name}: ended cleanly${w.problem ? ` (${w.problem})` : ''}`);
+      t.ok(ms(w.endedAt) >= DELAY_MS * 0.9 && ms(w.endedAt) <= DELAY_MS + 1_500, `${w.name}: ended when the delay ran out (${ms(w.endedAt)} ms)`);
+      t.doesNotThrow(() => eventsOf(w), `${w.name}: whole events only`);
+    }
+    t.match(
+      newStreamRefused,
+      /ERR_HTTP2_(GOAWAY|INVALID)_SESSION|REFUSED_STREAM|ERR_HTTP2_STREAM_ERROR/,
+      `a new stream on the old connection, once GOAWAY came, is refused (${newStreamRefused})`,
+    );
 
-  // The steady client: served throughout, by B once A went (its retries counted as client-go would make them).
-  const counts = steady.counts;
-  t.same(counts.failures, [], 'no request of the steady client failed');
-  t.same(Object.keys(counts.answered), ['200'], `every steady answer 200 (${JSON.stringify(counts.answered)})`);
-  t.ok(steadyAnswers.every((a) => a.name === 'probe'), 'every steady answer is the object asked for');
-  t.ok(steadyAnswers.some((a) => a.at > exit.at), 'served after A exited');
-  t.ok((lb.connectionsByBackend.get(b.port) ?? 0) >= 1, 'the client reconnected through the load balancer to B');
-  t.comment(`steady client: ${steadyAnswers.length} answers, retries: ${counts.goawayRefused} refused by GOAWAY, ${counts.connectionLost} connection lost, ${counts.retryAfter} after Retry-After; sessions opened ${steady.sessionsOpened}`);
+    // The steady client: served throughout, by B once A went (its retries counted as client-go would make them).
+    const counts = steady.counts;
+    t.same(counts.failures, [], 'no request of the steady client failed');
+    t.same(Object.keys(counts.answered), ['200'], `every steady answer 200 (${JSON.stringify(counts.answered)})`);
+    t.ok(
+      steadyAnswers.every((a) => a.name === 'probe'),
+      'every steady answer is the object asked for',
+    );
+    t.ok(
+      steadyAnswers.some((a) => a.at > exit.at),
+      'served after A exited',
+    );
+    t.ok((lb.connectionsByBackend.get(b.port) ?? 0) >= 1, 'the client reconnected through the load balancer to B');
+    t.comment(
+      `steady client: ${steadyAnswers.length} answers, retries: ${counts.goawayRefused} refused by GOAWAY, ${counts.connectionLost} connection lost, ${counts.retryAfter} after Retry-After; sessions opened ${steady.sessionsOpened}`,
+    );
 
-  // The drain's bound: the request still waiting for a seat got 503 with Retry-After (and Connection: close); the one
-  // that never sent its body was cut then.
-  t.match(queuedAnswer.text, /^HTTP\/1\.1 503 /, `the queued POST: ${queuedAnswer.text.split('\r\n')[0]}`);
-  t.match(queuedAnswer.text, /\r\nretry-after: 1\r\n/i, 'with Retry-After');
-  t.match(queuedAnswer.text, /\r\nconnection: close\r\n/i, 'and Connection: close');
-  t.match(queuedAnswer.text, /"reason":"ServiceUnavailable"/, 'a Status');
-  t.ok(ms(queuedAnswer.at) >= DELAY_MS + DRAIN_MS * 0.9, `refused when the drain ran out (${ms(queuedAnswer.at)} ms)`);
-  t.equal(stuckAnswer.text, '', 'the request that never sent its body got no answer');
-  t.ok(ms(stuckAnswer.at) >= DELAY_MS + DRAIN_MS * 0.9, `its connection was closed at the drain bound (${ms(stuckAnswer.at)} ms)`);
+    // The drain's bound: the request still waiting for a seat got 503 with Retry-After (and Connection: close); the one
+    // that never sent its body was cut then.
+    t.match(queuedAnswer.text, /^HTTP\/1\.1 503 /, `the queued POST: ${queuedAnswer.text.split('\r\n')[0]}`);
+    t.match(queuedAnswer.text, /\r\nretry-after: 1\r\n/i, 'with Retry-After');
+    t.match(queuedAnswer.text, /\r\nconnection: close\r\n/i, 'and Connection: close');
+    t.match(queuedAnswer.text, /"reason":"ServiceUnavailable"/, 'a Status');
+    t.ok(ms(queuedAnswer.at) >= DELAY_MS + DRAIN_MS * 0.9, `refused when the drain ran out (${ms(queuedAnswer.at)} ms)`);
+    t.equal(stuckAnswer.text, '', 'the request that never sent its body got no answer');
+    t.ok(ms(stuckAnswer.at) >= DELAY_MS + DRAIN_MS * 0.9, `its connection was closed at the drain bound (${ms(stuckAnswer.at)} ms)`);
 
-  t.equal(exit.code, 0, 'exit code 0');
-  t.ok(ms(exit.at) <= DELAY_MS + DRAIN_MS + SLACK_MS, `exited ${ms(exit.at)} ms after SIGTERM (delay ${DELAY_MS} + drain ${DRAIN_MS})`);
-  t.comment(`readyz 503 from ${ms(ready503At)} ms; connections refused from ${ms(refusedAt)} ms; GOAWAY at ${ms(goawayAt)} ms; watches ended at ${watches.map((w) => ms(w.endedAt)).join(', ')} ms; exit at ${ms(exit.at)} ms`);
-  watchSession.destroy();
-  adminSession.destroy();
-  steady.close();
-});
+    t.equal(exit.code, 0, 'exit code 0');
+    t.ok(ms(exit.at) <= DELAY_MS + DRAIN_MS + SLACK_MS, `exited ${ms(exit.at)} ms after SIGTERM (delay ${DELAY_MS} + drain ${DRAIN_MS})`);
+    t.comment(
+      `readyz 503 from ${ms(ready503At)} ms; connections refused from ${ms(refusedAt)} ms; GOAWAY at ${ms(goawayAt)} ms; watches ended at ${watches.map((w) => ms(w.endedAt)).join(', ')} ms; exit at ${ms(exit.at)} ms`,
+    );
+    watchSession.destroy();
+    adminSession.destroy();
+    steady.close();
+  },
+);
 
 t.test('the client-node informer re-watched on B: it sees an object made after A went, and reported no error', async (t) => {
   t.teardown(() => informer.stop());
   const session = connectH2({ ...onA, server: b.url });
-  const made = await h2Request(session, 'POST', CM_PATH, { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ metadata: { name: 'after-shutdown' } }) });
+  const made = await h2Request(session, 'POST', CM_PATH, {
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ metadata: { name: 'after-shutdown' } }),
+  });
   session.close();
   t.equal(made.status, 201, 'made through B');
   const deadline = Date.now() + 15_000;
   while (!informerSeen.includes('add default/after-shutdown') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
   t.ok(informerSeen.includes('add default/after-shutdown'), 'the informer saw it');
-  t.ok(informerSeen.includes('add default/probe') && informerSeen.filter((line) => line === 'add default/probe').length === 1, 'each object added once: it resumed, it did not start over');
+  t.ok(
+    informerSeen.includes('add default/probe') && informerSeen.filter((line) => line === 'add default/probe').length === 1,
+    'each object added once: it resumed, it did not start over',
+  );
   t.same(informerErrors, [], 'no error reported');
 });
 

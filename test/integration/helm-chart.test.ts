@@ -47,7 +47,12 @@ let scratch: string;
 
 /** helm with its cache, config and data homes in the test's scratch directory (nothing written to ~/.config). */
 function runHelm(args: string[]): Promise<CommandResult> {
-  const env = { ...process.env, HELM_CACHE_HOME: join(scratch, 'helm-cache'), HELM_CONFIG_HOME: join(scratch, 'helm-config'), HELM_DATA_HOME: join(scratch, 'helm-data') };
+  const env = {
+    ...process.env,
+    HELM_CACHE_HOME: join(scratch, 'helm-cache'),
+    HELM_CONFIG_HOME: join(scratch, 'helm-config'),
+    HELM_DATA_HOME: join(scratch, 'helm-data'),
+  };
   return runCommand(helm, args, { env, timeoutMs: 60_000 });
 }
 
@@ -142,7 +147,11 @@ const CUSTOM_VALUES = {
       apiVersion: 'networking.k8s.io/v1',
       kind: 'NetworkPolicy',
       metadata: { name: '{{ .Release.Name }}-ingress', namespace: NAMESPACE },
-      spec: { podSelector: { matchLabels: { 'app.kubernetes.io/instance': '{{ .Release.Name }}' } }, policyTypes: ['Ingress'], ingress: [{ ports: [{ port: 6443 }] }] },
+      spec: {
+        podSelector: { matchLabels: { 'app.kubernetes.io/instance': '{{ .Release.Name }}' } },
+        policyTypes: ['Ingress'],
+        ingress: [{ ports: [{ port: 6443 }] }],
+      },
     },
   ],
 };
@@ -164,8 +173,21 @@ t.teardown(async () => {
 });
 
 t.test('helm lint --strict passes with the default values and with every option turned', async (t) => {
-  for (const [name, values] of [['default', DEFAULT_VALUES], ['custom', CUSTOM_VALUES]] as const) {
-    const lint = await runHelm(['lint', '--strict', CHART, '--namespace', NAMESPACE, '--kube-version', RIG_VERSIONS.kubernetes, '-f', valuesFile(`lint-${name}.yaml`, values)]);
+  for (const [name, values] of [
+    ['default', DEFAULT_VALUES],
+    ['custom', CUSTOM_VALUES],
+  ] as const) {
+    const lint = await runHelm([
+      'lint',
+      '--strict',
+      CHART,
+      '--namespace',
+      NAMESPACE,
+      '--kube-version',
+      RIG_VERSIONS.kubernetes,
+      '-f',
+      valuesFile(`lint-${name}.yaml`, values),
+    ]);
     t.equal(lint.code, 0, `${name}: helm lint --strict passes`, { output: lint.stdout + lint.stderr });
     t.match(lint.stdout, /1 chart\(s\) linted, 0 chart\(s\) failed/);
     t.notMatch(lint.stdout, /\[(WARNING|ERROR)\]/, `${name}: no warnings`);
@@ -175,9 +197,23 @@ t.test('helm lint --strict passes with the default values and with every option 
 t.test('helm package carries the dashboard itself, not the link to it', async (t) => {
   const packaged = await helmOk(['package', CHART, '--destination', scratch]);
   const archive = /saved it to: (\S+)/.exec(packaged)?.[1] ?? '';
-  const rendered = await helmOk(['template', RELEASE, archive, '--namespace', NAMESPACE, '-f', valuesFile('packaged.yaml', DEFAULT_VALUES), '--show-only', 'templates/grafana-dashboard.yaml']);
+  const rendered = await helmOk([
+    'template',
+    RELEASE,
+    archive,
+    '--namespace',
+    NAMESPACE,
+    '-f',
+    valuesFile('packaged.yaml', DEFAULT_VALUES),
+    '--show-only',
+    'templates/grafana-dashboard.yaml',
+  ]);
   const dashboard = parseAllDocuments(rendered)[0]!.toJS() as K8sObject;
-  t.equal(dashboard.data!['tenantgate.json'], readFileSync(new URL('../../grafana/tenantgate.json', import.meta.url), 'utf8').trimEnd(), 'the packaged chart renders grafana/tenantgate.json');
+  t.equal(
+    dashboard.data!['tenantgate.json'],
+    readFileSync(new URL('../../grafana/tenantgate.json', import.meta.url), 'utf8').trimEnd(),
+    'the packaged chart renders grafana/tenantgate.json',
+  );
 });
 
 t.test('the chart refuses values that cannot work, saying what to set', async (t) => {
@@ -186,8 +222,16 @@ t.test('the chart refuses values that cannot work, saying what to set', async (t
     ['no serving certificate', { ...DEFAULT_VALUES, tls: {} }, /tls\.existingSecret/],
     ['no tenant CA', { ...DEFAULT_VALUES, tenantCA: {} }, /tenantCA\.existingSecret/],
     ['one replica', { ...DEFAULT_VALUES, replicaCount: 1 }, /replicaCount/],
-    ['grace period shorter than delay and drain', { ...DEFAULT_VALUES, shutdownDrain: '60s', terminationGracePeriodSeconds: 30 }, /terminationGracePeriodSeconds \(30\) must be at least .* \(70s\)/],
-    ['no time to close after the drain', { ...DEFAULT_VALUES, shutdownDelay: '500ms', terminationGracePeriodSeconds: 35 }, /terminationGracePeriodSeconds \(35\) must be at least .* \(36s\)/],
+    [
+      'grace period shorter than delay and drain',
+      { ...DEFAULT_VALUES, shutdownDrain: '60s', terminationGracePeriodSeconds: 30 },
+      /terminationGracePeriodSeconds \(30\) must be at least .* \(70s\)/,
+    ],
+    [
+      'no time to close after the drain',
+      { ...DEFAULT_VALUES, shutdownDelay: '500ms', terminationGracePeriodSeconds: 35 },
+      /terminationGracePeriodSeconds \(35\) must be at least .* \(36s\)/,
+    ],
   ];
   for (const [name, values, message] of cases) {
     const result = await runHelm(['template', RELEASE, CHART, '--namespace', NAMESPACE, '-f', valuesFile(`bad-${name.replaceAll(' ', '-')}.yaml`, values)]);
@@ -207,7 +251,13 @@ t.test('default values: two replicas spread over nodes, probes on the health end
   t.same(container.readinessProbe.httpGet, { path: '/readyz', port: 'https', scheme: 'HTTPS' });
   t.same(container.livenessProbe.httpGet, { path: '/livez', port: 'https', scheme: 'HTTPS' });
   t.notOk(container.startupProbe, 'no startup probe unless asked for');
-  t.same(container.ports.map((p: { name: string; containerPort: number }) => [p.name, p.containerPort]), [['https', 6443], ['metrics', 9464]]);
+  t.same(
+    container.ports.map((p: { name: string; containerPort: number }) => [p.name, p.containerPort]),
+    [
+      ['https', 6443],
+      ['metrics', 9464],
+    ],
+  );
   t.ok(container.resources.requests.cpu && container.resources.requests.memory, 'resource requests set');
   t.same(container.securityContext, { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
   t.equal(pod.securityContext.runAsNonRoot, true);
@@ -224,7 +274,7 @@ t.test('default values: two replicas spread over nodes, probes on the health end
   t.equal(args.get('shutdown-drain'), '30s');
   t.ok(pod.terminationGracePeriodSeconds >= 5 + 30 + 5, 'the kubelet waits for delay and drain, and some seconds to close');
   t.notOk(args.has('upstream-kubeconfig'), 'in-cluster config: the ServiceAccount is its upstream identity');
-  t.notOk(args.has('confine-upstream-discovery'), 'the cluster\'s discovery is left as it is unless asked');
+  t.notOk(args.has('confine-upstream-discovery'), "the cluster's discovery is left as it is unless asked");
 
   // The files the flags name are in the Secrets the volumes mount.
   const mounts = new Map<string, string>(container.volumeMounts.map((m: { name: string; mountPath: string }) => [m.name, m.mountPath]));
@@ -244,9 +294,12 @@ t.test('default values: two replicas spread over nodes, probes on the health end
   const service = only(objects, 'Service', FULLNAME);
   t.same(
     service.spec.ports.map((p: { name: string; port: number; targetPort: string }) => [p.name, p.port, p.targetPort]),
-    [['https', 443, 'https'], ['metrics', 9464, 'metrics']],
+    [
+      ['https', 443, 'https'],
+      ['metrics', 9464, 'metrics'],
+    ],
   );
-  t.same(service.spec.selector, deployment.spec.selector.matchLabels, 'the Service selects the Deployment\'s pods');
+  t.same(service.spec.selector, deployment.spec.selector.matchLabels, "the Service selects the Deployment's pods");
 
   const pdb = only(objects, 'PodDisruptionBudget', FULLNAME);
   t.equal(pdb.spec.maxUnavailable, 1);
@@ -260,7 +313,7 @@ t.test('default values: two replicas spread over nodes, probes on the health end
 
   const dashboard = only(objects, 'ConfigMap', `${FULLNAME}-dashboard`);
   t.equal(dashboard.metadata.labels?.grafana_dashboard, '1');
-  t.equal((JSON.parse(dashboard.data!['tenantgate.json']!) as { uid: string }).uid, 'tenantgate', 'the repository\'s dashboard, whole');
+  t.equal((JSON.parse(dashboard.data!['tenantgate.json']!) as { uid: string }).uid, 'tenantgate', "the repository's dashboard, whole");
 
   const roles = objects.filter((o) => o.kind === 'ClusterRole');
   for (const [group, resource, verb] of [
@@ -284,7 +337,7 @@ t.test('default values: two replicas spread over nodes, probes on the health end
   ] as const) {
     t.ok(grants(roles, group, resource, verb), `RBAC: ${verb} ${resource}${group === '' ? '' : '.' + group}`);
   }
-  t.notOk(grants(roles, '', 'pods', 'create'), 'no writes of tenants\' workloads with its own identity');
+  t.notOk(grants(roles, '', 'pods', 'create'), "no writes of tenants' workloads with its own identity");
   t.notOk(grants(roles, '', 'secrets', 'update'), 'no writes of Secrets with its own identity');
   const binding = only(objects, 'ClusterRoleBinding');
   t.same(binding.subjects, [{ kind: 'ServiceAccount', name: FULLNAME, namespace: NAMESPACE }]);
@@ -318,7 +371,10 @@ t.test('custom values: replicas, required anti-affinity, existing Secrets, custo
 
   t.equal(objects.filter((o) => o.kind === 'Secret').length, 0, 'existing Secrets: the chart makes none');
   t.same(
-    pod.volumes.filter((v: { secret?: unknown }) => v.secret !== undefined).map((v: { secret: { secretName: string } }) => v.secret.secretName).sort(),
+    pod.volumes
+      .filter((v: { secret?: unknown }) => v.secret !== undefined)
+      .map((v: { secret: { secretName: string } }) => v.secret.secretName)
+      .sort(),
     ['tenantgate-serving', 'tenantgate-tenant-ca'],
   );
   t.notOk(deployment.spec.template.metadata.annotations['prometheus.io/scrape'], 'scrape annotations off when asked');
@@ -337,17 +393,34 @@ t.test('every rendered object is accepted by kube-apiserver (kubectl apply --dry
   // The ServiceMonitor's kind must exist: the real CRD of prometheus-operator, applied for real.
   await kubectlOk(['apply', '--server-side', '-f', serviceMonitorCrd]);
   await kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', 'crd/servicemonitors.monitoring.coreos.com']);
-  for (const [name, values] of [['default', DEFAULT_VALUES], ['custom', CUSTOM_VALUES]] as const) {
+  for (const [name, values] of [
+    ['default', DEFAULT_VALUES],
+    ['custom', CUSTOM_VALUES],
+  ] as const) {
     const { yaml, objects } = await render(valuesFile(`dry-run-${name}.yaml`, values));
     const applied = await rig.kubectl(['apply', '--dry-run=server', '-o', 'name', '-f', '-'], { input: yaml });
     t.equal(applied.code, 0, `${name}: ${applied.stderr}`);
-    const accepted = applied.stdout.trim().split('\n').filter((line) => line !== '');
+    const accepted = applied.stdout
+      .trim()
+      .split('\n')
+      .filter((line) => line !== '');
     t.equal(accepted.length, objects.length, `${name}: all ${objects.length} objects (${[...new Set(objects.map((o) => o.kind))].join(', ')}) accepted`);
   }
 });
 
 t.test('helm install --dry-run=server against the rig passes and its notes say where tenantgate answers', async (t) => {
-  const out = await helmOk(['install', RELEASE, CHART, '--namespace', NAMESPACE, '--dry-run=server', '--kubeconfig', rig.adminKubeconfigPath, '-f', valuesFile('install.yaml', DEFAULT_VALUES)]);
+  const out = await helmOk([
+    'install',
+    RELEASE,
+    CHART,
+    '--namespace',
+    NAMESPACE,
+    '--dry-run=server',
+    '--kubeconfig',
+    rig.adminKubeconfigPath,
+    '-f',
+    valuesFile('install.yaml', DEFAULT_VALUES),
+  ]);
   const notes = out.slice(out.indexOf('NOTES:'));
   t.match(notes, `https://${FULLNAME}.${NAMESPACE}.svc:443`);
   t.match(notes, `rollout status deployment/${FULLNAME}`);
@@ -358,13 +431,26 @@ t.test('the flags the chart passes are flags of tenantgate serve', async (t) => 
   const help = await runCommand(process.execPath, [CLI, 'serve', '--help'], { timeoutMs: 30_000 });
   const known = new Set([...`${help.stdout}${help.stderr}`.matchAll(/--([a-z][a-z0-9-]*)/g)].map((m) => m[1]));
   for (const values of [DEFAULT_VALUES, CUSTOM_VALUES]) {
-    for (const flag of argsOf((await render(valuesFile('flags.yaml', values))).objects).keys()) t.ok(known.has(flag), `--${flag} is a flag of tenantgate serve`);
+    for (const flag of argsOf((await render(valuesFile('flags.yaml', values))).objects).keys())
+      t.ok(known.has(flag), `--${flag} is a flag of tenantgate serve`);
   }
 });
 
-t.test('tenantgate serves a tenant with nothing but the chart\'s ServiceAccount and RBAC', async (t) => {
+t.test("tenantgate serves a tenant with nothing but the chart's ServiceAccount and RBAC", async (t) => {
   // The chart's ServiceAccount, ClusterRole and ClusterRoleBinding, for real.
-  const rbac = await helmOk(['template', RELEASE, CHART, '--namespace', NAMESPACE, '-f', valuesFile('rbac.yaml', DEFAULT_VALUES), '--show-only', 'templates/serviceaccount.yaml', '--show-only', 'templates/rbac.yaml']);
+  const rbac = await helmOk([
+    'template',
+    RELEASE,
+    CHART,
+    '--namespace',
+    NAMESPACE,
+    '-f',
+    valuesFile('rbac.yaml', DEFAULT_VALUES),
+    '--show-only',
+    'templates/serviceaccount.yaml',
+    '--show-only',
+    'templates/rbac.yaml',
+  ]);
   await kubectlOk(['apply', '-f', '-'], rbac);
   const token = (await kubectlOk(['-n', NAMESPACE, 'create', 'token', FULLNAME, '--duration=1h'])).trim();
 
@@ -405,9 +491,18 @@ t.test('tenantgate serves a tenant with nothing but the chart\'s ServiceAccount 
       apiVersion: 'apps/v1',
       kind: 'Deployment',
       metadata: { name: 'web', namespace: 'shop' },
-      spec: { replicas: 1, selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'web', image: 'nginx' }] } } },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: { app: 'web' } },
+        template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'web', image: 'nginx' }] } },
+      },
     },
-    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'reader', namespace: 'shop' }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] }] },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: 'reader', namespace: 'shop' },
+      rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] }],
+    },
     {
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'RoleBinding',
@@ -423,7 +518,10 @@ t.test('tenantgate serves a tenant with nothing but the chart\'s ServiceAccount 
   }
   const established = await asTenant(['wait', '--for=condition=Established', '--timeout=30s', 'crd/widgets.example.com']);
   t.equal(established.code, 0, `the tenant's CRD is established ${established.stderr}`);
-  const widget = await asTenant(['create', '-f', '-'], JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w1', namespace: 'shop' }, spec: { size: 3 } }));
+  const widget = await asTenant(
+    ['create', '-f', '-'],
+    JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w1', namespace: 'shop' }, spec: { size: 3 } }),
+  );
   t.equal(widget.code, 0, `create Widget w1: ${widget.stderr}`);
 
   const collections: [string, string][] = [
@@ -441,12 +539,21 @@ t.test('tenantgate serves a tenant with nothing but the chart\'s ServiceAccount 
     const listed = await asTenant(['get', '--raw', path]);
     t.equal(listed.code, 0, `list ${path}: ${listed.stderr}`);
     if (listed.code !== 0) continue;
-    t.ok((JSON.parse(listed.stdout) as { items: K8sObject[] }).items.some((item) => item.metadata.name === name), `list ${path} shows ${name}`);
+    t.ok(
+      (JSON.parse(listed.stdout) as { items: K8sObject[] }).items.some((item) => item.metadata.name === name),
+      `list ${path} shows ${name}`,
+    );
     // A watch from the start: its initial ADDED events, ended by the server after a second.
     const watched = await asTenant(['get', '--raw', `${path}?watch=1&timeoutSeconds=1`]);
     t.equal(watched.code, 0, `watch ${path}: ${watched.stderr}`);
-    const events = watched.stdout.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as { type: string; object: K8sObject });
-    t.ok(events.some((event) => event.type === 'ADDED' && event.object.metadata.name === name), `watch ${path} shows ${name}`);
+    const events = watched.stdout
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => JSON.parse(line) as { type: string; object: K8sObject });
+    t.ok(
+      events.some((event) => event.type === 'ADDED' && event.object.metadata.name === name),
+      `watch ${path} shows ${name}`,
+    );
   }
 
   // The tenant's service account with a token minted through tenantgate: tenantgate accepts it by a TokenReview.
@@ -458,34 +565,56 @@ t.test('tenantgate serves a tenant with nothing but the chart\'s ServiceAccount 
   t.equal(readBySa.stdout, 'blue', `the service account reads what its RoleBinding grants ${readBySa.stderr}`);
 
   // A FlowSchema: validated by a dry-run create of the real kind, kept as tenantgate's stored kind.
-  const flowSchema = await asTenant(['create', '-f', '-'], JSON.stringify({
-    apiVersion: 'flowcontrol.apiserver.k8s.io/v1',
-    kind: 'FlowSchema',
-    metadata: { name: 'shop' },
-    spec: {
-      priorityLevelConfiguration: { name: 'catch-all' },
-      matchingPrecedence: 900,
-      rules: [{ subjects: [{ kind: 'Group', group: { name: 'system:authenticated' } }], resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'], namespaces: ['*'] }] }],
-    },
-  }));
+  const flowSchema = await asTenant(
+    ['create', '-f', '-'],
+    JSON.stringify({
+      apiVersion: 'flowcontrol.apiserver.k8s.io/v1',
+      kind: 'FlowSchema',
+      metadata: { name: 'shop' },
+      spec: {
+        priorityLevelConfiguration: { name: 'catch-all' },
+        matchingPrecedence: 900,
+        rules: [
+          {
+            subjects: [{ kind: 'Group', group: { name: 'system:authenticated' } }],
+            resourceRules: [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'], namespaces: ['*'] }],
+          },
+        ],
+      },
+    }),
+  );
   t.equal(flowSchema.code, 0, `create FlowSchema ${flowSchema.stderr}`);
 
   // A client CSR the tenant approves is signed by tenantgate with the tenant CA.
-  const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048, publicKeyEncoding: { type: 'spki', format: 'pem' }, privateKeyEncoding: { type: 'pkcs8', format: 'pem' } });
+  const { publicKey, privateKey } = generateKeyPairSync('rsa', {
+    modulusLength: 2048,
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+  });
   const request = forge.pki.createCertificationRequest();
   request.publicKey = forge.pki.publicKeyFromPem(publicKey);
   request.setSubject([{ name: 'commonName', value: 'bob' }]);
   request.sign(forge.pki.privateKeyFromPem(privateKey), forge.md.sha256.create());
-  const csr = await asTenant(['create', '-f', '-'], JSON.stringify({
-    apiVersion: 'certificates.k8s.io/v1',
-    kind: 'CertificateSigningRequest',
-    metadata: { name: 'bob' },
-    spec: { request: Buffer.from(forge.pki.certificationRequestToPem(request)).toString('base64'), signerName: 'kubernetes.io/kube-apiserver-client', usages: ['client auth'] },
-  }));
+  const csr = await asTenant(
+    ['create', '-f', '-'],
+    JSON.stringify({
+      apiVersion: 'certificates.k8s.io/v1',
+      kind: 'CertificateSigningRequest',
+      metadata: { name: 'bob' },
+      spec: {
+        request: Buffer.from(forge.pki.certificationRequestToPem(request)).toString('base64'),
+        signerName: 'kubernetes.io/kube-apiserver-client',
+        usages: ['client auth'],
+      },
+    }),
+  );
   t.equal(csr.code, 0, `create CSR ${csr.stderr}`);
   const approved = await asTenant(['certificate', 'approve', 'bob']);
   t.equal(approved.code, 0, `approve CSR ${approved.stderr}`);
-  t.ok(await within(10_000, async () => (await asTenant(['get', 'csr', 'bob', '-o', 'jsonpath={.status.certificate}'])).stdout !== ''), 'the CSR gets its certificate');
+  t.ok(
+    await within(10_000, async () => (await asTenant(['get', 'csr', 'bob', '-o', 'jsonpath={.status.certificate}'])).stdout !== ''),
+    'the CSR gets its certificate',
+  );
 
   // The administrator deletes the tenant: everything it had upstream goes.
   const deleted = await rig.kubectl(['delete', 'tenant', 'chrt01', '--wait=false'], { kubeconfig: adminKubeconfig });

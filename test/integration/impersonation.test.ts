@@ -42,17 +42,21 @@ async function eventually(run: () => Promise<KubectlResult>, done: (r: KubectlRe
   return r;
 }
 
-t.test('a tenant admin asking what a service account may do gets the service account\'s answer', async (t) => {
+t.test("a tenant admin asking what a service account may do gets the service account's answer", async (t) => {
   const asAdmin = await tenant.kubectl(['auth', 'can-i', 'create', 'deployments', '-n', 'shop']);
   t.equal(asAdmin.stdout.trim(), 'yes', 'the admin itself may');
   const asRobot = await tenant.kubectl(['--as=system:serviceaccount:shop:robot', 'auth', 'can-i', 'create', 'deployments', '-n', 'shop']);
   t.equal(asRobot.stdout.trim(), 'no', `robot may not (${asRobot.stderr})`);
   const whoami = await tenant.kubectl(['--as=system:serviceaccount:shop:robot', 'auth', 'whoami', '-o', 'json']);
   t.equal(whoami.code, 0, whoami.stderr);
-  t.match(JSON.parse(whoami.stdout).status.userInfo, {
-    username: 'system:serviceaccount:shop:robot',
-    groups: ['system:serviceaccounts', 'system:serviceaccounts:shop', 'system:authenticated'],
-  }, 'the service account in the tenant\'s names, with its groups');
+  t.match(
+    JSON.parse(whoami.stdout).status.userInfo,
+    {
+      username: 'system:serviceaccount:shop:robot',
+      groups: ['system:serviceaccounts', 'system:serviceaccounts:shop', 'system:authenticated'],
+    },
+    "the service account in the tenant's names, with its groups",
+  );
   t.equal(JSON.parse(whoami.stdout).status.userInfo.extra, undefined, 'and no extra: the one tenantgate adds upstream is its own');
   const admin = await tenant.kubectl(['auth', 'whoami', '-o', 'json']);
   t.equal(JSON.parse(admin.stdout).status.userInfo.extra, undefined, 'nor for the admin');
@@ -62,16 +66,23 @@ t.test('kubectl --as=alice is refused what alice may not do, and allowed once a 
   const refused = await tenant.kubectl(['--as=alice', 'get', 'configmaps', '-n', 'shop']);
   t.not(refused.code, 0);
   t.match(refused.stderr, 'configmaps is forbidden: User "alice" cannot list resource "configmaps" in API group "" in the namespace "shop"');
-  t.notMatch(refused.stderr, /imprsa-|imprsa:/, 'in the tenant\'s names');
+  t.notMatch(refused.stderr, /imprsa-|imprsa:/, "in the tenant's names");
   await kubectlOk(tenant, ['create', 'role', 'price-reader', '-n', 'shop', '--verb=get,list', '--resource=configmaps']);
   await kubectlOk(tenant, ['create', 'rolebinding', 'alice-reads-prices', '-n', 'shop', '--role=price-reader', '--user=alice']);
-  const allowed = await eventually(() => tenant.kubectl(['--as=alice', 'get', 'configmaps', '-n', 'shop', '-o', 'name']), (r) => r.code === 0);
+  const allowed = await eventually(
+    () => tenant.kubectl(['--as=alice', 'get', 'configmaps', '-n', 'shop', '-o', 'name']),
+    (r) => r.code === 0,
+  );
   t.equal(allowed.code, 0, allowed.stderr);
   t.match(allowed.stdout, 'configmap/prices');
   const write = await tenant.kubectl(['--as=alice', 'delete', 'configmap', 'prices', '-n', 'shop']);
   t.match(write.stderr, 'User "alice" cannot delete resource "configmaps"', 'still only what the Role grants');
   const withUid = await tenant.kubectl(['--as=alice', '--as-group=buyers', '--as-uid=u-1', '--as-user-extra=scopes=view', 'auth', 'whoami', '-o', 'json']);
-  t.match(JSON.parse(withUid.stdout).status.userInfo, { username: 'alice', uid: 'u-1', groups: ['buyers', 'system:authenticated'], extra: { scopes: ['view'] } }, `groups, uid and extras as asked (${withUid.stderr})`);
+  t.match(
+    JSON.parse(withUid.stdout).status.userInfo,
+    { username: 'alice', uid: 'u-1', groups: ['buyers', 'system:authenticated'], extra: { scopes: ['view'] } },
+    `groups, uid and extras as asked (${withUid.stderr})`,
+  );
   // What impersonation costs once its reviews are cached (each cached 5 s): sequential GETs, bounded in count.
   const session = connectH2(credentialsOf(tenant.kubeconfig));
   t.teardown(() => session.close());
@@ -92,7 +103,7 @@ t.test('kubectl --as=alice is refused what alice may not do, and allowed once a 
   t.match(JSON.parse(log!), { tenant: 'imprsa', user: 'admin', as: 'alice' });
 });
 
-t.test('a tenant user without impersonate rights gets the apiserver\'s 403, until its tenant\'s RBAC grants them', async (t) => {
+t.test("a tenant user without impersonate rights gets the apiserver's 403, until its tenant's RBAC grants them", async (t) => {
   const own = await dev(['auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}']);
   t.equal(own.stdout, 'dev', `dev itself is served (${own.stderr})`);
   // kubectl reports a refused discovery only as "unknown" (against the apiserver too): let dev's own discovery be cached first.
@@ -101,12 +112,18 @@ t.test('a tenant user without impersonate rights gets the apiserver\'s 403, unti
   t.not(refused.code, 0);
   t.match(refused.stderr, 'users "alice" is forbidden: User "dev" cannot impersonate resource "users" in API group "" at the cluster scope');
   const account = await dev(['--as=system:serviceaccount:shop:robot', 'auth', 'can-i', 'get', 'pods', '-n', 'shop']);
-  t.match(account.stderr, 'serviceaccounts "robot" is forbidden: User "dev" cannot impersonate resource "serviceaccounts" in API group "" in the namespace "shop"');
+  t.match(
+    account.stderr,
+    'serviceaccounts "robot" is forbidden: User "dev" cannot impersonate resource "serviceaccounts" in API group "" in the namespace "shop"',
+  );
 
   // Cluster-wide by the tenant's ClusterRoleBinding (its shadow identity upstream), named users only.
   await kubectlOk(tenant, ['create', 'clusterrole', 'impersonate-alice', '--verb=impersonate', '--resource=users', '--resource-name=alice']);
   await kubectlOk(tenant, ['create', 'clusterrolebinding', 'dev-impersonates-alice', '--clusterrole=impersonate-alice', '--user=dev']);
-  const asAlice = await eventually(() => dev(['--as=alice', 'get', 'configmaps', '-n', 'shop', '-o', 'name']), (r) => r.code === 0);
+  const asAlice = await eventually(
+    () => dev(['--as=alice', 'get', 'configmaps', '-n', 'shop', '-o', 'name']),
+    (r) => r.code === 0,
+  );
   t.equal(asAlice.code, 0, asAlice.stderr);
   t.match(asAlice.stdout, 'configmap/prices', 'dev reads as alice what alice may read');
   const asBob = await dev(['--as=bob', 'get', 'configmaps', '-n', 'shop']);
@@ -115,11 +132,14 @@ t.test('a tenant user without impersonate rights gets the apiserver\'s 403, unti
   // In one namespace by a RoleBinding.
   await kubectlOk(tenant, ['create', 'role', 'impersonate-robot', '-n', 'shop', '--verb=impersonate', '--resource=serviceaccounts', '--resource-name=robot']);
   await kubectlOk(tenant, ['create', 'rolebinding', 'dev-impersonates-robot', '-n', 'shop', '--role=impersonate-robot', '--user=dev']);
-  const asRobot = await eventually(() => dev(['--as=system:serviceaccount:shop:robot', 'auth', 'can-i', 'get', 'pods', '-n', 'shop']), (r) => !r.stderr.includes('forbidden'));
+  const asRobot = await eventually(
+    () => dev(['--as=system:serviceaccount:shop:robot', 'auth', 'can-i', 'get', 'pods', '-n', 'shop']),
+    (r) => !r.stderr.includes('forbidden'),
+  );
   t.equal(asRobot.stdout.trim(), 'no', `robot's own answer (${asRobot.stderr})`);
 });
 
-t.test('whatever a tenant names, it acts as an identity of its own tenant: no system identity, no other tenant\'s', async (t) => {
+t.test("whatever a tenant names, it acts as an identity of its own tenant: no system identity, no other tenant's", async (t) => {
   for (const args of [
     ['--as=system:admin', '--as-group=system:masters'],
     ['--as=imprsb-admin'],
@@ -138,12 +158,18 @@ t.test('whatever a tenant names, it acts as an identity of its own tenant: no sy
     t.match(upstreamSecrets.stderr, /forbidden/, `${args.join(' ')}: the upstream's kube-system stays out of reach`);
   }
   const extra = await tenant.kubectl(['--as=alice', '--as-user-extra=tenant=imprsb', 'get', 'configmaps', '-n', 'shop']);
-  t.match(extra.stderr, 'userextras.authentication.k8s.io "imprsb" is forbidden: User "admin" cannot impersonate resource "userextras/tenant"', 'the tenant extra is never the tenant\'s to set');
-  const groupOnly = await h1Request(credentialsOf(tenant.kubeconfig), 'GET', '/api/v1/namespaces/shop/configmaps', { headers: { 'impersonate-group': 'system:masters' } });
+  t.match(
+    extra.stderr,
+    'userextras.authentication.k8s.io "imprsb" is forbidden: User "admin" cannot impersonate resource "userextras/tenant"',
+    "the tenant extra is never the tenant's to set",
+  );
+  const groupOnly = await h1Request(credentialsOf(tenant.kubeconfig), 'GET', '/api/v1/namespaces/shop/configmaps', {
+    headers: { 'impersonate-group': 'system:masters' },
+  });
   t.equal(groupOnly.status, 400, 'a group without a user is malformed');
 });
 
-t.test('Connection: Impersonate-User (capsule-proxy) neither drops tenantgate\'s impersonation nor skips the check', async (t) => {
+t.test("Connection: Impersonate-User (capsule-proxy) neither drops tenantgate's impersonation nor skips the check", async (t) => {
   const credentials = credentialsOf(devKubeconfig);
   const plain = await h1Request(credentials, 'GET', '/api/v1/namespaces/shop/configmaps', { headers: { connection: 'Impersonate-User, Impersonate-Group' } });
   t.equal(plain.status, 403, 'dev, who may read nothing, is still dev');
@@ -168,7 +194,7 @@ t.test('an upgrade (exec --as) is impersonated the same way', async (t) => {
   t.equal(adminItself.status, 404, 'the admin itself may exec: the pod is just not there');
 });
 
-t.test('an administrator\'s --as through tenantgate acts as that identity upstream', async (t) => {
+t.test("an administrator's --as through tenantgate acts as that identity upstream", async (t) => {
   const asSelf = await stack.kubectl(['auth', 'can-i', 'create', 'deployments', '-n', 'default']);
   t.equal(asSelf.stdout.trim(), 'yes');
   const asNobody = await stack.kubectl(['--as=nobody', 'auth', 'can-i', 'create', 'deployments', '-n', 'default']);

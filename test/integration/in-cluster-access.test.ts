@@ -66,13 +66,27 @@ async function projectServiceAccountVolume(pod: Json, root: string): Promise<str
   for (const source of volume.projected.sources as Json[]) {
     if (source.serviceAccountToken !== undefined) {
       const token = await ok(
-        stack.kubectlDirect(['create', 'token', pod.spec.serviceAccountName, '-n', pod.metadata.namespace, '--bound-object-kind', 'Pod', '--bound-object-name', pod.metadata.name, '--bound-object-uid', pod.metadata.uid]),
+        stack.kubectlDirect([
+          'create',
+          'token',
+          pod.spec.serviceAccountName,
+          '-n',
+          pod.metadata.namespace,
+          '--bound-object-kind',
+          'Pod',
+          '--bound-object-name',
+          pod.metadata.name,
+          '--bound-object-uid',
+          pod.metadata.uid,
+        ]),
         'TokenRequest',
       );
       writeFileSync(join(dir, source.serviceAccountToken.path), token.trim());
     }
     if (source.configMap !== undefined) {
-      const cm = JSON.parse(await ok(stack.kubectlDirect(['get', 'configmap', source.configMap.name, '-n', pod.metadata.namespace, '-o', 'json']), 'configmap')) as Json;
+      const cm = JSON.parse(
+        await ok(stack.kubectlDirect(['get', 'configmap', source.configMap.name, '-n', pod.metadata.namespace, '-o', 'json']), 'configmap'),
+      ) as Json;
       for (const item of source.configMap.items) writeFileSync(join(dir, item.path), cm.data[item.key]);
     }
     for (const item of (source.downwardAPI?.items ?? []) as Json[]) {
@@ -97,7 +111,10 @@ function inClusterClient(pod: Json, root: string): k8s.KubeConfig {
     kc.loadFromCluster(root);
     return kc;
   } finally {
-    for (const [key, value] of [['KUBERNETES_SERVICE_HOST', saved.host], ['KUBERNETES_SERVICE_PORT', saved.port]] as const) {
+    for (const [key, value] of [
+      ['KUBERNETES_SERVICE_HOST', saved.host],
+      ['KUBERNETES_SERVICE_PORT', saved.port],
+    ] as const) {
       if (value === undefined) delete process.env[key];
       else process.env[key] = value;
     }
@@ -123,11 +140,18 @@ t.test("a Deployment's pod gets tenantgate's address, CA and the tenant's namesp
   const { port } = new URL(stack.gatewayUrl);
   const pod = await upstreamPod(TENANTS.alpha, 'app');
   const env = Object.fromEntries((pod.spec.containers[0].env ?? []).map((e: Json) => [e.name, e.value]));
-  t.same(env, { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: port, KUBERNETES_SERVICE_PORT_HTTPS: port }, 'the container is pointed at tenantgate');
-  t.equal(pod.metadata.annotations?.[NAMESPACE_ANNOTATION], 'default', 'the namespace file holds the tenant\'s name, not the prefixed one');
+  t.same(
+    env,
+    { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: port, KUBERNETES_SERVICE_PORT_HTTPS: port },
+    'the container is pointed at tenantgate',
+  );
+  t.equal(pod.metadata.annotations?.[NAMESPACE_ANNOTATION], 'default', "the namespace file holds the tenant's name, not the prefixed one");
   t.equal(pod.metadata.annotations?.[CA_ANNOTATION], stack.files.ca.certPem, "the CA file holds tenantgate's CA");
   const volume = pod.spec.volumes.find((v: Json) => v.name.startsWith('kube-api-access-'));
-  t.ok(volume.projected.sources.some((s: Json) => s.serviceAccountToken?.path === 'token'), 'the token is still projected by the kubelet from the upstream');
+  t.ok(
+    volume.projected.sources.some((s: Json) => s.serviceAccountToken?.path === 'token'),
+    'the token is still projected by the kubelet from the upstream',
+  );
   t.notOk(JSON.stringify(volume).includes('kube-root-ca.crt'), "the upstream's CA is no longer mounted");
   // Only in the tenant's copy: the Deployment's template is as the tenant wrote it.
   const template = JSON.parse(await ok(tenants.get('alpha')!.kubectl(['get', 'deployment', 'app', '-n', 'default', '-o', 'json']), 'deployment')) as Json;
@@ -141,22 +165,38 @@ for (const [who, id] of Object.entries(TENANTS)) {
     const kc = inClusterClient(pod, await projectServiceAccountVolume(pod, join(stack.dir, `pod-${id}`)));
     t.equal(kc.getCurrentCluster()?.server, stack.gatewayUrl, 'in-cluster config lands on tenantgate');
     const namespace = kc.getContextObject(kc.getCurrentContext())?.namespace;
-    t.equal(namespace, 'default', 'its namespace is the tenant\'s name');
+    t.equal(namespace, 'default', "its namespace is the tenant's name");
     const core = kc.makeApiClient(k8s.CoreV1Api);
     const configMaps = await core.listNamespacedConfigMap({ namespace: namespace! });
     const names = configMaps.items.map((cm) => cm.metadata?.name);
     t.ok(names.includes('settings') && names.includes(`${who}-only`), `lists ${who}'s ConfigMaps by their names`);
     t.notOk(names.includes(`${other}-only`), `never ${other}'s`);
     t.equal(configMaps.items.find((cm) => cm.metadata?.name === 'settings')?.data?.owner, who, `its settings are ${who}'s`);
-    t.ok(configMaps.items.every((cm) => cm.metadata?.namespace === 'default'), 'under the tenant\'s namespace name');
-    const whoami = await kc.makeApiClient(k8s.AuthenticationV1Api).createSelfSubjectReview({ body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } });
+    t.ok(
+      configMaps.items.every((cm) => cm.metadata?.namespace === 'default'),
+      "under the tenant's namespace name",
+    );
+    const whoami = await kc
+      .makeApiClient(k8s.AuthenticationV1Api)
+      .createSelfSubjectReview({ body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } });
     t.equal(whoami.status?.userInfo?.username, 'system:serviceaccount:default:default', 'it is its own service account, as the tenant names it');
     const groups = (await kc.makeApiClient(k8s.ApisApi).getAPIVersions()).groups.map((g) => g.name);
     t.ok(groups.includes(GROUPS[who as keyof typeof GROUPS]), `discovery shows ${who}'s CRD group`);
     t.notOk(groups.includes(GROUPS[other as keyof typeof GROUPS]), `not ${other}'s`);
-    t.notOk(groups.some((g) => /^[a-z0-9]{6}-/.test(g)), 'and no prefixed group');
-    await t.rejects(core.readNamespacedConfigMap({ namespace: `${TENANTS[other as keyof typeof TENANTS]}-default`, name: 'settings' }), { code: 403 }, `${other}'s namespace by its upstream name is not reachable`);
-    await t.rejects(core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'written' } } }), { code: 403 }, 'view grants no writes: the upstream RBAC of the service account decides');
+    t.notOk(
+      groups.some((g) => /^[a-z0-9]{6}-/.test(g)),
+      'and no prefixed group',
+    );
+    await t.rejects(
+      core.readNamespacedConfigMap({ namespace: `${TENANTS[other as keyof typeof TENANTS]}-default`, name: 'settings' }),
+      { code: 403 },
+      `${other}'s namespace by its upstream name is not reachable`,
+    );
+    await t.rejects(
+      core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'written' } } }),
+      { code: 403 },
+      'view grants no writes: the upstream RBAC of the service account decides',
+    );
   });
 }
 
@@ -176,27 +216,43 @@ t.test('pods that bring their own credentials, or take none, are left alone; ini
   t.notOk(noToken.metadata.annotations?.[CA_ANNOTATION], 'nor annotations');
   const ownToken = await upstreamPod(TENANTS.alpha, 'own-token');
   t.notOk(ownToken.spec.containers[0].env, 'a pod with its own token mount: no environment added');
-  t.same(ownToken.spec.volumes.map((v: Json) => v.name), ['own'], 'and its volumes as written');
+  t.same(
+    ownToken.spec.volumes.map((v: Json) => v.name),
+    ['own'],
+    'and its volumes as written',
+  );
   const init = await upstreamPod(TENANTS.alpha, 'with-init');
   const initEnv = Object.fromEntries(init.spec.initContainers[0].env.map((e: Json) => [e.name, e.value]));
   t.equal(initEnv.KUBERNETES_SERVICE_HOST, '127.0.0.1', 'an init container is pointed at tenantgate');
-  t.equal(initEnv.KUBERNETES_SERVICE_PORT, '1234', 'a variable the container sets itself wins, as over the kubelet\'s');
+  t.equal(initEnv.KUBERNETES_SERVICE_PORT, '1234', "a variable the container sets itself wins, as over the kubelet's");
 });
 
 t.test('a pod a tenant sends as protobuf is pointed at tenantgate as one sent as JSON', async (t) => {
   const moduleCache = goModuleCache();
   if (moduleCache === undefined) throw new Error('the Go module cache of the rig is missing: npm run rig');
-  const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'proto-pod', namespace: 'default', labels: { app: 'proto-pod' } }, spec: { containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.10' }] } };
+  const pod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'proto-pod', namespace: 'default', labels: { app: 'proto-pod' } },
+    spec: { containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.10' }] },
+  };
   const session = connectH2(credentialsOf(tenants.get('bravo')!.kubeconfig));
   try {
     const body = encodeBody(loadProtoMessages(moduleCache), 'k8s.io.api.core.v1.Pod', pod);
-    const created = await h2Request(session, 'POST', '/api/v1/namespaces/default/pods', { headers: { 'content-type': 'application/vnd.kubernetes.protobuf', accept: 'application/json' }, body });
+    const created = await h2Request(session, 'POST', '/api/v1/namespaces/default/pods', {
+      headers: { 'content-type': 'application/vnd.kubernetes.protobuf', accept: 'application/json' },
+      body,
+    });
     t.equal(created.status, 201, `created: ${created.body.slice(0, 300)}`);
   } finally {
     session.close();
   }
   const upstream = await upstreamPod(TENANTS.bravo, 'proto-pod');
-  t.equal(upstream.spec.containers[0].env?.find((e: Json) => e.name === 'KUBERNETES_SERVICE_HOST')?.value, '127.0.0.1', 'its container is pointed at tenantgate');
+  t.equal(
+    upstream.spec.containers[0].env?.find((e: Json) => e.name === 'KUBERNETES_SERVICE_HOST')?.value,
+    '127.0.0.1',
+    'its container is pointed at tenantgate',
+  );
   t.equal(upstream.metadata.annotations?.[NAMESPACE_ANNOTATION], 'default', "with the tenant's namespace name");
 });
 

@@ -34,11 +34,22 @@ let relayed: { relay: CuttableRelay; url: string; metricsUrl: string; logs: stri
 const sessions = new Set<ClientHttp2Session>();
 
 t.before(async () => {
-  stack = await startStack({ controllers: false, gatewayArgs: ['--list-offload-threshold', String(THRESHOLD), '--protobuf-list-offload-threshold', String(THRESHOLD)] });
+  stack = await startStack({
+    controllers: false,
+    gatewayArgs: ['--list-offload-threshold', String(THRESHOLD), '--protobuf-list-offload-threshold', String(THRESHOLD)],
+  });
   const relay = await cuttableRelay(stack.rig.server.replace('https:', 'http:'));
   const kubeconfig = join(stack.dir, 'relayed-upstream.kubeconfig');
   writeFileSync(kubeconfig, renderKubeconfig({ ...stack.rig.admin, server: `https://127.0.0.1:${relay.port}` }, 'relayed'), { mode: 0o600 });
-  const gateway = await spawnGateway(stack.files, ['--confine-upstream-discovery', '--upstream-kubeconfig', kubeconfig, '--list-offload-threshold', String(THRESHOLD), '--protobuf-list-offload-threshold', String(THRESHOLD)]);
+  const gateway = await spawnGateway(stack.files, [
+    '--confine-upstream-discovery',
+    '--upstream-kubeconfig',
+    kubeconfig,
+    '--list-offload-threshold',
+    String(THRESHOLD),
+    '--protobuf-list-offload-threshold',
+    String(THRESHOLD),
+  ]);
   relayed = { relay, url: gateway.url, metricsUrl: gateway.metricsUrl, logs: gateway.logs, stop: () => stopChild(gateway.child) };
   delete process.env.TENANTGATE_LOG_LEVEL;
   alpha = await createTestTenant(stack, 'offf01');
@@ -200,7 +211,7 @@ function endsCut(t: Test, end: ListEnd | null, label: string): void {
   t.notOk(end.whole, `${label}: cut (${end.how} after ${end.bytes} bytes), not a whole list`);
 }
 
-t.test('the upstream connection cut mid-list: the client\'s answer ends cut, the worker task ends, the next list goes through the pool', async (t) => {
+t.test("the upstream connection cut mid-list: the client's answer ends cut, the worker task ends, the next list goes through the pool", async (t) => {
   const session = sessionAt(relayed.url);
   t.equal(await wholeList(session), OBJECTS, 'a whole list through the relay first');
   const lists = await Promise.all(ENCODINGS.map((accept) => heldList(session, LIST, accept)));
@@ -208,7 +219,10 @@ t.test('the upstream connection cut mid-list: the client\'s answer ends cut, the
   relayed.relay.cut();
   for (const list of lists) list.resume();
   for (const [i, list] of lists.entries()) endsCut(t, await within(list.ended, END_BOUND_MS), `list ${i + 1} (${ENCODINGS[i]})`);
-  t.ok(relayed.logs.some((line) => line.includes(OFFLOADED) && line.includes('protobuf-list')), 'the protobuf list went to a worker too');
+  t.ok(
+    relayed.logs.some((line) => line.includes(OFFLOADED) && line.includes('protobuf-list')),
+    'the protobuf list went to a worker too',
+  );
   await tasksAllEnded(t, relayed.logs, 'after the cut');
   await noSeatHeld(t, relayed.metricsUrl, 'after the cut');
   await relayed.relay.mend();
@@ -241,7 +255,10 @@ t.test('clients that leave mid-list, reading or paused, cancel their upstream re
   for (const list of paused) list.leave();
   const read = await within(Promise.all(reading), END_BOUND_MS);
   t.not(read, null, 'every reading client left');
-  t.ok(read!.every((bytes) => bytes < OBJECTS * VALUE_BYTES), `each left before the end (${read!.join(', ')} bytes)`);
+  t.ok(
+    read!.every((bytes) => bytes < OBJECTS * VALUE_BYTES),
+    `each left before the end (${read!.join(', ')} bytes)`,
+  );
   const deadline = Date.now() + 15_000;
   let executing = await upstreamExecuting();
   while (executing > idle && Date.now() < deadline) {
@@ -254,7 +271,7 @@ t.test('clients that leave mid-list, reading or paused, cancel their upstream re
   t.equal(await wholeList(session), OBJECTS, 'and a whole list still comes through a worker');
 });
 
-t.test('the apiserver killed mid-list: the client\'s answer ends cut, the worker task ends, lists go through the pool once it is back', async (t) => {
+t.test("the apiserver killed mid-list: the client's answer ends cut, the worker task ends, lists go through the pool once it is back", async (t) => {
   const session = sessionAt(stack.gatewayUrl);
   const lists = await Promise.all(ENCODINGS.map((accept) => heldList(session, LIST, accept)));
   await sleep(300);

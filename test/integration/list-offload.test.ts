@@ -55,7 +55,10 @@ t.before(async () => {
           Array.from({ length: 50 }, (_, i) =>
             h2Request(upstream, 'POST', `/api/v1/namespaces/${tenant}-default/secrets`, {
               headers: { 'content-type': 'application/json' },
-              body: JSON.stringify({ metadata: { name: `s-${start + i}`, labels: { 'kubezoo.io/tenant': tenant }, annotations: { owner: `tenant ${tenant}` } }, stringData: { filler: FILLER } }),
+              body: JSON.stringify({
+                metadata: { name: `s-${start + i}`, labels: { 'kubezoo.io/tenant': tenant }, annotations: { owner: `tenant ${tenant}` } },
+                stringData: { filler: FILLER },
+              }),
             }).then((a) => {
               if (a.status !== 201) throw new Error(`create: ${a.status} ${a.body}`);
             }),
@@ -84,7 +87,7 @@ async function list(session: ClientHttp2Session, path: string): Promise<string> 
   return answer.body;
 }
 
-t.test('a list on a worker is byte for byte the list rewritten inline, and holds only the tenant\'s objects', async (t) => {
+t.test("a list on a worker is byte for byte the list rewritten inline, and holds only the tenant's objects", async (t) => {
   const pooled = sessionOf(alpha, stack.gatewayUrl);
   const direct = sessionOf(alpha, inline.url);
   t.teardown(() => {
@@ -103,7 +106,10 @@ t.test('a list on a worker is byte for byte the list rewritten inline, and holds
     t.equal(viaWorker, await list(direct, exact), `${path}: the same bytes as inline`);
     const items = (JSON.parse(viaWorker) as { items: Item[] }).items.filter((item) => item.metadata.name.startsWith('s-'));
     t.equal(items.length, OBJECTS, `${path}: every one of the tenant's Secrets`);
-    t.ok(items.every((item) => item.metadata.annotations.owner === `tenant ${alpha.id}` && item.metadata.namespace === 'default'), `${path}: none of ${beta.id}'s, though the names are the same`);
+    t.ok(
+      items.every((item) => item.metadata.annotations.owner === `tenant ${alpha.id}` && item.metadata.namespace === 'default'),
+      `${path}: none of ${beta.id}'s, though the names are the same`,
+    );
     t.notOk(viaWorker.includes(beta.id), `${path}: not a byte of the other tenant's id`);
   }
 });
@@ -127,7 +133,10 @@ t.test('pages of a list on a worker chain with their continue tokens, as inline'
     // between the two requests (and its continue token with it); later pages are read at their token's.
     const inlineBody = JSON.parse(await list(direct, path)) as { items: Item[] };
     t.equal(JSON.stringify(body.items), JSON.stringify(inlineBody.items), `page ${++pages}: the same items as inline`);
-    t.ok(body.items.every((item) => item.metadata.annotations.owner === `tenant ${beta.id}`), `page ${pages}: the tenant's objects only`);
+    t.ok(
+      body.items.every((item) => item.metadata.annotations.owner === `tenant ${beta.id}`),
+      `page ${pages}: the tenant's objects only`,
+    );
     names.push(...body.items.map((item) => item.metadata.name));
     token = body.metadata.continue ?? '';
   } while (token !== '' && pages < 20);
@@ -181,7 +190,10 @@ async function listBytesTaken(metricsUrl: string, tenant: TestTenant): Promise<n
 
 t.test('a client that stops reading holds the upstream back, inline and on a worker, and gets the whole list when it reads on', async (t) => {
   const bigList = '/api/v1/namespaces/big/secrets';
-  for (const [way, url, metricsUrl] of [['inline', inline.url, inline.metricsUrl], ['on a worker', stack.gatewayUrl, stack.metricsUrl]] as const) {
+  for (const [way, url, metricsUrl] of [
+    ['inline', inline.url, inline.metricsUrl],
+    ['on a worker', stack.gatewayUrl, stack.metricsUrl],
+  ] as const) {
     const session = sessionOf(alpha, url);
     t.teardown(() => session.close());
     const before = await listBytesTaken(metricsUrl, alpha);
@@ -191,11 +203,13 @@ t.test('a client that stops reading holds the upstream back, inline and on a wor
       stream.on('end', resolve);
       stream.on('error', reject);
     });
-    await new Promise<void>((resolve) => stream.once('data', (chunk: Buffer) => {
-      chunks.push(chunk);
-      stream.pause();
-      resolve();
-    }));
+    await new Promise<void>((resolve) =>
+      stream.once('data', (chunk: Buffer) => {
+        chunks.push(chunk);
+        stream.pause();
+        resolve();
+      }),
+    );
     // Items of 1.2 MB: a chunk inside one sends nothing, so only the output waiting for the client can hold the upstream.
     await new Promise((resolve) => setTimeout(resolve, 1500));
     const taken = (await listBytesTaken(metricsUrl, alpha)) - before;

@@ -35,9 +35,7 @@ async function eventually(check: (samples: Sample[]) => boolean, what: string): 
 }
 
 function requestLines(tenant: string): Record<string, unknown>[] {
-  return stack.gatewayLogs
-    .map((line) => JSON.parse(line) as Record<string, unknown>)
-    .filter((entry) => entry.msg === 'request' && entry.tenant === tenant);
+  return stack.gatewayLogs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry.msg === 'request' && entry.tenant === tenant);
 }
 
 t.before(async () => {
@@ -72,7 +70,11 @@ t.test('requests are counted per tenant, verb, resource and code, and their dura
   t.equal(sampleSum(samples, 'tenantgate_requests_total', { tenant: 'metra1', verb: 'get', resource: 'configmaps', code: '200' }), 7);
   t.equal(sampleSum(samples, 'tenantgate_requests_total', { tenant: 'metra1' }), 10, 'nothing else is counted as alpha');
   t.equal(sampleSum(samples, 'tenantgate_requests_total', { tenant: 'metrb2', verb: 'get', resource: 'namespaces', code: '200' }), 2);
-  t.equal(sampleSum(samples, 'tenantgate_requests_total', { tenant: 'metrb2', verb: 'get', resource: 'configmaps', code: '404' }), 1, "bravo's 404 on alpha's configmap");
+  t.equal(
+    sampleSum(samples, 'tenantgate_requests_total', { tenant: 'metrb2', verb: 'get', resource: 'configmaps', code: '404' }),
+    1,
+    "bravo's 404 on alpha's configmap",
+  );
   t.equal(sampleSum(samples, 'tenantgate_request_duration_seconds_count', { tenant: 'metra1', verb: 'get' }), 7);
   t.equal(sampleSum(samples, 'tenantgate_request_duration_seconds_count', { tenant: 'metra1', verb: 'create' }), 3);
   t.equal(sampleSum(samples, 'tenantgate_request_duration_seconds_count', { tenant: 'metrb2', verb: 'get' }), 3);
@@ -86,7 +88,7 @@ t.test('requests are counted per tenant, verb, resource and code, and their dura
   t.ok(sampleSum(samples, 'tenantgate_process_resident_memory_bytes') > 0, "Node's default metrics, prefixed");
 });
 
-t.test('one log line per request, with tenant and user, in the tenant\'s terms', async (t) => {
+t.test("one log line per request, with tenant and user, in the tenant's terms", async (t) => {
   const alphaLines = requestLines('metra1');
   t.equal(alphaLines.length, 10, 'ten requests by alpha, ten lines');
   const creates = alphaLines.filter((line) => line.verb === 'create');
@@ -117,7 +119,14 @@ t.test('a bearer token, Impersonate-* headers and a query never appear in the lo
 t.test('a watch is active while its client holds it; its events and rewritten bytes are counted', async (t) => {
   const stream = alphaSession.request({ ':method': 'GET', ':path': `${CONFIGMAPS}?watch=true` });
   let events = 0;
-  stream.on('data', (chunk: Buffer) => (events += chunk.toString().split('\n').filter((line) => line.startsWith('{')).length));
+  stream.on(
+    'data',
+    (chunk: Buffer) =>
+      (events += chunk
+        .toString()
+        .split('\n')
+        .filter((line) => line.startsWith('{')).length),
+  );
   stream.on('error', () => {});
   let samples = await eventually((s) => sampleSum(s, 'tenantgate_watches_active', { tenant: 'metra1' }) === 1, 'the watch active');
   t.equal(sampleSum(samples, 'tenantgate_watches_active', { tenant: 'metrb2' }), 0, "bravo's gauge does not count alpha's watch");
@@ -134,7 +143,10 @@ t.test('a watch is active while its client holds it; its events and rewritten by
   samples = await eventually((s) => sampleSum(s, 'tenantgate_watches_active', { tenant: 'metra1' }) === 0, 'the watch ended');
   t.equal(sampleSum(samples, 'tenantgate_watch_events_total', { tenant: 'metrb2' }), 0, 'bravo sent no watch events');
   t.equal(sampleSum(samples, 'tenantgate_rewrite_duration_seconds_count', { kind: 'watch' }), 1);
-  t.ok(sampleSum(samples, 'tenantgate_requests_total', { tenant: 'metra1', verb: 'watch', resource: 'configmaps' }) === 1, 'the watch is one request once it ends');
+  t.ok(
+    sampleSum(samples, 'tenantgate_requests_total', { tenant: 'metra1', verb: 'watch', resource: 'configmaps' }) === 1,
+    'the watch is one request once it ends',
+  );
 });
 
 t.test('the metrics listener serves only /metrics', async (t) => {

@@ -18,8 +18,10 @@ let messages: ProtoMessages;
 
 const META = 'k8s.io.apimachinery.pkg.apis.meta.v1';
 // What client-go's metadata client sends.
-const LIST_ACCEPT = 'application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
-const OBJECT_ACCEPT = 'application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
+const LIST_ACCEPT =
+  'application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
+const OBJECT_ACCEPT =
+  'application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
 const SECRETS = '/api/v1/namespaces/default/secrets';
 
 t.before(async () => {
@@ -32,12 +34,21 @@ t.before(async () => {
   alphaSession = connectH2(credentialsOf(alpha.kubeconfig));
   bravoSession = connectH2(credentialsOf(bravo.kubeconfig));
   directSession = connectH2(credentialsOf(stack.upstreamKubeconfig));
-  for (const [session, names] of [[alphaSession, ['secret-1', 'secret-2', 'secret-3']], [bravoSession, ['secret-1']]] as const) {
+  for (const [session, names] of [
+    [alphaSession, ['secret-1', 'secret-2', 'secret-3']],
+    [bravoSession, ['secret-1']],
+  ] as const) {
     // An owner that exists (the garbage collector deletes dependents of a missing one).
-    const owner = await h2Request(session, 'POST', '/api/v1/namespaces/default/configmaps', { headers: { 'content-type': 'application/json' }, body: '{"metadata":{"name":"owner"}}' });
+    const owner = await h2Request(session, 'POST', '/api/v1/namespaces/default/configmaps', {
+      headers: { 'content-type': 'application/json' },
+      body: '{"metadata":{"name":"owner"}}',
+    });
     const uid = owner.json().metadata.uid;
     for (const name of names) {
-      const body = JSON.stringify({ metadata: { name, labels: { watchlist: 'true' }, ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid }] }, stringData: { a: 'b' } });
+      const body = JSON.stringify({
+        metadata: { name, labels: { watchlist: 'true' }, ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid }] },
+        stringData: { a: 'b' },
+      });
       const created = await h2Request(session, 'POST', SECRETS, { headers: { 'content-type': 'application/json' }, body });
       if (created.status !== 201) throw new Error(created.body);
     }
@@ -70,10 +81,13 @@ async function protobufAnswer(session: ClientHttp2Session, path: string, accept:
     stream.on('error', reject);
     stream.end();
   });
-  return { ...answer, object: answer.type.startsWith('application/vnd.kubernetes.protobuf') ? withFieldsAsJson(decodeBody(messages, `${META}.${type}`, answer.body)) : null };
+  return {
+    ...answer,
+    object: answer.type.startsWith('application/vnd.kubernetes.protobuf') ? withFieldsAsJson(decodeBody(messages, `${META}.${type}`, answer.body)) : null,
+  };
 }
 
-t.test('a metadata list preferred in protobuf comes in protobuf: the tenant\'s JSON view, items without kind', async (t) => {
+t.test("a metadata list preferred in protobuf comes in protobuf: the tenant's JSON view, items without kind", async (t) => {
   const path = `${SECRETS}?labelSelector=watchlist%3Dtrue`;
   const list = await protobufAnswer(alphaSession, path, LIST_ACCEPT, 'PartialObjectMetadataList');
   t.equal(list.status, 200);
@@ -81,39 +95,86 @@ t.test('a metadata list preferred in protobuf comes in protobuf: the tenant\'s J
   const json = (await h2Request(alphaSession, 'GET', path, { headers: { accept: LIST_ACCEPT.slice(LIST_ACCEPT.indexOf(',') + 1) } })).json();
   t.equal(json.kind, 'PartialObjectMetadataList');
   const { metadata, items } = json;
-  t.same(list.object, { apiVersion: 'meta.k8s.io/v1', kind: 'PartialObjectMetadataList', metadata, items: items.map((item: any) => ({ metadata: item.metadata })) }, 'exactly the JSON view');
-  t.same(items.map((item: any) => item.metadata.name), ['secret-1', 'secret-2', 'secret-3']);
-  t.same(items.map((item: any) => item.metadata.namespace), ['default', 'default', 'default']);
-  t.same(items[0].metadata.labels, { watchlist: 'true' }, 'tenantgate\'s label is not shown');
+  t.same(
+    list.object,
+    { apiVersion: 'meta.k8s.io/v1', kind: 'PartialObjectMetadataList', metadata, items: items.map((item: any) => ({ metadata: item.metadata })) },
+    'exactly the JSON view',
+  );
+  t.same(
+    items.map((item: any) => item.metadata.name),
+    ['secret-1', 'secret-2', 'secret-3'],
+  );
+  t.same(
+    items.map((item: any) => item.metadata.namespace),
+    ['default', 'default', 'default'],
+  );
+  t.same(items[0].metadata.labels, { watchlist: 'true' }, "tenantgate's label is not shown");
 
   // The upstream answers the same objects in the same encoding.
-  const upstream = await protobufAnswer(directSession, `/api/v1/namespaces/pmalfa-default/secrets?labelSelector=watchlist%3Dtrue`, LIST_ACCEPT, 'PartialObjectMetadataList');
+  const upstream = await protobufAnswer(
+    directSession,
+    `/api/v1/namespaces/pmalfa-default/secrets?labelSelector=watchlist%3Dtrue`,
+    LIST_ACCEPT,
+    'PartialObjectMetadataList',
+  );
   t.match(upstream.type, /^application\/vnd\.kubernetes\.protobuf/);
-  t.same((upstream.object!.items as any[]).map((item) => [item.metadata.uid, item.metadata.resourceVersion, item.metadata.creationTimestamp, item.metadata.ownerReferences]), items.map((item: any) => [item.metadata.uid, item.metadata.resourceVersion, item.metadata.creationTimestamp, item.metadata.ownerReferences]));
+  t.same(
+    (upstream.object!.items as any[]).map((item) => [
+      item.metadata.uid,
+      item.metadata.resourceVersion,
+      item.metadata.creationTimestamp,
+      item.metadata.ownerReferences,
+    ]),
+    items.map((item: any) => [item.metadata.uid, item.metadata.resourceVersion, item.metadata.creationTimestamp, item.metadata.ownerReferences]),
+  );
   t.notOk(JSON.stringify(list.object).includes('pmalfa'), 'nothing of the upstream names');
 });
 
 t.test('one PartialObjectMetadata preferred in protobuf too; an unknown name stays a 404', async (t) => {
   const one = await protobufAnswer(alphaSession, `${SECRETS}/secret-2`, OBJECT_ACCEPT, 'PartialObjectMetadata');
   t.equal(one.status, 200);
-  t.match(one.object, { apiVersion: 'meta.k8s.io/v1', kind: 'PartialObjectMetadata', metadata: { name: 'secret-2', namespace: 'default', labels: { watchlist: 'true' } } });
+  t.match(one.object, {
+    apiVersion: 'meta.k8s.io/v1',
+    kind: 'PartialObjectMetadata',
+    metadata: { name: 'secret-2', namespace: 'default', labels: { watchlist: 'true' } },
+  });
   const missing = await h2Request(alphaSession, 'GET', `${SECRETS}/secret-9`, { headers: { accept: OBJECT_ACCEPT } });
   t.equal(missing.status, 404);
   t.match(missing.json(), { kind: 'Status', reason: 'NotFound' });
 });
 
 t.test('tenant bravo, same names, sees only its own secret, in protobuf and in a watch list', async (t) => {
-  const alphaUids = new Set(((await h2Request(alphaSession, 'GET', SECRETS, { headers: { accept: 'application/json' } })).json().items as any[]).map((item) => item.metadata.uid));
+  const alphaUids = new Set(
+    ((await h2Request(alphaSession, 'GET', SECRETS, { headers: { accept: 'application/json' } })).json().items as any[]).map((item) => item.metadata.uid),
+  );
   const list = await protobufAnswer(bravoSession, SECRETS, LIST_ACCEPT, 'PartialObjectMetadataList');
   const items = list.object!.items as any[];
-  t.same(items.map((item) => item.metadata.name).filter((name) => name.startsWith('secret-')), ['secret-1']);
-  t.notOk(items.some((item) => alphaUids.has(item.metadata.uid)), 'none of alpha\'s');
+  t.same(
+    items.map((item) => item.metadata.name).filter((name) => name.startsWith('secret-')),
+    ['secret-1'],
+  );
+  t.notOk(
+    items.some((item) => alphaUids.has(item.metadata.uid)),
+    "none of alpha's",
+  );
   const other = await protobufAnswer(bravoSession, `${SECRETS}/secret-2`, OBJECT_ACCEPT, 'PartialObjectMetadata');
-  t.equal(other.status, 404, 'alpha\'s secret-2 is not there for bravo');
+  t.equal(other.status, 404, "alpha's secret-2 is not there for bravo");
 
-  const watch = await h2Request(bravoSession, 'GET', `${SECRETS}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&labelSelector=watchlist%3Dtrue&timeoutSeconds=1`, { headers: { accept: OBJECT_ACCEPT } });
-  const events = watch.body.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line));
-  t.same(events.map((event) => event.type), ['ADDED', 'BOOKMARK'], 'its one secret, then the end of the initial events');
+  const watch = await h2Request(
+    bravoSession,
+    'GET',
+    `${SECRETS}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&labelSelector=watchlist%3Dtrue&timeoutSeconds=1`,
+    { headers: { accept: OBJECT_ACCEPT } },
+  );
+  const events = watch.body
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line));
+  t.same(
+    events.map((event) => event.type),
+    ['ADDED', 'BOOKMARK'],
+    'its one secret, then the end of the initial events',
+  );
   t.equal(events[0].object.metadata.uid, items.find((item) => item.metadata.name === 'secret-1').metadata.uid);
   t.equal(events[1].object.metadata.annotations['k8s.io/initial-events-end'], 'true');
 });

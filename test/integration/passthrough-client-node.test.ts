@@ -51,11 +51,20 @@ async function scenario(kc: k8s.KubeConfig, namespace: string, kind: Kind): Prom
 
   const events: string[] = [];
   const listPath =
-    kind === 'ConfigMap' ? `/api/v1/namespaces/${namespace}/configmaps` : kind === 'Deployment' ? `/apis/apps/v1/namespaces/${namespace}/deployments` : `/apis/example.com/v1/namespaces/${namespace}/gadgets`;
+    kind === 'ConfigMap'
+      ? `/api/v1/namespaces/${namespace}/configmaps`
+      : kind === 'Deployment'
+        ? `/apis/apps/v1/namespaces/${namespace}/deployments`
+        : `/apis/example.com/v1/namespaces/${namespace}/gadgets`;
   const watching = await new k8s.Watch(kc).watch(
     listPath,
     {},
-    (type, obj: k8s.KubernetesObject) => events.push(`${type} ${Object.keys(obj.metadata?.labels ?? {}).sort().join(',')}`),
+    (type, obj: k8s.KubernetesObject) =>
+      events.push(
+        `${type} ${Object.keys(obj.metadata?.labels ?? {})
+          .sort()
+          .join(',')}`,
+      ),
     (error: unknown) => error && events.push(`watch failed: ${String(error)}`),
   );
   await new Promise((r) => setTimeout(r, 500));
@@ -67,11 +76,30 @@ async function scenario(kc: k8s.KubeConfig, namespace: string, kind: Kind): Prom
       ? core.patchNamespacedConfigMap({ name: 'thing', namespace, body: jsonPatch }, asJsonPatch)
       : kind === 'Deployment'
         ? apps.patchNamespacedDeployment({ name: 'thing', namespace, body: jsonPatch }, asJsonPatch)
-        : custom.patchNamespacedCustomObject({ group: 'example.com', version: 'v1', plural: 'gadgets', name: 'thing', namespace, body: jsonPatch }, asJsonPatch),
+        : custom.patchNamespacedCustomObject(
+            { group: 'example.com', version: 'v1', plural: 'gadgets', name: 'thing', namespace, body: jsonPatch },
+            asJsonPatch,
+          ),
   );
-  seen.mergePatch = await settle(objects.patch({ ...header, metadata: { ...header.metadata, labels: { merge: 'yes' } } }, undefined, undefined, undefined, undefined, PatchStrategy.MergePatch));
+  seen.mergePatch = await settle(
+    objects.patch(
+      { ...header, metadata: { ...header.metadata, labels: { merge: 'yes' } } },
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      PatchStrategy.MergePatch,
+    ),
+  );
   seen.strategicPatch = await settle(
-    objects.patch({ ...header, metadata: { ...header.metadata, labels: { strategic: 'yes' } } }, undefined, undefined, undefined, undefined, PatchStrategy.StrategicMergePatch),
+    objects.patch(
+      { ...header, metadata: { ...header.metadata, labels: { strategic: 'yes' } } },
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      PatchStrategy.StrategicMergePatch,
+    ),
   );
   const applied = { ...object, metadata: { ...object.metadata, labels: { app: 'web', ssa: 'yes' } } };
   seen.serverSideApply = await settle(objects.patch(applied, undefined, undefined, 'tester', true, PatchStrategy.ServerSideApply));

@@ -56,7 +56,14 @@ async function scenario(kubectl: Kubectl, ns: string, kind: keyof typeof resourc
   const events = (parseJsonStream(watched.stdout) as { type: string; object: { metadata: { name: string; labels?: Record<string, string> } } }[]).filter(
     (event) => event.object.metadata.name === name,
   );
-  seen.watch = withoutRepeats(events.map((event) => `${event.type} ${Object.keys(event.object.metadata.labels ?? {}).sort().join(',')}`));
+  seen.watch = withoutRepeats(
+    events.map(
+      (event) =>
+        `${event.type} ${Object.keys(event.object.metadata.labels ?? {})
+          .sort()
+          .join(',')}`,
+    ),
+  );
   return seen;
 }
 
@@ -97,12 +104,15 @@ t.test('kubectl through tenantgate sees what kubectl sees directly', async (t) =
     t.match((throughGateway['get after delete'] as { err: string }).err, /NotFound|not found/);
     const watched = throughGateway.watch as string[];
     t.equal(watched[0]?.split(' ')[0], 'ADDED', `${kind}: watch starts with ADDED`);
-    t.ok(watched.some((e) => e.startsWith('MODIFIED') && e.includes('ssa')), `${kind}: watch saw the server-side apply`);
+    t.ok(
+      watched.some((e) => e.startsWith('MODIFIED') && e.includes('ssa')),
+      `${kind}: watch saw the server-side apply`,
+    );
     t.equal(watched.at(-1)?.split(' ')[0], 'DELETED', `${kind}: watch ends with DELETED`);
   }
 });
 
-t.test('objects written through tenantgate are the upstream\'s objects', async (t) => {
+t.test("objects written through tenantgate are the upstream's objects", async (t) => {
   const r = await stack.kubectl(['-n', 'via-gateway', 'create', 'configmap', 'shared', '--from-literal=k=v']);
   t.equal(r.code, 0, r.stderr);
   const direct = await stack.kubectlDirect(['-n', 'via-gateway', 'get', 'configmap', 'shared', '-o', 'jsonpath={.data.k}']);

@@ -5,7 +5,16 @@
 import type { ClientHttp2Session } from 'node:http2';
 import t from 'tap';
 import { connectH2, credentialsOf, h1Request, h2Request, type Answer } from '../helpers/http.ts';
-import { decodeBody, decodeMessage, decodeWatchFrames, encodeBody, goModuleCache, loadProtoMessages, protoFields, type ProtoMessages } from '../helpers/k8s-proto.ts';
+import {
+  decodeBody,
+  decodeMessage,
+  decodeWatchFrames,
+  encodeBody,
+  goModuleCache,
+  loadProtoMessages,
+  protoFields,
+  type ProtoMessages,
+} from '../helpers/k8s-proto.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
 import { sleep, waitFor } from '../helpers/watch.ts';
@@ -44,14 +53,19 @@ t.before(async () => {
     tenants.set(id, tenant);
     sessions.set(id, connectH2(credentialsOf(tenant.kubeconfig)));
     await ok(tenant.kubectl(['create', 'namespace', 'app']), 'namespace');
-    for (const namespace of ['default', 'app']) await ok(tenant.kubectl(['create', 'configmap', 'shared', '-n', namespace, `--from-literal=owner=${id}`]), 'configmap');
+    for (const namespace of ['default', 'app'])
+      await ok(tenant.kubectl(['create', 'configmap', 'shared', '-n', namespace, `--from-literal=owner=${id}`]), 'configmap');
     await ok(tenant.kubectl(['create', 'configmap', `only-${id}`, '-n', 'default']), 'configmap');
     const pod = {
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name: 'web', labels: { app: 'web' } },
       spec: {
-        affinity: { podAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ topologyKey: 'zone', namespaces: ['app'], labelSelector: { matchLabels: { app: 'web' } } }] } },
+        affinity: {
+          podAffinity: {
+            requiredDuringSchedulingIgnoredDuringExecution: [{ topologyKey: 'zone', namespaces: ['app'], labelSelector: { matchLabels: { app: 'web' } } }],
+          },
+        },
         containers: [{ name: 'web', image: 'registry.k8s.io/pause:3.10' }],
       },
     };
@@ -60,8 +74,16 @@ t.before(async () => {
   const big = tenants.get(IDS[0])!;
   await ok(big.kubectl(['create', 'namespace', 'big']), 'namespace');
   for (let i = 0; i < BIG.count; i++) {
-    const configMap = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `big-${i}`, namespace: 'big' }, data: { owner: IDS[0], filler: String(i).repeat(BIG.bytes) } };
-    const created = await h2Request(sessions.get(IDS[0])!, 'POST', '/api/v1/namespaces/big/configmaps', { headers: { 'content-type': 'application/json' }, body: JSON.stringify(configMap) });
+    const configMap = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: `big-${i}`, namespace: 'big' },
+      data: { owner: IDS[0], filler: String(i).repeat(BIG.bytes) },
+    };
+    const created = await h2Request(sessions.get(IDS[0])!, 'POST', '/api/v1/namespaces/big/configmaps', {
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(configMap),
+    });
     if (created.status !== 201) throw new Error(`big-${i}: ${created.status} ${created.body.slice(0, 300)}`);
   }
 });
@@ -71,7 +93,13 @@ t.teardown(async () => {
 });
 
 /** A request as `id` over `protocol` (an Upgrade header on HTTP/1.1 is answered as the plain request). */
-function send(protocol: Protocol, id: string, method: string, path: string, options: { headers?: Record<string, string>; body?: string | Buffer } = {}): Promise<Answer> {
+function send(
+  protocol: Protocol,
+  id: string,
+  method: string,
+  path: string,
+  options: { headers?: Record<string, string>; body?: string | Buffer } = {},
+): Promise<Answer> {
   if (protocol === 'HTTP/2') return h2Request(sessions.get(id)!, method, path, options);
   const headers = protocol === 'HTTP/1.1' ? options.headers : { ...options.headers, connection: 'Upgrade', upgrade: 'websocket' };
   return h1Request(credentialsOf(tenants.get(id)!.kubeconfig), method, path, { ...options, headers });
@@ -110,7 +138,8 @@ function decodeList(body: Buffer, itemType: string): { kind: string; metadata: J
 function comparable(value: unknown): unknown {
   if (Array.isArray(value)) return value.length === 0 ? undefined : value.map(comparable);
   // (A time JSON leaves null is protobuf's zero time.)
-  if (value === null || typeof value !== 'object') return value === '' || value === 0 || value === false || value === null || value === '1970-01-01T00:00:00Z' ? undefined : value;
+  if (value === null || typeof value !== 'object')
+    return value === '' || value === 0 || value === false || value === null || value === '1970-01-01T00:00:00Z' ? undefined : value;
   const out: Json = {};
   for (const [key, member] of Object.entries(value)) {
     if (key === 'managedFields' || key === 'apiVersion' || key === 'kind') continue;
@@ -157,7 +186,10 @@ for (const id of IDS) {
         const names = list.items.map((item) => `${item.metadata.namespace}/${item.metadata.name}`).sort();
         t.same(names, (json.items as Json[]).map((item) => `${item.metadata.namespace}/${item.metadata.name}`).sort(), `${path}: the items of the JSON answer`);
         t.notOk(names.includes(`default/only-${other}`), `never ${other}'s`);
-        t.ok(list.items.every((item) => item.data?.owner === undefined || item.data.owner === id), `only ${id}'s data`);
+        t.ok(
+          list.items.every((item) => item.data?.owner === undefined || item.data.owner === id),
+          `only ${id}'s data`,
+        );
         t.notOk(protobuf.bytes.includes(other), `no byte of ${other}'s id`);
         t.notOk(protobuf.bytes.includes(`${id}-`), 'no upstream name');
       }
@@ -169,7 +201,9 @@ for (const id of IDS) {
     const names: string[] = [];
     let token = '';
     for (let page = 0; page < 50; page++) {
-      const answer = await h2Request(sessions.get(id)!, 'GET', `/api/v1/configmaps?limit=2${token === '' ? '' : `&continue=${encodeURIComponent(token)}`}`, { headers: ACCEPT_PROTOBUF });
+      const answer = await h2Request(sessions.get(id)!, 'GET', `/api/v1/configmaps?limit=2${token === '' ? '' : `&continue=${encodeURIComponent(token)}`}`, {
+        headers: ACCEPT_PROTOBUF,
+      });
       t.equal(answer.status, 200, `page ${page}`);
       const list = decodeList(answer.bytes, `${CORE}.ConfigMap`);
       t.ok(list.items.length <= 2, 'no page over the limit');
@@ -177,7 +211,11 @@ for (const id of IDS) {
       token = list.metadata.continue ?? '';
       if (token === '') break;
     }
-    t.same(names.sort(), (all.items as Json[]).map((item) => `${item.metadata.namespace}/${item.metadata.name}`).sort(), 'every configmap once, as the JSON list');
+    t.same(
+      names.sort(),
+      (all.items as Json[]).map((item) => `${item.metadata.namespace}/${item.metadata.name}`).sort(),
+      'every configmap once, as the JSON list',
+    );
   });
   t.test(`${id}: a Status in protobuf names what the tenant asked for`, async (t) => {
     const session = sessions.get(id)!;
@@ -193,14 +231,36 @@ for (const id of IDS) {
 
   t.test(`${id}: a watch in protobuf streams the tenant's events only`, async (t) => {
     const session = sessions.get(id)!;
-    const list: Json = decodeBody(messages, `${CORE}.ConfigMapList`, (await h2Request(session, 'GET', '/api/v1/namespaces/app/configmaps', { headers: ACCEPT_PROTOBUF })).bytes);
-    const stream = session.request({ ':path': `/api/v1/namespaces/app/configmaps?watch=true&resourceVersion=${list.metadata.resourceVersion}`, ...ACCEPT_PROTOBUF });
+    const list: Json = decodeBody(
+      messages,
+      `${CORE}.ConfigMapList`,
+      (await h2Request(session, 'GET', '/api/v1/namespaces/app/configmaps', { headers: ACCEPT_PROTOBUF })).bytes,
+    );
+    const stream = session.request({
+      ':path': `/api/v1/namespaces/app/configmaps?watch=true&resourceVersion=${list.metadata.resourceVersion}`,
+      ...ACCEPT_PROTOBUF,
+    });
     const chunks: Buffer[] = [];
     let contentType = '';
     stream.on('response', (headers) => (contentType = String(headers['content-type'])));
     stream.on('data', (chunk: Buffer) => chunks.push(chunk));
     await sleep(300);
-    for (const tenant of IDS) await ok(tenants.get(tenant)!.kubectl(['patch', 'configmap', 'shared', '-n', 'app', '--type=merge', '-p', JSON.stringify({ data: { step: `${tenant === id ? 'own' : 'other'}-${IDS.indexOf(id)}` } })]), 'patch');
+    for (const tenant of IDS)
+      await ok(
+        tenants
+          .get(tenant)!
+          .kubectl([
+            'patch',
+            'configmap',
+            'shared',
+            '-n',
+            'app',
+            '--type=merge',
+            '-p',
+            JSON.stringify({ data: { step: `${tenant === id ? 'own' : 'other'}-${IDS.indexOf(id)}` } }),
+          ]),
+        'patch',
+      );
     await ok(tenants.get(id)!.kubectl(['create', 'configmap', `watched-${id}`, '-n', 'app']), 'create');
     const events = () => decodeWatchFrames(messages, `${CORE}.ConfigMap`, Buffer.concat(chunks)) as { type: string; object: Json }[];
     await waitFor('the create event', () => events().some((e) => e.object.metadata?.name === `watched-${id}`), 15_000);
@@ -214,17 +274,48 @@ for (const id of IDS) {
   for (const protocol of PROTOCOLS.filter((p) => p !== 'HTTP/2')) {
     t.test(`${id}: a watch in protobuf streams the tenant's events only (${protocol})`, async (t) => {
       const slug = protocol === 'HTTP/1.1' ? 'h1' : 'h1up';
-      const list: Json = decodeBody(messages, `${CORE}.ConfigMapList`, (await send(protocol, id, 'GET', '/api/v1/namespaces/app/configmaps', { headers: ACCEPT_PROTOBUF })).bytes);
+      const list: Json = decodeBody(
+        messages,
+        `${CORE}.ConfigMapList`,
+        (await send(protocol, id, 'GET', '/api/v1/namespaces/app/configmaps', { headers: ACCEPT_PROTOBUF })).bytes,
+      );
       // The watch ends by its timeout: the whole stream is the answer.
-      const watched = send(protocol, id, 'GET', `/api/v1/namespaces/app/configmaps?watch=true&timeoutSeconds=8&resourceVersion=${list.metadata.resourceVersion}`, { headers: ACCEPT_PROTOBUF });
+      const watched = send(
+        protocol,
+        id,
+        'GET',
+        `/api/v1/namespaces/app/configmaps?watch=true&timeoutSeconds=8&resourceVersion=${list.metadata.resourceVersion}`,
+        { headers: ACCEPT_PROTOBUF },
+      );
       await sleep(300);
-      for (const tenant of IDS) await ok(tenants.get(tenant)!.kubectl(['patch', 'configmap', 'shared', '-n', 'app', '--type=merge', '-p', JSON.stringify({ data: { step: `${tenant === id ? 'own' : 'other'}-${slug}-${IDS.indexOf(id)}` } })]), 'patch');
+      for (const tenant of IDS)
+        await ok(
+          tenants
+            .get(tenant)!
+            .kubectl([
+              'patch',
+              'configmap',
+              'shared',
+              '-n',
+              'app',
+              '--type=merge',
+              '-p',
+              JSON.stringify({ data: { step: `${tenant === id ? 'own' : 'other'}-${slug}-${IDS.indexOf(id)}` } }),
+            ]),
+          'patch',
+        );
       await ok(tenants.get(id)!.kubectl(['create', 'configmap', `watched-${id}-${slug}`, '-n', 'app']), 'create');
       const answer = await watched;
       t.equal(answer.status, 200);
       t.match(answer.headers['content-type'], /^application\/vnd\.kubernetes\.protobuf;stream=watch/);
-      const seen = (decodeWatchFrames(messages, `${CORE}.ConfigMap`, answer.bytes) as { type: string; object: Json }[]).map((e) => `${e.type} ${e.object.metadata.namespace}/${e.object.metadata.name} ${e.object.data?.step ?? ''}`);
-      t.same(seen, [`MODIFIED app/shared own-${slug}-${IDS.indexOf(id)}`, `ADDED app/watched-${id}-${slug} `], `${id} sees its own events, under its names, in order`);
+      const seen = (decodeWatchFrames(messages, `${CORE}.ConfigMap`, answer.bytes) as { type: string; object: Json }[]).map(
+        (e) => `${e.type} ${e.object.metadata.namespace}/${e.object.metadata.name} ${e.object.data?.step ?? ''}`,
+      );
+      t.same(
+        seen,
+        [`MODIFIED app/shared own-${slug}-${IDS.indexOf(id)}`, `ADDED app/watched-${id}-${slug} `],
+        `${id} sees its own events, under its names, in order`,
+      );
       t.notOk(answer.bytes.includes(other), `no byte of ${other}'s`);
     });
   }
@@ -251,36 +342,61 @@ for (const id of IDS) {
       const body = (object: Json) => encodeBody(messages, `${CORE}.ConfigMap`, { apiVersion: 'v1', kind: 'ConfigMap', ...object });
       const protobufBody = { ...ACCEPT_PROTOBUF, 'content-type': PROTOBUF };
 
-      const created = await send(protocol, id, 'POST', '/api/v1/namespaces/default/configmaps', { headers: protobufBody, body: body({ metadata: { name }, data: { owner: id } }) });
+      const created = await send(protocol, id, 'POST', '/api/v1/namespaces/default/configmaps', {
+        headers: protobufBody,
+        body: body({ metadata: { name }, data: { owner: id } }),
+      });
       const made = await check('create', created, 201, `${CORE}.ConfigMap`, path);
       t.match(made, { metadata: { name, namespace: 'default' }, data: { owner: id } });
 
-      const updated = await send(protocol, id, 'PUT', path, { headers: protobufBody, body: body({ metadata: { name, resourceVersion: made.metadata.resourceVersion }, data: { owner: id, step: 'updated' } }) });
+      const updated = await send(protocol, id, 'PUT', path, {
+        headers: protobufBody,
+        body: body({ metadata: { name, resourceVersion: made.metadata.resourceVersion }, data: { owner: id, step: 'updated' } }),
+      });
       t.match(await check('update', updated, 200, `${CORE}.ConfigMap`, path), { data: { step: 'updated' } });
 
-      const patched = await send(protocol, id, 'PATCH', path, { headers: { ...ACCEPT_PROTOBUF, 'content-type': 'application/merge-patch+json' }, body: JSON.stringify({ data: { step: 'patched' } }) });
+      const patched = await send(protocol, id, 'PATCH', path, {
+        headers: { ...ACCEPT_PROTOBUF, 'content-type': 'application/merge-patch+json' },
+        body: JSON.stringify({ data: { step: 'patched' } }),
+      });
       t.match(await check('patch', patched, 200, `${CORE}.ConfigMap`, path), { data: { step: 'patched' } });
 
       // A subresource answered with the whole object: the pod's status.
       const condition = { type: `Checked${protocol === 'HTTP/2' ? 'H2' : 'H1'}`, status: 'True', message: `checked by ${id}` };
       const podPath = '/api/v1/namespaces/default/pods/web';
-      const status = await send(protocol, id, 'PATCH', `${podPath}/status`, { headers: { ...ACCEPT_PROTOBUF, 'content-type': 'application/strategic-merge-patch+json' }, body: JSON.stringify({ status: { conditions: [condition] } }) });
+      const status = await send(protocol, id, 'PATCH', `${podPath}/status`, {
+        headers: { ...ACCEPT_PROTOBUF, 'content-type': 'application/strategic-merge-patch+json' },
+        body: JSON.stringify({ status: { conditions: [condition] } }),
+      });
       const pod = await check('status patch', status, 200, `${CORE}.Pod`, podPath);
-      t.ok((pod.status.conditions as Json[]).some((c) => c.type === condition.type), 'the condition written');
+      t.ok(
+        (pod.status.conditions as Json[]).some((c) => c.type === condition.type),
+        'the condition written',
+      );
 
       const deleted = await send(protocol, id, 'DELETE', path, { headers: ACCEPT_PROTOBUF });
       t.equal(deleted.status, 200, 'delete');
       t.ok(isProtobufAnswer(deleted), 'delete: answered in protobuf');
       const kind = envelopeKind(deleted.bytes);
       const gone = decodeBody(messages, kind === 'Status' ? STATUS : `${CORE}.ConfigMap`, deleted.bytes);
-      t.match(gone, kind === 'Status' ? { status: 'Success', details: { name } } : { metadata: { name, namespace: 'default' }, data: { owner: id } }, `delete: the ${kind} of the tenant's view`);
+      t.match(
+        gone,
+        kind === 'Status' ? { status: 'Success', details: { name } } : { metadata: { name, namespace: 'default' }, data: { owner: id } },
+        `delete: the ${kind} of the tenant's view`,
+      );
       t.notOk(deleted.bytes.includes(`${id}-`), 'delete: no upstream name');
 
       // A namespace answered in protobuf is the tenant's to use at once (its rights are in place before the answer).
       const namespace = `made-${protocol === 'HTTP/2' ? 'h2' : 'h1'}`;
-      const namespaceMade = await send(protocol, id, 'POST', '/api/v1/namespaces', { headers: protobufBody, body: encodeBody(messages, `${CORE}.Namespace`, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } }) });
+      const namespaceMade = await send(protocol, id, 'POST', '/api/v1/namespaces', {
+        headers: protobufBody,
+        body: encodeBody(messages, `${CORE}.Namespace`, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } }),
+      });
       t.match(await check('namespace create', namespaceMade, 201, `${CORE}.Namespace`, `/api/v1/namespaces/${namespace}`), { metadata: { name: namespace } });
-      const inIt = await send(protocol, id, 'POST', `/api/v1/namespaces/${namespace}/configmaps`, { headers: protobufBody, body: body({ metadata: { name: 'first' } }) });
+      const inIt = await send(protocol, id, 'POST', `/api/v1/namespaces/${namespace}/configmaps`, {
+        headers: protobufBody,
+        body: body({ metadata: { name: 'first' } }),
+      });
       t.equal(inIt.status, 201, 'a configmap in it right after');
 
       const again = await send(protocol, id, 'DELETE', path, { headers: ACCEPT_PROTOBUF });
@@ -305,7 +421,7 @@ for (const id of IDS) {
         const decoded = decodeList(list.bytes, `${CORE}.ConfigMap`);
         t.equal(decoded.kind, 'ConfigMapList');
         t.same(decoded.items, [], 'no items');
-        t.match(decoded.metadata.resourceVersion, /^[0-9]+$/, 'the current resourceVersion, as the apiserver\'s own empty list');
+        t.match(decoded.metadata.resourceVersion, /^[0-9]+$/, "the current resourceVersion, as the apiserver's own empty list");
       }
       const json = await send(protocol, id, 'GET', '/api/v1/namespaces/nowhere/configmaps');
       t.match(json.json(), { kind: 'ConfigMapList', items: [], metadata: { resourceVersion: /^[0-9]+$/ } }, 'in JSON too');
@@ -346,18 +462,27 @@ t.test(`${IDS[0]}: a merged list larger than a protobuf merge holds is written w
       if (token === '') break;
     }
     const json = (await h2Request(sessions.get(IDS[0])!, 'GET', '/api/v1/configmaps')).json();
-    t.same(names.sort(), (json.items as Json[]).map((item) => `${item.metadata.namespace}/${item.metadata.name}`).sort(), `${query || 'one list'}: the items of the JSON answer`);
+    t.same(
+      names.sort(),
+      (json.items as Json[]).map((item) => `${item.metadata.namespace}/${item.metadata.name}`).sort(),
+      `${query || 'one list'}: the items of the JSON answer`,
+    );
     t.equal(names.filter((name) => name.startsWith('big/big-')).length, BIG.count, 'every big configmap');
   }
   const theirs = await h2Request(sessions.get(IDS[1])!, 'GET', '/api/v1/configmaps', { headers: ACCEPT_PROTOBUF });
   const list = decodeList(theirs.bytes, `${CORE}.ConfigMap`);
-  t.notOk(list.items.some((item) => item.metadata.namespace === 'big'), `${IDS[1]} lists none of ${IDS[0]}'s`);
+  t.notOk(
+    list.items.some((item) => item.metadata.namespace === 'big'),
+    `${IDS[1]} lists none of ${IDS[0]}'s`,
+  );
   t.notOk(theirs.bytes.includes(IDS[0]), `no byte of ${IDS[0]}'s`);
 });
 
 t.test('a Table, or JSON first, is not answered in protobuf', async (t) => {
   const session = sessions.get(IDS[0])!;
-  const table = await h2Request(session, 'GET', '/api/v1/namespaces/default/configmaps', { headers: { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json' } });
+  const table = await h2Request(session, 'GET', '/api/v1/namespaces/default/configmaps', {
+    headers: { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json' },
+  });
   t.equal(table.json().kind, 'Table');
   const json = await h2Request(session, 'GET', '/api/v1/namespaces/default/configmaps', { headers: { accept: `application/json, ${PROTOBUF}` } });
   t.equal(json.json().kind, 'ConfigMapList', 'JSON first: JSON');

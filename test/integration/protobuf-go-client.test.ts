@@ -51,7 +51,12 @@ function objectsOf(id: string): Json {
       configMap('app', 'shared'),
       { ...configMap('default', `only-${id}`), metadata: { name: `only-${id}`, namespace: 'default' } },
       ...PAGED.map((name) => configMap('app', name)),
-      { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'shared', namespace: 'default', labels }, spec: { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] } },
+      {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'shared', namespace: 'default', labels },
+        spec: { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] },
+      },
       {
         apiVersion: 'apps/v1',
         kind: 'Deployment',
@@ -62,7 +67,12 @@ function objectsOf(id: string): Json {
           template: { metadata: { labels: { app: 'shared', owner: id } }, spec: { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] } },
         },
       },
-      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'shared', namespace: 'default', labels }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }] },
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'Role',
+        metadata: { name: 'shared', namespace: 'default', labels },
+        rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }],
+      },
     ],
   };
 }
@@ -71,14 +81,20 @@ function objectsOf(id: string): Json {
 async function go(id: string, ...args: string[]): Promise<{ lines: Json[]; responses: Response[] }> {
   const result = await runCommand(goClient, [tenants.get(id)!.kubeconfig, ...args], { timeoutMs: 60_000 });
   if (result.code !== 0) throw new Error(`go-client ${args.join(' ')}: ${result.code} ${result.stderr}`);
-  const lines = result.stdout.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as Json);
+  const lines = result.stdout
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as Json);
   return { lines: lines.slice(0, -1), responses: lines.at(-1)!.responses as Response[] };
 }
 
 /** Every item the tenant's: under its names (never an upstream `<id>-` name), owned by it or by nobody. */
 function onlyOwn(t: Test, id: string, items: readonly Item[], what: string): void {
   const other = IDS.find((x) => x !== id)!;
-  const foreign = items.filter((item) => (item.owner !== '' && item.owner !== id) || item.namespace.startsWith(`${other}-`) || item.namespace.startsWith(`${id}-`) || item.name.includes(other));
+  const foreign = items.filter(
+    (item) =>
+      (item.owner !== '' && item.owner !== id) || item.namespace.startsWith(`${other}-`) || item.namespace.startsWith(`${id}-`) || item.name.includes(other),
+  );
   t.same(foreign, [], `${what}: only ${id}'s objects, under its names`);
 }
 
@@ -115,7 +131,10 @@ for (const id of IDS) {
 
   t.test(`${id}: ${other}'s upstream namespace is refused, in protobuf`, async (t) => {
     const { lines, responses } = await go(id, 'get', `${other}-default`, 'shared');
-    for (const [line, key] of [[lines[0], 'configmapError'], [lines[1], 'podError']] as const) {
+    for (const [line, key] of [
+      [lines[0], 'configmapError'],
+      [lines[1], 'podError'],
+    ] as const) {
       t.ok(line?.[key] !== undefined, `${key}: ${JSON.stringify(line)}`);
       t.ok([403, 404].includes(line?.[key]?.code), `refused with ${line?.[key]?.code}`);
       t.notOk(JSON.stringify(line).includes(`"owner":"${other}"`), 'nothing of its object');
@@ -133,7 +152,8 @@ for (const id of IDS) {
     for (const resource of ['configmaps', 'pods', 'deployments', 'roles']) t.same(lines[0]![resource], [], `no ${resource}`);
     // A namespace the tenant lacks is answered by tenantgate: an empty list in protobuf carrying the current
     // resourceVersion, as the apiserver's own empty list.
-    for (const resource of ['configmaps', 'pods', 'deployments', 'roles']) t.match(lines[0]![`${resource}ResourceVersion`], /^[0-9]+$/, `${resource}: a resourceVersion`);
+    for (const resource of ['configmaps', 'pods', 'deployments', 'roles'])
+      t.match(lines[0]![`${resource}ResourceVersion`], /^[0-9]+$/, `${resource}: a resourceVersion`);
     for (const r of responses) t.match(r.contentType, PROTOBUF, `${r.url}: in protobuf`);
   });
 
@@ -141,15 +161,33 @@ for (const id of IDS) {
     const { lines, responses } = await go(id, 'list', 'default');
     const list = lines[0]!;
     t.same((list.configmaps as Item[]).map((i) => i.name).sort(), ['kube-root-ca.crt', `only-${id}`, 'shared'], 'configmaps');
-    t.same((list.pods as Item[]).filter((i) => i.name === 'shared').map((i) => i.owner), [id], 'the pod');
-    t.same((list.deployments as Item[]).map((i) => `${i.name} ${i.owner}`), [`shared ${id}`], 'the deployment');
-    t.same((list.roles as Item[]).map((i) => `${i.name} ${i.owner}`), [`shared ${id}`], 'the role');
+    t.same(
+      (list.pods as Item[]).filter((i) => i.name === 'shared').map((i) => i.owner),
+      [id],
+      'the pod',
+    );
+    t.same(
+      (list.deployments as Item[]).map((i) => `${i.name} ${i.owner}`),
+      [`shared ${id}`],
+      'the deployment',
+    );
+    t.same(
+      (list.roles as Item[]).map((i) => `${i.name} ${i.owner}`),
+      [`shared ${id}`],
+      'the role',
+    );
     for (const resource of ['configmaps', 'pods', 'deployments', 'roles']) onlyOwn(t, id, list[resource], resource);
     allProtobuf(t, responses, 'lists in a namespace');
 
     const everywhere = await go(id, 'list', '');
     const all = everywhere.lines[0]!;
-    t.same((all.configmaps as Item[]).filter((i) => i.owner !== '').map((i) => `${i.namespace}/${i.name}`).sort(), ['app/page-1', 'app/page-2', 'app/page-3', 'app/page-4', 'app/page-5', 'app/shared', `default/only-${id}`, 'default/shared']);
+    t.same(
+      (all.configmaps as Item[])
+        .filter((i) => i.owner !== '')
+        .map((i) => `${i.namespace}/${i.name}`)
+        .sort(),
+      ['app/page-1', 'app/page-2', 'app/page-3', 'app/page-4', 'app/page-5', 'app/shared', `default/only-${id}`, 'default/shared'],
+    );
     for (const resource of ['configmaps', 'pods', 'deployments', 'roles']) onlyOwn(t, id, all[resource], `${resource} across namespaces`);
     // ConfigMaps across namespaces are merged from the tenant's namespaces: in protobuf too.
     allProtobuf(t, everywhere.responses, 'lists across namespaces');
@@ -162,8 +200,17 @@ for (const id of IDS) {
     t.match(lines[2], { patched: { namespace: 'app', name: 'written', owner: id }, step: 'patched' });
     t.match(lines[3], { deleted: true });
     t.match(lines[4], { deletedAgainError: { code: 404, reason: 'NotFound', message: 'configmaps "written" not found' } });
-    onlyOwn(t, id, lines.slice(0, 3).map((line) => (line.created ?? line.updated ?? line.patched) as Item), 'the written object');
-    t.same(responses.map((r) => `${r.method} ${r.status}`), ['POST 201', 'PUT 200', 'PATCH 200', 'DELETE 200', 'DELETE 404'], 'every write reached the server once');
+    onlyOwn(
+      t,
+      id,
+      lines.slice(0, 3).map((line) => (line.created ?? line.updated ?? line.patched) as Item),
+      'the written object',
+    );
+    t.same(
+      responses.map((r) => `${r.method} ${r.status}`),
+      ['POST 201', 'PUT 200', 'PATCH 200', 'DELETE 200', 'DELETE 404'],
+      'every write reached the server once',
+    );
     allProtobuf(t, responses, 'writes');
   });
 
@@ -179,8 +226,18 @@ for (const id of IDS) {
     const { lines, responses } = await go(id, 'list-paged', 'app', '2');
     const pages = lines[0]!.pages as Item[][];
     t.equal(pages.length, 4, '7 configmaps in pages of two (kube-root-ca.crt included)');
-    t.ok(pages.every((page) => page.length <= 2), 'no page over the limit');
-    t.same(pages.flat().map((i) => i.name).sort(), ['kube-root-ca.crt', ...PAGED, 'shared'].sort(), 'every object once');
+    t.ok(
+      pages.every((page) => page.length <= 2),
+      'no page over the limit',
+    );
+    t.same(
+      pages
+        .flat()
+        .map((i) => i.name)
+        .sort(),
+      ['kube-root-ca.crt', ...PAGED, 'shared'].sort(),
+      'every object once',
+    );
     onlyOwn(t, id, pages.flat(), 'pages');
     t.equal(lines[0]!.continue.length, 3, 'three continue tokens');
     allProtobuf(t, responses, 'pages');
@@ -194,14 +251,28 @@ for (const id of IDS) {
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     createInterface({ input: child.stdout }).on('line', (line) => lines.push(JSON.parse(line)));
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-    await waitFor('the watch', () => lines.some((l) => l.watching === true), 20_000, () => stderr);
+    await waitFor(
+      'the watch',
+      () => lines.some((l) => l.watching === true),
+      20_000,
+      () => stderr,
+    );
     for (const tenant of IDS) {
-      await ok(tenants.get(tenant)!.kubectl(['patch', 'configmap', 'shared', '-n', 'app', '--type=merge', '-p', JSON.stringify({ data: { step: `watched-by-${id}` } })]), 'patch');
+      await ok(
+        tenants
+          .get(tenant)!
+          .kubectl(['patch', 'configmap', 'shared', '-n', 'app', '--type=merge', '-p', JSON.stringify({ data: { step: `watched-by-${id}` } })]),
+        'patch',
+      );
     }
     await ok(tenants.get(id)!.kubectl(['create', 'configmap', `watched-${id}`, '-n', 'app']), 'create');
     t.equal(await exited, 0, stderr);
     const events = lines.filter((l) => l.type !== undefined);
-    t.same(events.map((e) => `${e.type} ${e.object.namespace}/${e.object.name} ${e.object.owner}`), [`MODIFIED app/shared ${id}`, `ADDED app/watched-${id} `], 'its own events, under its names, in order');
+    t.same(
+      events.map((e) => `${e.type} ${e.object.namespace}/${e.object.name} ${e.object.owner}`),
+      [`MODIFIED app/shared ${id}`, `ADDED app/watched-${id} `],
+      'its own events, under its names, in order',
+    );
     const responses = lines.at(-1)!.responses as Response[];
     const watch = responses.find((r) => r.url.includes('watch=true'));
     t.match(watch?.contentType, /^application\/vnd\.kubernetes\.protobuf;stream=watch/, 'the watch streamed protobuf');
@@ -214,9 +285,16 @@ for (const id of IDS) {
     const errors = events.filter((e) => e.type === 'ERROR');
     for (const e of errors) t.equal(e.error.code, 410, `an expired history is 410 Gone: ${e.error.message}`);
     const objects = events.filter((e) => e.type !== 'ERROR').map((e) => e.object as Item);
-    if (errors.length === 0) t.ok(objects.some((o) => o.name === `only-${id}`), 'the replay holds its own objects');
+    if (errors.length === 0)
+      t.ok(
+        objects.some((o) => o.name === `only-${id}`),
+        'the replay holds its own objects',
+      );
     onlyOwn(t, id, objects, 'the replay');
-    t.notOk(objects.some((o) => o.name === `only-${other}`), `never only-${other}`);
+    t.notOk(
+      objects.some((o) => o.name === `only-${other}`),
+      `never only-${other}`,
+    );
     allProtobuf(t, responses, 'the replay');
   });
 
@@ -224,12 +302,24 @@ for (const id of IDS) {
     const { lines, responses } = await go(id, 'informer', 'default');
     t.equal(lines[0]!.synced, true, 'synced');
     const store = lines[0]!.store as Item[];
-    t.same(store.filter((i) => i.kind === 'v1.ConfigMap' && i.owner !== '').map((i) => i.name).sort(), [`only-${id}`, 'shared']);
-    t.ok(store.some((i) => i.kind === 'v1.Pod' && i.name === 'shared' && i.owner === id), 'its pod');
+    t.same(
+      store
+        .filter((i) => i.kind === 'v1.ConfigMap' && i.owner !== '')
+        .map((i) => i.name)
+        .sort(),
+      [`only-${id}`, 'shared'],
+    );
+    t.ok(
+      store.some((i) => i.kind === 'v1.Pod' && i.name === 'shared' && i.owner === id),
+      'its pod',
+    );
     onlyOwn(t, id, store, 'the store');
     // client-go 0.36 lists by watch (sendInitialEvents=true, WatchListClient on by default): that stream is protobuf too.
-    t.ok(responses.some((r) => r.url.includes('sendInitialEvents=true')), 'a streaming list');
-    allProtobuf(t, responses, 'the informer\'s lists and watches');
+    t.ok(
+      responses.some((r) => r.url.includes('sendInitialEvents=true')),
+      'a streaming list',
+    );
+    allProtobuf(t, responses, "the informer's lists and watches");
   });
 
   t.test(`${id}: kubectl get -o yaml shows the tenant's view`, async (t) => {
@@ -243,7 +333,10 @@ for (const id of IDS) {
     const accepts = got.stderr.split('\n').filter((line) => /accept/i.test(line));
     t.comment(`kubectl get -o yaml, its Accept lines:\n${accepts.join('\n')}`);
     t.ok(accepts.length > 0, 'kubectl logged its Accept');
-    t.notOk(accepts.some((line) => line.includes('protobuf')), 'kubectl did not ask for protobuf (if it starts to, the YAML above is the protobuf path\'s view)');
+    t.notOk(
+      accepts.some((line) => line.includes('protobuf')),
+      "kubectl did not ask for protobuf (if it starts to, the YAML above is the protobuf path's view)",
+    );
   });
 }
 
@@ -272,13 +365,20 @@ t.test('after etcd is compacted and the apiserver restarted: old resourceVersion
     }
     const failure = watched.find((l) => l.watchError !== undefined)?.watchError ?? watched.find((l) => l.type === 'ERROR')?.error;
     t.equal(failure?.code, 410, `${id}: the watch from ${resourceVersion} is told its history is gone: ${JSON.stringify(watched)}`);
-    t.same(watched.filter((l) => l.type !== undefined && l.type !== 'ERROR'), [], `${id}: and given no events`);
+    t.same(
+      watched.filter((l) => l.type !== undefined && l.type !== 'ERROR'),
+      [],
+      `${id}: and given no events`,
+    );
     const paged = (await go(id, 'list-paged', 'app', '2', token)).lines[0]!;
     t.equal(paged.error?.code, 410, `${id}: the old continue token is 410 Gone: ${JSON.stringify(paged.error)}`);
     t.notOk(JSON.stringify(paged).includes(other), `${id}: nothing of ${other}'s`);
     // The Status offers a token for the remainder: the upstream's token names upstream keys, so it must not pass as is.
     const offered = String(paged.error?.continue ?? '');
     t.comment(`${id}: the 410 offers continue=${JSON.stringify(offered)} (${Buffer.from(offered, 'base64').toString('latin1')})`);
-    t.notOk(Buffer.from(offered, 'base64').toString('latin1').includes(`${id}-`) || Buffer.from(offered, 'base64').toString('latin1').includes(other), `${id}: the offered token names no upstream key`);
+    t.notOk(
+      Buffer.from(offered, 'base64').toString('latin1').includes(`${id}-`) || Buffer.from(offered, 'base64').toString('latin1').includes(other),
+      `${id}: the offered token names no upstream key`,
+    );
   }
 });

@@ -123,9 +123,11 @@ async function tenantTraffic(tl: TenantUnderLoad): Promise<void> {
     const got = await tl.client.request('GET', `${CM_PATH}/${name}`);
     tenantRequests++;
     if (got !== null) {
-      const object = got.status === 200 ? answerJson<{ metadata?: { name?: string; namespace?: string }; data?: { owner?: string } }>(tl, `get ${name}`, got) : null;
+      const object =
+        got.status === 200 ? answerJson<{ metadata?: { name?: string; namespace?: string }; data?: { owner?: string } }>(tl, `get ${name}`, got) : null;
       if (got.status === 200 && object === null) continue;
-      if (object?.metadata?.name !== name || object?.metadata?.namespace !== 'default' || object?.data?.owner !== tl.id) wrong.push(`${tl.id} get ${name}: ${got.status} ${got.body.slice(0, 200)}`);
+      if (object?.metadata?.name !== name || object?.metadata?.namespace !== 'default' || object?.data?.owner !== tl.id)
+        wrong.push(`${tl.id} get ${name}: ${got.status} ${got.body.slice(0, 200)}`);
     }
     if (n % 5 !== 4) continue;
     const listed = await tl.client.request('GET', CM_PATH);
@@ -139,7 +141,8 @@ async function tenantTraffic(tl: TenantUnderLoad): Promise<void> {
     if (list === null) continue;
     const items = list.items;
     const foreign = items.filter((item) => item.metadata.namespace !== 'default' || (item.metadata.name !== 'kube-root-ca.crt' && item.data?.owner !== tl.id));
-    if (foreign.length > 0) wrong.push(`${tl.id} list shows objects not its own: ${JSON.stringify(foreign.map((item) => [item.metadata.name, item.data?.owner]))}`);
+    if (foreign.length > 0)
+      wrong.push(`${tl.id} list shows objects not its own: ${JSON.stringify(foreign.map((item) => [item.metadata.name, item.data?.owner]))}`);
     const names = new Set(items.map((item) => item.metadata.name));
     const missing = [...tl.created].filter((created) => !names.has(created));
     if (missing.length > 0) wrong.push(`${tl.id} list misses created ${missing.join(',')}`);
@@ -154,7 +157,8 @@ async function tenantChurn(): Promise<void> {
     if (!(await createTenant(admin, id))) continue;
     const deleted = await admin.request('DELETE', `${TENANTS_PATH}/${id}`);
     // 404: a retry after a first attempt that had landed.
-    if (deleted !== null && deleted.status !== 200 && deleted.status !== 202 && deleted.status !== 404) wrong.push(`delete tenant ${id}: ${deleted.status} ${deleted.body.slice(0, 200)}`);
+    if (deleted !== null && deleted.status !== 200 && deleted.status !== 202 && deleted.status !== 404)
+      wrong.push(`delete tenant ${id}: ${deleted.status} ${deleted.body.slice(0, 200)}`);
     churned++;
     await sleep(300);
   }
@@ -176,8 +180,15 @@ function totals(): RetryCounts {
 function since(before: RetryCounts): RetryCounts {
   const now = totals();
   const answered: Record<number, number> = {};
-  for (const [status, n] of Object.entries(now.answered)) if (n - (before.answered[Number(status)] ?? 0) > 0) answered[Number(status)] = n - (before.answered[Number(status)] ?? 0);
-  return { answered, goawayRefused: now.goawayRefused - before.goawayRefused, connectionLost: now.connectionLost - before.connectionLost, retryAfter: now.retryAfter - before.retryAfter, failures: now.failures.slice(before.failures.length) };
+  for (const [status, n] of Object.entries(now.answered))
+    if (n - (before.answered[Number(status)] ?? 0) > 0) answered[Number(status)] = n - (before.answered[Number(status)] ?? 0);
+  return {
+    answered,
+    goawayRefused: now.goawayRefused - before.goawayRefused,
+    connectionLost: now.connectionLost - before.connectionLost,
+    retryAfter: now.retryAfter - before.retryAfter,
+    failures: now.failures.slice(before.failures.length),
+  };
 }
 const describe = (counts: RetryCounts) =>
   `answers ${JSON.stringify(counts.answered)}; retried: ${counts.goawayRefused} refused by GOAWAY, ${counts.connectionLost} connection lost before an answer, ${counts.retryAfter} after 503/429 Retry-After; failed: ${counts.failures.length}`;
@@ -221,7 +232,9 @@ t.test('the etcd leader killed mid-traffic: a new one is elected, tenant writes 
   const before = totals();
   const killedAt = performance.now();
   await leader!.stop('crash');
-  const electionMs = await within(10_000, 'a new etcd leader', async () => (await etcd.leader()) !== undefined).then(() => Math.round(performance.now() - killedAt));
+  const electionMs = await within(10_000, 'a new etcd leader', async () => (await etcd.leader()) !== undefined).then(() =>
+    Math.round(performance.now() - killedAt),
+  );
   // The first tenant write through the Tenant API after the kill (begun at once; a 503 with Retry-After retried).
   const writer = new RetryingClient(viaLb(credentialsOf(a.admin)));
   let firstWriteMs = -1;
@@ -235,7 +248,9 @@ t.test('the etcd leader killed mid-traffic: a new one is elected, tenant writes 
   writer.close();
   t.ok(firstWriteMs >= 0, `a tenant create succeeded after the kill (${firstWriteMs} ms; ${describe(writer.counts)})`);
   t.ok(firstWriteMs <= 10_000, 'within 10 s of the kill');
-  figures.push(`etcd leader ${leader!.name} killed: new leader elected ${electionMs} ms after the kill; first successful tenant create through the Tenant API ${firstWriteMs} ms after the kill (its client retried ${writer.counts.retryAfter} times after 503 Retry-After, ${writer.counts.connectionLost} after a lost connection)`);
+  figures.push(
+    `etcd leader ${leader!.name} killed: new leader elected ${electionMs} ms after the kill; first successful tenant create through the Tenant API ${firstWriteMs} ms after the kill (its client retried ${writer.counts.retryAfter} times after 503 Retry-After, ${writer.counts.connectionLost} after a lost connection)`,
+  );
   await sleep(PHASE_MS);
   await readyTenant('elect1');
   const counts = since(before);
@@ -267,7 +282,10 @@ t.test('a replica killed (SIGKILL) mid-traffic: the survivor serves on; only req
   const counts = since(before);
   t.same(wrong.slice(wrongAtStart), [], 'no wrong answer');
   // What may fail: a request whose answer had begun on the killed replica (cut mid-answer), not retried.
-  t.ok(counts.failures.every((failure) => /cut mid-answer/.test(failure)), `only answers cut mid-way on the killed replica failed: ${JSON.stringify(counts.failures)}`);
+  t.ok(
+    counts.failures.every((failure) => /cut mid-answer/.test(failure)),
+    `only answers cut mid-way on the killed replica failed: ${JSON.stringify(counts.failures)}`,
+  );
   t.ok(Object.keys(counts.answered).length > 0 && (counts.answered[201] ?? 0) > 0, 'writes went on');
   figures.push(`replica killed (SIGKILL): ${describe(counts)}${counts.failures.length > 0 ? ` (${counts.failures.join('; ')})` : ''}`);
   await replicas.stop(b);
@@ -295,13 +313,16 @@ t.test('a rolling restart with SIGTERM, one replica at a time: no request fails 
     else b = fresh;
     lb.setBackends([a.port, b.port]);
     await within(10_000, `${fresh.name} ready behind the load balancer`, async () => lb.ready.includes(fresh.port));
-    restarts.push(`${old.name}: SIGTERM to exit ${stopMs} ms (${drainOf(old)}), new process serving ${startMs} ms later, ready behind the load balancer ${Math.round(performance.now() - startedAt)} ms after its start`);
+    restarts.push(
+      `${old.name}: SIGTERM to exit ${stopMs} ms (${drainOf(old)}), new process serving ${startMs} ms later, ready behind the load balancer ${Math.round(performance.now() - startedAt)} ms after its start`,
+    );
     await sleep(1_000);
   }
   const counts = since(before);
   t.same(wrong.slice(wrongAtStart), [], 'no wrong answer');
   t.same(counts.failures, [], 'no failed request');
-  for (const status of Object.keys(counts.answered).map(Number)) t.ok(status < 300 || status === 409 || status === 404, `answer ${status} is a success (or a retried create/delete that had landed)`);
+  for (const status of Object.keys(counts.answered).map(Number))
+    t.ok(status < 300 || status === 409 || status === 404, `answer ${status} is a success (or a retried create/delete that had landed)`);
   figures.push(`rolling restart (SIGTERM, delay 1 s, drain bound 5 s): ${describe(counts)}`);
   for (const line of restarts) figures.push(`restart ${line}`);
 });
@@ -324,7 +345,9 @@ t.test('after all of it: every tenant on both replicas, and the traffic was righ
   t.same([...onA.keys()].sort(), [...onB.keys()].sort(), 'the replicas list the same tenants');
   t.same(wrong, [], 'no wrong answer in the whole run');
   const all = totals();
-  figures.unshift(`traffic: ${tenantRequests} tenant requests (ConfigMap create/get/list by ${loaded.length} tenants through the load balancer), ${churned} tenants created and deleted; all clients: ${describe(all)}`);
+  figures.unshift(
+    `traffic: ${tenantRequests} tenant requests (ConfigMap create/get/list by ${loaded.length} tenants through the load balancer), ${churned} tenants created and deleted; all clients: ${describe(all)}`,
+  );
   for (const line of figures) t.comment(line);
   for (const client of clients()) client.close();
 });

@@ -80,12 +80,18 @@ t.test('rig: real kube-apiserver, etcd and kube-controller-manager', async (t) =
 t.test('rig without controllers starts only etcd and kube-apiserver', async (t) => {
   const rig = await startRig({ controllers: false, log: (line) => t.comment(line) });
   t.teardown(() => rig.stop());
-  t.same(rig.processes.map((p) => p.name), ['etcd', 'kube-apiserver']);
+  t.same(
+    rig.processes.map((p) => p.name),
+    ['etcd', 'kube-apiserver'],
+  );
   const namespaces = await rig.kubectl(['get', 'namespaces', '-o', 'name']);
   t.equal(namespaces.code, 0, namespaces.stderr);
   t.match(namespaces.stdout, /namespace\/default/);
   await rig.stop();
-  t.notOk(rig.processes.some((p) => isRunning(p.pid)), 'no process left after stop()');
+  t.notOk(
+    rig.processes.some((p) => isRunning(p.pid)),
+    'no process left after stop()',
+  );
 });
 
 t.test('rig processes die with a SIGKILLed Node', async (t) => {

@@ -80,7 +80,9 @@ t.test(`a list of ${OBJECTS} objects streams through with bounded memory`, async
   t.equal(items, OBJECTS, 'every object arrived');
   t.ok(bytes > OBJECTS * PAYLOAD_BYTES, `the list is ${(bytes / 1e6).toFixed(1)} MB`);
   t.ok(growth < bytes / 4, `tenantgate's peak RSS grew ${(growth / 1e6).toFixed(1)} MB for a ${(bytes / 1e6).toFixed(1)} MB list`);
-  t.comment(`list: ${(bytes / 1e6).toFixed(1)} MB in ${Date.now() - started} ms, first byte after ${firstByteAt - started} ms; RSS peak ${(before.peak / 1e6).toFixed(1)} -> ${(after.peak / 1e6).toFixed(1)} MB`);
+  t.comment(
+    `list: ${(bytes / 1e6).toFixed(1)} MB in ${Date.now() - started} ms, first byte after ${firstByteAt - started} ms; RSS peak ${(before.peak / 1e6).toFixed(1)} -> ${(after.peak / 1e6).toFixed(1)} MB`,
+  );
 });
 
 t.test('watch events arrive in order, and a closed client ends the upstream watch', async (t) => {

@@ -150,9 +150,12 @@ t.test('@kubernetes/client-node CustomObjectsApi: create, list, get, delete', as
   t.equal(got.metadata.uid, created.metadata.uid);
   const deleted = (await api.deleteClusterCustomObject({ group, version, plural, name: 'cli001' })) as Tenant;
   t.ok(deleted.metadata.deletionTimestamp);
-  await t.rejects(api.createClusterCustomObject({ group, version, plural, body: { apiVersion: `${group}/${version}`, kind: 'Tenant', metadata: { name: 'kube-p' } } }), {
-    code: 422,
-  });
+  await t.rejects(
+    api.createClusterCustomObject({ group, version, plural, body: { apiVersion: `${group}/${version}`, kind: 'Tenant', metadata: { name: 'kube-p' } } }),
+    {
+      code: 422,
+    },
+  );
 });
 
 t.test("a tenant's credentials get 403 on every verb of the group", async (t) => {
@@ -160,7 +163,9 @@ t.test("a tenant's credentials get 403 on every verb of the group", async (t) =>
   const tenant = { kubectl: (args: string[], o: { input?: string } = {}) => stack.kubectl(args, { kubeconfig, input: o.input }) };
   // What a tenant's write would change; status and resourceVersion move with the lifecycle controller's own work.
   const tenantsAsWritten = async () =>
-    (JSON.parse((await kubectl(['get', 'tenants', '-o', 'json'])).stdout).items as Tenant[]).map(({ metadata: { name, uid, labels, annotations, deletionTimestamp }, spec }) => ({ name, uid, labels, annotations, deletionTimestamp, spec }));
+    (JSON.parse((await kubectl(['get', 'tenants', '-o', 'json'])).stdout).items as Tenant[]).map(
+      ({ metadata: { name, uid, labels, annotations, deletionTimestamp }, spec }) => ({ name, uid, labels, annotations, deletionTimestamp, spec }),
+    );
   const before = await tenantsAsWritten();
   const attempts = [
     ['get', 'tenants'],
@@ -212,5 +217,9 @@ t.test("the kubeconfig an administrator gets works as the tenant's admin, who do
 
   t.match((await admin(['get', '--raw', '/apis/tenant.kubezoo.io/v1alpha1/tenants/nope01/kubeconfig'])).stderr, /NotFound|not found/);
   t.equal((await admin(['delete', 'tenant', 'kcf001', '--wait=false'])).code, 0);
-  t.match((await admin(['get', '--raw', '/apis/tenant.kubezoo.io/v1alpha1/tenants/kcf001/kubeconfig'])).stderr, /NotFound|not found/, 'no credentials for a terminating tenant');
+  t.match(
+    (await admin(['get', '--raw', '/apis/tenant.kubezoo.io/v1alpha1/tenants/kcf001/kubeconfig'])).stderr,
+    /NotFound|not found/,
+    'no credentials for a terminating tenant',
+  );
 });

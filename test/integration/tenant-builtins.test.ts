@@ -62,15 +62,21 @@ async function birthConditionOf(id: string): Promise<{ status?: string; reason?:
 t.test('a tenant never used costs the upstream nothing; its first request, over any protocol, finds what a cluster has', async (t) => {
   const quiet = await createTestTenant(stack, 'unbrn1', undefined, { used: false });
   const other = await createTestTenant(stack, 'unbrn2', undefined, { used: false });
-  t.same(await upstreamObjectsOf('unbrn1'), [], 'Ready, and no upstream object labelled as the tenant\'s');
+  t.same(await upstreamObjectsOf('unbrn1'), [], "Ready, and no upstream object labelled as the tenant's");
   t.match(await birthConditionOf('unbrn1'), { status: 'False', reason: 'Deferred' }, 'the Tenant says its built-ins are deferred');
   t.match(await ok(quiet, ['api-resources', '-o', 'name']), /^pods$/m, 'discovery is answered');
   t.same(await upstreamObjectsOf('unbrn1'), [], 'and writes nothing upstream');
 
   // HTTP/1.1, a watch served by tenantgate's watch cache, as the tenant's very first request.
-  const watched = await h1Request(credentialsOf(quiet.kubeconfig), 'GET', '/api/v1/namespaces?watch=1&timeoutSeconds=1', { headers: { accept: 'application/json' } });
+  const watched = await h1Request(credentialsOf(quiet.kubeconfig), 'GET', '/api/v1/namespaces?watch=1&timeoutSeconds=1', {
+    headers: { accept: 'application/json' },
+  });
   t.equal(watched.status, 200);
-  const added = watched.body.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line).object.metadata.name).sort();
+  const added = watched.body
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line).object.metadata.name)
+    .sort();
   t.same(added, ['default', 'kube-node-lease', 'kube-public', 'kube-system'], 'its first watch starts with the four built-in namespaces');
   t.match(await birthConditionOf('unbrn1'), { status: 'True' }, 'the Tenant says its built-ins are upstream');
   t.ok((await upstreamObjectsOf('unbrn1')).includes('namespace/unbrn1-kube-system'), 'now upstream, under its prefix');
@@ -84,8 +90,14 @@ t.test('a tenant never used costs the upstream nothing; its first request, over 
     });
     t.equal(table.status, 200);
     const names: string[] = table.json().rows.map((row: { cells: string[] }) => row.cells[0]);
-    t.ok(['cluster-admin', 'admin', 'edit', 'view'].every((name) => names.includes(name)), `its first Table has the built-in roles (${names.length})`);
-    t.notOk(names.some((name) => name.startsWith('unbrn')), 'in its own names, none of the other tenant\'s');
+    t.ok(
+      ['cluster-admin', 'admin', 'edit', 'view'].every((name) => names.includes(name)),
+      `its first Table has the built-in roles (${names.length})`,
+    );
+    t.notOk(
+      names.some((name) => name.startsWith('unbrn')),
+      "in its own names, none of the other tenant's",
+    );
   } finally {
     session.close();
   }
@@ -104,7 +116,10 @@ t.test('a first request sent as protobuf, as YAML or as an Upgrade waits for the
   const session = connectH2(credentialsOf(typed!.kubeconfig));
   try {
     const body = encodeBody(messages, 'k8s.io.api.core.v1.ConfigMap', { metadata: { name: 'first' }, data: { a: '1' } });
-    const created = await h2Request(session, 'POST', '/api/v1/namespaces/default/configmaps', { headers: { 'content-type': 'application/vnd.kubernetes.protobuf', accept: 'application/json' }, body });
+    const created = await h2Request(session, 'POST', '/api/v1/namespaces/default/configmaps', {
+      headers: { 'content-type': 'application/vnd.kubernetes.protobuf', accept: 'application/json' },
+      body,
+    });
     t.equal(created.status, 201, `protobuf: its first write is created (${created.body.slice(0, 200)})`);
     t.equal(created.json().metadata.namespace, 'default', 'in its own names');
   } finally {
@@ -124,30 +139,58 @@ t.test('a first request sent as protobuf, as YAML or as an Upgrade waits for the
 
   // An exec (Upgrade) as the very first request: the pod is not there, which the upstream says once the tenant is born.
   const exec = await h1Request(credentialsOf(upgraded!.kubeconfig), 'GET', '/api/v1/namespaces/default/pods/nothere/exec?command=ls&stdout=true', {
-    headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-protocol': 'v5.channel.k8s.io' },
+    headers: {
+      connection: 'Upgrade',
+      upgrade: 'websocket',
+      'sec-websocket-version': '13',
+      'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+      'sec-websocket-protocol': 'v5.channel.k8s.io',
+    },
   });
   t.equal(exec.status, 404, `Upgrade: the upstream's 404 for the missing pod, not a 503 (${exec.body.slice(0, 200)})`);
   t.equal(JSON.parse(exec.body).message, 'pods "nothere" not found', 'in its own names');
   t.notMatch(exec.body, /unbrn5-/);
   t.match(await birthConditionOf('unbrn5'), { status: 'True' }, 'and the tenant is born');
-  const others = await h1Request(credentialsOf(yaml!.kubeconfig), 'GET', '/api/v1/namespaces/default/configmaps/first', { headers: { accept: 'application/json' } });
-  t.equal(others.status, 404, 'the YAML tenant does not see the protobuf tenant\'s ConfigMap of the same name and namespace');
+  const others = await h1Request(credentialsOf(yaml!.kubeconfig), 'GET', '/api/v1/namespaces/default/configmaps/first', {
+    headers: { accept: 'application/json' },
+  });
+  t.equal(others.status, 404, "the YAML tenant does not see the protobuf tenant's ConfigMap of the same name and namespace");
 });
 
 t.test('a fresh tenant lists the built-in ClusterRoles and bindings of a real cluster', async (t) => {
   const roles = (await ok(bravo, ['get', 'clusterroles', '-o', 'name'])).split('\n');
-  for (const name of ['cluster-admin', 'admin', 'edit', 'view', 'system:discovery', 'system:basic-user', 'system:public-info-viewer', 'system:aggregate-to-edit']) {
+  for (const name of [
+    'cluster-admin',
+    'admin',
+    'edit',
+    'view',
+    'system:discovery',
+    'system:basic-user',
+    'system:public-info-viewer',
+    'system:aggregate-to-edit',
+  ]) {
     t.ok(roles.includes(`clusterrole.rbac.authorization.k8s.io/${name}`), `${name} is listed`);
   }
   const edit = JSON.parse(await ok(bravo, ['get', 'clusterrole', 'edit', '-o', 'json']));
-  t.same(edit.aggregationRule, { clusterRoleSelectors: [{ matchLabels: { 'rbac.authorization.k8s.io/aggregate-to-edit': 'true' } }] }, 'edit aggregates as anywhere, in the tenant\'s terms');
+  t.same(
+    edit.aggregationRule,
+    { clusterRoleSelectors: [{ matchLabels: { 'rbac.authorization.k8s.io/aggregate-to-edit': 'true' } }] },
+    "edit aggregates as anywhere, in the tenant's terms",
+  );
   t.equal(edit.metadata.labels['rbac.authorization.k8s.io/aggregate-to-admin'], 'true', 'and is itself aggregated into admin');
-  t.ok(edit.rules.some((rule: { resources?: string[] }) => rule.resources?.includes('deployments')), 'its rules were filled by aggregation');
+  t.ok(
+    edit.rules.some((rule: { resources?: string[] }) => rule.resources?.includes('deployments')),
+    'its rules were filled by aggregation',
+  );
   const binding = JSON.parse(await ok(bravo, ['get', 'clusterrolebinding', 'system:discovery', '-o', 'json']));
-  t.same(binding.subjects, [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:authenticated' }], 'system:discovery binds system:authenticated');
+  t.same(
+    binding.subjects,
+    [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:authenticated' }],
+    'system:discovery binds system:authenticated',
+  );
   const upstream = await stack.kubectlDirect(['get', 'clusterrole', 'built2-edit', '-o', 'jsonpath={.metadata.labels}']);
-  t.match(upstream.stdout, /built2\.aggregation\.kubezoo\.io\/aggregate-to-admin/, 'upstream, the copy aggregates only in the tenant\'s domain');
-  t.notMatch(upstream.stdout, /"rbac\.authorization\.k8s\.io\/aggregate-to/, 'never into the upstream\'s own admin');
+  t.match(upstream.stdout, /built2\.aggregation\.kubezoo\.io\/aggregate-to-admin/, "upstream, the copy aggregates only in the tenant's domain");
+  t.notMatch(upstream.stdout, /"rbac\.authorization\.k8s\.io\/aggregate-to/, "never into the upstream's own admin");
 });
 
 t.test('edit bound by a RoleBinding grants what edit grants, in that namespace only', async (t) => {
@@ -170,23 +213,37 @@ t.test('view bound by a ClusterRoleBinding lets bob list pods in every namespace
   await eventually('bob can list pods -A', async () => (await bob(['get', 'pods', '-A'])).code === 0);
   const pods = await bob(['get', 'deployments', '-A', '-o', 'name']);
   t.equal(pods.code, 0, pods.stderr);
-  t.match(pods.stdout, /deployment\.apps\/web/, 'bob sees alice\'s deployment across namespaces');
+  t.match(pods.stdout, /deployment\.apps\/web/, "bob sees alice's deployment across namespaces");
   const write = await bob(['-n', 'back', 'create', 'configmap', 'x']);
   t.not(write.code, 0, 'view writes nothing');
   // Cluster-scoped reads the ClusterRoleBinding grants (view reads namespaces): made by tenantgate once allowed.
   const namespaces = await bob(['get', 'namespaces', '-o', 'name']);
   t.equal(namespaces.code, 0, namespaces.stderr);
-  t.same(namespaces.stdout.split('\n').filter((l) => l !== '').sort(), (await ok(alpha, ['get', 'namespaces', '-o', 'name'])).split('\n').filter((l) => l !== '').sort(), 'bob lists the tenant\'s namespaces, as its admin does');
+  t.same(
+    namespaces.stdout
+      .split('\n')
+      .filter((l) => l !== '')
+      .sort(),
+    (await ok(alpha, ['get', 'namespaces', '-o', 'name']))
+      .split('\n')
+      .filter((l) => l !== '')
+      .sort(),
+    "bob lists the tenant's namespaces, as its admin does",
+  );
   t.equal((await bob(['get', 'namespace', 'shop', '-o', 'jsonpath={.metadata.name}'])).stdout, 'shop', 'and reads one by name');
   const carol = asUser(alpha, 'carol');
   const refused = await carol(['get', 'namespace', 'shop']);
   t.not(refused.code, 0, 'a user without a binding is refused');
-  t.match(refused.stderr, /namespaces "shop" is forbidden: User "carol" cannot get resource "namespaces" in API group "" at the cluster scope/, 'with the apiserver\'s words');
+  t.match(
+    refused.stderr,
+    /namespaces "shop" is forbidden: User "carol" cannot get resource "namespaces" in API group "" at the cluster scope/,
+    "with the apiserver's words",
+  );
   const listRefused = await carol(['get', 'namespaces']);
   t.match(listRefused.stderr, /User "carol" cannot list resource "namespaces"/);
 });
 
-t.test('a tenant\'s role labelled aggregate-to-view joins its own view, not another tenant\'s nor the upstream\'s', async (t) => {
+t.test("a tenant's role labelled aggregate-to-view joins its own view, not another tenant's nor the upstream's", async (t) => {
   const role = {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRole',
@@ -195,18 +252,20 @@ t.test('a tenant\'s role labelled aggregate-to-view joins its own view, not anot
   };
   await ok(alpha, ['apply', '-f', '-'], JSON.stringify(role));
   const hasWidgets = (yaml: string) => /widgets/.test(yaml);
-  t.ok(await eventually('alpha\'s view aggregates widgets', async () => hasWidgets(await ok(alpha, ['get', 'clusterrole', 'view', '-o', 'yaml']))));
+  t.ok(await eventually("alpha's view aggregates widgets", async () => hasWidgets(await ok(alpha, ['get', 'clusterrole', 'view', '-o', 'yaml']))));
   const view = JSON.parse(await ok(alpha, ['get', 'clusterrole', 'view', '-o', 'json']));
   t.ok(
-    view.rules.some((rule: { apiGroups: string[]; resources: string[] }) => rule.apiGroups.includes('widgets.example.com') && rule.resources.includes('widgets')),
-    'in the tenant\'s own group name',
+    view.rules.some(
+      (rule: { apiGroups: string[]; resources: string[] }) => rule.apiGroups.includes('widgets.example.com') && rule.resources.includes('widgets'),
+    ),
+    "in the tenant's own group name",
   );
   t.ok(await eventually('and through edit into admin', async () => hasWidgets(await ok(alpha, ['get', 'clusterrole', 'admin', '-o', 'yaml']))));
-  t.notOk(hasWidgets(await ok(bravo, ['get', 'clusterrole', 'view', '-o', 'yaml'])), 'not in the other tenant\'s view');
-  t.notOk(hasWidgets((await stack.kubectlDirect(['get', 'clusterrole', 'view', '-o', 'yaml'])).stdout), 'not in the upstream\'s view');
+  t.notOk(hasWidgets(await ok(bravo, ['get', 'clusterrole', 'view', '-o', 'yaml'])), "not in the other tenant's view");
+  t.notOk(hasWidgets((await stack.kubectlDirect(['get', 'clusterrole', 'view', '-o', 'yaml'])).stdout), "not in the upstream's view");
 });
 
-t.test('a second tenant cannot see or touch the first one\'s copies', async (t) => {
+t.test("a second tenant cannot see or touch the first one's copies", async (t) => {
   for (const args of [
     ['get', 'clusterrole', 'built1-edit'],
     ['delete', 'clusterrole', 'built1-edit'],
@@ -218,7 +277,7 @@ t.test('a second tenant cannot see or touch the first one\'s copies', async (t) 
     t.match(r.stderr, /NotFound|not found/, args.join(' '));
   }
   const still = await stack.kubectlDirect(['get', 'clusterrole', 'built1-edit', '-o', 'name']);
-  t.equal(still.code, 0, 'built1\'s copy is there');
+  t.equal(still.code, 0, "built1's copy is there");
 });
 
 t.test('a built-in role deleted by the tenant comes back, as its own copy', async (t) => {
@@ -298,9 +357,9 @@ t.test('the tenant admin writes admission policies, and they bind in its cluster
     await ok(alpha, ['-n', 'shop', 'create', 'configmap', name]);
     return (await ok(alpha, ['-n', 'shop', 'get', 'configmap', name, '-o', 'jsonpath={.metadata.labels.stamped}'])) === 'yes';
   });
-  t.ok(stamped, 'the tenant\'s MutatingAdmissionPolicy mutates its own objects');
+  t.ok(stamped, "the tenant's MutatingAdmissionPolicy mutates its own objects");
   await ok(bravo, ['-n', 'default', 'create', 'configmap', 'unstamped']);
-  t.equal(await ok(bravo, ['-n', 'default', 'get', 'configmap', 'unstamped', '-o', 'jsonpath={.metadata.labels.stamped}']), '', 'and not the other tenant\'s');
+  t.equal(await ok(bravo, ['-n', 'default', 'get', 'configmap', 'unstamped', '-o', 'jsonpath={.metadata.labels.stamped}']), '', "and not the other tenant's");
   await ok(alpha, ['delete', 'mutatingadmissionpolicybinding', 'label-configmaps']);
   await ok(alpha, ['delete', 'validatingadmissionpolicybinding', 'no-big-configmaps']);
   await ok(alpha, ['delete', 'validatingadmissionpolicy', 'no-big-configmaps']);

@@ -21,9 +21,19 @@ let charlie: TestTenant; // priority: system-cluster-critical named
 let delta: TestTenant; // defaults: priority tg-low (tg-high allowed too), runtime tg-sandbox, storage gold, ingress tg-internal
 
 const pod = (name: string, priorityClassName?: string) =>
-  JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { ...(priorityClassName && { priorityClassName }), containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] } });
+  JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name },
+    spec: { ...(priorityClassName && { priorityClassName }), containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] },
+  });
 const claim = (name: string, storageClassName: string) =>
-  JSON.stringify({ apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name }, spec: { storageClassName, accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } });
+  JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name },
+    spec: { storageClassName, accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+  });
 
 async function ok(tenant: TestTenant, args: string[], input?: string): Promise<string> {
   const r = await tenant.kubectl(args, { input });
@@ -38,7 +48,9 @@ async function direct(args: string[], input?: string): Promise<string> {
 }
 
 async function patchTenant(id: string, spec: Json): Promise<{ status: number; body: any }> {
-  return withClient(stack.adminKubeconfig, (pool) => upstreamJson(pool, 'PATCH', `${TENANTS_PATH}/${id}`, { spec }, { 'content-type': 'application/merge-patch+json' }));
+  return withClient(stack.adminKubeconfig, (pool) =>
+    upstreamJson(pool, 'PATCH', `${TENANTS_PATH}/${id}`, { spec }, { 'content-type': 'application/merge-patch+json' }),
+  );
 }
 
 async function until<T>(what: string, check: () => Promise<T | undefined>): Promise<T> {
@@ -51,7 +63,13 @@ async function until<T>(what: string, check: () => Promise<T | undefined>): Prom
   }
 }
 
-const names = async (tenant: TestTenant, resource: string) => (await ok(tenant, ['get', resource, '-o', 'name'])).trim().split('\n').filter(Boolean).map((line) => line.slice(line.indexOf('/') + 1)).sort();
+const names = async (tenant: TestTenant, resource: string) =>
+  (await ok(tenant, ['get', resource, '-o', 'name']))
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.slice(line.indexOf('/') + 1))
+    .sort();
 
 t.before(async () => {
   stack = await startStack();
@@ -84,7 +102,7 @@ t.before(async () => {
     if (patched.status !== 200) throw new Error(`patching ${tenant.id}: ${patched.status} ${JSON.stringify(patched.body).slice(0, 300)}`);
   }
   // Written on its namespaces by tenantgate: the upstream's policy reads them.
-  await until('alpha\'s namespace default carries its classes', async () => {
+  await until("alpha's namespace default carries its classes", async () => {
     const namespace = JSON.parse(await direct(['get', 'namespace', `${alpha.id}-default`, '-o', 'json']));
     return namespace.metadata.annotations?.['tenantgate.kubezoo.io/allowed-storageclasses'] === 'gold' ? true : undefined;
   });
@@ -100,50 +118,63 @@ t.test('each tenant lists, gets and watches only the classes it may use', async 
   t.not(hidden.code, 0, 'a class it may not use is not found');
   t.match(hidden.stderr, /NotFound|not found/);
   const bravoClasses = await names(bravo, 'priorityclasses');
-  t.ok(bravoClasses.includes('tg-high') && bravoClasses.includes('tg-low'), 'bravo, with nothing set: the platform\'s classes');
+  t.ok(bravoClasses.includes('tg-high') && bravoClasses.includes('tg-low'), "bravo, with nothing set: the platform's classes");
   t.notOk(bravoClasses.includes('system-cluster-critical'), 'but not the critical ones');
   t.same(await names(charlie, 'priorityclasses'), ['system-cluster-critical', 'tg-low'], 'charlie: the critical class its Tenant names');
   // A typed client asks for protobuf first: it is answered in JSON, filtered alike.
   const session = connectH2(credentialsOf(alpha.kubeconfig));
   try {
-    const listed = await h2Request(session, 'GET', '/apis/scheduling.k8s.io/v1/priorityclasses', { headers: { accept: 'application/vnd.kubernetes.protobuf, application/json' } });
+    const listed = await h2Request(session, 'GET', '/apis/scheduling.k8s.io/v1/priorityclasses', {
+      headers: { accept: 'application/vnd.kubernetes.protobuf, application/json' },
+    });
     t.equal(listed.status, 200);
     t.match(String(listed.headers['content-type']), /application\/json/, 'in JSON');
-    t.same((listed.json().items as Json[]).map((item) => item.metadata.name), ['tg-low'], 'the protobuf-first list: its one class');
+    t.same(
+      (listed.json().items as Json[]).map((item) => item.metadata.name),
+      ['tg-low'],
+      'the protobuf-first list: its one class',
+    );
   } finally {
     session.close();
   }
 });
 
-t.test('a pod naming a class its tenant may not use is refused, in its words; another tenant\'s is admitted', async (t) => {
+t.test("a pod naming a class its tenant may not use is refused, in its words; another tenant's is admitted", async (t) => {
   const refused = await alpha.kubectl(['create', '-f', '-'], { input: pod('p-high', 'tg-high') });
   t.not(refused.code, 0, 'alpha: tg-high refused');
   t.match(refused.stderr, /tg-high.*not one of the priority classes this tenant may use/);
   t.notMatch(refused.stderr, /clalfa-/, 'no upstream names');
   await ok(alpha, ['create', '-f', '-'], pod('p-low', 'tg-low'));
   await ok(bravo, ['create', '-f', '-'], pod('p-high', 'tg-high'));
-  t.pass('alpha\'s tg-low pod and bravo\'s tg-high pod (same name) admitted');
+  t.pass("alpha's tg-low pod and bravo's tg-high pod (same name) admitted");
   await ok(charlie, ['create', '-f', '-'], pod('p-critical', 'system-cluster-critical'));
   const upstream = JSON.parse(await direct(['get', 'pod', 'p-critical', '-n', `${charlie.id}-default`, '-o', 'json']));
-  t.equal(upstream.spec.priority, 2_000_000_000, 'charlie\'s Tenant names system-cluster-critical: its pod has it');
+  t.equal(upstream.spec.priority, 2_000_000_000, "charlie's Tenant names system-cluster-critical: its pod has it");
   const bravoCritical = await bravo.kubectl(['create', '-f', '-'], { input: pod('p-critical', 'system-cluster-critical') });
   t.not(bravoCritical.code, 0, 'bravo (nothing named) still may not');
 });
 
-t.test('a Deployment\'s pods are refused upstream too, and its ReplicaSet says why', async (t) => {
+t.test("a Deployment's pods are refused upstream too, and its ReplicaSet says why", async (t) => {
   const deployment = {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
     metadata: { name: 'high' },
-    spec: { replicas: 2, selector: { matchLabels: { app: 'high' } }, template: { metadata: { labels: { app: 'high' } }, spec: { priorityClassName: 'tg-high', containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] } } },
+    spec: {
+      replicas: 2,
+      selector: { matchLabels: { app: 'high' } },
+      template: {
+        metadata: { labels: { app: 'high' } },
+        spec: { priorityClassName: 'tg-high', containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] },
+      },
+    },
   };
   await ok(alpha, ['apply', '-f', '-'], JSON.stringify(deployment));
-  const failure = await until('the ReplicaSet\'s ReplicaFailure condition', async () => {
+  const failure = await until("the ReplicaSet's ReplicaFailure condition", async () => {
     const replicaSets = JSON.parse(await ok(alpha, ['get', 'replicasets', '-l', 'app=high', '-o', 'json'])).items as Json[];
     return replicaSets.flatMap((rs) => (rs.status?.conditions ?? []) as Json[]).find((condition) => condition.type === 'ReplicaFailure');
   });
-  t.match(failure.message, /tg-high is not one of the priority classes this tenant may use/, 'the upstream policy\'s words');
-  t.notMatch(failure.message, /clalfa-/, 'in the tenant\'s names');
+  t.match(failure.message, /tg-high is not one of the priority classes this tenant may use/, "the upstream policy's words");
+  t.notMatch(failure.message, /clalfa-/, "in the tenant's names");
   const pods = JSON.parse(await direct(['get', 'pods', '-n', `${alpha.id}-default`, '-l', 'app=high', '-o', 'json'])).items as Json[];
   t.equal(pods.length, 0, 'no pod of it upstream');
   await ok(alpha, ['delete', 'deployment', 'high']);
@@ -157,35 +188,55 @@ t.test('a PVC naming a storage class outside the selector is refused; a class la
   await ok(bravo, ['create', '-f', '-'], claim('data', 'silver'));
   t.pass('gold for alpha, silver for bravo (nothing set), same claim name');
   await direct(['label', 'storageclass', 'silver', 'tier=gold', '--overwrite']);
-  await until('silver is alpha\'s to see', async () => ((await names(alpha, 'storageclasses')).includes('silver') ? true : undefined));
-  await until('silver is alpha\'s to use', async () => ((await alpha.kubectl(['create', '-f', '-'], { input: claim('more', 'silver') })).code === 0 ? true : undefined));
+  await until("silver is alpha's to see", async () => ((await names(alpha, 'storageclasses')).includes('silver') ? true : undefined));
+  await until("silver is alpha's to use", async () =>
+    (await alpha.kubectl(['create', '-f', '-'], { input: claim('more', 'silver') })).code === 0 ? true : undefined,
+  );
   t.pass('relabelled upstream: alpha lists and uses silver');
 });
 
-t.test('a tenant cannot widen its own classes: the annotations on its namespaces are the platform\'s', async (t) => {
+t.test("a tenant cannot widen its own classes: the annotations on its namespaces are the platform's", async (t) => {
   const widened = await alpha.kubectl(['annotate', 'namespace', 'default', 'tenantgate.kubezoo.io/allowed-priorityclasses=tg-high', '--overwrite']);
   t.not(widened.code, 0, 'overwriting refused');
   t.match(widened.stderr, /only the platform changes/);
   const removed = await alpha.kubectl(['annotate', 'namespace', 'default', 'tenantgate.kubezoo.io/allowed-priorityclasses-']);
   t.not(removed.code, 0, 'removing refused');
   const created = await alpha.kubectl(['create', '-f', '-'], {
-    input: JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'sneaky', annotations: { 'tenantgate.kubezoo.io/allowed-priorityclasses': 'tg-high' } } }),
+    input: JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: 'sneaky', annotations: { 'tenantgate.kubezoo.io/allowed-priorityclasses': 'tg-high' } },
+    }),
   });
   t.not(created.code, 0, 'a new namespace carrying one refused');
   await ok(alpha, ['create', 'namespace', 'late']);
   const late = await alpha.kubectl(['create', '-n', 'late', '-f', '-'], { input: pod('p-high', 'tg-high') });
-  t.not(late.code, 0, 'a namespace made now holds the tenant\'s classes from its first pod');
+  t.not(late.code, 0, "a namespace made now holds the tenant's classes from its first pod");
 });
 
-t.test('a tenant\'s defaults fill what its objects leave unset, its Deployment\'s pods included; another tenant\'s same names get none', async (t) => {
+t.test("a tenant's defaults fill what its objects leave unset, its Deployment's pods included; another tenant's same names get none", async (t) => {
   const deployment = {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
     metadata: { name: 'plain' },
-    spec: { replicas: 1, selector: { matchLabels: { app: 'plain' } }, template: { metadata: { labels: { app: 'plain' } }, spec: { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] } } },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: { app: 'plain' } },
+      template: { metadata: { labels: { app: 'plain' } }, spec: { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] } },
+    },
   };
-  const claimWithoutClass = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'plain' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } };
-  const ingress = { apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', metadata: { name: 'plain' }, spec: { defaultBackend: { service: { name: 'web', port: { number: 80 } } } } };
+  const claimWithoutClass = {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name: 'plain' },
+    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+  };
+  const ingress = {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'Ingress',
+    metadata: { name: 'plain' },
+    spec: { defaultBackend: { service: { name: 'web', port: { number: 80 } } } },
+  };
   for (const tenant of [delta, bravo]) {
     await ok(tenant, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [deployment, claimWithoutClass, ingress] }));
   }
@@ -195,22 +246,30 @@ t.test('a tenant\'s defaults fill what its objects leave unset, its Deployment\'
       return pods[0];
     });
   const deltaPod = await podOf(delta);
-  t.equal(deltaPod.spec.priorityClassName, 'tg-low', 'delta\'s pod, made by the upstream\'s ReplicaSet controller: its default priority class');
-  t.equal(deltaPod.spec.priority, 100, 'and that class\'s priority');
+  t.equal(deltaPod.spec.priorityClassName, 'tg-low', "delta's pod, made by the upstream's ReplicaSet controller: its default priority class");
+  t.equal(deltaPod.spec.priority, 100, "and that class's priority");
   t.equal(deltaPod.spec.runtimeClassName, 'tg-sandbox', 'its default runtime class');
   const bravoPod = await podOf(bravo);
-  t.equal(bravoPod.spec.priorityClassName, undefined, 'bravo\'s pod of the same name: no class');
+  t.equal(bravoPod.spec.priorityClassName, undefined, "bravo's pod of the same name: no class");
   t.equal(bravoPod.spec.runtimeClassName, undefined);
   const viewed = JSON.parse(await ok(delta, ['get', 'deployment', 'plain', '-o', 'json']));
   t.equal(viewed.spec.template.spec.priorityClassName, 'tg-low', 'delta sees the class its template was given');
-  const claims = await Promise.all([delta, bravo].map(async (tenant) => JSON.parse(await direct(['get', 'pvc', 'plain', '-n', `${tenant.id}-default`, '-o', 'json']))));
-  t.equal(claims[0].spec.storageClassName, 'gold', 'delta\'s claim: its default storage class');
-  t.equal(claims[1].spec.storageClassName, undefined, 'bravo\'s: the upstream\'s default (none on the rig)');
-  const ingresses = await Promise.all([delta, bravo].map(async (tenant) => JSON.parse(await direct(['get', 'ingress', 'plain', '-n', `${tenant.id}-default`, '-o', 'json']))));
-  t.equal(ingresses[0].spec.ingressClassName, 'tg-internal', 'delta\'s Ingress: its default ingress class');
+  const claims = await Promise.all(
+    [delta, bravo].map(async (tenant) => JSON.parse(await direct(['get', 'pvc', 'plain', '-n', `${tenant.id}-default`, '-o', 'json']))),
+  );
+  t.equal(claims[0].spec.storageClassName, 'gold', "delta's claim: its default storage class");
+  t.equal(claims[1].spec.storageClassName, undefined, "bravo's: the upstream's default (none on the rig)");
+  const ingresses = await Promise.all(
+    [delta, bravo].map(async (tenant) => JSON.parse(await direct(['get', 'ingress', 'plain', '-n', `${tenant.id}-default`, '-o', 'json']))),
+  );
+  t.equal(ingresses[0].spec.ingressClassName, 'tg-internal', "delta's Ingress: its default ingress class");
   t.equal(ingresses[1].spec.ingressClassName, undefined);
   await ok(delta, ['create', '-f', '-'], pod('p-named', 'tg-high'));
-  t.equal(JSON.parse(await direct(['get', 'pod', 'p-named', '-n', `${delta.id}-default`, '-o', 'json'])).spec.priorityClassName, 'tg-high', 'a class the pod names stays');
+  t.equal(
+    JSON.parse(await direct(['get', 'pod', 'p-named', '-n', `${delta.id}-default`, '-o', 'json'])).spec.priorityClassName,
+    'tg-high',
+    'a class the pod names stays',
+  );
   const high = structuredClone(deployment);
   high.metadata.name = 'high';
   (high.spec.template.spec as Json).priorityClassName = 'tg-high';
@@ -227,27 +286,37 @@ t.test('a tenant\'s defaults fill what its objects leave unset, its Deployment\'
   const messages = loadProtoMessages(moduleCache);
   const session = connectH2(credentialsOf(delta.kubeconfig));
   try {
-    const body = encodeBody(messages, 'k8s.io.api.core.v1.Pod', { metadata: { name: 'p-protobuf' }, spec: { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] } });
-    const created = await h2Request(session, 'POST', '/api/v1/namespaces/default/pods', { headers: { 'content-type': 'application/vnd.kubernetes.protobuf', accept: 'application/json' }, body });
+    const body = encodeBody(messages, 'k8s.io.api.core.v1.Pod', {
+      metadata: { name: 'p-protobuf' },
+      spec: { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] },
+    });
+    const created = await h2Request(session, 'POST', '/api/v1/namespaces/default/pods', {
+      headers: { 'content-type': 'application/vnd.kubernetes.protobuf', accept: 'application/json' },
+      body,
+    });
     t.equal(created.status, 201, 'created from protobuf');
-    t.same([created.json().spec.priorityClassName, created.json().spec.priority, created.json().spec.runtimeClassName], ['tg-low', 100, 'tg-sandbox'], 'with its defaults, in the tenant\'s answer');
+    t.same(
+      [created.json().spec.priorityClassName, created.json().spec.priority, created.json().spec.runtimeClassName],
+      ['tg-low', 100, 'tg-sandbox'],
+      "with its defaults, in the tenant's answer",
+    );
   } finally {
     session.close();
   }
 });
 
-t.test('a tenant\'s views show its default class as the default, as kubectl shows a cluster\'s', async (t) => {
+t.test("a tenant's views show its default class as the default, as kubectl shows a cluster's", async (t) => {
   await direct(['annotate', 'storageclass', 'silver', 'storageclass.kubernetes.io/is-default-class=true', '--overwrite']);
   try {
     const deltaTable = await ok(delta, ['get', 'storageclasses']);
     t.match(deltaTable, /^gold \(default\)\s/m, 'delta: gold, its default, marked');
-    t.notMatch(deltaTable, /silver \(default\)/, 'not the platform\'s');
-    t.match(await ok(bravo, ['get', 'storageclasses']), /^silver \(default\)\s/m, 'bravo, without a default of its own: the platform\'s');
+    t.notMatch(deltaTable, /silver \(default\)/, "not the platform's");
+    t.match(await ok(bravo, ['get', 'storageclasses']), /^silver \(default\)\s/m, "bravo, without a default of its own: the platform's");
     const gold = JSON.parse(await ok(delta, ['get', 'storageclass', 'gold', '-o', 'json']));
     t.equal(gold.metadata.annotations?.['storageclass.kubernetes.io/is-default-class'], 'true', 'in the object too');
     t.equal(JSON.parse(await ok(delta, ['get', 'priorityclass', 'tg-low', '-o', 'json'])).globalDefault, true, 'its default priority class is globalDefault');
     t.match(await ok(delta, ['get', 'priorityclass', 'tg-low']), /tg-low\s+100\s+true\s/, 'in the Global-Default column too');
-    t.match(await ok(bravo, ['get', 'priorityclass', 'tg-low']), /tg-low\s+100\s+false\s/, 'not bravo\'s');
+    t.match(await ok(bravo, ['get', 'priorityclass', 'tg-low']), /tg-low\s+100\s+false\s/, "not bravo's");
   } finally {
     await direct(['annotate', 'storageclass', 'silver', 'storageclass.kubernetes.io/is-default-class-']);
   }
@@ -267,7 +336,10 @@ t.test('a default that is no class name, or a default device class, is refused (
 t.test('a malformed allowance is refused when the Tenant is written (400 naming the field)', async (t) => {
   for (const [spec, field] of [
     [{ priorityClasses: { allowed: 'tg-low' } }, 'spec.priorityClasses.allowed'],
-    [{ storageClasses: { selector: { matchExpressions: [{ key: 'tier', operator: 'Near', values: ['x'] }] } } }, 'spec.storageClasses.selector.matchExpressions[0].operator'],
+    [
+      { storageClasses: { selector: { matchExpressions: [{ key: 'tier', operator: 'Near', values: ['x'] }] } } },
+      'spec.storageClasses.selector.matchExpressions[0].operator',
+    ],
     [{ runtimeClasses: { names: ['x'] } }, 'spec.runtimeClasses.names'],
   ] as const) {
     const answer = await patchTenant(bravo.id, spec);

@@ -36,11 +36,15 @@ t.test('client-node: same names in two tenants, each sees only its own', async (
     const namespaces = (await core.listNamespace()).items.map((ns) => ns.metadata?.name).sort();
     t.same(namespaces, ['app', 'default', 'kube-node-lease', 'kube-public', 'kube-system'], `${id} sees a cluster of its own`);
     const other = id === 'gamma3' ? 'delta4' : 'gamma3';
-    await t.rejects(core.readNamespacedConfigMap({ namespace: `${other}-app`, name: 'cfg' }), { code: 404 }, `${id} cannot read ${other}'s configmap by its upstream namespace`);
+    await t.rejects(
+      core.readNamespacedConfigMap({ namespace: `${other}-app`, name: 'cfg' }),
+      { code: 404 },
+      `${id} cannot read ${other}'s configmap by its upstream namespace`,
+    );
   }
 });
 
-t.test('client-node: a watch across namespaces streams only the tenant\'s events', async (t) => {
+t.test("client-node: a watch across namespaces streams only the tenant's events", async (t) => {
   const gamma = clients.get('gamma3')!;
   const delta = clients.get('delta4')!;
   const seen: string[] = [];
@@ -58,5 +62,5 @@ t.test('client-node: a watch across namespaces streams only the tenant\'s events
   await gamma.makeApiClient(k8s.CoreV1Api).patchNamespacedConfigMap({ namespace: 'app', name: 'cfg', body: { data: { step: 'gamma' } } }, patch);
   await new Promise((r) => setTimeout(r, 1000));
   controller.abort();
-  t.same(seen, ['ADDED app gamma3/', 'MODIFIED app gamma3/gamma'], 'gamma saw its own configmap and its own change, nothing of delta\'s');
+  t.same(seen, ['ADDED app gamma3/', 'MODIFIED app gamma3/gamma'], "gamma saw its own configmap and its own change, nothing of delta's");
 });

@@ -77,16 +77,30 @@ t.teardown(() => stack?.stop());
 t.test('creating tenants adds no ClusterRoleBinding of theirs upstream: the built-in ones are stored', async (t) => {
   t.same(
     [...realBefore.keys()].filter((name) => !realEmpty.has(name)).sort(),
-    SHARED_TENANT_RBAC.filter((shared) => shared.object.kind === 'ClusterRoleBinding').map((shared) => shared.object.metadata.name).sort(),
+    SHARED_TENANT_RBAC.filter((shared) => shared.object.kind === 'ClusterRoleBinding')
+      .map((shared) => shared.object.metadata.name)
+      .sort(),
     'the first tenant brought only the bindings all tenants share',
   );
   const real = await realBindings();
-  t.same([...real.keys()].filter((name) => !realBefore.has(name)), [], 'the second tenant no real ClusterRoleBinding at all');
+  t.same(
+    [...real.keys()].filter((name) => !realBefore.has(name)),
+    [],
+    'the second tenant no real ClusterRoleBinding at all',
+  );
   t.equal(real.size, realBefore.size, 'as many real ClusterRoleBindings as before the tenants');
   const stored = await stack.kubectlDirect(['get', STORED_BINDINGS, '-l', 'kubezoo.io/tenant=crba01', '-o', 'name']);
-  t.match(stored.stdout, new RegExp(`crba01-tghex-${Buffer.from('system:discovery').toString('hex')}`), 'upstream the tenant\'s system:discovery is tenantgate\'s custom resource (its name in hex)');
+  t.match(
+    stored.stdout,
+    new RegExp(`crba01-tghex-${Buffer.from('system:discovery').toString('hex')}`),
+    "upstream the tenant's system:discovery is tenantgate's custom resource (its name in hex)",
+  );
   const seen = JSON.parse(await ok(alpha, ['get', 'clusterrolebinding', 'system:discovery', '-o', 'json']));
-  t.same([seen.apiVersion, seen.kind, seen.subjects], [`${RBAC}/v1`, 'ClusterRoleBinding', [{ apiGroup: RBAC, kind: 'Group', name: 'system:authenticated' }]], 'the tenant reads it as a real one');
+  t.same(
+    [seen.apiVersion, seen.kind, seen.subjects],
+    [`${RBAC}/v1`, 'ClusterRoleBinding', [{ apiGroup: RBAC, kind: 'Group', name: 'system:authenticated' }]],
+    'the tenant reads it as a real one',
+  );
 });
 
 t.test('a service account bound by a ClusterRoleBinding lists in every namespace, and can-i says which binding allows it', async (t) => {
@@ -95,27 +109,46 @@ t.test('a service account bound by a ClusterRoleBinding lists in every namespace
   await ok(alpha, ['create', 'clusterrolebinding', 'robot-reads', '--clusterrole=cm-reader', '--serviceaccount=shop:robot']);
   t.same(await realBindings(), before, 'no real ClusterRoleBinding upstream');
   const upstream = JSON.parse((await stack.kubectlDirect(['get', STORED_BINDINGS, 'crba01-robot-reads', '-o', 'json'])).stdout);
-  t.same(upstream.subjects, [{ kind: 'User', apiGroup: RBAC, name: 'tenantgate:cluster:system:serviceaccount:crba01-shop:robot' }], 'stored with its shadow subject');
+  t.same(
+    upstream.subjects,
+    [{ kind: 'User', apiGroup: RBAC, name: 'tenantgate:cluster:system:serviceaccount:crba01-shop:robot' }],
+    'stored with its shadow subject',
+  );
 
   const listed = JSON.parse(await ok(alpha, ['get', 'configmaps', '-A', '-o', 'json', `--as=${ROBOT}`]));
-  t.ok(listed.items.some((item: { metadata: { namespace: string; name: string } }) => item.metadata.namespace === 'back' && item.metadata.name === 'settings'), 'the robot lists configmaps across namespaces');
+  t.ok(
+    listed.items.some((item: { metadata: { namespace: string; name: string } }) => item.metadata.namespace === 'back' && item.metadata.name === 'settings'),
+    'the robot lists configmaps across namespaces',
+  );
   t.notMatch(JSON.stringify(listed), /crbb02|crba01-/, 'nothing of the other tenant, no upstream name');
   const can = await alpha.kubectl(['auth', 'can-i', 'list', 'pods', '-A', `--as=${ROBOT}`]);
   t.equal(can.stdout.trim(), 'yes', 'kubectl auth can-i list pods -A: yes');
   const review = await selfReview(alpha, ROBOT, { verb: 'list', resource: 'pods' });
-  t.same(review, { allowed: true, reason: 'RBAC: allowed by ClusterRoleBinding "robot-reads" of ClusterRole "cm-reader" to ServiceAccount "robot/shop"' }, 'with the apiserver\'s reason, in the tenant\'s names');
+  t.same(
+    review,
+    { allowed: true, reason: 'RBAC: allowed by ClusterRoleBinding "robot-reads" of ClusterRole "cm-reader" to ServiceAccount "robot/shop"' },
+    "with the apiserver's reason, in the tenant's names",
+  );
   t.equal((await alpha.kubectl(['auth', 'can-i', 'list', 'secrets', '-A', `--as=${ROBOT}`])).stdout.trim(), 'no', 'and nothing the role does not grant');
 
   await ok(alpha, ['create', 'clusterrolebinding', 'bob-reads', '--clusterrole=cm-reader', '--user=bob']);
-  const subjectReview = { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { user: 'bob', resourceAttributes: { verb: 'watch', resource: 'configmaps' } } };
+  const subjectReview = {
+    apiVersion: 'authorization.k8s.io/v1',
+    kind: 'SubjectAccessReview',
+    spec: { user: 'bob', resourceAttributes: { verb: 'watch', resource: 'configmaps' } },
+  };
   const status = JSON.parse(await ok(alpha, ['create', '-f', '-', '-o', 'json'], JSON.stringify(subjectReview))).status;
-  t.same(status, { allowed: true, reason: 'RBAC: allowed by ClusterRoleBinding "bob-reads" of ClusterRole "cm-reader" to User "bob"' }, 'a SubjectAccessReview about a user names the binding too');
+  t.same(
+    status,
+    { allowed: true, reason: 'RBAC: allowed by ClusterRoleBinding "bob-reads" of ClusterRole "cm-reader" to User "bob"' },
+    'a SubjectAccessReview about a user names the binding too',
+  );
 });
 
 t.test('kubectl shows a stored ClusterRoleBinding as the apiserver does: Table, wide, describe', async (t) => {
   const table = await ok(alpha, ['get', 'clusterrolebinding', 'robot-reads', '-o', 'wide']);
-  t.match(table, /^NAME\s+ROLE\s+AGE\s+USERS\s+GROUPS\s+SERVICEACCOUNTS/m, 'the apiserver\'s columns');
-  t.match(table, /robot-reads\s+ClusterRole\/cm-reader\s+\S+\s+shop\/robot/, 'its cells, in the tenant\'s names');
+  t.match(table, /^NAME\s+ROLE\s+AGE\s+USERS\s+GROUPS\s+SERVICEACCOUNTS/m, "the apiserver's columns");
+  t.match(table, /robot-reads\s+ClusterRole\/cm-reader\s+\S+\s+shop\/robot/, "its cells, in the tenant's names");
   t.notMatch(table, /crba01|tenantgate/);
   const described = await ok(alpha, ['describe', 'clusterrolebinding', 'bob-reads']);
   t.match(described, /Role:\s*\n\s+Kind:\s+ClusterRole\s*\n\s+Name:\s+cm-reader/);
@@ -123,45 +156,72 @@ t.test('kubectl shows a stored ClusterRoleBinding as the apiserver does: Table, 
   const list = await ok(alpha, ['get', 'clusterrolebindings', '-o', 'name']);
   t.match(list, /clusterrolebinding.rbac.authorization.k8s.io\/robot-reads/);
   t.match(list, /clusterrolebinding.rbac.authorization.k8s.io\/system:discovery/);
-  t.same(list.split('\n').filter((name) => /crb|tenantgate/.test(name)), [], 'neither upstream names nor tenantgate\'s own');
+  t.same(
+    list.split('\n').filter((name) => /crb|tenantgate/.test(name)),
+    [],
+    "neither upstream names nor tenantgate's own",
+  );
 });
 
-t.test('a second tenant with the same names neither sees nor touches the first one\'s bindings', async (t) => {
+t.test("a second tenant with the same names neither sees nor touches the first one's bindings", async (t) => {
   await ok(bravo, ['create', 'clusterrolebinding', 'robot-reads', '--clusterrole=cm-reader', '--user=zed']);
-  t.same(JSON.parse(await ok(bravo, ['get', 'clusterrolebinding', 'robot-reads', '-o', 'json'])).subjects, [{ apiGroup: RBAC, kind: 'User', name: 'zed' }], 'B reads its own');
-  for (const args of [['get', 'clusterrolebinding', 'crba01-robot-reads'], ['get', 'clusterrolebinding', 'bob-reads'], ['delete', 'clusterrolebinding', 'bob-reads']]) {
+  t.same(
+    JSON.parse(await ok(bravo, ['get', 'clusterrolebinding', 'robot-reads', '-o', 'json'])).subjects,
+    [{ apiGroup: RBAC, kind: 'User', name: 'zed' }],
+    'B reads its own',
+  );
+  for (const args of [
+    ['get', 'clusterrolebinding', 'crba01-robot-reads'],
+    ['get', 'clusterrolebinding', 'bob-reads'],
+    ['delete', 'clusterrolebinding', 'bob-reads'],
+  ]) {
     const r = await bravo.kubectl(args);
     t.match(r.stderr, /NotFound|not found/, `B: ${args.join(' ')}`);
   }
   const listed = JSON.parse(await ok(bravo, ['get', 'clusterrolebindings', '-o', 'json']));
-  t.notOk(listed.items.some((item: { metadata: { name: string } }) => item.metadata.name === 'bob-reads'), 'B\'s list has none of A\'s');
-  t.equal((await bravo.kubectl(['get', 'clusterrolebindings', '--field-selector=metadata.name=crba01-bob-reads', '-o', 'name'])).stdout.trim(), '', 'nor a field selector naming A\'s upstream name');
+  t.notOk(
+    listed.items.some((item: { metadata: { name: string } }) => item.metadata.name === 'bob-reads'),
+    "B's list has none of A's",
+  );
+  t.equal(
+    (await bravo.kubectl(['get', 'clusterrolebindings', '--field-selector=metadata.name=crba01-bob-reads', '-o', 'name'])).stdout.trim(),
+    '',
+    "nor a field selector naming A's upstream name",
+  );
   // B's watch sees B's change and nothing of A's.
   const watch = bravo.kubectl(['get', '--raw', '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings?watch=true&timeoutSeconds=4']);
   await new Promise((resolve) => setTimeout(resolve, 1000));
   await ok(alpha, ['label', 'clusterrolebinding', 'robot-reads', 'seen=by-alpha']);
   await ok(bravo, ['label', 'clusterrolebinding', 'robot-reads', 'seen=by-bravo']);
   const events = (await watch).stdout;
-  t.match(events, /by-bravo/, 'B\'s watch has B\'s change');
-  t.notMatch(events, /by-alpha|crba01|bob-reads/, 'and nothing of A\'s');
+  t.match(events, /by-bravo/, "B's watch has B's change");
+  t.notMatch(events, /by-alpha|crba01|bob-reads/, "and nothing of A's");
   await ok(bravo, ['delete', 'clusterrolebindings', '--all']);
-  t.equal(JSON.parse(await ok(alpha, ['get', 'clusterrolebinding', 'robot-reads', '-o', 'json'])).metadata.labels.seen, 'by-alpha', 'B deleting all its bindings left A\'s');
-  t.equal((await alpha.kubectl(['auth', 'can-i', 'list', 'pods', '-A', `--as=${ROBOT}`])).stdout.trim(), 'yes', 'and A\'s grant');
+  t.equal(
+    JSON.parse(await ok(alpha, ['get', 'clusterrolebinding', 'robot-reads', '-o', 'json'])).metadata.labels.seen,
+    'by-alpha',
+    "B deleting all its bindings left A's",
+  );
+  t.equal((await alpha.kubectl(['auth', 'can-i', 'list', 'pods', '-A', `--as=${ROBOT}`])).stdout.trim(), 'yes', "and A's grant");
 });
 
 t.test('unbinding takes the right away', async (t) => {
   await ok(alpha, ['delete', 'clusterrolebinding', 'robot-reads']);
-  await eventually('can-i says no', async () => ((await alpha.kubectl(['auth', 'can-i', 'list', 'pods', '-A', `--as=${ROBOT}`])).stdout.trim() === 'no' ? true : undefined));
+  await eventually('can-i says no', async () =>
+    (await alpha.kubectl(['auth', 'can-i', 'list', 'pods', '-A', `--as=${ROBOT}`])).stdout.trim() === 'no' ? true : undefined,
+  );
   const refused = await eventually('the list is refused', async () => {
     const r = await alpha.kubectl(['get', 'configmaps', '-A', `--as=${ROBOT}`]);
     return r.code !== 0 ? r.stderr : undefined;
   });
   t.match(refused, /forbidden/i);
   t.notMatch(refused, /crba01/);
-  await eventually('and in its namespaces too (the expansions are gone)', async () => ((await alpha.kubectl(['auth', 'can-i', 'list', 'configmaps', '-n', 'back', `--as=${ROBOT}`])).stdout.trim() === 'no' ? true : undefined));
+  await eventually('and in its namespaces too (the expansions are gone)', async () =>
+    (await alpha.kubectl(['auth', 'can-i', 'list', 'configmaps', '-n', 'back', `--as=${ROBOT}`])).stdout.trim() === 'no' ? true : undefined,
+  );
 });
 
-t.test('a chart with ClusterRoleBindings installs, grants and uninstalls, and the upstream\'s ClusterRoleBindings stay as they were', async (t) => {
+t.test("a chart with ClusterRoleBindings installs, grants and uninstalls, and the upstream's ClusterRoleBindings stay as they were", async (t) => {
   const helm = await ensureHelm({ log: (line) => t.comment(line) });
   const scratch = mkdtempSync(join(tmpdir(), 'tenant-chart-'));
   t.teardown(() => rmSync(scratch, { recursive: true, force: true }));
@@ -178,12 +238,23 @@ t.test('a chart with ClusterRoleBindings installs, grants and uninstalls, and th
   );
   const env = { ...process.env, HELM_CACHE_HOME: join(scratch, 'cache'), HELM_CONFIG_HOME: join(scratch, 'config'), HELM_DATA_HOME: join(scratch, 'data') };
   const before = await realBindings();
-  const installed = await runCommand(helm, ['install', 'reader', chart, '--namespace', 'shop', '--kubeconfig', alpha.kubeconfig, '--wait', '--timeout', '60s'], { env, timeoutMs: 90_000 });
+  const installed = await runCommand(
+    helm,
+    ['install', 'reader', chart, '--namespace', 'shop', '--kubeconfig', alpha.kubeconfig, '--wait', '--timeout', '60s'],
+    { env, timeoutMs: 90_000 },
+  );
   t.equal(installed.code, 0, `helm install: ${installed.stderr}`);
   t.same(await realBindings(), before, 'the upstream has the same real ClusterRoleBindings as before the chart');
-  t.equal((await stack.kubectlDirect(['get', STORED_BINDINGS, 'crba01-chart-reader', '-o', 'name'])).code, 0, 'the chart\'s binding is stored');
-  t.equal((await alpha.kubectl(['auth', 'can-i', 'list', 'configmaps', '-A', '--as=system:serviceaccount:shop:chart-reader'])).stdout.trim(), 'yes', 'and grants');
-  const upgraded = await runCommand(helm, ['upgrade', 'reader', chart, '--namespace', 'shop', '--kubeconfig', alpha.kubeconfig, '--set', 'x=1'], { env, timeoutMs: 90_000 });
+  t.equal((await stack.kubectlDirect(['get', STORED_BINDINGS, 'crba01-chart-reader', '-o', 'name'])).code, 0, "the chart's binding is stored");
+  t.equal(
+    (await alpha.kubectl(['auth', 'can-i', 'list', 'configmaps', '-A', '--as=system:serviceaccount:shop:chart-reader'])).stdout.trim(),
+    'yes',
+    'and grants',
+  );
+  const upgraded = await runCommand(helm, ['upgrade', 'reader', chart, '--namespace', 'shop', '--kubeconfig', alpha.kubeconfig, '--set', 'x=1'], {
+    env,
+    timeoutMs: 90_000,
+  });
   t.equal(upgraded.code, 0, `helm upgrade: ${upgraded.stderr}`);
   const uninstalled = await runCommand(helm, ['uninstall', 'reader', '--namespace', 'shop', '--kubeconfig', alpha.kubeconfig], { env, timeoutMs: 90_000 });
   t.equal(uninstalled.code, 0, `helm uninstall: ${uninstalled.stderr}`);
@@ -191,7 +262,7 @@ t.test('a chart with ClusterRoleBindings installs, grants and uninstalls, and th
   t.same(await realBindings(), before, 'and still the same real ones');
 });
 
-t.test('an existing tenant\'s real ClusterRoleBinding (an older tenantgate\'s) moves to the stored form and keeps granting', async (t) => {
+t.test("an existing tenant's real ClusterRoleBinding (an older tenantgate's) moves to the stored form and keeps granting", async (t) => {
   const legacy = {
     apiVersion: `${RBAC}/v1`,
     kind: 'ClusterRoleBinding',
@@ -202,7 +273,9 @@ t.test('an existing tenant\'s real ClusterRoleBinding (an older tenantgate\'s) m
   const created = await stack.kubectlDirect(['create', '-f', '-'], { input: JSON.stringify(legacy) });
   t.equal(created.code, 0, created.stderr);
   await eventually('stored', async () => ((await stack.kubectlDirect(['get', STORED_BINDINGS, 'crba01-legacy'])).code === 0 ? true : undefined));
-  await eventually('the real one gone', async () => ((await stack.kubectlDirect(['get', 'clusterrolebinding', 'crba01-legacy'])).code !== 0 ? true : undefined));
+  await eventually('the real one gone', async () =>
+    (await stack.kubectlDirect(['get', 'clusterrolebinding', 'crba01-legacy'])).code !== 0 ? true : undefined,
+  );
   const seen = JSON.parse(await ok(alpha, ['get', 'clusterrolebinding', 'legacy', '-o', 'json']));
   t.same([seen.roleRef.name, seen.subjects], ['cm-reader', [{ apiGroup: RBAC, kind: 'User', name: 'carol' }]], 'the tenant reads it as before');
   const carol = await eventually('carol lists across namespaces', async () => {
@@ -240,8 +313,16 @@ t.test('a service account its ClusterRoleBinding lets write ClusterRoles does, o
   t.not(greedy.code, 0, 'a ClusterRole granting what the robot lacks is refused');
   t.match(greedy.stderr, /is attempting to grant RBAC permissions not currently held/);
   t.match(greedy.stderr, /Resources:\["secrets"\]/);
-  t.notMatch(greedy.stderr, /crba01/, 'in the tenant\'s names');
-  const raise = await alpha.kubectl(['patch', 'clusterrole', 'made-by-robot', '--type=json', '-p', '[{"op":"add","path":"/rules/-","value":{"apiGroups":[""],"resources":["secrets"],"verbs":["get"]}}]', robot]);
+  t.notMatch(greedy.stderr, /crba01/, "in the tenant's names");
+  const raise = await alpha.kubectl([
+    'patch',
+    'clusterrole',
+    'made-by-robot',
+    '--type=json',
+    '-p',
+    '[{"op":"add","path":"/rules/-","value":{"apiGroups":[""],"resources":["secrets"],"verbs":["get"]}}]',
+    robot,
+  ]);
   t.not(raise.code, 0, 'nor may a patch add such a rule');
   t.equal(JSON.parse(await ok(alpha, ['get', 'clusterrole', 'made-by-robot', '-o', 'json'])).rules.length, 1);
   const aggregated = await alpha.kubectl(['create', 'clusterrole', 'joins-view', '--aggregation-rule=rbac.example.com/aggregate-to-x=true', robot]);
@@ -251,7 +332,7 @@ t.test('a service account its ClusterRoleBinding lets write ClusterRoles does, o
   const bindsHeld = await alpha.kubectl(['create', 'clusterrolebinding', 'robot-binds', '--clusterrole=made-by-robot', '--user=dana', robot]);
   t.equal(bindsHeld.code, 0, `binding a role it holds: ${bindsHeld.stderr}`);
   const bindsMore = await alpha.kubectl(['create', 'clusterrolebinding', 'robot-binds-more', '--clusterrole=cm-reader', '--user=dana', robot]);
-  t.not(bindsMore.code, 0, 'binding cm-reader (watch, pods: not the robot\'s) is refused');
+  t.not(bindsMore.code, 0, "binding cm-reader (watch, pods: not the robot's) is refused");
   t.match(bindsMore.stderr, /not currently held/);
 
   // The other tenant: its same-named roles untouched, and its robot, bound to nothing, refused as before.
@@ -259,15 +340,15 @@ t.test('a service account its ClusterRoleBinding lets write ClusterRoles does, o
   t.same(theirs.rules[0].resources, ['configmaps', 'pods']);
   t.not((await bravo.kubectl(['get', 'clusterrole', 'made-by-robot'])).code, 0, 'bravo has no made-by-robot');
   const bravoRobot = await bravo.kubectl(['create', 'clusterrole', 'made-by-robot', '--verb=get', '--resource=configmaps', robot]);
-  t.not(bravoRobot.code, 0, 'bravo\'s robot has no binding');
+  t.not(bravoRobot.code, 0, "bravo's robot has no binding");
   t.match(bravoRobot.stderr, /forbidden/);
   t.notMatch(bravoRobot.stderr, /crbb02|crba01/);
   await ok(alpha, ['delete', 'clusterrole', 'made-by-robot', robot]);
-  t.equal((await bravo.kubectl(['get', 'clusterrole', 'cm-reader'])).code, 0, 'alpha\'s robot deleting its own left bravo\'s roles');
+  t.equal((await bravo.kubectl(['get', 'clusterrole', 'cm-reader'])).code, 0, "alpha's robot deleting its own left bravo's roles");
   await ok(alpha, ['delete', 'clusterrolebinding', 'robot-makes-roles', 'robot-binds']);
 });
 
-t.test('the robot\'s cluster-scoped writes take the same stages over HTTP/1.1 in YAML and over HTTP/2 in protobuf', async (t) => {
+t.test("the robot's cluster-scoped writes take the same stages over HTTP/1.1 in YAML and over HTTP/2 in protobuf", async (t) => {
   await ok(alpha, ['create', 'clusterrole', 'role-maker-2', '--verb=get,create,delete', '--resource=clusterroles', '--verb=get', '--resource=configmaps']);
   await ok(alpha, ['create', 'clusterrolebinding', 'robot-makes-roles-2', '--clusterrole=role-maker-2', '--serviceaccount=shop:robot']);
   const credentials = credentialsOf(alpha.kubeconfig);
@@ -276,21 +357,29 @@ t.test('the robot\'s cluster-scoped writes take the same stages over HTTP/1.1 in
   const yamlRole = (name: string, resource: string) =>
     `apiVersion: ${RBAC}/v1\nkind: ClusterRole\nmetadata:\n  name: ${name}\nrules:\n- apiGroups: [""]\n  resources: [${resource}]\n  verbs: [get]\n`;
   const yamlPost = (name: string, resource: string) =>
-    h1Request(credentials, 'POST', collection, { headers: { ...asRobot, 'content-type': 'application/yaml', accept: 'application/json' }, body: yamlRole(name, resource) });
+    h1Request(credentials, 'POST', collection, {
+      headers: { ...asRobot, 'content-type': 'application/yaml', accept: 'application/json' },
+      body: yamlRole(name, resource),
+    });
 
   const made = await eventually('the robot creates a ClusterRole over HTTP/1.1 in YAML', async () => {
     const answer = await yamlPost('yaml-by-robot', 'configmaps');
     return answer.status === 201 ? answer : undefined;
   });
-  t.equal(made.json().metadata.name, 'yaml-by-robot', 'answered in the tenant\'s names');
+  t.equal(made.json().metadata.name, 'yaml-by-robot', "answered in the tenant's names");
   const greedy = await yamlPost('yaml-greedy', 'secrets');
   t.equal(greedy.status, 403, 'a YAML body granting what the robot lacks is refused as in JSON');
-  t.match(greedy.json().message, /attempting to grant RBAC permissions not currently held/, 'in the apiserver\'s words');
-  t.notMatch(greedy.body, /crba01|crbb02|tenantgate/, 'in the tenant\'s names');
+  t.match(greedy.json().message, /attempting to grant RBAC permissions not currently held/, "in the apiserver's words");
+  t.notMatch(greedy.body, /crba01|crbb02|tenantgate/, "in the tenant's names");
 
   const session = connectH2(credentials);
   try {
-    const role = (name: string, resource: string) => ({ apiVersion: `${RBAC}/v1`, kind: 'ClusterRole', metadata: { name }, rules: [{ apiGroups: [''], resources: [resource], verbs: ['get'] }] });
+    const role = (name: string, resource: string) => ({
+      apiVersion: `${RBAC}/v1`,
+      kind: 'ClusterRole',
+      metadata: { name },
+      rules: [{ apiGroups: [''], resources: [resource], verbs: ['get'] }],
+    });
     const protobufPost = (name: string, resource: string) =>
       h2Request(session, 'POST', collection, {
         headers: { ...asRobot, 'content-type': 'application/vnd.kubernetes.protobuf', accept: 'application/json' },
@@ -314,7 +403,7 @@ t.test('the robot\'s cluster-scoped writes take the same stages over HTTP/1.1 in
     headers: { ...asRobot, 'content-type': 'application/yaml', accept: 'application/json' },
     body: yamlRole('yaml-by-robot', 'configmaps'),
   });
-  t.equal(bravoRobot.status, 403, 'bravo\'s robot is refused over HTTP/1.1 too');
+  t.equal(bravoRobot.status, 403, "bravo's robot is refused over HTTP/1.1 too");
   t.notMatch(bravoRobot.body, /crba01|crbb02/);
   await ok(alpha, ['delete', 'clusterrole', 'yaml-by-robot', 'protobuf-by-robot', 'role-maker-2']);
   await ok(alpha, ['delete', 'clusterrolebinding', 'robot-makes-roles-2']);
@@ -324,10 +413,10 @@ t.test('a deleted tenant leaves none of its stored ClusterRoleBindings upstream,
   await ok(bravo, ['create', 'clusterrolebinding', 'leaving', '--clusterrole=cm-reader', '--user=zed']);
   const deleted = await stack.kubectl(['delete', 'tenant', bravo.id, '--wait=false']);
   t.equal(deleted.code, 0, deleted.stderr);
-  await eventually('crbb02\'s stored bindings gone', async () => {
+  await eventually("crbb02's stored bindings gone", async () => {
     const r = await stack.kubectlDirect(['get', STORED_BINDINGS, '-o', 'name']);
     return r.code === 0 && !r.stdout.includes('crbb02-') ? true : undefined;
   });
   const left = await stack.kubectlDirect(['get', STORED_BINDINGS, '-o', 'name']);
-  t.match(left.stdout, /crba01-legacy/, 'crba01\'s are still there');
+  t.match(left.stdout, /crba01-legacy/, "crba01's are still there");
 });

@@ -90,19 +90,24 @@ t.test('another tenant with the same CRD and names neither sees nor touches them
     const path = `/apis/racing.example.com/v1/${plural}`;
     const list = await request(pool, 'GET', path);
     t.equal(list.status, 200);
-    t.same((list.body as { items: unknown[] }).items, [], 'kilo lists none of golf\'s');
-    t.equal((await request(pool, 'GET', `${path}/first`)).status, 404, 'nor gets golf\'s by name');
+    t.same((list.body as { items: unknown[] }).items, [], "kilo lists none of golf's");
+    t.equal((await request(pool, 'GET', `${path}/first`)).status, 404, "nor gets golf's by name");
     t.equal((await request(pool, 'DELETE', `${path}/first`)).status, 404, 'nor deletes it');
-    const own = await request(pool, 'POST', path, { apiVersion: 'racing.example.com/v1', kind: crd.spec.names.kind, metadata: { name: 'first' }, owner: 'kilo' });
+    const own = await request(pool, 'POST', path, {
+      apiVersion: 'racing.example.com/v1',
+      kind: crd.spec.names.kind,
+      metadata: { name: 'first' },
+      owner: 'kilo',
+    });
     t.equal(own.status, 201, 'kilo makes its own of the same name');
   });
   await withClient(golf.kubeconfig, async (pool) => {
     const got = await request(pool, 'GET', `/apis/racing.example.com/v1/${plural}/first`);
-    t.equal((got.body as { owner?: string }).owner, 'golf', 'golf\'s is still golf\'s');
+    t.equal((got.body as { owner?: string }).owner, 'golf', "golf's is still golf's");
   });
 });
 
-t.test('a JSON patch of a cluster-scoped custom resource applies, as in the e2e CRD watch spec; another tenant\'s of the same name is untouched', async (t) => {
+t.test("a JSON patch of a cluster-scoped custom resource applies, as in the e2e CRD watch spec; another tenant's of the same name is untouched", async (t) => {
   const path = '/apis/racing.example.com/v1/speedsters0s/first';
   const patch = (pool: UpstreamPool, value: string, at = path) =>
     upstreamRequest(pool, 'PATCH', at, JSON.stringify([{ op: 'add', path: '/dummy', value }]), { 'content-type': 'application/json-patch+json' });
@@ -110,12 +115,12 @@ t.test('a JSON patch of a cluster-scoped custom resource applies, as in the e2e 
     const patched = await patch(pool, 'golf-was-here');
     t.equal(patched.status, 200, `golf's JSON patch: ${JSON.stringify(patched.body).slice(0, 300)}`);
     t.equal((patched.body as { dummy?: string }).dummy, 'golf-was-here', 'the patched object, in the answer');
-    t.equal((patched.body as { metadata: { name: string } }).metadata.name, 'first', 'in golf\'s names');
+    t.equal((patched.body as { metadata: { name: string } }).metadata.name, 'first', "in golf's names");
   });
   await withClient(kilo.kubeconfig, async (pool) => {
     const got = await request(pool, 'GET', path);
-    t.equal((got.body as { owner?: string; dummy?: string }).owner, 'kilo', 'kilo\'s object of the same name is its own');
-    t.equal((got.body as { dummy?: string }).dummy, undefined, 'and golf\'s patch did not reach it');
+    t.equal((got.body as { owner?: string; dummy?: string }).owner, 'kilo', "kilo's object of the same name is its own");
+    t.equal((got.body as { dummy?: string }).dummy, undefined, "and golf's patch did not reach it");
     const missing = await patch(pool, 'x', '/apis/racing.example.com/v1/speedsters0s/golfonly');
     t.equal(missing.status, 404, 'a patch of an object kilo does not have: 404');
   });

@@ -52,7 +52,7 @@ const unauthorized = /Unauthorized/;
 const alpha = await createTenant('alpha1');
 const bravo = await createTenant('bravo2');
 
-t.test('a tenant\'s issued kubeconfig works with kubectl', async (t) => {
+t.test("a tenant's issued kubeconfig works with kubectl", async (t) => {
   const answer = await kubectl(alpha, 'get', 'namespaces', '-o', 'name');
   t.equal(answer.code, 0, answer.stderr);
   t.match(answer.stdout, /namespace\/default/);
@@ -60,13 +60,19 @@ t.test('a tenant\'s issued kubeconfig works with kubectl', async (t) => {
   t.equal(whoami.stdout, 'admin');
 });
 
-t.test('a certificate with the tenant\'s OU but not issued for it (wrong serial) is refused with 401', async (t) => {
+t.test("a certificate with the tenant's OU but not issued for it (wrong serial) is refused with 401", async (t) => {
   const forged = writeClientKubeconfig(join(dir, 'unbound.kubeconfig'), gateway.url, files.ca, { user: 'admin', groups: [], tenant: 'alpha1' });
   const answer = await kubectl(forged, 'get', 'namespaces');
   t.not(answer.code, 0);
   t.match(answer.stderr, unauthorized);
   // exec/attach/port-forward take the HTTP/1.1 Upgrade path: the same check.
-  const upgrade = { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-protocol': 'v5.channel.k8s.io' };
+  const upgrade = {
+    connection: 'Upgrade',
+    upgrade: 'websocket',
+    'sec-websocket-version': '13',
+    'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+    'sec-websocket-protocol': 'v5.channel.k8s.io',
+  };
   const path = '/api/v1/namespaces/default/pods/web/exec?command=sh&stdout=true';
   const refused = await h1Request(loadKubeconfig(forged), 'GET', path, { headers: upgrade });
   t.equal(refused.status, 401, 'exec with the unbound certificate');
@@ -82,7 +88,7 @@ t.test('a certificate of a tenant not in the store is refused with 401', async (
   t.match((await kubectl(stranger, 'get', 'namespaces')).stderr, unauthorized);
 });
 
-t.test('a removed tenant\'s certificate stops at the next request, on the same connection; a re-created tenant refuses it', async (t) => {
+t.test("a removed tenant's certificate stops at the next request, on the same connection; a re-created tenant refuses it", async (t) => {
   const kubeconfig = await createTenant('gone01');
   const session = connectH2(loadKubeconfig(kubeconfig));
   t.teardown(() => session.close());
@@ -140,7 +146,7 @@ t.test('a service-account token from `kubectl create token` works against tenant
   }
   t.equal(listed.code, 0, listed.stderr);
   t.match(listed.stdout, /configmap\/mine/);
-  t.notMatch(listed.stdout, /theirs/, 'bravo2\'s configmap is not in its list');
+  t.notMatch(listed.stdout, /theirs/, "bravo2's configmap is not in its list");
   const theirs = await kubectl(asAccount, 'get', 'configmap', 'theirs', '-n', 'default');
   t.match(theirs.stderr, /NotFound|not found/, 'nor reachable by name');
   t.equal((await kubectl(asAccount, 'delete', 'configmap', 'mine', '-n', 'default')).code === 0, false, 'and it cannot write');
@@ -149,7 +155,7 @@ t.test('a service-account token from `kubectl create token` works against tenant
     const both = loadKubeconfig(bravo);
     const mixed = writeKubeconfig(renderKubeconfig({ ...both, token }));
     const who = await kubectl(mixed, 'auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}');
-    t.equal(who.stdout, 'admin', 'bravo2\'s admin, not alpha1\'s service account');
+    t.equal(who.stdout, 'admin', "bravo2's admin, not alpha1's service account");
     t.match((await kubectl(mixed, 'get', 'configmap', 'theirs', '-n', 'default', '-o', 'name')).stdout, /theirs/);
   });
 

@@ -108,7 +108,7 @@ t.test('a new tenant is Ready at once and costs the upstream nothing until its f
   t.same(
     namespacesPrepared.filter((namespace) => namespace.startsWith('idle01-')).sort(),
     ['idle01-default', 'idle01-kube-node-lease', 'idle01-kube-public', 'idle01-kube-system'],
-    'each built-in namespace got what the tenant\'s quota and classes put on it before the request went on',
+    "each built-in namespace got what the tenant's quota and classes put on it before the request went on",
   );
   t.equal(await status('/api/v1/namespaces/idle01-kube-system'), 200, 'its built-in namespaces upstream');
   t.equal(lifecycle.whenBorn('idle01'), null, 'later requests wait for nothing');
@@ -163,7 +163,9 @@ t.test('what a tenant deletes of its bootstrap objects upstream comes back withi
 
   // A namespace the tenant made later, whose RoleBinding the request path failed to create.
   await create('/api/v1/namespaces', { metadata: { name: 'life02-apps', labels: { [TENANT_LABEL]: 'life02' } } });
-  t.comment(`RoleBinding in a later namespace in ${await within('RoleBinding in life02-apps', 10_000, async () => (await status(`${RBAC}/namespaces/life02-apps/rolebindings/tenantgate:tenant-admin`)) === 200)} ms`);
+  t.comment(
+    `RoleBinding in a later namespace in ${await within('RoleBinding in life02-apps', 10_000, async () => (await status(`${RBAC}/namespaces/life02-apps/rolebindings/tenantgate:tenant-admin`)) === 200)} ms`,
+  );
   // A namespace labelled as the tenant's but outside its prefix gets nothing.
   await create('/api/v1/namespaces', { metadata: { name: 'life02x-apps', labels: { [TENANT_LABEL]: 'life02' } } });
 
@@ -176,7 +178,7 @@ t.test('what a tenant deletes of its bootstrap objects upstream comes back withi
     return answer.status === 200 && answer.body.metadata.uid !== uid && answer.body.status.phase === 'Active';
   });
   t.comment(`deleted built-in namespace back (after it finished terminating) in ${ms} ms`);
-  t.equal(await within('its RoleBinding back', 10_000, async () => (await status(bindingPath)) === 200) >= 0, true, 'with its RoleBinding');
+  t.equal((await within('its RoleBinding back', 10_000, async () => (await status(bindingPath)) === 200)) >= 0, true, 'with its RoleBinding');
   t.equal(await status(`${RBAC}/namespaces/life02x-apps/rolebindings/tenantgate:tenant-admin`), 404, 'no RoleBinding outside the prefix, label or not');
 });
 
@@ -198,12 +200,22 @@ t.test('a tenant created while the upstream is down is Ready; its first request 
     t.comment(`upstream ready again after ${Math.round(performance.now() - restarting)} ms`);
   }
   const reborn = performance.now();
-  await within('life03 born', 60_000, async () => (await lifecycle.whenBorn('life03')?.then(() => true, () => false)) ?? true);
+  await within(
+    'life03 born',
+    60_000,
+    async () =>
+      (await lifecycle.whenBorn('life03')?.then(
+        () => true,
+        () => false,
+      )) ?? true,
+  );
   t.comment(`then life03 born after ${Math.round(performance.now() - reborn)} ms more`);
   t.equal(await status('/api/v1/namespaces/life03-default'), 200, 'its namespaces upstream');
   const bindingPath = `${RBAC}/clusterrolebindings/tenantgate:tenant-cluster-scope`;
   t.equal((await upstreamJson(pool, 'DELETE', bindingPath)).status, 200);
-  t.comment(`after the restart, a deleted ClusterRoleBinding back in ${await within('binding back after restart', 30_000, async () => (await status(bindingPath)) === 200)} ms`);
+  t.comment(
+    `after the restart, a deleted ClusterRoleBinding back in ${await within('binding back after restart', 30_000, async () => (await status(bindingPath)) === 200)} ms`,
+  );
 });
 
 /** The same set of objects for a tenant (or any prefix), labelled as that tenant's. */
@@ -238,7 +250,11 @@ async function populate(id: string): Promise<void> {
     return answer.body?.status?.conditions?.some((c: { type: string; status: string }) => c.type === 'Established' && c.status === 'True') === true;
   });
   await within(`widgets.${group} served`, 20_000, async () => {
-    const answer = await upstreamJson(pool, 'POST', `/apis/${group}/v1/namespaces/${id}-apps/widgets`, { apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'w1', labels } });
+    const answer = await upstreamJson(pool, 'POST', `/apis/${group}/v1/namespaces/${id}-apps/widgets`, {
+      apiVersion: `${group}/v1`,
+      kind: 'Widget',
+      metadata: { name: 'w1', labels },
+    });
     return answer.status === 201 || answer.status === 409;
   });
 }
@@ -289,7 +305,12 @@ t.test('deleting a tenant removes all its upstream objects, the Tenant last, and
   t.equal(await status('/api/v1/namespaces/dela01x-y'), 200, 'near miss dela01x-y untouched');
   t.equal(await status(`${RBAC}/clusterroles/dela01`), 200, 'ClusterRole "dela01" (no dash) untouched');
   t.equal(await status('/apis/scheduling.k8s.io/v1/priorityclasses/dela01-platform'), 200, 'unlabelled platform PriorityClass untouched');
-  for (const path of ['/api/v1/namespaces/default', '/api/v1/namespaces/kube-system', `${RBAC}/clusterroles/system:controller:namespace-controller`, `${RBAC}/clusterroles/tenantgate:tenant-cluster-scope`]) {
+  for (const path of [
+    '/api/v1/namespaces/default',
+    '/api/v1/namespaces/kube-system',
+    `${RBAC}/clusterroles/system:controller:namespace-controller`,
+    `${RBAC}/clusterroles/tenantgate:tenant-cluster-scope`,
+  ]) {
     t.equal(await status(path), 200, `upstream's own untouched: ${path}`);
   }
 
@@ -315,7 +336,11 @@ t.test('two replicas following one store bootstrap and delete a tenant once, wit
     // Its first requests reach both replicas at once.
     await Promise.all([lifecycle.whenBorn('rep001'), replica.whenBorn('rep001')]);
     await new Promise((resolve) => setTimeout(resolve, 500));
-    t.equal(writes.filter((event) => event.type === 'MODIFIED').length, 2, 'one status write for Ready and one for the birth, not one per replica or a ping-pong');
+    t.equal(
+      writes.filter((event) => event.type === 'MODIFIED').length,
+      2,
+      'one status write for Ready and one for the birth, not one per replica or a ping-pong',
+    );
     t.equal(await status('/api/v1/namespaces/rep001-default'), 200, 'its namespaces upstream');
     const { events } = await deleteAndWait('rep001', 60_000);
     unsubscribe();
@@ -354,8 +379,12 @@ t.test('a tenant an older version bootstrapped counts as born: kept upstream, it
 t.test('tenants named "defaul" and "system" are deleted without touching "default" or system:* roles', async (t) => {
   for (const id of ['defaul', 'system']) await bornTenant(id);
   const before = {
-    roles: (await upstreamJson(pool, 'GET', `${RBAC}/clusterroles`)).body.items.filter((r: { metadata: { name: string } }) => r.metadata.name.startsWith('system:')).length,
-    bindings: (await upstreamJson(pool, 'GET', `${RBAC}/clusterrolebindings`)).body.items.filter((r: { metadata: { name: string } }) => r.metadata.name.startsWith('system:')).length,
+    roles: (await upstreamJson(pool, 'GET', `${RBAC}/clusterroles`)).body.items.filter((r: { metadata: { name: string } }) =>
+      r.metadata.name.startsWith('system:'),
+    ).length,
+    bindings: (await upstreamJson(pool, 'GET', `${RBAC}/clusterrolebindings`)).body.items.filter((r: { metadata: { name: string } }) =>
+      r.metadata.name.startsWith('system:'),
+    ).length,
   };
   const defaultUid = (await upstreamJson(pool, 'GET', '/api/v1/namespaces/default')).body.metadata.uid;
   await Promise.all([deleteAndWait('defaul'), deleteAndWait('system')]);
@@ -365,8 +394,12 @@ t.test('tenants named "defaul" and "system" are deleted without touching "defaul
   t.equal(namespace.body.metadata.uid, defaultUid, 'the same one, never deleted');
   t.equal(namespace.body.metadata.deletionTimestamp, undefined, 'and not terminating');
   const after = {
-    roles: (await upstreamJson(pool, 'GET', `${RBAC}/clusterroles`)).body.items.filter((r: { metadata: { name: string } }) => r.metadata.name.startsWith('system:')).length,
-    bindings: (await upstreamJson(pool, 'GET', `${RBAC}/clusterrolebindings`)).body.items.filter((r: { metadata: { name: string } }) => r.metadata.name.startsWith('system:')).length,
+    roles: (await upstreamJson(pool, 'GET', `${RBAC}/clusterroles`)).body.items.filter((r: { metadata: { name: string } }) =>
+      r.metadata.name.startsWith('system:'),
+    ).length,
+    bindings: (await upstreamJson(pool, 'GET', `${RBAC}/clusterrolebindings`)).body.items.filter((r: { metadata: { name: string } }) =>
+      r.metadata.name.startsWith('system:'),
+    ).length,
   };
   t.ok(before.roles > 10, `the upstream has system:* roles (${before.roles})`);
   t.same(after, before, 'every system:* ClusterRole and ClusterRoleBinding still there');
@@ -377,12 +410,16 @@ t.test('tenants named "defaul" and "system" are deleted without touching "defaul
 t.test('a tenant is born with Service default/kubernetes, its EndpointSlice and the built-in roles, and they come back', async (t) => {
   await bornTenant('life09');
   const service = await upstreamJson(pool, 'GET', '/api/v1/namespaces/life09-default/services/kubernetes');
-  t.equal(service.status, 200, 'Service kubernetes in the tenant\'s default namespace');
+  t.equal(service.status, 200, "Service kubernetes in the tenant's default namespace");
   t.same(service.body.spec.ports, [{ name: 'https', port: 443, protocol: 'TCP', targetPort: 6443 }]);
   const slicePath = '/apis/discovery.k8s.io/v1/namespaces/life09-default/endpointslices/kubernetes';
   const slice = await upstreamJson(pool, 'GET', slicePath);
   t.equal(slice.status, 200, 'and its EndpointSlice');
-  t.same(slice.body.endpoints.map((endpoint: { addresses: string[] }) => endpoint.addresses), [['10.96.7.7']], 'pointing at tenantgate\'s address');
+  t.same(
+    slice.body.endpoints.map((endpoint: { addresses: string[] }) => endpoint.addresses),
+    [['10.96.7.7']],
+    "pointing at tenantgate's address",
+  );
   t.equal(slice.body.metadata.labels['kubernetes.io/service-name'], 'kubernetes');
 
   await upstreamJson(pool, 'DELETE', slicePath);
@@ -390,23 +427,50 @@ t.test('a tenant is born with Service default/kubernetes, its EndpointSlice and 
   const moved = await upstreamJson(pool, 'GET', slicePath);
   moved.body.endpoints = [{ addresses: ['10.96.9.9'] }];
   t.equal((await upstreamJson(pool, 'PUT', slicePath, moved.body)).status, 200, 'someone points the slice elsewhere');
-  const ms = await within('slice pointing back', 10_000, async () => (await upstreamJson(pool, 'GET', slicePath)).body?.endpoints?.[0]?.addresses?.[0] === '10.96.7.7');
+  const ms = await within(
+    'slice pointing back',
+    10_000,
+    async () => (await upstreamJson(pool, 'GET', slicePath)).body?.endpoints?.[0]?.addresses?.[0] === '10.96.7.7',
+  );
   t.comment(`EndpointSlice pointing at tenantgate again in ${ms} ms`);
   await upstreamJson(pool, 'DELETE', '/api/v1/namespaces/life09-default/services/kubernetes');
-  t.comment(`deleted Service back in ${await within('service back', 10_000, async () => (await status('/api/v1/namespaces/life09-default/services/kubernetes')) === 200)} ms`);
+  t.comment(
+    `deleted Service back in ${await within('service back', 10_000, async () => (await status('/api/v1/namespaces/life09-default/services/kubernetes')) === 200)} ms`,
+  );
 
   for (const name of ['cluster-admin', 'admin', 'edit', 'view', 'system:discovery', 'system:basic-user']) {
     t.equal(await status(`${RBAC}/clusterroles/life09-${encodeURIComponent(name)}`), 200, `ClusterRole life09-${name}`);
   }
   const cluster = await upstreamJson(pool, 'GET', `${RBAC}/clusterroles/life09-cluster-admin`);
-  t.same(cluster.body.rules, [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }, { nonResourceURLs: ['*'], verbs: ['*'] }], 'cluster-admin\'s rules, copied');
+  t.same(
+    cluster.body.rules,
+    [
+      { apiGroups: ['*'], resources: ['*'], verbs: ['*'] },
+      { nonResourceURLs: ['*'], verbs: ['*'] },
+    ],
+    "cluster-admin's rules, copied",
+  );
   await upstreamJson(pool, 'DELETE', `${RBAC}/clusterroles/life09-edit`);
-  t.comment(`deleted built-in ClusterRole back in ${await within('edit back', 10_000, async () => (await status(`${RBAC}/clusterroles/life09-edit`)) === 200)} ms`);
+  t.comment(
+    `deleted built-in ClusterRole back in ${await within('edit back', 10_000, async () => (await status(`${RBAC}/clusterroles/life09-edit`)) === 200)} ms`,
+  );
   cluster.body.rules = [{ apiGroups: [''], resources: ['pods'], verbs: ['get'] }];
   t.equal((await upstreamJson(pool, 'PUT', `${RBAC}/clusterroles/life09-cluster-admin`, cluster.body)).status, 200, 'someone narrows cluster-admin');
-  await within('cluster-admin rules restored', 10_000, async () => (await upstreamJson(pool, 'GET', `${RBAC}/clusterroles/life09-cluster-admin`)).body.rules.length === 2);
-  const binding = await upstreamJson(pool, 'GET', `/apis/rbac.tenantgate.kubezoo.io/v1/clusterrolebindings/life09-tghex-${Buffer.from('system:discovery').toString('hex')}`);
-  t.same(binding.body.subjects, [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'tenantgate:cluster:life09:system:authenticated' }], 'system:discovery binds the tenant\'s authenticated group (shadow), kept as tenantgate\'s custom resource (its name in hex: a custom resource\'s is a DNS subdomain)');
+  await within(
+    'cluster-admin rules restored',
+    10_000,
+    async () => (await upstreamJson(pool, 'GET', `${RBAC}/clusterroles/life09-cluster-admin`)).body.rules.length === 2,
+  );
+  const binding = await upstreamJson(
+    pool,
+    'GET',
+    `/apis/rbac.tenantgate.kubezoo.io/v1/clusterrolebindings/life09-tghex-${Buffer.from('system:discovery').toString('hex')}`,
+  );
+  t.same(
+    binding.body.subjects,
+    [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'tenantgate:cluster:life09:system:authenticated' }],
+    "system:discovery binds the tenant's authenticated group (shadow), kept as tenantgate's custom resource (its name in hex: a custom resource's is a DNS subdomain)",
+  );
   t.equal(await status(`${RBAC}/clusterrolebindings/${encodeURIComponent('life09-system:discovery')}`), 404, 'and no real ClusterRoleBinding for it');
   const expansions = await upstreamJson(pool, 'GET', `${RBAC}/namespaces/life09-default/rolebindings`);
   t.notOk(
@@ -425,8 +489,13 @@ t.test('an upgrade replaces the ClusterRoleBindings an older tenantgate kept per
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
       subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
     });
-  await create(`${RBAC}/clusterroles`, { metadata: { name: 'tenantgate:tenant-custom-resources:mig001', labels: { ...owned, 'tenantgate.kubezoo.io/tenant-custom-resources': 'true' } }, rules: [] });
-  const signers = [{ apiGroups: ['certificates.k8s.io'], resources: ['signers'], resourceNames: ['mig001.tenants.tenantgate.kubezoo.io/*'], verbs: ['approve', 'sign'] }];
+  await create(`${RBAC}/clusterroles`, {
+    metadata: { name: 'tenantgate:tenant-custom-resources:mig001', labels: { ...owned, 'tenantgate.kubezoo.io/tenant-custom-resources': 'true' } },
+    rules: [],
+  });
+  const signers = [
+    { apiGroups: ['certificates.k8s.io'], resources: ['signers'], resourceNames: ['mig001.tenants.tenantgate.kubezoo.io/*'], verbs: ['approve', 'sign'] },
+  ];
   await create(`${RBAC}/clusterroles`, { metadata: { name: 'tenantgate:tenant-signers:mig001', labels: owned }, rules: signers });
   await bindTo('tenantgate:tenant:mig001', 'tenantgate:tenant-cluster-scope', 'mig001-admin');
   await bindTo('tenantgate:tenant-shadow:mig001', 'cluster-admin', 'tenantgate:cluster:mig001-admin');
@@ -462,10 +531,21 @@ t.test('an upgrade replaces the ClusterRoleBindings an older tenantgate kept per
   })();
   await upgraded.start();
   try {
-    const legacy = ['tenantgate:tenant:mig001', 'tenantgate:tenant-shadow:mig001', 'tenantgate:tenant-custom-resources:mig001', 'tenantgate:tenant-signers:mig001'];
-    const ms = await within('legacy bindings gone', 15_000, async () => (await Promise.all(legacy.map((name) => status(`${RBAC}/clusterrolebindings/${encodeURIComponent(name)}`)))).every((code) => code === 404));
+    const legacy = [
+      'tenantgate:tenant:mig001',
+      'tenantgate:tenant-shadow:mig001',
+      'tenantgate:tenant-custom-resources:mig001',
+      'tenantgate:tenant-signers:mig001',
+    ];
+    const ms = await within('legacy bindings gone', 15_000, async () =>
+      (await Promise.all(legacy.map((name) => status(`${RBAC}/clusterrolebindings/${encodeURIComponent(name)}`)))).every((code) => code === 404),
+    );
     t.comment(`the four per-tenant ClusterRoleBindings removed ${ms} ms after the upgraded lifecycle started`);
-    await within('empty custom-resources role gone', 10_000, async () => (await status(`${RBAC}/clusterroles/${encodeURIComponent('tenantgate:tenant-custom-resources:mig001')}`)) === 404);
+    await within(
+      'empty custom-resources role gone',
+      10_000,
+      async () => (await status(`${RBAC}/clusterroles/${encodeURIComponent('tenantgate:tenant-custom-resources:mig001')}`)) === 404,
+    );
     const role = await upstreamJson(pool, 'GET', `${RBAC}/clusterroles/${encodeURIComponent('tenantgate:tenant-signers:mig001')}`);
     t.equal(role.body.metadata.labels['tenantgate.kubezoo.io/aggregate-to-tenant-admins'], 'true', 'the signers role kept, aggregated into the shared one');
     t.same(role.body.rules, signers, 'its rules unchanged');

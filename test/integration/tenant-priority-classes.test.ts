@@ -27,9 +27,15 @@ let alpha: TestTenant; // nothing set
 let bravo: TestTenant; // nothing set: the same names as alpha
 let charlie: TestTenant; // priorityClasses: allowed pc-platform-low, band max 500
 
-const priorityClass = (name: string, value: number, extra: Json = {}) => JSON.stringify({ apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name }, value, ...extra });
+const priorityClass = (name: string, value: number, extra: Json = {}) =>
+  JSON.stringify({ apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name }, value, ...extra });
 const pod = (name: string, priorityClassName?: string) =>
-  JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { ...(priorityClassName && { priorityClassName }), containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] } });
+  JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name },
+    spec: { ...(priorityClassName && { priorityClassName }), containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] },
+  });
 
 async function ok(tenant: TestTenant, args: string[], input?: string): Promise<string> {
   const r = await tenant.kubectl(args, { input });
@@ -53,8 +59,15 @@ async function until<T>(what: string, check: () => Promise<T | undefined>): Prom
   }
 }
 
-const names = async (tenant: TestTenant) => (await ok(tenant, ['get', 'priorityclasses', '-o', 'name'])).trim().split('\n').filter(Boolean).map((line) => line.slice(line.indexOf('/') + 1)).sort();
-const upstreamPod = async (tenant: TestTenant, name: string, namespace = 'default') => JSON.parse(await direct(['get', 'pod', name, '-n', `${tenant.id}-${namespace}`, '-o', 'json']));
+const names = async (tenant: TestTenant) =>
+  (await ok(tenant, ['get', 'priorityclasses', '-o', 'name']))
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.slice(line.indexOf('/') + 1))
+    .sort();
+const upstreamPod = async (tenant: TestTenant, name: string, namespace = 'default') =>
+  JSON.parse(await direct(['get', 'pod', name, '-n', `${tenant.id}-${namespace}`, '-o', 'json']));
 
 t.before(async () => {
   stack = await startStack();
@@ -71,7 +84,13 @@ t.before(async () => {
   );
   [alpha, bravo, charlie] = await Promise.all([createTestTenant(stack, 'pcalfa'), createTestTenant(stack, 'pcbrav'), createTestTenant(stack, 'pcchar')]);
   const patched = await withClient(stack.adminKubeconfig, (pool) =>
-    upstreamJson(pool, 'PATCH', `${TENANTS_PATH}/${charlie.id}`, { spec: { priorityClasses: { allowed: [PLATFORM_LOW], band: { max: 500 } } } }, { 'content-type': 'application/merge-patch+json' }),
+    upstreamJson(
+      pool,
+      'PATCH',
+      `${TENANTS_PATH}/${charlie.id}`,
+      { spec: { priorityClasses: { allowed: [PLATFORM_LOW], band: { max: 500 } } } },
+      { 'content-type': 'application/merge-patch+json' },
+    ),
   );
   if (patched.status !== 200) throw new Error(`patching the Tenant: ${patched.status} ${JSON.stringify(patched.body)}`);
   // The band reaches charlie's namespaces (what the upstream's policy reads).
@@ -92,7 +111,7 @@ t.teardown(async () => {
   await stack?.stop();
 });
 
-t.test('two tenants create a class of the same name: each reads its own, beside the platform\'s, and never the other\'s', async (t) => {
+t.test("two tenants create a class of the same name: each reads its own, beside the platform's, and never the other's", async (t) => {
   await ok(alpha, ['create', '-f', '-'], priorityClass('mine', 1000, { globalDefault: true, description: 'alpha batch' }));
   await ok(bravo, ['create', '-f', '-'], priorityClass('mine', 10, { description: 'bravo batch' }));
   const alphas = JSON.parse(await ok(alpha, ['get', 'priorityclass', 'mine', '-o', 'json']));
@@ -108,16 +127,27 @@ t.test('two tenants create a class of the same name: each reads its own, beside 
 
   const alphaNames = await names(alpha);
   t.ok(alphaNames.includes('mine') && alphaNames.includes(PLATFORM_LOW) && alphaNames.includes(PLATFORM_MID), `alpha's list: ${alphaNames.join(' ')}`);
-  t.notOk(alphaNames.some((name) => name.includes(bravo.id) || name.includes(alpha.id)), 'no upstream name in the list');
+  t.notOk(
+    alphaNames.some((name) => name.includes(bravo.id) || name.includes(alpha.id)),
+    'no upstream name in the list',
+  );
   t.equal(alphaNames.filter((name) => name === 'mine').length, 1, 'one "mine": its own');
   const listed = JSON.parse(await ok(alpha, ['get', 'priorityclasses', '-o', 'json'])).items as Json[];
-  t.same(listed.filter((item) => item.metadata.name === 'mine').map((item) => item.value), [1000]);
+  t.same(
+    listed.filter((item) => item.metadata.name === 'mine').map((item) => item.value),
+    [1000],
+  );
   const table = await ok(alpha, ['get', 'priorityclass', 'mine']);
   t.match(table, /mine\s+1000\s+true/, `the table marks its own default: ${table}`);
   const platformRow = (await ok(alpha, ['get', 'priorityclass', PLATFORM_LOW])).split('\n')[1] ?? '';
-  t.match(platformRow, /false/, 'and not the platform\'s');
-  const selected = JSON.parse(await ok(alpha, ['get', '--raw', '/apis/scheduling.k8s.io/v1/priorityclasses?fieldSelector=metadata.name%3Dmine'])).items as Json[];
-  t.same(selected.map((item) => [item.metadata.name, item.value]), [['mine', 1000]], 'a field selector names its own');
+  t.match(platformRow, /false/, "and not the platform's");
+  const selected = JSON.parse(await ok(alpha, ['get', '--raw', '/apis/scheduling.k8s.io/v1/priorityclasses?fieldSelector=metadata.name%3Dmine']))
+    .items as Json[];
+  t.same(
+    selected.map((item) => [item.metadata.name, item.value]),
+    [['mine', 1000]],
+    'a field selector names its own',
+  );
 
   const upstream = JSON.parse(await direct(['get', 'priorityclass', `${alpha.id}-mine`, '-o', 'json']));
   t.equal(upstream.value, 1000);
@@ -142,7 +172,7 @@ t.test('two tenants create a class of the same name: each reads its own, beside 
   await ok(bravo, ['delete', 'priorityclass', 'applied']);
 });
 
-t.test('pods take their tenant\'s own class upstream and read its name back, in JSON, in tables and in protobuf', async (t) => {
+t.test("pods take their tenant's own class upstream and read its name back, in JSON, in tables and in protobuf", async (t) => {
   await ok(alpha, ['create', '-f', '-'], pod('named', 'mine'));
   await ok(bravo, ['create', '-f', '-'], pod('named', 'mine'));
   await ok(alpha, ['create', '-f', '-'], pod('unnamed'));
@@ -165,7 +195,11 @@ t.test('pods take their tenant\'s own class upstream and read its name back, in 
   const all = JSON.parse(await ok(alpha, ['get', 'pods', '-o', 'json'])).items as Json[];
   t.same(
     all.map((item) => [item.metadata.name, item.spec.priorityClassName]).sort(),
-    [['named', 'mine'], ['platform', PLATFORM_LOW], ['unnamed', 'mine']],
+    [
+      ['named', 'mine'],
+      ['platform', PLATFORM_LOW],
+      ['unnamed', 'mine'],
+    ],
     'a list (the byte-level path) names its own classes as alpha does',
   );
   const wide = await ok(alpha, ['get', 'pods', '-o', 'yaml']);
@@ -190,7 +224,10 @@ t.test("a Deployment's pods, made upstream, take the tenant's own class; its Rep
     spec: {
       replicas: 1,
       selector: { matchLabels: { app: 'workers' } },
-      template: { metadata: { labels: { app: 'workers' } }, spec: { priorityClassName: 'mine', containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] } },
+      template: {
+        metadata: { labels: { app: 'workers' } },
+        spec: { priorityClassName: 'mine', containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] },
+      },
     },
   };
   await ok(bravo, ['create', '-f', '-'], JSON.stringify(deployment));
@@ -237,23 +274,39 @@ t.test("a Tenant's band bounds its classes, in tenantgate and upstream; a restri
   // Its name is free to charlie: a class of its own by that name shadows the platform's.
   await ok(charlie, ['create', '-f', '-'], priorityClass(PLATFORM_MID, 450));
   t.equal(JSON.parse(await ok(charlie, ['get', 'priorityclass', PLATFORM_MID, '-o', 'json'])).value, 450);
-  await until('its own class of that name is known', async () => ((await charlie.kubectl(['create', '-f', '-'], { input: pod('shadow', PLATFORM_MID) })).code === 0 ? true : undefined));
+  await until('its own class of that name is known', async () =>
+    (await charlie.kubectl(['create', '-f', '-'], { input: pod('shadow', PLATFORM_MID) })).code === 0 ? true : undefined,
+  );
   t.equal((await upstreamPod(charlie, 'shadow')).spec.priority, 450, 'its pod takes its own class');
 
   // As if tenantgate had a bug: a class of charlie's beyond its band exists upstream, and a pod names it directly.
-  await direct(['create', '-f', '-'], JSON.stringify({ apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name: `${charlie.id}-smuggled`, labels: { 'kubezoo.io/tenant': charlie.id } }, value: 900 }));
+  await direct(
+    ['create', '-f', '-'],
+    JSON.stringify({
+      apiVersion: 'scheduling.k8s.io/v1',
+      kind: 'PriorityClass',
+      metadata: { name: `${charlie.id}-smuggled`, labels: { 'kubezoo.io/tenant': charlie.id } },
+      value: 900,
+    }),
+  );
   t.teardown(() => stack.kubectlDirect(['delete', 'priorityclass', `${charlie.id}-smuggled`, '--ignore-not-found']));
   const smuggled = await stack.kubectlDirect(['create', '-n', `${charlie.id}-default`, '-f', '-'], { input: pod('smuggled', `${charlie.id}-smuggled`) });
   t.not(smuggled.code, 0, 'the upstream refuses the pod');
   t.match(smuggled.stderr, /outside the values this tenant's priority classes may take/, smuggled.stderr);
 });
 
-t.test("bypassing conversion, a tenant identity writes only classes labelled its own and never the global default", async (t) => {
+t.test('bypassing conversion, a tenant identity writes only classes labelled its own and never the global default', async (t) => {
   const asAlpha = (args: string[], input?: string) =>
     stack.kubectlDirect(['--as', `${alpha.id}-admin`, '--as-group', TENANT_CLUSTER_SCOPE_GROUP, '--as-user-extra', `tenant=${alpha.id}`, ...args], { input });
   const unlabelled = await asAlpha(['create', '--validate=false', '-f', '-'], priorityClass(`${alpha.id}-bare`, 1));
   t.match(unlabelled.stderr, /carries the label kubezoo.io\/tenant/, unlabelled.stderr);
-  const global = await asAlpha(['create', '--validate=false', '-f', '-'], JSON.stringify({ ...JSON.parse(priorityClass(`${alpha.id}-global`, 1, { globalDefault: true })), metadata: { name: `${alpha.id}-global`, labels: { 'kubezoo.io/tenant': alpha.id } } }));
+  const global = await asAlpha(
+    ['create', '--validate=false', '-f', '-'],
+    JSON.stringify({
+      ...JSON.parse(priorityClass(`${alpha.id}-global`, 1, { globalDefault: true })),
+      metadata: { name: `${alpha.id}-global`, labels: { 'kubezoo.io/tenant': alpha.id } },
+    }),
+  );
   t.match(global.stderr, /not the global default/, global.stderr);
   const platform = await asAlpha(['delete', 'priorityclass', PLATFORM_LOW]);
   t.match(platform.stderr, /may write only in its own namespaces and names/, platform.stderr);
@@ -261,7 +314,7 @@ t.test("bypassing conversion, a tenant identity writes only classes labelled its
   t.match(others.stderr, /may write only in its own namespaces and names/, others.stderr);
 });
 
-t.test('a tenant deletes its own class; the other tenant\'s of the same name stays', async (t) => {
+t.test("a tenant deletes its own class; the other tenant's of the same name stays", async (t) => {
   await ok(bravo, ['create', '-f', '-'], priorityClass('mine', 10));
   await ok(alpha, ['delete', 'priorityclass', 'mine']);
   t.not((await alpha.kubectl(['get', 'priorityclass', 'mine'])).code, 0, 'gone for alpha');
@@ -291,7 +344,10 @@ t.test('a chart that ships a PriorityClass and a Deployment naming it installs, 
   );
   const env = { ...process.env, HELM_CACHE_HOME: join(scratch, 'cache'), HELM_CONFIG_HOME: join(scratch, 'config'), HELM_DATA_HOME: join(scratch, 'data') };
   for (const tenant of [alpha, bravo]) {
-    const installed = await runCommand(helm, ['install', 'batch', chart, '--namespace', 'default', '--kubeconfig', tenant.kubeconfig], { env, timeoutMs: 90_000 });
+    const installed = await runCommand(helm, ['install', 'batch', chart, '--namespace', 'default', '--kubeconfig', tenant.kubeconfig], {
+      env,
+      timeoutMs: 90_000,
+    });
     t.equal(installed.code, 0, `helm install as ${tenant.id}: ${installed.stderr}`);
   }
   const made = await until("the chart's pod upstream", async () => {
@@ -299,7 +355,10 @@ t.test('a chart that ships a PriorityClass and a Deployment naming it installs, 
     return pods.length > 0 ? pods[0] : undefined;
   });
   t.equal(made.spec.priority, 300, "the chart's class gives its pod its value");
-  const upgraded = await runCommand(helm, ['upgrade', 'batch', chart, '--namespace', 'default', '--kubeconfig', alpha.kubeconfig, '--set', 'note=second'], { env, timeoutMs: 90_000 });
+  const upgraded = await runCommand(helm, ['upgrade', 'batch', chart, '--namespace', 'default', '--kubeconfig', alpha.kubeconfig, '--set', 'note=second'], {
+    env,
+    timeoutMs: 90_000,
+  });
   t.equal(upgraded.code, 0, `helm upgrade: ${upgraded.stderr}`);
   t.equal(JSON.parse(await ok(alpha, ['get', 'priorityclass', 'batch-high', '-o', 'json'])).description, 'second', 'upgraded');
   t.equal(JSON.parse(await ok(bravo, ['get', 'priorityclass', 'batch-high', '-o', 'json'])).description, 'first', "bravo's release is its own");

@@ -31,7 +31,12 @@ const crd = {
     versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
   },
 };
-const quota = { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: QUOTA, namespace: 'default' }, spec: { hard: { [COUNT]: '2', 'count/configmaps': '20' } } };
+const quota = {
+  apiVersion: 'v1',
+  kind: 'ResourceQuota',
+  metadata: { name: QUOTA, namespace: 'default' },
+  spec: { hard: { [COUNT]: '2', 'count/configmaps': '20' } },
+};
 const foo = (name: string) => JSON.stringify({ apiVersion: `${GROUP}/v1`, kind: 'Foo', metadata: { name, namespace: 'default' } });
 
 async function ok(tenant: TestTenant, args: string[], input?: string): Promise<string> {
@@ -115,7 +120,7 @@ t.test("a tenant's quota counts its own custom resources, under its own names", 
   t.equal(bravoQuota.status.used[COUNT], '0', "bravo's quota, same name and keys, does not count alpha's foo");
 });
 
-t.test('the quota is enforced on the tenant\'s custom resources, and says so in its own names', async (t) => {
+t.test("the quota is enforced on the tenant's custom resources, and says so in its own names", async (t) => {
   await ok(alpha, ['create', '-f', '-'], foo('two'));
   const refused = await alpha.kubectl(['create', '-f', '-'], { input: foo('three') });
   t.not(refused.code, 0, 'a third foo exceeds the quota of 2');
@@ -136,7 +141,11 @@ t.test('lists, tables and watches show each tenant its own quota only', async (t
   t.match(table, COUNT, 'kubectl get prints the count under the tenant group');
   t.notMatch(table, /qtalfa/);
   const watched = await alpha.kubectl(['get', 'resourcequotas', '-n', 'default', '--watch', '--output-watch-events', '-o', 'json', '--request-timeout=3s']);
-  const events = watched.stdout.trim().split(/\n(?=\{)/).filter((line) => line !== '').map((line) => JSON.parse(line) as Json);
+  const events = watched.stdout
+    .trim()
+    .split(/\n(?=\{)/)
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as Json);
   t.ok(events.length > 0, 'the watch shows the quota');
   for (const event of events) t.same(event.object.spec.hard, quota.spec.hard, 'watched under the tenant names');
   const forbidden = await bravo.kubectl(['get', '--raw', `/api/v1/namespaces/${alpha.id}-default/resourcequotas/${QUOTA}`]);

@@ -83,7 +83,6 @@ async function tenantOn(replica: Replica, id: string): Promise<Tenant | undefine
 
 const readyOn = (replica: Replica, id: string) => withClient(replica.admin, (pool) => waitUntilReady(pool, id));
 
-
 const namespacesOf = async (kubeconfig: string) => {
   const listed = await kubectl(kubeconfig, 'get', 'namespaces', '-o', 'name');
   return { ...listed, names: listed.stdout.split('\n').filter(Boolean) };
@@ -149,62 +148,65 @@ t.test('a new kubeconfig for a tenant works, and the one issued before it keeps 
   }
 });
 
-t.test("deleting a tenant refuses its credentials on both replicas at once, removes its namespaces upstream, and a re-created tenant does not revive them", async (t) => {
-  const id = 'del001';
-  const old = await createTenant(t, a, id);
-  await readyOn(a, id);
-  t.equal((await kubectl(old, 'create', 'configmap', 'left', '-n', 'default')).code, 0, 'the tenant has an object of its own');
-  const oldUid = (await tenantOn(a, id))!.metadata.uid;
-  const oldOnA = old;
-  const oldOnB = pointAt(old, b);
-  t.equal(await statusOf(oldOnA), 200);
-  t.equal(await statusOf(oldOnB), 200);
-  t.not((await upstreamNamespacesOf(id)).length, 0, 'namespaces upstream before the delete');
+t.test(
+  'deleting a tenant refuses its credentials on both replicas at once, removes its namespaces upstream, and a re-created tenant does not revive them',
+  async (t) => {
+    const id = 'del001';
+    const old = await createTenant(t, a, id);
+    await readyOn(a, id);
+    t.equal((await kubectl(old, 'create', 'configmap', 'left', '-n', 'default')).code, 0, 'the tenant has an object of its own');
+    const oldUid = (await tenantOn(a, id))!.metadata.uid;
+    const oldOnA = old;
+    const oldOnB = pointAt(old, b);
+    t.equal(await statusOf(oldOnA), 200);
+    t.equal(await statusOf(oldOnB), 200);
+    t.not((await upstreamNamespacesOf(id)).length, 0, 'namespaces upstream before the delete');
 
-  // `delete --wait` on B: its first line comes once the delete is accepted; the wait for cleanup goes on after it.
-  const deleting = spawn(process.execPath, cliArgs(b, ['delete', id, '--wait']), { env: productionEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
-  let stderr = '';
-  const accepted = new Promise<void>((resolve) =>
-    deleting.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-      if (stderr.includes(`tenant/${id} deleted`)) resolve();
-    }),
-  );
-  const exited = new Promise<number | null>((resolve) => deleting.once('exit', resolve));
-  const limit = setTimeout(() => deleting.kill('SIGKILL'), 120_000);
-  await Promise.race([accepted, exited]);
-  const acceptedAt = Date.now();
-  const [statusA, statusB] = await Promise.all([statusOf(oldOnA), statusOf(oldOnB)]);
-  const checkedMs = Date.now() - acceptedAt;
-  t.equal(statusB, 401, 'refused by B (where it was deleted) right after the delete returned');
-  t.equal(statusA, 401, `refused by A right after the delete returned (checked within ${checkedMs} ms)`);
-  const terminating = await tenantOn(a, id);
-  t.ok(terminating?.metadata.deletionTimestamp, 'checked before cleanup finished: the tenant is still there, terminating');
+    // `delete --wait` on B: its first line comes once the delete is accepted; the wait for cleanup goes on after it.
+    const deleting = spawn(process.execPath, cliArgs(b, ['delete', id, '--wait']), { env: productionEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    const accepted = new Promise<void>((resolve) =>
+      deleting.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+        if (stderr.includes(`tenant/${id} deleted`)) resolve();
+      }),
+    );
+    const exited = new Promise<number | null>((resolve) => deleting.once('exit', resolve));
+    const limit = setTimeout(() => deleting.kill('SIGKILL'), 120_000);
+    await Promise.race([accepted, exited]);
+    const acceptedAt = Date.now();
+    const [statusA, statusB] = await Promise.all([statusOf(oldOnA), statusOf(oldOnB)]);
+    const checkedMs = Date.now() - acceptedAt;
+    t.equal(statusB, 401, 'refused by B (where it was deleted) right after the delete returned');
+    t.equal(statusA, 401, `refused by A right after the delete returned (checked within ${checkedMs} ms)`);
+    const terminating = await tenantOn(a, id);
+    t.ok(terminating?.metadata.deletionTimestamp, 'checked before cleanup finished: the tenant is still there, terminating');
 
-  const code = await exited;
-  clearTimeout(limit);
-  t.equal(code, 0, `delete --wait: ${stderr}`);
-  t.equal(await tenantOn(a, id), undefined, 'gone from A');
-  t.equal(await tenantOn(b, id), undefined, 'gone from B');
-  t.same(await upstreamNamespacesOf(id), [], 'no namespace of the tenant left upstream');
+    const code = await exited;
+    clearTimeout(limit);
+    t.equal(code, 0, `delete --wait: ${stderr}`);
+    t.equal(await tenantOn(a, id), undefined, 'gone from A');
+    t.equal(await tenantOn(b, id), undefined, 'gone from B');
+    t.same(await upstreamNamespacesOf(id), [], 'no namespace of the tenant left upstream');
 
-  const again = await createTenant(t, b, id);
-  const recreated = await readyOn(b, id);
-  t.not(recreated.metadata.uid, oldUid, 'a new uid');
-  const fresh = await namespacesOf(again);
-  t.equal(fresh.code, 0, fresh.stderr);
-  t.ok(fresh.names.includes('namespace/default'), "the re-created tenant's kubeconfig works");
-  const configmaps = await kubectl(again, 'get', 'configmaps', '-n', 'default', '-o', 'name');
-  t.notMatch(configmaps.stdout, /left/, 'nothing of the old incarnation is back');
-  for (const [where, kubeconfig] of [
-    ['A', oldOnA],
-    ['B', oldOnB],
-  ] as const) {
-    const refused = await kubectl(kubeconfig, 'get', 'namespaces');
-    t.not(refused.code, 0);
-    t.match(refused.stderr, /Unauthorized/, `the old kubeconfig stays refused on ${where}`);
-  }
-});
+    const again = await createTenant(t, b, id);
+    const recreated = await readyOn(b, id);
+    t.not(recreated.metadata.uid, oldUid, 'a new uid');
+    const fresh = await namespacesOf(again);
+    t.equal(fresh.code, 0, fresh.stderr);
+    t.ok(fresh.names.includes('namespace/default'), "the re-created tenant's kubeconfig works");
+    const configmaps = await kubectl(again, 'get', 'configmaps', '-n', 'default', '-o', 'name');
+    t.notMatch(configmaps.stdout, /left/, 'nothing of the old incarnation is back');
+    for (const [where, kubeconfig] of [
+      ['A', oldOnA],
+      ['B', oldOnB],
+    ] as const) {
+      const refused = await kubectl(kubeconfig, 'get', 'namespaces');
+      t.not(refused.code, 0);
+      t.match(refused.stderr, /Unauthorized/, `the old kubeconfig stays refused on ${where}`);
+    }
+  },
+);
 
 t.test("a tenant on one replica cannot see another tenant's objects made through the other replica", async (t) => {
   const [x, y] = [await createTenant(t, a, 'isox01'), await createTenant(t, b, 'isoy01')];
@@ -220,7 +222,7 @@ t.test("a tenant on one replica cannot see another tenant's objects made through
   t.same(
     same.map((item) => [item.metadata.namespace, item.data?.owner]),
     [['default', 'x']],
-    "X sees only his own `same`",
+    'X sees only his own `same`',
   );
   t.notOk(
     items.some((item) => item.data?.owner === 'y' || item.metadata.namespace.includes('isoy01')),
@@ -230,62 +232,73 @@ t.test("a tenant on one replica cannot see another tenant's objects made through
   t.equal(hers.stdout, 'y', 'Y still reads her own through A');
 });
 
-t.test('ids that are not 6 of [a-z0-9], and the reserved `system`, are refused by the CLI and the API; tenant `defaul` leaves the upstream alone', async (t) => {
-  for (const [id, why] of [['kube-p', /exactly 6 characters of \[a-z0-9\]/], ['ABCDEF', /exactly 6 characters of \[a-z0-9\]/], ['system', /reserved/]] as const) {
-    const cli = await tenantCli(a, 'create', id, '-o', join(dir, 'never.kubeconfig'));
-    t.not(cli.code, 0, `CLI refuses ${id}`);
-    t.match(cli.stderr, why);
-    const api = await withClient(b.admin, (pool) => upstreamJson(pool, 'POST', TENANTS_PATH, { apiVersion: TENANT_API_VERSION, kind: 'Tenant', metadata: { name: id }, spec: {} }));
-    t.equal(api.status, 422, `API refuses ${id}`);
-    t.equal(api.body.reason, 'Invalid');
-  }
-  const etcd = new Etcd3({ hosts: tenantEtcd.endpoint });
-  try {
-    const keys = await etcd.getAll().prefix(DEFAULT_ETCD_PREFIX).keys();
-    t.notOk(
-      keys.some((key) => /kube-p|ABCDEF|system/i.test(key)),
-      `nothing stored for them in etcd (${keys.length} keys)`,
-    );
-  } finally {
-    etcd.close();
-  }
+t.test(
+  'ids that are not 6 of [a-z0-9], and the reserved `system`, are refused by the CLI and the API; tenant `defaul` leaves the upstream alone',
+  async (t) => {
+    for (const [id, why] of [
+      ['kube-p', /exactly 6 characters of \[a-z0-9\]/],
+      ['ABCDEF', /exactly 6 characters of \[a-z0-9\]/],
+      ['system', /reserved/],
+    ] as const) {
+      const cli = await tenantCli(a, 'create', id, '-o', join(dir, 'never.kubeconfig'));
+      t.not(cli.code, 0, `CLI refuses ${id}`);
+      t.match(cli.stderr, why);
+      const api = await withClient(b.admin, (pool) =>
+        upstreamJson(pool, 'POST', TENANTS_PATH, { apiVersion: TENANT_API_VERSION, kind: 'Tenant', metadata: { name: id }, spec: {} }),
+      );
+      t.equal(api.status, 422, `API refuses ${id}`);
+      t.equal(api.body.reason, 'Invalid');
+    }
+    const etcd = new Etcd3({ hosts: tenantEtcd.endpoint });
+    try {
+      const keys = await etcd.getAll().prefix(DEFAULT_ETCD_PREFIX).keys();
+      t.notOk(
+        keys.some((key) => /kube-p|ABCDEF|system/i.test(key)),
+        `nothing stored for them in etcd (${keys.length} keys)`,
+      );
+    } finally {
+      etcd.close();
+    }
 
-  const snapshot = async () => {
-    const namespace = await upstream('get', 'namespace', 'default', '-o', 'jsonpath={.metadata.uid}');
-    const roles = await upstream('get', 'clusterroles', '-o', 'jsonpath={range .items[*]}{.metadata.name}={.metadata.uid}{"\\n"}{end}');
-    const bindings = await upstream('get', 'clusterrolebindings', '-o', 'jsonpath={range .items[*]}{.metadata.name}={.metadata.uid}{"\\n"}{end}');
-    const system = (text: string) => text.split('\n').filter((line) => line.startsWith('system:'));
-    return { namespace: namespace.stdout, roles: system(roles.stdout), bindings: system(bindings.stdout) };
-  };
-  const before = await snapshot();
-  t.ok(before.namespace !== '' && before.roles.length > 20 && before.bindings.length > 10, 'the upstream has its default namespace and system: RBAC');
+    const snapshot = async () => {
+      const namespace = await upstream('get', 'namespace', 'default', '-o', 'jsonpath={.metadata.uid}');
+      const roles = await upstream('get', 'clusterroles', '-o', 'jsonpath={range .items[*]}{.metadata.name}={.metadata.uid}{"\\n"}{end}');
+      const bindings = await upstream('get', 'clusterrolebindings', '-o', 'jsonpath={range .items[*]}{.metadata.name}={.metadata.uid}{"\\n"}{end}');
+      const system = (text: string) => text.split('\n').filter((line) => line.startsWith('system:'));
+      return { namespace: namespace.stdout, roles: system(roles.stdout), bindings: system(bindings.stdout) };
+    };
+    const before = await snapshot();
+    t.ok(before.namespace !== '' && before.roles.length > 20 && before.bindings.length > 10, 'the upstream has its default namespace and system: RBAC');
 
-  const traps = ['defaul'];
-  const kubeconfigs = await Promise.all(traps.map((id, i) => createTenant(t, i === 0 ? a : b, id)));
-  await Promise.all(traps.map((id) => readyOn(a, id)));
-  // Objects of the tenant's own that cleanup must find by its exact prefix, made by the tenant through tenantgate.
-  for (const args of [
-    ['create', 'clusterrole', 'mine', '--verb=get', '--resource=pods'],
-    ['create', 'namespace', 'work'],
-  ]) {
-    const made = await kubectl(kubeconfigs[0]!, ...args);
-    t.equal(made.code, 0, `defaul: kubectl ${args.join(' ')}: ${made.stderr}`);
-  }
-  for (const id of traps) t.equal((await upstream('get', 'clusterrole', `${id}-mine`, '-o', 'name')).code, 0, `${id}-mine upstream`);
-  const deleted = await Promise.all(traps.map((id, i) => tenantCli(i === 0 ? b : a, 'delete', id, '--wait')));
-  for (const [i, result] of deleted.entries()) t.equal(result.code, 0, `delete ${traps[i]} --wait: ${result.stderr}`);
-  for (const id of traps) {
-    t.same(await upstreamNamespacesOf(id), [], `no namespace of ${id} left upstream`);
-    t.not((await upstream('get', 'clusterrole', `${id}-mine`)).code, 0, `${id}-mine gone upstream`);
-  }
-  const after = await snapshot();
-  t.equal(after.namespace, before.namespace, "the upstream's default namespace is the same object");
-  t.same(after.roles, before.roles, 'system:* ClusterRoles untouched');
-  t.same(after.bindings, before.bindings, 'system:* ClusterRoleBindings untouched');
-});
+    const traps = ['defaul'];
+    const kubeconfigs = await Promise.all(traps.map((id, i) => createTenant(t, i === 0 ? a : b, id)));
+    await Promise.all(traps.map((id) => readyOn(a, id)));
+    // Objects of the tenant's own that cleanup must find by its exact prefix, made by the tenant through tenantgate.
+    for (const args of [
+      ['create', 'clusterrole', 'mine', '--verb=get', '--resource=pods'],
+      ['create', 'namespace', 'work'],
+    ]) {
+      const made = await kubectl(kubeconfigs[0]!, ...args);
+      t.equal(made.code, 0, `defaul: kubectl ${args.join(' ')}: ${made.stderr}`);
+    }
+    for (const id of traps) t.equal((await upstream('get', 'clusterrole', `${id}-mine`, '-o', 'name')).code, 0, `${id}-mine upstream`);
+    const deleted = await Promise.all(traps.map((id, i) => tenantCli(i === 0 ? b : a, 'delete', id, '--wait')));
+    for (const [i, result] of deleted.entries()) t.equal(result.code, 0, `delete ${traps[i]} --wait: ${result.stderr}`);
+    for (const id of traps) {
+      t.same(await upstreamNamespacesOf(id), [], `no namespace of ${id} left upstream`);
+      t.not((await upstream('get', 'clusterrole', `${id}-mine`)).code, 0, `${id}-mine gone upstream`);
+    }
+    const after = await snapshot();
+    t.equal(after.namespace, before.namespace, "the upstream's default namespace is the same object");
+    t.same(after.roles, before.roles, 'system:* ClusterRoles untouched');
+    t.same(after.bindings, before.bindings, 'system:* ClusterRoleBindings untouched');
+  },
+);
 
 t.test('the tenant etcd stopped: tenants keep working on both replicas, creates fail with 503; etcd back: creates work, nothing lost', async (t) => {
-  const before = (await withClient(a.admin, (pool) => upstreamJson(pool, 'GET', TENANTS_PATH))).body.items.map((x: Tenant) => `${x.metadata.name}/${x.metadata.uid}`);
+  const before = (await withClient(a.admin, (pool) => upstreamJson(pool, 'GET', TENANTS_PATH))).body.items.map(
+    (x: Tenant) => `${x.metadata.name}/${x.metadata.uid}`,
+  );
   t.ok(before.length >= 4, `${before.length} tenants before the outage`);
 
   await tenantEtcd.stop('crash');
@@ -334,7 +347,9 @@ t.test('the tenant etcd stopped: tenants keep working on both replicas, creates 
   t.equal(fresh.code, 0, fresh.stderr);
 
   for (const replica of [a, b]) {
-    const now = (await withClient(replica.admin, (pool) => upstreamJson(pool, 'GET', TENANTS_PATH))).body.items.map((x: Tenant) => `${x.metadata.name}/${x.metadata.uid}`);
+    const now = (await withClient(replica.admin, (pool) => upstreamJson(pool, 'GET', TENANTS_PATH))).body.items.map(
+      (x: Tenant) => `${x.metadata.name}/${x.metadata.uid}`,
+    );
     t.same(
       now.filter((entry: string) => !entry.startsWith('back01/')),
       before,

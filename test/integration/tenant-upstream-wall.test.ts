@@ -22,7 +22,10 @@ async function ok(r: Promise<KubectlResult>, what: string): Promise<string> {
 const asAlice = (args: string[]) => stack.kubectl(args, { kubeconfig: aliceKubeconfig });
 /** kubectl straight at the upstream, as tenantgate would impersonate tenant `id`'s admin (at the cluster scope: every group). */
 const asTenantIdentity = (id: string, args: string[], input?: string) =>
-  stack.kubectlDirect(['--as', `${id}-admin`, '--as-group', `${id}:system:authenticated`, '--as-group', TENANT_CLUSTER_SCOPE_GROUP, '--as-user-extra', `tenant=${id}`, ...args], { input });
+  stack.kubectlDirect(
+    ['--as', `${id}-admin`, '--as-group', `${id}:system:authenticated`, '--as-group', TENANT_CLUSTER_SCOPE_GROUP, '--as-user-extra', `tenant=${id}`, ...args],
+    { input },
+  );
 
 async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T | undefined> {
   const deadline = Date.now() + timeoutMs;
@@ -38,17 +41,24 @@ t.before(async () => {
   golf = await createTestTenant(stack, 'golf07');
   kilo = await createTestTenant(stack, 'kilo08');
   aliceKubeconfig = stack.kubeconfigFor({ user: 'alice', groups: [], tenant: 'golf07' });
-  for (const [tenant, value] of [[golf, 'golf'], [kilo, 'kilo']] as const) {
+  for (const [tenant, value] of [
+    [golf, 'golf'],
+    [kilo, 'kilo'],
+  ] as const) {
     await ok(tenant.kubectl(['create', 'namespace', 'shop']), 'namespace');
     await ok(tenant.kubectl(['-n', 'shop', 'create', 'configmap', 'settings', `--from-literal=owner=${value}`]), 'configmap');
   }
 });
 t.teardown(() => stack?.stop());
 
-t.test('a user may list configmaps across namespaces only once a ClusterRoleBinding grants it, and sees only its tenant\'s', async (t) => {
+t.test("a user may list configmaps across namespaces only once a ClusterRoleBinding grants it, and sees only its tenant's", async (t) => {
   const refused = await asAlice(['get', 'configmaps', '-A']);
   t.not(refused.code, 0, 'alice without a binding is refused');
-  t.match(refused.stderr, /configmaps is forbidden: User "alice" cannot list resource "configmaps" in API group "" at the cluster scope/, 'with the apiserver\'s own message, in the tenant\'s names');
+  t.match(
+    refused.stderr,
+    /configmaps is forbidden: User "alice" cannot list resource "configmaps" in API group "" at the cluster scope/,
+    "with the apiserver's own message, in the tenant's names",
+  );
   t.notMatch(refused.stderr, /golf07|tenantgate:cluster/, 'no upstream name in it');
 
   await ok(golf.kubectl(['create', 'clusterrole', 'cm-reader', '--verb=get,list,watch', '--resource=configmaps']), 'clusterrole');
@@ -58,22 +68,32 @@ t.test('a user may list configmaps across namespaces only once a ClusterRoleBind
     return r.code === 0 ? (JSON.parse(r.stdout).items as { metadata: { namespace: string; name: string }; data?: { owner?: string } }[]) : undefined;
   });
   t.ok(listed !== undefined && listed.length > 0, 'granted, alice lists configmaps across namespaces');
-  t.ok(listed?.some((item) => item.metadata.namespace === 'shop' && item.data?.owner === 'golf'), 'golf\'s own configmap is there');
-  t.notOk(listed?.some((item) => item.data?.owner === 'kilo' || item.metadata.namespace.includes('kilo08')), 'nothing of kilo\'s');
+  t.ok(
+    listed?.some((item) => item.metadata.namespace === 'shop' && item.data?.owner === 'golf'),
+    "golf's own configmap is there",
+  );
+  t.notOk(
+    listed?.some((item) => item.data?.owner === 'kilo' || item.metadata.namespace.includes('kilo08')),
+    "nothing of kilo's",
+  );
   const perNamespace = await eventually(async () => {
     const r = await asAlice(['-n', 'shop', 'get', 'configmap', 'settings', '-o', 'jsonpath={.data.owner}']);
     return r.code === 0 ? r.stdout : undefined;
   });
-  t.equal(perNamespace, 'golf', 'and reads in one namespace through the binding\'s expansion there');
+  t.equal(perNamespace, 'golf', "and reads in one namespace through the binding's expansion there");
   const secrets = await asAlice(['get', 'secrets', '-A']);
   t.match(secrets.stderr, /secrets is forbidden: User "alice" cannot list resource "secrets"/, 'only what the binding grants');
   t.equal((await asAlice(['auth', 'can-i', 'list', 'configmaps', '-A'])).stdout.trim(), 'yes', 'kubectl auth can-i -A says what the binding grants');
   t.equal((await asAlice(['auth', 'can-i', 'list', 'secrets', '-A'])).stdout.trim(), 'no');
   t.equal((await golf.kubectl(['auth', 'can-i', 'list', 'secrets', '-A'])).stdout.trim(), 'yes', 'the admin may list anything across its namespaces');
-  const review = JSON.stringify({ apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { user: 'alice', resourceAttributes: { verb: 'list', resource: 'configmaps' } } });
+  const review = JSON.stringify({
+    apiVersion: 'authorization.k8s.io/v1',
+    kind: 'SubjectAccessReview',
+    spec: { user: 'alice', resourceAttributes: { verb: 'list', resource: 'configmaps' } },
+  });
   const answered = JSON.parse(await ok(golf.kubectl(['create', '-f', '-', '-o', 'json'], { input: review }), 'review'));
   t.equal(answered.status.allowed, true, 'a SubjectAccessReview about alice at the cluster scope: allowed');
-  t.match(answered.status.reason, /ClusterRoleBinding "alice-reads" of ClusterRole "cm-reader" to User "alice"/, 'by her ClusterRoleBinding, in golf\'s names');
+  t.match(answered.status.reason, /ClusterRoleBinding "alice-reads" of ClusterRole "cm-reader" to User "alice"/, "by her ClusterRoleBinding, in golf's names");
 
   await ok(golf.kubectl(['delete', 'clusterrolebinding', 'alice-reads']), 'unbind');
   const gone = await eventually(async () => ((await asAlice(['get', 'configmaps', '-A'])).code !== 0 ? true : undefined));
@@ -85,7 +105,7 @@ t.test('a user may list configmaps across namespaces only once a ClusterRoleBind
   t.ok(expansions, 'and its expansions are removed');
 });
 
-t.test('upstream, a tenant identity cannot read or write another tenant\'s namespace, nor list across namespaces, whatever it binds', async (t) => {
+t.test("upstream, a tenant identity cannot read or write another tenant's namespace, nor list across namespaces, whatever it binds", async (t) => {
   const probes = async (when: string) => {
     const read = await asTenantIdentity('golf07', ['-n', 'kilo08-shop', 'get', 'configmap', 'settings']);
     t.match(read.stderr, /forbidden/i, `${when}: reading kilo's configmap is refused`);
@@ -112,15 +132,19 @@ t.test('upstream, a tenant identity cannot read or write another tenant\'s names
   });
   await probes('after binding * on * to its admin and its authenticated group');
   const unchanged = await ok(stack.kubectlDirect(['-n', 'kilo08-shop', 'get', 'configmap', 'settings', '-o', 'jsonpath={.data.owner}']), 'upstream read');
-  t.equal(unchanged, 'kilo', 'kilo\'s configmap is as kilo wrote it');
+  t.equal(unchanged, 'kilo', "kilo's configmap is as kilo wrote it");
   const planted = await stack.kubectlDirect(['-n', 'kilo08-shop', 'get', 'configmap', 'planted']);
-  t.not(planted.code, 0, 'nothing was planted in kilo\'s namespace');
+  t.not(planted.code, 0, "nothing was planted in kilo's namespace");
   const upstreamBinding = JSON.parse(await ok(stack.kubectlDirect(['get', STORED_BINDINGS, 'golf07-admin-everything', '-o', 'json']), 'binding'));
-  t.same(upstreamBinding.subjects.map((s: { name: string }) => s.name), ['tenantgate:cluster:golf07-admin'], 'upstream the binding (tenantgate\'s custom resource) names a shadow user');
+  t.same(
+    upstreamBinding.subjects.map((s: { name: string }) => s.name),
+    ['tenantgate:cluster:golf07-admin'],
+    "upstream the binding (tenantgate's custom resource) names a shadow user",
+  );
   t.not((await stack.kubectlDirect(['get', 'clusterrolebinding', 'golf07-admin-everything'])).code, 0, 'and is no real ClusterRoleBinding');
 });
 
-t.test('the tenant admin lists across its namespaces through tenantgate, and kilo\'s admin sees none of golf\'s', async (t) => {
+t.test("the tenant admin lists across its namespaces through tenantgate, and kilo's admin sees none of golf's", async (t) => {
   const golfAll = JSON.parse(await ok(golf.kubectl(['get', 'configmaps', '-A', '-o', 'json']), 'list')).items as { data?: { owner?: string } }[];
   t.ok(golfAll.some((item) => item.data?.owner === 'golf'));
   t.notOk(golfAll.some((item) => item.data?.owner === 'kilo'));
@@ -161,7 +185,10 @@ t.test('a tenant ClusterRoleBinding of an older tenantgate (real, real subjects)
     return r.stdout === 'tenantgate:cluster:golf07-alice' ? r.stdout : undefined;
   }, 40_000);
   t.equal(migrated, 'tenantgate:cluster:golf07-alice');
-  const real = await eventually(async () => ((await stack.kubectlDirect(['get', 'clusterrolebinding', 'golf07-legacy'])).code !== 0 ? true : undefined), 40_000);
+  const real = await eventually(
+    async () => ((await stack.kubectlDirect(['get', 'clusterrolebinding', 'golf07-legacy'])).code !== 0 ? true : undefined),
+    40_000,
+  );
   t.ok(real, 'the real ClusterRoleBinding is gone');
   const seen = JSON.parse(await ok(golf.kubectl(['get', 'clusterrolebinding', 'legacy', '-o', 'json']), 'the tenant reads it'));
   t.same([seen.roleRef.name, seen.subjects], ['cm-reader', [{ apiGroup: RBAC, kind: 'User', name: 'alice' }]], 'the tenant reads it as before');
@@ -169,7 +196,10 @@ t.test('a tenant ClusterRoleBinding of an older tenantgate (real, real subjects)
 
 t.test('the shared tenant ClusterRole, widened as an older tenantgate made it, is narrowed again', async (t) => {
   const role = JSON.parse(await ok(stack.kubectlDirect(['get', 'clusterrole', 'tenantgate:tenant-cluster-scope', '-o', 'json']), 'role'));
-  t.notOk(role.rules.some((rule: { resources: string[] }) => rule.resources.includes('*') || rule.resources.includes('configmaps')), 'no namespaced resource in it');
+  t.notOk(
+    role.rules.some((rule: { resources: string[] }) => rule.resources.includes('*') || rule.resources.includes('configmaps')),
+    'no namespaced resource in it',
+  );
   role.rules.unshift({ apiGroups: ['*'], resources: ['*'], verbs: ['get', 'list', 'watch'] });
   await ok(stack.kubectlDirect(['replace', '-f', '-'], { input: JSON.stringify(role) }), 'widen');
   const narrowed = await eventually(async () => {
@@ -189,7 +219,15 @@ t.test('the admin keeps its cluster-scoped custom resources, and another tenant 
       group: 'example.com',
       scope: 'Cluster',
       names: { plural: 'gadgets', singular: 'gadget', kind: 'Gadget' },
-      versions: [{ name: 'v1', served: true, storage: true, subresources: { status: {} }, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+      versions: [
+        {
+          name: 'v1',
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+        },
+      ],
     },
   };
   await ok(golf.kubectl(['apply', '-f', '-'], { input: JSON.stringify(crd) }), 'crd');
@@ -201,16 +239,20 @@ t.test('the admin keeps its cluster-scoped custom resources, and another tenant 
   const names = await ok(golf.kubectl(['get', 'gadgets', '-o', 'name']), 'list');
   t.match(names, /gadget\.example\.com\/g1/, 'and lists them');
   const foreign = await asTenantIdentity('kilo08', ['get', 'gadgets.golf07-example.com', 'golf07-g1']);
-  t.match(foreign.stderr, /forbidden/i, 'kilo\'s identity cannot read golf\'s custom resource upstream');
+  t.match(foreign.stderr, /forbidden/i, "kilo's identity cannot read golf's custom resource upstream");
   const listed = await asTenantIdentity('kilo08', ['get', 'gadgets.golf07-example.com']);
   t.match(listed.stderr, /forbidden/i, 'nor list them');
   const status = await asTenantIdentity('kilo08', ['get', '--raw', '/apis/golf07-example.com/v1/gadgets/golf07-g1/status']);
   t.match(status.stderr, /forbidden/i, 'nor read one through its status');
   const own = JSON.stringify({ apiVersion: 'golf07-example.com/v1', kind: 'Gadget', metadata: { name: 'kilo08-g2' } });
   const written = await asTenantIdentity('kilo08', ['create', '--raw', '/apis/golf07-example.com/v1/gadgets', '-f', '-'], own);
-  t.match(written.stderr, /may write only in its own API groups/, 'nor write in golf\'s group, even under its own prefix: the policy says why');
+  t.match(written.stderr, /may write only in its own API groups/, "nor write in golf's group, even under its own prefix: the policy says why");
   const deleted = await asTenantIdentity('kilo08', ['delete', 'gadgets.golf07-example.com', 'golf07-g1']);
-  t.not(deleted.code, 0, 'nor delete golf\'s');
-  t.equal(await ok(golf.kubectl(['get', 'gadget', 'g1', '-o', 'jsonpath={.colour}']), 'get'), 'green', 'golf\'s gadget is still there');
-  t.match(await ok(golf.kubectl(['get', '--raw', '/apis/example.com/v1/gadgets/g1/status']), 'status'), /"colour":"green"/, 'and golf reads its status (made by tenantgate upstream)');
+  t.not(deleted.code, 0, "nor delete golf's");
+  t.equal(await ok(golf.kubectl(['get', 'gadget', 'g1', '-o', 'jsonpath={.colour}']), 'get'), 'green', "golf's gadget is still there");
+  t.match(
+    await ok(golf.kubectl(['get', '--raw', '/apis/example.com/v1/gadgets/g1/status']), 'status'),
+    /"colour":"green"/,
+    'and golf reads its status (made by tenantgate upstream)',
+  );
 });

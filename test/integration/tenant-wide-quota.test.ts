@@ -21,7 +21,13 @@ let bravo: TestTenant; // no quota, the same names
 let charlie: TestTenant; // pods: 10, for the parallel creates
 const sessions: ClientHttp2Session[] = [];
 
-const pod = (name: string) => JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name, labels: { app: 'quota' } }, spec: { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] } });
+const pod = (name: string) =>
+  JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, labels: { app: 'quota' } },
+    spec: { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] },
+  });
 
 function sessionOf(tenant: TestTenant): ClientHttp2Session {
   const session = connectH2(credentialsOf(tenant.kubeconfig));
@@ -86,12 +92,14 @@ t.teardown(async () => {
   await stack?.stop();
 });
 
-t.test('pods: 4 holds across two namespaces, with the refusal in the tenant\'s words', async (t) => {
+t.test("pods: 4 holds across two namespaces, with the refusal in the tenant's words", async (t) => {
   const session = sessionOf(alpha);
   const answers = [];
   for (let i = 0; i < 6; i++) {
     const namespace = NAMESPACES[i % 2]!;
-    answers.push(await h2Request(session, 'POST', `/api/v1/namespaces/${namespace}/pods`, { headers: { 'content-type': 'application/json' }, body: pod(`p${i}`) }));
+    answers.push(
+      await h2Request(session, 'POST', `/api/v1/namespaces/${namespace}/pods`, { headers: { 'content-type': 'application/json' }, body: pod(`p${i}`) }),
+    );
   }
   t.same(
     answers.map((answer) => answer.status),
@@ -100,7 +108,7 @@ t.test('pods: 4 holds across two namespaces, with the refusal in the tenant\'s w
   );
   const refusal = answers[4]!.json();
   t.equal(refusal.reason, 'Forbidden');
-  t.match(refusal.message, /exceeded quota/, 'the apiserver\'s own words');
+  t.match(refusal.message, /exceeded quota/, "the apiserver's own words");
   t.notMatch(answers[4]!.body, /wqalfa-/, 'no upstream names in the refusal');
   t.equal((await upstreamPodsOf(alpha)).length, 4, 'upstream: exactly 4 pods of the tenant');
   const status = await until('status.quota.used counts 4 pods', async () => {
@@ -114,18 +122,22 @@ t.test('pods: 4 holds across two namespaces, with the refusal in the tenant\'s w
   t.equal(created.status, 201, 'another tenant, same namespace and pod names, is admitted while the first is at its limit');
   await ok(alpha, ['delete', 'pods', '--all', '-n', 'one', '--wait=false']);
   await ok(alpha, ['delete', 'pods', '--all', '-n', 'two', '--wait=false']);
-  await until('the tenant\'s pods are gone upstream', async () => ((await upstreamPodsOf(alpha)).length === 0 ? true : undefined));
+  await until("the tenant's pods are gone upstream", async () => ((await upstreamPodsOf(alpha)).length === 0 ? true : undefined));
 });
 
-t.test('a Deployment of 8 gets 4 pods: the controller\'s creates upstream are refused too, and its ReplicaSet says why', async (t) => {
+t.test("a Deployment of 8 gets 4 pods: the controller's creates upstream are refused too, and its ReplicaSet says why", async (t) => {
   const deployment = {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
     metadata: { name: 'eight', namespace: 'three' },
-    spec: { replicas: 8, selector: { matchLabels: { app: 'eight' } }, template: { metadata: { labels: { app: 'eight' } }, spec: { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] } } },
+    spec: {
+      replicas: 8,
+      selector: { matchLabels: { app: 'eight' } },
+      template: { metadata: { labels: { app: 'eight' } }, spec: { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] } },
+    },
   };
   await ok(alpha, ['apply', '-f', '-'], JSON.stringify(deployment));
-  await until('4 of the Deployment\'s pods upstream', async () => ((await upstreamPodsOf(alpha)).length === 4 ? true : undefined));
+  await until("4 of the Deployment's pods upstream", async () => ((await upstreamPodsOf(alpha)).length === 4 ? true : undefined));
   // The controller keeps trying: the count must stay at the limit.
   await new Promise((resolve) => setTimeout(resolve, 3_000));
   t.equal((await upstreamPodsOf(alpha)).length, 4, 'still 4 pods upstream after the controller retried');
@@ -133,7 +145,7 @@ t.test('a Deployment of 8 gets 4 pods: the controller\'s creates upstream are re
   const failure = replicaSets.flatMap((rs) => (rs.status?.conditions ?? []) as Json[]).find((condition) => condition.type === 'ReplicaFailure');
   t.ok(failure, 'the ReplicaSet has a ReplicaFailure condition');
   t.match(failure?.message ?? '', /exceeded quota/, 'saying the quota was exceeded');
-  t.notMatch(JSON.stringify(replicaSets), /wqalfa-/, 'in the tenant\'s names');
+  t.notMatch(JSON.stringify(replicaSets), /wqalfa-/, "in the tenant's names");
   await ok(alpha, ['delete', 'deployment', 'eight', '-n', 'three']);
 });
 
@@ -180,7 +192,13 @@ t.test('the tenant reads its share but cannot change or delete it', async (t) =>
 t.test('a malformed quota is refused when the Tenant is written (400 naming the field)', async (t) => {
   for (const hard of [{ podz: '4' }, { pods: '4x' }, { pods: '-1' }]) {
     await withClient(stack.adminKubeconfig, async (pool) => {
-      const answer = await upstreamJson(pool, 'PATCH', `${TENANTS_PATH}/${alpha.id}`, { spec: { quota: { hard } } }, { 'content-type': 'application/merge-patch+json' });
+      const answer = await upstreamJson(
+        pool,
+        'PATCH',
+        `${TENANTS_PATH}/${alpha.id}`,
+        { spec: { quota: { hard } } },
+        { 'content-type': 'application/merge-patch+json' },
+      );
       t.equal(answer.status, 400, `${JSON.stringify(hard)}: 400`);
       t.match(String(answer.body?.message), `spec.quota.hard[${Object.keys(hard)[0]}]`, 'naming the field');
     });
@@ -194,7 +212,7 @@ t.test('a quota taken away removes the shares', async (t) => {
     return r.code === 0 ? true : undefined;
   });
   await patchTenant(bravo.id, { quota: null });
-  await until('bravo\'s shares are gone', async () => {
+  await until("bravo's shares are gone", async () => {
     const r = await stack.kubectlDirect(['get', 'resourcequotas', '-A', '-l', `tenantgate.kubezoo.io/tenant-quota=${bravo.id}`, '-o', 'name']);
     return r.code === 0 && r.stdout.trim() === '' ? true : undefined;
   });

@@ -28,7 +28,10 @@ t.before(async () => {
   b = connectH2(credentialsOf((await createTestTenant(stack, BRAVO)).kubeconfig));
   up = connectH2(credentialsOf(stack.upstreamKubeconfig));
   for (const session of [a, b]) {
-    const crd = await h2Request(session, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', { headers: { 'content-type': 'application/json' }, body: JSON.stringify(exampleCrd('Gadget', 'gadgets')) });
+    const crd = await h2Request(session, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(exampleCrd('Gadget', 'gadgets')),
+    });
     if (crd.status !== 201) throw new Error(`CRD: ${crd.status} ${crd.body}`);
   }
   await makeGadget(a, 'same', ALPHA);
@@ -36,11 +39,11 @@ t.before(async () => {
   // A tenant's custom resource is cached once the tenant watches it: one JSON watch each starts its cache.
   for (const session of [a, b]) {
     const first = openWatch(session, `${PATH}?watch=1`);
-    await first.until('the first watch\'s ADDED', (events) => events.length >= 1);
+    await first.until("the first watch's ADDED", (events) => events.length >= 1);
     first.close();
   }
   for (let i = 0; (await cacheMetric('tenantgate_watch_cache_objects', '_custom')) < 2; i++) {
-    if (i === 100) throw new Error('the tenants\' custom resources were not cached');
+    if (i === 100) throw new Error("the tenants' custom resources were not cached");
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 });
@@ -51,7 +54,10 @@ t.teardown(async () => {
 
 async function makeGadget(session: ClientHttp2Session, name: string, owner: string): Promise<void> {
   for (let attempt = 0; ; attempt++) {
-    const answer = await h2Request(session, 'POST', PATH, { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Gadget', metadata: { name }, spec: { owner } }) });
+    const answer = await h2Request(session, 'POST', PATH, {
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Gadget', metadata: { name }, spec: { owner } }),
+    });
     if (answer.status === 201) return;
     if (attempt > 50) throw new Error(`gadget ${name}: ${answer.status} ${answer.body}`);
     await new Promise((resolve) => setTimeout(resolve, 200)); // the CRD is being established
@@ -67,9 +73,10 @@ async function upstreamLists(): Promise<number> {
   return sumMetric((await h2Request(up, 'GET', '/metrics')).body, 'apiserver_request_total', { resource: 'gadgets', verb: 'LIST' });
 }
 
-const owners = (events: readonly WatchEvent[]) => events.filter((e) => e.type !== 'BOOKMARK').map((e) => [e.type, e.object.metadata.namespace, e.object.metadata.name, e.object.spec.owner]);
+const owners = (events: readonly WatchEvent[]) =>
+  events.filter((e) => e.type !== 'BOOKMARK').map((e) => [e.type, e.object.metadata.namespace, e.object.metadata.name, e.object.spec.owner]);
 
-t.test('client-go\'s protobuf-first watch of a custom resource: JSON from the cache, as the apiserver answers, each tenant its own', async (t) => {
+t.test("client-go's protobuf-first watch of a custom resource: JSON from the cache, as the apiserver answers, each tenant its own", async (t) => {
   const direct = openWatch(up, `/apis/${ALPHA}-example.com/v1/namespaces/${ALPHA}-default/gadgets?watch=1`, { accept: PROTOBUF_ACCEPT });
   const directHead = await direct.head;
   t.equal(directHead[':status'], 200, 'the apiserver answers it');
@@ -81,38 +88,76 @@ t.test('client-go\'s protobuf-first watch of a custom resource: JSON from the ca
     t.equal(head[':status'], 200);
     t.equal(head['content-type'], directHead['content-type'], `the apiserver's content type (${directHead['content-type']})`);
   }
-  t.equal(await upstreamWatchCount(up, 'gadgets'), before, 'the tenants\' watches added no upstream watch: the cache serves them');
+  t.equal(await upstreamWatchCount(up, 'gadgets'), before, "the tenants' watches added no upstream watch: the cache serves them");
   await makeGadget(a, 'later', ALPHA);
   await makeGadget(b, 'later', BRAVO);
   for (const w of [alphaWatch, bravoWatch, direct]) await w.until('the later gadget', (events) => events.some((e) => e.object?.metadata?.name === 'later'));
   await new Promise((resolve) => setTimeout(resolve, 300)); // anything of the other tenant's would have come by now
-  t.same(owners(alphaWatch.events), [['ADDED', 'default', 'same', ALPHA], ['ADDED', 'default', 'later', ALPHA]], `${ALPHA}: its own gadgets only, in its own namespace`);
-  t.same(owners(bravoWatch.events), [['ADDED', 'default', 'same', BRAVO], ['ADDED', 'default', 'later', BRAVO]], `${BRAVO}: its own gadgets only`);
-  t.same(owners(direct.events).map(([type, , name]) => [type, name]), [['ADDED', 'same'], ['ADDED', 'later']], 'the apiserver\'s events, the same');
-  t.ok(alphaWatch.events.every((e) => e.type === 'BOOKMARK' || e.object.apiVersion === 'example.com/v1'), 'in the tenant\'s group');
+  t.same(
+    owners(alphaWatch.events),
+    [
+      ['ADDED', 'default', 'same', ALPHA],
+      ['ADDED', 'default', 'later', ALPHA],
+    ],
+    `${ALPHA}: its own gadgets only, in its own namespace`,
+  );
+  t.same(
+    owners(bravoWatch.events),
+    [
+      ['ADDED', 'default', 'same', BRAVO],
+      ['ADDED', 'default', 'later', BRAVO],
+    ],
+    `${BRAVO}: its own gadgets only`,
+  );
+  t.same(
+    owners(direct.events).map(([type, , name]) => [type, name]),
+    [
+      ['ADDED', 'same'],
+      ['ADDED', 'later'],
+    ],
+    "the apiserver's events, the same",
+  );
+  t.ok(
+    alphaWatch.events.every((e) => e.type === 'BOOKMARK' || e.object.apiVersion === 'example.com/v1'),
+    "in the tenant's group",
+  );
   for (const w of [alphaWatch, bravoWatch, direct]) w.close();
 });
 
-t.test('client-go\'s protobuf-first list of a custom resource from the cache: JSON, as the apiserver answers', async (t) => {
-  const direct = await h2Request(up, 'GET', `/apis/${ALPHA}-example.com/v1/namespaces/${ALPHA}-default/gadgets?resourceVersion=0`, { headers: { accept: PROTOBUF_ACCEPT } });
+t.test("client-go's protobuf-first list of a custom resource from the cache: JSON, as the apiserver answers", async (t) => {
+  const direct = await h2Request(up, 'GET', `/apis/${ALPHA}-example.com/v1/namespaces/${ALPHA}-default/gadgets?resourceVersion=0`, {
+    headers: { accept: PROTOBUF_ACCEPT },
+  });
   t.equal(direct.status, 200);
   const listsBefore = await upstreamLists();
-  for (const [session, owner] of [[a, ALPHA], [b, BRAVO]] as const) {
+  for (const [session, owner] of [
+    [a, ALPHA],
+    [b, BRAVO],
+  ] as const) {
     const answer = await h2Request(session, 'GET', `${PATH}?resourceVersion=0`, { headers: { accept: PROTOBUF_ACCEPT } });
     t.equal(answer.status, 200);
-    t.equal(answer.headers['content-type'], direct.headers['content-type'], 'the apiserver\'s content type');
+    t.equal(answer.headers['content-type'], direct.headers['content-type'], "the apiserver's content type");
     const list = JSON.parse(answer.body);
     t.equal(list.kind, 'GadgetList');
-    t.same(list.items.map((i: any) => [i.metadata.name, i.spec.owner]).sort(), [['later', owner], ['same', owner]], `${owner}: its own gadgets only`);
+    t.same(
+      list.items.map((i: any) => [i.metadata.name, i.spec.owner]).sort(),
+      [
+        ['later', owner],
+        ['same', owner],
+      ],
+      `${owner}: its own gadgets only`,
+    );
   }
   t.equal(await upstreamLists(), listsBefore, 'no list went upstream: the cache answered both');
 });
 
 // The cache leaves such a request to the upstream path, which refuses it before asking the apiserver (it would ask for
 // JSON, the only encoding of custom resources, and answer in an encoding the client refused).
-t.test('a custom resource asked for protobuf only: the apiserver\'s 406 Not Acceptable', async (t) => {
+t.test("a custom resource asked for protobuf only: the apiserver's 406 Not Acceptable", async (t) => {
   for (const query of ['?watch=1&timeoutSeconds=3', '?resourceVersion=0']) {
-    const direct = await h2Request(up, 'GET', `/apis/${ALPHA}-example.com/v1/namespaces/${ALPHA}-default/gadgets${query}`, { headers: { accept: PROTOBUF_ONLY } });
+    const direct = await h2Request(up, 'GET', `/apis/${ALPHA}-example.com/v1/namespaces/${ALPHA}-default/gadgets${query}`, {
+      headers: { accept: PROTOBUF_ONLY },
+    });
     t.equal(direct.status, 406, `${query}: the apiserver's 406`);
     const answer = await h2Request(a, 'GET', `${PATH}${query}`, { headers: { accept: PROTOBUF_ONLY } });
     t.equal(answer.status, direct.status, `${query}: the apiserver's status`);

@@ -34,7 +34,7 @@ t.before(async () => {
   // Bookmarks every second (the apiserver's cadence is a minute): the clients here see them between the faults.
   stack = await startStack({ controllers: false, gatewayArgs: BOOKMARKS_EVERY_SECOND });
   gateway = { child: stack.gateway, metricsUrl: stack.metricsUrl };
-  gatewayLogs.push({ name: 'the stack\'s tenantgate', logs: stack.gatewayLogs });
+  gatewayLogs.push({ name: "the stack's tenantgate", logs: stack.gatewayLogs });
   alpha = await createTestTenant(stack, 'wcfalf');
   bravo = await createTestTenant(stack, 'wcfbrv');
 });
@@ -158,7 +158,8 @@ class Writer {
         this.written.set(resourceVersion, object.data);
         return resourceVersion;
       }
-      if ((answer.status !== 503 && answer.status !== 0) || Date.now() > deadline) throw new Error(`${method} ${path}: ${answer.status} ${answer.body.slice(0, 300)}`);
+      if ((answer.status !== 503 && answer.status !== 0) || Date.now() > deadline)
+        throw new Error(`${method} ${path}: ${answer.status} ${answer.body.slice(0, 300)}`);
       this.#session?.close();
       this.#session = undefined;
       await sleep(200);
@@ -169,7 +170,10 @@ class Writer {
 async function createNamespace(tenant: TestTenant, name: string): Promise<void> {
   const session = tenantSession(tenant);
   try {
-    const answer = await h2Request(session, 'POST', '/api/v1/namespaces', { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ metadata: { name } }) });
+    const answer = await h2Request(session, 'POST', '/api/v1/namespaces', {
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ metadata: { name } }),
+    });
     if (answer.status !== 201) throw new Error(`create namespace ${name} for ${tenant.id}: ${answer.status} ${answer.body}`);
   } finally {
     session.close();
@@ -203,7 +207,8 @@ async function scene(t: Test, namespace: string) {
     mirror,
     upstreamNamespace,
     /** A started reflector of alpha's ConfigMaps of the namespace through tenantgate (the watch cache serves it). */
-    viaCache: (connect: () => ClientHttp2Session = () => tenantSession(alpha)) => started(t, new Reflector(connect, `/api/v1/namespaces/${namespace}/configmaps`, 'cached')),
+    viaCache: (connect: () => ClientHttp2Session = () => tenantSession(alpha)) =>
+      started(t, new Reflector(connect, `/api/v1/namespaces/${namespace}/configmaps`, 'cached')),
     /** The same collection reflected straight from the apiserver. */
     direct: () => started(t, new Reflector(upstreamSession, `/api/v1/namespaces/${upstreamNamespace}/configmaps`, 'consistent')),
     /** The tenant's name of an object of the collection in the tenant's view, null for any other. */
@@ -220,11 +225,25 @@ async function started(t: Test, reflector: Reflector): Promise<Reflector> {
 }
 
 /** The reflector ended with the truth's state, and no departure from the truth on the way. */
-function endsLikeTheTruth(t: Test, label: string, reflector: Reflector, truth: readonly TruthEvent[], nameOf: (object: any) => string | null, written: ReadonlyMap<number, unknown>) {
+function endsLikeTheTruth(
+  t: Test,
+  label: string,
+  reflector: Reflector,
+  truth: readonly TruthEvent[],
+  nameOf: (object: any) => string | null,
+  written: ReadonlyMap<number, unknown>,
+) {
   t.same(departures(reflector.log, truth, nameOf, written), [], `${label}: every change in order, none missed or repeated, lists as the state was`);
-  const held = new Map([...reflector.objects.values()].map((object) => [nameOf(object) ?? `(foreign) ${object.metadata.namespace}/${object.metadata.name}`, Number(object.metadata.resourceVersion)]));
+  const held = new Map(
+    [...reflector.objects.values()].map((object) => [
+      nameOf(object) ?? `(foreign) ${object.metadata.namespace}/${object.metadata.name}`,
+      Number(object.metadata.resourceVersion),
+    ]),
+  );
   t.same([...held].sort(), [...stateAt(truth, Infinity)].sort(), `${label}: holds exactly what exists`);
-  t.comment(`${label}: ${reflector.count('listed')} lists, ${reflector.count('ended')} watch ends, ${reflector.count('expired')} 410s, ${reflector.count('refused')} refusals: ${reflector.log.map(describeEntry).join(' | ')}`);
+  t.comment(
+    `${label}: ${reflector.count('listed')} lists, ${reflector.count('ended')} watch ends, ${reflector.count('expired')} 410s, ${reflector.count('refused')} refusals: ${reflector.log.map(describeEntry).join(' | ')}`,
+  );
 }
 
 for (const how of ['graceful', 'crash'] as const) {
@@ -296,7 +315,10 @@ t.test('etcd compacted and the apiserver restarted: the cache relists, ends its 
   const overHttp1 = await Promise.race([heldOverHttp1, sleep(15_000).then(() => null)]);
   t.equal(overHttp1?.status, 200, 'the HTTP/1.1 watch ended, its response whole');
   t.same(
-    (overHttp1?.body ?? '').split('\n').filter((line) => line !== '').map((line) => JSON.parse(line)),
+    (overHttp1?.body ?? '')
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => JSON.parse(line)),
     held.events,
     'with the same events as the HTTP/2 one',
   );
@@ -313,9 +335,21 @@ t.test('etcd compacted and the apiserver restarted: the cache relists, ends its 
   const upstream = upstreamSession();
   const asApiserver = openWatch(upstream, `/api/v1/namespaces/${s.upstreamNamespace}/configmaps?watch=1&resourceVersion=${old}`);
   t.equal(await asApiserver.status, 200, 'the apiserver too answers 200, then the error');
-  await waitFor('the apiserver\'s answer to end', () => asApiserver.ended, 15_000).catch(() => {});
-  const shape = (events: { type: string; object: any }[]) => events.map((e) => ({ type: e.type, kind: e.object.kind, apiVersion: e.object.apiVersion, status: e.object.status, reason: e.object.reason, code: e.object.code }));
-  t.same(shape(asApiserver.events), [{ type: 'ERROR', kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Expired', code: 410 }], 'the apiserver answers an old resourceVersion with 410 Expired');
+  await waitFor("the apiserver's answer to end", () => asApiserver.ended, 15_000).catch(() => {});
+  const shape = (events: { type: string; object: any }[]) =>
+    events.map((e) => ({
+      type: e.type,
+      kind: e.object.kind,
+      apiVersion: e.object.apiVersion,
+      status: e.object.status,
+      reason: e.object.reason,
+      code: e.object.code,
+    }));
+  t.same(
+    shape(asApiserver.events),
+    [{ type: 'ERROR', kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Expired', code: 410 }],
+    'the apiserver answers an old resourceVersion with 410 Expired',
+  );
   t.same(shape(resumed.events), shape(asApiserver.events), 'tenantgate answers it as the apiserver does');
   t.match(resumed.events[0]?.object.message, /too old resource version/, 'saying so');
   t.ok(resumed.ended, 'and ends the watch');
@@ -328,7 +362,7 @@ t.test('etcd compacted and the apiserver restarted: the cache relists, ends its 
   t.same(
     fresh.events.map((e) => [e.type, e.object.metadata.name, Number(e.object.metadata.resourceVersion), e.object.data]),
     [['ADDED', 'kept', beforeRestart, { step: '3' }]],
-    'a new watch starts from the state now, alpha\'s object only',
+    "a new watch starts from the state now, alpha's object only",
   );
   const after = await s.writer.update('kept', { step: '4' });
   await fresh.until('the change after the relist', (events) => events.some((e) => Number(e.object.metadata.resourceVersion) === after));
@@ -385,7 +419,7 @@ t.test('tenantgate restarted: a client resuming from its last resourceVersion ge
   t.same(
     resumed.events.map((e) => [e.type, e.object.code, e.object.reason]),
     [['ERROR', 410, 'Expired']],
-    'a resume from before the new cache\'s history: 410 Expired, nothing else',
+    "a resume from before the new cache's history: 410 Expired, nothing else",
   );
   t.ok(resumed.ended, 'and the watch ends');
   resumed.close();
@@ -400,7 +434,15 @@ async function relayedGateway(t: Test, extraArgs: string[] = []) {
   t.teardown(() => relay.close());
   const kubeconfig = join(stack.dir, `relayed-upstream-${relay.port}.kubeconfig`);
   writeFileSync(kubeconfig, renderKubeconfig({ ...stack.rig.admin, server: `https://127.0.0.1:${relay.port}` }, 'relayed'), { mode: 0o600 });
-  const behindRelay = await spawnGateway(stack.files, ['--confine-upstream-discovery', '--upstream-kubeconfig', kubeconfig, '--watch-cache-resources', 'configmaps', ...BOOKMARKS_EVERY_SECOND, ...extraArgs]);
+  const behindRelay = await spawnGateway(stack.files, [
+    '--confine-upstream-discovery',
+    '--upstream-kubeconfig',
+    kubeconfig,
+    '--watch-cache-resources',
+    'configmaps',
+    ...BOOKMARKS_EVERY_SECOND,
+    ...extraArgs,
+  ]);
   t.teardown(() => stopChild(behindRelay.child));
   gatewayLogs.push({ name: `the tenantgate behind relay ${relay.port}`, logs: behindRelay.logs });
   return { relay, behindRelay };
@@ -459,7 +501,11 @@ t.test('the upstream connection cut and mended: the cache resumes its watch, and
     changes(direct.events).map((e) => [e.type, Number(e.object.metadata.resourceVersion)]),
     'the same changes, in the same order, at the same resourceVersions',
   );
-  t.same(changes(viaCache.events), changes(direct.events).map((e) => ({ type: e.type, object: tenantView(e.object) })), 'the same objects, in the tenant\'s names');
+  t.same(
+    changes(viaCache.events),
+    changes(direct.events).map((e) => ({ type: e.type, object: tenantView(e.object) })),
+    "the same objects, in the tenant's names",
+  );
   t.notOk(viaCache.ended, 'the tenant watch continued across the cut');
   t.equal(await configmapRelists(behindRelay.metricsUrl), relistsBefore, 'the cache resumed its watch without relisting');
   viaCache.close();
@@ -495,15 +541,19 @@ t.test('changes the cache never saw, then the apiserver restarted (its history g
   await viaCache.reached(last);
   endsLikeTheTruth(t, 'a client of the relayed cache', viaCache, s.truth.events, s.tenantName, s.writer.written);
   t.ok(viaCache.count('expired') >= 1, 'that client was ended, told 410, and relisted');
-  const list = await h2Request(tenantSession(alpha, behindRelay.url), 'GET', `/api/v1/namespaces/unseen/configmaps?resourceVersion=${last}&resourceVersionMatch=NotOlderThan`);
+  const list = await h2Request(
+    tenantSession(alpha, behindRelay.url),
+    'GET',
+    `/api/v1/namespaces/unseen/configmaps?resourceVersion=${last}&resourceVersionMatch=NotOlderThan`,
+  );
   t.same(
     list.json().items.map((i: any) => [i.metadata.name, Number(i.metadata.resourceVersion), i.data]),
     [...stateAt(s.truth.events, Infinity)].sort().map(([name, resourceVersion]) => [name, resourceVersion, s.writer.written.get(resourceVersion)]),
-    'the cached list holds the state as it is: the deletion, update and creation it never saw, alpha\'s objects only',
+    "the cached list holds the state as it is: the deletion, update and creation it never saw, alpha's objects only",
   );
 });
 
-t.test('a client moving to another replica resumes from its last resourceVersion there: that replica\'s own cache continues it', async (t) => {
+t.test("a client moving to another replica resumes from its last resourceVersion there: that replica's own cache continues it", async (t) => {
   const s = await scene(t, 'replicas');
   // The relay stays whole here: the second tenantgate is just another replica.
   const { behindRelay: other } = await relayedGateway(t);
@@ -520,7 +570,7 @@ t.test('a client moving to another replica resumes from its last resourceVersion
   await s.writer.create('three', { step: '1' });
   const resumed = openWatch(tenantSession(alpha, other.url), `/api/v1/namespaces/replicas/configmaps?watch=1&resourceVersion=${onFirst.resourceVersion}`);
   t.equal(await resumed.status, 200, 'the resumed watch is served');
-  t.equal(await cacheWatchersSettled(1, other.metricsUrl), 1, 'from the other replica\'s cache');
+  t.equal(await cacheWatchersSettled(1, other.metricsUrl), 1, "from the other replica's cache");
   const last = await s.writer.update('one', { step: '3' });
   await resumed.until('the last change', (events) => events.some((e) => Number(e.object.metadata.resourceVersion) === last));
   await s.truth.reached(last);
@@ -554,19 +604,31 @@ t.test('a watch-list (resourceVersion unset, as informers relist) while the name
   const session = tenantSession(alpha);
   const gaps: string[] = [];
   for (let round = 0; round < 15; round++) {
-    const watch = openWatch(session, '/api/v1/namespaces/watch-list/configmaps?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true');
+    const watch = openWatch(
+      session,
+      '/api/v1/namespaces/watch-list/configmaps?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true',
+    );
     t.equal(await watch.status, 200, `round ${round}: served`);
-    await watch.until('the initial events\' end, then five changes', (events) => {
+    await watch.until("the initial events' end, then five changes", (events) => {
       const end = events.findIndex((e) => e.type === 'BOOKMARK');
       return end !== -1 && events.slice(end + 1).filter((e) => e.type !== 'BOOKMARK').length >= 5;
     });
     watch.close();
     const end = watch.events.findIndex((e) => e.type === 'BOOKMARK');
-    t.equal(watch.events[end]!.object.metadata.annotations?.['k8s.io/initial-events-end'], 'true', `round ${round}: the initial events end with the annotated bookmark`);
+    t.equal(
+      watch.events[end]!.object.metadata.annotations?.['k8s.io/initial-events-end'],
+      'true',
+      `round ${round}: the initial events end with the annotated bookmark`,
+    );
     const changes = watch.events.slice(end + 1).filter((e) => e.type !== 'BOOKMARK');
     const log: ReflectorEntry[] = [
       { kind: 'listed', resourceVersion: Number(watch.events[end]!.object.metadata.resourceVersion), items: watch.events.slice(0, end).map((e) => e.object) },
-      ...changes.map((e) => ({ kind: 'event' as const, type: e.type as 'MODIFIED', resourceVersion: Number(e.object.metadata.resourceVersion), object: e.object })),
+      ...changes.map((e) => ({
+        kind: 'event' as const,
+        type: e.type as 'MODIFIED',
+        resourceVersion: Number(e.object.metadata.resourceVersion),
+        object: e.object,
+      })),
     ];
     await s.truth.reached(Number(changes.at(-1)!.object.metadata.resourceVersion));
     gaps.push(...departures(log, s.truth.events, s.tenantName, s.writer.written).map((problem) => `round ${round}: ${problem}`));
@@ -583,7 +645,10 @@ t.test('a watch from a resourceVersion the cache has not reached: no bookmark be
   await s.writer.create('one', { step: '1' });
   // The newest resourceVersion is now a Secret's: ahead of everything the configmaps' cache has seen.
   const session = tenantSession(alpha);
-  const secret = await h2Request(session, 'POST', '/api/v1/namespaces/ahead/secrets', { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ metadata: { name: 'newest' } }) });
+  const secret = await h2Request(session, 'POST', '/api/v1/namespaces/ahead/secrets', {
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ metadata: { name: 'newest' } }),
+  });
   t.equal(secret.status, 201, 'a Secret written');
   const from = Number(secret.json().metadata.resourceVersion);
   const watchersBefore = await cacheWatchers(alpha);
@@ -592,10 +657,17 @@ t.test('a watch from a resourceVersion the cache has not reached: no bookmark be
   t.equal(await cacheWatchers(alpha), watchersBefore + 1, 'from the cache');
   await watch.until('two bookmarks', (events) => events.filter((e) => e.type === 'BOOKMARK').length >= 2, 10_000);
   const bookmarks = watch.events.filter((e) => e.type === 'BOOKMARK').map((e) => Number(e.object.metadata.resourceVersion));
-  t.ok(bookmarks.every((resourceVersion) => resourceVersion >= from), `no bookmark before ${from}, where the watch started (bookmarks at ${bookmarks.join(', ')})`);
+  t.ok(
+    bookmarks.every((resourceVersion) => resourceVersion >= from),
+    `no bookmark before ${from}, where the watch started (bookmarks at ${bookmarks.join(', ')})`,
+  );
   const next = await s.writer.update('one', { step: '2' });
   await watch.until('the next change', (events) => events.some((e) => Number(e.object.metadata.resourceVersion) === next));
-  t.same(watch.events.filter((e) => e.type !== 'BOOKMARK').map((e) => [e.type, e.object.metadata.name, Number(e.object.metadata.resourceVersion)]), [['MODIFIED', 'one', next]], 'then the change after it, alone');
+  t.same(
+    watch.events.filter((e) => e.type !== 'BOOKMARK').map((e) => [e.type, e.object.metadata.name, Number(e.object.metadata.resourceVersion)]),
+    [['MODIFIED', 'one', next]],
+    'then the change after it, alone',
+  );
   watch.close();
 });
 
@@ -613,12 +685,19 @@ t.test('a silently dead upstream connection: the cache notices, resumes on a new
   relay.stall();
   const acceptedAtStall = relay.accepted;
   const during = await s.writer.create('two', { step: '1' });
-  await waitFor('the change made while the connection hung, or the watch\'s end', () => viaCache.ended || viaCache.events.some((e) => Number(e.object.metadata.resourceVersion) === during), 45_000);
+  await waitFor(
+    "the change made while the connection hung, or the watch's end",
+    () => viaCache.ended || viaCache.events.some((e) => Number(e.object.metadata.resourceVersion) === during),
+    45_000,
+  );
   t.ok(relay.accepted > acceptedAtStall, 'the cache reached the upstream on a new connection');
   t.notOk(viaCache.ended, 'the tenant watch continued');
   t.same(
     viaCache.events.filter((e) => e.type !== 'BOOKMARK').map((e) => [e.type, e.object.metadata.name, Number(e.object.metadata.resourceVersion)]),
-    [['ADDED', 'one', before], ['ADDED', 'two', during]],
+    [
+      ['ADDED', 'one', before],
+      ['ADDED', 'two', during],
+    ],
     'with the change made while the connection hung, after the one before',
   );
   viaCache.close();

@@ -51,19 +51,33 @@ t.test('two tenants with the same names: each watch and cached list sees only it
   t.equal(await everywhere.status, 200);
   await create(b, 'default', 'same', { owner: 'bravo' });
   await create(a, 'default', 'same', { owner: 'alpha' });
-  await inNamespace.until('alpha\'s ConfigMap', (events) => events.some((e) => e.object.metadata.name === 'same'));
-  await everywhere.until('alpha\'s ConfigMap', (events) => events.some((e) => e.object.metadata.name === 'same'));
-  for (const [label, watch] of [['namespace', inNamespace], ['all namespaces', everywhere]] as const) {
+  await inNamespace.until("alpha's ConfigMap", (events) => events.some((e) => e.object.metadata.name === 'same'));
+  await everywhere.until("alpha's ConfigMap", (events) => events.some((e) => e.object.metadata.name === 'same'));
+  for (const [label, watch] of [
+    ['namespace', inNamespace],
+    ['all namespaces', everywhere],
+  ] as const) {
     const same = watch.events.filter((e) => e.object.metadata.name === 'same');
-    t.same(same.map((e) => [e.type, e.object.data.owner, e.object.metadata.namespace]), [['ADDED', 'alpha', 'default']], `${label}: alpha's object only, in alpha's names`);
-    t.notOk(watch.events.some((e) => JSON.stringify(e).includes('wcbrav')), `${label}: nothing of bravo`);
+    t.same(
+      same.map((e) => [e.type, e.object.data.owner, e.object.metadata.namespace]),
+      [['ADDED', 'alpha', 'default']],
+      `${label}: alpha's object only, in alpha's names`,
+    );
+    t.notOk(
+      watch.events.some((e) => JSON.stringify(e).includes('wcbrav')),
+      `${label}: nothing of bravo`,
+    );
   }
   const list = await h2Request(a, 'GET', '/api/v1/namespaces/default/configmaps?resourceVersion=0');
   t.equal(list.status, 200);
   const body = JSON.parse(list.body);
   t.equal(body.kind, 'ConfigMapList');
   const same = body.items.filter((i: any) => i.metadata.name === 'same');
-  t.same(same.map((i: any) => i.data.owner), ['alpha'], 'the cached list holds alpha\'s object only');
+  t.same(
+    same.map((i: any) => i.data.owner),
+    ['alpha'],
+    "the cached list holds alpha's object only",
+  );
   t.notOk(list.body.includes('wcbrav'), 'nothing of bravo in the cached list');
   inNamespace.close();
   everywhere.close();
@@ -76,7 +90,7 @@ async function cacheMetric(name: string, resource: string): Promise<number> {
   return sumMetric(text, name, { resource });
 }
 
-t.test('a tenant custom resource is cached once the tenant watches it, and stays the tenant\'s', async (t) => {
+t.test("a tenant custom resource is cached once the tenant watches it, and stays the tenant's", async (t) => {
   const a = connectH2(credentialsOf(alpha.kubeconfig));
   const b = connectH2(credentialsOf(bravo.kubeconfig));
   t.teardown(() => {
@@ -84,13 +98,19 @@ t.test('a tenant custom resource is cached once the tenant watches it, and stays
     b.close();
   });
   for (const session of [a, b]) {
-    const crd = await h2Request(session, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', { headers: { 'content-type': 'application/json' }, body: JSON.stringify(exampleCrd('Gizmo', 'gizmos')) });
+    const crd = await h2Request(session, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(exampleCrd('Gizmo', 'gizmos')),
+    });
     t.equal(crd.status, 201, 'CRD created');
   }
   const path = '/apis/example.com/v1/namespaces/default/gizmos';
   const makeGizmo = async (session: ClientHttp2Session, name: string, owner: string) => {
     for (let attempt = 0; ; attempt++) {
-      const answer = await h2Request(session, 'POST', path, { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Gizmo', metadata: { name }, spec: { owner } }) });
+      const answer = await h2Request(session, 'POST', path, {
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Gizmo', metadata: { name }, spec: { owner } }),
+      });
       if (answer.status === 201) return;
       if (attempt > 50) throw new Error(`gizmo ${name}: ${answer.status} ${answer.body}`);
       await new Promise((r) => setTimeout(r, 200)); // the CRD is being established
@@ -101,7 +121,7 @@ t.test('a tenant custom resource is cached once the tenant watches it, and stays
   // The first watch goes upstream and starts the cache; later ones are served from it once it is in.
   const first = openWatch(a, `${path}?watch=1`);
   t.equal(await first.status, 200);
-  await first.until('the first watch\'s ADDED', (events) => events.length >= 1);
+  await first.until("the first watch's ADDED", (events) => events.length >= 1);
   first.close();
   let cached = 0;
   // (Each tenant's custom resource is its own upstream resource: only alpha's is cached, bravo never watched its own.)
@@ -109,22 +129,34 @@ t.test('a tenant custom resource is cached once the tenant watches it, and stays
     await new Promise((r) => setTimeout(r, 100));
     cached = await cacheMetric('tenantgate_watch_cache_objects', '_custom');
   }
-  t.equal(cached, 1, 'alpha\'s custom resource is cached');
+  t.equal(cached, 1, "alpha's custom resource is cached");
   const watch = openWatch(a, `${path}?watch=1&allowWatchBookmarks=true`);
   const deliveredBefore = await cacheMetric('tenantgate_watch_cache_deliveries_total', '_custom');
-  await watch.until('alpha\'s gizmo', (events) => events.some((e) => e.object?.metadata?.name === 'same'));
+  await watch.until("alpha's gizmo", (events) => events.some((e) => e.object?.metadata?.name === 'same'));
   await makeGizmo(a, 'later', 'alpha');
   await makeGizmo(b, 'later', 'bravo');
-  await watch.until('alpha\'s later gizmo', (events) => events.some((e) => e.object?.metadata?.name === 'later'));
+  await watch.until("alpha's later gizmo", (events) => events.some((e) => e.object?.metadata?.name === 'later'));
   await new Promise((r) => setTimeout(r, 300));
   t.same(
     watch.events.map((e) => [e.type, e.object.apiVersion, e.object.metadata.namespace, e.object.metadata.name, e.object.spec.owner]),
-    [['ADDED', 'example.com/v1', 'default', 'same', 'alpha'], ['ADDED', 'example.com/v1', 'default', 'later', 'alpha']],
+    [
+      ['ADDED', 'example.com/v1', 'default', 'same', 'alpha'],
+      ['ADDED', 'example.com/v1', 'default', 'later', 'alpha'],
+    ],
     'alpha sees its own gizmos only, in its own group and namespace',
   );
   t.ok((await cacheMetric('tenantgate_watch_cache_deliveries_total', '_custom')) > deliveredBefore, 'served from the cache');
   const list = await h2Request(a, 'GET', `${path}?resourceVersion=0`);
-  t.same(JSON.parse(list.body).items.map((i: any) => [i.metadata.name, i.spec.owner]).sort(), [['later', 'alpha'], ['same', 'alpha']], 'the cached list too');
+  t.same(
+    JSON.parse(list.body)
+      .items.map((i: any) => [i.metadata.name, i.spec.owner])
+      .sort(),
+    [
+      ['later', 'alpha'],
+      ['same', 'alpha'],
+    ],
+    'the cached list too',
+  );
   t.equal(JSON.parse(list.body).kind, 'GizmoList');
   watch.close();
 });
@@ -136,7 +168,7 @@ t.test('the upstream holds one watch per cached resource however many tenants wa
   for (const w of watches) t.equal(await w.status, 200);
   const during = await upstreamWatches('configmaps');
   t.equal(during, before, `20 tenant watches add no upstream watch (upstream configmap watches: ${during})`);
-  t.ok(during >= 1, 'the cache\'s own watch is there');
+  t.ok(during >= 1, "the cache's own watch is there");
   for (const w of watches) w.close();
   for (const s of sessions) s.close();
 });
@@ -149,7 +181,10 @@ t.test('a watcher whose client stops reading is closed, and the others get every
     a.close();
   });
   const closedBefore = await cacheMetric('tenantgate_watch_cache_slow_watchers_closed_total', 'configmaps');
-  const slow = slowSession.request({ ':path': '/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=0&sendInitialEvents=false&resourceVersionMatch=NotOlderThan', accept: 'application/json' });
+  const slow = slowSession.request({
+    ':path': '/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=0&sendInitialEvents=false&resourceVersionMatch=NotOlderThan',
+    accept: 'application/json',
+  });
   let slowEnded = false;
   slow.on('response', () => slow.pause()); // reads nothing: HTTP/2 flow control stops the bytes, they pile up in tenantgate
   slow.on('close', () => (slowEnded = true));
@@ -188,19 +223,36 @@ t.test('a watch-list with resourceVersion unset starts from a consistent state, 
   const deliveredBefore = await cacheMetric('tenantgate_watch_cache_deliveries_total', 'configmaps');
   const watchList = openWatch(a, `/api/v1/namespaces/default/configmaps?${query}`);
   const direct = openWatch(upstream, `/api/v1/namespaces/wcalfa-default/configmaps?${query}`);
-  const initialEnd = (events: WatchEvent[]) => events.some((e) => e.type === 'BOOKMARK' && e.object.metadata.annotations?.['k8s.io/initial-events-end'] === 'true');
+  const initialEnd = (events: WatchEvent[]) =>
+    events.some((e) => e.type === 'BOOKMARK' && e.object.metadata.annotations?.['k8s.io/initial-events-end'] === 'true');
   await watchList.until('the end of the initial events', initialEnd);
   await direct.until('the end of the direct initial events', initialEnd);
-  const initialNames = (events: WatchEvent[]) => events.slice(0, events.findIndex((e) => e.type === 'BOOKMARK')).map((e) => [e.type, e.object.metadata.name]).sort();
-  t.same(initialNames(watchList.events), initialNames(direct.events), 'the same initial ADDED events as the apiserver\'s own watch-list');
-  t.ok(initialNames(watchList.events).some(([, name]) => name === 'just-written'), 'the object written just before is in the initial state');
+  const initialNames = (events: WatchEvent[]) =>
+    events
+      .slice(
+        0,
+        events.findIndex((e) => e.type === 'BOOKMARK'),
+      )
+      .map((e) => [e.type, e.object.metadata.name])
+      .sort();
+  t.same(initialNames(watchList.events), initialNames(direct.events), "the same initial ADDED events as the apiserver's own watch-list");
+  t.ok(
+    initialNames(watchList.events).some(([, name]) => name === 'just-written'),
+    'the object written just before is in the initial state',
+  );
   const bookmark = watchList.events.find((e) => e.type === 'BOOKMARK')!;
-  t.ok(Number(bookmark.object.metadata.resourceVersion) >= Number(written.metadata.resourceVersion), 'the initial-events-end bookmark is at least as new as that write');
+  t.ok(
+    Number(bookmark.object.metadata.resourceVersion) >= Number(written.metadata.resourceVersion),
+    'the initial-events-end bookmark is at least as new as that write',
+  );
   t.equal(bookmark.object.kind, 'ConfigMap');
   await create(a, 'default', 'after-watch-list', { fresh: 'later' });
   await watchList.until('the next change', (events) => events.some((e) => e.object.metadata?.name === 'after-watch-list'));
   t.ok((await cacheMetric('tenantgate_watch_cache_deliveries_total', 'configmaps')) > deliveredBefore, 'served by the cache');
-  t.notOk(watchList.events.some((e) => JSON.stringify(e).includes('wcbrav')), 'nothing of bravo');
+  t.notOk(
+    watchList.events.some((e) => JSON.stringify(e).includes('wcbrav')),
+    'nothing of bravo',
+  );
   watchList.close();
   direct.close();
 });

@@ -34,7 +34,9 @@ function openWatch(session: ClientHttp2Session, path = WATCH): Promise<OpenedWat
     const body = new Promise<string>((done) => stream.on('end', () => done(Buffer.concat(chunks).toString())));
     stream.on('data', (chunk: Buffer) => chunks.push(chunk));
     stream.on('error', reject);
-    stream.once('response', (headers) => resolve({ status: Number(headers[':status']), retryAfter: headers['retry-after'] as string | undefined, stream, body }));
+    stream.once('response', (headers) =>
+      resolve({ status: Number(headers[':status']), retryAfter: headers['retry-after'] as string | undefined, stream, body }),
+    );
   });
 }
 
@@ -60,7 +62,11 @@ t.test('a tenant annotated max-watches 3 opens three watches, the fourth gets 42
   t.teardown(() => session.close());
   // The annotation reaches tenantgate through the Tenant watch: wait until a fourth is refused.
   const open = [await openWatch(session), await openWatch(session), await openWatch(session)];
-  t.same(open.map((w) => w.status), [200, 200, 200], 'three watches open');
+  t.same(
+    open.map((w) => w.status),
+    [200, 200, 200],
+    'three watches open',
+  );
   const refused = await openUntil(session, 429);
   t.equal(refused.retryAfter, '1', 'the 429 says when to retry');
   t.match(JSON.parse(await refused.body), { kind: 'Status', status: 'Failure', reason: 'TooManyRequests', code: 429, message: /max-watches/ });
@@ -94,10 +100,13 @@ function openH1Watch(kubeconfig: string): Promise<{ status: number; request: Cli
   const credentials = credentialsOf(kubeconfig);
   const url = new URL(credentials.server);
   return new Promise((resolve, reject) => {
-    const request = https.get({ host: url.hostname, port: url.port, path: WATCH, ca: credentials.caPem, cert: credentials.certPem, key: credentials.keyPem, agent: false }, (res) => {
-      res.resume();
-      resolve({ status: res.statusCode ?? 0, request });
-    });
+    const request = https.get(
+      { host: url.hostname, port: url.port, path: WATCH, ca: credentials.caPem, cert: credentials.certPem, key: credentials.keyPem, agent: false },
+      (res) => {
+        res.resume();
+        resolve({ status: res.statusCode ?? 0, request });
+      },
+    );
     request.on('error', (error) => (request.destroyed ? undefined : reject(error)));
   });
 }
@@ -106,7 +115,10 @@ t.test('HTTP/1.1 watches count and give their place back the same way', async (t
   const session = connectH2(credentialsOf(capped.kubeconfig));
   t.teardown(() => session.close());
   const h1 = [await openH1Watch(capped.kubeconfig), await openH1Watch(capped.kubeconfig)];
-  t.same(h1.map((w) => w.status), [200, 200]);
+  t.same(
+    h1.map((w) => w.status),
+    [200, 200],
+  );
   const h2 = await openUntil(session, 200);
   t.equal((await openH1Watch(capped.kubeconfig)).status, 429, 'the fourth, over HTTP/1.1, is refused');
   h1[0]!.request.destroy();
@@ -127,7 +139,13 @@ function tryExec(kubeconfig: string): Promise<number> {
       port: url.port,
       method: 'GET',
       path: '/api/v1/namespaces/default/pods/nowhere/exec?command=true&stdout=true',
-      headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-protocol': 'v5.channel.k8s.io' },
+      headers: {
+        connection: 'Upgrade',
+        upgrade: 'websocket',
+        'sec-websocket-version': '13',
+        'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+        'sec-websocket-protocol': 'v5.channel.k8s.io',
+      },
       ca: credentials.caPem,
       cert: credentials.certPem,
       key: credentials.keyPem,
@@ -146,7 +164,7 @@ function tryExec(kubeconfig: string): Promise<number> {
   });
 }
 
-t.test('exec holds a flow-control place like a watch: refused with 429 while the tenant\'s long-running requests are at its cap', async (t) => {
+t.test("exec holds a flow-control place like a watch: refused with 429 while the tenant's long-running requests are at its cap", async (t) => {
   const session = connectH2(credentialsOf(capped.kubeconfig));
   t.teardown(() => session.close());
   const open = [await openUntil(session, 200), await openUntil(session, 200)];
@@ -168,7 +186,11 @@ t.test('another tenant is unaffected and keeps the --tenant-max-watches cap', as
   });
   const open: OpenedWatch[] = [];
   for (let i = 0; i < FLAG_CAP; i++) open.push(await openWatch(session));
-  t.same(open.map((w) => w.status), Array(FLAG_CAP).fill(200), `the neighbour opens ${FLAG_CAP} watches while the capped tenant is full`);
+  t.same(
+    open.map((w) => w.status),
+    Array(FLAG_CAP).fill(200),
+    `the neighbour opens ${FLAG_CAP} watches while the capped tenant is full`,
+  );
   t.equal((await openWatch(session)).status, 429, `its ${FLAG_CAP + 1}th is refused by the flag's cap`);
   t.equal(await rejectedForWatchLimit(neighbour.id), 1);
   const list = await stack.kubectl(['get', 'configmaps', '-n', 'default', '-o', 'name'], { kubeconfig: neighbour.kubeconfig });

@@ -1,5 +1,12 @@
 import t from 'tap';
-import { accessCacheKey, clusterScopeQuestion, readForbidden, AccessReviews, type AccessReviewer, type ClusterScopeReviewer } from '../../lib/auth/access-review.ts';
+import {
+  accessCacheKey,
+  clusterScopeQuestion,
+  readForbidden,
+  AccessReviews,
+  type AccessReviewer,
+  type ClusterScopeReviewer,
+} from '../../lib/auth/access-review.ts';
 import type { ClusterScopeQuestion } from '../../lib/auth/tenant-rbac.ts';
 
 /** A decider of the tenant's RBAC at its cluster scope that allows what `allow` says and records each question. */
@@ -16,7 +23,7 @@ const noUpstreamReview: AccessReviewer = () => Promise.reject(new Error('no upst
 
 const alice = { user: 'abc123-alice', groups: ['abc123:devs', 'abc123:system:authenticated'] };
 
-t.test('the tenant\'s RBAC is asked about the caller at the cluster scope, in upstream names', async (t) => {
+t.test("the tenant's RBAC is asked about the caller at the cluster scope, in upstream names", async (t) => {
   t.same(clusterScopeQuestion(alice, 'list', '', 'configmaps'), {
     user: 'abc123-alice',
     groups: ['abc123:devs', 'abc123:system:authenticated'],
@@ -46,7 +53,10 @@ t.test('an answer is never reused for another tenant, user, group set, verb, gro
   t.equal(asked.length, 1 + others.length, 'each different question reached the upstream');
   t.equal(keys.size, 1 + others.length, 'and has a key of its own');
   // Joined strings could collide: a user ending where a group begins.
-  t.not(accessCacheKey('abc123', { user: 'a', groups: ['b,c'] }, 'list', '', 'x'), accessCacheKey('abc123', { user: 'a', groups: ['b', 'c'] }, 'list', '', 'x'));
+  t.not(
+    accessCacheKey('abc123', { user: 'a', groups: ['b,c'] }, 'list', '', 'x'),
+    accessCacheKey('abc123', { user: 'a', groups: ['b', 'c'] }, 'list', '', 'x'),
+  );
 });
 
 t.test('a refusal is cached for less time than an allowance; an upstream failure is not cached', async (t) => {

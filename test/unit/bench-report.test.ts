@@ -8,7 +8,20 @@ const machine = { cpus: 2, model: 'Test CPU', memoryBytes: 8 * 2 ** 30, loadavgB
 const versions = { node: 'v24.0.0', tenantgate: '0.1.0', kubeApiserver: 'v1.36.3', etcd: 'v3.6.8' };
 
 function report(overrides: Partial<ScenarioReport>): ScenarioReport {
-  return { scenario: 'x', description: 'd', when: '2026-01-01T00:00:00Z', quick: false, seconds: 1, machine, versions, figures: {}, targets: [], charts: [], chartFiles: [], ...overrides };
+  return {
+    scenario: 'x',
+    description: 'd',
+    when: '2026-01-01T00:00:00Z',
+    quick: false,
+    seconds: 1,
+    machine,
+    versions,
+    figures: {},
+    targets: [],
+    charts: [],
+    chartFiles: [],
+    ...overrides,
+  };
 }
 
 t.test('a bar chart scales every bar to the largest and shows each label and value', async (t) => {

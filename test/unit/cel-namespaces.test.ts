@@ -12,11 +12,17 @@ const strip = (path: string) => `${path}.substring(${path}.size() < 7 ? 0 : 7)`;
 t.test('the namespace paths read the name without the prefix upstream', async (t) => {
   const cases: [string, string][] = [
     ["namespaceObject.metadata.name == 'team'", `${strip('namespaceObject.metadata.name')} == 'team'`],
-    ["object.metadata.namespace == 'team' && oldObject.metadata.namespace == 'team'", `${strip('object.metadata.namespace')} == 'team' && ${strip('oldObject.metadata.namespace')} == 'team'`],
+    [
+      "object.metadata.namespace == 'team' && oldObject.metadata.namespace == 'team'",
+      `${strip('object.metadata.namespace')} == 'team' && ${strip('oldObject.metadata.namespace')} == 'team'`,
+    ],
     ["'in ' + request.namespace", `'in ' + ${strip('request.namespace')}`],
     ['[request.namespace]', `[${strip('request.namespace')}]`],
     ['!request.namespace.startsWith("kube-")', `!${strip('request.namespace')}.startsWith("kube-")`],
-    ['Object{metadata: Object.metadata{labels: {"ns": object.metadata.namespace}}}', `Object{metadata: Object.metadata{labels: {"ns": ${strip('object.metadata.namespace')}}}}`],
+    [
+      'Object{metadata: Object.metadata{labels: {"ns": object.metadata.namespace}}}',
+      `Object{metadata: Object.metadata{labels: {"ns": ${strip('object.metadata.namespace')}}}}`,
+    ],
   ];
   for (const [tenant, upstream] of cases) {
     t.equal(celNamespacesToUpstream(tenant), upstream, tenant);

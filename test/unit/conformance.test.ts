@@ -8,7 +8,7 @@ import { focusFor, selectSpecs } from '../../conformance/specs.ts';
 
 const WATCH = '[sig-api-machinery] Watchers should observe add, update, and delete watch notifications on configmaps [Conformance]';
 
-t.test('selects the three SIGs\' Conformance specs and sig-api-machinery\'s runnable others, Conformance first', async (t) => {
+t.test("selects the three SIGs' Conformance specs and sig-api-machinery's runnable others, Conformance first", async (t) => {
   const specs = selectSpecs([
     '[sig-storage] Volumes should work [Conformance]',
     '[sig-api-machinery] ServerSideApply should work for CRDs',
@@ -31,7 +31,10 @@ t.test('selects the three SIGs\' Conformance specs and sig-api-machinery\'s runn
       ['apimachinery', false, '[sig-api-machinery] Streaming [FeatureGate:WatchList] [Beta] works'],
     ],
   );
-  t.same(selectSpecs([WATCH, '[sig-cli] Kubectl client should run [Conformance]'], /Watchers/).map((s) => s.name), [WATCH]);
+  t.same(
+    selectSpecs([WATCH, '[sig-cli] Kubectl client should run [Conformance]'], /Watchers/).map((s) => s.name),
+    [WATCH],
+  );
 });
 
 t.test('the focus matches the spec after the suite description, and no spec whose name merely starts the same', async (t) => {
@@ -47,12 +50,22 @@ function junit(...cases: string[]): string {
   return `<?xml version="1.0"?><testsuites><testsuite name="Kubernetes e2e suite">${cases.join('')}</testsuite></testsuites>`;
 }
 
-t.test('reads the focused spec\'s verdict from a report that lists every spec', async (t) => {
+t.test("reads the focused spec's verdict from a report that lists every spec", async (t) => {
   const others = '<testcase name="[It] [sig-storage] Other [sig-storage]" status="skipped"><skipped message="skipped"></skipped></testcase>';
   const suite = '<testcase name="[SynchronizedBeforeSuite]" status="passed"></testcase>';
-  t.same(judgeJunit(junit(suite, others, `<testcase name="[It] ${WATCH} [sig-api-machinery, Conformance]" status="passed"></testcase>`), WATCH), { outcome: 'pass', message: '' });
+  t.same(judgeJunit(junit(suite, others, `<testcase name="[It] ${WATCH} [sig-api-machinery, Conformance]" status="passed"></testcase>`), WATCH), {
+    outcome: 'pass',
+    message: '',
+  });
   t.same(
-    judgeJunit(junit(suite, `<testcase name="[It] ${WATCH}" status="failed"><failure message="expected &quot;a&quot; &lt;b&gt;" type="failed">detail</failure></testcase>`, others), WATCH),
+    judgeJunit(
+      junit(
+        suite,
+        `<testcase name="[It] ${WATCH}" status="failed"><failure message="expected &quot;a&quot; &lt;b&gt;" type="failed">detail</failure></testcase>`,
+        others,
+      ),
+      WATCH,
+    ),
     { outcome: 'fail', message: 'expected "a" <b>' },
   );
   t.same(
@@ -72,7 +85,7 @@ t.test('reads the focused spec\'s verdict from a report that lists every spec', 
 
 const result = (outcome: SpecResult['outcome'], message = ''): SpecResult => ({ outcome, message, seconds: 3, logPath: '', junitPath: '' });
 
-t.test('the ratio counts only the specs that passed directly; JUnit carries each column\'s outcomes', async (t) => {
+t.test("the ratio counts only the specs that passed directly; JUnit carries each column's outcomes", async (t) => {
   const spec = (name: string, set: 'conformance' | 'apimachinery' = 'conformance') => ({ name, set, serial: false });
   const rows: Row[] = [
     { spec: spec('a'), direct: result('pass'), tenant: result('pass') },

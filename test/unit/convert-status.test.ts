@@ -65,7 +65,11 @@ const cases: [string, ReturnType<typeof failure>, ReturnType<typeof failure>][] 
   ],
   [
     'create a custom resource while it is being deleted',
-    failure(409, 'AlreadyExists', 'object is being deleted: widgets.abc123-example.com "w1" already exists', { name: 'w1', group: 'abc123-example.com', kind: 'widgets' }),
+    failure(409, 'AlreadyExists', 'object is being deleted: widgets.abc123-example.com "w1" already exists', {
+      name: 'w1',
+      group: 'abc123-example.com',
+      kind: 'widgets',
+    }),
     failure(409, 'AlreadyExists', 'object is being deleted: widgets.example.com "w1" already exists', { name: 'w1', group: 'example.com', kind: 'widgets' }),
   ],
   [
@@ -89,9 +93,14 @@ const cases: [string, ReturnType<typeof failure>, ReturnType<typeof failure>][] 
       'pods is forbidden: User "system:serviceaccount:abc123-ci:builder" cannot list resource "pods" in API group "" in the namespace "abc123-prod"',
       { kind: 'pods' },
     ),
-    failure(403, 'Forbidden', 'pods is forbidden: User "system:serviceaccount:ci:builder" cannot list resource "pods" in API group "" in the namespace "prod"', {
-      kind: 'pods',
-    }),
+    failure(
+      403,
+      'Forbidden',
+      'pods is forbidden: User "system:serviceaccount:ci:builder" cannot list resource "pods" in API group "" in the namespace "prod"',
+      {
+        kind: 'pods',
+      },
+    ),
   ],
   [
     'a user lists a custom resource at the cluster scope',
@@ -168,7 +177,7 @@ const cases: [string, ReturnType<typeof failure>, ReturnType<typeof failure>][] 
     failure(
       422,
       'Invalid',
-      'Namespace "abc123-Dev" is invalid: metadata.name: Invalid value: "abc123-Dev": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or \'-\', and must start and end with an alphanumeric character (e.g. \'my-name\',  or \'123-abc\', regex used for validation is \'[a-z0-9]([-a-z0-9]*[a-z0-9])?\')',
+      "Namespace \"abc123-Dev\" is invalid: metadata.name: Invalid value: \"abc123-Dev\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
       {
         name: 'abc123-Dev',
         kind: 'Namespace',
@@ -176,7 +185,7 @@ const cases: [string, ReturnType<typeof failure>, ReturnType<typeof failure>][] 
           {
             reason: 'FieldValueInvalid',
             message:
-              'Invalid value: "abc123-Dev": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or \'-\', and must start and end with an alphanumeric character (e.g. \'my-name\',  or \'123-abc\', regex used for validation is \'[a-z0-9]([-a-z0-9]*[a-z0-9])?\')',
+              "Invalid value: \"abc123-Dev\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
             field: 'metadata.name',
           },
         ],
@@ -185,7 +194,7 @@ const cases: [string, ReturnType<typeof failure>, ReturnType<typeof failure>][] 
     failure(
       422,
       'Invalid',
-      'Namespace "Dev" is invalid: metadata.name: Invalid value: "Dev": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or \'-\', and must start and end with an alphanumeric character (e.g. \'my-name\',  or \'123-abc\', regex used for validation is \'[a-z0-9]([-a-z0-9]*[a-z0-9])?\')',
+      "Namespace \"Dev\" is invalid: metadata.name: Invalid value: \"Dev\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
       {
         name: 'Dev',
         kind: 'Namespace',
@@ -193,7 +202,7 @@ const cases: [string, ReturnType<typeof failure>, ReturnType<typeof failure>][] 
           {
             reason: 'FieldValueInvalid',
             message:
-              'Invalid value: "Dev": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or \'-\', and must start and end with an alphanumeric character (e.g. \'my-name\',  or \'123-abc\', regex used for validation is \'[a-z0-9]([-a-z0-9]*[a-z0-9])?\')',
+              "Invalid value: \"Dev\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
             field: 'metadata.name',
           },
         ],
@@ -233,37 +242,66 @@ const cases: [string, ReturnType<typeof failure>, ReturnType<typeof failure>][] 
       'Operation cannot be fulfilled on namespaces "abc123-dev": the object has been modified; please apply your changes to the latest version and try again',
       { name: 'abc123-dev', kind: 'namespaces' },
     ),
-    failure(409, 'Conflict', 'Operation cannot be fulfilled on namespaces "dev": the object has been modified; please apply your changes to the latest version and try again', {
-      name: 'dev',
-      kind: 'namespaces',
-    }),
+    failure(
+      409,
+      'Conflict',
+      'Operation cannot be fulfilled on namespaces "dev": the object has been modified; please apply your changes to the latest version and try again',
+      {
+        name: 'dev',
+        kind: 'namespaces',
+      },
+    ),
   ],
   [
     'update a custom resource with a stale resourceVersion',
-    failure(409, 'Conflict', 'Operation cannot be fulfilled on widgets.abc123-example.com "w1": the object has been modified; please apply your changes to the latest version and try again', {
-      name: 'w1',
-      group: 'abc123-example.com',
-      kind: 'widgets',
-    }),
-    failure(409, 'Conflict', 'Operation cannot be fulfilled on widgets.example.com "w1": the object has been modified; please apply your changes to the latest version and try again', {
-      name: 'w1',
-      group: 'example.com',
-      kind: 'widgets',
-    }),
+    failure(
+      409,
+      'Conflict',
+      'Operation cannot be fulfilled on widgets.abc123-example.com "w1": the object has been modified; please apply your changes to the latest version and try again',
+      {
+        name: 'w1',
+        group: 'abc123-example.com',
+        kind: 'widgets',
+      },
+    ),
+    failure(
+      409,
+      'Conflict',
+      'Operation cannot be fulfilled on widgets.example.com "w1": the object has been modified; please apply your changes to the latest version and try again',
+      {
+        name: 'w1',
+        group: 'example.com',
+        kind: 'widgets',
+      },
+    ),
   ],
   [
-    'a webhook in the tenant\'s namespace cannot be reached',
+    "a webhook in the tenant's namespace cannot be reached",
     failure(
       500,
       'InternalError',
       'Internal error occurred: failed calling webhook "check.example.com": failed to call webhook: Post "https://hook.abc123-infra.svc:443/check?timeout=10s": service "hook" not found',
-      { causes: [{ message: 'failed calling webhook "check.example.com": failed to call webhook: Post "https://hook.abc123-infra.svc:443/check?timeout=10s": service "hook" not found' }] },
+      {
+        causes: [
+          {
+            message:
+              'failed calling webhook "check.example.com": failed to call webhook: Post "https://hook.abc123-infra.svc:443/check?timeout=10s": service "hook" not found',
+          },
+        ],
+      },
     ),
     failure(
       500,
       'InternalError',
       'Internal error occurred: failed calling webhook "check.example.com": failed to call webhook: Post "https://hook.infra.svc:443/check?timeout=10s": service "hook" not found',
-      { causes: [{ message: 'failed calling webhook "check.example.com": failed to call webhook: Post "https://hook.infra.svc:443/check?timeout=10s": service "hook" not found' }] },
+      {
+        causes: [
+          {
+            message:
+              'failed calling webhook "check.example.com": failed to call webhook: Post "https://hook.infra.svc:443/check?timeout=10s": service "hook" not found',
+          },
+        ],
+      },
     ),
   ],
   [
@@ -279,7 +317,7 @@ t.test('real apiserver Status messages, as the tenant sees them', async (t) => {
   }
 });
 
-t.test('shared upstream names and other tenants\' names are never touched', async (t) => {
+t.test("shared upstream names and other tenants' names are never touched", async (t) => {
   const untouched = [
     'namespaces "kube-system" not found',
     'namespaces "default" not found',
@@ -326,7 +364,7 @@ t.test('the ids that trap naive prefix matching: defaul and system', async (t) =
   t.equal(stripTenantPrefixes('User "system:kube-scheduler"', 'system'), 'User "system:kube-scheduler"');
 });
 
-t.test('a namespaced object\'s own name is kept when the caller says the kind is namespaced', async (t) => {
+t.test("a namespaced object's own name is kept when the caller says the kind is namespaced", async (t) => {
   const isNamespaced = (kind: string) => ['configmaps', 'ConfigMap', 'pods'].includes(kind);
   const upstream = failure(
     403,
@@ -362,7 +400,7 @@ t.test('a namespaced object\'s own name is kept when the caller says the kind is
   t.same(seen, ['widgets.example.com']);
 });
 
-t.test('details.group is un-prefixed only when it is the tenant\'s', async (t) => {
+t.test("details.group is un-prefixed only when it is the tenant's", async (t) => {
   for (const [group, expected] of [
     ['abc123-example.com', 'example.com'],
     ['def456-example.com', 'def456-example.com'],
@@ -377,7 +415,9 @@ t.test('anything that is not a Status object passes through unchanged', async (t
   for (const value of [null, undefined, 'abc123-x', 42, ['abc123-x']]) t.equal(statusToTenant(value, tenant), value);
   t.same(statusToTenant({ kind: 'Status', status: 'Success', metadata: {} }, tenant), { kind: 'Status', status: 'Success', metadata: {} });
   t.same(statusToTenant({ message: 'abc123-x', details: null }, tenant), { message: 'x', details: null });
-  t.same(statusToTenant({ details: { causes: [null, 'abc123-x', { field: 'abc123-f' }] } }, tenant), { details: { causes: [null, 'abc123-x', { field: 'f' }] } });
+  t.same(statusToTenant({ details: { causes: [null, 'abc123-x', { field: 'abc123-f' }] } }, tenant), {
+    details: { causes: [null, 'abc123-x', { field: 'f' }] },
+  });
   t.same(
     statusToTenant({ details: { name: 'abc123-n', uid: 'abc123-u', retryAfterSeconds: 1, kind: 'namespaces' } }, tenant),
     { details: { name: 'n', uid: 'abc123-u', retryAfterSeconds: 1, kind: 'namespaces' } },
@@ -389,7 +429,7 @@ t.test('generated messages: every tenant name comes back, no other name changes'
   const names = ['default', 'kube-system', 'abc123-x', 'def456-y', 'a.b', 'web-1', 'system:x'];
   const others = ['def456-prod', 'kube-public', 'system:masters', 'xabc123-z'];
   let seed = 11;
-  const pick = <T>(list: readonly T[]): T => list[Math.floor((seed = (seed * 16807) % 2147483647) / 2147483647 * list.length)]!;
+  const pick = <T>(list: readonly T[]): T => list[Math.floor(((seed = (seed * 16807) % 2147483647) / 2147483647) * list.length)]!;
   for (let n = 0; n < 300; n++) {
     const name = pick(names);
     const other = pick(others);

@@ -23,20 +23,32 @@ function aggregated(name: string, tenant: string): Group[] {
 }
 const groupNames = (groups: Group[]) => groups.map((group) => group.metadata.name ?? '');
 const resourceOf = (groups: Group[], group: string, resource: string) =>
-  groups.find((g) => (g.metadata.name ?? '') === group)?.versions.flatMap((v) => v.resources).find((r) => r.resource === resource);
+  groups
+    .find((g) => (g.metadata.name ?? '') === group)
+    ?.versions.flatMap((v) => v.resources)
+    .find((r) => r.resource === resource);
 
-t.test('aggregated: each tenant sees its own CRD group without the prefix, and never the other tenant\'s', async (t) => {
-  for (const [tenant, other] of [['alpha1', 'bravo2'], ['bravo2', 'alpha1']] as const) {
+t.test("aggregated: each tenant sees its own CRD group without the prefix, and never the other tenant's", async (t) => {
+  for (const [tenant, other] of [
+    ['alpha1', 'bravo2'],
+    ['bravo2', 'alpha1'],
+  ] as const) {
     const groups = aggregated('discovery-apis-v2.json', tenant);
     t.ok(groupNames(groups).includes('example.com'), `${tenant} sees example.com`);
-    t.notOk(groupNames(groups).some((name) => name.includes('-example.com')), `${tenant} sees no prefixed group`);
+    t.notOk(
+      groupNames(groups).some((name) => name.includes('-example.com')),
+      `${tenant} sees no prefixed group`,
+    );
     t.notMatch(JSON.stringify(groups), new RegExp(`${other}|${tenant}-`), `${tenant}'s view names neither ${other} nor its own prefix`);
     const widgets = resourceOf(groups, 'example.com', 'widgets')!;
     t.same(widgets.responseKind, { group: 'example.com', version: 'v1', kind: 'Widget' });
     t.same(
       widgets.subresources?.map((s) => [s.subresource, s.responseKind?.group]),
-      [['status', 'example.com'], ['scale', 'autoscaling']],
-      'the status subresource answers with the tenant\'s group, scale with autoscaling\'s',
+      [
+        ['status', 'example.com'],
+        ['scale', 'autoscaling'],
+      ],
+      "the status subresource answers with the tenant's group, scale with autoscaling's",
     );
     t.same(widgets.verbs.sort(), ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'], 'its own kinds keep every verb');
   }
@@ -50,10 +62,14 @@ t.test('aggregated: custom groups of nobody are not shown', async (t) => {
 
 t.test('aggregated: hidden groups and kinds are absent, groups left without resources too', async (t) => {
   const groups = aggregated('discovery-apis-v2.json', 'alpha1');
-  t.notOk(groupNames(groups).includes('flowcontrol.tenantgate.kubezoo.io'), 'the group of tenantgate\'s own CRDs (where tenants\' FlowSchemas are kept)');
-  t.ok(resourceOf(groups, 'flowcontrol.apiserver.k8s.io', 'flowschemas'), 'flow control is the tenant\'s');
-  t.same(resourceOf(groups, 'flowcontrol.apiserver.k8s.io', 'flowschemas')!.subresources?.map((s) => s.subresource), ['status'], 'with its status subresource');
-  t.ok(resourceOf(groups, 'certificates.k8s.io', 'certificatesigningrequests'), 'CSRs are the tenant\'s own');
+  t.notOk(groupNames(groups).includes('flowcontrol.tenantgate.kubezoo.io'), "the group of tenantgate's own CRDs (where tenants' FlowSchemas are kept)");
+  t.ok(resourceOf(groups, 'flowcontrol.apiserver.k8s.io', 'flowschemas'), "flow control is the tenant's");
+  t.same(
+    resourceOf(groups, 'flowcontrol.apiserver.k8s.io', 'flowschemas')!.subresources?.map((s) => s.subresource),
+    ['status'],
+    'with its status subresource',
+  );
+  t.ok(resourceOf(groups, 'certificates.k8s.io', 'certificatesigningrequests'), "CSRs are the tenant's own");
   t.equal(resourceOf(groups, 'storage.k8s.io', 'volumeattachments'), undefined, 'a hidden kind in a visible group');
   t.ok(resourceOf(groups, 'apps', 'deployments'), 'tenant kinds stay');
   const core = aggregated('discovery-api-v2.json', 'alpha1');
@@ -65,23 +81,31 @@ t.test('aggregated: shared kinds are read-only, their unreadable subresources ab
   const core = aggregated('discovery-api-v2.json', 'alpha1');
   const nodes = resourceOf(core, '', 'nodes')!;
   t.same(nodes.verbs, ['get', 'list', 'watch']);
-  t.same(nodes.subresources, [{ subresource: 'status', responseKind: { group: '', version: '', kind: 'Node' }, verbs: ['get'] }], 'nodes/proxy is gone, nodes/status readable');
+  t.same(
+    nodes.subresources,
+    [{ subresource: 'status', responseKind: { group: '', version: '', kind: 'Node' }, verbs: ['get'] }],
+    'nodes/proxy is gone, nodes/status readable',
+  );
   const storageClasses = resourceOf(aggregated('discovery-apis-v2.json', 'alpha1'), 'storage.k8s.io', 'storageclasses')!;
   t.same(storageClasses.verbs, ['get', 'list', 'watch']);
   const pods = resourceOf(core, '', 'pods')!;
-  t.ok(pods.subresources?.some((s) => s.subresource === 'exec' && s.verbs.includes('create')), 'a tenant kind keeps pods/exec');
+  t.ok(
+    pods.subresources?.some((s) => s.subresource === 'exec' && s.verbs.includes('create')),
+    'a tenant kind keeps pods/exec',
+  );
 });
 
-t.test('aggregated: a version with nothing visible is dropped, the group\'s others stay in order', async (t) => {
+t.test("aggregated: a version with nothing visible is dropped, the group's others stay in order", async (t) => {
   const doc = fixture('discovery-apis-v2.json');
   const storage = doc.items.find((group: Group) => group.metadata.name === 'storage.k8s.io');
   const v1 = storage.versions[0];
-  storage.versions = [
-    { ...v1, version: 'v1beta9', resources: v1.resources.filter((r: Resource) => r.resource === 'volumeattachments') },
-    v1,
-  ];
+  storage.versions = [{ ...v1, version: 'v1beta9', resources: v1.resources.filter((r: Resource) => r.resource === 'volumeattachments') }, v1];
   const view = (aggregatedDiscoveryToTenant(doc, 'alpha1') as { items: Group[] }).items.find((group) => group.metadata.name === 'storage.k8s.io')!;
-  t.same(view.versions.map((v) => v.version), ['v1'], 'the first version left is the preferred one');
+  t.same(
+    view.versions.map((v) => v.version),
+    ['v1'],
+    'the first version left is the preferred one',
+  );
 });
 
 t.test('aggregated: a malformed document is a Status error, malformed entries are skipped', async (t) => {
@@ -113,7 +137,7 @@ t.test('legacy APIResourceList: hidden kinds absent, shared kinds read-only, nod
   t.ok(verbs['pods/exec']?.includes('create'));
 });
 
-t.test('legacy: a tenant\'s CRD group is un-prefixed, another tenant\'s is not found', async (t) => {
+t.test("legacy: a tenant's CRD group is un-prefixed, another tenant's is not found", async (t) => {
   const list = {
     kind: 'APIResourceList',
     apiVersion: 'v1',
@@ -125,7 +149,15 @@ t.test('legacy: a tenant\'s CRD group is un-prefixed, another tenant\'s is not f
   const groups = discoveryToTenant(
     {
       kind: 'APIGroupList',
-      groups: ['alpha1-example.com', 'bravo2-example.com', 'example.org', 'apiregistration.k8s.io', 'flowcontrol.tenantgate.kubezoo.io', 'flowcontrol.apiserver.k8s.io', 'apps'].map((name) => ({
+      groups: [
+        'alpha1-example.com',
+        'bravo2-example.com',
+        'example.org',
+        'apiregistration.k8s.io',
+        'flowcontrol.tenantgate.kubezoo.io',
+        'flowcontrol.apiserver.k8s.io',
+        'apps',
+      ].map((name) => ({
         name,
         versions: [{ groupVersion: `${name}/v1`, version: 'v1' }],
         preferredVersion: { groupVersion: `${name}/v1`, version: 'v1' },
@@ -141,13 +173,17 @@ t.test('legacy: a tenant\'s CRD group is un-prefixed, another tenant\'s is not f
       ['flowcontrol.apiserver.k8s.io', 'flowcontrol.apiserver.k8s.io/v1'],
       ['apps', 'apps/v1'],
     ],
-    'other tenants\' and nobody\'s groups and the group of tenantgate\'s own CRDs are absent; flow control and APIServices are there',
+    "other tenants' and nobody's groups and the group of tenantgate's own CRDs are absent; flow control and APIServices are there",
   );
   t.throws(() => discoveryToTenant({ kind: 'APIGroupList', groups: 'x' }, 'alpha1'), { code: 502, reason: 'InternalError' });
 });
 
-t.test('legacy: a tenant\'s custom resource has the storageVersionHash of its own group, from its storage version', async (t) => {
-  t.equal(storageVersionHash('', 'v1', 'Pod'), fixture('discovery-api-v1.json').resources.find((r: { name: string }) => r.name === 'pods').storageVersionHash, 'as the apiserver computes it');
+t.test("legacy: a tenant's custom resource has the storageVersionHash of its own group, from its storage version", async (t) => {
+  t.equal(
+    storageVersionHash('', 'v1', 'Pod'),
+    fixture('discovery-api-v1.json').resources.find((r: { name: string }) => r.name === 'pods').storageVersionHash,
+    'as the apiserver computes it',
+  );
   // The storage version is v1 while the list is v2's: found among the group's versions.
   const list = (version: string) => ({
     kind: 'APIResourceList',
@@ -157,13 +193,30 @@ t.test('legacy: a tenant\'s custom resource has the storageVersionHash of its ow
       { name: 'widgets/status', namespaced: true, kind: 'Widget', verbs: ['get'] },
     ],
   });
-  const view = (version: string, versions: string[]) => (discoveryToTenant(list(version), 'alpha1', () => true, null, () => versions) as { resources: { storageVersionHash?: string }[] }).resources;
+  const view = (version: string, versions: string[]) =>
+    (
+      discoveryToTenant(
+        list(version),
+        'alpha1',
+        () => true,
+        null,
+        () => versions,
+      ) as { resources: { storageVersionHash?: string }[] }
+    ).resources;
   t.equal(view('v2', ['v2', 'v1'])[0]!.storageVersionHash, storageVersionHash('example.com', 'v1', 'Widget'));
-  t.equal(view('v1', [])[0]!.storageVersionHash, storageVersionHash('example.com', 'v1', 'Widget'), 'the list\'s own version first');
-  t.notOk('storageVersionHash' in view('v2', ['v2'])[0]!, 'left out when no version known matches: never the upstream\'s');
+  t.equal(view('v1', [])[0]!.storageVersionHash, storageVersionHash('example.com', 'v1', 'Widget'), "the list's own version first");
+  t.notOk('storageVersionHash' in view('v2', ['v2'])[0]!, "left out when no version known matches: never the upstream's");
   t.notOk('storageVersionHash' in view('v1', [])[1]!, 'subresources have none');
-  const apps = { kind: 'APIResourceList', groupVersion: 'apps/v1', resources: [{ name: 'deployments', namespaced: true, kind: 'Deployment', verbs: ['get'], storageVersionHash: 'abc=' }] };
-  t.equal((discoveryToTenant(apps, 'alpha1') as { resources: { storageVersionHash: string }[] }).resources[0]!.storageVersionHash, 'abc=', 'built-in groups as they are');
+  const apps = {
+    kind: 'APIResourceList',
+    groupVersion: 'apps/v1',
+    resources: [{ name: 'deployments', namespaced: true, kind: 'Deployment', verbs: ['get'], storageVersionHash: 'abc=' }],
+  };
+  t.equal(
+    (discoveryToTenant(apps, 'alpha1') as { resources: { storageVersionHash: string }[] }).resources[0]!.storageVersionHash,
+    'abc=',
+    'built-in groups as they are',
+  );
 });
 
 t.test('the Accept media ranges that ask aggregated discovery as JSON', async (t) => {

@@ -31,7 +31,10 @@ t.test('a JSON body with duplicates is written upstream with them, carrying the 
   const text = '{"metadata":{"name":"a","namespace":"x","namespace":"y"},"spec":{"replicas":2,"replicas":3}}';
   const { value, duplicates } = parseBody(text, 'application/json', true);
   (value as any).metadata.namespace = 'abc123-y';
-  t.equal(stringifyWithDuplicates(value, duplicates), '{"metadata":{"name":"a","namespace":"abc123-y","namespace":"abc123-y"},"spec":{"replicas":3,"replicas":3}}');
+  t.equal(
+    stringifyWithDuplicates(value, duplicates),
+    '{"metadata":{"name":"a","namespace":"abc123-y","namespace":"abc123-y"},"spec":{"replicas":3,"replicas":3}}',
+  );
   t.same(parseBody(text, 'application/json', false).duplicates, [], 'not looked for under fieldValidation=Ignore');
   t.equal(stringifyWithDuplicates({ a: 1, b: undefined }, []), '{"a":1}');
 });

@@ -56,15 +56,22 @@ t.test('max-requests-inflight: N is N read-only and N/2 mutating seats, R,M sets
     [{ 'tenant.kubezoo.io/max-requests-inflight': '1' }, { readonly: 1, mutating: 1, weight: 1 }],
     [{ 'tenant.kubezoo.io/max-requests-inflight': '12,2' }, { readonly: 12, mutating: 2, weight: 1 }],
     [{ 'tce.kubezoo/max-requests-inflight': '4' }, { readonly: 4, mutating: 2, weight: 1 }],
-    [{ 'tenant.kubezoo.io/max-requests-inflight': '6', 'tce.kubezoo/max-requests-inflight': '4' }, { readonly: 6, mutating: 3, weight: 1 }],
-    [{ 'tenant.kubezoo.io/max-requests-inflight': 'many', 'tce.kubezoo/max-requests-inflight': '4' }, { readonly: 4, mutating: 2, weight: 1 }],
+    [
+      { 'tenant.kubezoo.io/max-requests-inflight': '6', 'tce.kubezoo/max-requests-inflight': '4' },
+      { readonly: 6, mutating: 3, weight: 1 },
+    ],
+    [
+      { 'tenant.kubezoo.io/max-requests-inflight': 'many', 'tce.kubezoo/max-requests-inflight': '4' },
+      { readonly: 4, mutating: 2, weight: 1 },
+    ],
     [{ [FLOW_WEIGHT_ANNOTATION]: '2.5' }, { readonly: 7, mutating: 3, weight: 2.5 }],
   ];
   for (const bad of ['', '0', '-1', '1.5', '1,2,3', '3,', 'ten', '99999999999999999999']) {
     cases.push([{ 'tenant.kubezoo.io/max-requests-inflight': bad }, { readonly: 7, mutating: 3, weight: 1 }]);
   }
   for (const bad of ['0', '-1', 'heavy', '1e9']) cases.push([{ [FLOW_WEIGHT_ANNOTATION]: bad }, { readonly: 7, mutating: 3, weight: 1 }]);
-  for (const [annotations, expected] of cases) t.same(limitsOf(tenant('abc123', annotations), defaults), { ...expected, longRunning: defaults.tenantMaxWatches }, JSON.stringify(annotations));
+  for (const [annotations, expected] of cases)
+    t.same(limitsOf(tenant('abc123', annotations), defaults), { ...expected, longRunning: defaults.tenantMaxWatches }, JSON.stringify(annotations));
 });
 
 t.test('max-watches: a positive integer caps open long-running requests, bad values leave --tenant-max-watches', async (t) => {
@@ -72,7 +79,8 @@ t.test('max-watches: a positive integer caps open long-running requests, bad val
   t.equal(limitsOf(tenant('abc123'), defaults).longRunning, 40);
   t.equal(limitsOf(tenant('abc123', { [MAX_WATCHES_ANNOTATION]: '3' }), defaults).longRunning, 3);
   t.equal(limitsOf(tenant('abc123', { [MAX_WATCHES_ANNOTATION]: ' 2000 ' }), defaults).longRunning, 2000);
-  for (const bad of ['', '0', '-1', '2.5', 'lots', '3,4', '99999999999999999999']) t.equal(limitsOf(tenant('abc123', { [MAX_WATCHES_ANNOTATION]: bad }), defaults).longRunning, 40, bad);
+  for (const bad of ['', '0', '-1', '2.5', 'lots', '3,4', '99999999999999999999'])
+    t.equal(limitsOf(tenant('abc123', { [MAX_WATCHES_ANNOTATION]: bad }), defaults).longRunning, 40, bad);
 });
 
 t.test('the watch cap: past it a long-running request is refused at once, never queued; a closed one frees its place', async (t) => {
@@ -117,16 +125,32 @@ t.test('requests are read-only or mutating by method; watches and logs hold a se
     '/api/v1/namespaces/default/pods/web/log?follow=true',
     '/api/v1/namespaces/default/services/web/proxy/healthz',
   ];
-  const short = ['/api/v1/namespaces/default/pods', '/api/v1/namespaces/default/pods/watch', '/api/v1/namespaces/default/configmaps/log', '/api/v1/pods?watch=false', '/apis/apps/v1/deployments?fieldSelector=watch%3Dtrue'];
+  const short = [
+    '/api/v1/namespaces/default/pods',
+    '/api/v1/namespaces/default/pods/watch',
+    '/api/v1/namespaces/default/configmaps/log',
+    '/api/v1/pods?watch=false',
+    '/apis/apps/v1/deployments?fieldSelector=watch%3Dtrue',
+  ];
   for (const path of longRunning) t.ok(isLongRunning('GET', path), path);
   for (const path of short) t.notOk(isLongRunning('GET', path), path);
   t.notOk(isLongRunning('POST', longRunning[0]!), 'a POST is never a watch');
   // SPDY's exec, attach and port-forward are POSTs, and a proxied request can be any method: the apiserver counts
   // them as long-running whatever the method.
-  for (const path of ['/api/v1/namespaces/default/pods/web/exec?command=sh&stdin=true', '/api/v1/namespaces/default/pods/web/attach', '/api/v1/namespaces/default/pods/web/portforward', '/api/v1/namespaces/default/services/web/proxy/x']) {
+  for (const path of [
+    '/api/v1/namespaces/default/pods/web/exec?command=sh&stdin=true',
+    '/api/v1/namespaces/default/pods/web/attach',
+    '/api/v1/namespaces/default/pods/web/portforward',
+    '/api/v1/namespaces/default/services/web/proxy/x',
+  ]) {
     t.ok(isLongRunning('POST', path), `POST ${path}`);
   }
-  for (const path of ['/api/v1/namespaces/default/pods', '/api/v1/namespaces/default/pods/web/eviction', '/api/v1/namespaces/default/pods/web/log', '/api/v1/namespaces/default/configmaps/exec']) {
+  for (const path of [
+    '/api/v1/namespaces/default/pods',
+    '/api/v1/namespaces/default/pods/web/eviction',
+    '/api/v1/namespaces/default/pods/web/log',
+    '/api/v1/namespaces/default/configmaps/exec',
+  ]) {
     t.notOk(isLongRunning('POST', path), `POST ${path}`);
   }
 });
@@ -189,28 +213,46 @@ t.test('a queue at the global budget refuses with queue-full; a wait past the bo
   const outcome = await new Promise<RejectionReason | null>((resolve) => (waiting.decided = resolve));
   t.equal(outcome, 'queue-timeout');
   t.ok(performance.now() - started >= 35, 'not before the bound');
-  t.same(events.rejections.map((r) => r.reason), ['queue-full', 'queue-timeout']);
+  t.same(
+    events.rejections.map((r) => r.reason),
+    ['queue-full', 'queue-timeout'],
+  );
   controller.release(held);
   t.equal(controller.inflightTotal, 0, 'a timed-out request never takes a seat');
   t.equal(seat(controller.acquire('other1', 'readonly', false)).state, SEAT_HELD, 'and the tenant is served again');
 });
 
-t.test('at the end of a shutdown\'s drain every waiting request is refused (shutting-down, a 503 with Retry-After); held seats stay', async (t) => {
+t.test("at the end of a shutdown's drain every waiting request is refused (shutting-down, a 503 with Retry-After); held seats stay", async (t) => {
   const { controller, events } = controllerWith({ tenantQueueLength: 10 }, { noisy1: tenant('noisy1', { 'tenant.kubezoo.io/max-requests-inflight': '1,1' }) });
   const held = [seat(controller.acquire('noisy1', 'readonly', false)), seat(controller.acquire('noisy1', 'mutating', false))];
-  const waiting = [seat(controller.acquire('noisy1', 'readonly', false)), seat(controller.acquire('noisy1', 'mutating', false)), seat(controller.acquire('noisy1', 'readonly', false))];
+  const waiting = [
+    seat(controller.acquire('noisy1', 'readonly', false)),
+    seat(controller.acquire('noisy1', 'mutating', false)),
+    seat(controller.acquire('noisy1', 'readonly', false)),
+  ];
   const outcomes: (RejectionReason | null)[] = [];
   for (const w of waiting) w.decided = (reason) => outcomes.push(reason);
   controller.refuseQueued('shutting-down');
   t.same(outcomes, ['shutting-down', 'shutting-down', 'shutting-down']);
-  t.same(events.rejections.map((r) => r.reason), ['shutting-down', 'shutting-down', 'shutting-down']);
+  t.same(
+    events.rejections.map((r) => r.reason),
+    ['shutting-down', 'shutting-down', 'shutting-down'],
+  );
   t.equal(controller.inflightTotal, 2, 'the requests that hold seats go on');
   // Through the stage: the request still waiting gets a 503 with Retry-After, not a 429.
-  const waitingRequest = flowControl(controller)({ identity: { tenant: 'noisy1' }, method: 'GET', path: '/api/v1/namespaces/default/pods', seat: null } as never);
+  const waitingRequest = flowControl(controller)({
+    identity: { tenant: 'noisy1' },
+    method: 'GET',
+    path: '/api/v1/namespaces/default/pods',
+    seat: null,
+  } as never);
   t.type(waitingRequest, Promise, 'it waits for a seat');
   controller.refuseQueued('shutting-down');
   const error = await (waitingRequest as Promise<boolean>).catch((e: unknown) => e);
-  t.ok(error instanceof StatusError && error.code === 503 && error.reason === 'ServiceUnavailable' && error.details?.retryAfterSeconds === 1, `503 ServiceUnavailable, Retry-After 1: ${String(error)}`);
+  t.ok(
+    error instanceof StatusError && error.code === 503 && error.reason === 'ServiceUnavailable' && error.details?.retryAfterSeconds === 1,
+    `503 ServiceUnavailable, Retry-After 1: ${String(error)}`,
+  );
   for (const h of held) controller.release(h);
   t.equal(controller.inflightTotal, 0, 'nothing refused took a seat');
 });
@@ -261,7 +303,11 @@ async function serverWithStage(controller: FlowController, tenantOf: (req: http.
   return { server, port, pending };
 }
 
-function get(port: number, path: string, tenantHeader: string): { req: http.ClientRequest; answer: Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> } {
+function get(
+  port: number,
+  path: string,
+  tenantHeader: string,
+): { req: http.ClientRequest; answer: Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> } {
   const req = http.get({ host: '127.0.0.1', port, path, headers: { 'x-tenant': tenantHeader }, agent: false });
   const answer = new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }>((resolve, reject) => {
     req.on('response', (res) => {
@@ -319,7 +365,11 @@ t.test('over a real socket: clients that reset mid-request give their seats back
   for (const res of pending) res.end('{}');
   await until(() => controller.inflightTotal === 0, 'all seats back');
   // Watches: their seat comes back once the response starts, while the watch goes on.
-  const watches = [get(port, '/api/v1/pods?watch=true', 'abc123'), get(port, '/api/v1/pods?watch=true', 'abc123'), get(port, '/api/v1/pods?watch=true', 'abc123')];
+  const watches = [
+    get(port, '/api/v1/pods?watch=true', 'abc123'),
+    get(port, '/api/v1/pods?watch=true', 'abc123'),
+    get(port, '/api/v1/pods?watch=true', 'abc123'),
+  ];
   for (const w of watches) w.answer.catch(() => {});
   await until(() => pending.length === 7, 'three watches open');
   t.equal(controller.inflightTotal, 0, 'open watches hold no seats');

@@ -24,7 +24,10 @@ const CASES: [unknown, string][] = [
   ['- item', "'- item'\n"],
   ['#comment', "'#comment'\n"],
   ['tab\there', '"tab\\there"\n'],
-  [{ nested: { deep: ['a', { b: 'c' }, [1, [2]]] }, '': 'empty key', k: [] }, 'nested:\n    deep:\n        - a\n        - b: c\n        - - 1\n          - - 2\n"": empty key\nk: []\n'],
+  [
+    { nested: { deep: ['a', { b: 'c' }, [1, [2]]] }, '': 'empty key', k: [] },
+    'nested:\n    deep:\n        - a\n        - b: c\n        - - 1\n          - - 2\n"": empty key\nk: []\n',
+  ],
   ['😀 emoji', '"\\U0001F600 emoji"\n'],
   ['été', 'été\n'],
 ];

@@ -31,13 +31,36 @@ const CONTRACT_METRICS: Record<string, { type: 'counter' | 'gauge' | 'histogram'
 /** prom-client 15's collectDefaultMetrics() names, with tenantgate's prefix. */
 const DEFAULT_NODE_METRICS = new Set(
   [
-    'process_cpu_user_seconds_total', 'process_cpu_system_seconds_total', 'process_cpu_seconds_total', 'process_start_time_seconds',
-    'process_resident_memory_bytes', 'process_virtual_memory_bytes', 'process_heap_bytes', 'process_open_fds', 'process_max_fds',
-    'nodejs_eventloop_lag_seconds', 'nodejs_eventloop_lag_min_seconds', 'nodejs_eventloop_lag_max_seconds', 'nodejs_eventloop_lag_mean_seconds',
-    'nodejs_eventloop_lag_stddev_seconds', 'nodejs_eventloop_lag_p50_seconds', 'nodejs_eventloop_lag_p90_seconds', 'nodejs_eventloop_lag_p99_seconds',
-    'nodejs_active_resources', 'nodejs_active_resources_total', 'nodejs_active_handles', 'nodejs_active_handles_total', 'nodejs_active_requests',
-    'nodejs_active_requests_total', 'nodejs_heap_size_total_bytes', 'nodejs_heap_size_used_bytes', 'nodejs_external_memory_bytes',
-    'nodejs_heap_space_size_total_bytes', 'nodejs_heap_space_size_used_bytes', 'nodejs_heap_space_size_available_bytes', 'nodejs_version_info',
+    'process_cpu_user_seconds_total',
+    'process_cpu_system_seconds_total',
+    'process_cpu_seconds_total',
+    'process_start_time_seconds',
+    'process_resident_memory_bytes',
+    'process_virtual_memory_bytes',
+    'process_heap_bytes',
+    'process_open_fds',
+    'process_max_fds',
+    'nodejs_eventloop_lag_seconds',
+    'nodejs_eventloop_lag_min_seconds',
+    'nodejs_eventloop_lag_max_seconds',
+    'nodejs_eventloop_lag_mean_seconds',
+    'nodejs_eventloop_lag_stddev_seconds',
+    'nodejs_eventloop_lag_p50_seconds',
+    'nodejs_eventloop_lag_p90_seconds',
+    'nodejs_eventloop_lag_p99_seconds',
+    'nodejs_active_resources',
+    'nodejs_active_resources_total',
+    'nodejs_active_handles',
+    'nodejs_active_handles_total',
+    'nodejs_active_requests',
+    'nodejs_active_requests_total',
+    'nodejs_heap_size_total_bytes',
+    'nodejs_heap_size_used_bytes',
+    'nodejs_external_memory_bytes',
+    'nodejs_heap_space_size_total_bytes',
+    'nodejs_heap_space_size_used_bytes',
+    'nodejs_heap_space_size_available_bytes',
+    'nodejs_version_info',
     'nodejs_gc_duration_seconds',
   ].map((name) => `tenantgate_${name}`),
 );
@@ -55,7 +78,13 @@ function selectors(expr: string): { series: string; metric: string; matchers: st
 }
 
 const labelNames = (matchers: string) => [...matchers.matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)/g)].map((m) => m[1]!);
-const groupingLabels = (expr: string) => [...expr.matchAll(/\b(?:by|without)\s*\(([^)]*)\)/g)].flatMap((m) => m[1]!.split(',').map((label) => label.trim()).filter(Boolean));
+const groupingLabels = (expr: string) =>
+  [...expr.matchAll(/\b(?:by|without)\s*\(([^)]*)\)/g)].flatMap((m) =>
+    m[1]!
+      .split(',')
+      .map((label) => label.trim())
+      .filter(Boolean),
+  );
 
 const dashboard = readDashboard();
 const queries = dashboardQueries(dashboard);
@@ -72,10 +101,17 @@ t.test('the contract is what tenantgate registers: each metric with its type, an
     const metric = registered.get(name);
     t.equal(metric?.type, contract.type, `${name} is registered as a ${contract.type}`);
     for (const { labels } of metric?.values ?? []) {
-      t.same(Object.keys(labels).filter((label) => label !== 'le').sort(), [...contract.labels].sort(), `${name} series labelled ${contract.labels.join(', ') || 'with nothing'}`);
+      t.same(
+        Object.keys(labels)
+          .filter((label) => label !== 'le')
+          .sort(),
+        [...contract.labels].sort(),
+        `${name} series labelled ${contract.labels.join(', ') || 'with nothing'}`,
+      );
     }
   }
-  for (const name of Object.keys(CONTRACT_METRICS).filter((name) => name.startsWith('tenantgate_watch_cache_'))) t.ok((registered.get(name)?.values.length ?? 0) > 0, `${name} has a series to check`);
+  for (const name of Object.keys(CONTRACT_METRICS).filter((name) => name.startsWith('tenantgate_watch_cache_')))
+    t.ok((registered.get(name)?.values.length ?? 0) > 0, `${name} has a series to check`);
 });
 
 t.test('the dashboard is a Grafana dashboard of this era with a datasource and a multi-select tenant variable', async (t) => {
@@ -117,10 +153,19 @@ t.test('every panel has a query, and every query has an expression', async (t) =
 t.test('the dashboard shows what issue 5 asks for', async (t) => {
   const used = new Set(queries.flatMap((q) => selectors(q.expr).map((s) => s.metric)));
   for (const metric of [
-    'tenantgate_requests_total', 'tenantgate_request_duration_seconds', 'tenantgate_inflight_requests', 'tenantgate_rejected_requests_total',
-    'tenantgate_watches_active', 'tenantgate_watch_events_total', 'tenantgate_rewrite_bytes_total', 'tenantgate_upstream_request_duration_seconds',
-    'tenantgate_worker_pool_queue', 'tenantgate_process_cpu_seconds_total', 'tenantgate_process_resident_memory_bytes',
-  ]) t.ok(used.has(metric), `a panel shows ${metric}`);
+    'tenantgate_requests_total',
+    'tenantgate_request_duration_seconds',
+    'tenantgate_inflight_requests',
+    'tenantgate_rejected_requests_total',
+    'tenantgate_watches_active',
+    'tenantgate_watch_events_total',
+    'tenantgate_rewrite_bytes_total',
+    'tenantgate_upstream_request_duration_seconds',
+    'tenantgate_worker_pool_queue',
+    'tenantgate_process_cpu_seconds_total',
+    'tenantgate_process_resident_memory_bytes',
+  ])
+    t.ok(used.has(metric), `a panel shows ${metric}`);
   const all = queries.map((q) => q.expr).join('\n');
   t.match(all, /code=~"5\.\."/, '5xx apart');
   t.match(all, /code="429"/, '429 apart');
@@ -130,17 +175,21 @@ t.test('the dashboard shows what issue 5 asks for', async (t) => {
 
 t.test('the dashboard shows the watch cache of issue 16', async (t) => {
   const panelsOf = (metric: string) => new Set(queries.filter((q) => selectors(q.expr).some((s) => s.metric === metric)).map((q) => q.panel));
-  for (const metric of Object.keys(CONTRACT_METRICS).filter((name) => name.startsWith('tenantgate_watch_cache_'))) t.ok(panelsOf(metric).size > 0, `a panel shows ${metric}`);
+  for (const metric of Object.keys(CONTRACT_METRICS).filter((name) => name.startsWith('tenantgate_watch_cache_')))
+    t.ok(panelsOf(metric).size > 0, `a panel shows ${metric}`);
   const fanOut = [...panelsOf('tenantgate_watch_cache_events_total')].filter((panel) => panelsOf('tenantgate_watch_cache_deliveries_total').has(panel));
   t.ok(fanOut.length > 0, 'events in and events delivered side by side on one panel (the fan-out)');
   for (const metric of ['tenantgate_watch_cache_events_total', 'tenantgate_watch_cache_deliveries_total']) {
-    for (const { expr } of queries.filter((q) => q.expr.includes(metric))) t.match(expr, /sum by \(resource\) \(rate\([^\n]*\[\$__rate_interval\]\)\)/, `${metric} per second, per resource`);
+    for (const { expr } of queries.filter((q) => q.expr.includes(metric)))
+      t.match(expr, /sum by \(resource\) \(rate\([^\n]*\[\$__rate_interval\]\)\)/, `${metric} per second, per resource`);
   }
   // Rare events: how many over the time range on screen, per resource.
   for (const metric of ['tenantgate_watch_cache_slow_watchers_closed_total', 'tenantgate_watch_cache_relists_total']) {
-    for (const { expr } of queries.filter((q) => q.expr.includes(metric))) t.match(expr, /sum by \(resource\) \(increase\([^\n]*\[\$__range\]\)\)/, `${metric} increase over the range, per resource`);
+    for (const { expr } of queries.filter((q) => q.expr.includes(metric)))
+      t.match(expr, /sum by \(resource\) \(increase\([^\n]*\[\$__range\]\)\)/, `${metric} increase over the range, per resource`);
   }
-  for (const { expr } of queries.filter((q) => q.expr.includes('tenantgate_watch_cache_watchers'))) t.match(expr, /sum by \(tenant\)/, 'cached watchers by tenant');
+  for (const { expr } of queries.filter((q) => q.expr.includes('tenantgate_watch_cache_watchers')))
+    t.match(expr, /sum by \(tenant\)/, 'cached watchers by tenant');
 });
 
 t.test("every metric is the contract's or a default Node metric, with labels it has", async (t) => {
@@ -169,9 +218,13 @@ t.test('every per-tenant metric is filtered by the tenant variable', async (t) =
   }
 });
 
-t.test("variables are filled in the way Grafana fills them", async (t) => {
+t.test('variables are filled in the way Grafana fills them', async (t) => {
   t.equal(
-    expandVariables('sum(rate(tenantgate_requests_total{tenant=~"$tenant"}[$__rate_interval]))', { tenants: ['aaa111', 'bbb222'], rateInterval: '30s', range: '1h' }),
+    expandVariables('sum(rate(tenantgate_requests_total{tenant=~"$tenant"}[$__rate_interval]))', {
+      tenants: ['aaa111', 'bbb222'],
+      rateInterval: '30s',
+      range: '1h',
+    }),
     'sum(rate(tenantgate_requests_total{tenant=~"(aaa111|bbb222)"}[30s]))',
   );
   t.equal(

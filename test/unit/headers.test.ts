@@ -25,7 +25,7 @@ t.test('a client cannot choose whom tenantgate impersonates', async (t) => {
   t.same(out, { accept: 'application/json', 'impersonate-user': 'alice', 'impersonate-group': ['dev', 'ops'] });
 });
 
-t.test('headers named in Connection are dropped, but never tenantgate\'s own impersonation', async (t) => {
+t.test("headers named in Connection are dropped, but never tenantgate's own impersonation", async (t) => {
   // capsule-proxy's advisory: "Connection: Impersonate-User" made the proxy drop its own header.
   const out = upstreamRequestHeaders(
     { connection: 'Impersonate-User, X-Custom', 'x-custom': '1', 'keep-alive': 'timeout=5', 'content-type': 'application/json' },
@@ -39,7 +39,7 @@ t.test('headers named in Connection are dropped, but never tenantgate\'s own imp
   t.equal(out['content-type'], 'application/json');
 });
 
-t.test('the upstream token replaces the client\'s credentials', async (t) => {
+t.test("the upstream token replaces the client's credentials", async (t) => {
   const out = upstreamRequestHeaders({ authorization: 'Bearer client' }, alice, { authorization: 'Bearer proxy' });
   t.equal(out.authorization, 'Bearer proxy');
 });
@@ -61,13 +61,27 @@ t.test('hop-by-hop and pseudo headers do not reach the client', async (t) => {
   t.same(out, { 'content-type': 'application/json', 'audit-id': 'x' });
 });
 
-t.test('a tenant\'s requests carry no conditions: the upstream\'s validators are shared by all tenants\' views', async (t) => {
-  const conditions = { 'if-none-match': '"E"', 'if-modified-since': 'Tue, 01 Jan 2030 00:00:00 GMT', 'if-match': '"E"', 'if-unmodified-since': 'x', 'if-range': '"E"' };
-  const tenant = upstreamRequestHeaders({ accept: 'application/json', ...conditions }, { user: 'abc123-alice', groups: [], extra: { tenant: ['abc123'] }, tenant: 'abc123' }, {});
-  t.same(Object.keys(tenant).filter((name) => name.startsWith('if-')), [], 'dropped for a tenant');
+t.test("a tenant's requests carry no conditions: the upstream's validators are shared by all tenants' views", async (t) => {
+  const conditions = {
+    'if-none-match': '"E"',
+    'if-modified-since': 'Tue, 01 Jan 2030 00:00:00 GMT',
+    'if-match': '"E"',
+    'if-unmodified-since': 'x',
+    'if-range': '"E"',
+  };
+  const tenant = upstreamRequestHeaders(
+    { accept: 'application/json', ...conditions },
+    { user: 'abc123-alice', groups: [], extra: { tenant: ['abc123'] }, tenant: 'abc123' },
+    {},
+  );
+  t.same(
+    Object.keys(tenant).filter((name) => name.startsWith('if-')),
+    [],
+    'dropped for a tenant',
+  );
   t.equal(tenant.accept, 'application/json');
   const admin = upstreamRequestHeaders({ ...conditions }, alice, {});
-  t.equal(admin['if-none-match'], '"E"', 'an administrator\'s conditions pass: it sees the upstream as it is');
+  t.equal(admin['if-none-match'], '"E"', "an administrator's conditions pass: it sees the upstream as it is");
 });
 
 t.test('a tenant sees no upstream flow-control UIDs, and warnings in its own names', async (t) => {

@@ -35,9 +35,12 @@ t.test('exclusions are applied by tenantgate as the apiserver applies them: mark
   const failing = { status: 500, text: '[+]ping ok\n[-]etcd failed: reason withheld\n[+]log ok\nreadyz check failed\n' };
   const excluded = verboseHealth('readyz', null, failing, new Set(['etcd', 'nosuch']));
   t.equal(excluded.status, 200, 'the only failing check was excluded');
-  t.equal(excluded.text, '[+]ping ok\n[+]etcd excluded: ok\n[+]log ok\n[+]upstream ok\nwarn: some health checks cannot be excluded: no matches for "nosuch"\nreadyz check passed\n');
+  t.equal(
+    excluded.text,
+    '[+]ping ok\n[+]etcd excluded: ok\n[+]log ok\n[+]upstream ok\nwarn: some health checks cannot be excluded: no matches for "nosuch"\nreadyz check passed\n',
+  );
   const notReady = verboseHealth('readyz', 'upstream /readyz answered 500', failing, new Set(['etcd', 'upstream']));
-  t.equal(notReady.status, 200, 'tenantgate\'s own check can be excluded too');
+  t.equal(notReady.status, 200, "tenantgate's own check can be excluded too");
   t.match(notReady.text, /\[\+\]upstream excluded: ok\n/);
   t.equal(verboseHealth('readyz', null, { status: 403, text: '{"kind":"Status"}' }).status, 503, 'an upstream answer that is no list of checks is no pass');
 });
@@ -56,7 +59,11 @@ t.test('once shutting down, /readyz fails at once without asking the upstream; /
   const ask = (path: string) =>
     new Promise<{ status: number; text: string }>((resolve) => {
       const [pathname, query = ''] = path.split('?');
-      const ctx = { pathname, query: new URLSearchParams(query), answer: (status: number, _headers: unknown, text: string) => resolve({ status, text }) } as unknown as RequestContext;
+      const ctx = {
+        pathname,
+        query: new URLSearchParams(query),
+        answer: (status: number, _headers: unknown, text: string) => resolve({ status, text }),
+      } as unknown as RequestContext;
       t.ok(health.serve(ctx), `${path} is a health check`);
     });
   t.same(await ask('/readyz/shutdown'), { status: 200, text: 'ok' }, 'not shutting down yet');

@@ -30,9 +30,17 @@ t.test("in a pod, the upstream is the pod's API server with its service account'
   Date.now = () => now() + 61_000;
   t.teardown(() => (Date.now = now));
   t.equal(bearerAuthorization(credentials), 'Bearer second-token', 'a minute on, the rotated token');
-  t.equal(inClusterCredentials({ KUBERNETES_SERVICE_HOST: 'fd00::1', KUBERNETES_SERVICE_PORT: '6443' }, accountDir).server, 'https://[fd00::1]:6443', 'IPv6 in brackets');
+  t.equal(
+    inClusterCredentials({ KUBERNETES_SERVICE_HOST: 'fd00::1', KUBERNETES_SERVICE_PORT: '6443' }, accountDir).server,
+    'https://[fd00::1]:6443',
+    'IPv6 in brackets',
+  );
   t.throws(() => inClusterCredentials({}, accountDir), /--upstream-kubeconfig is required outside a pod/);
-  t.throws(() => inClusterCredentials({ KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' }, join(dir, 'missing')), /token/, 'a missing token fails at start, naming the file');
+  t.throws(
+    () => inClusterCredentials({ KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' }, join(dir, 'missing')),
+    /token/,
+    'a missing token fails at start, naming the file',
+  );
 });
 
 t.test('flags: in-cluster address and CA, shutdown delay and drain', async (t) => {
@@ -54,7 +62,11 @@ t.test('flags: in-cluster address and CA, shutdown delay and drain', async (t) =
   t.same(parse([]).shutdown, { delayMs: 0, drainMs: 30_000 });
   t.same(parse(['--shutdown-delay', '5s', '--shutdown-drain', '500ms']).shutdown, { delayMs: 5_000, drainMs: 500 });
   t.throws(() => parse(['--shutdown-drain', 'soon']), /--shutdown-drain must be a duration/);
-  t.same(inClusterAddress({ host: '0.0.0.0', port: 6443 }, { host: '10.0.0.7', port: 443 }), { host: '10.0.0.7', port: 443 }, 'the configured address wins over the listen one');
+  t.same(
+    inClusterAddress({ host: '0.0.0.0', port: 6443 }, { host: '10.0.0.7', port: 443 }),
+    { host: '10.0.0.7', port: 443 },
+    'the configured address wins over the listen one',
+  );
 });
 
 t.test("the in-cluster access policy carries the CA as the pods' annotation, whatever its text", async (t) => {

@@ -29,10 +29,26 @@ t.test('add, remove, replace, move, copy and test do what RFC 6902 says', async 
     qux: { corge: 'grault', thud: 'fred' },
   });
   t.same(apply({ a: { b: 1 } }, [{ op: 'copy', from: '/a', path: '/c' }]), { a: { b: 1 }, c: { b: 1 } });
-  t.same(apply({ 'a/b': 1, 'm~n': 2 }, [{ op: 'remove', path: '/a~1b' }, { op: 'replace', path: '/m~0n', value: 3 }]), { 'm~n': 3 }, 'escaped tokens');
-  t.same(apply({ baz: 'qux', foo: ['a', 2, 'c'] }, [{ op: 'test', path: '/baz', value: 'qux' }, { op: 'test', path: '/foo/1', value: 2 }]), { baz: 'qux', foo: ['a', 2, 'c'] });
+  t.same(
+    apply({ 'a/b': 1, 'm~n': 2 }, [
+      { op: 'remove', path: '/a~1b' },
+      { op: 'replace', path: '/m~0n', value: 3 },
+    ]),
+    { 'm~n': 3 },
+    'escaped tokens',
+  );
+  t.same(
+    apply({ baz: 'qux', foo: ['a', 2, 'c'] }, [
+      { op: 'test', path: '/baz', value: 'qux' },
+      { op: 'test', path: '/foo/1', value: 2 },
+    ]),
+    { baz: 'qux', foo: ['a', 2, 'c'] },
+  );
   t.same(apply({ a: { x: 1, y: 2 } }, [{ op: 'test', path: '/a', value: { y: 2, x: 1 } }]), { a: { x: 1, y: 2 } }, 'objects are equal in any key order');
-  const copied = apply({ a: { b: [1] } }, [{ op: 'copy', from: '/a', path: '/c' }, { op: 'add', path: '/c/b/-', value: 2 }]) as any;
+  const copied = apply({ a: { b: [1] } }, [
+    { op: 'copy', from: '/a', path: '/c' },
+    { op: 'add', path: '/c/b/-', value: 2 },
+  ]) as any;
   t.same(copied.a.b, [1], 'a copy is not the same object as its source');
 });
 
@@ -64,9 +80,16 @@ t.test('hostile patches are refused before they cost memory or stack: copy bombs
   const many = JSON.stringify(Array.from({ length: MAX_JSON_PATCH_OPERATIONS + 1 }, () => ({ op: 'test', path: '', value: 1 })));
   t.equal(codeOf(() => parseJsonPatch(many))[0], 413, 'more operations than the apiserver takes');
   const deep = `[{"op":"add","path":"/x","value":${'['.repeat(100_000)}${']'.repeat(100_000)}}]`;
-  t.match(codeOf(() => parseJsonPatch(deep)), [400, /nested more than/], 'a value nested 100,000 deep');
+  t.match(
+    codeOf(() => parseJsonPatch(deep)),
+    [400, /nested more than/],
+    'a value nested 100,000 deep',
+  );
   // Adding a value just under the bound, deep inside a document, would pass parsing but not the result's check.
   const nested = (depth: number): unknown => (depth === 0 ? 1 : { n: nested(depth - 1) });
   const value = nested(MAX_BODY_NESTING - 2);
-  t.match(codeOf(() => apply({ a: nested(10) }, [{ op: 'add', path: '/a/n/n/n', value }])), [400, /patched object is nested more than/]);
+  t.match(
+    codeOf(() => apply({ a: nested(10) }, [{ op: 'add', path: '/a/n/n/n', value }])),
+    [400, /patched object is nested more than/],
+  );
 });

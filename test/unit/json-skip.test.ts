@@ -90,7 +90,11 @@ t.test(`mutated containers: an end only for bytes JSON.parse accepts as an objec
     const at = int(text.length);
     const roll = int(3);
     const mutated =
-      roll === 0 ? text.slice(0, at) + pick(MUTATIONS) + text.slice(at + 1) : roll === 1 ? text.slice(0, at) + pick(MUTATIONS) + text.slice(at) : text.slice(0, at) + text.slice(at + 1);
+      roll === 0
+        ? text.slice(0, at) + pick(MUTATIONS) + text.slice(at + 1)
+        : roll === 1
+          ? text.slice(0, at) + pick(MUTATIONS) + text.slice(at)
+          : text.slice(0, at) + text.slice(at + 1);
     const bytes = Buffer.from(mutated);
     const got = endOf(bytes);
     if (got >= 0) {

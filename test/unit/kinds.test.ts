@@ -10,9 +10,23 @@ const row = (group: string, resource: string): KindRow => {
 
 /** Every resource a 1.36 kube-apiserver serves (pkg/registry/*\/rest), with its scope; plus the Tenant kind. */
 const SERVED: [group: string, resource: string, scope: 'Namespaced' | 'Cluster'][] = [
-  ...(['pods', 'services', 'configmaps', 'secrets', 'serviceaccounts', 'endpoints', 'events', 'persistentvolumeclaims', 'replicationcontrollers', 'resourcequotas', 'limitranges', 'podtemplates', 'bindings'] as const).map(
-    (resource): [string, string, 'Namespaced'] => ['', resource, 'Namespaced'],
-  ),
+  ...(
+    [
+      'pods',
+      'services',
+      'configmaps',
+      'secrets',
+      'serviceaccounts',
+      'endpoints',
+      'events',
+      'persistentvolumeclaims',
+      'replicationcontrollers',
+      'resourcequotas',
+      'limitranges',
+      'podtemplates',
+      'bindings',
+    ] as const
+  ).map((resource): [string, string, 'Namespaced'] => ['', resource, 'Namespaced']),
   ['', 'namespaces', 'Cluster'],
   ['', 'nodes', 'Cluster'],
   ['', 'persistentvolumes', 'Cluster'],
@@ -183,7 +197,16 @@ t.test('kubectl get events -A finds events made by upstream controllers: they ar
 
 t.test('custom resources are the tenant’s, with the scope discovery found', async (t) => {
   const widget = kindOf('example.com', 'widgets', 'Namespaced', 'Widget');
-  t.strictSame(widget, { group: 'example.com', resource: 'widgets', kind: 'Widget', scope: 'Namespaced', tenancy: 'tenant', rule: 'custom-resource', listPath: 'label-filter', subresources: ['status', 'scale'] });
+  t.strictSame(widget, {
+    group: 'example.com',
+    resource: 'widgets',
+    kind: 'Widget',
+    scope: 'Namespaced',
+    tenancy: 'tenant',
+    rule: 'custom-resource',
+    listPath: 'label-filter',
+    subresources: ['status', 'scale'],
+  });
   t.equal(kindOf('example.com', 'clusterwidgets', 'Cluster')?.scope, 'Cluster');
   t.equal(kindOf('gateway.networking.k8s.io', 'gateways', 'Namespaced')?.rule, 'custom-resource', 'a tenant may install the Gateway API');
   t.equal(kindOf('example.com', 'widgets'), undefined, 'unknown to discovery: does not exist');

@@ -24,7 +24,16 @@ function trafficFrom(metrics: TenantgateMetrics, count: number): void {
   for (let n = 0; n < count; n++) metrics.requestEnded(metrics.tenantLabel(idOf(n), true), 'get', 'configmaps', 200, 0.003);
 }
 
-const TENANT_LABELLED = ['tenantgate_requests_total', 'tenantgate_request_duration_seconds_count', 'tenantgate_rejected_requests_total', 'tenantgate_queue_wait_seconds_count', 'tenantgate_watch_events_total', 'tenantgate_rewrite_bytes_total', 'tenantgate_inflight_requests', 'tenantgate_watches_active'];
+const TENANT_LABELLED = [
+  'tenantgate_requests_total',
+  'tenantgate_request_duration_seconds_count',
+  'tenantgate_rejected_requests_total',
+  'tenantgate_queue_wait_seconds_count',
+  'tenantgate_watch_events_total',
+  'tenantgate_rewrite_bytes_total',
+  'tenantgate_inflight_requests',
+  'tenantgate_watches_active',
+];
 
 t.test('with 1,000 tenants sending traffic, only the first 100 by name have series of their own; the rest are _other', async (t) => {
   const store = await storeWith(1000);
@@ -50,7 +59,7 @@ t.test('with 1,000 tenants sending traffic, only the first 100 by name have seri
   t.equal(sampleSum(samples, 'tenantgate_tenants', { phase: 'pending' }), 1000, 'tenants without Ready=True are pending');
 });
 
-t.test('a deleted tenant\'s series are removed, and the next tenant by name gets series of its own', async (t) => {
+t.test("a deleted tenant's series are removed, and the next tenant by name gets series of its own", async (t) => {
   const store = await storeWith(5);
   const metrics = new TenantgateMetrics({ tenants: store, tenantSeries: 3 });
   t.teardown(() => metrics.close());
@@ -161,7 +170,7 @@ t.test('a watch counts as active until it ends; its events and bytes are counted
   t.equal(sampleSum(samples, 'tenantgate_rewrite_duration_seconds_bucket', { kind: 'watch', le: '0.0025' }), 1);
 });
 
-t.test('every metric of the contract is exposed with its type, buckets and Node\'s default metrics', async (t) => {
+t.test("every metric of the contract is exposed with its type, buckets and Node's default metrics", async (t) => {
   const metrics = new TenantgateMetrics({ workerPoolQueue: () => 4 });
   metrics.upstreamResponded('list', 0.07);
   metrics.recordTenantOperation('create', true);

@@ -4,14 +4,27 @@ import t from 'tap';
 import { acceptsOnlyProtobuf, prefersProtobuf } from '../../lib/request/negotiation.ts';
 
 t.test('protobuf only, with or without parameters', async (t) => {
-  for (const accept of ['application/vnd.kubernetes.protobuf', 'application/vnd.kubernetes.protobuf;stream=watch', 'Application/Vnd.Kubernetes.Protobuf', 'application/vnd.kubernetes.protobuf, application/vnd.kubernetes.protobuf;stream=watch']) {
+  for (const accept of [
+    'application/vnd.kubernetes.protobuf',
+    'application/vnd.kubernetes.protobuf;stream=watch',
+    'Application/Vnd.Kubernetes.Protobuf',
+    'application/vnd.kubernetes.protobuf, application/vnd.kubernetes.protobuf;stream=watch',
+  ]) {
     t.ok(acceptsOnlyProtobuf(accept), accept);
     t.ok(prefersProtobuf(accept), `${accept}: prefers protobuf too`);
   }
 });
 
 t.test('a JSON fallback, a wildcard, a Table or metadata form, or no Accept is not protobuf only', async (t) => {
-  for (const accept of [undefined, '', 'application/vnd.kubernetes.protobuf, application/json', 'application/vnd.kubernetes.protobuf, */*', 'application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1', 'application/json', '*/*']) {
+  for (const accept of [
+    undefined,
+    '',
+    'application/vnd.kubernetes.protobuf, application/json',
+    'application/vnd.kubernetes.protobuf, */*',
+    'application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1',
+    'application/json',
+    '*/*',
+  ]) {
     t.notOk(acceptsOnlyProtobuf(accept), String(accept));
   }
 });

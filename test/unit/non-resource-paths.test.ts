@@ -55,7 +55,8 @@ t.test('any other non-resource path does not exist for a tenant', async (t) => {
 });
 
 t.test('only exec, attach, port-forward and proxy take the upgrade path', async (t) => {
-  const info = (method: string, path: string) => parseRequestInfo(method, path, new URLSearchParams(path.includes('?') ? path.slice(path.indexOf('?') + 1) : ''));
+  const info = (method: string, path: string) =>
+    parseRequestInfo(method, path, new URLSearchParams(path.includes('?') ? path.slice(path.indexOf('?') + 1) : ''));
   for (const path of [
     '/api/v1/namespaces/default/pods/web/exec',
     '/api/v1/namespaces/default/pods/web/attach',

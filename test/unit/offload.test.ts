@@ -21,7 +21,7 @@ import { DiscoveryCache } from '../../lib/upstream/discovery.ts';
 const FIXTURE = readFileSync(new URL('../fixtures/openapi-v2.json', import.meta.url));
 t.teardown(() => closeOffload());
 
-t.test('the worker\'s view of an OpenAPI v2 document is the inline one', async (t) => {
+t.test("the worker's view of an OpenAPI v2 document is the inline one", async (t) => {
   const inline = JSON.stringify(openapiV2ToTenant(JSON.parse(FIXTURE.toString('utf8')), 'alpha1'));
   const body = Buffer.from(FIXTURE); // its own memory: moved to the worker, not copied
   const viaWorker = await convertOffThread({ kind: 'openapi-v2', tenant: 'alpha1', body, protobuf: false });
@@ -65,14 +65,25 @@ const CONFIGMAPS = kindOf('', 'configmaps')!;
 
 function discoveryOfRig(): DiscoveryCache {
   return DiscoveryCache.ofTables({
-    scopes: new Map([['/configmaps', 'Namespaced'], ['/namespaces', 'Cluster']]),
-    kindScopes: new Map([['/ConfigMap', 'Namespaced'], ['/Namespace', 'Cluster']]),
+    scopes: new Map([
+      ['/configmaps', 'Namespaced'],
+      ['/namespaces', 'Cluster'],
+    ]),
+    kindScopes: new Map([
+      ['/ConfigMap', 'Namespaced'],
+      ['/Namespace', 'Cluster'],
+    ]),
     resourcesByVersion: new Map([['/v1', ['configmaps', 'namespaces']]]),
   });
 }
 
 /** The list's view through listRewriter at `threshold`, fed in pieces of `piece` bytes, and whether it went to a worker. */
-async function throughRewriter(upstream: Buffer, threshold: number, piece: number, declaredLength: number | null = null): Promise<{ view: Buffer; offloaded: boolean }> {
+async function throughRewriter(
+  upstream: Buffer,
+  threshold: number,
+  piece: number,
+  declaredLength: number | null = null,
+): Promise<{ view: Buffer; offloaded: boolean }> {
   setListOffloadThreshold(threshold);
   const discovery = discoveryOfRig();
   const convert = convertContextOf('alpha1', discovery, undefined);
@@ -80,7 +91,16 @@ async function throughRewriter(upstream: Buffer, threshold: number, piece: numbe
   const pieces: Buffer[] = [];
   for (let at = 0; at < upstream.length; at += piece) pieces.push(upstream.subarray(at, at + piece));
   const out: Buffer[] = [];
-  await pipeline(Readable.from(pieces), rewriter, new Writable({ write(chunk, _e, done) { out.push(chunk); done(); } }));
+  await pipeline(
+    Readable.from(pieces),
+    rewriter,
+    new Writable({
+      write(chunk, _e, done) {
+        out.push(chunk);
+        done();
+      },
+    }),
+  );
   return { view: Buffer.concat(out), offloaded: rewriter instanceof SizeRoutedListRewriter && rewriter.offloaded };
 }
 
@@ -133,7 +153,13 @@ t.test('a client that stops reading stops the list on a worker within a few batc
   setListOffloadThreshold(1);
   const discovery = discoveryOfRig();
   const convert = convertContextOf('alpha1', discovery, undefined);
-  const rewriter = listRewriter({ row: CONFIGMAPS, convert, discovery, spec: tenantViewSpecOf(CONFIGMAPS, convert), declaredLength: null }) as SizeRoutedListRewriter;
+  const rewriter = listRewriter({
+    row: CONFIGMAPS,
+    convert,
+    discovery,
+    spec: tenantViewSpecOf(CONFIGMAPS, convert),
+    declaredLength: null,
+  }) as SizeRoutedListRewriter;
   const pieces: Buffer[] = [];
   for (let at = 0; at < upstream.length; at += 16384) pieces.push(upstream.subarray(at, at + 16384));
   const source = Readable.from(pieces);
@@ -168,34 +194,57 @@ function upstreamPodList(count: number): Buffer {
 /** The protobuf list's view through protobufListRewriter at `threshold`, fed in pieces of `piece` bytes. */
 async function throughProtobufRewriter(upstream: Buffer, threshold: number, piece: number): Promise<{ view: Buffer; offloaded: boolean }> {
   setListOffloadThreshold(threshold);
-  const discovery = DiscoveryCache.ofTables({ scopes: new Map([['/pods', 'Namespaced']]), kindScopes: new Map([['/Pod', 'Namespaced']]), resourcesByVersion: new Map([['/v1', ['pods']]]) });
-  const rewriter = protobufListRewriter({ row: PODS, convert: convertContextOf('alpha1', discovery, undefined), discovery, apiVersion: 'v1', declaredLength: null });
+  const discovery = DiscoveryCache.ofTables({
+    scopes: new Map([['/pods', 'Namespaced']]),
+    kindScopes: new Map([['/Pod', 'Namespaced']]),
+    resourcesByVersion: new Map([['/v1', ['pods']]]),
+  });
+  const rewriter = protobufListRewriter({
+    row: PODS,
+    convert: convertContextOf('alpha1', discovery, undefined),
+    discovery,
+    apiVersion: 'v1',
+    declaredLength: null,
+  });
   const pieces: Buffer[] = [];
   for (let at = 0; at < upstream.length; at += piece) pieces.push(upstream.subarray(at, at + piece));
   const out: Buffer[] = [];
-  await pipeline(Readable.from(pieces), rewriter, new Writable({ write(chunk, _e, done) { out.push(chunk); done(); } }));
+  await pipeline(
+    Readable.from(pieces),
+    rewriter,
+    new Writable({
+      write(chunk, _e, done) {
+        out.push(chunk);
+        done();
+      },
+    }),
+  );
   return { view: Buffer.concat(out), offloaded: rewriter instanceof SizeRoutedListRewriter && rewriter.offloaded };
 }
 
-t.test('a protobuf list rewritten on a worker is byte for byte the inline view, however it is cut', { skip: goModuleCache() === undefined ? 'no Go module cache' : false }, async (t) => {
-  // Large enough to stream (past the engine's 4 MiB held whole) and small enough to be held.
-  for (const count of [300, 12000]) {
-    const upstream = upstreamPodList(count);
-    const inline = await throughProtobufRewriter(upstream, 0, 16384);
-    t.notOk(inline.offloaded, `${count} pods: threshold 0 stays inline`);
-    t.notOk(inline.view.includes('beta22'), `${count} pods: the other tenant's pods are not in the view`);
-    for (const piece of [16384, 1000]) {
-      const viaWorker = await throughProtobufRewriter(upstream, 1, piece);
-      t.ok(viaWorker.offloaded, `${count} pods (${upstream.length} bytes), pieces of ${piece}: on a worker`);
-      t.ok(viaWorker.view.equals(inline.view), 'the same bytes as inline');
+t.test(
+  'a protobuf list rewritten on a worker is byte for byte the inline view, however it is cut',
+  { skip: goModuleCache() === undefined ? 'no Go module cache' : false },
+  async (t) => {
+    // Large enough to stream (past the engine's 4 MiB held whole) and small enough to be held.
+    for (const count of [300, 12000]) {
+      const upstream = upstreamPodList(count);
+      const inline = await throughProtobufRewriter(upstream, 0, 16384);
+      t.notOk(inline.offloaded, `${count} pods: threshold 0 stays inline`);
+      t.notOk(inline.view.includes('beta22'), `${count} pods: the other tenant's pods are not in the view`);
+      for (const piece of [16384, 1000]) {
+        const viaWorker = await throughProtobufRewriter(upstream, 1, piece);
+        t.ok(viaWorker.offloaded, `${count} pods (${upstream.length} bytes), pieces of ${piece}: on a worker`);
+        t.ok(viaWorker.view.equals(inline.view), 'the same bytes as inline');
+      }
     }
-  }
-  const broken = Buffer.concat([upstreamPodList(300).subarray(0, 30_000), Buffer.from([0xff, 0xff, 0xff])]);
-  const error = await throughProtobufRewriter(broken, 1, 16384).catch((e: unknown) => e);
-  t.match(error, { message: /./ }, `a broken protobuf list fails the stream: ${(error as Error).message}`);
-  for (let wait = 0; wait < 50 && openStreamRewrites() > 0; wait++) await new Promise((resolve) => setTimeout(resolve, 20));
-  t.equal(openStreamRewrites(), 0, 'every worker task ended');
-});
+    const broken = Buffer.concat([upstreamPodList(300).subarray(0, 30_000), Buffer.from([0xff, 0xff, 0xff])]);
+    const error = await throughProtobufRewriter(broken, 1, 16384).catch((e: unknown) => e);
+    t.match(error, { message: /./ }, `a broken protobuf list fails the stream: ${(error as Error).message}`);
+    for (let wait = 0; wait < 50 && openStreamRewrites() > 0; wait++) await new Promise((resolve) => setTimeout(resolve, 20));
+    t.equal(openStreamRewrites(), 0, 'every worker task ended');
+  },
+);
 
 t.test('JSON and protobuf lists go to the pool by thresholds of their own; by default a protobuf list stays inline', async (t) => {
   const parse = serveFlagsParser(t);
@@ -206,7 +255,14 @@ t.test('JSON and protobuf lists go to the pool by thresholds of their own; by de
   t.throws(() => parse(['--protobuf-list-offload-threshold', '-1']), /protobuf-list-offload-threshold/, 'a negative threshold is refused by name');
 
   // A declared 64 MiB list of each encoding, under the defaults and then the other way round.
-  const discovery = DiscoveryCache.ofTables({ scopes: new Map([['/pods', 'Namespaced'], ['/configmaps', 'Namespaced']]), kindScopes: new Map(), resourcesByVersion: new Map([['/v1', ['pods', 'configmaps']]]) });
+  const discovery = DiscoveryCache.ofTables({
+    scopes: new Map([
+      ['/pods', 'Namespaced'],
+      ['/configmaps', 'Namespaced'],
+    ]),
+    kindScopes: new Map(),
+    resourcesByVersion: new Map([['/v1', ['pods', 'configmaps']]]),
+  });
   const convert = convertContextOf('alpha1', discovery, undefined);
   const declaredLength = 64 * 2 ** 20;
   // (A rewriter bound for the pool starts its worker task at once: destroyed here, which cancels it.)

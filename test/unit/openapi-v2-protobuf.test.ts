@@ -69,13 +69,13 @@ t.test('every field of the Document, byte for byte as gnostic encodes it', async
   t.ok(openapiV2ToProtobuf(document).equals(fixture('openapi-v2-every-field.pb')), 'the same bytes as gnostic-models v0.7.1');
 });
 
-t.test('the tenant\'s view decodes to its paths, schemas, references and vendor extensions', async (t) => {
+t.test("the tenant's view decodes to its paths, schemas, references and vendor extensions", async (t) => {
   const view = openapiV2ToTenant(JSON.parse(fixture('openapi-v2.json').toString('utf8')), 'alpha1');
   const bytes = openapiV2ToProtobuf(view);
 
   const paths = named(field(bytes, DOCUMENT.paths), PATHS_PATH);
   const widget = paths.get('/apis/example.com/v1/namespaces/{namespace}/widgets/{name}');
-  t.ok(widget, 'alpha1\'s widget path, under its own group');
+  t.ok(widget, "alpha1's widget path, under its own group");
   const get = field(widget!, PATH_ITEM_GET);
   t.equal(text(get, OPERATION.operationId), 'readExampleComV1NamespacedWidget');
   t.equal(text(named(get, OPERATION.extensions).get('x-kubernetes-action')!, ANY_YAML), 'get\n', 'a vendor extension keeps its value as YAML');
@@ -83,22 +83,22 @@ t.test('the tenant\'s view decodes to its paths, schemas, references and vendor 
   t.equal(text(field(parameter, 2 /* json_reference */), 1), '#/parameters/resourceVersion-5WAnf1kx', 'a parameter $ref');
   const ok = field(named(field(get, OPERATION.responses), RESPONSES_CODE).get('200')!, 1 /* response */);
   const schema = field(field(ok, 2 /* schema */), 1 /* schema */);
-  t.equal(text(schema, SCHEMA.ref), '#/definitions/com.example.v1.Widget', 'a response schema $ref, to the tenant\'s name');
+  t.equal(text(schema, SCHEMA.ref), '#/definitions/com.example.v1.Widget', "a response schema $ref, to the tenant's name");
 
   const definitions = named(field(bytes, DOCUMENT.definitions), 1);
   const definition = definitions.get('com.example.v1.Widget');
-  t.ok(definition, 'alpha1\'s Widget schema, under its own name');
+  t.ok(definition, "alpha1's Widget schema, under its own name");
   t.equal(
     text(named(definition!, SCHEMA.extensions).get('x-kubernetes-group-version-kind')!, ANY_YAML),
     '- group: example.com\n  kind: Widget\n  version: v1\n',
-    'its group-version-kind names the tenant\'s group',
+    "its group-version-kind names the tenant's group",
   );
   t.ok(definitions.has('io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta'), 'shared schemas stay');
   t.notOk(bytes.includes('bravo2'), 'nothing of the other tenant');
-  t.notOk(bytes.includes('alpha1-'), 'nor of the tenant\'s own prefix');
+  t.notOk(bytes.includes('alpha1-'), "nor of the tenant's own prefix");
 });
 
-t.test('kubectl\'s Accept asks protobuf; JSON, wildcards and lower qualities do not', async (t) => {
+t.test("kubectl's Accept asks protobuf; JSON, wildcards and lower qualities do not", async (t) => {
   t.ok(prefersOpenApiV2Protobuf(KUBECTL_ACCEPT));
   t.ok(prefersOpenApiV2Protobuf('application/com.github.proto-openapi.spec.v2.v1.0+protobuf'));
   t.ok(prefersOpenApiV2Protobuf(`application/json;q=0.5, ${KUBECTL_ACCEPT}`));
@@ -115,7 +115,17 @@ t.test('a malformed document encodes what it can and never throws', async (t) =>
     info: [],
     paths: { '/a': 5, '/b': { get: 'no', parameters: [7, null, { in: 'nowhere' }] }, '/c': { post: { responses: { '200': [], default: null } } } },
     definitions: {
-      A: { type: 7, items: [1], additionalProperties: 'x', enum: 'no', required: [1, true, null, {}], maxLength: 1.5, minLength: 2 ** 70, default: undefined, properties: { b: null } },
+      A: {
+        type: 7,
+        items: [1],
+        additionalProperties: 'x',
+        enum: 'no',
+        required: [1, true, null, {}],
+        maxLength: 1.5,
+        minLength: 2 ** 70,
+        default: undefined,
+        properties: { b: null },
+      },
       B: null,
     },
     parameters: 'none',

@@ -34,9 +34,20 @@ function danglingReferences(doc: Document): string[] {
   return dangling;
 }
 
-t.test('a tenant\'s own CRD paths and schemas carry its group without the prefix', async (t) => {
-  for (const [tenant, other] of [['alpha1', 'bravo2'], ['bravo2', 'alpha1']] as const) {
-    const text = tenant === 'alpha1' ? FIXTURE : FIXTURE.replaceAll('alpha1', 'xxxxxx').replaceAll('bravo2', 'alpha1').replaceAll('xxxxxx', 'bravo2').replaceAll('Alpha1', 'Xxxxxx').replaceAll('Bravo2', 'Alpha1').replaceAll('Xxxxxx', 'Bravo2');
+t.test("a tenant's own CRD paths and schemas carry its group without the prefix", async (t) => {
+  for (const [tenant, other] of [
+    ['alpha1', 'bravo2'],
+    ['bravo2', 'alpha1'],
+  ] as const) {
+    const text =
+      tenant === 'alpha1'
+        ? FIXTURE
+        : FIXTURE.replaceAll('alpha1', 'xxxxxx')
+            .replaceAll('bravo2', 'alpha1')
+            .replaceAll('xxxxxx', 'bravo2')
+            .replaceAll('Alpha1', 'Xxxxxx')
+            .replaceAll('Bravo2', 'Alpha1')
+            .replaceAll('Xxxxxx', 'Bravo2');
     const doc = viewOf(tenant, text);
     const list = doc.paths['/apis/example.com/v1/namespaces/{namespace}/widgets']?.get;
     t.ok(list, `${tenant}: the list path under its own group`);
@@ -49,21 +60,35 @@ t.test('a tenant\'s own CRD paths and schemas carry its group without the prefix
     t.ok(doc.paths['/apis/example.com/v1/namespaces/{namespace}/widgets/{name}/scale'], 'subresource paths too');
     t.ok(doc.definitions['io.k8s.api.autoscaling.v1.Scale'], 'with the built-in schemas they use');
     const text2 = JSON.stringify(doc);
-    t.notMatch(text2, new RegExp(`${other}|${tenant}-|${tenant[0]!.toUpperCase()}${tenant.slice(1)}`), `${tenant}: neither the other tenant nor its own prefix appears anywhere`);
+    t.notMatch(
+      text2,
+      new RegExp(`${other}|${tenant}-|${tenant[0]!.toUpperCase()}${tenant.slice(1)}`),
+      `${tenant}: neither the other tenant nor its own prefix appears anywhere`,
+    );
     t.same(danglingReferences(doc), [], 'every reference resolves');
   }
 });
 
-t.test('other tenants\' and nobody\'s custom groups are absent, paths and schemas', async (t) => {
+t.test("other tenants' and nobody's custom groups are absent, paths and schemas", async (t) => {
   const doc = viewOf('alpha1');
-  t.same(Object.keys(doc.paths).filter((path) => /example/.test(path)).sort(), [
-    '/apis/example.com/v1/namespaces/{namespace}/widgets',
-    '/apis/example.com/v1/namespaces/{namespace}/widgets/{name}',
-    '/apis/example.com/v1/namespaces/{namespace}/widgets/{name}/scale',
-    '/apis/example.com/v1/namespaces/{namespace}/widgets/{name}/status',
-    '/apis/example.com/v1/widgets',
-  ]);
-  t.same(Object.keys(doc.definitions).filter((name) => /example/.test(name)).sort(), ['com.example.v1.Widget', 'com.example.v1.WidgetList']);
+  t.same(
+    Object.keys(doc.paths)
+      .filter((path) => /example/.test(path))
+      .sort(),
+    [
+      '/apis/example.com/v1/namespaces/{namespace}/widgets',
+      '/apis/example.com/v1/namespaces/{namespace}/widgets/{name}',
+      '/apis/example.com/v1/namespaces/{namespace}/widgets/{name}/scale',
+      '/apis/example.com/v1/namespaces/{namespace}/widgets/{name}/status',
+      '/apis/example.com/v1/widgets',
+    ],
+  );
+  t.same(
+    Object.keys(doc.definitions)
+      .filter((name) => /example/.test(name))
+      .sort(),
+    ['com.example.v1.Widget', 'com.example.v1.WidgetList'],
+  );
   t.notMatch(JSON.stringify(doc), /Gadget|example\.org|org\.example/);
 });
 
@@ -71,26 +96,44 @@ t.test('hidden groups and kinds are absent; their group and version paths too on
   const doc = viewOf('alpha1');
   const paths = Object.keys(doc.paths);
   t.same(Object.keys(doc.paths['/apis/apiregistration.k8s.io/v1/apiservices/{name}'] ?? {}).sort(), ['get', 'parameters'], 'APIServices: read-only');
-  t.ok(paths.some((path) => path.startsWith('/apis/certificates.k8s.io/v1/certificatesigningrequests')), 'CSRs are the tenant\'s own');
+  t.ok(
+    paths.some((path) => path.startsWith('/apis/certificates.k8s.io/v1/certificatesigningrequests')),
+    "CSRs are the tenant's own",
+  );
   t.notOk(paths.includes('/api/v1/componentstatuses'), 'a hidden core kind');
-  t.notOk(Object.keys(doc.definitions).some((name) => /ComponentStatus/.test(name)), 'nor their schemas');
+  t.notOk(
+    Object.keys(doc.definitions).some((name) => /ComponentStatus/.test(name)),
+    'nor their schemas',
+  );
   t.ok(paths.includes('/apis/storage.k8s.io/v1/'), 'a version with a visible kind keeps its path');
   t.ok(paths.includes('/api/v1/') && paths.includes('/apis/') && paths.includes('/version/'));
   const deleteOptions = doc.definitions['io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions']?.['x-kubernetes-group-version-kind'] ?? [];
-  t.ok(deleteOptions.some((gvk) => gvk.group === 'apps'), 'shared schemas stay');
-  t.ok(deleteOptions.some((gvk) => gvk.group === 'flowcontrol.apiserver.k8s.io'), 'flow control is the tenant\'s (kept as tenantgate\'s custom resources upstream)');
+  t.ok(
+    deleteOptions.some((gvk) => gvk.group === 'apps'),
+    'shared schemas stay',
+  );
+  t.ok(
+    deleteOptions.some((gvk) => gvk.group === 'flowcontrol.apiserver.k8s.io'),
+    "flow control is the tenant's (kept as tenantgate's custom resources upstream)",
+  );
 });
 
 t.test('shared kinds keep their read operations only; unreadable subresources are absent', async (t) => {
   const doc = viewOf('alpha1');
   t.same(Object.keys(doc.paths['/apis/storage.k8s.io/v1/storageclasses/{name}'] ?? {}).sort(), ['get', 'parameters']);
   t.notOk(doc.paths['/api/v1/nodes/{name}/proxy'], 'nodes/proxy');
-  t.same(Object.keys(doc.paths['/api/v1/namespaces/{namespace}/configmaps'] ?? {}).sort(), ['delete', 'get', 'parameters', 'post'], 'a tenant kind keeps every operation');
+  t.same(
+    Object.keys(doc.paths['/api/v1/namespaces/{namespace}/configmaps'] ?? {}).sort(),
+    ['delete', 'get', 'parameters', 'post'],
+    'a tenant kind keeps every operation',
+  );
 });
 
 t.test('a tenant id starting with a digit: operation ids lose no more and no less than the prefix', async (t) => {
   // kube-openapi drops a leading digit and capitalizes what follows: 9alpha-example.com → AlphaExampleCom.
-  const text = FIXTURE.replaceAll('alpha1-example', '9alpha-example').replaceAll('Alpha1ExampleCom', 'AlphaExampleCom').replaceAll('alpha1ExampleCom', 'AlphaExampleCom');
+  const text = FIXTURE.replaceAll('alpha1-example', '9alpha-example')
+    .replaceAll('Alpha1ExampleCom', 'AlphaExampleCom')
+    .replaceAll('alpha1ExampleCom', 'AlphaExampleCom');
   const list = viewOf('9alpha', text).paths['/apis/example.com/v1/namespaces/{namespace}/widgets']?.get;
   t.equal(list?.operationId, 'listExampleComV1NamespacedWidget');
   t.same(list?.tags, ['exampleCom_v1']);
@@ -102,7 +145,11 @@ t.test('a malformed document is a Status error; malformed parts are skipped', as
   }
   const view = openapiV2ToTenant(
     {
-      paths: { '/api/v1/pods': null, '/api/v1/namespaces/{namespace}/pods': { get: { responses: { 200: { schema: { $ref: '#/definitions/missing' } } } } }, '/api/v1/x%zz': { get: {} } },
+      paths: {
+        '/api/v1/pods': null,
+        '/api/v1/namespaces/{namespace}/pods': { get: { responses: { 200: { schema: { $ref: '#/definitions/missing' } } } } },
+        '/api/v1/x%zz': { get: {} },
+      },
       definitions: 'none',
     },
     'alpha1',
@@ -111,7 +158,7 @@ t.test('a malformed document is a Status error; malformed parts are skipped', as
   t.same(view.definitions, {});
 });
 
-t.test('OpenAPI v3 index: the tenant\'s groups under its names, nothing hidden, empty or of others', async (t) => {
+t.test("OpenAPI v3 index: the tenant's groups under its names, nothing hidden, empty or of others", async (t) => {
   // As the 1.36 apiserver lists them: a group entry and one per version (CRD groups have only versions).
   const entry = (path: string) => ({ serverRelativeURL: `/openapi/v3/${path}?hash=H` });
   const paths = [

@@ -8,7 +8,10 @@ t.test('only a first choice of protobuf as=PartialObjectMetadata(List) of meta.k
   for (const [accept, wanted] of [
     ['application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json', 'PartialObjectMetadataList'],
     ['application/vnd.kubernetes.protobuf; as=PartialObjectMetadata; g=meta.k8s.io; v=v1', 'PartialObjectMetadata'],
-    ['application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1', null],
+    [
+      'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1',
+      null,
+    ],
     ['application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1beta1', null],
     ['application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1', null],
     ['application/vnd.kubernetes.protobuf', null],
@@ -28,13 +31,20 @@ t.test('a list decodes to the JSON view', { skip: moduleCache === undefined ? 'n
     resourceVersion: '7',
     generation: 3,
     creationTimestamp: '2026-11-26T01:00:00Z',
-    labels: { x: 'y', 'ü': 'é' },
+    labels: { x: 'y', ü: 'é' },
     annotations: { note: 'a'.repeat(300) },
     ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'o', uid: 'u-0', controller: true, blockOwnerDeletion: false }],
     finalizers: ['f/one', 'f/two'],
-    managedFields: [{ manager: 'm', operation: 'Apply', apiVersion: 'v1', time: '2026-11-26T01:00:01Z', fieldsType: 'FieldsV1', fieldsV1: { 'f:metadata': {} } }],
+    managedFields: [
+      { manager: 'm', operation: 'Apply', apiVersion: 'v1', time: '2026-11-26T01:00:01Z', fieldsType: 'FieldsV1', fieldsV1: { 'f:metadata': {} } },
+    ],
   };
-  const list = { apiVersion: 'meta.k8s.io/v1', kind: 'PartialObjectMetadataList', metadata: { resourceVersion: '9', continue: 'c', remainingItemCount: 2 }, items: [{ apiVersion: 'meta.k8s.io/v1', kind: 'PartialObjectMetadata', metadata }] };
+  const list = {
+    apiVersion: 'meta.k8s.io/v1',
+    kind: 'PartialObjectMetadataList',
+    metadata: { resourceVersion: '9', continue: 'c', remainingItemCount: 2 },
+    items: [{ apiVersion: 'meta.k8s.io/v1', kind: 'PartialObjectMetadata', metadata }],
+  };
   const decoded: any = decodeBody(messages, 'k8s.io.apimachinery.pkg.apis.meta.v1.PartialObjectMetadataList', partialObjectMetadataListToProtobuf(list));
   // (The decoder reads FieldsV1 as the JSON it carries, as it reads RawExtension.)
   t.same(decoded, { ...list, items: [{ metadata }] });

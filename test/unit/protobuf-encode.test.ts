@@ -12,7 +12,9 @@ import { readFileSync } from 'node:fs';
 type Json = Record<string, unknown>;
 
 const moduleCache = goModuleCache();
-const NEEDS_PROTO = { skip: moduleCache === undefined ? 'the Go module cache with k8s.io/api v0.36.3 is not on this machine: build the rig first (npm run rig)' : false };
+const NEEDS_PROTO = {
+  skip: moduleCache === undefined ? 'the Go module cache with k8s.io/api v0.36.3 is not on this machine: build the rig first (npm run rig)' : false,
+};
 const messages: ProtoMessages = moduleCache === undefined ? new Map() : loadProtoMessages(moduleCache);
 
 const TIME = 'k8s.io.apimachinery.pkg.apis.meta.v1.Time';
@@ -21,7 +23,13 @@ const QUANTITY = 'k8s.io.apimachinery.pkg.api.resource.Quantity';
 const INT_OR_STRING = 'k8s.io.apimachinery.pkg.util.intstr.IntOrString';
 const FREE_JSON = new Set(['k8s.io.apimachinery.pkg.runtime.RawExtension', 'k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1']);
 /** Messages no object of a kind holds (the envelope's own, and the ones whose JSON is not an object). */
-const NOT_IN_OBJECTS = new Set(['k8s.io.apimachinery.pkg.runtime.Unknown', 'k8s.io.apimachinery.pkg.apis.meta.v1.Verbs', 'k8s.io.apimachinery.pkg.apis.meta.v1.Duration', 'k8s.io.apimachinery.pkg.api.resource.QuantityValue', 'k8s.io.apimachinery.pkg.apis.meta.v1.Timestamp']);
+const NOT_IN_OBJECTS = new Set([
+  'k8s.io.apimachinery.pkg.runtime.Unknown',
+  'k8s.io.apimachinery.pkg.apis.meta.v1.Verbs',
+  'k8s.io.apimachinery.pkg.apis.meta.v1.Duration',
+  'k8s.io.apimachinery.pkg.api.resource.QuantityValue',
+  'k8s.io.apimachinery.pkg.apis.meta.v1.Timestamp',
+]);
 
 /** A random JSON object of `message` as the apiserver's JSON would have it: every field likely, arrays and maps never empty. */
 function randomObject(message: string, random: () => number, depth = 0): Json {
@@ -42,7 +50,9 @@ function randomObject(message: string, random: () => number, depth = 0): Json {
       case TIME:
         return new Date(Date.UTC(2000 + int(30), int(12), 1 + int(28), int(24), int(60), int(60))).toISOString().replace('.000Z', 'Z');
       case MICRO_TIME:
-        return new Date(Date.UTC(2000 + int(30), int(12), 1 + int(28), int(24), int(60), int(60))).toISOString().replace('.000Z', `.${String(int(1_000_000)).padStart(6, '0')}Z`);
+        return new Date(Date.UTC(2000 + int(30), int(12), 1 + int(28), int(24), int(60), int(60)))
+          .toISOString()
+          .replace('.000Z', `.${String(int(1_000_000)).padStart(6, '0')}Z`);
       case QUANTITY:
         return ['0', '100m', '1Gi', '2.5', '1e3'][int(5)];
       case INT_OR_STRING:
@@ -96,21 +106,53 @@ t.test('realistic pods and configmaps as objects: the envelope names their kind,
   const pod = realisticPod(random, 3, 'abc123-default') as Json;
   const body = encodeObject('v1', 'Pod', pod);
   t.equal(body.subarray(0, 4).toString('latin1'), 'k8s\0', 'the magic first');
-  t.same(decodeBody(messages, 'k8s.io.api.core.v1.Pod', body), { apiVersion: 'v1', kind: 'Pod', ...withoutNulls(pod) as Json }, 'a null is absent');
+  t.same(decodeBody(messages, 'k8s.io.api.core.v1.Pod', body), { apiVersion: 'v1', kind: 'Pod', ...(withoutNulls(pod) as Json) }, 'a null is absent');
   const configMap = realisticConfigMap(random, 1, 'abc123-default', 'abc123') as Json;
-  t.same(decodeBody(messages, 'k8s.io.api.core.v1.ConfigMap', encodeObject('v1', 'ConfigMap', configMap)), { apiVersion: 'v1', kind: 'ConfigMap', ...withoutNulls(configMap) as Json });
+  t.same(decodeBody(messages, 'k8s.io.api.core.v1.ConfigMap', encodeObject('v1', 'ConfigMap', configMap)), {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    ...(withoutNulls(configMap) as Json),
+  });
 });
 
 t.test('lists, Status and watch frames', NEEDS_PROTO, async (t) => {
-  const list = { apiVersion: 'apps/v1', kind: 'DeploymentList', metadata: { resourceVersion: '42', continue: 'abc', remainingItemCount: 3 }, items: [{ metadata: { name: 'web', namespace: 'n' }, spec: { replicas: 2, selector: { matchLabels: { app: 'web' } }, template: { metadata: {}, spec: { containers: [{ name: 'c', image: 'nginx' }] } }, strategy: { rollingUpdate: { maxSurge: '25%', maxUnavailable: 1 } } } }] };
+  const list = {
+    apiVersion: 'apps/v1',
+    kind: 'DeploymentList',
+    metadata: { resourceVersion: '42', continue: 'abc', remainingItemCount: 3 },
+    items: [
+      {
+        metadata: { name: 'web', namespace: 'n' },
+        spec: {
+          replicas: 2,
+          selector: { matchLabels: { app: 'web' } },
+          template: { metadata: {}, spec: { containers: [{ name: 'c', image: 'nginx' }] } },
+          strategy: { rollingUpdate: { maxSurge: '25%', maxUnavailable: 1 } },
+        },
+      },
+    ],
+  };
   t.same(decodeBody(messages, 'k8s.io.api.apps.v1.DeploymentList', encodeObject('apps/v1', 'DeploymentList', list)), list);
-  const status = { apiVersion: 'v1', kind: 'Status', metadata: {}, status: 'Failure', message: 'too old resource version: 1 (5)', reason: 'Expired', code: 410, details: { causes: [{ reason: 'FieldValueInvalid', field: 'metadata.name' }] } };
+  const status = {
+    apiVersion: 'v1',
+    kind: 'Status',
+    metadata: {},
+    status: 'Failure',
+    message: 'too old resource version: 1 (5)',
+    reason: 'Expired',
+    code: 410,
+    details: { causes: [{ reason: 'FieldValueInvalid', field: 'metadata.name' }] },
+  };
   t.equal(protobufMessageOf('v1', 'Status'), 'k8s.io.apimachinery.pkg.apis.meta.v1.Status', 'Status is meta/v1 under core');
   t.equal(protobufMessageOf('apps/v1', 'Status'), 'k8s.io.apimachinery.pkg.apis.meta.v1.Status', 'and under any group the schema has');
   t.same(decodeBody(messages, 'k8s.io.apimachinery.pkg.apis.meta.v1.Status', encodeObject('v1', 'Status', status)), status);
   const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'a', namespace: 'n', resourceVersion: '7' } };
   const bookmark = { apiVersion: 'v1', kind: 'Pod', metadata: { resourceVersion: '9', annotations: { 'k8s.io/initial-events-end': 'true' } } };
-  const stream = Buffer.concat([encodeWatchFrame('ADDED', encodeObject('v1', 'Pod', pod)), encodeWatchFrame('BOOKMARK', encodeObject('v1', 'Pod', bookmark)), encodeWatchFrame('ERROR', encodeObject('v1', 'Status', status))]);
+  const stream = Buffer.concat([
+    encodeWatchFrame('ADDED', encodeObject('v1', 'Pod', pod)),
+    encodeWatchFrame('BOOKMARK', encodeObject('v1', 'Pod', bookmark)),
+    encodeWatchFrame('ERROR', encodeObject('v1', 'Status', status)),
+  ]);
   t.same(decodeWatchFrames(messages, 'k8s.io.api.core.v1.Pod', stream), [
     { type: 'ADDED', object: pod },
     { type: 'BOOKMARK', object: bookmark },
@@ -121,9 +163,16 @@ t.test('lists, Status and watch frames', NEEDS_PROTO, async (t) => {
 t.test('values on the edge: negative integers, times with and without a fraction, both IntOrStrings, bytes, nulls', NEEDS_PROTO, async (t) => {
   const pod = {
     metadata: { name: 'p', creationTimestamp: '2026-11-26T13:00:00Z', deletionTimestamp: null, deletionGracePeriodSeconds: -30, labels: { '': '' } },
-    spec: { containers: [{ name: 'c', livenessProbe: { tcpSocket: { port: 8080 } }, readinessProbe: { httpGet: { port: 'http' } } }], activeDeadlineSeconds: 2 ** 40 },
+    spec: {
+      containers: [{ name: 'c', livenessProbe: { tcpSocket: { port: 8080 } }, readinessProbe: { httpGet: { port: 'http' } } }],
+      activeDeadlineSeconds: 2 ** 40,
+    },
   };
-  t.same(decodeMessage(messages, 'k8s.io.api.core.v1.Pod', encodeMessage('k8s.io.api.core.v1.Pod', pod)), { ...pod, metadata: { name: 'p', creationTimestamp: '2026-11-26T13:00:00Z', deletionGracePeriodSeconds: -30, labels: { '': '' } } }, 'a null is absent');
+  t.same(
+    decodeMessage(messages, 'k8s.io.api.core.v1.Pod', encodeMessage('k8s.io.api.core.v1.Pod', pod)),
+    { ...pod, metadata: { name: 'p', creationTimestamp: '2026-11-26T13:00:00Z', deletionGracePeriodSeconds: -30, labels: { '': '' } } },
+    'a null is absent',
+  );
   const event = { metadata: { name: 'e' }, eventTime: '2026-11-26T13:00:00.123456Z', involvedObject: { kind: 'Pod' } };
   t.same(decodeMessage(messages, 'k8s.io.api.core.v1.Event', encodeMessage('k8s.io.api.core.v1.Event', event)), event, 'MicroTime keeps its microseconds');
   const secret = { metadata: { name: 's' }, data: { key: Buffer.from([0, 255, 1]).toString('base64'), empty: '' }, type: 'Opaque' };
@@ -140,7 +189,15 @@ t.test('a key the schema lacks, or a value of the wrong type, is refused, never 
 });
 
 t.test('Go durations in nanoseconds', async (t) => {
-  for (const [text, nanos] of [['0s', 0], ['1h2m3.5s', 3723.5e9], ['300ms', 3e8], ['-1.5s', -1.5e9], ['1us', 1000], ['1µs', 1000], ['2ns', 2]] as const) {
+  for (const [text, nanos] of [
+    ['0s', 0],
+    ['1h2m3.5s', 3723.5e9],
+    ['300ms', 3e8],
+    ['-1.5s', -1.5e9],
+    ['1us', 1000],
+    ['1µs', 1000],
+    ['2ns', 2],
+  ] as const) {
     t.equal(goDurationNanos(text), nanos, text);
   }
   t.throws(() => goDurationNanos('1 hour'));
@@ -149,11 +206,19 @@ t.test('Go durations in nanoseconds', async (t) => {
 function withoutNulls(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withoutNulls);
   if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(Object.entries(value).filter(([, item]) => item !== null).map(([key, item]) => [key, withoutNulls(item)]));
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([, item]) => item !== null)
+      .map(([key, item]) => [key, withoutNulls(item)]),
+  );
 }
 
 function sorted(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sorted);
   if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(Object.keys(value).sort().map((key) => [key, sorted((value as Json)[key])]));
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((key) => [key, sorted((value as Json)[key])]),
+  );
 }

@@ -17,7 +17,9 @@ type Json = Record<string, unknown>;
 
 const moduleCache = goModuleCache();
 /** Skips every test, visibly, where the rig's Go modules are not. */
-const NEEDS_PROTO = { skip: moduleCache === undefined ? 'the Go module cache with k8s.io/api v0.36.3 is not on this machine: build the rig first (npm run rig)' : false };
+const NEEDS_PROTO = {
+  skip: moduleCache === undefined ? 'the Go module cache with k8s.io/api v0.36.3 is not on this machine: build the rig first (npm run rig)' : false,
+};
 const messages: ProtoMessages = moduleCache === undefined ? new Map() : loadProtoMessages(moduleCache);
 
 const API = 'k8s.io.api';
@@ -82,7 +84,9 @@ const service = { namespace: 'default', name: 'hooks', path: '/validate', port: 
 const CA = Buffer.from('not a real CA').toString('base64');
 const pvcUid = 'pvc-0b5e7c5c-6d1f-4c1e-9a57-2f0a1b2c3d4e';
 const secret = (name: string) => ({ name, namespace: 'default' });
-const resourceRules = [{ apiGroups: ['apps', 'example.com'], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['deployments', 'widgets'], resourceNames: ['web'] }];
+const resourceRules = [
+  { apiGroups: ['apps', 'example.com'], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['deployments', 'widgets'], resourceNames: ['web'] },
+];
 
 /** One object per kind (and a few second cases), as the tenant sends it: every field its rule maps, and some it does not. */
 const CASES: [string, Json][] = [
@@ -144,7 +148,13 @@ const CASES: [string, Json][] = [
       metadata: { name: 'web-abc', namespace: 'default', labels: { 'kubernetes.io/service-name': 'web' } },
       addressType: 'IPv4',
       endpoints: [
-        { addresses: ['10.0.0.1'], conditions: { ready: true }, targetRef: { kind: 'Pod', namespace: 'default', name: 'web-1' }, nodeName: 'node-1', zone: 'a' },
+        {
+          addresses: ['10.0.0.1'],
+          conditions: { ready: true },
+          targetRef: { kind: 'Pod', namespace: 'default', name: 'web-1' },
+          nodeName: 'node-1',
+          zone: 'a',
+        },
         { addresses: ['10.0.0.2'] },
       ],
       ports: [{ name: 'http', port: 80, protocol: 'TCP' }],
@@ -200,7 +210,12 @@ const CASES: [string, Json][] = [
   ],
   [
     '/PersistentVolumeClaim',
-    { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'dyn', namespace: 'default' }, spec: { volumeName: pvcUid, dataSource: { kind: 'PersistentVolumeClaim', name: 'data' } } },
+    {
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name: 'dyn', namespace: 'default' },
+      spec: { volumeName: pvcUid, dataSource: { kind: 'PersistentVolumeClaim', name: 'data' } },
+    },
   ],
   [
     'networking.k8s.io/NetworkPolicy',
@@ -211,7 +226,14 @@ const CASES: [string, Json][] = [
       spec: {
         podSelector: selector({ app: 'web' }),
         ingress: [
-          { from: [{ namespaceSelector: selector({ 'kubernetes.io/metadata.name': 'team-a', [TENANT_LABEL]: 'evil00' }) }, { ipBlock: { cidr: '10.0.0.0/8' } }, { namespaceSelector: {} }], ports: [{ port: 80 }] },
+          {
+            from: [
+              { namespaceSelector: selector({ 'kubernetes.io/metadata.name': 'team-a', [TENANT_LABEL]: 'evil00' }) },
+              { ipBlock: { cidr: '10.0.0.0/8' } },
+              { namespaceSelector: {} },
+            ],
+            ports: [{ port: 80 }],
+          },
           { from: [{ podSelector: selector({ role: 'client' }) }] },
         ],
         egress: [{ to: [{ namespaceSelector: byName('team-b', 'team-c'), podSelector: selector({ app: 'db' }) }] }],
@@ -226,7 +248,14 @@ const CASES: [string, Json][] = [
       kind: 'ResourceQuota',
       metadata: { name: 'quota', namespace: 'default' },
       spec: {
-        hard: { 'count/widgets.example.com': '2', 'count/deployments.apps': '3', 'count/configmaps': '4', pods: '5', 'requests.cpu': '500m', 'fast.storageclass.storage.k8s.io/requests.storage': '1Gi' },
+        hard: {
+          'count/widgets.example.com': '2',
+          'count/deployments.apps': '3',
+          'count/configmaps': '4',
+          pods: '5',
+          'requests.cpu': '500m',
+          'fast.storageclass.storage.k8s.io/requests.storage': '1Gi',
+        },
         scopeSelector: { matchExpressions: [{ scopeName: 'PriorityClass', operator: 'In', values: ['high'] }] },
       },
       status: { hard: { 'count/widgets.example.com': '2', 'count/things.evil00-example.com': '1' }, used: { 'count/widgets.example.com': '1', pods: '0' } },
@@ -251,7 +280,13 @@ const CASES: [string, Json][] = [
           matchPolicy: 'Equivalent',
           matchConditions: [{ name: 'not-system', expression: "request.namespace != 'kube-system'" }],
         },
-        { name: 'url.example.com', clientConfig: { url: 'https://hooks.example.net/validate' }, sideEffects: 'None', admissionReviewVersions: ['v1'], objectSelector: selector({ [TENANT_LABEL]: 'evil00', a: 'b' }) },
+        {
+          name: 'url.example.com',
+          clientConfig: { url: 'https://hooks.example.net/validate' },
+          sideEffects: 'None',
+          admissionReviewVersions: ['v1'],
+          objectSelector: selector({ [TENANT_LABEL]: 'evil00', a: 'b' }),
+        },
       ],
     },
   ],
@@ -282,8 +317,19 @@ const CASES: [string, Json][] = [
       metadata: { name: 'replicas' },
       spec: {
         paramKind: { apiVersion: 'example.com/v1', kind: 'Limits' },
-        matchConstraints: { resourceRules, excludeResourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['*'], resources: ['configmaps'] }], objectSelector: selector({ a: 'b' }), matchPolicy: 'Equivalent' },
-        validations: [{ expression: "object.spec.replicas <= 5 || object.metadata.namespace == 'big'", message: 'too many', messageExpression: "'too many in ' + request.namespace" }],
+        matchConstraints: {
+          resourceRules,
+          excludeResourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['*'], resources: ['configmaps'] }],
+          objectSelector: selector({ a: 'b' }),
+          matchPolicy: 'Equivalent',
+        },
+        validations: [
+          {
+            expression: "object.spec.replicas <= 5 || object.metadata.namespace == 'big'",
+            message: 'too many',
+            messageExpression: "'too many in ' + request.namespace",
+          },
+        ],
         failurePolicy: 'Fail',
         auditAnnotations: [{ key: 'ns', valueExpression: 'oldObject.metadata.namespace' }],
         matchConditions: [{ name: 'mine', expression: "namespaceObject.metadata.name != 'kube-system'" }],
@@ -302,7 +348,10 @@ const CASES: [string, Json][] = [
         variables: [{ name: 'ns', expression: 'namespaceObject.metadata.name' }],
         matchConditions: [{ name: 'mine', expression: "request.namespace != 'kube-system'" }],
         mutations: [
-          { patchType: 'ApplyConfiguration', applyConfiguration: { expression: 'Object{metadata: Object.metadata{labels: {"ns": object.metadata.namespace}}}' } },
+          {
+            patchType: 'ApplyConfiguration',
+            applyConfiguration: { expression: 'Object{metadata: Object.metadata{labels: {"ns": object.metadata.namespace}}}' },
+          },
           { patchType: 'JSONPatch', jsonPatch: { expression: "[JSONPatch{op: 'add', path: '/metadata/labels/ns', value: request.namespace}]" } },
         ],
         failurePolicy: 'Fail',
@@ -326,7 +375,12 @@ const CASES: [string, Json][] = [
   ],
   [
     'admissionregistration.k8s.io/MutatingAdmissionPolicyBinding',
-    { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingAdmissionPolicyBinding', metadata: { name: 'label-binding' }, spec: { policyName: 'label', paramRef: { selector: selector({ a: 'b' }) } } },
+    {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'MutatingAdmissionPolicyBinding',
+      metadata: { name: 'label-binding' },
+      spec: { policyName: 'label', paramRef: { selector: selector({ a: 'b' }) } },
+    },
   ],
   [
     'apiextensions.k8s.io/CustomResourceDefinition',
@@ -339,7 +393,10 @@ const CASES: [string, Json][] = [
         names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList', shortNames: ['wd'] },
         scope: 'Namespaced',
         versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
-        conversion: { strategy: 'Webhook', webhook: { clientConfig: { service: { ...service, path: '/convert' }, caBundle: CA }, conversionReviewVersions: ['v1'] } },
+        conversion: {
+          strategy: 'Webhook',
+          webhook: { clientConfig: { service: { ...service, path: '/convert' }, caBundle: CA }, conversionReviewVersions: ['v1'] },
+        },
       },
     },
   ],
@@ -363,12 +420,20 @@ const CASES: [string, Json][] = [
       apiVersion: 'batch/v1',
       kind: 'CronJob',
       metadata: { name: 'tick', namespace: 'default' },
-      spec: { schedule: '*/5 * * * *', jobTemplate: { spec: { template: { spec: { containers: [{ name: 'tick', image: 'busybox' }], restartPolicy: 'Never' } } } } },
+      spec: {
+        schedule: '*/5 * * * *',
+        jobTemplate: { spec: { template: { spec: { containers: [{ name: 'tick', image: 'busybox' }], restartPolicy: 'Never' } } } },
+      },
     },
   ],
   [
     'resource.k8s.io/ResourceClaimTemplate',
-    { apiVersion: 'resource.k8s.io/v1', kind: 'ResourceClaimTemplate', metadata: { name: 'gpu', namespace: 'default' }, spec: { metadata: { labels: { a: 'b' } }, spec: {} } },
+    {
+      apiVersion: 'resource.k8s.io/v1',
+      kind: 'ResourceClaimTemplate',
+      metadata: { name: 'gpu', namespace: 'default' },
+      spec: { metadata: { labels: { a: 'b' } }, spec: {} },
+    },
   ],
   [
     'certificates.k8s.io/CertificateSigningRequest',
@@ -412,7 +477,11 @@ t.test('spot checks of what the rules make (the JSON rule is the reference; thes
   const convertCase = (index: number) => {
     const [key, object] = CASES[index]!;
     const [group, kind] = key.split('/') as [string, string];
-    return decodeBody(messages, MESSAGE_OF[key]!, protobufBodyToUpstream(encodeBody(messages, MESSAGE_OF[key]!, object), rowOf(group, kind), TENANT, options(versionOf(object.apiVersion)))) as any;
+    return decodeBody(
+      messages,
+      MESSAGE_OF[key]!,
+      protobufBodyToUpstream(encodeBody(messages, MESSAGE_OF[key]!, object), rowOf(group, kind), TENANT, options(versionOf(object.apiVersion))),
+    ) as any;
   };
   const event = convertCase(0);
   t.match(event.involvedObject, { namespace: 'abc123-default', name: 'web', uid: 'u1' });
@@ -430,9 +499,20 @@ t.test('spot checks of what the rules make (the JSON rule is the reference; thes
   t.same(policy.spec.ingress[0].from[0].namespaceSelector.matchLabels, { 'kubernetes.io/metadata.name': 'abc123-team-a', [TENANT_LABEL]: TENANT });
   t.same(policy.spec.ingress[0].from[2].namespaceSelector, { matchLabels: { [TENANT_LABEL]: TENANT } }, '"every namespace" is every namespace of the tenant');
   const quota = convertCase(8);
-  t.same(Object.keys(quota.spec.hard).sort(), ['count/configmaps', 'count/deployments.apps', 'count/widgets.abc123-example.com', 'fast.storageclass.storage.k8s.io/requests.storage', 'pods', 'requests.cpu']);
+  t.same(Object.keys(quota.spec.hard).sort(), [
+    'count/configmaps',
+    'count/deployments.apps',
+    'count/widgets.abc123-example.com',
+    'fast.storageclass.storage.k8s.io/requests.storage',
+    'pods',
+    'requests.cpu',
+  ]);
   t.same(quota.spec.hard['count/widgets.abc123-example.com'], '2', 'the quantity travels with its renamed key');
-  t.same(Object.keys(quota.status.hard).sort(), ['count/things.abc123-evil00-example.com', 'count/widgets.abc123-example.com'], "a key naming another tenant's group stays within this one's");
+  t.same(
+    Object.keys(quota.status.hard).sort(),
+    ['count/things.abc123-evil00-example.com', 'count/widgets.abc123-example.com'],
+    "a key naming another tenant's group stays within this one's",
+  );
   t.same(quota.status.used, { 'count/widgets.abc123-example.com': '1', pods: '0' });
   const hooks = convertCase(9);
   t.same(hooks.webhooks[0].clientConfig.service.namespace, 'abc123-default');
@@ -440,7 +520,10 @@ t.test('spot checks of what the rules make (the JSON rule is the reference; thes
   t.same(hooks.webhooks[1].namespaceSelector, { matchLabels: { [TENANT_LABEL]: TENANT } }, 'a namespace selector is forced where none was sent');
   t.same(hooks.webhooks[1].objectSelector.matchLabels, { a: 'b', [TENANT_LABEL]: TENANT }, 'and an object selector, the spoofed label replaced');
   const crd = convertCase(15);
-  t.same([crd.metadata.name, crd.spec.group, crd.spec.conversion.webhook.clientConfig.service.namespace], ['widgets.abc123-example.com', 'abc123-example.com', 'abc123-default']);
+  t.same(
+    [crd.metadata.name, crd.spec.group, crd.spec.conversion.webhook.clientConfig.service.namespace],
+    ['widgets.abc123-example.com', 'abc123-example.com', 'abc123-default'],
+  );
   const binding = convertCase(13);
   t.same([binding.spec.policyName, binding.spec.paramRef.namespace], ['abc123-replicas', 'abc123-default']);
 });
@@ -451,85 +534,125 @@ t.test('refusals: the same Status as the JSON rule, and 415 where the field numb
   const same = (key: string, object: Json, why: string) => {
     const [group, kind] = key.split('/') as [string, string];
     const row = rowOf(group, kind);
-    const fromProtobuf = thrown(() => protobufBodyToUpstream(encodeBody(messages, MESSAGE_OF[key]!, object), row, TENANT, options(versionOf(object.apiVersion))));
+    const fromProtobuf = thrown(() =>
+      protobufBodyToUpstream(encodeBody(messages, MESSAGE_OF[key]!, object), row, TENANT, options(versionOf(object.apiVersion))),
+    );
     const fromJson = thrown(() => objectToUpstream(structuredClone(object), CTX, row));
     t.same([fromProtobuf.code, fromProtobuf.message], [fromJson.code, fromJson.message], `${why}: ${fromJson.code} ${fromJson.message}`);
   };
-  const webhook = (url: string) => ({ apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration', metadata: { name: 'w' }, webhooks: [{ name: 'a.b.c', clientConfig: { url }, sideEffects: 'None' }] });
-  same('admissionregistration.k8s.io/ValidatingWebhookConfiguration', webhook('https://10.0.0.1/steal'), 'a webhook URL on a host the administrator did not allow');
+  const webhook = (url: string) => ({
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingWebhookConfiguration',
+    metadata: { name: 'w' },
+    webhooks: [{ name: 'a.b.c', clientConfig: { url }, sideEffects: 'None' }],
+  });
+  same(
+    'admissionregistration.k8s.io/ValidatingWebhookConfiguration',
+    webhook('https://10.0.0.1/steal'),
+    'a webhook URL on a host the administrator did not allow',
+  );
   same('admissionregistration.k8s.io/ValidatingWebhookConfiguration', webhook(''), 'an empty webhook URL');
-  const crd = (group: string, name: string) => ({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name }, spec: { group, names: { plural: 'things' } } });
+  const crd = (group: string, name: string) => ({
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name },
+    spec: { group, names: { plural: 'things' } },
+  });
   same('apiextensions.k8s.io/CustomResourceDefinition', crd('apps', 'things.apps'), 'a CRD of a built-in group');
   same('apiextensions.k8s.io/CustomResourceDefinition', crd('example.com', 'other.example.com'), 'a CRD named otherwise than plural.group');
-  const conversionUrl = { ...crd('example.com', 'things.example.com'), spec: { group: 'example.com', names: { plural: 'things' }, conversion: { strategy: 'Webhook', webhook: { clientConfig: { url: 'https://x.example/' } } } } };
+  const conversionUrl = {
+    ...crd('example.com', 'things.example.com'),
+    spec: { group: 'example.com', names: { plural: 'things' }, conversion: { strategy: 'Webhook', webhook: { clientConfig: { url: 'https://x.example/' } } } },
+  };
   same('apiextensions.k8s.io/CustomResourceDefinition', conversionUrl, 'a conversion webhook URL');
-  const longCount = { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'q', namespace: 'default' }, spec: { hard: { 'count/e2e-test-resourcequota-5315-2830-crds.resourcequota.example.com': '1' } } };
+  const longCount = {
+    apiVersion: 'v1',
+    kind: 'ResourceQuota',
+    metadata: { name: 'q', namespace: 'default' },
+    spec: { hard: { 'count/e2e-test-resourcequota-5315-2830-crds.resourcequota.example.com': '1' } },
+  };
   same('/ResourceQuota', longCount, 'a count whose name part is too long once its group is prefixed');
 
   const policy = CASES.find(([key]) => key.endsWith('/ValidatingAdmissionPolicy'))!;
   const policyBody = encodeBody(messages, MESSAGE_OF[policy[0]]!, policy[1]);
   const policyRow = rowOf('admissionregistration.k8s.io', 'ValidatingAdmissionPolicy');
-  t.equal(thrown(() => protobufBodyToUpstream(policyBody, policyRow, TENANT, options('v1beta1'))).code, 415, 'a path of another version: its field numbers are not known');
+  t.equal(
+    thrown(() => protobufBodyToUpstream(policyBody, policyRow, TENANT, options('v1beta1'))).code,
+    415,
+    'a path of another version: its field numbers are not known',
+  );
   const event = CASES[1]![1];
   const withoutKindScope = { verb: 'create', subresource: '', version: 'v1' };
   const eventBody = encodeBody(messages, MESSAGE_OF['events.k8s.io/Event']!, event);
-  t.equal(thrown(() => protobufBodyToUpstream(eventBody, rowOf('events.k8s.io', 'Event'), TENANT, withoutKindScope)).code, 415, 'a reference to a custom kind without discovery is refused, not guessed');
+  t.equal(
+    thrown(() => protobufBodyToUpstream(eventBody, rowOf('events.k8s.io', 'Event'), TENANT, withoutKindScope)).code,
+    415,
+    'a reference to a custom kind without discovery is refused, not guessed',
+  );
   const widget = kindOf('example.com', 'widgets', 'Namespaced', 'Widget')!;
-  t.equal(thrown(() => protobufBodyToUpstream(Buffer.from('k8s\0\n\0\x12\0', 'latin1'), widget, TENANT, options('v1'))).code, 415, 'custom resources are JSON only');
+  t.equal(
+    thrown(() => protobufBodyToUpstream(Buffer.from('k8s\0\n\0\x12\0', 'latin1'), widget, TENANT, options('v1'))).code,
+    415,
+    'custom resources are JSON only',
+  );
 });
 
-t.test('fuzz: truncated, flipped and spliced bodies of every kind convert as the JSON rule converts what they decode to, or are refused', NEEDS_PROTO, async (t) => {
-  const random = seededRandom(20261125);
-  const outcomes: Record<string, number> = {};
-  let compared = 0;
-  let disagreements = 0;
-  for (let i = 0; i < 300 * CASES.length; i++) {
-    const [key, object] = CASES[i % CASES.length]!;
-    const [group, kind] = key.split('/') as [string, string];
-    const row = rowOf(group, kind);
-    const body = mutate(encodeBody(messages, MESSAGE_OF[key]!, object), random, 4);
-    let converted: Buffer;
-    try {
-      converted = protobufBodyToUpstream(body, row, TENANT, options(versionOf(object.apiVersion)));
-    } catch (error) {
-      if (!(error instanceof StatusError) || ![400, 415, 422].includes(error.code)) {
-        t.fail(`${key}: ${String(error)}`);
+t.test(
+  'fuzz: truncated, flipped and spliced bodies of every kind convert as the JSON rule converts what they decode to, or are refused',
+  NEEDS_PROTO,
+  async (t) => {
+    const random = seededRandom(20261125);
+    const outcomes: Record<string, number> = {};
+    let compared = 0;
+    let disagreements = 0;
+    for (let i = 0; i < 300 * CASES.length; i++) {
+      const [key, object] = CASES[i % CASES.length]!;
+      const [group, kind] = key.split('/') as [string, string];
+      const row = rowOf(group, kind);
+      const body = mutate(encodeBody(messages, MESSAGE_OF[key]!, object), random, 4);
+      let converted: Buffer;
+      try {
+        converted = protobufBodyToUpstream(body, row, TENANT, options(versionOf(object.apiVersion)));
+      } catch (error) {
+        if (!(error instanceof StatusError) || ![400, 415, 422].includes(error.code)) {
+          t.fail(`${key}: ${String(error)}`);
+          continue;
+        }
+        outcomes[error.code] = (outcomes[error.code] ?? 0) + 1;
         continue;
       }
-      outcomes[error.code] = (outcomes[error.code] ?? 0) + 1;
-      continue;
+      outcomes.converted = (outcomes.converted ?? 0) + 1;
+      // Where the body still decodes as the kind's message, the converted one decodes to the JSON rule's output for it.
+      let input: Json;
+      try {
+        input = decodeBody(messages, MESSAGE_OF[key]!, body);
+        JSON.stringify(input);
+      } catch {
+        continue;
+      }
+      let want: Json;
+      try {
+        want = objectToUpstream(structuredClone(input), CTX, row);
+      } catch {
+        disagreements++; // the JSON rule refuses what the wire conversion let through
+        continue;
+      }
+      compared++;
+      let got: Json | undefined;
+      try {
+        got = decodeBody(messages, MESSAGE_OF[key]!, converted);
+      } catch {
+        got = undefined;
+      }
+      if (JSON.stringify(normalize(got)) !== JSON.stringify(normalize(want))) {
+        disagreements++;
+        if (disagreements <= 3) t.same(got, want, `${key}: a mutated body converted unlike its JSON`);
+      }
     }
-    outcomes.converted = (outcomes.converted ?? 0) + 1;
-    // Where the body still decodes as the kind's message, the converted one decodes to the JSON rule's output for it.
-    let input: Json;
-    try {
-      input = decodeBody(messages, MESSAGE_OF[key]!, body);
-      JSON.stringify(input);
-    } catch {
-      continue;
-    }
-    let want: Json;
-    try {
-      want = objectToUpstream(structuredClone(input), CTX, row);
-    } catch {
-      disagreements++; // the JSON rule refuses what the wire conversion let through
-      continue;
-    }
-    compared++;
-    let got: Json | undefined;
-    try {
-      got = decodeBody(messages, MESSAGE_OF[key]!, converted);
-    } catch {
-      got = undefined;
-    }
-    if (JSON.stringify(normalize(got)) !== JSON.stringify(normalize(want))) {
-      disagreements++;
-      if (disagreements <= 3) t.same(got, want, `${key}: a mutated body converted unlike its JSON`);
-    }
-  }
-  t.equal(disagreements, 0, `${compared} converted mutants compared with the JSON rule`);
-  t.ok(compared > 500 && (outcomes['400'] ?? 0) > 500, `both outcomes seen: ${JSON.stringify(outcomes)}`);
-});
+    t.equal(disagreements, 0, `${compared} converted mutants compared with the JSON rule`);
+    t.ok(compared > 500 && (outcomes['400'] ?? 0) > 500, `both outcomes seen: ${JSON.stringify(outcomes)}`);
+  },
+);
 
 /**
  * What the tenant sent or reads, without what the rules force: a spoofed tenant label is replaced (and so not read
@@ -552,33 +675,59 @@ function withoutForced(value: unknown): unknown {
 function normalize(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(normalize);
   if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => [k, normalize(v)]));
+  return Object.fromEntries(
+    Object.entries(value)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([k, v]) => [k, normalize(v)]),
+  );
 }
 
 t.test('a selector key "__proto__" is refused, never lost on the way', NEEDS_PROTO, async (t) => {
   const key = 'networking.k8s.io/NetworkPolicy';
-  const object = { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { name: 'p', namespace: 'default' }, spec: { ingress: [{ from: [{ namespaceSelector: { matchLabels: JSON.parse('{"__proto__": "x"}') } }] }] } };
+  const object = {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: { name: 'p', namespace: 'default' },
+    spec: { ingress: [{ from: [{ namespaceSelector: { matchLabels: JSON.parse('{"__proto__": "x"}') } }] }] },
+  };
   const body = encodeBody(messages, MESSAGE_OF[key]!, object);
   t.equal(thrown(() => protobufBodyToUpstream(body, rowOf('networking.k8s.io', 'NetworkPolicy'), TENANT, options('v1'))).code, 400);
 });
 
-t.test("a CSR for the client signer asking for system:masters is refused as the apiserver's admission refuses it, JSON and protobuf alike", NEEDS_PROTO, async (t) => {
-  const keys = forge.pki.rsa.generateKeyPair(1024);
-  const request = forge.pki.createCertificationRequest();
-  request.publicKey = keys.publicKey;
-  request.setSubject([{ name: 'organizationName', value: 'system:masters' }, { name: 'commonName', value: 'root' }]);
-  request.sign(keys.privateKey);
-  const csr = {
-    apiVersion: 'certificates.k8s.io/v1',
-    kind: 'CertificateSigningRequest',
-    metadata: { name: 'root' },
-    spec: { request: Buffer.from(forge.pki.certificationRequestToPem(request)).toString('base64'), signerName: 'kubernetes.io/kube-apiserver-client', usages: ['client auth'] },
-  };
-  const key = 'certificates.k8s.io/CertificateSigningRequest';
-  const row = rowOf('certificates.k8s.io', 'CertificateSigningRequest');
-  const message = /use of kubernetes.io\/kube-apiserver-client signer with system:masters group is not allowed/;
-  t.match(thrownStatus(() => objectToUpstream(structuredClone(csr), CTX, row)), { code: 403, message });
-  t.match(thrownStatus(() => protobufBodyToUpstream(encodeBody(messages, MESSAGE_OF[key]!, csr), row, TENANT, options('v1'))), { code: 403, message });
-  const otherSigner = { ...csr, spec: { ...csr.spec, signerName: 'example.com/any' } };
-  t.ok(protobufBodyToUpstream(encodeBody(messages, MESSAGE_OF[key]!, otherSigner), row, TENANT, options('v1')), 'another signer judges its own requests');
-});
+t.test(
+  "a CSR for the client signer asking for system:masters is refused as the apiserver's admission refuses it, JSON and protobuf alike",
+  NEEDS_PROTO,
+  async (t) => {
+    const keys = forge.pki.rsa.generateKeyPair(1024);
+    const request = forge.pki.createCertificationRequest();
+    request.publicKey = keys.publicKey;
+    request.setSubject([
+      { name: 'organizationName', value: 'system:masters' },
+      { name: 'commonName', value: 'root' },
+    ]);
+    request.sign(keys.privateKey);
+    const csr = {
+      apiVersion: 'certificates.k8s.io/v1',
+      kind: 'CertificateSigningRequest',
+      metadata: { name: 'root' },
+      spec: {
+        request: Buffer.from(forge.pki.certificationRequestToPem(request)).toString('base64'),
+        signerName: 'kubernetes.io/kube-apiserver-client',
+        usages: ['client auth'],
+      },
+    };
+    const key = 'certificates.k8s.io/CertificateSigningRequest';
+    const row = rowOf('certificates.k8s.io', 'CertificateSigningRequest');
+    const message = /use of kubernetes.io\/kube-apiserver-client signer with system:masters group is not allowed/;
+    t.match(
+      thrownStatus(() => objectToUpstream(structuredClone(csr), CTX, row)),
+      { code: 403, message },
+    );
+    t.match(
+      thrownStatus(() => protobufBodyToUpstream(encodeBody(messages, MESSAGE_OF[key]!, csr), row, TENANT, options('v1'))),
+      { code: 403, message },
+    );
+    const otherSigner = { ...csr, spec: { ...csr.spec, signerName: 'example.com/any' } };
+    t.ok(protobufBodyToUpstream(encodeBody(messages, MESSAGE_OF[key]!, otherSigner), row, TENANT, options('v1')), 'another signer judges its own requests');
+  },
+);

@@ -24,7 +24,18 @@ import { statusToTenant } from '../../lib/convert/status.ts';
 import { StatusError } from '../../lib/errors/status-error.ts';
 import { mutate, seededRandom } from '../helpers/fuzz.ts';
 import { thrownStatus } from '../helpers/status-error.ts';
-import { checkWireSchema, decodeBody, decodeMessage, encodeBody, encodeMessage, goModuleCache, loadProtoMessages, protoField, protoFields, type ProtoMessages } from '../helpers/k8s-proto.ts';
+import {
+  checkWireSchema,
+  decodeBody,
+  decodeMessage,
+  encodeBody,
+  encodeMessage,
+  goModuleCache,
+  loadProtoMessages,
+  protoField,
+  protoFields,
+  type ProtoMessages,
+} from '../helpers/k8s-proto.ts';
 import { feedInPieces } from '../helpers/scan-in-pieces.ts';
 
 const TENANT = 'abc123';
@@ -32,11 +43,18 @@ const OTHER = 'zzz999';
 type Json = Record<string, unknown>;
 
 const moduleCache = goModuleCache();
-const NEEDS_PROTO = { skip: moduleCache === undefined ? 'the Go module cache with k8s.io/api v0.36.3 is not on this machine: build the rig first (npm run rig)' : false };
+const NEEDS_PROTO = {
+  skip: moduleCache === undefined ? 'the Go module cache with k8s.io/api v0.36.3 is not on this machine: build the rig first (npm run rig)' : false,
+};
 const messages: ProtoMessages = moduleCache === undefined ? new Map() : loadProtoMessages(moduleCache);
 
 const WIDGET_KIND_SCOPE = (apiVersion: string, kind: string) => (apiVersion.endsWith('-example.com/v1') && kind === 'Widget' ? 'Cluster' : undefined);
-const contextOf = (tenant: string): ConvertContext => ({ tenant, scopeOf: () => undefined, kindScope: WIDGET_KIND_SCOPE, webhookUrlHosts: new Set(['hooks.example.net']) });
+const contextOf = (tenant: string): ConvertContext => ({
+  tenant,
+  scopeOf: () => undefined,
+  kindScope: WIDGET_KIND_SCOPE,
+  webhookUrlHosts: new Set(['hooks.example.net']),
+});
 const CTX = contextOf(TENANT);
 
 /** The .proto package of each group's one converted version. */
@@ -82,12 +100,20 @@ t.test('every field number the response engine reads is the one of generated.pro
       t.equal(conditions, undefined, `${key} has no status conditions`);
       continue;
     }
-    t.same([status?.number, conditions?.number, messages.get(conditions?.type ?? '')?.get('message')?.number], path, `${key}: status.conditions[].message at ${path.join('.')}`);
+    t.same(
+      [status?.number, conditions?.number, messages.get(conditions?.type ?? '')?.get('message')?.number],
+      path,
+      `${key}: status.conditions[].message at ${path.join('.')}`,
+    );
     checked += 3;
   }
   const event = messages.get(`${META_V1}.WatchEvent`)!;
   t.same([event.get('type')?.number, event.get('object')?.number], [1, 2], 'WatchEvent type = 1, object = 2');
-  t.same([messages.get(`${META_V1}.ListMeta`)?.get('continue')?.number, messages.get('k8s.io.api.core.v1.PodList')?.get('items')?.number], [3, 2], 'ListMeta continue = 3, a list\'s items = 2');
+  t.same(
+    [messages.get(`${META_V1}.ListMeta`)?.get('continue')?.number, messages.get('k8s.io.api.core.v1.PodList')?.get('items')?.number],
+    [3, 2],
+    "ListMeta continue = 3, a list's items = 2",
+  );
   for (const [key, { apiVersion }] of [...TEMPLATES, ...WIRE_SCHEMAS]) {
     const group = key.split('/')[0]!;
     t.equal(apiVersion, group === '' ? 'v1' : `${group}/v1`, `${key}: converted in its group's v1, the version answers are checked against`);
@@ -110,7 +136,12 @@ const podSpec = {
     podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ namespaceSelector: {}, topologyKey: 'host' }] },
   },
   volumes: [
-    { name: 'scratch', ephemeral: { volumeClaimTemplate: { metadata: { labels: { a: 'b' } }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } } } },
+    {
+      name: 'scratch',
+      ephemeral: {
+        volumeClaimTemplate: { metadata: { labels: { a: 'b' } }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } },
+      },
+    },
     { name: 'cfg', secret: { secretName: 'cfg' } },
     { name: 'bare', ephemeral: { volumeClaimTemplate: { spec: { accessModes: ['ReadWriteOnce'] } } } },
   ],
@@ -118,7 +149,9 @@ const podSpec = {
 const template = { metadata: { labels: { app: 'web' }, annotations: { note: 'x' } }, spec: podSpec };
 const bareTemplate = { spec: { containers: [{ name: 'c', image: 'busybox' }] } };
 const service = { namespace: 'default', name: 'hooks', path: '/validate', port: 8443 };
-const resourceRules = [{ apiGroups: ['apps', 'example.com'], apiVersions: ['v1'], operations: ['CREATE'], resources: ['deployments', 'widgets'], resourceNames: ['web'] }];
+const resourceRules = [
+  { apiGroups: ['apps', 'example.com'], apiVersions: ['v1'], operations: ['CREATE'], resources: ['deployments', 'widgets'], resourceNames: ['web'] },
+];
 const owners = [
   { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-1', uid: 'u1', controller: true },
   { apiVersion: 'example.com/v1', kind: 'Widget', name: 'w1', uid: 'u2' },
@@ -126,58 +159,286 @@ const owners = [
 
 /** Objects as the tenant writes them (and the upstream then holds them), with status the upstream adds. */
 const CASES: [string, Json][] = [
-  ['/Pod', { metadata: { name: 'web', namespace: 'default', labels: { app: 'web' }, ownerReferences: owners }, spec: podSpec, status: { phase: 'Pending', conditions: [condition('PodScheduled', 'pod default/web: 0/3 nodes in "abc123-default" fit'), condition('Ready', '')] } }],
+  [
+    '/Pod',
+    {
+      metadata: { name: 'web', namespace: 'default', labels: { app: 'web' }, ownerReferences: owners },
+      spec: podSpec,
+      status: { phase: 'Pending', conditions: [condition('PodScheduled', 'pod default/web: 0/3 nodes in "abc123-default" fit'), condition('Ready', '')] },
+    },
+  ],
   ['/Pod', { metadata: { name: 'plain', namespace: 'default' }, spec: { containers: [{ name: 'c', image: 'busybox' }] } }],
-  ['/ConfigMap', { metadata: { name: 'cfg', namespace: 'default', labels: { a: 'b' }, annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{"metadata":{"namespace":"abc123-default"}}' }, ownerReferences: owners }, data: { k: 'abc123-default' } }],
+  [
+    '/ConfigMap',
+    {
+      metadata: {
+        name: 'cfg',
+        namespace: 'default',
+        labels: { a: 'b' },
+        annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{"metadata":{"namespace":"abc123-default"}}' },
+        ownerReferences: owners,
+      },
+      data: { k: 'abc123-default' },
+    },
+  ],
   ['/Secret', { metadata: { name: 's', namespace: 'default' }, type: 'Opaque', data: { k: Buffer.from('v').toString('base64') } }],
   ['/ServiceAccount', { metadata: { name: 'sa', namespace: 'team-a' }, secrets: [{ name: 'tok' }] }],
-  ['/Service', { metadata: { name: 'web', namespace: 'default' }, spec: { ports: [{ port: 80 }], selector: { app: 'web' } }, status: { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: '2026-11-25T15:00:00Z', reason: 'R', message: 'in abc123-default' }] } }],
-  ['/Namespace', { metadata: { name: 'team-a', labels: { 'kubernetes.io/metadata.name': 'team-a', env: 'prod' } }, status: { phase: 'Active', conditions: [{ type: 'NamespaceDeletionContentFailure', status: 'False', message: 'namespace abc123-team-a is fine' }] } }],
+  [
+    '/Service',
+    {
+      metadata: { name: 'web', namespace: 'default' },
+      spec: { ports: [{ port: 80 }], selector: { app: 'web' } },
+      status: { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: '2026-11-25T15:00:00Z', reason: 'R', message: 'in abc123-default' }] },
+    },
+  ],
+  [
+    '/Namespace',
+    {
+      metadata: { name: 'team-a', labels: { 'kubernetes.io/metadata.name': 'team-a', env: 'prod' } },
+      status: { phase: 'Active', conditions: [{ type: 'NamespaceDeletionContentFailure', status: 'False', message: 'namespace abc123-team-a is fine' }] },
+    },
+  ],
   ['/LimitRange', { metadata: { name: 'lr', namespace: 'default' }, spec: { limits: [{ type: 'Container', max: { cpu: '1' } }] } }],
   ['/PodTemplate', { metadata: { name: 'pt', namespace: 'default' }, template }],
-  ['/ReplicationController', { metadata: { name: 'rc', namespace: 'default' }, spec: { replicas: 1, template }, status: { replicas: 1, conditions: [{ type: 'ReplicaFailure', status: 'True', message: 'quota in abc123-default' }] } }],
-  ['apps/Deployment', { metadata: { name: 'web', namespace: 'default' }, spec: { replicas: 2, selector: selector({ app: 'web' }), template }, status: { conditions: [{ type: 'Progressing', status: 'True', message: 'ReplicaSet "web-1" has progressed in abc123-default' }] } }],
+  [
+    '/ReplicationController',
+    {
+      metadata: { name: 'rc', namespace: 'default' },
+      spec: { replicas: 1, template },
+      status: { replicas: 1, conditions: [{ type: 'ReplicaFailure', status: 'True', message: 'quota in abc123-default' }] },
+    },
+  ],
+  [
+    'apps/Deployment',
+    {
+      metadata: { name: 'web', namespace: 'default' },
+      spec: { replicas: 2, selector: selector({ app: 'web' }), template },
+      status: { conditions: [{ type: 'Progressing', status: 'True', message: 'ReplicaSet "web-1" has progressed in abc123-default' }] },
+    },
+  ],
   ['apps/ReplicaSet', { metadata: { name: 'web-1', namespace: 'default' }, spec: { selector: selector({ app: 'web' }), template: bareTemplate } }],
-  ['apps/DaemonSet', { metadata: { name: 'agent', namespace: 'default' }, spec: { selector: selector({ app: 'agent' }), template }, status: { conditions: [{ type: 'X', status: 'True', message: 'abc123-default' }] } }],
-  ['apps/StatefulSet', { metadata: { name: 'db', namespace: 'default' }, spec: { serviceName: 'db', selector: selector({ app: 'db' }), template, volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'] } }] }, status: { conditions: [{ type: 'X', status: 'True', message: 'abc123-default/db' }] } }],
-  ['apps/ControllerRevision', { metadata: { name: 'db-1', namespace: 'default', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'db', uid: 'u3' }] }, revision: 1 }],
-  ['batch/Job', { metadata: { name: 'once', namespace: 'default' }, spec: { template: bareTemplate }, status: { conditions: [{ type: 'Failed', status: 'True', message: 'BackoffLimitExceeded in abc123-default' }] } }],
+  [
+    'apps/DaemonSet',
+    {
+      metadata: { name: 'agent', namespace: 'default' },
+      spec: { selector: selector({ app: 'agent' }), template },
+      status: { conditions: [{ type: 'X', status: 'True', message: 'abc123-default' }] },
+    },
+  ],
+  [
+    'apps/StatefulSet',
+    {
+      metadata: { name: 'db', namespace: 'default' },
+      spec: {
+        serviceName: 'db',
+        selector: selector({ app: 'db' }),
+        template,
+        volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'] } }],
+      },
+      status: { conditions: [{ type: 'X', status: 'True', message: 'abc123-default/db' }] },
+    },
+  ],
+  [
+    'apps/ControllerRevision',
+    { metadata: { name: 'db-1', namespace: 'default', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'db', uid: 'u3' }] }, revision: 1 },
+  ],
+  [
+    'batch/Job',
+    {
+      metadata: { name: 'once', namespace: 'default' },
+      spec: { template: bareTemplate },
+      status: { conditions: [{ type: 'Failed', status: 'True', message: 'BackoffLimitExceeded in abc123-default' }] },
+    },
+  ],
   ['batch/CronJob', { metadata: { name: 'tick', namespace: 'default' }, spec: { schedule: '*/5 * * * *', jobTemplate: { spec: { template: bareTemplate } } } }],
   ['resource.k8s.io/ResourceClaimTemplate', { metadata: { name: 'gpu', namespace: 'default' }, spec: { metadata: { labels: { a: 'b' } }, spec: {} } }],
-  ['coordination.k8s.io/Lease', { metadata: { name: 'kube-controller-manager', namespace: 'kube-system' }, spec: { holderIdentity: 'node-1_abc123-x', leaseDurationSeconds: 15, acquireTime: '2026-11-25T15:00:00.000000Z', leaseTransitions: 2 } }],
+  [
+    'coordination.k8s.io/Lease',
+    {
+      metadata: { name: 'kube-controller-manager', namespace: 'kube-system' },
+      spec: { holderIdentity: 'node-1_abc123-x', leaseDurationSeconds: 15, acquireTime: '2026-11-25T15:00:00.000000Z', leaseTransitions: 2 },
+    },
+  ],
   [
     'policy/PodDisruptionBudget',
     {
       metadata: { name: 'web', namespace: 'default' },
       spec: { minAvailable: 1, selector: selector({ app: 'web' }) },
-      status: { currentHealthy: 1, desiredHealthy: 1, expectedPods: 2, disruptionsAllowed: 0, conditions: [{ type: 'DisruptionAllowed', status: 'False', lastTransitionTime: '2026-11-25T15:00:00Z', reason: 'InsufficientPods', message: 'pods in abc123-default' }] },
+      status: {
+        currentHealthy: 1,
+        desiredHealthy: 1,
+        expectedPods: 2,
+        disruptionsAllowed: 0,
+        conditions: [
+          {
+            type: 'DisruptionAllowed',
+            status: 'False',
+            lastTransitionTime: '2026-11-25T15:00:00Z',
+            reason: 'InsufficientPods',
+            message: 'pods in abc123-default',
+          },
+        ],
+      },
     },
   ],
-  ['resource.k8s.io/ResourceClaim', { metadata: { name: 'gpu-1', namespace: 'default', ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: 'web', uid: 'u9' }] }, spec: { devices: { requests: [{ name: 'gpu', exactly: { deviceClassName: 'gpu.example.com' } }] } } }],
+  [
+    'resource.k8s.io/ResourceClaim',
+    {
+      metadata: { name: 'gpu-1', namespace: 'default', ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: 'web', uid: 'u9' }] },
+      spec: { devices: { requests: [{ name: 'gpu', exactly: { deviceClassName: 'gpu.example.com' } }] } },
+    },
+  ],
   ['networking.k8s.io/Ingress', { metadata: { name: 'ing', namespace: 'default' }, spec: { ingressClassName: 'nginx', rules: [{ host: 'a.example.com' }] } }],
-  ['/Event', { metadata: { name: 'web.1', namespace: 'default' }, involvedObject: { apiVersion: 'v1', kind: 'Pod', namespace: 'default', name: 'web', uid: 'u1' }, related: { apiVersion: 'v1', kind: 'PersistentVolume', name: 'pv1' }, reason: 'Started', message: 'Started pod abc123-default/web', type: 'Normal', count: 1 }],
-  ['events.k8s.io/Event', { metadata: { name: 'cfg.1', namespace: 'team-a' }, eventTime: '2026-11-25T15:00:00.123456Z', reportingController: 'c', reportingInstance: 'c-1', action: 'A', reason: 'R', regarding: { apiVersion: 'v1', kind: 'ConfigMap', namespace: 'team-a', name: 'cfg' }, related: { apiVersion: 'example.com/v1', kind: 'Widget', name: 'w1' }, note: 'synced abc123-team-a/cfg', type: 'Normal' }],
-  ['/Endpoints', { metadata: { name: 'web', namespace: 'default' }, subsets: [{ addresses: [{ ip: '10.0.0.1', targetRef: { kind: 'Pod', namespace: 'default', name: 'web-1' } }], ports: [{ port: 80 }] }] }],
-  ['discovery.k8s.io/EndpointSlice', { metadata: { name: 'web-a', namespace: 'default' }, addressType: 'IPv4', endpoints: [{ addresses: ['10.0.0.1'], targetRef: { kind: 'Pod', namespace: 'default', name: 'web-1' } }] }],
-  ['/PersistentVolume', { metadata: { name: 'pv1' }, spec: { capacity: { storage: '1Gi' }, claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: 'default', name: 'data' }, csi: { driver: 'd', volumeHandle: 'h', nodeStageSecretRef: { name: 's', namespace: 'default' } } } }],
-  ['/PersistentVolumeClaim', { metadata: { name: 'data', namespace: 'default' }, spec: { volumeName: 'pv1', dataSourceRef: { kind: 'VolumeSnapshot', name: 'snap', namespace: 'backups' } }, status: { conditions: [{ type: 'Resizing', status: 'True', message: 'pv abc123-pv1' }] } }],
-  ['networking.k8s.io/NetworkPolicy', { metadata: { name: 'allow', namespace: 'default' }, spec: { podSelector: selector({ app: 'web' }), ingress: [{ from: [{ namespaceSelector: selector({ 'kubernetes.io/metadata.name': 'team-a' }) }, { namespaceSelector: {} }] }], egress: [{ to: [{ namespaceSelector: byName('team-b') }] }] } }],
-  ['/ResourceQuota', { metadata: { name: 'q', namespace: 'default' }, spec: { hard: { 'count/widgets.example.com': '2', pods: '5' } }, status: { hard: { 'count/widgets.example.com': '2' }, used: { 'count/widgets.example.com': '1' } } }],
+  [
+    '/Event',
+    {
+      metadata: { name: 'web.1', namespace: 'default' },
+      involvedObject: { apiVersion: 'v1', kind: 'Pod', namespace: 'default', name: 'web', uid: 'u1' },
+      related: { apiVersion: 'v1', kind: 'PersistentVolume', name: 'pv1' },
+      reason: 'Started',
+      message: 'Started pod abc123-default/web',
+      type: 'Normal',
+      count: 1,
+    },
+  ],
+  [
+    'events.k8s.io/Event',
+    {
+      metadata: { name: 'cfg.1', namespace: 'team-a' },
+      eventTime: '2026-11-25T15:00:00.123456Z',
+      reportingController: 'c',
+      reportingInstance: 'c-1',
+      action: 'A',
+      reason: 'R',
+      regarding: { apiVersion: 'v1', kind: 'ConfigMap', namespace: 'team-a', name: 'cfg' },
+      related: { apiVersion: 'example.com/v1', kind: 'Widget', name: 'w1' },
+      note: 'synced abc123-team-a/cfg',
+      type: 'Normal',
+    },
+  ],
+  [
+    '/Endpoints',
+    {
+      metadata: { name: 'web', namespace: 'default' },
+      subsets: [{ addresses: [{ ip: '10.0.0.1', targetRef: { kind: 'Pod', namespace: 'default', name: 'web-1' } }], ports: [{ port: 80 }] }],
+    },
+  ],
+  [
+    'discovery.k8s.io/EndpointSlice',
+    {
+      metadata: { name: 'web-a', namespace: 'default' },
+      addressType: 'IPv4',
+      endpoints: [{ addresses: ['10.0.0.1'], targetRef: { kind: 'Pod', namespace: 'default', name: 'web-1' } }],
+    },
+  ],
+  [
+    '/PersistentVolume',
+    {
+      metadata: { name: 'pv1' },
+      spec: {
+        capacity: { storage: '1Gi' },
+        claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: 'default', name: 'data' },
+        csi: { driver: 'd', volumeHandle: 'h', nodeStageSecretRef: { name: 's', namespace: 'default' } },
+      },
+    },
+  ],
+  [
+    '/PersistentVolumeClaim',
+    {
+      metadata: { name: 'data', namespace: 'default' },
+      spec: { volumeName: 'pv1', dataSourceRef: { kind: 'VolumeSnapshot', name: 'snap', namespace: 'backups' } },
+      status: { conditions: [{ type: 'Resizing', status: 'True', message: 'pv abc123-pv1' }] },
+    },
+  ],
+  [
+    'networking.k8s.io/NetworkPolicy',
+    {
+      metadata: { name: 'allow', namespace: 'default' },
+      spec: {
+        podSelector: selector({ app: 'web' }),
+        ingress: [{ from: [{ namespaceSelector: selector({ 'kubernetes.io/metadata.name': 'team-a' }) }, { namespaceSelector: {} }] }],
+        egress: [{ to: [{ namespaceSelector: byName('team-b') }] }],
+      },
+    },
+  ],
+  [
+    '/ResourceQuota',
+    {
+      metadata: { name: 'q', namespace: 'default' },
+      spec: { hard: { 'count/widgets.example.com': '2', pods: '5' } },
+      status: { hard: { 'count/widgets.example.com': '2' }, used: { 'count/widgets.example.com': '1' } },
+    },
+  ],
   [
     'admissionregistration.k8s.io/ValidatingWebhookConfiguration',
-    { metadata: { name: 'checks' }, webhooks: [{ name: 'a.example.com', clientConfig: { service }, rules: [{ operations: ['CREATE'], apiGroups: ['', 'example.com'], apiVersions: ['v1'], resources: ['pods'] }], namespaceSelector: byName('default'), sideEffects: 'None', admissionReviewVersions: ['v1'], matchConditions: [{ name: 'm', expression: "request.namespace != 'x'" }] }] },
+    {
+      metadata: { name: 'checks' },
+      webhooks: [
+        {
+          name: 'a.example.com',
+          clientConfig: { service },
+          rules: [{ operations: ['CREATE'], apiGroups: ['', 'example.com'], apiVersions: ['v1'], resources: ['pods'] }],
+          namespaceSelector: byName('default'),
+          sideEffects: 'None',
+          admissionReviewVersions: ['v1'],
+          matchConditions: [{ name: 'm', expression: "request.namespace != 'x'" }],
+        },
+      ],
+    },
   ],
-  ['admissionregistration.k8s.io/MutatingWebhookConfiguration', { metadata: { name: 'defaults' }, webhooks: [{ name: 'd.example.com', clientConfig: { url: 'https://hooks.example.net/x' }, objectSelector: selector({ inject: 'true' }), sideEffects: 'None', admissionReviewVersions: ['v1'] }] }],
+  [
+    'admissionregistration.k8s.io/MutatingWebhookConfiguration',
+    {
+      metadata: { name: 'defaults' },
+      webhooks: [
+        {
+          name: 'd.example.com',
+          clientConfig: { url: 'https://hooks.example.net/x' },
+          objectSelector: selector({ inject: 'true' }),
+          sideEffects: 'None',
+          admissionReviewVersions: ['v1'],
+        },
+      ],
+    },
+  ],
   [
     'admissionregistration.k8s.io/ValidatingAdmissionPolicy',
     {
       metadata: { name: 'replicas' },
-      spec: { paramKind: { apiVersion: 'example.com/v1', kind: 'Limits' }, matchConstraints: { resourceRules, namespaceSelector: byName('default') }, validations: [{ expression: "object.metadata.namespace == 'big'" }], variables: [{ name: 'r', expression: 'request.namespace' }] },
-      status: { observedGeneration: 1, conditions: [{ type: 'TypeChecked', status: 'True', lastTransitionTime: '2026-11-25T15:00:00Z', reason: 'R', message: 'checked in abc123-default' }] },
+      spec: {
+        paramKind: { apiVersion: 'example.com/v1', kind: 'Limits' },
+        matchConstraints: { resourceRules, namespaceSelector: byName('default') },
+        validations: [{ expression: "object.metadata.namespace == 'big'" }],
+        variables: [{ name: 'r', expression: 'request.namespace' }],
+      },
+      status: {
+        observedGeneration: 1,
+        conditions: [{ type: 'TypeChecked', status: 'True', lastTransitionTime: '2026-11-25T15:00:00Z', reason: 'R', message: 'checked in abc123-default' }],
+      },
     },
   ],
-  ['admissionregistration.k8s.io/MutatingAdmissionPolicy', { metadata: { name: 'label' }, spec: { matchConstraints: { resourceRules }, mutations: [{ patchType: 'JSONPatch', jsonPatch: { expression: "[JSONPatch{op: 'add', path: '/x', value: request.namespace}]" } }] } }],
-  ['admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding', { metadata: { name: 'rb' }, spec: { policyName: 'replicas', paramRef: { name: 'limits', namespace: 'default' }, matchResources: { namespaceSelector: selector({ env: 'prod' }) }, validationActions: ['Deny'] } }],
+  [
+    'admissionregistration.k8s.io/MutatingAdmissionPolicy',
+    {
+      metadata: { name: 'label' },
+      spec: {
+        matchConstraints: { resourceRules },
+        mutations: [{ patchType: 'JSONPatch', jsonPatch: { expression: "[JSONPatch{op: 'add', path: '/x', value: request.namespace}]" } }],
+      },
+    },
+  ],
+  [
+    'admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding',
+    {
+      metadata: { name: 'rb' },
+      spec: {
+        policyName: 'replicas',
+        paramRef: { name: 'limits', namespace: 'default' },
+        matchResources: { namespaceSelector: selector({ env: 'prod' }) },
+        validationActions: ['Deny'],
+      },
+    },
+  ],
   ['admissionregistration.k8s.io/MutatingAdmissionPolicyBinding', { metadata: { name: 'lb' }, spec: { policyName: 'label' } }],
   [
     'apiextensions.k8s.io/CustomResourceDefinition',
@@ -191,11 +452,23 @@ const CASES: [string, Json][] = [
     'certificates.k8s.io/CertificateSigningRequest',
     {
       metadata: { name: 'alice' },
-      spec: { request: Buffer.from('not a real CSR').toString('base64'), signerName: 'example.com/signer', usages: ['client auth'], username: 'alice', groups: ['team', 'system:authenticated'] },
+      spec: {
+        request: Buffer.from('not a real CSR').toString('base64'),
+        signerName: 'example.com/signer',
+        usages: ['client auth'],
+        username: 'alice',
+        groups: ['team', 'system:authenticated'],
+      },
       status: { conditions: [{ type: 'Approved', status: 'True', message: 'approved by abc123-admin' }] },
     },
   ],
-  ['rbac.authorization.k8s.io/Role', { metadata: { name: 'reader', namespace: 'default' }, rules: [{ apiGroups: ['', 'example.com'], resources: ['pods', 'widgets'], verbs: ['get'], resourceNames: ['a'] }] }],
+  [
+    'rbac.authorization.k8s.io/Role',
+    {
+      metadata: { name: 'reader', namespace: 'default' },
+      rules: [{ apiGroups: ['', 'example.com'], resources: ['pods', 'widgets'], verbs: ['get'], resourceNames: ['a'] }],
+    },
+  ],
   [
     'rbac.authorization.k8s.io/ClusterRole',
     {
@@ -204,7 +477,17 @@ const CASES: [string, Json][] = [
       aggregationRule: { clusterRoleSelectors: [selector({ 'rbac.authorization.k8s.io/aggregate-to-view': 'true' })] },
     },
   ],
-  ['rbac.authorization.k8s.io/RoleBinding', { metadata: { name: 'rb', namespace: 'default' }, subjects: [{ kind: 'User', name: 'alice', apiGroup: 'rbac.authorization.k8s.io' }, { kind: 'ServiceAccount', name: 'sa', namespace: 'team-a' }], roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'agg' } }],
+  [
+    'rbac.authorization.k8s.io/RoleBinding',
+    {
+      metadata: { name: 'rb', namespace: 'default' },
+      subjects: [
+        { kind: 'User', name: 'alice', apiGroup: 'rbac.authorization.k8s.io' },
+        { kind: 'ServiceAccount', name: 'sa', namespace: 'team-a' },
+      ],
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'agg' },
+    },
+  ],
   // (ClusterRoleBindings are tenantgate's custom resources upstream, which answers them in JSON only: no protobuf to convert.)
   // A pod spec with only one of the two things podSpecToTenant rewrites: each found on its own.
   ['/Pod', { metadata: { name: 'near', namespace: 'default' }, spec: { containers: podSpec.containers, affinity: podSpec.affinity } }],
@@ -219,8 +502,21 @@ function upstreamOf(key: string, object: Json, tenant = TENANT): Json {
   const metadata = upstream.metadata as Json;
   metadata.resourceVersion = '42';
   metadata.managedFields = [
-    { manager: 'kubectl', operation: 'Apply', apiVersion: 'example.com/v1'.replace('example.com', `${tenant}-example.com`), fieldsType: 'FieldsV1', fieldsV1: { 'f:metadata': { 'f:labels': { [`f:${TENANT_LABEL}`]: {}, 'f:app': {} } } } },
-    { manager: 'kube-controller-manager', operation: 'Update', apiVersion, time: '2026-11-25T15:00:00Z', fieldsType: 'FieldsV1', fieldsV1: { 'f:status': { '.': {} } } },
+    {
+      manager: 'kubectl',
+      operation: 'Apply',
+      apiVersion: 'example.com/v1'.replace('example.com', `${tenant}-example.com`),
+      fieldsType: 'FieldsV1',
+      fieldsV1: { 'f:metadata': { 'f:labels': { [`f:${TENANT_LABEL}`]: {}, 'f:app': {} } } },
+    },
+    {
+      manager: 'kube-controller-manager',
+      operation: 'Update',
+      apiVersion,
+      time: '2026-11-25T15:00:00Z',
+      fieldsType: 'FieldsV1',
+      fieldsV1: { 'f:status': { '.': {} } },
+    },
   ];
   return upstream;
 }
@@ -251,7 +547,7 @@ t.test('each kind: the protobuf answer converted decodes to what objectToTenant 
   t.same(supported, [], 'every kind answered in protobuf has a case');
 });
 
-t.test("spot checks: what the tenant reads (the JSON rule is the reference; these keep it honest)", NEEDS_PROTO, async (t) => {
+t.test('spot checks: what the tenant reads (the JSON rule is the reference; these keep it honest)', NEEDS_PROTO, async (t) => {
   const read = (index: number) => convertBody(CASES[index]![0], encodeBody(messages, messageOf(CASES[index]![0]), upstreamOf(...CASES[index]!))) as any;
   const pod = read(0);
   t.equal(pod.metadata.namespace, 'default');
@@ -287,20 +583,33 @@ t.test("another tenant's objects, and objects referring outside the tenant, are 
   t.equal(convertBody('/Pod', encodeBody(messages, messageOf('/Pod'), affinity)), null, "an affinity term naming another tenant's namespace");
   const template = upstreamOf('apps/Deployment', CASES[10]![1]);
   (template.spec as any).template.metadata.labels[TENANT_LABEL] = OTHER;
-  t.equal(convertBody('apps/Deployment', encodeBody(messages, messageOf('apps/Deployment'), template)), null, "a template labelled for another tenant");
+  t.equal(convertBody('apps/Deployment', encodeBody(messages, messageOf('apps/Deployment'), template)), null, 'a template labelled for another tenant');
 });
 
 t.test('an unchanged object comes back as the very same bytes; kinds without field numbers stay JSON', NEEDS_PROTO, async (t) => {
   const shared = kindOf('storage.k8s.io', 'csidrivers')!;
   const body = encodeBody(messages, 'k8s.io.api.core.v1.ConfigMap', { apiVersion: 'storage.k8s.io/v1', kind: 'CSIDriver', metadata: { name: 'driver' } });
   if (shared.tenancy === 'shared-read-only' && shared.rule === 'shared') t.equal(protobufBodyToTenant(body, shared, CTX), body, 'a shared kind reads as it is');
-  t.notOk(protobufResponseSupported(kindOf('scheduling.k8s.io', 'priorityclasses')!, 'scheduling.k8s.io/v1'), 'platform classes stay JSON (each tenant sees the ones it may use)');
+  t.notOk(
+    protobufResponseSupported(kindOf('scheduling.k8s.io', 'priorityclasses')!, 'scheduling.k8s.io/v1'),
+    'platform classes stay JSON (each tenant sees the ones it may use)',
+  );
   t.notOk(protobufResponseSupported(kindOf('authorization.k8s.io', 'selfsubjectaccessreviews')!, 'authorization.k8s.io/v1'), 'reviews stay JSON');
   t.notOk(protobufResponseSupported(kindOf('', 'nodes')!, 'v1'), 'nodes stay JSON');
   t.notOk(protobufResponseSupported(kindOf('example.com', 'widgets', 'Namespaced', 'Widget')!, 'example.com/v1'), 'custom resources stay JSON');
-  t.notOk(protobufResponseSupported(kindOf('admissionregistration.k8s.io', 'validatingadmissionpolicies')!, 'admissionregistration.k8s.io/v1beta1'), 'another version than the one whose field numbers are known stays JSON');
-  const beta = encodeBody(messages, messageOf('admissionregistration.k8s.io/ValidatingAdmissionPolicy'), { ...upstreamOf(...CASES.find(([key]) => key.endsWith('/ValidatingAdmissionPolicy'))!), apiVersion: 'admissionregistration.k8s.io/v1beta1' });
-  t.equal(thrownStatus(() => protobufBodyToTenant(beta, rowOf('admissionregistration.k8s.io', 'ValidatingAdmissionPolicy'), CTX)).code, 502, 'an answer in another version is refused, never misread');
+  t.notOk(
+    protobufResponseSupported(kindOf('admissionregistration.k8s.io', 'validatingadmissionpolicies')!, 'admissionregistration.k8s.io/v1beta1'),
+    'another version than the one whose field numbers are known stays JSON',
+  );
+  const beta = encodeBody(messages, messageOf('admissionregistration.k8s.io/ValidatingAdmissionPolicy'), {
+    ...upstreamOf(...CASES.find(([key]) => key.endsWith('/ValidatingAdmissionPolicy'))!),
+    apiVersion: 'admissionregistration.k8s.io/v1beta1',
+  });
+  t.equal(
+    thrownStatus(() => protobufBodyToTenant(beta, rowOf('admissionregistration.k8s.io', 'ValidatingAdmissionPolicy'), CTX)).code,
+    502,
+    'an answer in another version is refused, never misread',
+  );
   const v1beta1List = encodeBody(messages, POD_LIST, { apiVersion: 'v1beta1', kind: 'PodList', metadata: {} });
   t.equal(thrownStatus(() => protobufListToTenant(v1beta1List, rowOf('', 'Pod'), CTX, 'v1')).code, 502, 'so is a list of another version');
 });
@@ -327,10 +636,24 @@ t.test('a Status reads as statusToTenant reads the same Status', NEEDS_PROTO, as
       status: 'Failure',
       message: 'CustomResourceDefinition.apiextensions.k8s.io "widgets.abc123-example.com" is invalid',
       reason: 'Invalid',
-      details: { name: 'widgets.abc123-example.com', group: 'apiextensions.k8s.io', kind: 'CustomResourceDefinition', causes: [{ reason: 'FieldValueInvalid', message: 'spec.group abc123-example.com', field: 'spec.group' }] },
+      details: {
+        name: 'widgets.abc123-example.com',
+        group: 'apiextensions.k8s.io',
+        kind: 'CustomResourceDefinition',
+        causes: [{ reason: 'FieldValueInvalid', message: 'spec.group abc123-example.com', field: 'spec.group' }],
+      },
       code: 422,
     },
-    { apiVersion: 'v1', kind: 'Status', metadata: {}, status: 'Failure', message: 'pods "abc123-x" is forbidden', reason: 'Forbidden', details: { name: 'abc123-x', kind: 'pods' }, code: 403 },
+    {
+      apiVersion: 'v1',
+      kind: 'Status',
+      metadata: {},
+      status: 'Failure',
+      message: 'pods "abc123-x" is forbidden',
+      reason: 'Forbidden',
+      details: { name: 'abc123-x', kind: 'pods' },
+      code: 403,
+    },
     { apiVersion: 'v1', kind: 'Status', metadata: {}, status: 'Success', code: 200 },
   ];
   const scope = { isNamespaced: (kind: string) => kind === 'pods' };
@@ -360,7 +683,11 @@ function podListBody(count: number, seed: number): { body: Buffer; items: Json[]
     delete pod.kind;
     items.push(pod);
   }
-  const metadata = { resourceVersion: '77', continue: 'eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6NzcsInN0YXJ0IjoiYWJjMTIzLWRlZmF1bHQvcG9kLTkifQ', remainingItemCount: 12 };
+  const metadata = {
+    resourceVersion: '77',
+    continue: 'eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6NzcsInN0YXJ0IjoiYWJjMTIzLWRlZmF1bHQvcG9kLTkifQ',
+    remainingItemCount: 12,
+  };
   return { body: encodeBody(messages, POD_LIST, { apiVersion: 'v1', kind: 'PodList', metadata, items }), items };
 }
 
@@ -389,12 +716,22 @@ function randomCuts(length: number, random: (n: number) => number, pieces: numbe
 
 t.test("a pod list: each item as objectToTenant makes it, another tenant's dropped, the ListMeta as the JSON path passes it", NEEDS_PROTO, async (t) => {
   const { body, items } = podListBody(40, 7);
-  const want = items.map((item) => objectToTenant({ apiVersion: 'v1', kind: 'Pod', ...decodeMessage(messages, 'k8s.io.api.core.v1.Pod', encodeMessage(messages, 'k8s.io.api.core.v1.Pod', item)) }, CTX, rowOf('', 'Pod')));
+  const want = items.map((item) =>
+    objectToTenant(
+      { apiVersion: 'v1', kind: 'Pod', ...decodeMessage(messages, 'k8s.io.api.core.v1.Pod', encodeMessage(messages, 'k8s.io.api.core.v1.Pod', item)) },
+      CTX,
+      rowOf('', 'Pod'),
+    ),
+  );
   const kept = want.filter((item) => item !== null).map(({ apiVersion, kind, ...item }: any) => item);
   t.ok(kept.length > 10 && kept.length < items.length, `${kept.length} of ${items.length} items are the tenant's`);
   const held = decodeList(protobufListToTenant(body, rowOf('', 'Pod'), CTX, 'v1'));
   t.strictSame(held.list.items, kept, 'held: the items');
-  t.same(held.list.metadata, { resourceVersion: '77', continue: 'eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6NzcsInN0YXJ0IjoiYWJjMTIzLWRlZmF1bHQvcG9kLTkifQ', remainingItemCount: 12 });
+  t.same(held.list.metadata, {
+    resourceVersion: '77',
+    continue: 'eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6NzcsInN0YXJ0IjoiYWJjMTIzLWRlZmF1bHQvcG9kLTkifQ',
+    remainingItemCount: 12,
+  });
   t.equal(held.padding, 0, 'a list held whole has its exact length, no padding');
   const streamed = decodeList(listInPieces(body, [], 0));
   t.strictSame(streamed.list, held.list, 'streamed: the same list');
@@ -410,7 +747,8 @@ t.test('lists cut in random pieces give the same bytes as whole, held and stream
     for (const hold of [undefined, 0]) {
       const whole = listInPieces(body, [], hold);
       const cuts = randomCuts(body.length, random, round % 3 === 0 ? body.length : 1 + random(20));
-      if (!whole.equals(listInPieces(body, cuts, hold))) t.fail(`round ${round} (${hold === 0 ? 'streamed' : 'held'}): bytes differ when cut at ${cuts.length} places`);
+      if (!whole.equals(listInPieces(body, cuts, hold)))
+        t.fail(`round ${round} (${hold === 0 ? 'streamed' : 'held'}): bytes differ when cut at ${cuts.length} places`);
     }
   }
   t.pass('30 lists × 2 modes compared');
@@ -419,12 +757,19 @@ t.test('lists cut in random pieces give the same bytes as whole, held and stream
 t.test('an empty list, and a list of only other tenants, are lists', NEEDS_PROTO, async (t) => {
   const empty = encodeBody(messages, POD_LIST, { apiVersion: 'v1', kind: 'PodList', metadata: { resourceVersion: '1' } });
   for (const hold of [undefined, 0]) t.same(decodeList(listInPieces(empty, [], hold)).list, { metadata: { resourceVersion: '1' } });
-  const others = encodeBody(messages, POD_LIST, { apiVersion: 'v1', kind: 'PodList', metadata: {}, items: [upstreamOf('/Pod', CASES[1]![1], OTHER)].map(({ apiVersion, kind, ...pod }) => pod) });
+  const others = encodeBody(messages, POD_LIST, {
+    apiVersion: 'v1',
+    kind: 'PodList',
+    metadata: {},
+    items: [upstreamOf('/Pod', CASES[1]![1], OTHER)].map(({ apiVersion, kind, ...pod }) => pod),
+  });
   for (const hold of [undefined, 0]) t.same(decodeList(listInPieces(others, [], hold)).list, { metadata: {} }, "none of another tenant's pods");
 });
 
-t.test("a streamed list sends the padding for what it drops along the items, never all at once at the end", NEEDS_PROTO, async (t) => {
-  const pods = Array.from({ length: 60 }, (_, i) => upstreamOf('/Pod', { ...CASES[0]![1], metadata: { name: `p${i}`, namespace: 'default' } }, OTHER)).map(({ apiVersion, kind, ...pod }) => pod);
+t.test('a streamed list sends the padding for what it drops along the items, never all at once at the end', NEEDS_PROTO, async (t) => {
+  const pods = Array.from({ length: 60 }, (_, i) => upstreamOf('/Pod', { ...CASES[0]![1], metadata: { name: `p${i}`, namespace: 'default' } }, OTHER)).map(
+    ({ apiVersion, kind, ...pod }) => pod,
+  );
   const body = encodeBody(messages, POD_LIST, { apiVersion: 'v1', kind: 'PodList', metadata: {}, items: pods });
   const list = new ProtobufListToTenant(rowOf('', 'Pod'), CTX, 'v1', { holdListBytes: 0 });
   const outputs: number[] = [];
@@ -456,7 +801,7 @@ const watchEvent = (type: string, object: Buffer) => Buffer.concat([protoField(1
 
 function readFrames(stream: Buffer): { type: string; object: Buffer }[] {
   const events: { type: string; object: Buffer }[] = [];
-  for (let at = 0; at < stream.length; ) {
+  for (let at = 0; at < stream.length;) {
     const length = stream.readUInt32BE(at);
     const fields = protoFields(stream.subarray(at + 4, at + 4 + length));
     at += 4 + length;
@@ -472,8 +817,20 @@ function watchInPieces(stream: Buffer, cuts: readonly number[]): Buffer {
 
 t.test('a watch stream: events of the tenant converted, of others dropped, bookmarks passed, errors converted', NEEDS_PROTO, async (t) => {
   const pod = (object: Json, tenant = TENANT) => encodeBody(messages, 'k8s.io.api.core.v1.Pod', upstreamOf('/Pod', object, tenant));
-  const bookmark = encodeBody(messages, 'k8s.io.api.core.v1.Pod', { apiVersion: 'v1', kind: 'Pod', metadata: { resourceVersion: '99', annotations: { 'k8s.io/initial-events-end': 'true' } } });
-  const error = encodeBody(messages, `${META_V1}.Status`, { apiVersion: 'v1', kind: 'Status', metadata: {}, status: 'Failure', message: 'too old resource version: namespace abc123-default', reason: 'Expired', code: 410 });
+  const bookmark = encodeBody(messages, 'k8s.io.api.core.v1.Pod', {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { resourceVersion: '99', annotations: { 'k8s.io/initial-events-end': 'true' } },
+  });
+  const error = encodeBody(messages, `${META_V1}.Status`, {
+    apiVersion: 'v1',
+    kind: 'Status',
+    metadata: {},
+    status: 'Failure',
+    message: 'too old resource version: namespace abc123-default',
+    reason: 'Expired',
+    code: 410,
+  });
   const events = [
     watchEvent('ADDED', pod(CASES[0]![1])),
     watchEvent('MODIFIED', pod(CASES[1]![1], OTHER)),
@@ -483,7 +840,11 @@ t.test('a watch stream: events of the tenant converted, of others dropped, bookm
   ];
   const stream = Buffer.concat(events.map(frameOf));
   const got = readFrames(watchInPieces(stream, []));
-  t.same(got.map((event) => event.type), ['ADDED', 'DELETED', 'BOOKMARK', 'ERROR'], "another tenant's event is dropped");
+  t.same(
+    got.map((event) => event.type),
+    ['ADDED', 'DELETED', 'BOOKMARK', 'ERROR'],
+    "another tenant's event is dropped",
+  );
   t.strictSame(decodeBody(messages, 'k8s.io.api.core.v1.Pod', got[0]!.object), expected('/Pod', pod(CASES[0]![1])));
   t.strictSame(decodeBody(messages, 'k8s.io.api.core.v1.Pod', got[1]!.object), expected('/Pod', pod(CASES[1]![1])));
   t.ok(got[2]!.object.equals(bookmark), 'the bookmark as it came');
@@ -613,7 +974,9 @@ t.test('fast path: objects of every kind, and mutants, convert to the very bytes
       const members = ['.', 'f:app'];
       members.splice(round % 3, 0, `f:${TENANT_LABEL}`);
       const labels = Object.fromEntries(members.map((member) => [member, {}]));
-      (upstream.metadata as Json).managedFields = [{ manager: 'kubectl', operation: 'Update', apiVersion, fieldsType: 'FieldsV1', fieldsV1: { 'f:metadata': { 'f:labels': labels } } }];
+      (upstream.metadata as Json).managedFields = [
+        { manager: 'kubectl', operation: 'Update', apiVersion, fieldsType: 'FieldsV1', fieldsV1: { 'f:metadata': { 'f:labels': labels } } },
+      ];
     }
     const { apiVersion: _apiVersion, kind: _kind, ...message } = upstream;
     const valid = encodeMessage(messages, messageOf(key), message);
@@ -634,12 +997,14 @@ t.test('fast path: objects of every kind, and mutants, convert to the very bytes
       const out = new Output(raw.length + 64);
       splices.writeTo(out, raw, 0, raw.length);
       const got = out.take();
-      if (!(want instanceof Buffer) || !got.equals(want) || got.length !== raw.length + delta) t.fail(`${key} #${i}: the fast path's bytes differ from the careful path's`);
+      if (!(want instanceof Buffer) || !got.equals(want) || got.length !== raw.length + delta)
+        t.fail(`${key} #${i}: the fast path's bytes differ from the careful path's`);
       // Unmutated: also what the JSON rule makes of it, the reference neither path shares code with.
       if (raw === valid) {
         const reference = objectToTenant({ apiVersion, kind, ...decodeMessage(messages, messageOf(key), raw) }, CTX, row);
         const { apiVersion: _a, kind: _k, ...tenantView } = reference ?? {};
-        if (JSON.stringify(normalize(decodeMessage(messages, messageOf(key), got))) !== JSON.stringify(normalize(tenantView))) t.fail(`${key} #${i}: the fast path's object differs from objectToTenant's`);
+        if (JSON.stringify(normalize(decodeMessage(messages, messageOf(key), got))) !== JSON.stringify(normalize(tenantView)))
+          t.fail(`${key} #${i}: the fast path's object differs from objectToTenant's`);
       }
     }
     // In a watch event (its envelope mutated too, now and then): the stream against protobufWatchEventToTenant.
@@ -667,7 +1032,8 @@ const MAPS = new Set(['labels', 'annotations', 'matchLabels', 'hard', 'used', 'd
 function normalize(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(normalize);
   if (value === null || typeof value !== 'object') return value;
-  const empty = (k: string, v: unknown) => (Array.isArray(v) ? v.length === 0 : MAPS.has(k) && v !== null && typeof v === 'object' && Object.keys(v).length === 0);
+  const empty = (k: string, v: unknown) =>
+    Array.isArray(v) ? v.length === 0 : MAPS.has(k) && v !== null && typeof v === 'object' && Object.keys(v).length === 0;
   const entries = Object.entries(value).filter(([k, v]) => !empty(k, v));
   return Object.fromEntries(entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => [k, normalize(v)]));
 }

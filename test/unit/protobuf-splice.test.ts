@@ -8,7 +8,7 @@ import { seededRandom } from '../helpers/fuzz.ts';
 function textWith(needle: Buffer, length: number, random: (n: number) => number): Buffer {
   const alphabet = Buffer.concat([needle, Buffer.from('{}":,')]);
   const out = Buffer.alloc(length);
-  for (let at = 0; at < length; ) {
+  for (let at = 0; at < length;) {
     if (random(20) === 0) at += needle.copy(out, at, 0, 1 + random(needle.length));
     else out[at++] = alphabet[random(alphabet.length)]!;
   }

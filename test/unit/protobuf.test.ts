@@ -66,8 +66,7 @@ function decode(buf: Buffer): Decoded[] {
     else if (wireType === 1 || wireType === 5) {
       value = buf.subarray(at.pos, (at.pos += wireType === 1 ? 8 : 4));
       if (at.pos > buf.length) throw new Error('test decoder: fixed field past the end');
-    }
-    else if (wireType === 2) {
+    } else if (wireType === 2) {
       const length = readVarint(buf, at);
       value = buf.subarray(at.pos, at.pos + length);
       if (value.length !== length) throw new Error('test decoder: length past the end');
@@ -78,7 +77,10 @@ function decode(buf: Buffer): Decoded[] {
   return fields;
 }
 
-const all = (buf: Buffer, number: number): Buffer[] => decode(buf).filter((f) => f.number === number).map((f) => f.value as Buffer);
+const all = (buf: Buffer, number: number): Buffer[] =>
+  decode(buf)
+    .filter((f) => f.number === number)
+    .map((f) => f.value as Buffer);
 function one(buf: Buffer, number: number): Buffer {
   const found = all(buf, number);
   if (found.length !== 1) throw new Error(`test decoder: field ${number} appears ${found.length} times`);
@@ -188,9 +190,17 @@ t.test('a ConfigMap as client-go encodes it: namespace prefixed, tenant label fo
   t.same(others(meta, 3, 11, 13), others(metaBefore, 3, 11, 13), 'annotations, finalizers, managedFields and the rest byte for byte');
   const owners = all(meta, 13);
   t.same(owners[0], all(metaBefore, 13)[0], 'a namespaced owner is left as it is');
-  t.same([str(owners[1]!, 5), str(owners[1]!, 1), str(owners[1]!, 3), str(owners[1]!, 4)], ['v1', 'Namespace', 'abc123-default', 'u2'], 'a cluster-scoped owner takes the prefix');
+  t.same(
+    [str(owners[1]!, 5), str(owners[1]!, 1), str(owners[1]!, 3), str(owners[1]!, 4)],
+    ['v1', 'Namespace', 'abc123-default', 'u2'],
+    'a cluster-scoped owner takes the prefix',
+  );
   // The same object as JSON takes the same names.
-  const json = objectToUpstream({ metadata: { namespace: 'default', labels: { [TENANT_LABEL]: 'evil00' } } }, { tenant: TENANT, scopeOf: () => undefined, kindScope: () => undefined }, rowOf('', 'configmaps'));
+  const json = objectToUpstream(
+    { metadata: { namespace: 'default', labels: { [TENANT_LABEL]: 'evil00' } } },
+    { tenant: TENANT, scopeOf: () => undefined, kindScope: () => undefined },
+    rowOf('', 'configmaps'),
+  );
   t.equal((json.metadata as { namespace: string }).namespace, str(meta, 3));
 });
 
@@ -231,7 +241,16 @@ t.test('a Namespace: name and metadata.name label prefixed', async (t) => {
   t.equal(str(at(generated, 1), 1), undefined);
 });
 
-const CLUSTER_THING: KindRow = { group: 'example.com', resource: 'things', kind: 'Thing', scope: 'Cluster', tenancy: 'tenant', rule: 'generic', listPath: 'label-filter', subresources: [] };
+const CLUSTER_THING: KindRow = {
+  group: 'example.com',
+  resource: 'things',
+  kind: 'Thing',
+  scope: 'Cluster',
+  tenancy: 'tenant',
+  rule: 'generic',
+  listPath: 'label-filter',
+  subresources: [],
+};
 
 t.test('cluster-scoped tenant kinds: name and generateName prefixed, namespace left alone', async (t) => {
   const body = envelope('example.com/v1', 'Thing', msg(ld(1, msg(ld(1, 'one'), ld(2, 'gen-'), ld(3, 'ignored'))), ld(2, 'spec bytes')));
@@ -264,9 +283,21 @@ t.test('pod templates of every workload kind', async (t) => {
   t.same(labelsAt(cronJob, 2, 5), { [TENANT_LABEL]: TENANT }, 'CronJob jobTemplate metadata labelled');
   const job = convert(envelope('batch/v1', 'Job', msg(meta, ld(2, ld(6, ld(2, ld(2, 'container')))))), 'batch', 'jobs');
   t.same(labelsAt(job, 2, 6), { [TENANT_LABEL]: TENANT }, 'a template without metadata gets it');
-  const sts = convert(envelope('apps/v1', 'StatefulSet', msg(meta, ld(2, msg(ld(3, template()), ld(4, msg(ld(1, labels({ [TENANT_LABEL]: 'zzzzzz' })), ld(2, 'pvc spec'))), ld(4, ld(2, 'pvc2')))))), 'apps', 'statefulsets');
+  const sts = convert(
+    envelope(
+      'apps/v1',
+      'StatefulSet',
+      msg(meta, ld(2, msg(ld(3, template()), ld(4, msg(ld(1, labels({ [TENANT_LABEL]: 'zzzzzz' })), ld(2, 'pvc spec'))), ld(4, ld(2, 'pvc2'))))),
+    ),
+    'apps',
+    'statefulsets',
+  );
   const claims = all(at(unwrap(sts).raw, 2), 4);
-  t.same(claims.map((c) => mapOf(at(c, 1))), [1, 2].map(() => ({ map: { [TENANT_LABEL]: TENANT }, tenantEntries: 1 })), 'volume claim templates labelled');
+  t.same(
+    claims.map((c) => mapOf(at(c, 1))),
+    [1, 2].map(() => ({ map: { [TENANT_LABEL]: TENANT }, tenantEntries: 1 })),
+    'volume claim templates labelled',
+  );
   t.same(all(claims[0]!, 2), [Buffer.from('pvc spec')]);
   const pod = convert(envelope('v1', 'Pod', msg(meta, ld(2, ld(18, ld(2, ld(1, ld(2, 'other-ns'))))))), '', 'pods');
   t.same(strs(at(unwrap(pod).raw, 2, 18, 2, 1), 2), ['abc123-other-ns'], 'a Pod spec converts as a template pod spec does');
@@ -275,11 +306,19 @@ t.test('pod templates of every workload kind', async (t) => {
   for (const row of KINDS.filter((r) => ['pod', 'workload', 'statefulset', 'cronjob', 'podtemplate'].includes(r.rule))) {
     t.doesNotThrow(() => protobufBodyToUpstream(envelope('', row.kind, msg(meta)), row, TENANT, CREATE), `${row.kind} is converted from protobuf`);
   }
-  t.equal(thrown(() => convert(envelope('apps/v1beta2', 'Deployment', msg(meta)), 'apps', 'deployments')).code, 415, 'field numbers of other versions are not known');
+  t.equal(
+    thrown(() => convert(envelope('apps/v1beta2', 'Deployment', msg(meta)), 'apps', 'deployments')).code,
+    415,
+    'field numbers of other versions are not known',
+  );
 });
 
 t.test('the tenant label: appended once after the other labels, in every metadata', async (t) => {
-  const body = envelope('v1', 'ConfigMap', msg(ld(1, msg(ld(3, 'ns'), labels({ a: '1', [TENANT_LABEL]: 'xyz789', b: '2' }), ld(11, entry(TENANT_LABEL, TENANT)), ld(12, entry('note', 'n'))))));
+  const body = envelope(
+    'v1',
+    'ConfigMap',
+    msg(ld(1, msg(ld(3, 'ns'), labels({ a: '1', [TENANT_LABEL]: 'xyz789', b: '2' }), ld(11, entry(TENANT_LABEL, TENANT)), ld(12, entry('note', 'n'))))),
+  );
   const meta = at(unwrap(convert(body, '', 'configmaps')).raw, 1);
   t.same(mapOf(meta), { map: { a: '1', b: '2', [TENANT_LABEL]: TENANT }, tenantEntries: 1 });
   t.same(
@@ -309,7 +348,12 @@ t.test('names too long once prefixed: the same 422 as JSON', async (t) => {
   const thing = thrown(() => protobufBodyToUpstream(envelope('', 'Thing', msg(ld(1, ld(1, 't'.repeat(247))))), CLUSTER_THING, TENANT, CREATE));
   t.equal(thing.code, 422);
   t.match(thing.message, /no more than 246 characters/);
-  const scale = thrown(() => convert(envelope('autoscaling/v1', 'Scale', msg(ld(1, msg(ld(1, 'web'), ld(3, longNamespace))))), 'apps', 'deployments', { verb: 'update', subresource: 'scale' }));
+  const scale = thrown(() =>
+    convert(envelope('autoscaling/v1', 'Scale', msg(ld(1, msg(ld(1, 'web'), ld(3, longNamespace))))), 'apps', 'deployments', {
+      verb: 'update',
+      subresource: 'scale',
+    }),
+  );
   t.equal(scale.code, 422, 'subresource bodies too');
 });
 
@@ -320,7 +364,11 @@ t.test('owner references', async (t) => {
   const clusterOwner = owners(convert(body(owner('v1', 'Namespace', 'ns')), '', 'configmaps'))[0]!;
   t.same([str(clusterOwner, 3), str(clusterOwner, 5)], ['abc123-ns', 'v1']);
   t.same(others(clusterOwner, 3), others(one(owner('v1', 'Namespace', 'ns'), 13), 3), 'kind, uid, apiVersion, controller byte for byte');
-  t.same(decode(clusterOwner).map((f) => f.number), [1, 3, 4, 5, 6], 'other fields kept, in place');
+  t.same(
+    decode(clusterOwner).map((f) => f.number),
+    [1, 3, 4, 5, 6],
+    'other fields kept, in place',
+  );
   const rs = owner('apps/v1', 'ReplicaSet', 'rs');
   t.same(owners(convert(body(rs), '', 'configmaps'))[0], one(rs, 13), 'namespaced owner byte for byte');
   const unknown = thrown(() => convert(body(rs, owner('apps/v1', 'Nonsense', 'x')), '', 'configmaps'));
@@ -329,7 +377,11 @@ t.test('owner references', async (t) => {
   const custom = owner('example.com/v1', 'ClusterWidget', 'w');
   t.equal(thrown(() => convert(body(custom), '', 'configmaps')).code, 415, 'custom owners need discovery');
   const withDiscovery = owners(
-    convert(body(custom), '', 'configmaps', { verb: 'create', subresource: '', kindScope: (apiVersion, kind) => (apiVersion === 'abc123-example.com/v1' && kind === 'ClusterWidget' ? 'Cluster' : undefined) }),
+    convert(body(custom), '', 'configmaps', {
+      verb: 'create',
+      subresource: '',
+      kindScope: (apiVersion, kind) => (apiVersion === 'abc123-example.com/v1' && kind === 'ClusterWidget' ? 'Cluster' : undefined),
+    }),
   )[0]!;
   t.same([str(withDiscovery, 3), str(withDiscovery, 5)], ['abc123-w', 'abc123-example.com/v1']);
 });
@@ -340,15 +392,27 @@ t.test('subresources', async (t) => {
   t.same([str(at(scale, 1), 1), str(at(scale, 1), 3)], ['web', 'abc123-default']);
   t.same(all(at(scale, 1), 11), all(at(unwrap(scaleBody).raw, 1), 11), 'only names: labels untouched');
   t.same(others(scale, 1), ld(2, vi(1, 3)));
-  const finalize = unwrap(convert(envelope('v1', 'Namespace', msg(ld(1, ld(1, 'team')), ld(2, ld(1, 'kubernetes')))), '', 'namespaces', { verb: 'update', subresource: 'finalize' })).raw;
+  const finalize = unwrap(
+    convert(envelope('v1', 'Namespace', msg(ld(1, ld(1, 'team')), ld(2, ld(1, 'kubernetes')))), '', 'namespaces', { verb: 'update', subresource: 'finalize' }),
+  ).raw;
   t.equal(str(at(finalize, 1), 1), 'abc123-team', 'cluster-scoped names prefixed');
   t.same(mapOf(at(finalize, 1)).map, { [TENANT_LABEL]: TENANT }, 'a finalize carries the Namespace itself: its tenant label forced as on any write of it');
   t.same(all(at(finalize, 2), 1).map(String), ['kubernetes'], 'its finalizers as sent');
   const noNames = envelope('policy/v1', 'Eviction', msg(ld(2, vi(1, 0))));
   t.equal(convert(noNames, '', 'pods', { verb: 'create', subresource: 'eviction' }), noNames, 'nothing to convert: the same body');
-  const status = unwrap(convert(envelope('apps/v1', 'Deployment', msg(ld(1, ld(3, 'default')), ld(2, ld(3, msg(ld(1, Buffer.alloc(0))))))), 'apps', 'deployments', { verb: 'update', subresource: 'status' })).raw;
+  const status = unwrap(
+    convert(envelope('apps/v1', 'Deployment', msg(ld(1, ld(3, 'default')), ld(2, ld(3, msg(ld(1, Buffer.alloc(0))))))), 'apps', 'deployments', {
+      verb: 'update',
+      subresource: 'status',
+    }),
+  ).raw;
   t.same(mapOf(at(status, 2, 3, 1)).map, { [TENANT_LABEL]: TENANT }, 'status updates are whole objects');
-  t.equal(thrown(() => convert(envelope('v1', 'PersistentVolume', msg()), '', 'persistentvolumes', { verb: 'update', subresource: 'status', version: 'v1beta1' })).code, 415, 'a version whose field numbers are not known');
+  t.equal(
+    thrown(() => convert(envelope('v1', 'PersistentVolume', msg()), '', 'persistentvolumes', { verb: 'update', subresource: 'status', version: 'v1beta1' }))
+      .code,
+    415,
+    'a version whose field numbers are not known',
+  );
   const deleteOptions = envelope('meta.k8s.io/v1', 'DeleteOptions', msg(ld(3, ld(2, '5'))));
   t.equal(convert(deleteOptions, 'apps', 'deployments', { verb: 'delete', subresource: '' }), deleteOptions, 'DeleteOptions pass as they are');
   t.equal(thrown(() => convert(deleteOptions.subarray(0, 10), 'apps', 'deployments', { verb: 'deletecollection', subresource: '' })).code, 400);
@@ -392,12 +456,16 @@ const compact = (obj: Spec): Spec => Object.fromEntries(Object.entries(obj).filt
 const RULE_FIELDS = ['verbs', 'apiGroups', 'resources', 'resourceNames', 'nonResourceURLs'] as const;
 const SUBJECT_FIELDS = ['kind', 'apiGroup', 'name', 'namespace'] as const;
 const ROLE_REF_FIELDS = ['apiGroup', 'kind', 'name'] as const;
-const stringFields = (obj: Spec, names: readonly string[]) => msg(...names.flatMap((name, i) => (typeof obj[name] === 'string' ? [ld(i + 1, obj[name] as string)] : [])));
+const stringFields = (obj: Spec, names: readonly string[]) =>
+  msg(...names.flatMap((name, i) => (typeof obj[name] === 'string' ? [ld(i + 1, obj[name] as string)] : [])));
 const encodeRule = (rule: Spec) => msg(...RULE_FIELDS.flatMap((name, i) => strings(rule[name]).map((value) => ld(i + 1, value))));
 function encodeSelector(selector: Spec): Buffer {
   const matchLabels = (selector.matchLabels ?? {}) as Record<string, string>;
   const expressions = (selector.matchExpressions ?? []) as Spec[];
-  return msg(labels(matchLabels, 1), ...expressions.map((e) => ld(2, msg(ld(1, e.key as string), ld(2, e.operator as string), ...strings(e.values).map((v) => ld(3, v))))));
+  return msg(
+    labels(matchLabels, 1),
+    ...expressions.map((e) => ld(2, msg(ld(1, e.key as string), ld(2, e.operator as string), ...strings(e.values).map((v) => ld(3, v))))),
+  );
 }
 function encodeMeta(obj: Spec): Buffer {
   const meta = (obj.metadata ?? {}) as Spec;
@@ -412,7 +480,11 @@ function encodeRole(obj: Spec): Buffer {
   );
 }
 const encodeBinding = (obj: Spec): Buffer =>
-  msg(encodeMeta(obj), ...(obj.subjects as Spec[]).map((s) => ld(2, stringFields(s, SUBJECT_FIELDS))), ...(obj.roleRef === undefined ? [] : [ld(3, stringFields(obj.roleRef as Spec, ROLE_REF_FIELDS))]));
+  msg(
+    encodeMeta(obj),
+    ...(obj.subjects as Spec[]).map((s) => ld(2, stringFields(s, SUBJECT_FIELDS))),
+    ...(obj.roleRef === undefined ? [] : [ld(3, stringFields(obj.roleRef as Spec, ROLE_REF_FIELDS))]),
+  );
 
 /** What the apiserver reads of a role or binding (the test's own decoder), as JSON. */
 function rbacJsonOf(raw: Buffer, rule: 'role' | 'binding'): Spec {
@@ -427,13 +499,17 @@ function rbacJsonOf(raw: Buffer, rule: 'role' | 'binding'): Spec {
   const aggregation = all(raw, 3).at(-1);
   const selectors = aggregation && {
     clusterRoleSelectors: all(aggregation, 1).map((s) =>
-      compact({ matchLabels: Object.keys(mapOf(s, 1).map).length === 0 ? undefined : mapOf(s, 1).map, matchExpressions: all(s, 2).map((e) => compact({ key: str(e, 1), operator: str(e, 2), values: strs(e, 3) })) }),
+      compact({
+        matchLabels: Object.keys(mapOf(s, 1).map).length === 0 ? undefined : mapOf(s, 1).map,
+        matchExpressions: all(s, 2).map((e) => compact({ key: str(e, 1), operator: str(e, 2), values: strs(e, 3) })),
+      }),
     ),
   };
   return compact({ metadata, rules, aggregationRule: selectors });
 }
 
-const WIDGETS_SCOPE = (group: string, resource: string) => (group === 'abc123-example.com' && resource === 'widgets' ? 'Cluster' : group === 'abc123-example.com' && resource === 'gadgets' ? 'Namespaced' : undefined);
+const WIDGETS_SCOPE = (group: string, resource: string) =>
+  group === 'abc123-example.com' && resource === 'widgets' ? 'Cluster' : group === 'abc123-example.com' && resource === 'gadgets' ? 'Namespaced' : undefined;
 const RBAC_OPTIONS: ProtobufBodyOptions = { verb: 'create', subresource: '', scopeOf: WIDGETS_SCOPE };
 
 /** The JSON rule's output for `obj`, in the form rbacJsonOf reads (metadata: name, namespace, labels). */
@@ -442,7 +518,9 @@ function jsonRuleOf(obj: Spec, resource: string, rule: 'role' | 'binding'): Spec
   const out = objectToUpstream(structuredClone(obj), ctx, rowOf(RBAC_GROUP, resource)) as Spec;
   const meta = out.metadata as Spec;
   const metadata = compact({ name: meta.name, namespace: meta.namespace, labels: meta.labels });
-  return rule === 'binding' ? compact({ metadata, subjects: out.subjects, roleRef: out.roleRef }) : compact({ metadata, rules: out.rules, aggregationRule: out.aggregationRule });
+  return rule === 'binding'
+    ? compact({ metadata, subjects: out.subjects, roleRef: out.roleRef })
+    : compact({ metadata, rules: out.rules, aggregationRule: out.aggregationRule });
 }
 
 const RULES_SPEC: Spec[] = [
@@ -462,7 +540,12 @@ const CLUSTER_ROLE: Spec = {
   aggregationRule: {
     clusterRoleSelectors: [
       { matchLabels: { 'rbac.example.com/aggregate': 'true', [TENANT_LABEL]: 'evil00', 'rbac.authorization.k8s.io/aggregate-to-edit': 'true' } },
-      { matchExpressions: [{ key: 'tier', operator: 'In', values: ['a', 'b'] }, { key: 'rbac.authorization.k8s.io/aggregate-to-admin', operator: 'Exists' }] },
+      {
+        matchExpressions: [
+          { key: 'tier', operator: 'In', values: ['a', 'b'] },
+          { key: 'rbac.authorization.k8s.io/aggregate-to-admin', operator: 'Exists' },
+        ],
+      },
     ],
   },
 };
@@ -478,10 +561,22 @@ const SUBJECTS: Spec[] = [
   { kind: 'Robot', name: 'r2', namespace: 'd2' },
   { name: 'nameless' },
 ];
-const ROLE_BINDING: Spec = { metadata: { name: 'read-pods', namespace: 'dev' }, subjects: SUBJECTS, roleRef: { apiGroup: RBAC_GROUP, kind: 'ClusterRole', name: 'view' } };
-const ROLE_BINDING_TO_ROLE: Spec = { metadata: { name: 'read', namespace: 'dev' }, subjects: SUBJECTS.slice(0, 2), roleRef: { apiGroup: RBAC_GROUP, kind: 'Role', name: 'pod-reader' } };
+const ROLE_BINDING: Spec = {
+  metadata: { name: 'read-pods', namespace: 'dev' },
+  subjects: SUBJECTS,
+  roleRef: { apiGroup: RBAC_GROUP, kind: 'ClusterRole', name: 'view' },
+};
+const ROLE_BINDING_TO_ROLE: Spec = {
+  metadata: { name: 'read', namespace: 'dev' },
+  subjects: SUBJECTS.slice(0, 2),
+  roleRef: { apiGroup: RBAC_GROUP, kind: 'Role', name: 'pod-reader' },
+};
 /** A ClusterRoleBinding's subjects are shadow identities upstream (rules/cluster-subjects.ts), service accounts as users. */
-const CLUSTER_ROLE_BINDING: Spec = { metadata: { name: 'readers' }, subjects: SUBJECTS, roleRef: { apiGroup: RBAC_GROUP, kind: 'ClusterRole', name: 'reader' } };
+const CLUSTER_ROLE_BINDING: Spec = {
+  metadata: { name: 'readers' },
+  subjects: SUBJECTS,
+  roleRef: { apiGroup: RBAC_GROUP, kind: 'ClusterRole', name: 'reader' },
+};
 
 const RBAC_CASES: [string, string, 'role' | 'binding', Spec][] = [
   ['ClusterRole', 'clusterroles', 'role', CLUSTER_ROLE],
@@ -499,7 +594,11 @@ t.test('roles and bindings: converted on the wire exactly as the JSON rule conve
     const got = rbacJsonOf(unwrap(out).raw, rule);
     const want = jsonRuleOf(obj, resource, rule);
     t.same(got, want, `${kind} ${(obj.metadata as Spec).name}: the JSON rule's output`);
-    t.same(rbacJsonOf(unwrap(body).raw, rule), compact({ ...obj, metadata: compact({ ...(obj.metadata as Spec), labels: (obj.metadata as Spec).labels ?? {} }) }), `${kind}: the test's encoder and decoder agree`);
+    t.same(
+      rbacJsonOf(unwrap(body).raw, rule),
+      compact({ ...obj, metadata: compact({ ...(obj.metadata as Spec), labels: (obj.metadata as Spec).labels ?? {} }) }),
+      `${kind}: the test's encoder and decoder agree`,
+    );
     t.same(others(unwrap(out).envelope, 2), others(unwrap(body).envelope, 2), `${kind}: envelope byte for byte`);
   }
   // Spot checks of the expected values themselves (the JSON rule is the reference, these keep it honest).
@@ -509,7 +608,11 @@ t.test('roles and bindings: converted on the wire exactly as the JSON rule conve
   t.same(rules[1]!.resourceNames, ['abc123-team-a', 'abc123-team-b'], 'names of cluster-scoped kinds prefixed');
   t.same(rules[2]!.resourceNames, ['cfg'], 'names of namespaced kinds unchanged');
   t.same(rules[3]!.resourceNames, ['x', 'abc123-x'], "'*': names of both forms");
-  t.same(rules[5], { verbs: ['get', 'update'], apiGroups: ['abc123-example.com'], resources: ['widgets'], resourceNames: ['abc123-w1'] }, 'custom group prefixed, cluster-scoped custom names too');
+  t.same(
+    rules[5],
+    { verbs: ['get', 'update'], apiGroups: ['abc123-example.com'], resources: ['widgets'], resourceNames: ['abc123-w1'] },
+    'custom group prefixed, cluster-scoped custom names too',
+  );
   t.same(rules[6]!.apiGroups, ['abc123-example.com', 'apps'], 'built-in groups unchanged');
   t.same(rules[8]!.resourceNames, ['fast'], 'shared kinds keep their names');
   const selectors = (clusterRole.aggregationRule as Spec).clusterRoleSelectors as Spec[];
@@ -518,7 +621,11 @@ t.test('roles and bindings: converted on the wire exactly as the JSON rule conve
     [{ 'rbac.example.com/aggregate': 'true', 'abc123.aggregation.kubezoo.io/aggregate-to-edit': 'true', [TENANT_LABEL]: TENANT }, { [TENANT_LABEL]: TENANT }],
     'aggregation only of the tenant, by its own aggregate-to keys',
   );
-  t.equal((clusterRole.metadata as Spec & { labels: Spec }).labels['abc123.aggregation.kubezoo.io/aggregate-to-view'], 'true', 'the upstream\'s view role cannot select it');
+  t.equal(
+    (clusterRole.metadata as Spec & { labels: Spec }).labels['abc123.aggregation.kubezoo.io/aggregate-to-view'],
+    'true',
+    "the upstream's view role cannot select it",
+  );
   const bindingOut = rbacJsonOf(unwrap(convert(rbacBody('RoleBinding', 'binding', ROLE_BINDING), RBAC_GROUP, 'rolebindings', RBAC_OPTIONS)).raw, 'binding');
   t.same(
     (bindingOut.subjects as Spec[]).map((s) => [s.name, s.namespace]),
@@ -541,10 +648,18 @@ t.test('roles and bindings: converted on the wire exactly as the JSON rule conve
 t.test('roles and bindings: everything the rule does not map is copied byte for byte', async (t) => {
   const unknownField = ld(15, 'future');
   const rule = msg(ld(1, 'get'), ld(2, ''), ld(3, 'namespaces'), unknownField, ld(4, 'a'), vi(16, 7), ld(5, '/x'));
-  const body = envelope(RBAC_V1, 'ClusterRole', msg(ld(1, ld(1, 'r')), ld(2, rule), ld(3, msg(ld(1, Buffer.alloc(0)), ld(2, 'agg-extra'))), ld(9, 'object-extra')));
+  const body = envelope(
+    RBAC_V1,
+    'ClusterRole',
+    msg(ld(1, ld(1, 'r')), ld(2, rule), ld(3, msg(ld(1, Buffer.alloc(0)), ld(2, 'agg-extra'))), ld(9, 'object-extra')),
+  );
   const raw = unwrap(convert(body, RBAC_GROUP, 'clusterroles')).raw;
   const ruleOut = one(raw, 2);
-  t.same(decode(ruleOut).map((f) => f.number), [1, 2, 3, 15, 4, 16, 5], 'fields kept in place');
+  t.same(
+    decode(ruleOut).map((f) => f.number),
+    [1, 2, 3, 15, 4, 16, 5],
+    'fields kept in place',
+  );
   t.same(others(ruleOut, 4), others(rule, 4), 'verbs, groups, resources, unknown fields byte for byte');
   t.same(strs(ruleOut, 4), ['abc123-a']);
   t.same(all(one(raw, 3), 2), [Buffer.from('agg-extra')], 'unknown AggregationRule field kept');
@@ -552,7 +667,10 @@ t.test('roles and bindings: everything the rule does not map is copied byte for 
   // Several mappings: resourceNames are written once per mapping, in order, where the first one was.
   const star = msg(ld(2, '*'), ld(3, '*'), ld(4, 'a'), ld(4, 'b'), ld(1, 'get'));
   const starOut = one(unwrap(convert(envelope(RBAC_V1, 'Role', msg(ld(1, ld(3, 'dev')), ld(2, star))), RBAC_GROUP, 'roles')).raw, 2);
-  t.same(decode(starOut).map((f) => f.number), [2, 3, 4, 4, 4, 4, 1]);
+  t.same(
+    decode(starOut).map((f) => f.number),
+    [2, 3, 4, 4, 4, 4, 1],
+  );
   t.same(strs(starOut, 4), ['a', 'b', 'abc123-a', 'abc123-b']);
   // A Role has no aggregationRule: field 3 is unknown to the apiserver and copied as it is.
   const roleExtra = ld(3, ld(1, ld(1, entry(TENANT_LABEL, 'zzzzzz'))));
@@ -562,7 +680,9 @@ t.test('roles and bindings: everything the rule does not map is copied byte for 
   const subject = msg(ld(1, 'ServiceAccount'), ld(3, 'sa'), ld(4, 'dev'), ld(9, 'x'));
   const untouched = msg(ld(1, 'ServiceAccount'), ld(3, 'sa'), ld(9, 'y'));
   const roleRef = msg(ld(1, RBAC_GROUP), ld(2, 'ClusterRole'), ld(3, 'edit'), ld(4, 'z'));
-  const bindingRaw = unwrap(convert(envelope(RBAC_V1, 'RoleBinding', msg(ld(1, ld(3, 'dev')), ld(2, subject), ld(2, untouched), ld(3, roleRef))), RBAC_GROUP, 'rolebindings')).raw;
+  const bindingRaw = unwrap(
+    convert(envelope(RBAC_V1, 'RoleBinding', msg(ld(1, ld(3, 'dev')), ld(2, subject), ld(2, untouched), ld(3, roleRef))), RBAC_GROUP, 'rolebindings'),
+  ).raw;
   const [subjectOut, untouchedOut] = all(bindingRaw, 2);
   t.same(subjectOut, msg(ld(1, 'ServiceAccount'), ld(3, 'sa'), ld(4, 'abc123-dev'), ld(9, 'x')));
   t.same(untouchedOut, untouched);
@@ -609,13 +729,19 @@ t.test('roles and bindings: refusals', async (t) => {
   // A tenant whose id upstream reserves cannot name groups: the JSON rule's 403, from protobuf too.
   const group = rb(ld(2, msg(ld(1, 'Group'), ld(3, 'devs'))));
   const ctx = { tenant: 'system', scopeOf: () => undefined, kindScope: () => undefined };
-  const jsonError = thrown(() => objectToUpstream({ metadata: { namespace: 'dev' }, subjects: [{ kind: 'Group', name: 'devs' }] }, ctx, rowOf(RBAC_GROUP, 'rolebindings')));
+  const jsonError = thrown(() =>
+    objectToUpstream({ metadata: { namespace: 'dev' }, subjects: [{ kind: 'Group', name: 'devs' }] }, ctx, rowOf(RBAC_GROUP, 'rolebindings')),
+  );
   const wireError = thrown(() => protobufBodyToUpstream(group, rowOf(RBAC_GROUP, 'rolebindings'), 'system', CREATE));
   t.same([wireError.code, wireError.message], [jsonError.code, jsonError.message]);
   t.equal(jsonError.code, 403);
   // A ClusterRoleBinding's service account: a shadow user upstream, without namespace, as the JSON rule makes it.
-  const crb = (...parts: Buffer[]) => envelope(RBAC_V1, 'ClusterRoleBinding', msg(ld(1, ld(1, 'b')), ...parts, ld(3, msg(ld(2, 'ClusterRole'), ld(3, 'reader')))));
-  const wire = rbacJsonOf(unwrap(convert(crb(ld(2, msg(ld(1, 'ServiceAccount'), ld(3, 'sa'), ld(4, 'dev')))), RBAC_GROUP, 'clusterrolebindings', RBAC_OPTIONS)).raw, 'binding');
+  const crb = (...parts: Buffer[]) =>
+    envelope(RBAC_V1, 'ClusterRoleBinding', msg(ld(1, ld(1, 'b')), ...parts, ld(3, msg(ld(2, 'ClusterRole'), ld(3, 'reader')))));
+  const wire = rbacJsonOf(
+    unwrap(convert(crb(ld(2, msg(ld(1, 'ServiceAccount'), ld(3, 'sa'), ld(4, 'dev')))), RBAC_GROUP, 'clusterrolebindings', RBAC_OPTIONS)).raw,
+    'binding',
+  );
   t.same(wire.subjects, [{ kind: 'User', apiGroup: RBAC_GROUP, name: `tenantgate:cluster:system:serviceaccount:${TENANT}-dev:sa` }]);
 });
 
@@ -633,7 +759,8 @@ const AUTHN_GROUP = 'authentication.k8s.io';
 const RESOURCE_ATTRIBUTE_FIELDS = ['namespace', 'verb', 'group', 'version', 'resource', 'subresource', 'name'] as const;
 const NON_RESOURCE_ATTRIBUTE_FIELDS = ['path', 'verb'] as const;
 const SELECTOR_ATTRIBUTE_FIELDS: Record<string, number> = { fieldSelector: 8, labelSelector: 9 };
-type ReviewKind = 'SelfSubjectAccessReview' | 'SubjectAccessReview' | 'LocalSubjectAccessReview' | 'SelfSubjectRulesReview' | 'TokenReview' | 'SelfSubjectReview';
+type ReviewKind =
+  'SelfSubjectAccessReview' | 'SubjectAccessReview' | 'LocalSubjectAccessReview' | 'SelfSubjectRulesReview' | 'TokenReview' | 'SelfSubjectReview';
 const REVIEW_API_VERSION = (kind: ReviewKind) => (kind === 'TokenReview' || kind === 'SelfSubjectReview' ? `${AUTHN_GROUP}/v1` : `${AUTHZ_GROUP}/v1`);
 const REVIEW_RESOURCE: Record<ReviewKind, [string, string]> = {
   SelfSubjectAccessReview: [AUTHZ_GROUP, 'selfsubjectaccessreviews'],
@@ -652,13 +779,16 @@ function encodeReviewSpec(kind: ReviewKind, spec: Spec): Buffer {
   const nonResource = spec.nonResourceAttributes as Spec | undefined;
   const parts: Buffer[] = [];
   if (attributes !== undefined) {
-    const selectors = Object.entries(SELECTOR_ATTRIBUTE_FIELDS).flatMap(([name, number]) => (attributes[name] === undefined ? [] : [ld(number, ld(1, (attributes[name] as Spec).rawSelector as string))]));
+    const selectors = Object.entries(SELECTOR_ATTRIBUTE_FIELDS).flatMap(([name, number]) =>
+      attributes[name] === undefined ? [] : [ld(number, ld(1, (attributes[name] as Spec).rawSelector as string))],
+    );
     parts.push(ld(1, msg(stringFields(attributes, RESOURCE_ATTRIBUTE_FIELDS), ...selectors)));
   }
   if (nonResource !== undefined) parts.push(ld(2, stringFields(nonResource, NON_RESOURCE_ATTRIBUTE_FIELDS)));
   if (hasIdentity(kind)) {
     parts.push(stringFields(spec, ['', '', 'user']), ...strings(spec.groups).map((g) => ld(4, g)));
-    for (const [key, items] of Object.entries((spec.extra ?? {}) as Record<string, string[]>)) parts.push(ld(5, msg(ld(1, key), ld(2, msg(...items.map((item) => ld(1, item)))))));
+    for (const [key, items] of Object.entries((spec.extra ?? {}) as Record<string, string[]>))
+      parts.push(ld(5, msg(ld(1, key), ld(2, msg(...items.map((item) => ld(1, item)))))));
     parts.push(stringFields(spec, ['', '', '', '', '', 'uid']));
   }
   return msg(...parts);
@@ -688,13 +818,21 @@ function reviewJsonOf(raw: Buffer, kind: ReviewKind): Spec {
       attributes &&
       compact({
         ...readStrings(attributes, RESOURCE_ATTRIBUTE_FIELDS),
-        ...Object.fromEntries(Object.entries(SELECTOR_ATTRIBUTE_FIELDS).map(([name, number]) => [name, all(attributes, number).at(-1) && { rawSelector: str(all(attributes, number).at(-1)!, 1) }])),
+        ...Object.fromEntries(
+          Object.entries(SELECTOR_ATTRIBUTE_FIELDS).map(([name, number]) => [
+            name,
+            all(attributes, number).at(-1) && { rawSelector: str(all(attributes, number).at(-1)!, 1) },
+          ]),
+        ),
       }),
     nonResourceAttributes: nonResource && readStrings(nonResource, NON_RESOURCE_ATTRIBUTE_FIELDS),
   });
   if (hasIdentity(kind)) {
     const extra = Object.fromEntries(all(specBytes, 5).map((e) => [str(e, 1) ?? '', strs(all(e, 2).at(-1) ?? Buffer.alloc(0), 1)]));
-    Object.assign(spec, compact({ user: str(specBytes, 3), groups: strs(specBytes, 4), extra: Object.keys(extra).length === 0 ? undefined : extra, uid: str(specBytes, 6) }));
+    Object.assign(
+      spec,
+      compact({ user: str(specBytes, 3), groups: strs(specBytes, 4), extra: Object.keys(extra).length === 0 ? undefined : extra, uid: str(specBytes, 6) }),
+    );
   }
   return { metadata, spec };
 }
@@ -731,19 +869,40 @@ const REVIEW_CASES: [ReviewKind, string, string, Spec][] = [
     'selfsubjectaccessreviews',
     { metadata: {}, spec: { resourceAttributes } },
   ]),
-  ['SelfSubjectAccessReview', AUTHZ_GROUP, 'selfsubjectaccessreviews', { metadata: { name: 'q', labels: { [TENANT_LABEL]: 'evil00' } }, spec: { nonResourceAttributes: { path: '/healthz', verb: 'get' } } }],
+  [
+    'SelfSubjectAccessReview',
+    AUTHZ_GROUP,
+    'selfsubjectaccessreviews',
+    { metadata: { name: 'q', labels: { [TENANT_LABEL]: 'evil00' } }, spec: { nonResourceAttributes: { path: '/healthz', verb: 'get' } } },
+  ],
   [
     'SubjectAccessReview',
     AUTHZ_GROUP,
     'subjectaccessreviews',
     {
       metadata: {},
-      spec: { resourceAttributes: attributesCases[1], user: 'alice', groups: ['devs', 'system:serviceaccounts:dev', 'system:authenticated'], extra: { scopes: ['a', 'b'] }, uid: 'u-1' },
+      spec: {
+        resourceAttributes: attributesCases[1],
+        user: 'alice',
+        groups: ['devs', 'system:serviceaccounts:dev', 'system:authenticated'],
+        extra: { scopes: ['a', 'b'] },
+        uid: 'u-1',
+      },
     },
   ],
-  ['SubjectAccessReview', AUTHZ_GROUP, 'subjectaccessreviews', { metadata: {}, spec: { nonResourceAttributes: { path: '/metrics', verb: 'get' }, user: 'system:serviceaccount:dev:builder' } }],
+  [
+    'SubjectAccessReview',
+    AUTHZ_GROUP,
+    'subjectaccessreviews',
+    { metadata: {}, spec: { nonResourceAttributes: { path: '/metrics', verb: 'get' }, user: 'system:serviceaccount:dev:builder' } },
+  ],
   ['SubjectAccessReview', AUTHZ_GROUP, 'subjectaccessreviews', { metadata: {}, spec: { resourceAttributes: attributesCases[3], groups: ['ops'] } }],
-  ['LocalSubjectAccessReview', AUTHZ_GROUP, 'localsubjectaccessreviews', { metadata: { namespace: 'dev' }, spec: { resourceAttributes: attributesCases[0], user: 'bob', groups: ['devs'] } }],
+  [
+    'LocalSubjectAccessReview',
+    AUTHZ_GROUP,
+    'localsubjectaccessreviews',
+    { metadata: { namespace: 'dev' }, spec: { resourceAttributes: attributesCases[0], user: 'bob', groups: ['devs'] } },
+  ],
   ['SelfSubjectRulesReview', AUTHZ_GROUP, 'selfsubjectrulesreviews', { metadata: {}, spec: { namespace: 'dev' } }],
   ['SelfSubjectRulesReview', AUTHZ_GROUP, 'selfsubjectrulesreviews', { metadata: {}, spec: {} }],
   ['TokenReview', AUTHN_GROUP, 'tokenreviews', { metadata: {}, spec: { token: 'eyJhbGciOi.x.y', audiences: ['https://kubernetes.default.svc', 'vault'] } }],
@@ -758,52 +917,136 @@ t.test('access and token reviews: converted on the wire exactly as the JSON rule
     const label = `${kind} ${JSON.stringify(obj.spec ?? {})}`;
     t.same(reviewJsonOf(unwrap(out).raw, kind), reviewRuleOf(obj, kind), `${label}: the JSON rule's output`);
     const metadata = obj.metadata as Spec;
-    t.same(reviewJsonOf(unwrap(body).raw, kind), compact({ metadata: compact({ ...metadata, labels: metadata.labels ?? {} }), spec: obj.spec }), `${label}: the test's encoder and decoder agree`);
+    t.same(
+      reviewJsonOf(unwrap(body).raw, kind),
+      compact({ metadata: compact({ ...metadata, labels: metadata.labels ?? {} }), spec: obj.spec }),
+      `${label}: the test's encoder and decoder agree`,
+    );
     t.same(others(unwrap(out).envelope, 2), others(unwrap(body).envelope, 2), `${label}: envelope byte for byte`);
   }
   // Spot checks of the expected values themselves (the JSON rules are the reference, these keep them honest).
   const ssar = (attributes: Spec) =>
-    reviewJsonOf(unwrap(convert(reviewBody('SelfSubjectAccessReview', { spec: { resourceAttributes: attributes } }), AUTHZ_GROUP, 'selfsubjectaccessreviews', REVIEW_OPTIONS)).raw, 'SelfSubjectAccessReview').spec as Spec;
-  t.same(ssar(attributesCases[0]!).resourceAttributes, { namespace: 'abc123-dev', verb: 'get', resource: 'configmaps', name: 'cfg' }, 'namespace prefixed, namespaced name not');
+    reviewJsonOf(
+      unwrap(
+        convert(reviewBody('SelfSubjectAccessReview', { spec: { resourceAttributes: attributes } }), AUTHZ_GROUP, 'selfsubjectaccessreviews', REVIEW_OPTIONS),
+      ).raw,
+      'SelfSubjectAccessReview',
+    ).spec as Spec;
+  t.same(
+    ssar(attributesCases[0]!).resourceAttributes,
+    { namespace: 'abc123-dev', verb: 'get', resource: 'configmaps', name: 'cfg' },
+    'namespace prefixed, namespaced name not',
+  );
   t.same(ssar(attributesCases[1]!).resourceAttributes, { verb: 'delete', resource: 'namespaces', name: 'abc123-team-a' }, 'a namespace name prefixed');
-  t.same(ssar(attributesCases[3]!).resourceAttributes, { ...attributesCases[3], group: 'abc123-example.com', name: 'abc123-w1' }, 'custom group and cluster-scoped custom name prefixed, selectors kept');
+  t.same(
+    ssar(attributesCases[3]!).resourceAttributes,
+    { ...attributesCases[3], group: 'abc123-example.com', name: 'abc123-w1' },
+    'custom group and cluster-scoped custom name prefixed, selectors kept',
+  );
   t.same(ssar(attributesCases[7]!).resourceAttributes, attributesCases[7], 'shared kinds asked about as they are');
   t.same(ssar({}).resourceAttributes, {}, 'empty attributes stay empty');
   const sarObject = REVIEW_CASES.find(([kind]) => kind === 'SubjectAccessReview')![3];
-  const sar = reviewJsonOf(unwrap(convert(reviewBody('SubjectAccessReview', sarObject), AUTHZ_GROUP, 'subjectaccessreviews', REVIEW_OPTIONS)).raw, 'SubjectAccessReview').spec as Spec;
-  t.same([sar.user, sar.groups, sar.extra, sar.uid], ['abc123-alice', ['abc123:devs', 'system:serviceaccounts:abc123-dev', 'abc123:system:authenticated'], { scopes: ['a', 'b'] }, 'u-1'], 'user and groups mapped, extra and uid kept');
-  const local = reviewJsonOf(unwrap(convert(reviewBody('LocalSubjectAccessReview', { metadata: { namespace: 'dev' }, spec: { resourceAttributes: { namespace: 'dev', resource: 'pods' } } }), AUTHZ_GROUP, 'localsubjectaccessreviews')).raw, 'LocalSubjectAccessReview');
-  t.same([(local.metadata as Spec).namespace, ((local.spec as Spec).resourceAttributes as Spec).namespace], ['abc123-dev', 'abc123-dev'], 'a local review: both namespaces prefixed alike');
-  const rules = reviewJsonOf(unwrap(convert(reviewBody('SelfSubjectRulesReview', { spec: { namespace: 'dev' } }), AUTHZ_GROUP, 'selfsubjectrulesreviews')).raw, 'SelfSubjectRulesReview');
+  const sar = reviewJsonOf(
+    unwrap(convert(reviewBody('SubjectAccessReview', sarObject), AUTHZ_GROUP, 'subjectaccessreviews', REVIEW_OPTIONS)).raw,
+    'SubjectAccessReview',
+  ).spec as Spec;
+  t.same(
+    [sar.user, sar.groups, sar.extra, sar.uid],
+    ['abc123-alice', ['abc123:devs', 'system:serviceaccounts:abc123-dev', 'abc123:system:authenticated'], { scopes: ['a', 'b'] }, 'u-1'],
+    'user and groups mapped, extra and uid kept',
+  );
+  const local = reviewJsonOf(
+    unwrap(
+      convert(
+        reviewBody('LocalSubjectAccessReview', { metadata: { namespace: 'dev' }, spec: { resourceAttributes: { namespace: 'dev', resource: 'pods' } } }),
+        AUTHZ_GROUP,
+        'localsubjectaccessreviews',
+      ),
+    ).raw,
+    'LocalSubjectAccessReview',
+  );
+  t.same(
+    [(local.metadata as Spec).namespace, ((local.spec as Spec).resourceAttributes as Spec).namespace],
+    ['abc123-dev', 'abc123-dev'],
+    'a local review: both namespaces prefixed alike',
+  );
+  const rules = reviewJsonOf(
+    unwrap(convert(reviewBody('SelfSubjectRulesReview', { spec: { namespace: 'dev' } }), AUTHZ_GROUP, 'selfsubjectrulesreviews')).raw,
+    'SelfSubjectRulesReview',
+  );
   t.same(rules.spec, { namespace: 'abc123-dev' });
-  const whoami = unwrap(convert(envelope(`${AUTHN_GROUP}/v1`, 'SelfSubjectReview', msg(ld(1, Buffer.alloc(0)), ld(2, ld(1, ld(1, 'spoofed'))))), AUTHN_GROUP, 'selfsubjectreviews')).raw;
+  const whoami = unwrap(
+    convert(envelope(`${AUTHN_GROUP}/v1`, 'SelfSubjectReview', msg(ld(1, Buffer.alloc(0)), ld(2, ld(1, ld(1, 'spoofed'))))), AUTHN_GROUP, 'selfsubjectreviews'),
+  ).raw;
   t.same(mapOf(at(whoami, 1)).map, {}, 'kubectl auth whoami: no label (reviews are never stored, and the apiserver refuses metadata on them)');
   t.same(all(whoami, 2), [ld(1, ld(1, 'spoofed'))], 'its status copied as it came');
 });
 
 t.test('access and token reviews: everything the rules do not map is copied byte for byte', async (t) => {
   const status = msg(vi(1, 1), ld(2, 'because'), ld(3, ''), vi(4, 0));
-  const attributes = msg(ld(1, 'dev'), ld(2, 'get'), ld(5, 'configmaps'), ld(6, ''), ld(7, 'cfg'), ld(8, msg(ld(1, 'a=b'), ld(2, ld(1, 'a')))), ld(9, ld(1, 'x')), ld(15, 'future'), vi(16, 3));
-  const spec = msg(ld(1, attributes), ld(2, msg(ld(1, '/x'), ld(2, 'get'))), ld(3, 'alice'), ld(4, 'g'), ld(5, msg(ld(1, 'k'), ld(2, ld(1, 'v')))), ld(6, 'uid'), ld(12, 'spec-extra'));
+  const attributes = msg(
+    ld(1, 'dev'),
+    ld(2, 'get'),
+    ld(5, 'configmaps'),
+    ld(6, ''),
+    ld(7, 'cfg'),
+    ld(8, msg(ld(1, 'a=b'), ld(2, ld(1, 'a')))),
+    ld(9, ld(1, 'x')),
+    ld(15, 'future'),
+    vi(16, 3),
+  );
+  const spec = msg(
+    ld(1, attributes),
+    ld(2, msg(ld(1, '/x'), ld(2, 'get'))),
+    ld(3, 'alice'),
+    ld(4, 'g'),
+    ld(5, msg(ld(1, 'k'), ld(2, ld(1, 'v')))),
+    ld(6, 'uid'),
+    ld(12, 'spec-extra'),
+  );
   const body = envelope(`${AUTHZ_GROUP}/v1`, 'SubjectAccessReview', msg(ld(1, Buffer.alloc(0)), ld(2, spec), ld(3, status), ld(9, 'object-extra')));
   const raw = unwrap(convert(body, AUTHZ_GROUP, 'subjectaccessreviews')).raw;
-  t.same(decode(raw).map((f) => f.number), [1, 2, 3, 9], 'fields kept in place');
+  t.same(
+    decode(raw).map((f) => f.number),
+    [1, 2, 3, 9],
+    'fields kept in place',
+  );
   t.same(one(raw, 3), status, 'status byte for byte');
   t.same(all(raw, 9), [Buffer.from('object-extra')], 'unknown object field kept');
   const specOut = one(raw, 2);
-  t.same(decode(specOut).map((f) => f.number), [1, 2, 3, 4, 5, 6, 12]);
+  t.same(
+    decode(specOut).map((f) => f.number),
+    [1, 2, 3, 4, 5, 6, 12],
+  );
   t.same(others(specOut, 1, 3, 4), others(spec, 1, 3, 4), 'nonResourceAttributes, extra, uid and unknown fields byte for byte');
   t.same([str(specOut, 3), strs(specOut, 4)], ['abc123-alice', ['abc123:g']]);
   const attributesOut = one(specOut, 1);
-  t.same(attributesOut, msg(ld(1, 'abc123-dev'), ld(2, 'get'), ld(5, 'configmaps'), ld(6, ''), ld(7, 'cfg'), ld(8, msg(ld(1, 'a=b'), ld(2, ld(1, 'a')))), ld(9, ld(1, 'x')), ld(15, 'future'), vi(16, 3)));
+  t.same(
+    attributesOut,
+    msg(
+      ld(1, 'abc123-dev'),
+      ld(2, 'get'),
+      ld(5, 'configmaps'),
+      ld(6, ''),
+      ld(7, 'cfg'),
+      ld(8, msg(ld(1, 'a=b'), ld(2, ld(1, 'a')))),
+      ld(9, ld(1, 'x')),
+      ld(15, 'future'),
+      vi(16, 3),
+    ),
+  );
   // A group absent from the attributes is added by no one; a namespace absent stays absent.
-  const bare = one(one(unwrap(convert(envelope('', 'SelfSubjectAccessReview', msg(ld(2, ld(1, ld(5, 'pods'))))), AUTHZ_GROUP, 'selfsubjectaccessreviews')).raw, 2), 1);
+  const bare = one(
+    one(unwrap(convert(envelope('', 'SelfSubjectAccessReview', msg(ld(2, ld(1, ld(5, 'pods'))))), AUTHZ_GROUP, 'selfsubjectaccessreviews')).raw, 2),
+    1,
+  );
   t.same(bare, ld(5, 'pods'));
   const token = msg(ld(1, 'tok'), ld(2, 'aud'), ld(7, 'x'));
   const tokenRaw = unwrap(convert(envelope(`${AUTHN_GROUP}/v1`, 'TokenReview', msg(ld(2, token), ld(3, 'st'))), AUTHN_GROUP, 'tokenreviews')).raw;
   t.same(others(tokenRaw, 1), msg(ld(2, token), ld(3, 'st')), 'a TokenReview: spec and status byte for byte');
   // Unnamed custom resources need no discovery; named ones do (their scope decides the name).
-  const custom = (name?: string) => envelope('', 'SelfSubjectAccessReview', msg(ld(2, ld(1, msg(ld(3, 'example.com'), ld(5, 'widgets'), ...(name === undefined ? [] : [ld(7, name)]))))));
+  const custom = (name?: string) =>
+    envelope('', 'SelfSubjectAccessReview', msg(ld(2, ld(1, msg(ld(3, 'example.com'), ld(5, 'widgets'), ...(name === undefined ? [] : [ld(7, name)]))))));
   const unnamed = one(one(unwrap(convert(custom(), AUTHZ_GROUP, 'selfsubjectaccessreviews')).raw, 2), 1);
   t.same(unnamed, msg(ld(3, 'abc123-example.com'), ld(5, 'widgets')));
   const noDiscovery = thrown(() => convert(custom('w'), AUTHZ_GROUP, 'selfsubjectaccessreviews'));
@@ -824,7 +1067,12 @@ t.test('access and token reviews: refusals', async (t) => {
   bad(ssar(vi(2, 1)), 'selfsubjectaccessreviews', 'spec as a varint');
   bad(ssar(ld(2, msg(ld(1, ld(5, 'pods')), ld(1, ld(1, 'kube-system'))))), 'selfsubjectaccessreviews', 'resourceAttributes twice');
   bad(ssar(ld(2, vi(1, 1))), 'selfsubjectaccessreviews', 'resourceAttributes as a varint');
-  for (const [number, name] of [[1, 'namespace'], [3, 'group'], [5, 'resource'], [7, 'name']] as const) {
+  for (const [number, name] of [
+    [1, 'namespace'],
+    [3, 'group'],
+    [5, 'resource'],
+    [7, 'name'],
+  ] as const) {
     bad(ssar(ld(2, ld(1, msg(ld(number, 'a'), ld(number, 'b'))))), 'selfsubjectaccessreviews', `${name} twice`);
     bad(ssar(ld(2, ld(1, vi(number, 1)))), 'selfsubjectaccessreviews', `${name} as a varint`);
   }
@@ -843,7 +1091,10 @@ t.test('access and token reviews: refusals', async (t) => {
     const version = group === AUTHZ_GROUP || kind === 'TokenReview' ? 'v1beta1' : 'v1alpha1';
     const error = thrown(() => convert(envelope(`${group}/${version}`, kind, msg()), group, resource, REVIEW_OPTIONS));
     t.equal(error.code, 415, `${kind} ${version}: field numbers of other versions are not known`);
-    t.doesNotThrow(() => convert(envelope('', kind, msg()), group, resource, REVIEW_OPTIONS), `${kind}: an envelope without apiVersion is read as the served version`);
+    t.doesNotThrow(
+      () => convert(envelope('', kind, msg()), group, resource, REVIEW_OPTIONS),
+      `${kind}: an envelope without apiVersion is read as the served version`,
+    );
   }
   // A tenant whose id upstream reserves cannot name groups: the JSON rule's 403, from protobuf too.
   const ctx = { tenant: 'system', scopeOf: () => undefined, kindScope: () => undefined };

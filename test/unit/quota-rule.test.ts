@@ -60,7 +60,12 @@ const quota = (): Json => ({
 
 t.test('a whole quota: spec.hard, status.hard and status.used mapped, scopes untouched; it reads back as sent', async (t) => {
   const upstream = objectToUpstream(quota(), CTX, ROW) as any;
-  t.same(Object.keys(upstream.spec.hard).sort(), ['count/foos.abc123-mygroup.example.com', 'count/foos.abc123-xyz789-mygroup.example.com', 'pods', 'requests.cpu']);
+  t.same(Object.keys(upstream.spec.hard).sort(), [
+    'count/foos.abc123-mygroup.example.com',
+    'count/foos.abc123-xyz789-mygroup.example.com',
+    'pods',
+    'requests.cpu',
+  ]);
   t.equal(upstream.spec.hard['count/foos.abc123-mygroup.example.com'], '1');
   t.same(upstream.status.used, { 'count/foos.abc123-mygroup.example.com': '0', pods: '0' });
   t.same(upstream.status.hard, { 'count/foos.abc123-mygroup.example.com': '1', pods: '5' });
@@ -82,7 +87,12 @@ t.test("another tenant never reads the first tenant's quota, nor its groups", as
 
 t.test('a count whose name part would pass 63 bytes once its group is prefixed: 422 in the tenant words', async (t) => {
   const group = 'resourcequota.example.com';
-  const withPlural = (plural: string): Json => ({ apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'q', namespace: 'ns' }, spec: { hard: { [`count/${plural}.${group}`]: '1' } } });
+  const withPlural = (plural: string): Json => ({
+    apiVersion: 'v1',
+    kind: 'ResourceQuota',
+    metadata: { name: 'q', namespace: 'ns' },
+    spec: { hard: { [`count/${plural}.${group}`]: '1' } },
+  });
   const fits = 'p'.repeat(56 - group.length - 1);
   t.same(Object.keys((objectToUpstream(withPlural(fits), CTX, ROW) as any).spec.hard), [`count/${fits}.abc123-${group}`], '56 bytes fit');
   const tooLong = 'e2e-test-resourcequota-5315-2830-crds'; // the conformance spec's: 63 bytes with its group
@@ -91,6 +101,11 @@ t.test('a count whose name part would pass 63 bytes once its group is prefixed: 
   t.match(error.message, `spec.hard[count/${tooLong}.${group}]`);
   t.match(error.message, /no more than 56 bytes/);
   t.notMatch(error.message, /abc123/);
-  const builtIn: Json = { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'q', namespace: 'ns' }, spec: { hard: { [`count/${'x'.repeat(50)}.apps`]: '1' } } };
+  const builtIn: Json = {
+    apiVersion: 'v1',
+    kind: 'ResourceQuota',
+    metadata: { name: 'q', namespace: 'ns' },
+    spec: { hard: { [`count/${'x'.repeat(50)}.apps`]: '1' } },
+  };
   t.ok(objectToUpstream(builtIn, CTX, ROW), "built-in groups' counts are the apiserver's to judge");
 });

@@ -38,7 +38,12 @@ t.test('names: an owner limited to names covers only those names, never every na
   t.ok(ruleCovers(named, { apiGroups: [''], resources: ['configmaps'], verbs: ['get'], resourceNames: ['a'] }));
   t.notOk(ruleCovers(named, { apiGroups: [''], resources: ['configmaps'], verbs: ['get'], resourceNames: ['c'] }));
   t.notOk(ruleCovers(named, { apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }));
-  t.ok(ruleCovers({ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }, { apiGroups: [''], resources: ['configmaps'], verbs: ['get'], resourceNames: ['c'] }));
+  t.ok(
+    ruleCovers(
+      { apiGroups: [''], resources: ['configmaps'], verbs: ['get'] },
+      { apiGroups: [''], resources: ['configmaps'], verbs: ['get'], resourceNames: ['c'] },
+    ),
+  );
 });
 
 t.test('non-resource URLs: a trailing `*` covers every path under it; a resource rule covers none', async (t) => {
@@ -48,7 +53,16 @@ t.test('non-resource URLs: a trailing `*` covers every path under it; a resource
 });
 
 t.test('an aggregated role asks for everything: only full authority covers it', async (t) => {
-  t.same(uncoveredRules([{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }, { nonResourceURLs: ['*'], verbs: ['*'] }], FULL_AUTHORITY), []);
+  t.same(
+    uncoveredRules(
+      [
+        { apiGroups: ['*'], resources: ['*'], verbs: ['*'] },
+        { nonResourceURLs: ['*'], verbs: ['*'] },
+      ],
+      FULL_AUTHORITY,
+    ),
+    [],
+  );
   t.equal(uncoveredRules([{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }], FULL_AUTHORITY).length, 1, 'without the URLs');
 });
 

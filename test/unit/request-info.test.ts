@@ -19,10 +19,14 @@ function check(t: { same(found: unknown, wanted: unknown, message: string): bool
   }
 }
 
-t.test('the apiserver\'s own table of resource paths (requestinfo_test.go)', async (t) => {
+t.test("the apiserver's own table of resource paths (requestinfo_test.go)", async (t) => {
   const ns = 'other';
   check(t, [
-    ['GET', '/api/v1/namespaces', { verb: 'list', apiPrefix: 'api', apiGroup: '', apiVersion: 'v1', namespace: '', resource: 'namespaces', name: '', parts: ['namespaces'] }],
+    [
+      'GET',
+      '/api/v1/namespaces',
+      { verb: 'list', apiPrefix: 'api', apiGroup: '', apiVersion: 'v1', namespace: '', resource: 'namespaces', name: '', parts: ['namespaces'] },
+    ],
     ['GET', `/api/v1/namespaces/${ns}`, { verb: 'get', namespace: ns, resource: 'namespaces', name: ns, subresource: '', parts: ['namespaces', ns] }],
     ['GET', `/api/v1/namespaces/${ns}/pods`, { verb: 'list', namespace: ns, resource: 'pods', name: '', parts: ['pods'] }],
     ['GET', `/api/v1/namespaces/${ns}/pods/foo`, { verb: 'get', namespace: ns, resource: 'pods', name: 'foo', parts: ['pods', 'foo'] }],
@@ -61,22 +65,46 @@ t.test('the apiserver\'s own table of resource paths (requestinfo_test.go)', asy
 
 t.test('grouped, cluster-scoped and namespaced resources', async (t) => {
   check(t, [
-    ['GET', '/apis/apps/v1/deployments', { isResourceRequest: true, verb: 'list', apiPrefix: 'apis', apiGroup: 'apps', apiVersion: 'v1', namespace: '', resource: 'deployments' }],
+    [
+      'GET',
+      '/apis/apps/v1/deployments',
+      { isResourceRequest: true, verb: 'list', apiPrefix: 'apis', apiGroup: 'apps', apiVersion: 'v1', namespace: '', resource: 'deployments' },
+    ],
     ['GET', '/apis/apps/v1/namespaces/default/deployments/web', { verb: 'get', apiGroup: 'apps', namespace: 'default', resource: 'deployments', name: 'web' }],
-    ['GET', '/apis/apps/v1/namespaces/default/deployments/web/scale', { verb: 'get', resource: 'deployments', name: 'web', subresource: 'scale', parts: ['deployments', 'web', 'scale'] }],
+    [
+      'GET',
+      '/apis/apps/v1/namespaces/default/deployments/web/scale',
+      { verb: 'get', resource: 'deployments', name: 'web', subresource: 'scale', parts: ['deployments', 'web', 'scale'] },
+    ],
     ['PUT', '/apis/apps/v1/namespaces/default/deployments/web/status', { verb: 'update', subresource: 'status' }],
-    ['POST', '/apis/rbac.authorization.k8s.io/v1/clusterroles', { verb: 'create', apiGroup: 'rbac.authorization.k8s.io', namespace: '', resource: 'clusterroles' }],
+    [
+      'POST',
+      '/apis/rbac.authorization.k8s.io/v1/clusterroles',
+      { verb: 'create', apiGroup: 'rbac.authorization.k8s.io', namespace: '', resource: 'clusterroles' },
+    ],
     ['GET', '/apis/rbac.authorization.k8s.io/v1/clusterroles/admin', { verb: 'get', resource: 'clusterroles', name: 'admin', namespace: '' }],
-    ['GET', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com', { verb: 'get', resource: 'customresourcedefinitions', name: 'widgets.example.com' }],
+    [
+      'GET',
+      '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com',
+      { verb: 'get', resource: 'customresourcedefinitions', name: 'widgets.example.com' },
+    ],
     ['GET', '/apis/example.com/v1/namespaces/default/widgets', { verb: 'list', apiGroup: 'example.com', resource: 'widgets', namespace: 'default' }],
     ['GET', '/apis/example.com/v1/widgets?watch=true', { verb: 'watch', apiGroup: 'example.com', resource: 'widgets', namespace: '' }],
     ['GET', '/apis/example.com/v1/watch/namespaces/default/widgets/w1', { verb: 'watch', resource: 'widgets', namespace: 'default', name: 'w1' }],
     ['GET', '/api/v1/nodes/node-1', { verb: 'get', resource: 'nodes', name: 'node-1', namespace: '' }],
     ['GET', '/api/v1/persistentvolumes', { verb: 'list', resource: 'persistentvolumes' }],
     ['POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', { verb: 'create', resource: 'selfsubjectaccessreviews' }],
-    ['POST', '/apis/authorization.k8s.io/v1/namespaces/default/localsubjectaccessreviews', { verb: 'create', namespace: 'default', resource: 'localsubjectaccessreviews' }],
+    [
+      'POST',
+      '/apis/authorization.k8s.io/v1/namespaces/default/localsubjectaccessreviews',
+      { verb: 'create', namespace: 'default', resource: 'localsubjectaccessreviews' },
+    ],
     ['POST', '/apis/authentication.k8s.io/v1/tokenreviews', { verb: 'create', resource: 'tokenreviews' }],
-    ['POST', '/api/v1/namespaces/default/serviceaccounts/builder/token', { verb: 'create', resource: 'serviceaccounts', name: 'builder', subresource: 'token' }],
+    [
+      'POST',
+      '/api/v1/namespaces/default/serviceaccounts/builder/token',
+      { verb: 'create', resource: 'serviceaccounts', name: 'builder', subresource: 'token' },
+    ],
     ['GET', '/api/v1/namespaces/default/events', { verb: 'list', resource: 'events', namespace: 'default' }],
     ['GET', '/apis/events.k8s.io/v1/events', { verb: 'list', apiGroup: 'events.k8s.io', resource: 'events', namespace: '' }],
   ]);
@@ -84,7 +112,11 @@ t.test('grouped, cluster-scoped and namespaced resources', async (t) => {
 
 t.test('namespaces: status and finalize are subresources, anything else is a resource in the namespace', async (t) => {
   check(t, [
-    ['GET', '/api/v1/namespaces/prod/status', { verb: 'get', namespace: 'prod', resource: 'namespaces', name: 'prod', subresource: 'status', parts: ['namespaces', 'prod', 'status'] }],
+    [
+      'GET',
+      '/api/v1/namespaces/prod/status',
+      { verb: 'get', namespace: 'prod', resource: 'namespaces', name: 'prod', subresource: 'status', parts: ['namespaces', 'prod', 'status'] },
+    ],
     ['PUT', '/api/v1/namespaces/prod/finalize', { verb: 'update', namespace: 'prod', resource: 'namespaces', name: 'prod', subresource: 'finalize' }],
     ['PATCH', '/api/v1/namespaces/prod/status', { verb: 'patch', resource: 'namespaces', subresource: 'status' }],
     ['DELETE', '/api/v1/namespaces/prod', { verb: 'delete', namespace: 'prod', resource: 'namespaces', name: 'prod' }],
@@ -155,7 +187,7 @@ t.test('non-resource requests keep the lower-case method as their verb', async (
   t.equal(info('toString', '/api/v1/pods').verb, '', 'no method name reaches past the table');
 });
 
-t.test('paths are percent-decoded before they are split, as Go\'s URL.Path is', async (t) => {
+t.test("paths are percent-decoded before they are split, as Go's URL.Path is", async (t) => {
   check(t, [
     ['GET', '/api/v1/namespaces/my%2Dns/pods/a%3Ab', { path: '/api/v1/namespaces/my-ns/pods/a:b', namespace: 'my-ns', name: 'a:b' }],
     // %2F is a separator once decoded: the upstream reads this path the same way
@@ -188,7 +220,7 @@ t.test('slashes and short paths: trimmed at both ends, empty inner segments kept
   ]);
 });
 
-t.test('a bare /watch or /proxy is the apiserver\'s 500, not a guess', async (t) => {
+t.test("a bare /watch or /proxy is the apiserver's 500, not a guess", async (t) => {
   for (const path of ['/api/v1/watch', '/api/v1/watch/', '/api/v1/proxy', '/apis/apps/v1/watch']) {
     t.throws(() => info('GET', path), { code: 500, reason: 'InternalError', message: /unable to determine kind and namespace/ }, path);
   }

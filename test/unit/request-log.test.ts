@@ -40,8 +40,15 @@ t.teardown(() => {
 
 const store = new MemoryTenantStore();
 const { gateway, ca } = await startGatewayWithoutUpstream(store, { requestLogLevel: 'info' });
-const credentials = ({ certPem, keyPem }: { certPem: string; keyPem: string }): ClusterCredentials => ({ server: gateway.url, caPem: ca.certPem, certPem, keyPem });
-const admin: ClientHttp2Session = connectH2(credentials(issueCertificate(ca, { commonName: 'tenantgate-admin', organizations: ['system:masters'], usage: 'client' })));
+const credentials = ({ certPem, keyPem }: { certPem: string; keyPem: string }): ClusterCredentials => ({
+  server: gateway.url,
+  caPem: ca.certPem,
+  certPem,
+  keyPem,
+});
+const admin: ClientHttp2Session = connectH2(
+  credentials(issueCertificate(ca, { commonName: 'tenantgate-admin', organizations: ['system:masters'], usage: 'client' })),
+);
 t.teardown(async () => {
   admin.close();
   await gateway.close();
@@ -94,7 +101,17 @@ t.test('the log line of a request carries its tenant, verb, resource and code, i
   const answer = await h1Request(tenant, 'GET', '/api/v1/namespaces/default/configmaps');
   t.ok(answer.status > 0);
   const line = await lineOf(before, (entry) => entry.tenant === 'logt01' && entry.resource === 'configmaps');
-  t.match(line, { level: 'info', msg: 'request', tenant: 'logt01', user: 'admin', verb: 'list', resource: 'configmaps', namespace: 'default', code: answer.status, durationMs: Number });
+  t.match(line, {
+    level: 'info',
+    msg: 'request',
+    tenant: 'logt01',
+    user: 'admin',
+    verb: 'list',
+    resource: 'configmaps',
+    namespace: 'default',
+    code: answer.status,
+    durationMs: Number,
+  });
   t.match(line.time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, 'time: ISO 8601, UTC');
   t.notOk('pid' in line || 'hostname' in line, 'only the fields tenantgate gives');
 });

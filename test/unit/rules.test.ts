@@ -77,7 +77,12 @@ const cases: Case[] = [
     group: '',
     resource: 'configmaps',
     tenant: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings', namespace: 'default', labels: { app: 'web' } }, data: { a: 'b' } },
-    upstream: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings', namespace: 'abc123-default', labels: { app: 'web', ...L } }, data: { a: 'b' } },
+    upstream: {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'settings', namespace: 'abc123-default', labels: { app: 'web', ...L } },
+      data: { a: 'b' },
+    },
   },
   {
     behaviour: 'an object without labels gets only the tenant label, and reads back without labels',
@@ -90,7 +95,12 @@ const cases: Case[] = [
     behaviour: 'namespace default is abc123-default, with the tenant label and its own name label',
     group: '',
     resource: 'namespaces',
-    tenant: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default', labels: { 'kubernetes.io/metadata.name': 'default' } }, spec: { finalizers: ['kubernetes'] } },
+    tenant: {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: 'default', labels: { 'kubernetes.io/metadata.name': 'default' } },
+      spec: { finalizers: ['kubernetes'] },
+    },
     upstream: {
       apiVersion: 'v1',
       kind: 'Namespace',
@@ -114,7 +124,13 @@ const cases: Case[] = [
           { apiVersion: 'v1', kind: 'Node', name: 'node-1', uid: 'u5' },
         ],
       },
-      spec: { nodeName: 'node-1', serviceAccountName: 'builder', priorityClassName: 'high', runtimeClassName: 'gvisor', containers: [{ name: 'c', image: 'nginx' }] },
+      spec: {
+        nodeName: 'node-1',
+        serviceAccountName: 'builder',
+        priorityClassName: 'high',
+        runtimeClassName: 'gvisor',
+        containers: [{ name: 'c', image: 'nginx' }],
+      },
     },
     upstream: {
       metadata: {
@@ -129,7 +145,13 @@ const cases: Case[] = [
           { apiVersion: 'v1', kind: 'Node', name: 'node-1', uid: 'u5' },
         ],
       },
-      spec: { nodeName: 'node-1', serviceAccountName: 'builder', priorityClassName: 'high', runtimeClassName: 'gvisor', containers: [{ name: 'c', image: 'nginx' }] },
+      spec: {
+        nodeName: 'node-1',
+        serviceAccountName: 'builder',
+        priorityClassName: 'high',
+        runtimeClassName: 'gvisor',
+        containers: [{ name: 'c', image: 'nginx' }],
+      },
     },
   },
   {
@@ -157,7 +179,9 @@ const cases: Case[] = [
       spec: {
         affinity: {
           podAffinity: {
-            requiredDuringSchedulingIgnoredDuringExecution: [{ labelSelector: { matchLabels: { app: 'db' } }, namespaces: ['abc123-data'], topologyKey: 'zone' }],
+            requiredDuringSchedulingIgnoredDuringExecution: [
+              { labelSelector: { matchLabels: { app: 'db' } }, namespaces: ['abc123-data'], topologyKey: 'zone' },
+            ],
           },
           podAntiAffinity: {
             preferredDuringSchedulingIgnoredDuringExecution: [
@@ -177,13 +201,19 @@ const cases: Case[] = [
       apiVersion: 'apps/v1',
       kind: 'Deployment',
       metadata: { name: 'web', namespace: 'default', labels: { app: 'web' } },
-      spec: { selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'nginx' }] } } },
+      spec: {
+        selector: { matchLabels: { app: 'web' } },
+        template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'nginx' }] } },
+      },
     },
     upstream: {
       apiVersion: 'apps/v1',
       kind: 'Deployment',
       metadata: { name: 'web', namespace: 'abc123-default', labels: { app: 'web', ...L } },
-      spec: { selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web', ...L } }, spec: { containers: [{ name: 'c', image: 'nginx' }] } } },
+      spec: {
+        selector: { matchLabels: { app: 'web' } },
+        template: { metadata: { labels: { app: 'web', ...L } }, spec: { containers: [{ name: 'c', image: 'nginx' }] } },
+      },
     },
   },
   {
@@ -191,7 +221,10 @@ const cases: Case[] = [
     group: 'batch',
     resource: 'jobs',
     tenant: { metadata: { name: 'once', namespace: 'default' }, spec: { template: { spec: { restartPolicy: 'Never' } } } },
-    upstream: { metadata: { name: 'once', namespace: 'abc123-default', labels: L }, spec: { template: { metadata: { labels: L }, spec: { restartPolicy: 'Never' } } } },
+    upstream: {
+      metadata: { name: 'once', namespace: 'abc123-default', labels: L },
+      spec: { template: { metadata: { labels: L }, spec: { restartPolicy: 'Never' } } },
+    },
   },
   {
     behaviour: 'a cronjob labels the jobs it makes and their pods',
@@ -389,7 +422,11 @@ const cases: Case[] = [
     group: 'rbac.authorization.k8s.io',
     resource: 'rolebindings',
     tenant: { metadata: { name: 'b', namespace: 'default' }, subjects: [], roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'r' } },
-    upstream: { metadata: { name: 'b', namespace: 'abc123-default', labels: L }, subjects: [], roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'r' } },
+    upstream: {
+      metadata: { name: 'b', namespace: 'abc123-default', labels: L },
+      subjects: [],
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'r' },
+    },
   },
   {
     behaviour: 'a ClusterRoleBinding is the tenant’s, bound to its ClusterRole, its subjects shadow identities that nobody carries upstream',
@@ -477,7 +514,10 @@ const cases: Case[] = [
     behaviour: 'an EndpointSlice points at pods in the tenant’s namespace',
     group: 'discovery.k8s.io',
     resource: 'endpointslices',
-    tenant: { metadata: { name: 'web-x', namespace: 'default' }, endpoints: [{ addresses: ['10.0.0.1'], nodeName: 'node-1', targetRef: { kind: 'Pod', namespace: 'default', name: 'web-1' } }] },
+    tenant: {
+      metadata: { name: 'web-x', namespace: 'default' },
+      endpoints: [{ addresses: ['10.0.0.1'], nodeName: 'node-1', targetRef: { kind: 'Pod', namespace: 'default', name: 'web-1' } }],
+    },
     upstream: {
       metadata: { name: 'web-x', namespace: 'abc123-default', labels: L },
       endpoints: [{ addresses: ['10.0.0.1'], nodeName: 'node-1', targetRef: { kind: 'Pod', namespace: 'abc123-default', name: 'web-1' } }],
@@ -541,7 +581,10 @@ const cases: Case[] = [
         group: 'abc123-example.com',
         names: { plural: 'widgets', kind: 'Widget' },
         scope: 'Namespaced',
-        conversion: { strategy: 'Webhook', webhook: { clientConfig: { service: { namespace: 'abc123-hooks', name: 'convert' } }, conversionReviewVersions: ['v1'] } },
+        conversion: {
+          strategy: 'Webhook',
+          webhook: { clientConfig: { service: { namespace: 'abc123-hooks', name: 'convert' } }, conversionReviewVersions: ['v1'] },
+        },
       },
     },
   },
@@ -627,7 +670,11 @@ const cases: Case[] = [
       metadata: { name: 'replicas' },
       spec: {
         paramKind: { apiVersion: 'example.com/v1', kind: 'Widget' },
-        matchConstraints: { resourceRules: [{ apiGroups: ['apps'], apiVersions: ['v1'], operations: ['CREATE'], resources: ['deployments'] }], namespaceSelector: {}, objectSelector: {} },
+        matchConstraints: {
+          resourceRules: [{ apiGroups: ['apps'], apiVersions: ['v1'], operations: ['CREATE'], resources: ['deployments'] }],
+          namespaceSelector: {},
+          objectSelector: {},
+        },
         validations: [{ expression: 'object.spec.replicas <= 5' }],
       },
     },
@@ -799,14 +846,23 @@ t.test('the tenant label and custom groups do not show in managedFields', async 
           operation: 'Update',
           apiVersion: 'abc123-example.com/v1',
           fieldsType: 'FieldsV1',
-          fieldsV1: { 'f:metadata': { 'f:labels': { [`f:${TENANT_LABEL}`]: {}, 'f:app': {} } }, 'f:spec': { 'f:template': { 'f:metadata': { 'f:labels': { [`f:${TENANT_LABEL}`]: {} } } } } },
+          fieldsV1: {
+            'f:metadata': { 'f:labels': { [`f:${TENANT_LABEL}`]: {}, 'f:app': {} } },
+            'f:spec': { 'f:template': { 'f:metadata': { 'f:labels': { [`f:${TENANT_LABEL}`]: {} } } } },
+          },
         },
       ],
     },
   };
   const read = down(upstream, 'example.com', 'widgets');
   t.strictSame((read?.metadata as Json).managedFields, [
-    { manager: 'kubectl', operation: 'Update', apiVersion: 'example.com/v1', fieldsType: 'FieldsV1', fieldsV1: { 'f:metadata': { 'f:labels': { 'f:app': {} } } } },
+    {
+      manager: 'kubectl',
+      operation: 'Update',
+      apiVersion: 'example.com/v1',
+      fieldsType: 'FieldsV1',
+      fieldsV1: { 'f:metadata': { 'f:labels': { 'f:app': {} } } },
+    },
   ]);
 });
 
@@ -817,10 +873,16 @@ t.test('names too long once prefixed are refused with a 422 before any upstream 
   t.equal(namespace?.code, 422);
   t.equal(namespace?.reason, 'Invalid');
   t.match(namespace?.message, /^Namespace "n{57}" is invalid: metadata.name: Invalid value: "n{57}": must be no more than 56 characters$/);
-  t.strictSame(namespace?.details?.causes, [{ reason: 'FieldValueInvalid', message: `Invalid value: "${name(57)}": must be no more than 56 characters`, field: 'metadata.name' }]);
+  t.strictSame(namespace?.details?.causes, [
+    { reason: 'FieldValueInvalid', message: `Invalid value: "${name(57)}": must be no more than 56 characters`, field: 'metadata.name' },
+  ]);
   t.equal(namespace?.details?.kind, 'Namespace');
 
-  t.equal((up({ metadata: { name: name(246) } }, 'rbac.authorization.k8s.io', 'clusterroles').metadata as Json).name, 'abc123-' + name(246), 'a ClusterRole of 246 fits');
+  t.equal(
+    (up({ metadata: { name: name(246) } }, 'rbac.authorization.k8s.io', 'clusterroles').metadata as Json).name,
+    'abc123-' + name(246),
+    'a ClusterRole of 246 fits',
+  );
   const clusterRole = thrown(() => up({ metadata: { name: name(247) } }, 'rbac.authorization.k8s.io', 'clusterroles'));
   t.equal(clusterRole?.code, 422);
   t.match(clusterRole?.message, /must be no more than 246 characters/);
@@ -832,19 +894,37 @@ t.test('names too long once prefixed are refused with a 422 before any upstream 
   t.equal((up(crd(crdName(246)), 'apiextensions.k8s.io', 'customresourcedefinitions').metadata as Json).name, crdNameToUpstream(crdName(246), 'abc123'));
   t.equal(thrown(() => up(crd(crdName(247)), 'apiextensions.k8s.io', 'customresourcedefinitions'))?.code, 422);
 
-  t.equal((up({ metadata: { name: name(253), namespace: 'default' } }, '', 'configmaps').metadata as Json).name, name(253), 'names of namespaced objects are not prefixed: no shorter limit');
+  t.equal(
+    (up({ metadata: { name: name(253), namespace: 'default' } }, '', 'configmaps').metadata as Json).name,
+    name(253),
+    'names of namespaced objects are not prefixed: no shorter limit',
+  );
   t.equal(thrown(() => up({ metadata: { name: 'x', namespace: name(57) } }, '', 'configmaps'))?.code, 422, 'an object’s namespace longer than 56');
   t.equal((up({ metadata: { name: 'x', namespace: name(56) } }, '', 'configmaps').metadata as Json).namespace, 'abc123-' + name(56));
 });
 
 t.test('a CRD cannot take a built-in group or a name that is not plural.group', async (t) => {
-  const builtin = thrown(() => up({ metadata: { name: 'widgets.apps' }, spec: { group: 'apps', names: { plural: 'widgets' } } }, 'apiextensions.k8s.io', 'customresourcedefinitions'));
+  const builtin = thrown(() =>
+    up({ metadata: { name: 'widgets.apps' }, spec: { group: 'apps', names: { plural: 'widgets' } } }, 'apiextensions.k8s.io', 'customresourcedefinitions'),
+  );
   t.equal(builtin?.code, 422);
   t.match(builtin?.message, /spec.group: Invalid value: "apps": is a built-in API group/);
-  const mismatched = thrown(() => up({ metadata: { name: 'gadgets.example.com' }, spec: { group: 'example.com', names: { plural: 'widgets' } } }, 'apiextensions.k8s.io', 'customresourcedefinitions'));
+  const mismatched = thrown(() =>
+    up(
+      { metadata: { name: 'gadgets.example.com' }, spec: { group: 'example.com', names: { plural: 'widgets' } } },
+      'apiextensions.k8s.io',
+      'customresourcedefinitions',
+    ),
+  );
   t.equal(mismatched?.code, 422);
   t.match(mismatched?.message, /must be spec.names.plural\+"."\+spec.group/);
-  const label = thrown(() => up({ metadata: { name: `w.${'g'.repeat(57)}.com` }, spec: { group: `${'g'.repeat(57)}.com`, names: { plural: 'w' } } }, 'apiextensions.k8s.io', 'customresourcedefinitions'));
+  const label = thrown(() =>
+    up(
+      { metadata: { name: `w.${'g'.repeat(57)}.com` }, spec: { group: `${'g'.repeat(57)}.com`, names: { plural: 'w' } } },
+      'apiextensions.k8s.io',
+      'customresourcedefinitions',
+    ),
+  );
   t.equal(label?.code, 422, 'a group whose first label would be too long once prefixed');
 });
 
@@ -856,7 +936,11 @@ t.test('an owner of unknown kind is refused rather than guessed (the garbage col
 });
 
 t.test('a ClusterRoleBinding may name service accounts: upstream they are shadow users their tokens do not carry', async (t) => {
-  const binding = (subject: object) => ({ metadata: { name: 'b' }, subjects: [{ kind: 'User', name: 'alice' }, subject], roleRef: { kind: 'ClusterRole', name: 'reader' } });
+  const binding = (subject: object) => ({
+    metadata: { name: 'b' },
+    subjects: [{ kind: 'User', name: 'alice' }, subject],
+    roleRef: { kind: 'ClusterRole', name: 'reader' },
+  });
   for (const [subject, upstreamName] of [
     [{ kind: 'ServiceAccount', name: 'sa', namespace: 'ci' }, 'tenantgate:cluster:system:serviceaccount:abc123-ci:sa'],
     [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'system:serviceaccount:ci:sa' }, 'tenantgate:cluster:system:serviceaccount:abc123-ci:sa'],
@@ -867,11 +951,18 @@ t.test('a ClusterRoleBinding may name service accounts: upstream they are shadow
     const subjects = upstream.subjects as Json[];
     t.equal(subjects[0]!.name, 'tenantgate:cluster:abc123-alice', JSON.stringify(subject));
     t.equal(subjects[1]!.name, upstreamName, JSON.stringify(subject));
-    t.ok(subjects.every((s) => s.kind === 'User' || s.kind === 'Group'), 'upstream only users and groups: no service account a token authenticates as');
+    t.ok(
+      subjects.every((s) => s.kind === 'User' || s.kind === 'Group'),
+      'upstream only users and groups: no service account a token authenticates as',
+    );
     t.ok(down(upstream, 'rbac.authorization.k8s.io', 'clusterrolebindings') !== null, 'and the tenant reads it back');
   }
   // A service-account subject reads back as the ServiceAccount it was (the User form of it reads back the same way).
-  const back = down(up(binding({ kind: 'ServiceAccount', name: 'sa', namespace: 'ci' }), 'rbac.authorization.k8s.io', 'clusterrolebindings'), 'rbac.authorization.k8s.io', 'clusterrolebindings');
+  const back = down(
+    up(binding({ kind: 'ServiceAccount', name: 'sa', namespace: 'ci' }), 'rbac.authorization.k8s.io', 'clusterrolebindings'),
+    'rbac.authorization.k8s.io',
+    'clusterrolebindings',
+  );
   t.same((back?.subjects as Json[])[1], { kind: 'ServiceAccount', name: 'sa', namespace: 'ci' });
 });
 
@@ -887,27 +978,58 @@ t.test('a ClusterRoleBinding upstream is the tenant’s only when every subject 
     { kind: 'User', name: 'tenantgate:cluster:system:admin' },
     { kind: 'Group', name: 'tenantgate:cluster:system:masters' },
   ]) {
-    t.equal(down(upstream([{ kind: 'User', name: 'tenantgate:cluster:abc123-bob' }, subject]), 'rbac.authorization.k8s.io', 'clusterrolebindings'), null, JSON.stringify(subject));
+    t.equal(
+      down(upstream([{ kind: 'User', name: 'tenantgate:cluster:abc123-bob' }, subject]), 'rbac.authorization.k8s.io', 'clusterrolebindings'),
+      null,
+      JSON.stringify(subject),
+    );
   }
-  t.same(down(upstream([{ kind: 'Group', name: 'tenantgate:cluster:abc123:devs' }]), 'rbac.authorization.k8s.io', 'clusterrolebindings')?.subjects, [{ kind: 'Group', name: 'devs' }]);
+  t.same(down(upstream([{ kind: 'Group', name: 'tenantgate:cluster:abc123:devs' }]), 'rbac.authorization.k8s.io', 'clusterrolebindings')?.subjects, [
+    { kind: 'Group', name: 'devs' },
+  ]);
 });
 
 t.test('an access review’s reason names the tenant’s ClusterRoleBinding and user, not their upstream forms', async (t) => {
   const review = {
     metadata: {},
     spec: { user: 'abc123-alice', resourceAttributes: { verb: 'list', resource: 'configmaps', namespace: 'abc123-shop' } },
-    status: { allowed: true, reason: 'RBAC: allowed by RoleBinding "tenantgate:crb:abc123-readers/abc123-shop" of ClusterRole "abc123-reader" to User "abc123-alice"' },
+    status: {
+      allowed: true,
+      reason: 'RBAC: allowed by RoleBinding "tenantgate:crb:abc123-readers/abc123-shop" of ClusterRole "abc123-reader" to User "abc123-alice"',
+    },
   };
-  t.equal((down(review, 'authorization.k8s.io', 'subjectaccessreviews')?.status as Json).reason, 'RBAC: allowed by ClusterRoleBinding "readers" of ClusterRole "reader" to User "alice"');
-  const shadow = { ...review, status: { allowed: true, reason: 'RBAC: allowed by ClusterRoleBinding "abc123-readers" of ClusterRole "abc123-reader" to User "tenantgate:cluster:abc123-alice"' } };
-  t.equal((down(shadow, 'authorization.k8s.io', 'subjectaccessreviews')?.status as Json).reason, 'RBAC: allowed by ClusterRoleBinding "readers" of ClusterRole "reader" to User "alice"');
+  t.equal(
+    (down(review, 'authorization.k8s.io', 'subjectaccessreviews')?.status as Json).reason,
+    'RBAC: allowed by ClusterRoleBinding "readers" of ClusterRole "reader" to User "alice"',
+  );
+  const shadow = {
+    ...review,
+    status: {
+      allowed: true,
+      reason: 'RBAC: allowed by ClusterRoleBinding "abc123-readers" of ClusterRole "abc123-reader" to User "tenantgate:cluster:abc123-alice"',
+    },
+  };
+  t.equal(
+    (down(shadow, 'authorization.k8s.io', 'subjectaccessreviews')?.status as Json).reason,
+    'RBAC: allowed by ClusterRoleBinding "readers" of ClusterRole "reader" to User "alice"',
+  );
 });
 
 t.test('the RoleBindings tenantgate keeps in a tenant’s namespaces are not the tenant’s, and no tenant may write one', async (t) => {
   for (const name of ['tenantgate:tenant-admin', 'tenantgate:crb:abc123-readers']) {
-    const upstream = { metadata: { name, namespace: 'abc123-default', labels: L }, subjects: [{ kind: 'User', name: 'abc123-alice' }], roleRef: { kind: 'ClusterRole', name: 'abc123-reader' } };
+    const upstream = {
+      metadata: { name, namespace: 'abc123-default', labels: L },
+      subjects: [{ kind: 'User', name: 'abc123-alice' }],
+      roleRef: { kind: 'ClusterRole', name: 'abc123-reader' },
+    };
     t.equal(down(upstream, 'rbac.authorization.k8s.io', 'rolebindings'), null, `${name} is hidden`);
-    const error = thrown(() => up({ metadata: { name, namespace: 'default' }, subjects: [], roleRef: { kind: 'ClusterRole', name: 'reader' } }, 'rbac.authorization.k8s.io', 'rolebindings'));
+    const error = thrown(() =>
+      up(
+        { metadata: { name, namespace: 'default' }, subjects: [], roleRef: { kind: 'ClusterRole', name: 'reader' } },
+        'rbac.authorization.k8s.io',
+        'rolebindings',
+      ),
+    );
     t.equal(error?.code, 422, `${name} cannot be written`);
   }
 });
@@ -918,7 +1040,10 @@ t.test('shared kinds cannot be written and hidden kinds do not exist', async (t)
   t.equal(thrown(() => up({ metadata: { name: 'abc123' } }, 'tenant.kubezoo.io', 'tenants'))?.code, 404);
   t.equal(thrown(() => objectToUpstream('not an object', ctx, rowOf('', 'configmaps')))?.code, 400);
   t.equal(down({ metadata: { name: 'abc123' } }, 'tenant.kubezoo.io', 'tenants'), null, 'tenants never reach a tenant');
-  t.equal(thrown(() => up({ metadata: { name: 'v1.example.com' }, spec: { group: 'example.com', version: 'v1' } }, 'apiregistration.k8s.io', 'apiservices'))?.code, 403);
+  t.equal(
+    thrown(() => up({ metadata: { name: 'v1.example.com' }, spec: { group: 'example.com', version: 'v1' } }, 'apiregistration.k8s.io', 'apiservices'))?.code,
+    403,
+  );
 });
 
 t.test('APIServices: built-in groups as they are, the tenant’s CRD groups under its names, nobody else’s', async (t) => {
@@ -930,8 +1055,20 @@ t.test('APIServices: built-in groups as they are, the tenant’s CRD groups unde
   for (const group of ['', 'apps', 'apiregistration.k8s.io', 'metrics.k8s.io']) {
     t.strictSame(down(apiService(group), 'apiregistration.k8s.io', 'apiservices'), apiService(group), `v1.${group} as it is`);
   }
-  t.strictSame(down(apiService('abc123-example.com'), 'apiregistration.k8s.io', 'apiservices'), apiService('example.com'), 'the tenant’s own CRD group, name and spec.group');
-  for (const group of ['xyz789-example.com', 'abc123x-example.com', 'example.com', 'tenant.kubezoo.io', 'flowcontrol.tenantgate.kubezoo.io', 'internal.apiserver.k8s.io', 'storagemigration.k8s.io']) {
+  t.strictSame(
+    down(apiService('abc123-example.com'), 'apiregistration.k8s.io', 'apiservices'),
+    apiService('example.com'),
+    'the tenant’s own CRD group, name and spec.group',
+  );
+  for (const group of [
+    'xyz789-example.com',
+    'abc123x-example.com',
+    'example.com',
+    'tenant.kubezoo.io',
+    'flowcontrol.tenantgate.kubezoo.io',
+    'internal.apiserver.k8s.io',
+    'storagemigration.k8s.io',
+  ]) {
     t.equal(down(apiService(group), 'apiregistration.k8s.io', 'apiservices'), null, `v1.${group} is not the tenant’s to see`);
   }
   const wrongName = { ...apiService('abc123-example.com'), metadata: { name: 'v1.apps' } };
@@ -944,11 +1081,20 @@ t.test('APIServices: built-in groups as they are, the tenant’s CRD groups unde
 t.test('shared objects are read under their real names; nodes without other tenants’ images and volumes', async (t) => {
   const node = {
     metadata: { name: 'node-1', labels: { zone: 'a' } },
-    status: { capacity: { cpu: '4' }, images: [{ names: ['secret/image'] }], volumesInUse: ['kubernetes.io/csi/x^abc123-data'], volumesAttached: [{ name: 'v', devicePath: '' }] },
+    status: {
+      capacity: { cpu: '4' },
+      images: [{ names: ['secret/image'] }],
+      volumesInUse: ['kubernetes.io/csi/x^abc123-data'],
+      volumesAttached: [{ name: 'v', devicePath: '' }],
+    },
   };
   t.strictSame(down(node, '', 'nodes'), { metadata: { name: 'node-1', labels: { zone: 'a' } }, status: { capacity: { cpu: '4' } } });
   const priorityClass = { metadata: { name: 'system-node-critical' }, value: 2000001000 };
-  t.strictSame(down(priorityClass, 'scheduling.k8s.io', 'priorityclasses', contextFor('system')), priorityClass, 'tenant system sees the real system-node-critical, not a "node-critical" of its own');
+  t.strictSame(
+    down(priorityClass, 'scheduling.k8s.io', 'priorityclasses', contextFor('system')),
+    priorityClass,
+    'tenant system sees the real system-node-critical, not a "node-critical" of its own',
+  );
 });
 
 t.test('text from upstream names the tenant’s objects without the prefix', async (t) => {
@@ -957,25 +1103,42 @@ t.test('text from upstream names the tenant’s objects without the prefix', asy
     involvedObject: { kind: 'Pod', namespace: 'abc123-default', name: 'web' },
     message: 'Successfully assigned abc123-default/web to node-1; pvc "abc123-data" bound; group abc123:devs; my-abc123-x; xabc123-y; web.abc123-default.svc',
   };
-  t.equal(down(event, '', 'events')?.message, 'Successfully assigned default/web to node-1; pvc "data" bound; group devs; my-abc123-x; xabc123-y; web.default.svc');
+  t.equal(
+    down(event, '', 'events')?.message,
+    'Successfully assigned default/web to node-1; pvc "data" bound; group devs; my-abc123-x; xabc123-y; web.default.svc',
+  );
   t.equal(down({ metadata: { name: 'e', namespace: 'abc123-default' }, note: 'abc123-x' }, 'events.k8s.io', 'events')?.note, 'x');
   t.equal(stripTenantPrefixes('xyz789-default abc123-default', 'abc123'), 'xyz789-default default', 'other tenants’ names are left alone');
-  const deployment = { metadata: { name: 'd', namespace: 'abc123-default' }, status: { conditions: [{ type: 'Progressing', message: 'ReplicaSet "abc123-x" progressing' }] } };
+  const deployment = {
+    metadata: { name: 'd', namespace: 'abc123-default' },
+    status: { conditions: [{ type: 'Progressing', message: 'ReplicaSet "abc123-x" progressing' }] },
+  };
   t.equal(((down(deployment, 'apps', 'deployments')?.status as Json).conditions as Json[])[0]?.message, 'ReplicaSet "x" progressing');
 });
 
 t.test('access reviews read back in the tenant’s names, denying what tenantgate refuses', async (t) => {
   const review = {
     spec: { resourceAttributes: { verb: 'update', resource: 'nodes', name: 'node-1' } },
-    status: { allowed: true, reason: 'RBAC: allowed by ClusterRoleBinding "abc123-admins" of ClusterRole "abc123-cluster-admin" to Group "abc123:system:masters"' },
+    status: {
+      allowed: true,
+      reason: 'RBAC: allowed by ClusterRoleBinding "abc123-admins" of ClusterRole "abc123-cluster-admin" to Group "abc123:system:masters"',
+    },
   };
   const read = down(review, 'authorization.k8s.io', 'selfsubjectaccessreviews');
   t.equal((read?.status as Json).allowed, false, 'kubectl auth can-i update nodes: no');
   t.equal((read?.status as Json).denied, true);
   t.match((read?.status as Json).reason, /read-only/);
-  const tenants = down({ spec: { resourceAttributes: { verb: 'get', group: 'tenant.kubezoo.io', resource: 'tenants' } }, status: { allowed: true } }, 'authorization.k8s.io', 'selfsubjectaccessreviews');
+  const tenants = down(
+    { spec: { resourceAttributes: { verb: 'get', group: 'tenant.kubezoo.io', resource: 'tenants' } }, status: { allowed: true } },
+    'authorization.k8s.io',
+    'selfsubjectaccessreviews',
+  );
   t.equal((tenants?.status as Json).allowed, false, 'kubectl auth can-i get tenants: no');
-  const pods = down({ spec: { resourceAttributes: { verb: 'get', resource: 'pods', namespace: 'abc123-default' } }, status: { allowed: true, reason: 'by "abc123-admins"' } }, 'authorization.k8s.io', 'selfsubjectaccessreviews');
+  const pods = down(
+    { spec: { resourceAttributes: { verb: 'get', resource: 'pods', namespace: 'abc123-default' } }, status: { allowed: true, reason: 'by "abc123-admins"' } },
+    'authorization.k8s.io',
+    'selfsubjectaccessreviews',
+  );
   t.strictSame(pods?.status, { allowed: true, reason: 'by "admins"' });
 
   const rules = {
@@ -1009,25 +1172,49 @@ t.test('a token review names the tenant’s service account, and another tenant�
     spec: { token: 't' },
     status: {
       authenticated: true,
-      user: { username: 'system:serviceaccount:abc123-default:bot', uid: 'u', groups: ['system:serviceaccounts', 'system:serviceaccounts:abc123-default', 'system:authenticated'] },
+      user: {
+        username: 'system:serviceaccount:abc123-default:bot',
+        uid: 'u',
+        groups: ['system:serviceaccounts', 'system:serviceaccounts:abc123-default', 'system:authenticated'],
+      },
     },
   };
   t.strictSame(down(mine, 'authentication.k8s.io', 'tokenreviews')?.status, {
     authenticated: true,
-    user: { username: 'system:serviceaccount:default:bot', uid: 'u', groups: ['system:serviceaccounts', 'system:serviceaccounts:default', 'system:authenticated'] },
+    user: {
+      username: 'system:serviceaccount:default:bot',
+      uid: 'u',
+      groups: ['system:serviceaccounts', 'system:serviceaccounts:default', 'system:authenticated'],
+    },
   });
   for (const username of ['system:serviceaccount:xyz789-default:bot', 'system:serviceaccount:kube-system:admin', 'system:bootstrap:abc']) {
-    const status = down({ spec: { token: 't' }, status: { authenticated: true, user: { username, groups: ['system:masters'] } } }, 'authentication.k8s.io', 'tokenreviews')?.status as Json;
+    const status = down(
+      { spec: { token: 't' }, status: { authenticated: true, user: { username, groups: ['system:masters'] } } },
+      'authentication.k8s.io',
+      'tokenreviews',
+    )?.status as Json;
     t.equal(status.authenticated, false, username);
     t.notMatch(JSON.stringify(status), /xyz789|kube-system|masters|bootstrap/, 'nothing of the real user shows');
   }
 });
 
 t.test('kubectl auth whoami shows the tenant’s own name and groups', async (t) => {
-  const review = { status: { userInfo: { username: 'abc123-alice', groups: ['abc123:devs', 'abc123:system:authenticated', 'system:authenticated'], extra: { tenant: ['abc123'] } } } };
-  t.strictSame(down(review, 'authentication.k8s.io', 'selfsubjectreviews')?.status, { userInfo: { username: 'alice', groups: ['devs', 'system:authenticated'] } }, "without tenantgate's tenant extra");
+  const review = {
+    status: {
+      userInfo: { username: 'abc123-alice', groups: ['abc123:devs', 'abc123:system:authenticated', 'system:authenticated'], extra: { tenant: ['abc123'] } },
+    },
+  };
+  t.strictSame(
+    down(review, 'authentication.k8s.io', 'selfsubjectreviews')?.status,
+    { userInfo: { username: 'alice', groups: ['devs', 'system:authenticated'] } },
+    "without tenantgate's tenant extra",
+  );
   const withOwnExtra = { status: { userInfo: { username: 'abc123-alice', extra: { tenant: ['abc123'], 'example.com/team': ['shop'] } } } };
-  t.strictSame(down(withOwnExtra, 'authentication.k8s.io', 'selfsubjectreviews')?.status, { userInfo: { username: 'alice', extra: { 'example.com/team': ['shop'] } } }, 'the caller\'s own extra stays');
+  t.strictSame(
+    down(withOwnExtra, 'authentication.k8s.io', 'selfsubjectreviews')?.status,
+    { userInfo: { username: 'alice', extra: { 'example.com/team': ['shop'] } } },
+    "the caller's own extra stays",
+  );
   t.equal(down({ status: { userInfo: { username: 'xyz789-bob' } } }, 'authentication.k8s.io', 'selfsubjectreviews'), null);
 });
 
@@ -1054,11 +1241,31 @@ t.test('identities: users, groups and service accounts both ways', async (t) => 
     t.equal(groupToTenant(upstream, 'abc123'), tenant, upstream);
   }
   t.equal(serviceAccountUser('default', 'bot', 'abc123'), 'system:serviceaccount:abc123-default:bot');
-  t.strictSame(identityToUpstream('alice', ['devs', 'system:authenticated'], 'abc123'), { user: 'abc123-alice', groups: ['abc123:devs', 'abc123:system:authenticated'] });
-  for (const upstream of ['xyz789-alice', 'alice', 'abc123', 'abc123:alice', 'system:serviceaccount:xyz789-default:bot', 'system:serviceaccount:default:bot', 'system:kube-scheduler']) {
+  t.strictSame(identityToUpstream('alice', ['devs', 'system:authenticated'], 'abc123'), {
+    user: 'abc123-alice',
+    groups: ['abc123:devs', 'abc123:system:authenticated'],
+  });
+  for (const upstream of [
+    'xyz789-alice',
+    'alice',
+    'abc123',
+    'abc123:alice',
+    'system:serviceaccount:xyz789-default:bot',
+    'system:serviceaccount:default:bot',
+    'system:kube-scheduler',
+  ]) {
     t.equal(userToTenant(upstream, 'abc123'), null, `user ${upstream} is not abc123's`);
   }
-  for (const upstream of ['xyz789:devs', 'devs', 'abc123-devs', 'abc123:', 'system:masters', 'system:authenticated', 'system:serviceaccounts:kube-system', 'system:serviceaccounts']) {
+  for (const upstream of [
+    'xyz789:devs',
+    'devs',
+    'abc123-devs',
+    'abc123:',
+    'system:masters',
+    'system:authenticated',
+    'system:serviceaccounts:kube-system',
+    'system:serviceaccounts',
+  ]) {
     t.equal(groupToTenant(upstream, 'abc123'), null, `group ${upstream} is not abc123's`);
   }
 });
@@ -1078,13 +1285,21 @@ t.test('prefix traps: tenant system never owns system:* groups or roles, tenant 
     t.equal(down({ metadata: { name }, rules: [] }, 'rbac.authorization.k8s.io', 'clusterroles', system), null, `ClusterRole ${name} is not tenant system's`);
     t.equal(down({ metadata: { name }, roleRef: { kind: 'ClusterRole', name } }, 'rbac.authorization.k8s.io', 'clusterrolebindings', system), null);
   }
-  const binding = { metadata: { name: 'system-b' }, subjects: [{ kind: 'Group', name: 'system:masters' }], roleRef: { kind: 'ClusterRole', name: 'system-admin' } };
+  const binding = {
+    metadata: { name: 'system-b' },
+    subjects: [{ kind: 'Group', name: 'system:masters' }],
+    roleRef: { kind: 'ClusterRole', name: 'system-admin' },
+  };
   t.equal(down(binding, 'rbac.authorization.k8s.io', 'clusterrolebindings', system), null, 'a binding to system:masters is not tenant system’s');
 
   const defaul = contextFor('defaul');
   t.equal(down({ metadata: { name: 'default' } }, '', 'namespaces', defaul), null, 'namespace default is not tenant defaul’s "t"');
   t.equal(down({ metadata: { name: 'kube-root-ca.crt', namespace: 'default' } }, '', 'configmaps', defaul), null);
-  t.strictSame(down({ metadata: { name: 'x', namespace: 'defaul-t' } }, '', 'configmaps', defaul)?.metadata, { name: 'x', namespace: 't' }, 'its own namespace t is defaul-t');
+  t.strictSame(
+    down({ metadata: { name: 'x', namespace: 'defaul-t' } }, '', 'configmaps', defaul)?.metadata,
+    { name: 'x', namespace: 't' },
+    'its own namespace t is defaul-t',
+  );
   t.equal((up({ metadata: { name: 't' } }, '', 'namespaces', defaul).metadata as Json).name, 'defaul-t');
 });
 
@@ -1093,30 +1308,151 @@ const notMine: [behaviour: string, group: string, resource: string, upstream: Js
   ['another tenant’s configmap', '', 'configmaps', { metadata: { name: 'x', namespace: 'xyz789-default' } }],
   ['the upstream’s own configmap', '', 'configmaps', { metadata: { name: 'x', namespace: 'kube-system' } }],
   ['a namespace too short to carry a prefix', '', 'namespaces', { metadata: { name: 'abc123-' } }],
-  ['an object under the prefix labelled for another tenant', '', 'configmaps', { metadata: { name: 'x', namespace: 'abc123-default', labels: { [TENANT_LABEL]: 'xyz789' } } }],
+  [
+    'an object under the prefix labelled for another tenant',
+    '',
+    'configmaps',
+    { metadata: { name: 'x', namespace: 'abc123-default', labels: { [TENANT_LABEL]: 'xyz789' } } },
+  ],
   ['another tenant’s ClusterRole', 'rbac.authorization.k8s.io', 'clusterroles', { metadata: { name: 'xyz789-reader' } }],
   ['a ClusterRole whose name only contains the id', 'rbac.authorization.k8s.io', 'clusterroles', { metadata: { name: 'abc1234-reader' } }],
-  ['a binding to another tenant’s user', 'rbac.authorization.k8s.io', 'rolebindings', { metadata: { name: 'b', namespace: 'abc123-default' }, subjects: [{ kind: 'User', name: 'xyz789-bob' }], roleRef: { kind: 'Role', name: 'r' } }],
-  ['a binding to an upstream ClusterRole', 'rbac.authorization.k8s.io', 'rolebindings', { metadata: { name: 'b', namespace: 'abc123-default' }, subjects: [], roleRef: { kind: 'ClusterRole', name: 'system:aggregate-to-edit' } }],
-  ['a binding to a service account of another tenant', 'rbac.authorization.k8s.io', 'rolebindings', { metadata: { name: 'b', namespace: 'abc123-default' }, subjects: [{ kind: 'ServiceAccount', name: 's', namespace: 'xyz789-default' }], roleRef: { kind: 'Role', name: 'r' } }],
-  ['another tenant’s custom resource in our namespace', 'example.com', 'widgets', { apiVersion: 'xyz789-example.com/v1', metadata: { name: 'w', namespace: 'abc123-default' } }],
-  ['another tenant’s CRD', 'apiextensions.k8s.io', 'customresourcedefinitions', { metadata: { name: 'widgets.xyz789-example.com' }, spec: { group: 'xyz789-example.com' } }],
-  ['the platform’s CRD', 'apiextensions.k8s.io', 'customresourcedefinitions', { metadata: { name: 'volumesnapshots.snapshot.storage.k8s.io' }, spec: { group: 'snapshot.storage.k8s.io' } }],
-  ['an event about another tenant’s pod', '', 'events', { metadata: { name: 'e', namespace: 'abc123-default' }, involvedObject: { kind: 'Pod', namespace: 'xyz789-default', name: 'p' } }],
-  ['a PV bound to another tenant’s claim', '', 'persistentvolumes', { metadata: { name: 'abc123-data' }, spec: { claimRef: { kind: 'PersistentVolumeClaim', namespace: 'xyz789-default', name: 'd' } } }],
-  ['a dynamically provisioned PV (not under the prefix)', '', 'persistentvolumes', { metadata: { name: 'pvc-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0' }, spec: { claimRef: { namespace: 'abc123-default', name: 'd' } } }],
-  ['a PVC bound to another tenant’s PV', '', 'persistentvolumeclaims', { metadata: { name: 'd', namespace: 'abc123-default' }, spec: { volumeName: 'xyz789-data' } }],
-  ['a pod owned by another tenant’s cluster-scoped resource', '', 'pods', { metadata: { name: 'p', namespace: 'abc123-default', ownerReferences: [{ apiVersion: 'xyz789-example.com/v1', kind: 'ClusterWidget', name: 'xyz789-cw', uid: 'u' }] } }],
-  ['a pod owned by an upstream namespace', '', 'pods', { metadata: { name: 'p', namespace: 'abc123-default', ownerReferences: [{ apiVersion: 'v1', kind: 'Namespace', name: 'kube-system', uid: 'u' }] } }],
-  ['endpoints pointing at another tenant’s pod', '', 'endpoints', { metadata: { name: 'e', namespace: 'abc123-default' }, subsets: [{ addresses: [{ ip: '1.1.1.1', targetRef: { kind: 'Pod', namespace: 'xyz789-default', name: 'p' } }] }] }],
-  ['a webhook calling a service of another tenant', 'admissionregistration.k8s.io', 'validatingwebhookconfigurations', { metadata: { name: 'abc123-w' }, webhooks: [{ name: 'w', clientConfig: { service: { namespace: 'xyz789-hooks', name: 's' } } }] }],
-  ['a webhook selecting another tenant’s namespaces', 'admissionregistration.k8s.io', 'mutatingwebhookconfigurations', { metadata: { name: 'abc123-w' }, webhooks: [{ name: 'w', namespaceSelector: { matchLabels: { [TENANT_LABEL]: 'xyz789' } } }] }],
-  ['a policy binding to another tenant’s policy', 'admissionregistration.k8s.io', 'validatingadmissionpolicybindings', { metadata: { name: 'abc123-b' }, spec: { policyName: 'xyz789-p' } }],
-  ['a network policy opening to another tenant', 'networking.k8s.io', 'networkpolicies', { metadata: { name: 'n', namespace: 'abc123-default' }, spec: { ingress: [{ from: [{ namespaceSelector: { matchLabels: { [TENANT_LABEL]: 'xyz789' } } }] }] } }],
-  ['an access review about another tenant’s user', 'authorization.k8s.io', 'subjectaccessreviews', { spec: { user: 'xyz789-bob', resourceAttributes: { verb: 'get', resource: 'pods' } } }],
-  ['an access review in another tenant’s namespace', 'authorization.k8s.io', 'selfsubjectaccessreviews', { spec: { resourceAttributes: { verb: 'get', resource: 'pods', namespace: 'xyz789-default' } } }],
+  [
+    'a binding to another tenant’s user',
+    'rbac.authorization.k8s.io',
+    'rolebindings',
+    { metadata: { name: 'b', namespace: 'abc123-default' }, subjects: [{ kind: 'User', name: 'xyz789-bob' }], roleRef: { kind: 'Role', name: 'r' } },
+  ],
+  [
+    'a binding to an upstream ClusterRole',
+    'rbac.authorization.k8s.io',
+    'rolebindings',
+    { metadata: { name: 'b', namespace: 'abc123-default' }, subjects: [], roleRef: { kind: 'ClusterRole', name: 'system:aggregate-to-edit' } },
+  ],
+  [
+    'a binding to a service account of another tenant',
+    'rbac.authorization.k8s.io',
+    'rolebindings',
+    {
+      metadata: { name: 'b', namespace: 'abc123-default' },
+      subjects: [{ kind: 'ServiceAccount', name: 's', namespace: 'xyz789-default' }],
+      roleRef: { kind: 'Role', name: 'r' },
+    },
+  ],
+  [
+    'another tenant’s custom resource in our namespace',
+    'example.com',
+    'widgets',
+    { apiVersion: 'xyz789-example.com/v1', metadata: { name: 'w', namespace: 'abc123-default' } },
+  ],
+  [
+    'another tenant’s CRD',
+    'apiextensions.k8s.io',
+    'customresourcedefinitions',
+    { metadata: { name: 'widgets.xyz789-example.com' }, spec: { group: 'xyz789-example.com' } },
+  ],
+  [
+    'the platform’s CRD',
+    'apiextensions.k8s.io',
+    'customresourcedefinitions',
+    { metadata: { name: 'volumesnapshots.snapshot.storage.k8s.io' }, spec: { group: 'snapshot.storage.k8s.io' } },
+  ],
+  [
+    'an event about another tenant’s pod',
+    '',
+    'events',
+    { metadata: { name: 'e', namespace: 'abc123-default' }, involvedObject: { kind: 'Pod', namespace: 'xyz789-default', name: 'p' } },
+  ],
+  [
+    'a PV bound to another tenant’s claim',
+    '',
+    'persistentvolumes',
+    { metadata: { name: 'abc123-data' }, spec: { claimRef: { kind: 'PersistentVolumeClaim', namespace: 'xyz789-default', name: 'd' } } },
+  ],
+  [
+    'a dynamically provisioned PV (not under the prefix)',
+    '',
+    'persistentvolumes',
+    { metadata: { name: 'pvc-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0' }, spec: { claimRef: { namespace: 'abc123-default', name: 'd' } } },
+  ],
+  [
+    'a PVC bound to another tenant’s PV',
+    '',
+    'persistentvolumeclaims',
+    { metadata: { name: 'd', namespace: 'abc123-default' }, spec: { volumeName: 'xyz789-data' } },
+  ],
+  [
+    'a pod owned by another tenant’s cluster-scoped resource',
+    '',
+    'pods',
+    {
+      metadata: {
+        name: 'p',
+        namespace: 'abc123-default',
+        ownerReferences: [{ apiVersion: 'xyz789-example.com/v1', kind: 'ClusterWidget', name: 'xyz789-cw', uid: 'u' }],
+      },
+    },
+  ],
+  [
+    'a pod owned by an upstream namespace',
+    '',
+    'pods',
+    { metadata: { name: 'p', namespace: 'abc123-default', ownerReferences: [{ apiVersion: 'v1', kind: 'Namespace', name: 'kube-system', uid: 'u' }] } },
+  ],
+  [
+    'endpoints pointing at another tenant’s pod',
+    '',
+    'endpoints',
+    {
+      metadata: { name: 'e', namespace: 'abc123-default' },
+      subsets: [{ addresses: [{ ip: '1.1.1.1', targetRef: { kind: 'Pod', namespace: 'xyz789-default', name: 'p' } }] }],
+    },
+  ],
+  [
+    'a webhook calling a service of another tenant',
+    'admissionregistration.k8s.io',
+    'validatingwebhookconfigurations',
+    { metadata: { name: 'abc123-w' }, webhooks: [{ name: 'w', clientConfig: { service: { namespace: 'xyz789-hooks', name: 's' } } }] },
+  ],
+  [
+    'a webhook selecting another tenant’s namespaces',
+    'admissionregistration.k8s.io',
+    'mutatingwebhookconfigurations',
+    { metadata: { name: 'abc123-w' }, webhooks: [{ name: 'w', namespaceSelector: { matchLabels: { [TENANT_LABEL]: 'xyz789' } } }] },
+  ],
+  [
+    'a policy binding to another tenant’s policy',
+    'admissionregistration.k8s.io',
+    'validatingadmissionpolicybindings',
+    { metadata: { name: 'abc123-b' }, spec: { policyName: 'xyz789-p' } },
+  ],
+  [
+    'a network policy opening to another tenant',
+    'networking.k8s.io',
+    'networkpolicies',
+    {
+      metadata: { name: 'n', namespace: 'abc123-default' },
+      spec: { ingress: [{ from: [{ namespaceSelector: { matchLabels: { [TENANT_LABEL]: 'xyz789' } } }] }] },
+    },
+  ],
+  [
+    'an access review about another tenant’s user',
+    'authorization.k8s.io',
+    'subjectaccessreviews',
+    { spec: { user: 'xyz789-bob', resourceAttributes: { verb: 'get', resource: 'pods' } } },
+  ],
+  [
+    'an access review in another tenant’s namespace',
+    'authorization.k8s.io',
+    'selfsubjectaccessreviews',
+    { spec: { resourceAttributes: { verb: 'get', resource: 'pods', namespace: 'xyz789-default' } } },
+  ],
   ['a hidden kind', 'apiregistration.k8s.io', 'apiservices', { metadata: { name: 'abc123-x' } }],
-  ['another tenant’s FlowSchema', 'flowcontrol.apiserver.k8s.io', 'flowschemas', { apiVersion: 'flowcontrol.tenantgate.kubezoo.io/v1', kind: 'FlowSchema', metadata: { name: 'xyz789-x', labels: { [TENANT_LABEL]: 'xyz789' } } }],
+  [
+    'another tenant’s FlowSchema',
+    'flowcontrol.apiserver.k8s.io',
+    'flowschemas',
+    { apiVersion: 'flowcontrol.tenantgate.kubezoo.io/v1', kind: 'FlowSchema', metadata: { name: 'xyz789-x', labels: { [TENANT_LABEL]: 'xyz789' } } },
+  ],
 ];
 
 t.test('another tenant’s (or the upstream’s) objects are never shown: toTenant is null', async (t) => {
@@ -1156,9 +1492,24 @@ t.test('generated names round-trip for any tenant and are never another tenant�
     const name = pick(ids, 1) + pick(dns, Math.floor(next() * 245));
     const samples: [string, string, Json][] = [
       ['', 'configmaps', { metadata: { name, namespace, labels: { k: pick(ids, 3) } } }],
-      ['rbac.authorization.k8s.io', 'clusterroles', { metadata: { name }, rules: [{ apiGroups: [''], resources: ['namespaces'], resourceNames: [namespace], verbs: ['get'] }] }],
+      [
+        'rbac.authorization.k8s.io',
+        'clusterroles',
+        { metadata: { name }, rules: [{ apiGroups: [''], resources: ['namespaces'], resourceNames: [namespace], verbs: ['get'] }] },
+      ],
       ['', 'namespaces', { metadata: { name: namespace } }],
-      ['rbac.authorization.k8s.io', 'rolebindings', { metadata: { name, namespace }, subjects: [{ kind: 'User', name: pick(dns, 8) }, { kind: 'ServiceAccount', name: 's', namespace }], roleRef: { kind: 'ClusterRole', name } }],
+      [
+        'rbac.authorization.k8s.io',
+        'rolebindings',
+        {
+          metadata: { name, namespace },
+          subjects: [
+            { kind: 'User', name: pick(dns, 8) },
+            { kind: 'ServiceAccount', name: 's', namespace },
+          ],
+          roleRef: { kind: 'ClusterRole', name },
+        },
+      ],
     ];
     for (const [group, resource, obj] of samples) {
       const row = kindOf(group, resource)!;
@@ -1199,14 +1550,21 @@ t.test('a tenant webhook calls a service of its own, or a URL only on a host the
       `${what}: the cause names the field`,
     );
   }
-  const nothingAllowed = thrown(() => up(webhookConfiguration({ url: 'https://hooks.example.com/' }), 'admissionregistration.k8s.io', 'mutatingwebhookconfigurations'));
+  const nothingAllowed = thrown(() =>
+    up(webhookConfiguration({ url: 'https://hooks.example.com/' }), 'admissionregistration.k8s.io', 'mutatingwebhookconfigurations'),
+  );
   t.equal(nothingAllowed?.code, 422, 'without the flag no host is allowed');
   for (const url of ['https://hooks.example.com/check', 'https://HOOKS.example.com:8443/', 'https://10.0.0.9/', 'https://[::1]:9443/']) {
     const upstream = up(webhookConfiguration({ url }), 'admissionregistration.k8s.io', 'validatingwebhookconfigurations', allowing) as any;
     t.equal(upstream.webhooks[1].clientConfig.url, url, `${url}: allowed, unchanged`);
   }
   const patch = thrown(() =>
-    objectToUpstream({ webhooks: [{ name: 'x', clientConfig: { url: 'https://10.0.0.1/' } }] }, ctx, rowOf('admissionregistration.k8s.io', 'validatingwebhookconfigurations'), 'patch'),
+    objectToUpstream(
+      { webhooks: [{ name: 'x', clientConfig: { url: 'https://10.0.0.1/' } }] },
+      ctx,
+      rowOf('admissionregistration.k8s.io', 'validatingwebhookconfigurations'),
+      'patch',
+    ),
   );
   t.equal(patch?.code, 422, 'a patch setting a URL is refused too');
   const crd = thrown(() =>
@@ -1215,7 +1573,11 @@ t.test('a tenant webhook calls a service of its own, or a URL only on a host the
         apiVersion: 'apiextensions.k8s.io/v1',
         kind: 'CustomResourceDefinition',
         metadata: { name: 'widgets.example.com' },
-        spec: { group: 'example.com', names: { plural: 'widgets' }, conversion: { strategy: 'Webhook', webhook: { clientConfig: { url: 'https://10.0.0.1:6443/' } } } },
+        spec: {
+          group: 'example.com',
+          names: { plural: 'widgets' },
+          conversion: { strategy: 'Webhook', webhook: { clientConfig: { url: 'https://10.0.0.1:6443/' } } },
+        },
       },
       'apiextensions.k8s.io',
       'customresourcedefinitions',
@@ -1243,7 +1605,13 @@ t.test("admission policies' and webhooks' CEL reads the tenant's namespace names
   const upstream = up(policy, 'admissionregistration.k8s.io', 'validatingadmissionpolicies');
   const spec = upstream.spec as Json;
   t.same(
-    [(spec.validations as Json[])[0]!.expression, (spec.validations as Json[])[0]!.messageExpression, (spec.auditAnnotations as Json[])[0]!.valueExpression, (spec.matchConditions as Json[])[0]!.expression, (spec.variables as Json[])[0]!.expression],
+    [
+      (spec.validations as Json[])[0]!.expression,
+      (spec.validations as Json[])[0]!.messageExpression,
+      (spec.auditAnnotations as Json[])[0]!.valueExpression,
+      (spec.matchConditions as Json[])[0]!.expression,
+      (spec.variables as Json[])[0]!.expression,
+    ],
     Array(5).fill(upstreamExpression),
   );
   t.same(down(upstream, 'admissionregistration.k8s.io', 'validatingadmissionpolicies'), policy, 'reads back as written');
@@ -1252,7 +1620,13 @@ t.test("admission policies' and webhooks' CEL reads the tenant's namespace names
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind: 'MutatingAdmissionPolicy',
     metadata: { name: 'm' },
-    spec: { mutations: [{ patchType: 'JSONPatch', jsonPatch: { expression } }, { patchType: 'ApplyConfiguration', applyConfiguration: { expression } }], variables: [{ name: 'v', expression }] },
+    spec: {
+      mutations: [
+        { patchType: 'JSONPatch', jsonPatch: { expression } },
+        { patchType: 'ApplyConfiguration', applyConfiguration: { expression } },
+      ],
+      variables: [{ name: 'v', expression }],
+    },
   };
   const mutatingUp = up(mutating, 'admissionregistration.k8s.io', 'mutatingadmissionpolicies');
   t.equal(((mutatingUp.spec as Json).mutations as Json[])[1]!.applyConfiguration!['expression' as never], upstreamExpression);
@@ -1262,7 +1636,15 @@ t.test("admission policies' and webhooks' CEL reads the tenant's namespace names
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind: 'ValidatingWebhookConfiguration',
     metadata: { name: 'w' },
-    webhooks: [{ name: 'w.example.com', clientConfig: { service: { namespace: 'default', name: 'hook' } }, matchConditions: [{ name: 'm', expression }], namespaceSelector: {}, objectSelector: {} }],
+    webhooks: [
+      {
+        name: 'w.example.com',
+        clientConfig: { service: { namespace: 'default', name: 'hook' } },
+        matchConditions: [{ name: 'm', expression }],
+        namespaceSelector: {},
+        objectSelector: {},
+      },
+    ],
   };
   const webhookUp = up(webhook, 'admissionregistration.k8s.io', 'validatingwebhookconfigurations');
   t.equal(((webhookUp.webhooks as Json[])[0]!.matchConditions as Json[])[0]!.expression, upstreamExpression);

@@ -14,7 +14,18 @@ t.test("no tenant can name tenantgate's admission policy: its name has no tenant
 });
 
 t.test('tenantgate reads for tenants with its own identity only exact discovery and OpenAPI documents', async (t) => {
-  const documents = ['/api', '/api/v1', '/apis', '/apis/apps', '/apis/apps/v1', '/apis/abc123-example.com/v1alpha1', '/openapi/v2', '/openapi/v3', '/openapi/v3/api/v1', '/openapi/v3/apis/apps/v1'];
+  const documents = [
+    '/api',
+    '/api/v1',
+    '/apis',
+    '/apis/apps',
+    '/apis/apps/v1',
+    '/apis/abc123-example.com/v1alpha1',
+    '/openapi/v2',
+    '/openapi/v3',
+    '/openapi/v3/api/v1',
+    '/openapi/v3/apis/apps/v1',
+  ];
   for (const path of documents) t.ok(isDiscoveryDocumentPath(path), path);
   const others = [
     '/api/v1/secrets',
@@ -33,7 +44,13 @@ t.test('tenantgate reads for tenants with its own identity only exact discovery 
     '',
   ];
   for (const path of others) t.notOk(isDiscoveryDocumentPath(path), JSON.stringify(path));
-  const headers = { accept: 'application/json', authorization: 'Bearer own', 'impersonate-user': 'abc123-admin', 'impersonate-group': ['abc123:x'], 'impersonate-extra-tenant': 'abc123' };
+  const headers = {
+    accept: 'application/json',
+    authorization: 'Bearer own',
+    'impersonate-user': 'abc123-admin',
+    'impersonate-group': ['abc123:x'],
+    'impersonate-extra-tenant': 'abc123',
+  };
   dropImpersonation(headers);
   t.same(headers, { accept: 'application/json', authorization: 'Bearer own' }, "tenantgate's own credentials, nobody impersonated");
 });
@@ -63,7 +80,9 @@ t.test('a kept object differs when anyone adds, changes or removes an owned fiel
     "the system identities, and tenantgate's own user",
   );
   t.notOk(
-    (kept.object.subjects as { name: string }[]).some((s) => s.name === 'system:authenticated' || s.name === 'system:serviceaccounts' || s.name === 'system:unauthenticated'),
+    (kept.object.subjects as { name: string }[]).some(
+      (s) => s.name === 'system:authenticated' || s.name === 'system:serviceaccounts' || s.name === 'system:unauthenticated',
+    ),
     'no group a tenant identity is in',
   );
 });

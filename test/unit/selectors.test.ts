@@ -1,11 +1,5 @@
 import t from 'tap';
-import {
-  escapeFieldSelectorValue,
-  mergeLabelSelector,
-  parseFieldSelector,
-  parseLabelSelector,
-  rewriteFieldSelector,
-} from '../../lib/convert/selectors.ts';
+import { escapeFieldSelectorValue, mergeLabelSelector, parseFieldSelector, parseLabelSelector, rewriteFieldSelector } from '../../lib/convert/selectors.ts';
 
 const tenant = 'abc123';
 const pods = { clusterScoped: false, resource: 'pods' };
@@ -81,7 +75,7 @@ t.test('metadata.name is prefixed for cluster-scoped resources and namespaces', 
   t.equal(rewriteFieldSelector('status.phase=Active,metadata.name=dev', tenant, namespaces), 'status.phase=Active,metadata.name=abc123-dev');
 });
 
-t.test('a value that looks like another tenant\'s name is prefixed again: it names the tenant\'s own object', async (t) => {
+t.test("a value that looks like another tenant's name is prefixed again: it names the tenant's own object", async (t) => {
   t.equal(rewriteFieldSelector('metadata.namespace=def456-default', tenant, pods), 'metadata.namespace=abc123-def456-default');
   t.equal(rewriteFieldSelector('metadata.namespace=abc123-default', tenant, pods), 'metadata.namespace=abc123-abc123-default');
   t.equal(rewriteFieldSelector('metadata.name=def456-reader', tenant, clusterRoles), 'metadata.name=abc123-def456-reader');
@@ -189,7 +183,7 @@ t.test('invalid label selectors are a 400', async (t) => {
   }
 });
 
-t.test('the tenant\'s label requirement is merged with the client\'s selector', async (t) => {
+t.test("the tenant's label requirement is merged with the client's selector", async (t) => {
   t.equal(mergeLabelSelector(null, tenant), 'kubezoo.io/tenant=abc123');
   t.equal(mergeLabelSelector('', tenant), 'kubezoo.io/tenant=abc123');
   t.equal(mergeLabelSelector(' ', tenant), 'kubezoo.io/tenant=abc123');
@@ -220,7 +214,7 @@ t.test('a client selector that mentions kubezoo.io/tenant is refused: the label 
   }
 });
 
-t.test('a NUL cannot cut off the tenant\'s requirement upstream', async (t) => {
+t.test("a NUL cannot cut off the tenant's requirement upstream", async (t) => {
   // the apiserver's lexer stops at NUL: "x=y\0,kubezoo.io/tenant=..." would select every tenant's objects
   t.throws(() => mergeLabelSelector('x=y\0', tenant), { code: 400 });
   t.throws(() => mergeLabelSelector('\0', tenant), { code: 400 });

@@ -16,7 +16,7 @@ function saReview(namespace: string, name: string): TokenReviewStatus {
   };
 }
 
-t.test('a tenant service account becomes the tenant\'s own identity, groups unprefixed', async (t) => {
+t.test("a tenant service account becomes the tenant's own identity, groups unprefixed", async (t) => {
   t.same(identityFromTokenReview(saReview('abc123-default', 'builder'), uidOf), {
     user: 'system:serviceaccount:default:builder',
     groups: ['system:serviceaccounts', 'system:serviceaccounts:default', 'system:authenticated'],
@@ -57,7 +57,8 @@ t.test('a tenant service account is impersonated upstream as system:serviceaccou
 t.test('bearer tokens: the Bearer scheme only, never empty', async (t) => {
   t.equal(bearerToken('Bearer abc.def'), 'abc.def');
   t.equal(bearerToken('bearer abc'), 'abc');
-  for (const value of [undefined, '', 'Bearer', 'Bearer ', 'Bearer    ', 'Basic YWI6Y2Q=', 'Token abc']) t.equal(bearerToken(value), null, JSON.stringify(value));
+  for (const value of [undefined, '', 'Bearer', 'Bearer ', 'Bearer    ', 'Basic YWI6Y2Q=', 'Token abc'])
+    t.equal(bearerToken(value), null, JSON.stringify(value));
 });
 
 /** A reviewer that counts its calls and answers from a table. */

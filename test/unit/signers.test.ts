@@ -145,14 +145,23 @@ t.test('a CSR both ways: signer mapped, requester shown as the tenant user, othe
 t.test('field selectors on spec.signerName and RBAC rules on signers are mapped into the tenant domain', async (t) => {
   const fields = { 'spec.signerName': (name: string) => signerNameSelectorValue(name, A) };
   t.equal(
-    rewriteFieldSelector('spec.signerName=example.com/e2e-1,metadata.name=x', A, { clusterScoped: true, resource: 'certificatesigningrequests', mappedFields: fields }),
+    rewriteFieldSelector('spec.signerName=example.com/e2e-1,metadata.name=x', A, {
+      clusterScoped: true,
+      resource: 'certificatesigningrequests',
+      mappedFields: fields,
+    }),
     'spec.signerName=abc123.tenants.tenantgate.kubezoo.io/d2.example.com.e2e-1,metadata.name=abc123-x',
   );
   t.equal(
     rewriteFieldSelector('spec.signerName!=nonsense', A, { clusterScoped: true, resource: 'certificatesigningrequests', mappedFields: fields }),
     'spec.signerName!=abc123.tenants.tenantgate.kubezoo.io/-',
   );
-  const rule: Json = { apiGroups: ['certificates.k8s.io'], resources: ['signers'], verbs: ['approve'], resourceNames: ['kubernetes.io/kube-apiserver-client', 'example.com/*'] };
+  const rule: Json = {
+    apiGroups: ['certificates.k8s.io'],
+    resources: ['signers'],
+    verbs: ['approve'],
+    resourceNames: ['kubernetes.io/kube-apiserver-client', 'example.com/*'],
+  };
   policyRuleToUpstream(rule, ctx(A));
   t.same(rule.resourceNames, [
     'abc123.tenants.tenantgate.kubezoo.io/d2.kubernetes.io.kube-apiserver-client',
@@ -165,7 +174,10 @@ t.test('field selectors on spec.signerName and RBAC rules on signers are mapped 
 t.test('admission messages and Table cells name the tenant signer as the tenant wrote it', async (t) => {
   const upstream = signerNameToUpstream('example.com/e2e-x', A)!;
   t.equal(
-    stripTenantPrefixes(`certificatesigningrequests.certificates.k8s.io "abc123-req" is forbidden: user not permitted to approve requests with signerName "${upstream}"`, A),
+    stripTenantPrefixes(
+      `certificatesigningrequests.certificates.k8s.io "abc123-req" is forbidden: user not permitted to approve requests with signerName "${upstream}"`,
+      A,
+    ),
     'certificatesigningrequests.certificates.k8s.io "req" is forbidden: user not permitted to approve requests with signerName "example.com/e2e-x"',
   );
   t.equal(stripTenantPrefixes(upstream, A), 'example.com/e2e-x', 'a Table cell');

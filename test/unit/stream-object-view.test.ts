@@ -133,7 +133,9 @@ t.test('escapes in the name field are decoded before the tenant check, as the pa
 });
 
 t.test("another tenant never gets an object, however its id relates to the owner's", async (t) => {
-  const input = Buffer.from(`{"kind":"ConfigMap","metadata":{"name":"web","namespace":"${TENANT}-default","labels":{"kubezoo.io/tenant":"${TENANT}"}},"data":{"k":"v"}}`);
+  const input = Buffer.from(
+    `{"kind":"ConfigMap","metadata":{"name":"web","namespace":"${TENANT}-default","labels":{"kubezoo.io/tenant":"${TENANT}"}},"data":{"k":"v"}}`,
+  );
   t.ok(objectToTenantBytes(input, tenantViewSpecOf(configMaps, CONTEXT)) !== null, `${TENANT} gets it`);
   for (const other of ['zzz999', 'abc124', 'bc123a', 'abc12x']) {
     t.equal(objectToTenantBytes(input, tenantViewSpecOf(configMaps, contextOf(other))), null, `${other} does not`);
@@ -142,7 +144,11 @@ t.test("another tenant never gets an object, however its id relates to the owner
   const labelledForAnother = Buffer.from(`{"metadata":{"name":"web","namespace":"${TENANT}-default","labels":{"kubezoo.io/tenant":"zzz999"}}}`);
   t.equal(objectToTenantBytes(labelledForAnother, tenantViewSpecOf(configMaps, CONTEXT)), null, 'labelled for another tenant: not shown');
   const twoMetadata = Buffer.from(`{"metadata":{"namespace":"zzz999-default"},"metadata":{"namespace":"${TENANT}-default"}}`);
-  t.equal(objectToTenantBytes(twoMetadata, tenantViewSpecOf(configMaps, CONTEXT)), PARSED_PATH, 'two metadata members: left to the parser, whose last one counts');
+  t.equal(
+    objectToTenantBytes(twoMetadata, tenantViewSpecOf(configMaps, CONTEXT)),
+    PARSED_PATH,
+    'two metadata members: left to the parser, whose last one counts',
+  );
 });
 
 t.test('a Status, a Table or a list is left to the parsed path, which answers them as before', async (t) => {
@@ -176,7 +182,15 @@ t.test('huge objects: a ConfigMap of 3 MB and a Pod of 12,000 containers agree w
       namespace: `${TENANT}-default`,
       labels: { 'kubezoo.io/tenant': TENANT },
       ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-1', uid: 'u', controller: true }],
-      managedFields: [{ manager: 'kubectl', operation: 'Update', apiVersion: 'v1', fieldsType: 'FieldsV1', fieldsV1: { 'f:metadata': { 'f:labels': { 'f:kubezoo.io/tenant': {}, 'f:app': {} } } } }],
+      managedFields: [
+        {
+          manager: 'kubectl',
+          operation: 'Update',
+          apiVersion: 'v1',
+          fieldsType: 'FieldsV1',
+          fieldsV1: { 'f:metadata': { 'f:labels': { 'f:kubezoo.io/tenant': {}, 'f:app': {} } } },
+        },
+      ],
     },
     spec: { containers },
     status: { conditions: [{ type: 'Ready', message: `pod ${TENANT}-default/big is ready` }] },
@@ -202,7 +216,22 @@ t.test('the upstream bytes are left as they were', async (t) => {
 
 t.test('an answer that is not one JSON object is a 502 Status, never a crash', async (t) => {
   const spec = tenantViewSpecOf(configMaps, CONTEXT);
-  for (const input of ['', '   ', '[]', '[{"metadata":{"namespace":"abc123-x"}}]', '42', '"x"', 'null', 'true', '{', '{"metadata":{"namespace":"abc123-x"}}{}', '{"metadata":{"namespace":"abc123-x"}},', '{"a":1,}', '{"a":"\u0001"}', '{"a":tru}']) {
+  for (const input of [
+    '',
+    '   ',
+    '[]',
+    '[{"metadata":{"namespace":"abc123-x"}}]',
+    '42',
+    '"x"',
+    'null',
+    'true',
+    '{',
+    '{"metadata":{"namespace":"abc123-x"}}{}',
+    '{"metadata":{"namespace":"abc123-x"}},',
+    '{"a":1,}',
+    '{"a":"\u0001"}',
+    '{"a":tru}',
+  ]) {
     const got = bytesView(Buffer.from(input), spec);
     t.ok(got instanceof StatusError && got.code === 502, `${JSON.stringify(input)}: ${got instanceof StatusError ? got.message : String(got)}`);
   }

@@ -66,7 +66,11 @@ function inPieces(kind: 'list' | 'watch', input: Buffer, spec: TenantViewSpec, c
 
 /** Parsed and re-serialized, so that number spellings, escapes and whitespace do not count. */
 const normal = (json: string) => JSON.stringify(JSON.parse(json));
-const normalLines = (ndjson: string) => ndjson.split('\n').filter((line) => line.trim() !== '').map(normal);
+const normalLines = (ndjson: string) =>
+  ndjson
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map(normal);
 
 t.test(`generated lists: the rewriter agrees with JSON.parse + edit + JSON.stringify (seed ${SEED})`, async (t) => {
   let compared = 0;
@@ -147,7 +151,7 @@ t.test(`generated lists and watches of metadata-only kinds: the fast path agrees
   t.ok(fast > items / 4, `${fast} of them took the fast path`);
 });
 
-t.test('fast path owner verdicts are per apiVersion and kind: a ReplicaSet-owned pod stays, one owned by another tenant\'s ClusterRole goes', async (t) => {
+t.test("fast path owner verdicts are per apiVersion and kind: a ReplicaSet-owned pod stays, one owned by another tenant's ClusterRole goes", async (t) => {
   const spec = tenantViewSpecOf(kindOf('', 'pods')!, RULE_CONTEXT);
   const pod = (name: string, owners: object[]) => ({ metadata: { name, namespace: `${TENANT}-web`, ownerReferences: owners } });
   const replicaSet = { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-1', uid: 'u1', controller: true, blockOwnerDeletion: true };
@@ -160,7 +164,11 @@ t.test('fast path owner verdicts are per apiVersion and kind: a ReplicaSet-owned
   const input = Buffer.from(JSON.stringify({ kind: 'PodList', metadata: {}, items }));
   const got = JSON.parse(rewriteInPieces('list', input, spec, []).toString()).items.map((item: any) => item.metadata.name);
   t.same(got, ['a', 'd'], 'owned from outside the tenant: not shown');
-  t.same(got, JSON.parse(referenceListView(input, spec).toString()).items.map((item: any) => item.metadata.name), 'as the rule decides');
+  t.same(
+    got,
+    JSON.parse(referenceListView(input, spec).toString()).items.map((item: any) => item.metadata.name),
+    'as the rule decides',
+  );
 });
 
 /** True when `small` is `big` with some elements left out (in order). */

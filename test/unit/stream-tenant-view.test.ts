@@ -43,7 +43,7 @@ t.test('a namespaced item loses exactly its own namespace prefix', async (t) => 
       String.raw`{"metadata":{"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{\"metadata\":{\"namespace\":\"abc123-default\",\"name\":\"web\"}}\n"},"namespace":"default","name":"web"}}`,
     ],
     [
-      'nested template metadata is not the item\'s',
+      "nested template metadata is not the item's",
       '{"spec":{"template":{"metadata":{"namespace":"abc123-x","labels":{"app":"web"}}}},"metadata":{"namespace":"abc123-prod","name":"web"}}',
       '{"spec":{"template":{"metadata":{"namespace":"abc123-x","labels":{"app":"web"}}}},"metadata":{"namespace":"prod","name":"web"}}',
     ],
@@ -68,7 +68,7 @@ t.test('a namespaced item loses exactly its own namespace prefix', async (t) => 
   }
 });
 
-t.test('items outside the tenant\'s exact prefix are dropped, never shown', async (t) => {
+t.test("items outside the tenant's exact prefix are dropped, never shown", async (t) => {
   const dropped = [
     ['another tenant', '{"metadata":{"namespace":"zzz999-default","name":"web"}}'],
     ['the id without the dash', '{"metadata":{"namespace":"abc123xdefault"}}'],
@@ -123,13 +123,14 @@ t.test('cluster-scoped kinds and Namespaces are filtered by metadata.name', asyn
   t.equal(list(listOf('{"metadata":{"name":"web","namespace":"abc123-default"}}'), clusterScoped), listOf());
 });
 
-t.test('the list\'s own fields are copied byte for byte, in any key order', async (t) => {
-  const head = '{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"987","continue":"eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ","remainingItemCount":12},"items":[';
+t.test("the list's own fields are copied byte for byte, in any key order", async (t) => {
+  const head =
+    '{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"987","continue":"eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ","remainingItemCount":12},"items":[';
   t.equal(list(head + '{"metadata":{"namespace":"abc123-a"}}]}'), head + '{"metadata":{"namespace":"a"}}]}');
   const itemsFirst = '{"items":[{"metadata":{"namespace":"abc123-a"}}],"metadata":{"resourceVersion":"1"},"kind":"PodList","apiVersion":"v1"}';
   t.equal(list(itemsFirst), '{"items":[{"metadata":{"namespace":"a"}}],"metadata":{"resourceVersion":"1"},"kind":"PodList","apiVersion":"v1"}');
   t.equal(list(listOf()), listOf(), 'an empty list');
-  t.equal(list('{"kind":"PodList","metadata":{},"items":null}'), '{"kind":"PodList","metadata":{},"items":null}', 'Go\'s nil items');
+  t.equal(list('{"kind":"PodList","metadata":{},"items":null}'), '{"kind":"PodList","metadata":{},"items":null}', "Go's nil items");
   t.equal(list(listOf('{"metadata":{"namespace":"zzz999-a"}}', '{"metadata":{"namespace":"zzz999-b"}}')), listOf(), 'every item dropped');
   t.equal(
     list(' \n{"kind":"PodList","items":[ {"metadata":{"namespace":"abc123-a"}} ,\n {"metadata":{"namespace":"zzz999-b"}} ]}\n'),
@@ -202,7 +203,9 @@ t.test('a single object that is not a list never leaks, even in pieces', async (
 });
 
 t.test('a truncated list never sends a byte of an item it did not finish checking', async (t) => {
-  const input = Buffer.from(listOf('{"metadata":{"namespace":"abc123-a"},"x":1}', '{"metadata":{"namespace":"zzz999-b"},"y":[2]}', '{"z":"3","metadata":{"namespace":"abc123-c"}}'));
+  const input = Buffer.from(
+    listOf('{"metadata":{"namespace":"abc123-a"},"x":1}', '{"metadata":{"namespace":"zzz999-b"},"y":[2]}', '{"z":"3","metadata":{"namespace":"abc123-c"}}'),
+  );
   const full = list(input.toString());
   for (let cut = 0; cut < input.length; cut++) {
     const scanner = new TenantViewScanner('list', namespaced);
@@ -230,14 +233,22 @@ t.test('the output is the same however the input is cut into chunks', async (t) 
     for (let cut = 0; cut <= bytes.length; cut++) {
       t.equal(inPieces('list', bytes, [cut]), whole, `cut at ${cut}`);
     }
-    t.equal(inPieces('list', bytes, Array.from({ length: bytes.length }, (_, i) => i)), whole, 'one byte at a time');
+    t.equal(
+      inPieces(
+        'list',
+        bytes,
+        Array.from({ length: bytes.length }, (_, i) => i),
+      ),
+      whole,
+      'one byte at a time',
+    );
     for (let cut = 0; cut + 5 <= bytes.length; cut += 3) {
       t.equal(inPieces('list', bytes, [cut, cut + 2, cut + 5]), whole, `cuts at ${cut}, ${cut + 2}, ${cut + 5}`);
     }
   }
 });
 
-t.test('watch events: the tenant\'s are rewritten, others dropped whole, bookmarks and errors pass', async (t) => {
+t.test("watch events: the tenant's are rewritten, others dropped whole, bookmarks and errors pass", async (t) => {
   const stream = [
     '{"type":"ADDED","object":{"kind":"Pod","metadata":{"name":"a","namespace":"abc123-default"}}}',
     '{"type":"ADDED","object":{"kind":"Pod","metadata":{"name":"b","namespace":"zzz999-default"}}}',
@@ -257,7 +268,7 @@ t.test('watch events: the tenant\'s are rewritten, others dropped whole, bookmar
   t.equal(watch(stream.join('\n') + '\n'), want.join('\n') + '\n');
   t.equal(watch(stream.join('\r\n')), want.join('\n') + '\n', 'any whitespace between events; one event per line out');
   t.equal(watch(''), '', 'an empty watch');
-  t.equal(watch(stream[1]! + '\n'), '', 'nothing but another tenant\'s event');
+  t.equal(watch(stream[1]! + '\n'), '', "nothing but another tenant's event");
   t.equal(
     watch('{"type":"SOMETHING_NEW","object":{"metadata":{"namespace":"zzz999-a"}}}\n{"type":"SOMETHING_NEW","object":{"metadata":{"namespace":"abc123-a"}}}'),
     '{"type":"SOMETHING_NEW","object":{"metadata":{"namespace":"a"}}}\n',
@@ -270,7 +281,11 @@ t.test('watch events: the tenant\'s are rewritten, others dropped whole, bookmar
     '{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"2","namespace":"a"}}}\n',
     'a bookmark that names something gets the tenant check',
   );
-  t.equal(watch('{"type":"BOOK\\u004dARK","object":{"metadata":{"resourceVersion":"1"}}}'), '{"type":"BOOK\\u004dARK","object":{"metadata":{"resourceVersion":"1"}}}\n', 'an escaped type');
+  t.equal(
+    watch('{"type":"BOOK\\u004dARK","object":{"metadata":{"resourceVersion":"1"}}}'),
+    '{"type":"BOOK\\u004dARK","object":{"metadata":{"resourceVersion":"1"}}}\n',
+    'an escaped type',
+  );
 
   const rewriteStatus = (status: any) => ({ ...status, message: status.message.replaceAll('abc123-', '') });
   t.equal(
@@ -282,7 +297,15 @@ t.test('watch events: the tenant\'s are rewritten, others dropped whole, bookmar
   const bytes = Buffer.from(stream.join('\n') + '\n');
   const whole = watch(bytes.toString());
   for (let cut = 0; cut <= bytes.length; cut++) t.equal(inPieces('watch', bytes, [cut]), whole, `cut at ${cut}`);
-  t.equal(inPieces('watch', bytes, Array.from({ length: bytes.length }, (_, i) => i)), whole, 'one byte at a time');
+  t.equal(
+    inPieces(
+      'watch',
+      bytes,
+      Array.from({ length: bytes.length }, (_, i) => i),
+    ),
+    whole,
+    'one byte at a time',
+  );
 });
 
 t.test('an item with a member it is judged by written twice is dropped: a client reads the last one, the check the first', async (t) => {
@@ -396,8 +419,10 @@ t.test('rewriteItem: the slow path parses each checked item and stringifies what
     return item;
   };
   const out = JSON.parse(list(input, { ...namespaced, rewriteItem }));
-  t.same(out.items, [{ kind: 'RoleBinding', metadata: { name: 'rb', namespace: 'default' }, subjects: [{ kind: 'ServiceAccount', name: 'sa', namespace: 'default' }] }]);
-  t.equal(seen.length, 2, 'another tenant\'s item never reaches rewriteItem');
+  t.same(out.items, [
+    { kind: 'RoleBinding', metadata: { name: 'rb', namespace: 'default' }, subjects: [{ kind: 'ServiceAccount', name: 'sa', namespace: 'default' }] },
+  ]);
+  t.equal(seen.length, 2, "another tenant's item never reaches rewriteItem");
   t.equal((seen[0] as any).metadata.namespace, 'abc123-default', 'rewriteItem sees the upstream object');
   t.equal(out.metadata.resourceVersion, '42');
 
@@ -420,7 +445,8 @@ t.test('rewriteItem: the slow path parses each checked item and stringifies what
     { name: 'TenantViewError', message: /boom/ },
   );
 
-  const events = '{"type":"ADDED","object":{"metadata":{"namespace":"abc123-a"},"subjects":[]}}\n{"type":"ADDED","object":{"metadata":{"namespace":"zzz999-a"}}}\n';
+  const events =
+    '{"type":"ADDED","object":{"metadata":{"namespace":"abc123-a"},"subjects":[]}}\n{"type":"ADDED","object":{"metadata":{"namespace":"zzz999-a"}}}\n';
   t.equal(
     watch(events, { ...namespaced, rewriteItem: (item: any) => ({ seen: item.metadata.namespace }) }),
     '{"type":"ADDED","object":{"seen":"abc123-a"}}\n',
@@ -440,11 +466,17 @@ t.test('ListRewriter and WatchRewriter are Transform streams', async (t) => {
   t.equal(await collect(Readable.from(chunks).pipe(new ListRewriter(namespaced))), listOf('{"metadata":{"namespace":"a"}}'));
 
   const events = Buffer.from('{"type":"ADDED","object":{"metadata":{"namespace":"abc123-a"}}}\n{"type":"ADDED","object":{"metadata":{"namespace":"q-b"}}}\n');
-  t.equal(await collect(Readable.from([events.subarray(0, 30), events.subarray(30, 90), events.subarray(90)]).pipe(new WatchRewriter(namespaced))), '{"type":"ADDED","object":{"metadata":{"namespace":"a"}}}\n');
+  t.equal(
+    await collect(Readable.from([events.subarray(0, 30), events.subarray(30, 90), events.subarray(90)]).pipe(new WatchRewriter(namespaced))),
+    '{"type":"ADDED","object":{"metadata":{"namespace":"a"}}}\n',
+  );
 
-  await t.rejects(pipeline(Readable.from([Buffer.from('{"items":[{"a":tru}]}')]), new ListRewriter(namespaced), new Writable({ write: (_c, _e, cb) => cb() })), {
-    name: 'TenantViewError',
-  });
+  await t.rejects(
+    pipeline(Readable.from([Buffer.from('{"items":[{"a":tru}]}')]), new ListRewriter(namespaced), new Writable({ write: (_c, _e, cb) => cb() })),
+    {
+      name: 'TenantViewError',
+    },
+  );
   await t.rejects(pipeline(Readable.from([Buffer.from('{"items":[{"a":1}')]), new ListRewriter(namespaced), new Writable({ write: (_c, _e, cb) => cb() })), {
     message: /ended before the list did/,
   });
@@ -464,7 +496,10 @@ t.test('the rewriters build output over a chunk that fills its memory, never ove
   const own = Buffer.from(input);
   const over = await outputs([own]);
   t.equal(Buffer.concat(over).toString(), want);
-  t.ok(over.every((out) => out.buffer === own.buffer), 'built over the chunk');
+  t.ok(
+    over.every((out) => out.buffer === own.buffer),
+    'built over the chunk',
+  );
 
   // The same bytes as a view into a buffer 8 times larger (an HTTP/2 session's read buffer, other streams' frames
   // around it): the output is new memory, so that sending it late does not keep the whole buffer alive.
@@ -473,7 +508,10 @@ t.test('the rewriters build output over a chunk that fills its memory, never ove
   const view = shared.subarray(input.length * 3, input.length * 4);
   const copied = await outputs([view]);
   t.equal(Buffer.concat(copied).toString(), want);
-  t.ok(copied.every((out) => out.buffer !== shared.buffer), 'copied out of the shared buffer');
+  t.ok(
+    copied.every((out) => out.buffer !== shared.buffer),
+    'copied out of the shared buffer',
+  );
   t.equal(shared.subarray(input.length * 3, input.length * 4).toString(), input.toString(), 'the shared buffer is untouched');
 });
 
@@ -489,7 +527,10 @@ t.test('the list head and each finished item go out before the rest of the list 
   t.same(received.slice(1), ['{"metadata":{"namespace":"a"},"spec":{}}'], 'the first item as soon as it is complete');
   rewriter.end('{"namespace":"abc123-b"}}]}');
   await once(rewriter, 'end');
-  t.equal(received.join(''), '{"kind":"PodList","metadata":{"resourceVersion":"1"},"items":[{"metadata":{"namespace":"a"},"spec":{}},{"metadata":{"namespace":"b"}}]}');
+  t.equal(
+    received.join(''),
+    '{"kind":"PodList","metadata":{"resourceVersion":"1"},"items":[{"metadata":{"namespace":"a"},"spec":{}},{"metadata":{"namespace":"b"}}]}',
+  );
 });
 
 t.test('memory stays near one item: the scanner holds the unfinished item, not the list', async (t) => {

@@ -25,7 +25,7 @@ t.test('the upstream is asked for what the rule checks: metadata for the generic
   }
 });
 
-t.test('includeObject=None: the tenant\'s rows without objects, another tenant\'s rows and rows with nothing to check dropped', async (t) => {
+t.test("includeObject=None: the tenant's rows without objects, another tenant's rows and rows with nothing to check dropped", async (t) => {
   const row = (namespace: string, name: string) => ({
     cells: [name, 1],
     object: { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: { name, namespace } },

@@ -5,7 +5,15 @@ import { issueCertificate, type CertificateAuthority } from '../../lib/auth/pki.
 import type { Gateway } from '../../lib/server/gateway.ts';
 import { tenantStoreStatus } from '../../lib/server/tenant-api.ts';
 import { MemoryTenantStore } from '../../lib/tenants/memory-store.ts';
-import { TenantConflict, TenantExists, TenantMissing, TenantStoreUnavailable, TenantWatchExpired, type Tenant, type TenantStore } from '../../lib/tenants/tenant.ts';
+import {
+  TenantConflict,
+  TenantExists,
+  TenantMissing,
+  TenantStoreUnavailable,
+  TenantWatchExpired,
+  type Tenant,
+  type TenantStore,
+} from '../../lib/tenants/tenant.ts';
 import { startGatewayWithoutUpstream } from '../helpers/gateway-without-upstream.ts';
 import { connectH2, h2Request } from '../helpers/http.ts';
 import { StatusError } from '../../lib/errors/status-error.ts';
@@ -28,7 +36,9 @@ class StoreWithStorageDown extends MemoryTenantStore {
   }
 }
 
-async function startTestGateway(store: TenantStore): Promise<{ gateway: Gateway; ca: CertificateAuthority; as: (who: 'admin' | string) => ClientHttp2Session }> {
+async function startTestGateway(
+  store: TenantStore,
+): Promise<{ gateway: Gateway; ca: CertificateAuthority; as: (who: 'admin' | string) => ClientHttp2Session }> {
   const { gateway, ca } = await startGatewayWithoutUpstream(store);
   const sessions: ClientHttp2Session[] = [];
   t.teardown(async () => {
@@ -90,7 +100,11 @@ t.test('a quota a ResourceQuota would refuse is 400 naming the field, and nothin
     t.match(answer.json().message, why, `${said}: the message says why`);
     t.equal(answer.json().details.causes[0].field, field, `${said}: the cause names the field`);
   }
-  t.match((await h2Request(admin, 'POST', BASE, { headers: json, body: withQuota('quo000', { pods: '4x' }) })).json().message, '"4x"', 'the message quotes the quantity');
+  t.match(
+    (await h2Request(admin, 'POST', BASE, { headers: json, body: withQuota('quo000', { pods: '4x' }) })).json().message,
+    '"4x"',
+    'the message quotes the quantity',
+  );
   t.equal(store.get('quo000'), undefined, 'no refused tenant is stored');
 
   const notAString = await h2Request(admin, 'POST', BASE, { headers: json, body: withQuota('quo000', { pods: true }) });
@@ -131,7 +145,10 @@ t.test('a quota a ResourceQuota would refuse is 400 naming the field, and nothin
   t.same(created.json().spec.quota.hard, { ...accepted, pods: '4', 'requests.cpu': '1.5' }, 'quantities are kept as sent, numbers as strings');
 
   await h2Request(admin, 'POST', BASE, { headers: json, body: withQuota('quo001', { pods: '4' }) });
-  const patch = await h2Request(admin, 'PATCH', `${BASE}/quo001`, { headers: { 'content-type': 'application/merge-patch+json' }, body: '{"spec":{"quota":{"hard":{"podz":"4"}}}}' });
+  const patch = await h2Request(admin, 'PATCH', `${BASE}/quo001`, {
+    headers: { 'content-type': 'application/merge-patch+json' },
+    body: '{"spec":{"quota":{"hard":{"podz":"4"}}}}',
+  });
   t.equal(patch.status, 400, 'a patch that adds a name a ResourceQuota refuses is 400');
   t.match(patch.json().message, 'spec.quota.hard[podz]', 'the patch is told which field');
   t.same(store.get('quo001')?.spec.quota?.hard, { pods: '4' }, 'the refused patch changes nothing');
@@ -145,10 +162,14 @@ t.test('create, get, conflicting create, stale update and delete answer as the a
   t.ok(tenant.metadata.uid);
   t.ok(tenant.metadata.resourceVersion);
   t.equal(tenant.status.online, true, 'the creator cannot write the status');
-  t.match(tenant.status.conditions, [
-    { type: 'BuiltinsUpstream', status: 'False', reason: 'Deferred' },
-    { type: 'Ready', status: 'True', reason: 'Created' },
-  ], 'a new Tenant is stored Ready, its built-ins deferred to its first request');
+  t.match(
+    tenant.status.conditions,
+    [
+      { type: 'BuiltinsUpstream', status: 'False', reason: 'Deferred' },
+      { type: 'Ready', status: 'True', reason: 'Created' },
+    ],
+    'a new Tenant is stored Ready, its built-ins deferred to its first request',
+  );
 
   const again = await h2Request(admin, 'POST', BASE, { headers: json, body: tenantBody('abc123') });
   t.equal(again.status, 409);
@@ -168,7 +189,11 @@ t.test('create, get, conflicting create, stale update and delete answer as the a
 
   const status = await h2Request(admin, 'PUT', `${BASE}/abc123/status`, {
     headers: json,
-    body: JSON.stringify({ ...updated.json(), spec: { id: 100 }, status: { online: true, conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: '2026-01-01T00:00:00Z' }] } }),
+    body: JSON.stringify({
+      ...updated.json(),
+      spec: { id: 100 },
+      status: { online: true, conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: '2026-01-01T00:00:00Z' }] },
+    }),
   });
   t.equal(status.status, 200);
   t.equal(status.json().status.online, true);
@@ -189,7 +214,10 @@ t.test('create, get, conflicting create, stale update and delete answer as the a
 
 t.test('patches: merge, strategic merge, JSON patch; a wrong body is 400', async (t) => {
   await h2Request(admin, 'POST', BASE, { headers: json, body: tenantBody('pat001') });
-  const merge = await h2Request(admin, 'PATCH', `${BASE}/pat001`, { headers: { 'content-type': 'application/merge-patch+json' }, body: '{"metadata":{"labels":{"tier":"gold"}}}' });
+  const merge = await h2Request(admin, 'PATCH', `${BASE}/pat001`, {
+    headers: { 'content-type': 'application/merge-patch+json' },
+    body: '{"metadata":{"labels":{"tier":"gold"}}}',
+  });
   t.equal(merge.status, 200);
   t.same(merge.json().metadata.labels, { tier: 'gold' });
   const strategic = await h2Request(admin, 'PATCH', `${BASE}/pat001`, {
@@ -204,13 +232,22 @@ t.test('patches: merge, strategic merge, JSON patch; a wrong body is 400', async
   t.equal(jsonPatch.status, 200);
   t.same(jsonPatch.json().metadata.labels, {});
   t.equal(jsonPatch.json().spec.id, 42);
-  const rename = await h2Request(admin, 'PATCH', `${BASE}/pat001`, { headers: { 'content-type': 'application/merge-patch+json' }, body: '{"metadata":{"name":"other1"}}' });
+  const rename = await h2Request(admin, 'PATCH', `${BASE}/pat001`, {
+    headers: { 'content-type': 'application/merge-patch+json' },
+    body: '{"metadata":{"name":"other1"}}',
+  });
   t.equal(rename.status, 400, 'a patch cannot rename the tenant');
   const badJson = await h2Request(admin, 'POST', BASE, { headers: json, body: '{"apiVersion":' });
   t.equal(badJson.status, 400);
-  const wrongKind = await h2Request(admin, 'POST', BASE, { headers: json, body: JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'abc999' } }) });
+  const wrongKind = await h2Request(admin, 'POST', BASE, {
+    headers: json,
+    body: JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'abc999' } }),
+  });
   t.equal(wrongKind.status, 400);
-  const stalePatch = await h2Request(admin, 'PATCH', `${BASE}/pat001`, { headers: { 'content-type': 'application/merge-patch+json' }, body: '{"metadata":{"resourceVersion":"1"},"spec":{"id":1}}' });
+  const stalePatch = await h2Request(admin, 'PATCH', `${BASE}/pat001`, {
+    headers: { 'content-type': 'application/merge-patch+json' },
+    body: '{"metadata":{"resourceVersion":"1"},"spec":{"id":1}}',
+  });
   t.equal(stalePatch.status, 409, 'a resourceVersion in a patch is a precondition');
 });
 
@@ -256,11 +293,20 @@ t.test('list with a label selector; the Table has NAME, STATUS and AGE', async (
   const all = await h2Request(admin, 'GET', BASE);
   t.equal(all.json().kind, 'TenantList');
   t.equal(all.json().metadata.resourceVersion, store.resourceVersion);
-  t.same(all.json().items.map((i: Tenant) => i.metadata.name), store.list().map((i) => i.metadata.name));
+  t.same(
+    all.json().items.map((i: Tenant) => i.metadata.name),
+    store.list().map((i) => i.metadata.name),
+  );
   const blue = await h2Request(admin, 'GET', `${BASE}?labelSelector=team%20in%20(blue)`);
-  t.same(blue.json().items.map((i: Tenant) => i.metadata.name), ['blue01']);
+  t.same(
+    blue.json().items.map((i: Tenant) => i.metadata.name),
+    ['blue01'],
+  );
   const table = await h2Request(admin, 'GET', BASE, { headers: { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' } });
-  t.same(table.json().columnDefinitions.map((c: { name: string }) => c.name), ['Name', 'Status', 'Age']);
+  t.same(
+    table.json().columnDefinitions.map((c: { name: string }) => c.name),
+    ['Name', 'Status', 'Age'],
+  );
   const byName = Object.fromEntries(table.json().rows.map((r: { cells: string[] }) => [r.cells[0], r.cells[1]]));
   t.equal(byName.abc123, 'Terminating');
   t.equal(byName.blue01, 'Ready', 'created through the API: Ready once stored');

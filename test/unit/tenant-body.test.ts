@@ -25,13 +25,31 @@ t.test('nesting up to MAX_BODY_NESTING passes, one level more is a 400 naming th
 
 t.test('YAML: alias cycles, alias bombs and deep flow nesting are 400s; shared aliases still parse', async (t) => {
   for (const cycle of ['&a [*a]', '&a {x: *a}', 'top: &a {inner: {list: [1, *a]}}']) {
-    t.match(refusal(() => parseYamlBody(cycle)), { code: 400, message: /alias cycle/ }, cycle);
+    t.match(
+      refusal(() => parseYamlBody(cycle)),
+      { code: 400, message: /alias cycle/ },
+      cycle,
+    );
   }
   const laughs = ['a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]'];
-  for (const name of 'bcdefghi') laughs.push(`${name}: &${name} [${Array(9).fill('*' + String.fromCharCode(name.charCodeAt(0) - 1)).join(', ')}]`);
-  t.match(refusal(() => parseYamlBody(laughs.join('\n'))), { code: 400, message: /alias bomb/ });
-  t.match(refusal(() => parseYamlBody(arrays(100_000))), { code: 400, message: /nested more than/ });
-  t.match(refusal(() => parseYamlBody('a: [unclosed')), { code: 400, message: /not valid YAML/ });
+  for (const name of 'bcdefghi')
+    laughs.push(
+      `${name}: &${name} [${Array(9)
+        .fill('*' + String.fromCharCode(name.charCodeAt(0) - 1))
+        .join(', ')}]`,
+    );
+  t.match(
+    refusal(() => parseYamlBody(laughs.join('\n'))),
+    { code: 400, message: /alias bomb/ },
+  );
+  t.match(
+    refusal(() => parseYamlBody(arrays(100_000))),
+    { code: 400, message: /nested more than/ },
+  );
+  t.match(
+    refusal(() => parseYamlBody('a: [unclosed')),
+    { code: 400, message: /not valid YAML/ },
+  );
   const shared = parseYamlBody('base: &b {x: 1}\none: *b\ntwo: *b\n') as Record<string, unknown>;
   t.same(shared, { base: { x: 1 }, one: { x: 1 }, two: { x: 1 } }, 'an alias used twice is not a cycle');
 });
@@ -39,6 +57,12 @@ t.test('YAML: alias cycles, alias bombs and deep flow nesting are 400s; shared a
 t.test('the content type picks the parser, as the apiserver reads it', async (t) => {
   t.same(parseJsonOrYamlBody('a: 1', 'application/apply-patch+yaml'), { a: 1 });
   t.same(parseJsonOrYamlBody('{"a":1}', 'application/merge-patch+json'), { a: 1 });
-  t.match(refusal(() => parseJsonOrYamlBody('a: 1', 'application/json')), { code: 400, message: /not valid JSON/ });
-  t.match(refusal(() => checkBodyShape(JSON.parse(objects(MAX_BODY_NESTING + 1)), 'the patched object')), { message: /^the patched object is nested/ });
+  t.match(
+    refusal(() => parseJsonOrYamlBody('a: 1', 'application/json')),
+    { code: 400, message: /not valid JSON/ },
+  );
+  t.match(
+    refusal(() => checkBodyShape(JSON.parse(objects(MAX_BODY_NESTING + 1)), 'the patched object')),
+    { message: /^the patched object is nested/ },
+  );
 });

@@ -17,7 +17,7 @@ const EDIT: BuiltinRole = {
   aggregationRule: { clusterRoleSelectors: [{ matchLabels: { 'rbac.authorization.k8s.io/aggregate-to-edit': 'true' } }] },
 };
 
-t.test('a tenant\'s copy of an aggregated built-in role aggregates only the tenant\'s roles, and reads back as the built-in', async (t) => {
+t.test("a tenant's copy of an aggregated built-in role aggregates only the tenant's roles, and reads back as the built-in", async (t) => {
   const copy = tenantBuiltinRole('abc123', EDIT);
   t.equal(copy.metadata.name, 'abc123-edit');
   t.same(copy.metadata.labels, {
@@ -25,23 +25,36 @@ t.test('a tenant\'s copy of an aggregated built-in role aggregates only the tena
     'abc123.aggregation.kubezoo.io/aggregate-to-admin': 'true',
     [TENANT_LABEL]: 'abc123',
   });
-  t.same(copy.aggregationRule, { clusterRoleSelectors: [{ matchLabels: { 'abc123.aggregation.kubezoo.io/aggregate-to-edit': 'true', [TENANT_LABEL]: 'abc123' } }] });
-  t.notOk('rules' in copy, 'no rules: the upstream\'s aggregation controller fills them');
-  t.same(EDIT.aggregationRule, { clusterRoleSelectors: [{ matchLabels: { 'rbac.authorization.k8s.io/aggregate-to-edit': 'true' } }] }, 'the upstream\'s role read is left as it was');
+  t.same(copy.aggregationRule, {
+    clusterRoleSelectors: [{ matchLabels: { 'abc123.aggregation.kubezoo.io/aggregate-to-edit': 'true', [TENANT_LABEL]: 'abc123' } }],
+  });
+  t.notOk('rules' in copy, "no rules: the upstream's aggregation controller fills them");
+  t.same(
+    EDIT.aggregationRule,
+    { clusterRoleSelectors: [{ matchLabels: { 'rbac.authorization.k8s.io/aggregate-to-edit': 'true' } }] },
+    "the upstream's role read is left as it was",
+  );
   const back = objectToTenant(structuredClone(copy), ctx, builtinKindOf('rbac.authorization.k8s.io', 'ClusterRole')!);
-  t.same(back?.metadata, EDIT.metadata, 'the tenant reads the built-in\'s name, labels and annotations');
+  t.same(back?.metadata, EDIT.metadata, "the tenant reads the built-in's name, labels and annotations");
   t.same(back?.aggregationRule, EDIT.aggregationRule);
-  t.equal(objectToTenant(structuredClone(copy), { ...ctx, tenant: 'xyz789' }, builtinKindOf('rbac.authorization.k8s.io', 'ClusterRole')!), null, 'another tenant does not');
+  t.equal(
+    objectToTenant(structuredClone(copy), { ...ctx, tenant: 'xyz789' }, builtinKindOf('rbac.authorization.k8s.io', 'ClusterRole')!),
+    null,
+    'another tenant does not',
+  );
 });
 
 t.test('a copy of a plain built-in role keeps its rules', async (t) => {
-  const rules = [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }, { nonResourceURLs: ['*'], verbs: ['*'] }];
+  const rules = [
+    { apiGroups: ['*'], resources: ['*'], verbs: ['*'] },
+    { nonResourceURLs: ['*'], verbs: ['*'] },
+  ];
   const copy = tenantBuiltinRole('abc123', { metadata: { name: 'cluster-admin' }, rules });
   t.equal(copy.metadata.name, 'abc123-cluster-admin');
   t.same(copy.rules, rules);
 });
 
-t.test('the built-in bindings bind the tenant\'s own groups as shadow subjects, except for a tenant that has none', async (t) => {
+t.test("the built-in bindings bind the tenant's own groups as shadow subjects, except for a tenant that has none", async (t) => {
   const [discovery] = builtinBindingsOf('abc123');
   const binding = tenantBuiltinBinding('abc123', discovery!);
   // Kept as tenantgate's custom resource, whose name must be a DNS subdomain: `system:discovery` written in hex.

@@ -44,7 +44,11 @@ t.test('which upstream objects a deleted tenant owns', async (t) => {
   ];
   for (const [tenant, group, resource, name, labels, owned] of cases) {
     const ownership = ownershipOf(group, resource, tenant);
-    t.equal(isTenantsObject(ownership, name, labels, tenant), owned, `${tenant}: ${resource}${group ? '.' + group : ''} ${name} ${labels ? JSON.stringify(labels) : 'unlabelled'} → ${owned ? 'deleted' : 'kept'}`);
+    t.equal(
+      isTenantsObject(ownership, name, labels, tenant),
+      owned,
+      `${tenant}: ${resource}${group ? '.' + group : ''} ${name} ${labels ? JSON.stringify(labels) : 'unlabelled'} → ${owned ? 'deleted' : 'kept'}`,
+    );
   }
 });
 
@@ -56,11 +60,23 @@ t.test('a condition changes its transition time only when its status changes', a
     spec: {},
   };
   t.equal(setCondition(tenant, { type: 'Ready', status: 'False', reason: 'BootstrapFailed', message: 'a' }, new Date('2026-01-01T00:00:01Z')), true, 'added');
-  t.equal(setCondition(tenant, { type: 'Ready', status: 'False', reason: 'BootstrapFailed', message: 'a' }, new Date('2026-01-01T00:00:02Z')), false, 'the same again: no write');
-  t.equal(setCondition(tenant, { type: 'Ready', status: 'False', reason: 'BootstrapFailed', message: 'b' }, new Date('2026-01-01T00:00:03Z')), true, 'new message');
+  t.equal(
+    setCondition(tenant, { type: 'Ready', status: 'False', reason: 'BootstrapFailed', message: 'a' }, new Date('2026-01-01T00:00:02Z')),
+    false,
+    'the same again: no write',
+  );
+  t.equal(
+    setCondition(tenant, { type: 'Ready', status: 'False', reason: 'BootstrapFailed', message: 'b' }, new Date('2026-01-01T00:00:03Z')),
+    true,
+    'new message',
+  );
   t.equal(conditionOf(tenant, 'Ready')?.lastTransitionTime, '2026-01-01T00:00:01Z', 'same status keeps its transition time');
   setCondition(tenant, { type: 'Ready', status: 'True', reason: 'Bootstrapped' }, new Date('2026-01-01T00:00:04Z'));
   t.same(conditionOf(tenant, 'Ready'), { type: 'Ready', status: 'True', reason: 'Bootstrapped', lastTransitionTime: '2026-01-01T00:00:04Z' });
   setCondition(tenant, { type: 'Terminating', status: 'True' });
-  t.same(tenant.status?.conditions?.map((c) => c.type), ['Ready', 'Terminating'], 'one condition per type');
+  t.same(
+    tenant.status?.conditions?.map((c) => c.type),
+    ['Ready', 'Terminating'],
+    'one condition per type',
+  );
 });

@@ -37,7 +37,15 @@ t.test('serials of other shapes are refused', async (t) => {
   const owner = tenant('abc123');
   const serial = tenantCertificateSerial(owner);
   t.ok(certificateBelongsTo('00' + serial, owner), 'leading zeros as some tools print them');
-  for (const wrong of ['', '0', serial.slice(0, -2), serial + '00', '02' + serial.slice(2), serial.replace(/^01/, '11'), '01' + randomUUID().replaceAll('-', '').slice(0, 30)]) {
+  for (const wrong of [
+    '',
+    '0',
+    serial.slice(0, -2),
+    serial + '00',
+    '02' + serial.slice(2),
+    serial.replace(/^01/, '11'),
+    '01' + randomUUID().replaceAll('-', '').slice(0, 30),
+  ]) {
     t.notOk(certificateBelongsTo(wrong, owner), `refuses ${JSON.stringify(wrong)}`);
   }
 });
@@ -97,16 +105,26 @@ t.test('issuing with a warm pool is milliseconds; without it the key generation 
   t.ok(warm * 3 < cold, 'the pool saves the key generation');
 });
 
-t.test('resolve: a tenant identity counts only while its tenant exists, is not terminating, and its proof is this incarnation\'s', async (t) => {
+t.test("resolve: a tenant identity counts only while its tenant exists, is not terminating, and its proof is this incarnation's", async (t) => {
   const store = new MemoryTenantStore();
   const created = await store.create({ apiVersion: TENANT_API_VERSION, kind: 'Tenant', metadata: { name: 'abc123' }, spec: {} });
-  const bound: Identity = { user: 'admin', groups: [], tenant: 'abc123', proof: { kind: 'certificate', serial: tenantCertificateSerial(created).toUpperCase() } };
+  const bound: Identity = {
+    user: 'admin',
+    groups: [],
+    tenant: 'abc123',
+    proof: { kind: 'certificate', serial: tenantCertificateSerial(created).toUpperCase() },
+  };
   t.equal(tenantRefusal(bound, store), null);
   t.equal(tenantRefusal({ user: 'ops', groups: [], tenant: null }, store), null, 'administrators are not tenants');
   t.equal(tenantRefusal({ ...bound, tenant: 'xyz789' }, store), 'no such tenant');
   t.equal(tenantRefusal({ ...bound, proof: { kind: 'certificate', serial: '01' + 'ab'.repeat(15) } }, store), 'the certificate was not issued for this tenant');
   t.equal(tenantRefusal({ ...bound, proof: undefined }, store), 'no proof of identity');
-  const token: Identity = { user: 'system:serviceaccount:default:default', groups: [], tenant: 'abc123', proof: { kind: 'token', tenantUid: created.metadata.uid } };
+  const token: Identity = {
+    user: 'system:serviceaccount:default:default',
+    groups: [],
+    tenant: 'abc123',
+    proof: { kind: 'token', tenantUid: created.metadata.uid },
+  };
   t.equal(tenantRefusal(token, store), null);
   await store.update({ ...store.get('abc123')!, metadata: { ...store.get('abc123')!.metadata, deletionTimestamp: new Date().toISOString() } });
   t.equal(tenantRefusal(bound, store), 'the tenant is being deleted');

@@ -52,7 +52,11 @@ t.test('an object found twice (by its namespace and by its label) counts once, k
 t.test('growth per tenant is each changed kind over the tenants added; none without tenants added', async (t) => {
   const before = { namespaces: 10, 'clusterroles.rbac.authorization.k8s.io': 100, nodes: 0 };
   const after = { namespaces: 410, 'clusterroles.rbac.authorization.k8s.io': 1600, nodes: 0, 'flowschemas.flowcontrol.tenantgate.kubezoo.io': 300 };
-  t.same(perTenantGrowth(before, after, 100), { 'clusterroles.rbac.authorization.k8s.io': 15, 'flowschemas.flowcontrol.tenantgate.kubezoo.io': 3, namespaces: 4 });
+  t.same(perTenantGrowth(before, after, 100), {
+    'clusterroles.rbac.authorization.k8s.io': 15,
+    'flowschemas.flowcontrol.tenantgate.kubezoo.io': 3,
+    namespaces: 4,
+  });
   t.same(perTenantGrowth(before, after, 0), {});
   t.same(perTenantGrowth({ namespaces: 3 }, { namespaces: 4 }, 3), { namespaces: 0.33 }, 'rounded to two decimals');
 });

@@ -33,10 +33,14 @@ t.test('at the limit: nothing to give, every share is what it uses', async (t) =
   t.same(units(planShares(amounts({ pods: 4 }), shares, ['ab-a'], 'ab-a'), 'pods'), { 'ab-a': 2, 'ab-b': 2 });
 });
 
-t.test('a lowered limit takes back unused shares, others\' before home\'s, never below use', async (t) => {
+t.test("a lowered limit takes back unused shares, others' before home's, never below use", async (t) => {
   const shares = [share('ab-default', { pods: 3 }, { pods: 1 }), share('ab-one', { pods: 5 }, { pods: 4 })];
   t.same(units(planShares(amounts({ pods: 6 }), shares, [], 'ab-default'), 'pods'), { 'ab-default': 2, 'ab-one': 4 }, 'ab-one gives back its 1 first');
-  t.same(units(planShares(amounts({ pods: 2 }), shares, [], 'ab-default'), 'pods'), { 'ab-default': 1, 'ab-one': 4 }, 'below use: each keeps what it uses (new pods blocked)');
+  t.same(
+    units(planShares(amounts({ pods: 2 }), shares, [], 'ab-default'), 'pods'),
+    { 'ab-default': 1, 'ab-one': 4 },
+    'below use: each keeps what it uses (new pods blocked)',
+  );
 });
 
 t.test('a share still enforced above its spec (the lowering not yet in status) counts as held', async (t) => {

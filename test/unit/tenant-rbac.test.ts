@@ -1,7 +1,14 @@
 import t from 'tap';
 import { kindOfUpstream, KINDS } from '../../lib/convert/kinds.ts';
 import { TENANT_CLUSTER_SCOPE_GROUP } from '../../lib/auth/impersonation.ts';
-import { legacyTenantBindingsOf, SHARED_TENANT_RBAC, TENANT_CLUSTER_ROLE, TENANTS_OWN_CLUSTER_RULES, tenantCustomResourcesRole, tenantReadableUpstream } from '../../lib/tenants/bootstrap.ts';
+import {
+  legacyTenantBindingsOf,
+  SHARED_TENANT_RBAC,
+  TENANT_CLUSTER_ROLE,
+  TENANTS_OWN_CLUSTER_RULES,
+  tenantCustomResourcesRole,
+  tenantReadableUpstream,
+} from '../../lib/tenants/bootstrap.ts';
 import { expansionOf, migratedSubjects, type ClusterRoleBinding } from '../../lib/tenants/cluster-bindings.ts';
 
 t.test('the shared tenant ClusterRole names no namespaced resource and no wildcard group or resource', async (t) => {
@@ -15,7 +22,10 @@ t.test('the shared tenant ClusterRole names no namespaced resource and no wildca
       t.not(row?.tenancy, 'hidden', `${resource} is not hidden`);
     }
   }
-  t.notOk(TENANT_CLUSTER_ROLE.rules.some((rule) => rule.resources.some((r) => r.startsWith('nodes/proxy'))), 'no nodes/proxy');
+  t.notOk(
+    TENANT_CLUSTER_ROLE.rules.some((rule) => rule.resources.some((r) => r.startsWith('nodes/proxy'))),
+    'no nodes/proxy',
+  );
 });
 
 t.test('what a tenant identity can still read of every tenant upstream: the cluster-scoped kinds of the table, nothing namespaced', async (t) => {
@@ -49,7 +59,11 @@ t.test('what a tenant identity can still read of every tenant upstream: the clus
     'resourceslices.resource.k8s.io',
     'nodes.metrics.k8s.io',
   ]);
-  t.equal(readable.length, KINDS.filter((row) => row.scope === 'Cluster' && row.tenancy !== 'hidden' && !row.rule.includes('review')).length, 'one per such row of the table');
+  t.equal(
+    readable.length,
+    KINDS.filter((row) => row.scope === 'Cluster' && row.tenancy !== 'hidden' && !row.rule.includes('review')).length,
+    'one per such row of the table',
+  );
 });
 
 t.test('the admin’s custom-resource role names only the tenant’s cluster-scoped CRDs', async (t) => {
@@ -74,21 +88,41 @@ t.test('the admin’s custom-resource role names only the tenant’s cluster-sco
 });
 
 t.test('tenantgate keeps no ClusterRoleBinding per tenant: a fixed few bind the group every tenant admin carries', async (t) => {
-  const bindings = SHARED_TENANT_RBAC.filter((shared) => shared.object.kind === 'ClusterRoleBinding').map((shared) => shared.object as unknown as ClusterRoleBinding);
-  t.equal(bindings.length, 2, 'two bindings, both of the admins\' group (no cluster-admin binding of shadow identities)');
+  const bindings = SHARED_TENANT_RBAC.filter((shared) => shared.object.kind === 'ClusterRoleBinding').map(
+    (shared) => shared.object as unknown as ClusterRoleBinding,
+  );
+  t.equal(bindings.length, 2, "two bindings, both of the admins' group (no cluster-admin binding of shadow identities)");
   for (const binding of bindings) {
-    t.same(binding.subjects?.map((subject) => subject.kind), ['Group'], `${binding.metadata.name} binds a group`);
+    t.same(
+      binding.subjects?.map((subject) => subject.kind),
+      ['Group'],
+      `${binding.metadata.name} binds a group`,
+    );
     t.notMatch(JSON.stringify(binding), /abc123|<id>/, 'names no tenant');
   }
   const grantsOfGroup = bindings.filter((binding) => binding.subjects?.[0]?.name === TENANT_CLUSTER_SCOPE_GROUP).map((binding) => binding.roleRef.name);
-  t.same(grantsOfGroup, [TENANT_CLUSTER_ROLE.metadata.name, TENANTS_OWN_CLUSTER_RULES.metadata.name], 'the admins\' group: the shared role and the aggregate of the tenants\' own');
+  t.same(
+    grantsOfGroup,
+    [TENANT_CLUSTER_ROLE.metadata.name, TENANTS_OWN_CLUSTER_RULES.metadata.name],
+    "the admins' group: the shared role and the aggregate of the tenants' own",
+  );
   const roles = SHARED_TENANT_RBAC.filter((shared) => shared.object.kind === 'ClusterRole').map((shared) => shared.object.metadata.name);
   for (const binding of bindings) t.ok(roles.includes(binding.roleRef.name), `${binding.metadata.name} binds a role made before it`);
-  t.same(legacyTenantBindingsOf('abc123'), ['tenantgate:tenant:abc123', 'tenantgate:tenant-shadow:abc123', 'tenantgate:tenant-custom-resources:abc123', 'tenantgate:tenant-signers:abc123'], 'what older versions kept per tenant, removed on upgrade');
+  t.same(
+    legacyTenantBindingsOf('abc123'),
+    ['tenantgate:tenant:abc123', 'tenantgate:tenant-shadow:abc123', 'tenantgate:tenant-custom-resources:abc123', 'tenantgate:tenant-signers:abc123'],
+    'what older versions kept per tenant, removed on upgrade',
+  );
 });
 
 /** RBAC's own matching (k8s.io/component-helpers/auth/rbac/validation): `<resource>/*` matches no subresource. */
-function rbacAllows(rules: readonly { apiGroups: string[]; resources: string[]; verbs: string[] }[], group: string, resource: string, subresource: string, verb: string): boolean {
+function rbacAllows(
+  rules: readonly { apiGroups: string[]; resources: string[]; verbs: string[] }[],
+  group: string,
+  resource: string,
+  subresource: string,
+  verb: string,
+): boolean {
   const requested = subresource === '' ? resource : `${resource}/${subresource}`;
   return rules.some(
     (rule) =>
@@ -104,10 +138,14 @@ t.test('the tenant admin holds every subresource of its cluster-scoped kinds ups
   t.ok(owned.some((row) => row.subresources.length > 0));
   for (const row of owned) {
     for (const subresource of row.subresources) {
-      for (const verb of ['get', 'update', 'patch']) t.ok(rbacAllows(TENANT_CLUSTER_ROLE.rules, row.upstreamGroup ?? row.group, row.resource, subresource, verb), `${verb} ${row.resource}/${subresource}`);
+      for (const verb of ['get', 'update', 'patch'])
+        t.ok(rbacAllows(TENANT_CLUSTER_ROLE.rules, row.upstreamGroup ?? row.group, row.resource, subresource, verb), `${verb} ${row.resource}/${subresource}`);
     }
   }
-  t.ok(rbacAllows(TENANT_CLUSTER_ROLE.rules, 'admissionregistration.k8s.io', 'validatingadmissionpolicies', 'status', 'get'), 'the conformance spec’s validatingadmissionpolicies/status');
+  t.ok(
+    rbacAllows(TENANT_CLUSTER_ROLE.rules, 'admissionregistration.k8s.io', 'validatingadmissionpolicies', 'status', 'get'),
+    'the conformance spec’s validatingadmissionpolicies/status',
+  );
   t.ok(rbacAllows(TENANT_CLUSTER_ROLE.rules, '', 'namespaces', 'finalize', 'update'), 'namespaces/finalize');
   t.notOk(rbacAllows(TENANT_CLUSTER_ROLE.rules, '', 'nodes', 'status', 'update'), 'shared kinds: reads only');
   t.notOk(rbacAllows(TENANT_CLUSTER_ROLE.rules, '', 'nodes', 'proxy', 'get'), 'never nodes/proxy');
@@ -137,9 +175,18 @@ t.test('a ClusterRoleBinding expands to a RoleBinding for its real subjects of t
     { kind: 'ServiceAccount', name: 'robot', namespace: 'abc123-ci' },
     { kind: 'Group', apiGroup: 'rbac.authorization.k8s.io', name: 'system:serviceaccounts:abc123-ci' },
   ]);
-  t.same(migratedSubjects({ ...binding, subjects: [{ kind: 'User', name: 'abc123-bob' }, { kind: 'ServiceAccount', name: 'sa', namespace: 'abc123-ci' }] }), [
-    { kind: 'User', name: 'tenantgate:cluster:abc123-bob' },
-    { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'tenantgate:cluster:system:serviceaccount:abc123-ci:sa' },
-  ]);
+  t.same(
+    migratedSubjects({
+      ...binding,
+      subjects: [
+        { kind: 'User', name: 'abc123-bob' },
+        { kind: 'ServiceAccount', name: 'sa', namespace: 'abc123-ci' },
+      ],
+    }),
+    [
+      { kind: 'User', name: 'tenantgate:cluster:abc123-bob' },
+      { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'tenantgate:cluster:system:serviceaccount:abc123-ci:sa' },
+    ],
+  );
   t.equal(migratedSubjects({ ...binding, subjects: binding.subjects!.slice(0, 2) }), null, 'already shadow: nothing to migrate');
 });

@@ -8,7 +8,11 @@ import { acceptsPlainJson, cacheEncodingOf } from '../../lib/watchcache/encoding
 import { cachedResourcesOf, WatchCache } from '../../lib/watchcache/watch-cache.ts';
 import { standInWatchCache, TENANT_NAMESPACES, upstreamConfigMap } from '../helpers/watch-cache-stand-in.ts';
 
-const stand = await standInWatchCache(['configmaps', 'pods', 'namespaces'], { ...TENANT_NAMESPACES, '/api/v1/configmaps': [upstreamConfigMap('abcdef', 'default', 'a', 90)] }, 100);
+const stand = await standInWatchCache(
+  ['configmaps', 'pods', 'namespaces'],
+  { ...TENANT_NAMESPACES, '/api/v1/configmaps': [upstreamConfigMap('abcdef', 'default', 'a', 90)] },
+  100,
+);
 t.teardown(() => stand.stop());
 
 /** The plan for GET `target` (path and query, tenant names) with `accept`. */
@@ -68,9 +72,13 @@ t.test('what the plan reads off the request', async (t) => {
   t.equal(planOf('/api/v1/configmaps?watch=1')!.selection.namespace, null, 'all namespaces');
   t.equal(planOf('/api/v1/namespaces?watch=1')!.selection.namespace, null, 'a cluster-scoped kind');
   t.equal(planOf(`${CM}?limit=2&continue=tgwc.abc`)!.continueToken, 'tgwc.abc');
-  t.equal(planOf(`${CM}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true`)!.consistentInitialState, true, 'a watch-list of one namespace without resourceVersion: its initial state from one consistent upstream list');
+  t.equal(
+    planOf(`${CM}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true`)!.consistentInitialState,
+    true,
+    'a watch-list of one namespace without resourceVersion: its initial state from one consistent upstream list',
+  );
   t.equal(watchList.consistentInitialState, false, 'with a resourceVersion: from the cache');
-  t.same(planOf('/api/v1/configmaps?watch=1')!.selection.across?.tenant, 'abcdef', 'across namespaces: the tenant\'s labelled namespaces only');
+  t.same(planOf('/api/v1/configmaps?watch=1')!.selection.across?.tenant, 'abcdef', "across namespaces: the tenant's labelled namespaces only");
   t.equal(planOf(`${CM}?watch=1`)!.selection.across, null, 'one namespace: its RBAC decides');
 });
 
@@ -79,20 +87,23 @@ t.test('sent upstream: what the cache cannot answer exactly as the apiserver', a
     [`${CM}`, 'a consistent list (resourceVersion unset)'],
     [`${CM}?limit=2`, 'a consistent list with a limit'],
     [`${CM}?resourceVersion=50&resourceVersionMatch=Exact`, 'Exact: a past state the cache does not keep'],
-    [`${CM}?resourceVersion=0&resourceVersionMatch=Bogus`, 'an unknown resourceVersionMatch (the apiserver\'s 422)'],
-    [`${CM}?limit=2&continue=eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ`, 'the apiserver\'s own continue token'],
-    [`${CM}?resourceVersion=0&limit=2&continue=tgwc.abc`, 'a continue token with a resourceVersion (the apiserver\'s 400)'],
+    [`${CM}?resourceVersion=0&resourceVersionMatch=Bogus`, "an unknown resourceVersionMatch (the apiserver's 422)"],
+    [`${CM}?limit=2&continue=eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ`, "the apiserver's own continue token"],
+    [`${CM}?resourceVersion=0&limit=2&continue=tgwc.abc`, "a continue token with a resourceVersion (the apiserver's 400)"],
     [`${CM}?watch=1&continue=tgwc.abc`, 'a watch with a continue token'],
-    ['/api/v1/configmaps?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true', 'a watch-list across namespaces without resourceVersion: a consistent read of every tenant\'s objects'],
-    [`${CM}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=100`, 'a watch-list without bookmarks (the apiserver\'s 422)'],
-    [`${CM}?watch=1&sendInitialEvents=true&resourceVersion=100&allowWatchBookmarks=true`, 'a watch-list without NotOlderThan (the apiserver\'s 422)'],
-    [`${CM}?watch=1&sendInitialEvents=false&resourceVersion=0`, 'sendInitialEvents=false without NotOlderThan (the apiserver\'s 422)'],
-    [`${CM}?watch=1&resourceVersionMatch=NotOlderThan&resourceVersion=0`, 'resourceVersionMatch on a plain watch (the apiserver\'s 400)'],
+    [
+      '/api/v1/configmaps?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true',
+      "a watch-list across namespaces without resourceVersion: a consistent read of every tenant's objects",
+    ],
+    [`${CM}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=100`, "a watch-list without bookmarks (the apiserver's 422)"],
+    [`${CM}?watch=1&sendInitialEvents=true&resourceVersion=100&allowWatchBookmarks=true`, "a watch-list without NotOlderThan (the apiserver's 422)"],
+    [`${CM}?watch=1&sendInitialEvents=false&resourceVersion=0`, "sendInitialEvents=false without NotOlderThan (the apiserver's 422)"],
+    [`${CM}?watch=1&resourceVersionMatch=NotOlderThan&resourceVersion=0`, "resourceVersionMatch on a plain watch (the apiserver's 400)"],
     [`${CM}?resourceVersion=0&sendInitialEvents=true`, 'sendInitialEvents on a list'],
     [`${CM}?watch=1&allowWatchBookmarks=yes`, 'a boolean Go would refuse'],
     [`${CM}?watch=1&resourceVersion=abc`, 'a resourceVersion that is no number'],
     [`${CM}?watch=1&resourceVersion=-1`, 'a negative resourceVersion'],
-    [`${CM}?watch=1&resourceVersion=1234567890123456`, 'a resourceVersion past the cache\'s range'],
+    [`${CM}?watch=1&resourceVersion=1234567890123456`, "a resourceVersion past the cache's range"],
     [`${CM}?watch=1&timeoutSeconds=1.5`, 'a timeout that is no whole number'],
     [`${CM}?resourceVersion=0&limit=-1`, 'a negative limit'],
     [`${CM}?watch=1&pretty=true`, 'a parameter the cache does not know'],
@@ -107,16 +118,37 @@ t.test('sent upstream: what the cache cannot answer exactly as the apiserver', a
     ['/api/v1/namespaces/default/secrets?watch=1', 'idem'],
   ];
   for (const [target, why] of upstream) t.equal(planOf(target), null, `${why}: ${target}`);
-  for (const accept of ['application/json;as=Table;v=v1;g=meta.k8s.io, application/json', 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1', 'application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1', 'application/yaml', 'text/plain']) {
+  for (const accept of [
+    'application/json;as=Table;v=v1;g=meta.k8s.io, application/json',
+    'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1',
+    'application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1',
+    'application/yaml',
+    'text/plain',
+  ]) {
     t.equal(planOf(`${CM}?watch=1`, accept), null, `Accept ${accept}`);
     t.equal(planOf(`${CM}?resourceVersion=0`, accept), null, `Accept ${accept} (list)`);
   }
-  const notStarted = new WatchCache(cachedResourcesOf(['configmaps']), { request: () => { throw new Error('not started'); } } as unknown as UpstreamPool, () => { throw new Error('no tenant'); });
+  const notStarted = new WatchCache(
+    cachedResourcesOf(['configmaps']),
+    {
+      request: () => {
+        throw new Error('not started');
+      },
+    } as unknown as UpstreamPool,
+    () => {
+      throw new Error('no tenant');
+    },
+  );
   t.equal(planOf(`${CM}?watch=1`, undefined, notStarted), null, 'a resource whose first list is not in yet');
 });
 
 t.test('clients that prefer protobuf (client-go controllers) are served from the cache in protobuf; JSON clients in JSON', async (t) => {
-  for (const accept of ['application/vnd.kubernetes.protobuf', 'application/vnd.kubernetes.protobuf, application/json', 'application/vnd.kubernetes.protobuf;stream=watch', 'application/vnd.kubernetes.protobuf;type=watch, application/json']) {
+  for (const accept of [
+    'application/vnd.kubernetes.protobuf',
+    'application/vnd.kubernetes.protobuf, application/json',
+    'application/vnd.kubernetes.protobuf;stream=watch',
+    'application/vnd.kubernetes.protobuf;type=watch, application/json',
+  ]) {
     t.equal(planOf(`${CM}?watch=1`, accept)?.encoding, 'protobuf', `watch, Accept ${accept}`);
     t.equal(planOf(`${CM}?resourceVersion=0&limit=2`, accept)?.encoding, 'protobuf', `list, Accept ${accept}`);
     t.equal(planOf('/api/v1/namespaces?watch=1', accept)?.encoding, 'protobuf', `a cluster-scoped kind, Accept ${accept}`);
@@ -134,7 +166,16 @@ t.test('a list with a resourceVersion and a limit but no resourceVersionMatch is
 });
 
 t.test('acceptsPlainJson: the client takes plain JSON objects first', async (t) => {
-  for (const accept of [undefined, '', 'application/json', 'APPLICATION/JSON', 'application/json; charset=utf-8', '*/*', 'application/*', 'application/json, application/vnd.kubernetes.protobuf']) {
+  for (const accept of [
+    undefined,
+    '',
+    'application/json',
+    'APPLICATION/JSON',
+    'application/json; charset=utf-8',
+    '*/*',
+    'application/*',
+    'application/json, application/vnd.kubernetes.protobuf',
+  ]) {
     t.equal(acceptsPlainJson(accept), true, JSON.stringify(accept));
   }
   for (const accept of [
@@ -151,22 +192,31 @@ t.test('acceptsPlainJson: the client takes plain JSON objects first', async (t) 
   }
 });
 
-t.test('a tenant\'s custom resource asked for protobuf first: JSON, as the apiserver (no protobuf for custom resources) answers', async (t) => {
+t.test("a tenant's custom resource asked for protobuf first: JSON, as the apiserver (no protobuf for custom resources) answers", async (t) => {
   const widget = kindOf('example.com', 'widgets', 'Namespaced', 'Widget')!;
   const encodingOf = (accept: string | undefined) => cacheEncodingOf(accept, widget, 'example.com/v1', 'Widget');
-  for (const accept of ['application/vnd.kubernetes.protobuf, application/json', 'application/vnd.kubernetes.protobuf,application/json;charset=utf-8', 'application/vnd.kubernetes.protobuf, */*', 'application/json']) {
+  for (const accept of [
+    'application/vnd.kubernetes.protobuf, application/json',
+    'application/vnd.kubernetes.protobuf,application/json;charset=utf-8',
+    'application/vnd.kubernetes.protobuf, */*',
+    'application/json',
+  ]) {
     t.equal(encodingOf(accept), 'json', `Accept ${accept}`);
   }
   for (const [accept, why] of [
-    ['application/vnd.kubernetes.protobuf', 'protobuf only: the apiserver\'s 406, from the upstream'],
+    ['application/vnd.kubernetes.protobuf', "protobuf only: the apiserver's 406, from the upstream"],
     ['application/vnd.kubernetes.protobuf;stream=watch', 'idem'],
     ['application/vnd.kubernetes.protobuf, application/yaml', 'YAML next: the apiserver answers YAML'],
     ['application/vnd.kubernetes.protobuf, application/json;as=Table;v=v1;g=meta.k8s.io', 'a Table next'],
-    ['application/vnd.kubernetes.protobuf;q=0.5, application/json;q=0.9', 'quality values reorder the apiserver\'s choice'],
+    ['application/vnd.kubernetes.protobuf;q=0.5, application/json;q=0.9', "quality values reorder the apiserver's choice"],
   ]) {
     t.equal(encodingOf(accept), null, `${why}: Accept ${accept}`);
   }
   const stored = kindOf('flowcontrol.apiserver.k8s.io', 'flowschemas')!;
   t.ok(stored.upstreamGroup, 'FlowSchemas are stored as custom resources');
-  t.equal(cacheEncodingOf('application/vnd.kubernetes.protobuf, application/json', stored, 'flowcontrol.apiserver.k8s.io/v1', 'FlowSchema'), null, 'a built-in kind stored as a custom resource is protobuf to the tenant: not JSON from the cache');
+  t.equal(
+    cacheEncodingOf('application/vnd.kubernetes.protobuf, application/json', stored, 'flowcontrol.apiserver.k8s.io/v1', 'FlowSchema'),
+    null,
+    'a built-in kind stored as a custom resource is protobuf to the tenant: not JSON from the cache',
+  );
 });

@@ -73,7 +73,9 @@ function expressionsToTenant(obj: Json, paths: readonly (readonly string[])[]): 
 export const webhookConfiguration: KindRule = {
   toUpstream(obj, ctx) {
     if (Array.isArray(obj.webhooks)) {
-      obj.webhooks.forEach((webhook, i) => checkWebhookUrl((webhook as Json | null)?.clientConfig, `webhooks[${i}].clientConfig`, 'admissionregistration.k8s.io', ctx));
+      obj.webhooks.forEach((webhook, i) =>
+        checkWebhookUrl((webhook as Json | null)?.clientConfig, `webhooks[${i}].clientConfig`, 'admissionregistration.k8s.io', ctx),
+      );
     }
     eachObjectAt(obj, WEBHOOKS, (webhook) => {
       mapStringAt(webhook, SERVICE_NAMESPACE, (namespace) => namespaceToUpstream(namespace, ctx.tenant));
@@ -113,7 +115,9 @@ const POLICY_EXPRESSIONS = [
 /** ValidatingAdmissionPolicy and MutatingAdmissionPolicy. */
 export const admissionPolicy: KindRule = {
   toUpstream(obj, ctx) {
-    mapStringAt(obj, PARAM_KIND_API_VERSION, (apiVersion) => apiVersionToUpstream(apiVersion, ctx.tenant, stringAt(objectAt(objectAt(obj, 'spec') ?? {}, 'paramKind') ?? {}, 'kind') ?? ''));
+    mapStringAt(obj, PARAM_KIND_API_VERSION, (apiVersion) =>
+      apiVersionToUpstream(apiVersion, ctx.tenant, stringAt(objectAt(objectAt(obj, 'spec') ?? {}, 'paramKind') ?? {}, 'kind') ?? ''),
+    );
     eachObjectAt(obj, ['spec', 'matchConstraints'], (match) => matchToUpstream(match, POLICY_RULE_GROUPS, ctx));
     expressionsToUpstream(obj, POLICY_EXPRESSIONS);
     return obj;

@@ -22,7 +22,8 @@ function refuseMasters(spec: Json, name: string): void {
     return;
   }
   if (organizations.includes('system:masters')) {
-    throw forbidden(`certificatesigningrequests.certificates.k8s.io ${JSON.stringify(name)} is forbidden: use of ${KUBE_APISERVER_CLIENT_SIGNER} signer with system:masters group is not allowed`,
+    throw forbidden(
+      `certificatesigningrequests.certificates.k8s.io ${JSON.stringify(name)} is forbidden: use of ${KUBE_APISERVER_CLIENT_SIGNER} signer with system:masters group is not allowed`,
       { name, group: 'certificates.k8s.io', kind: 'certificatesigningrequests' },
     );
   }

@@ -106,5 +106,7 @@ export function realSubjectOf(subject: { kind?: unknown; name?: unknown }): { ki
   if (subject.kind === 'Group') return { kind: 'Group', apiGroup: RBAC_GROUP, name: upstreamName };
   if (subject.kind !== 'User') return null;
   const account = parseServiceAccountUser(upstreamName);
-  return account === null ? { kind: 'User', apiGroup: RBAC_GROUP, name: upstreamName } : { kind: 'ServiceAccount', name: account.name, namespace: account.namespace };
+  return account === null
+    ? { kind: 'User', apiGroup: RBAC_GROUP, name: upstreamName }
+    : { kind: 'ServiceAccount', name: account.name, namespace: account.namespace };
 }

@@ -140,7 +140,14 @@ export function checkNameFits(row: KindRow, name: string): void {
   const limit = row.group === '' && row.resource === 'namespaces' ? MAX_TENANT_NAMESPACE : MAX_TENANT_NAME;
   if (name.length > limit) throw invalidField(row.kind, row.group, name, 'metadata.name', name, `must be no more than ${limit} characters`);
   if (mapping === 'encoded-prefix' && needsEncoding(name) && PREFIX_LENGTH + ENCODED_MARK.length + 2 * Buffer.byteLength(name) > MAX_UPSTREAM_NAME) {
-    throw invalidField(row.kind, row.group, name, 'metadata.name', name, `must be no more than ${(MAX_TENANT_NAME - ENCODED_MARK.length) >> 1} bytes unless it is a lowercase RFC 1123 subdomain`);
+    throw invalidField(
+      row.kind,
+      row.group,
+      name,
+      'metadata.name',
+      name,
+      `must be no more than ${(MAX_TENANT_NAME - ENCODED_MARK.length) >> 1} bytes unless it is a lowercase RFC 1123 subdomain`,
+    );
   }
 }
 

@@ -25,14 +25,24 @@ export function refusePlatformPriorityClass(priorityClassName: unknown, allows?:
 }
 
 /** Whether a tenant's view leaves out this object of a platform class kind: a class its Tenant does not let it use. */
-export function platformClassHidden(resource: string, object: { metadata?: { name?: unknown } }, allows: ((resource: string, name: string) => boolean) | undefined): boolean {
+export function platformClassHidden(
+  resource: string,
+  object: { metadata?: { name?: unknown } },
+  allows: ((resource: string, name: string) => boolean) | undefined,
+): boolean {
   if (allows === undefined || !PLATFORM_CLASS_RESOURCES.has(resource)) return false;
   const name = object.metadata?.name;
   return typeof name === 'string' && !allows(resource, name);
 }
 
 /** The platform's class kinds a Tenant's spec restricts (tenants/tenant.ts PLATFORM_CLASS_FIELDS). */
-export const PLATFORM_CLASS_RESOURCES: ReadonlySet<string> = new Set(['priorityclasses', 'runtimeclasses', 'storageclasses', 'ingressclasses', 'deviceclasses']);
+export const PLATFORM_CLASS_RESOURCES: ReadonlySet<string> = new Set([
+  'priorityclasses',
+  'runtimeclasses',
+  'storageclasses',
+  'ingressclasses',
+  'deviceclasses',
+]);
 
 /** Where each class kind marks its default (the annotation the apiserver's default-class admission reads). */
 const DEFAULT_ANNOTATIONS: Readonly<Record<string, readonly string[]>> = {
@@ -44,7 +54,11 @@ const DEFAULT_ANNOTATIONS: Readonly<Record<string, readonly string[]>> = {
  * Whether the tenant's view of a platform class is its default: its Tenant's default class of the kind when it has one
  * (the one its objects get), else whatever the platform marked. Undefined for kinds without a default (runtime, device).
  */
-export function isDefaultInView(resource: string, object: Record<string, unknown>, defaultClass: ((resource: string) => string | undefined) | undefined): boolean | undefined {
+export function isDefaultInView(
+  resource: string,
+  object: Record<string, unknown>,
+  defaultClass: ((resource: string) => string | undefined) | undefined,
+): boolean | undefined {
   const tenantDefault = defaultClass?.(resource);
   const name = (object.metadata as { name?: unknown } | undefined)?.name;
   if (resource === 'priorityclasses') return tenantDefault === undefined ? object.globalDefault === true : name === tenantDefault;
@@ -56,7 +70,11 @@ export function isDefaultInView(resource: string, object: Record<string, unknown
 }
 
 /** Marks the tenant's default class (and no other) as the default in its view of a platform class, when its Tenant names one. */
-export function markTenantDefault(resource: string, object: Record<string, unknown>, defaultClass: ((resource: string) => string | undefined) | undefined): void {
+export function markTenantDefault(
+  resource: string,
+  object: Record<string, unknown>,
+  defaultClass: ((resource: string) => string | undefined) | undefined,
+): void {
   if (defaultClass?.(resource) === undefined) return;
   const isDefault = isDefaultInView(resource, object, defaultClass);
   if (resource === 'priorityclasses') {

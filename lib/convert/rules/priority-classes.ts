@@ -78,7 +78,8 @@ export const priorityClass: KindRule = {
     const metadata = ensureObject(obj, 'metadata');
     const name = stringAt(metadata, 'name');
     // Without the tenant's classes (a gateway that keeps no watch of them) a tenant has none of its own.
-    if (ctx.priorityClasses === undefined) throw forbidden('priorityclasses.scheduling.k8s.io is forbidden: this gateway keeps no tenant priority classes; the platform\'s are read-only');
+    if (ctx.priorityClasses === undefined)
+      throw forbidden("priorityclasses.scheduling.k8s.io is forbidden: this gateway keeps no tenant priority classes; the platform's are read-only");
     if (name) {
       // (A platform class hidden from the tenant does not exist for it: the name is free, and its own class shadows it.)
       if (platformPriorityClassOf(name, ctx) === 'usable') {

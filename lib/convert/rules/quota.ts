@@ -67,7 +67,14 @@ export const resourceQuota: KindRule = {
       // The apiserver would refuse the prefixed name in words about a key the tenant did not write.
       if (upstream !== key && upstream.length - COUNT.length > MAX_NAME_PART) {
         const name = stringAt(objectAt(obj, 'metadata') ?? {}, 'name') ?? '';
-        throw invalidField('ResourceQuota', '', name, field, key, `name part must be no more than ${MAX_TENANT_COUNT_NAME_PART} bytes for a count of a custom resource group (tenantgate prefixes the group)`);
+        throw invalidField(
+          'ResourceQuota',
+          '',
+          name,
+          field,
+          key,
+          `name part must be no more than ${MAX_TENANT_COUNT_NAME_PART} bytes for a count of a custom resource group (tenantgate prefixes the group)`,
+        );
       }
       return upstream;
     }),

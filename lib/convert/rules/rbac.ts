@@ -15,7 +15,6 @@ import type { ConvertContext, Json, KindRule } from './rule.ts';
 
 const MAPPING_ORDER: readonly NameMapping[] = ['plain', 'prefix', 'crd', 'user', 'group', 'signer', 'group-version'];
 
-
 /**
  * How a rule's resourceNames map upstream, in a fixed order: one mapping when every (group, resource) agrees,
  * several when they differ or are unknown ('*'), in which case the upstream rule lists the names once per mapping.
@@ -194,7 +193,14 @@ export const binding: KindRule = {
   toUpstream(obj, ctx) {
     const name = isObject(obj.metadata) ? obj.metadata.name : undefined;
     if (typeof name === 'string' && name.startsWith(TENANTGATE_BINDING_PREFIX)) {
-      throw invalidField('RoleBinding', 'rbac.authorization.k8s.io', name, 'metadata.name', name, `names starting with "${TENANTGATE_BINDING_PREFIX}" are reserved for tenantgate`);
+      throw invalidField(
+        'RoleBinding',
+        'rbac.authorization.k8s.io',
+        name,
+        'metadata.name',
+        name,
+        `names starting with "${TENANTGATE_BINDING_PREFIX}" are reserved for tenantgate`,
+      );
     }
     eachObjectAt(obj, SUBJECTS, (subject) => subjectToUpstream(subject, ctx));
     return roleRefToUpstream(obj, ctx);

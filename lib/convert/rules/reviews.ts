@@ -149,4 +149,3 @@ export const selfSubjectReview: KindRule = {
     return obj;
   },
 };
-

@@ -95,9 +95,21 @@ export const TEMPLATES_OF_RULE = {
   pod: { labelled: [], podSpecs: [['spec']] },
   /** Deployment, ReplicaSet, DaemonSet, Job, ReplicationController. */
   workload: { labelled: [['spec', 'template']], podSpecs: [['spec', 'template', 'spec']] },
-  statefulset: { labelled: [['spec', 'template'], ['spec', 'volumeClaimTemplates', '*']], podSpecs: [['spec', 'template', 'spec']] },
+  statefulset: {
+    labelled: [
+      ['spec', 'template'],
+      ['spec', 'volumeClaimTemplates', '*'],
+    ],
+    podSpecs: [['spec', 'template', 'spec']],
+  },
   /** The CronJob controller copies jobTemplate.metadata onto the Jobs it makes; those copy their pod template. */
-  cronjob: { labelled: [['spec', 'jobTemplate'], ['spec', 'jobTemplate', 'spec', 'template']], podSpecs: [['spec', 'jobTemplate', 'spec', 'template', 'spec']] },
+  cronjob: {
+    labelled: [
+      ['spec', 'jobTemplate'],
+      ['spec', 'jobTemplate', 'spec', 'template'],
+    ],
+    podSpecs: [['spec', 'jobTemplate', 'spec', 'template', 'spec']],
+  },
   podtemplate: { labelled: [['template']], podSpecs: [['template', 'spec']] },
   /** The resourceclaim controller copies spec.metadata onto the ResourceClaims it makes. */
   claimtemplate: { labelled: [['spec']], podSpecs: [] },
