@@ -38,7 +38,7 @@ Run 'tenantgate <command> --help' for a command's flags.
 async function serve(args: string[]): Promise<void> {
   const config = parseServeConfig(args);
   if (config === 'help') {
-    process.stdout.write(`Usage: tenantgate serve [flags]\n\n${describeOptions(SERVE_OPTIONS)}\n`);
+    process.stdout.write(`Usage: tenantgate serve [flags]\n\n${describeOptions(SERVE_OPTIONS, true)}\n`);
     return;
   }
   const gateway = await startGateway(config);

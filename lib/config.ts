@@ -62,29 +62,34 @@ export interface ServeConfig {
   protobufListOffloadThresholdBytes?: number;
 }
 
+/**
+ * Every `serve` flag, its default and meaning. Each but --help is also the environment variable TENANTGATE_<FLAG>
+ * (`--tls-cert-file`: TENANTGATE_TLS_CERT_FILE); a flag given wins over the variable, the variable over the default.
+ * docs/configuration.md's table is made from this one (npm run docs; a unit test compares).
+ */
 export const SERVE_OPTIONS = {
-  listen: { type: 'string', default: '127.0.0.1:6443', description: 'address:port to listen on (TENANTGATE_LISTEN)' },
-  'tls-cert-file': { type: 'string', description: 'serving certificate, PEM (TENANTGATE_TLS_CERT_FILE)' },
-  'tls-key-file': { type: 'string', description: 'serving key, PEM (TENANTGATE_TLS_KEY_FILE)' },
-  'client-ca-file': { type: 'string', description: 'CA of the client certificates to accept (TENANTGATE_CLIENT_CA_FILE)' },
-  'client-ca-key-file': { type: 'string', description: "the client CA's key, to issue tenant kubeconfigs (TENANTGATE_CLIENT_CA_KEY_FILE)" },
+  listen: { type: 'string', default: '127.0.0.1:6443', description: 'address:port to listen on' },
+  'tls-cert-file': { type: 'string', description: 'serving certificate, PEM' },
+  'tls-key-file': { type: 'string', description: 'serving key, PEM' },
+  'client-ca-file': { type: 'string', description: 'CA of the client certificates to accept' },
+  'client-ca-key-file': { type: 'string', description: "the client CA's key, to issue tenant kubeconfigs" },
   'tenant-certificate-days': { type: 'string', default: '365', description: 'validity of issued tenant admin certificates' },
   'upstream-kubeconfig': {
     type: 'string',
-    description: "kubeconfig of the upstream kube-apiserver; none in a pod: the pod's service account (TENANTGATE_UPSTREAM_KUBECONFIG)",
+    description: "kubeconfig of the upstream kube-apiserver; none in a pod: the pod's service account",
   },
   passthrough: { type: 'boolean', default: false, description: 'forward without protocol conversion (bench baseline)' },
   'max-concurrent-streams': { type: 'string', default: '1000', description: 'HTTP/2 streams per client connection' },
   'max-header-bytes': { type: 'string', default: '65536', description: 'largest request header block accepted' },
   'etcd-endpoints': {
     type: 'string',
-    description: 'comma-separated etcd client URLs for tenants; none: embedded store, one replica (TENANTGATE_ETCD_ENDPOINTS)',
+    description: 'comma-separated etcd client URLs for tenants; none: embedded store, one replica',
   },
-  'etcd-prefix': { type: 'string', default: DEFAULT_TENANT_STORE_OPTIONS.etcdPrefix, description: 'etcd key prefix of the tenants (TENANTGATE_ETCD_PREFIX)' },
+  'etcd-prefix': { type: 'string', default: DEFAULT_TENANT_STORE_OPTIONS.etcdPrefix, description: 'etcd key prefix of the tenants' },
   'metrics-listen': {
     type: 'string',
     default: '127.0.0.1:9464',
-    description: "address:port of the Prometheus /metrics listener; '' disables it (TENANTGATE_METRICS_LISTEN)",
+    description: "address:port of the Prometheus /metrics listener; '' disables it",
   },
   'metrics-tenant-series': {
     type: 'string',
@@ -94,60 +99,56 @@ export const SERVE_OPTIONS = {
   'request-log-level': {
     type: 'string',
     default: 'info',
-    description: `level of the one log line per request: ${REQUEST_LOG_LEVELS.join(', ')} (TENANTGATE_REQUEST_LOG_LEVEL)`,
+    description: `level of the one log line per request: ${REQUEST_LOG_LEVELS.join(', ')}`,
   },
   'max-inflight': {
     type: 'string',
     default: String(DEFAULT_FLOW_CONTROL.maxInflight),
-    description: "seats for all tenants' requests together; past it they queue fairly (TENANTGATE_MAX_INFLIGHT)",
+    description: "seats for all tenants' requests together; past it they queue fairly",
   },
   'tenant-max-inflight': {
     type: 'string',
     default: String(DEFAULT_FLOW_CONTROL.tenantMaxInflight),
-    description: 'read-only requests in flight per tenant, unless its Tenant says otherwise (TENANTGATE_TENANT_MAX_INFLIGHT)',
+    description: 'read-only requests in flight per tenant, unless its Tenant says otherwise',
   },
   'tenant-max-mutating-inflight': {
     type: 'string',
     default: String(DEFAULT_FLOW_CONTROL.tenantMaxMutatingInflight),
-    description: 'mutating requests in flight per tenant (TENANTGATE_TENANT_MAX_MUTATING_INFLIGHT)',
+    description: 'mutating requests in flight per tenant',
   },
   'tenant-queue-length': {
     type: 'string',
     default: String(DEFAULT_FLOW_CONTROL.tenantQueueLength),
-    description: "a tenant's requests waiting for a seat; more get 429 (TENANTGATE_TENANT_QUEUE_LENGTH)",
+    description: "a tenant's requests waiting for a seat; more get 429",
   },
   'tenant-max-watches': {
     type: 'string',
     default: String(DEFAULT_FLOW_CONTROL.tenantMaxWatches),
-    description:
-      'open watches, exec, attach, port-forward, proxy and log requests per tenant, unless its Tenant says otherwise; more get 429 (TENANTGATE_TENANT_MAX_WATCHES)',
+    description: 'open watches, exec, attach, port-forward, proxy and log requests per tenant, unless its Tenant says otherwise; more get 429',
   },
   'queue-wait': {
     type: 'string',
     default: `${DEFAULT_FLOW_CONTROL.queueWaitMs / 1000}s`,
-    description: 'longest wait for a seat before 429, e.g. 5s or 500ms (TENANTGATE_QUEUE_WAIT)',
+    description: 'longest wait for a seat before 429, e.g. 5s or 500ms',
   },
   'tenant-webhook-url-hosts': {
     type: 'string',
-    description:
-      "comma-separated hosts tenants' admission webhooks may call by clientConfig.url; others must name a service (TENANTGATE_TENANT_WEBHOOK_URL_HOSTS)",
+    description: "comma-separated hosts tenants' admission webhooks may call by clientConfig.url; others must name a service",
   },
   'confine-upstream-discovery': {
     type: 'boolean',
     default: false,
-    description:
-      "bind the upstream's system:discovery to system identities only, so tenant tokens used directly upstream see no API groups (TENANTGATE_CONFINE_UPSTREAM_DISCOVERY)",
+    description: "bind the upstream's system:discovery to system identities only, so tenant tokens used directly upstream see no API groups",
   },
   'watch-cache': {
     type: 'string',
     default: 'true',
-    description:
-      "serve tenants' watches and resourceVersion=0 lists from one upstream watch per resource; false: each watch its own upstream watch (TENANTGATE_WATCH_CACHE)",
+    description: "serve tenants' watches and resourceVersion=0 lists from one upstream watch per resource; false: each watch its own upstream watch",
   },
   'watch-cache-resources': {
     type: 'string',
     default: DEFAULT_CACHED_RESOURCES.join(','),
-    description: 'resources the watch cache keeps, resource[.group], comma-separated (TENANTGATE_WATCH_CACHE_RESOURCES)',
+    description: 'resources the watch cache keeps, resource[.group], comma-separated',
   },
   'watch-cache-bookmark-interval': {
     type: 'string',
@@ -161,43 +162,66 @@ export const SERVE_OPTIONS = {
   },
   'in-cluster-address': {
     type: 'string',
-    description:
-      "host:port where tenants' pods reach tenantgate (its Service); '' leaves their pods talking to the upstream; default: the listen address (TENANTGATE_IN_CLUSTER_ADDRESS)",
+    description: "host:port where tenants' pods reach tenantgate (its Service); '' leaves their pods talking to the upstream; default: the listen address",
   },
   'in-cluster-ca-file': {
     type: 'string',
-    description:
-      "CA bundle, PEM, that verifies tenantgate's serving certificate, given to tenants' pods; default: --tls-cert-file (TENANTGATE_IN_CLUSTER_CA_FILE)",
+    description: "CA bundle, PEM, that verifies tenantgate's serving certificate, given to tenants' pods; default: --tls-cert-file",
   },
   'shutdown-delay': {
     type: 'string',
     default: '0s',
-    description: 'after SIGTERM, how long /readyz fails while tenantgate still serves, so Services drop it first (TENANTGATE_SHUTDOWN_DELAY)',
+    description: 'after SIGTERM, how long /readyz fails while tenantgate still serves, so Services drop it first',
   },
   'shutdown-drain': {
     type: 'string',
     default: '30s',
-    description: 'then the longest wait for requests in flight before the rest are cut (TENANTGATE_SHUTDOWN_DRAIN)',
+    description: 'then the longest wait for requests in flight before the rest are cut',
   },
   'list-offload-threshold': {
     type: 'string',
     default: String(LIST_OFFLOAD_MEASURED_BYTES),
-    description: `JSON list answers at least this many bytes are rewritten on a worker thread, so one huge list does not stall other tenants' requests; 0: never (TENANTGATE_LIST_OFFLOAD_THRESHOLD)`,
+    description: `JSON list answers at least this many bytes are rewritten on a worker thread, so one huge list does not stall other tenants' requests; 0: never`,
   },
   'protobuf-list-offload-threshold': {
     type: 'string',
     default: String(PROTOBUF_LIST_OFFLOAD_MEASURED_BYTES),
-    description: `the same for protobuf list answers; 0 (the default): never, the hop costs more than the rewrite (TENANTGATE_PROTOBUF_LIST_OFFLOAD_THRESHOLD)`,
+    description: `the same for protobuf list answers; 0 (the default): never, the hop costs more than the rewrite`,
   },
   help: { type: 'boolean', short: 'h', default: false, description: 'show this help' },
 } as const;
 
-function fromEnv(flag: string): string | undefined {
-  return process.env[`TENANTGATE_${flag.toUpperCase().replaceAll('-', '_')}`];
+/** The environment variable of a `serve` flag. */
+export function environmentVariableOf(flag: string): string {
+  return `TENANTGATE_${flag.toUpperCase().replaceAll('-', '_')}`;
 }
 
-function required(values: Record<string, unknown>, flag: string): string {
-  const value = (values[flag] as string | undefined) ?? fromEnv(flag);
+function fromEnv(flag: string): string | undefined {
+  return process.env[environmentVariableOf(flag)];
+}
+
+type ServeFlag = Exclude<keyof typeof SERVE_OPTIONS, 'help'>;
+
+/** What parseArgs reads: the flags without their defaults, so a flag not given can fall back to its variable. */
+const SERVE_PARSE_OPTIONS = Object.fromEntries(
+  Object.entries(SERVE_OPTIONS).map(([name, option]) => [name, { type: option.type, ...('short' in option && { short: option.short }) }]),
+) as { [flag in keyof typeof SERVE_OPTIONS]: { type: (typeof SERVE_OPTIONS)[flag]['type'] } };
+
+/** A string flag's value: given, else its environment variable, else its default (undefined when it has none). */
+function settingOf(values: Record<string, unknown>, flag: ServeFlag): string | undefined {
+  const given = values[flag];
+  if (typeof given === 'string') return given;
+  const option = SERVE_OPTIONS[flag] as { default?: unknown };
+  return fromEnv(flag) ?? (typeof option.default === 'string' ? option.default : undefined);
+}
+
+/** A boolean flag: given, or its environment variable `true`. */
+function switchOf(values: Record<string, unknown>, flag: ServeFlag): boolean {
+  return values[flag] === true || fromEnv(flag) === 'true';
+}
+
+function required(values: Record<string, unknown>, flag: ServeFlag): string {
+  const value = settingOf(values, flag);
   if (value === undefined || value === '') throw new Error(`--${flag} is required`);
   return value;
 }
@@ -238,7 +262,7 @@ export function parseDurationMs(value: string, flag: string): number {
 }
 
 function flowControlOf(values: Record<string, unknown>): FlowControlOptions {
-  const get = (flag: string) => fromEnv(flag) ?? (values[flag] as string);
+  const get = (flag: ServeFlag) => settingOf(values, flag)!;
   return {
     maxInflight: positiveInteger(get('max-inflight'), 'max-inflight'),
     tenantMaxInflight: positiveInteger(get('tenant-max-inflight'), 'tenant-max-inflight'),
@@ -287,68 +311,73 @@ function watchCacheOf(value: string, resources: string, bookmarkInterval: string
 
 export function parseServeConfig(args: string[]): ServeConfig | 'help' {
   args = args.map((arg) => (arg === '--watch-cache' ? '--watch-cache=true' : arg));
-  const { values } = parseArgs({ args, options: SERVE_OPTIONS, strict: true, allowPositionals: false });
-  if (values.help) return 'help';
-  const listen = fromEnv('listen') ?? values.listen;
+  const { values } = parseArgs({ args, options: SERVE_PARSE_OPTIONS, strict: true, allowPositionals: false });
+  if (values.help === true) return 'help';
+  const get = (flag: ServeFlag) => settingOf(values, flag);
   const clientCaPem = readFileSync(required(values, 'client-ca-file'), 'utf8');
-  const caKeyFile = values['client-ca-key-file'] ?? fromEnv('client-ca-key-file');
-  const metricsListen = fromEnv('metrics-listen') ?? values['metrics-listen'];
+  const caKeyFile = get('client-ca-key-file');
+  const metricsListen = get('metrics-listen')!;
   const certPem = readFileSync(required(values, 'tls-cert-file'), 'utf8');
-  const upstreamKubeconfig = values['upstream-kubeconfig'] ?? fromEnv('upstream-kubeconfig');
+  const upstreamKubeconfig = get('upstream-kubeconfig');
   return {
-    ...parseListen(listen),
+    ...parseListen(get('listen')!),
     tls: { certPem, keyPem: readFileSync(required(values, 'tls-key-file'), 'utf8') },
     clientCaPem,
     tenantCa: caKeyFile === undefined || caKeyFile === '' ? undefined : { certPem: clientCaPem, keyPem: readFileSync(caKeyFile, 'utf8') },
-    tenantCertificateDays: positiveInteger(fromEnv('tenant-certificate-days') ?? values['tenant-certificate-days'], 'tenant-certificate-days'),
+    tenantCertificateDays: positiveInteger(get('tenant-certificate-days')!, 'tenant-certificate-days'),
     upstream: upstreamKubeconfig === undefined || upstreamKubeconfig === '' ? inClusterCredentials() : loadKubeconfig(upstreamKubeconfig),
-    passthrough: values.passthrough || fromEnv('passthrough') === 'true',
+    passthrough: switchOf(values, 'passthrough'),
     http2: {
-      maxConcurrentStreams: positiveInteger(values['max-concurrent-streams'], 'max-concurrent-streams'),
-      maxHeaderListBytes: positiveInteger(values['max-header-bytes'], 'max-header-bytes'),
+      maxConcurrentStreams: positiveInteger(get('max-concurrent-streams')!, 'max-concurrent-streams'),
+      maxHeaderListBytes: positiveInteger(get('max-header-bytes')!, 'max-header-bytes'),
     },
     tenantStore: {
-      etcdEndpoints: commaList((values['etcd-endpoints'] as string | undefined) ?? fromEnv('etcd-endpoints') ?? ''),
-      etcdPrefix: fromEnv('etcd-prefix') ?? values['etcd-prefix'],
+      etcdEndpoints: commaList(get('etcd-endpoints') ?? ''),
+      etcdPrefix: get('etcd-prefix')!,
     },
     metrics: {
       listen: metricsListen === '' ? null : parseListen(metricsListen),
-      tenantSeries: nonNegativeInteger(values['metrics-tenant-series'], 'metrics-tenant-series'),
+      tenantSeries: nonNegativeInteger(get('metrics-tenant-series')!, 'metrics-tenant-series'),
     },
-    requestLogLevel: requestLogLevel(fromEnv('request-log-level') ?? values['request-log-level']),
+    requestLogLevel: requestLogLevel(get('request-log-level')!),
     flowControl: flowControlOf(values),
-    tenantWebhookUrlHosts: commaList(fromEnv('tenant-webhook-url-hosts') ?? values['tenant-webhook-url-hosts'] ?? '').map((host) => host.toLowerCase()),
-    confineUpstreamDiscovery: values['confine-upstream-discovery'] || fromEnv('confine-upstream-discovery') === 'true',
-    watchCache: watchCacheOf(
-      fromEnv('watch-cache') ?? values['watch-cache'],
-      fromEnv('watch-cache-resources') ?? values['watch-cache-resources'],
-      values['watch-cache-bookmark-interval'],
-      values['watch-cache-upstream-idle'],
-    ),
-    inCluster: inClusterOf(
-      values['in-cluster-address'] ?? fromEnv('in-cluster-address'),
-      values['in-cluster-ca-file'] ?? fromEnv('in-cluster-ca-file'),
-      certPem,
-    ),
+    tenantWebhookUrlHosts: commaList(get('tenant-webhook-url-hosts') ?? '').map((host) => host.toLowerCase()),
+    confineUpstreamDiscovery: switchOf(values, 'confine-upstream-discovery'),
+    watchCache: watchCacheOf(get('watch-cache')!, get('watch-cache-resources')!, get('watch-cache-bookmark-interval')!, get('watch-cache-upstream-idle')!),
+    inCluster: inClusterOf(get('in-cluster-address'), get('in-cluster-ca-file'), certPem),
     shutdown: {
-      delayMs: parseDurationOrZeroMs(fromEnv('shutdown-delay') ?? values['shutdown-delay'], 'shutdown-delay'),
-      drainMs: parseDurationOrZeroMs(fromEnv('shutdown-drain') ?? values['shutdown-drain'], 'shutdown-drain'),
+      delayMs: parseDurationOrZeroMs(get('shutdown-delay')!, 'shutdown-delay'),
+      drainMs: parseDurationOrZeroMs(get('shutdown-drain')!, 'shutdown-drain'),
     },
-    listOffloadThresholdBytes: nonNegativeInteger(fromEnv('list-offload-threshold') ?? values['list-offload-threshold'], 'list-offload-threshold'),
-    protobufListOffloadThresholdBytes: nonNegativeInteger(
-      fromEnv('protobuf-list-offload-threshold') ?? values['protobuf-list-offload-threshold'],
-      'protobuf-list-offload-threshold',
-    ),
+    listOffloadThresholdBytes: nonNegativeInteger(get('list-offload-threshold')!, 'list-offload-threshold'),
+    protobufListOffloadThresholdBytes: nonNegativeInteger(get('protobuf-list-offload-threshold')!, 'protobuf-list-offload-threshold'),
   };
 }
 
+/**
+ * The `serve` flags as a Markdown table (flag, environment variable, default, meaning): what docs/configuration.md
+ * carries between its `serve-flags` markers.
+ */
+export function serveFlagsTable(): string {
+  const cell = (text: string) => text.replaceAll('|', '\\|');
+  const rows = Object.entries(SERVE_OPTIONS)
+    .filter(([name]) => name !== 'help')
+    .map(([name, option]) => {
+      const dflt: unknown = (option as { default?: unknown }).default;
+      const shown = dflt === undefined ? '' : dflt === '' ? "`''`" : `\`${String(dflt)}\``;
+      return `| \`--${name}\` | \`${environmentVariableOf(name)}\` | ${shown} | ${cell(option.description)} |`;
+    });
+  return ['| flag | environment | default | meaning |', '|---|---|---|---|', ...rows].join('\n');
+}
+
 /** `--flag  description` lines for a command's help. */
-export function describeOptions(options: Record<string, { type: string; description: string; default?: unknown }>): string {
+export function describeOptions(options: Record<string, { type: string; description: string; default?: unknown }>, fromEnvironment = false): string {
   return Object.entries(options)
     .map(([name, o]) => {
       const flag = `--${name}${o.type === 'string' ? ' VALUE' : ''}`;
       const dflt = o.default === undefined || o.default === false ? '' : ` (default ${String(o.default)})`;
-      return `  ${flag.padEnd(30)} ${o.description}${dflt}`;
+      const variable = fromEnvironment && name !== 'help' ? ` [${environmentVariableOf(name)}]` : '';
+      return `  ${flag.padEnd(30)} ${o.description}${dflt}${variable}`;
     })
     .join('\n');
 }
