@@ -11,6 +11,7 @@ import type { Chart, Scenario, ScenarioOptions, ScenarioResult, TargetCheck } fr
 import { percentile, rounded } from '../stats.ts';
 import { createPods } from './list.ts';
 import { CONFIGMAP, tenantToken, urlOf, waitUntilServed } from './small-get.ts';
+import { eventually } from '../../test/helpers/kit.ts';
 
 const TENANT = 'bcpu01';
 const CONCURRENCY = 4;
@@ -59,13 +60,7 @@ function openWatch(session: ClientHttp2Session, path: string): Promise<{ events(
   });
 }
 
-async function until(condition: () => boolean, withinMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + withinMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`${what} not within ${withinMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+const until = (condition: () => boolean, withinMs: number, what: string) => eventually(what, condition, { withinMs, everyMs: 20 });
 
 async function run({ quick, log }: ScenarioOptions): Promise<ScenarioResult> {
   const counts = quick ? QUICK : FULL;

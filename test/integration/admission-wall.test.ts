@@ -10,6 +10,7 @@ import { AUTOUPDATE_ANNOTATION } from '../../lib/tenants/discovery-confinement.t
 import { h1Request } from '../helpers/http.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
+import { eventually } from '../helpers/kit.ts';
 
 const ALLOWED_HOST = 'hooks.example.com';
 let stack: Stack;
@@ -25,28 +26,18 @@ t.teardown(() => stack?.stop());
 const VAP = 'validatingadmissionpolicy';
 const VAPB = 'validatingadmissionpolicybinding';
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, withinMs = 15_000): Promise<T> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${withinMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
 t.test('tenantgate keeps its confinement policy upstream: put back when deleted or changed', async (t) => {
   const policy = await stack.kubectlDirect(['get', VAP, TENANT_CONFINEMENT, '-o', 'json']);
   t.equal(policy.code, 0, policy.stderr);
   t.equal(JSON.parse(policy.stdout).spec.failurePolicy, 'Fail');
   const deleted = await stack.kubectlDirect(['delete', VAPB, TENANT_CONFINEMENT]);
   t.equal(deleted.code, 0, deleted.stderr);
-  await until('the binding is back', async () => ((await stack.kubectlDirect(['get', VAPB, TENANT_CONFINEMENT])).code === 0 ? true : undefined));
+  await eventually('the binding is back', async () => ((await stack.kubectlDirect(['get', VAPB, TENANT_CONFINEMENT])).code === 0 ? true : undefined));
   const weakened = await stack.kubectlDirect(['patch', VAP, TENANT_CONFINEMENT, '--type=json', '-p', '[{"op":"remove","path":"/spec/validations/1"}]']);
   t.equal(weakened.code, 0, weakened.stderr);
   const count = async () => JSON.parse((await stack.kubectlDirect(['get', VAP, TENANT_CONFINEMENT, '-o', 'json'])).stdout).spec.validations.length as number;
   const original = (await import('../../lib/tenants/confinement-policy.ts')).TENANT_CONFINEMENT_POLICY.spec.validations.length;
-  await until('the validations are back', async () => ((await count()) === original ? true : undefined));
+  await eventually('the validations are back', async () => ((await count()) === original ? true : undefined));
   t.pass('restored');
 });
 
@@ -226,14 +217,14 @@ t.test("no tenant pod takes the platform's critical priority: refused by tenantg
   t.equal(applied.code, 0, applied.stderr);
   // (Later tests count the namespace's ReplicaSets.)
   t.teardown(() => a.kubectl(['delete', 'deployment', 'critical', '-n', 'default', '--wait=false']));
-  const failure = await until(
+  const failure = await eventually(
     'the ReplicaSet reports why',
     async () => {
       const sets = JSON.parse((await a.kubectl(['get', 'replicasets', '-n', 'default', '-l', 'app=critical', '-o', 'json'])).stdout || '{"items":[]}');
       const condition = sets.items[0]?.status?.conditions?.find((c: { type: string }) => c.type === 'ReplicaFailure');
       return condition === undefined ? undefined : (condition.message as string);
     },
-    60_000,
+    { withinMs: 60_000 },
   );
   t.match(
     failure,
@@ -366,22 +357,20 @@ t.test('upstream discovery is for system identities: a tenant token sees no grou
   // The controller manager still reads discovery (and writes): a Deployment gets its ReplicaSet.
   const deployment = await a.kubectl(['create', 'deployment', 'web', '--image=registry.invalid/web:1']);
   t.equal(deployment.code, 0, deployment.stderr);
-  const replicaSets = await until(
+  const replicaSets = await eventually(
     'a ReplicaSet for the Deployment',
     async () => {
       const got = await a.kubectl(['get', 'replicasets', '-o', 'name']);
       return got.stdout.includes('replicaset.apps/web-') ? got.stdout : undefined;
     },
-    30_000,
+    { withinMs: 30_000 },
   );
   t.match(replicaSets, /web-/);
   // The garbage collector walks discovery: deleting the Deployment takes its ReplicaSet with it.
   t.equal((await a.kubectl(['delete', 'deployment', 'web'])).code, 0);
-  await until(
-    'the ReplicaSet collected',
-    async () => ((await a.kubectl(['get', 'replicasets', '-o', 'name'])).stdout.trim() === '' ? true : undefined),
-    30_000,
-  );
+  await eventually('the ReplicaSet collected', async () => ((await a.kubectl(['get', 'replicasets', '-o', 'name'])).stdout.trim() === '' ? true : undefined), {
+    withinMs: 30_000,
+  });
   t.pass('garbage collected');
 });
 

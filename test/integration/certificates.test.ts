@@ -11,6 +11,7 @@ import { loadKubeconfig, renderKubeconfig } from '../../lib/upstream/kubeconfig.
 import { connectH2, h2Request } from '../helpers/http.ts';
 import { startStack, type KubectlResult, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
+import { poll, succeeded } from '../helpers/kit.ts';
 
 let stack: Stack;
 let alpha: TestTenant;
@@ -19,21 +20,6 @@ let bravo: TestTenant;
 const A = 'csra01';
 const B = 'csrb02';
 const CLIENT_SIGNER = 'kubernetes.io/kube-apiserver-client';
-
-async function ok(r: Promise<KubectlResult>, what: string): Promise<string> {
-  const done = await r;
-  if (done.code !== 0) throw new Error(`${what}: ${done.stderr}`);
-  return done.stdout;
-}
-
-async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T | undefined> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
 
 /** A private key made with node:crypto and a PKCS#10 request for it (node-forge writes the request). */
 function keyAndRequest(commonName: string, groups: string[] = []): { keyPem: string; requestPem: string } {
@@ -59,7 +45,7 @@ function csrYaml(name: string, requestPem: string, signerName = CLIENT_SIGNER, u
 }
 
 async function certificateOf(tenant: TestTenant, name: string): Promise<string | undefined> {
-  return eventually(async () => {
+  return poll(async () => {
     const r = await tenant.kubectl(['get', 'csr', name, '-o', 'jsonpath={.status.certificate}']);
     return r.code === 0 && r.stdout !== '' ? Buffer.from(r.stdout, 'base64').toString() : undefined;
   });
@@ -77,23 +63,23 @@ t.before(async () => {
 t.teardown(() => stack?.stop());
 
 t.test('certificates.k8s.io is in the tenant discovery with CSRs and their approval and status', async (t) => {
-  const resources = await ok(alpha.kubectl(['api-resources', '--api-group=certificates.k8s.io', '-o', 'name']), 'api-resources');
+  const resources = await succeeded(alpha.kubectl(['api-resources', '--api-group=certificates.k8s.io', '-o', 'name']), 'api-resources');
   t.match(resources, /certificatesigningrequests\.certificates\.k8s\.io/);
   t.match(resources, /clustertrustbundles|^/, 'clustertrustbundles only where the upstream serves them');
-  const version = await ok(alpha.kubectl(['get', '--raw', '/apis/certificates.k8s.io/v1']), 'group version');
+  const version = await succeeded(alpha.kubectl(['get', '--raw', '/apis/certificates.k8s.io/v1']), 'group version');
   const names = (JSON.parse(version).resources as { name: string }[]).map((resource) => resource.name);
   t.ok(names.includes('certificatesigningrequests/approval') && names.includes('certificatesigningrequests/status'), names.join(','));
 });
 
 t.test('a tenant admin approves a kube-apiserver-client CSR and logs in with the certificate as that tenant user', async (t) => {
-  await ok(alpha.kubectl(['apply', '-f', '-'], { input: csrYaml('alice', aliceKey.requestPem) }), 'create csr');
-  const shown = JSON.parse(await ok(alpha.kubectl(['get', 'csr', 'alice', '-o', 'json']), 'get csr'));
+  await succeeded(alpha.kubectl(['apply', '-f', '-'], { input: csrYaml('alice', aliceKey.requestPem) }), 'create csr');
+  const shown = JSON.parse(await succeeded(alpha.kubectl(['get', 'csr', 'alice', '-o', 'json']), 'get csr'));
   t.equal(shown.spec.signerName, CLIENT_SIGNER, 'the tenant sees its signer name');
   t.equal(shown.spec.username, 'admin', 'and itself as the requester');
-  const table = await ok(alpha.kubectl(['get', 'csr', 'alice']), 'kubectl get csr');
+  const table = await succeeded(alpha.kubectl(['get', 'csr', 'alice']), 'kubectl get csr');
   t.match(table, /alice\s+\S+\s+kubernetes\.io\/kube-apiserver-client\s+admin\s+/, 'kubectl get shows the signer and requestor in the tenant names');
   t.notMatch(table, /tenantgate\.kubezoo\.io|csra01/);
-  await ok(alpha.kubectl(['certificate', 'approve', 'alice']), 'approve');
+  await succeeded(alpha.kubectl(['certificate', 'approve', 'alice']), 'approve');
   const certificatePem = await certificateOf(alpha, 'alice');
   t.ok(certificatePem, 'signed');
   if (certificatePem === undefined) return;
@@ -107,14 +93,14 @@ t.test('a tenant admin approves a kube-apiserver-client CSR and logs in with the
     aliceKubeconfig,
     renderKubeconfig({ server: stack.gatewayUrl, caPem: stack.files.ca.certPem, certPem: certificatePem, keyPem: aliceKey.keyPem }),
   );
-  const whoami = JSON.parse(await ok(stack.kubectl(['auth', 'whoami', '-o', 'json'], { kubeconfig: aliceKubeconfig }), 'whoami'));
+  const whoami = JSON.parse(await succeeded(stack.kubectl(['auth', 'whoami', '-o', 'json'], { kubeconfig: aliceKubeconfig }), 'whoami'));
   t.equal(whoami.status.userInfo.username, 'alice');
   t.same([...whoami.status.userInfo.groups].sort(), ['system:authenticated', 'team']);
 
   const refused = await stack.kubectl(['get', 'configmaps', '-n', 'default'], { kubeconfig: aliceKubeconfig });
   t.match(refused.stderr, /User "alice" cannot list resource "configmaps"/, 'alice holds no rights yet');
-  await ok(alpha.kubectl(['create', 'rolebinding', 'alice-views', '-n', 'default', '--clusterrole=view', '--user=alice']), 'rolebinding');
-  const granted = await eventually(async () => {
+  await succeeded(alpha.kubectl(['create', 'rolebinding', 'alice-views', '-n', 'default', '--clusterrole=view', '--user=alice']), 'rolebinding');
+  const granted = await poll(async () => {
     const r = await stack.kubectl(['get', 'configmaps', '-n', 'default', '-o', 'name'], { kubeconfig: aliceKubeconfig });
     return r.code === 0 ? r.stdout : undefined;
   });
@@ -122,7 +108,7 @@ t.test('a tenant admin approves a kube-apiserver-client CSR and logs in with the
 });
 
 t.test('upstream, the CSR names a signer of the tenant signer domain and only tenantgate signed it', async (t) => {
-  const stored = JSON.parse(await ok(stack.kubectlDirect(['get', 'csr', `${A}-alice`, '-o', 'json']), 'upstream csr'));
+  const stored = JSON.parse(await succeeded(stack.kubectlDirect(['get', 'csr', `${A}-alice`, '-o', 'json']), 'upstream csr'));
   t.equal(stored.spec.signerName, `${A}.tenants.tenantgate.kubezoo.io/d2.kubernetes.io.kube-apiserver-client`);
   t.equal(stored.metadata.labels['kubezoo.io/tenant'], A);
   const issued = new X509Certificate(Buffer.from(stored.status.certificate, 'base64').toString());
@@ -132,10 +118,10 @@ t.test('upstream, the CSR names a signer of the tenant signer domain and only te
 
   // Approved requests for a signer nobody runs in the tenant stay unsigned, as in a cluster without that signer.
   const other = keyAndRequest('bot');
-  await ok(alpha.kubectl(['apply', '-f', '-'], { input: csrYaml('for-example', other.requestPem, 'example.com/signer') }), 'create');
-  await ok(alpha.kubectl(['certificate', 'approve', 'for-example']), 'approve');
+  await succeeded(alpha.kubectl(['apply', '-f', '-'], { input: csrYaml('for-example', other.requestPem, 'example.com/signer') }), 'create');
+  await succeeded(alpha.kubectl(['certificate', 'approve', 'for-example']), 'approve');
   // kubernetes.io/kube-apiserver-client-kubelet is the upstream's too (kube-controller-manager signs it): not here.
-  await ok(
+  await succeeded(
     alpha.kubectl(['apply', '-f', '-'], {
       input: csrYaml('kubelet-like', keyAndRequest('system:node:n1', ['system:nodes']).requestPem, 'kubernetes.io/kube-apiserver-client-kubelet', [
         'digital signature',
@@ -144,10 +130,10 @@ t.test('upstream, the CSR names a signer of the tenant signer domain and only te
     }),
     'create',
   );
-  await ok(alpha.kubectl(['certificate', 'approve', 'kubelet-like']), 'approve');
+  await succeeded(alpha.kubectl(['certificate', 'approve', 'kubelet-like']), 'approve');
   await new Promise((resolve) => setTimeout(resolve, 4000));
   for (const name of ['for-example', 'kubelet-like']) {
-    const upstream = JSON.parse(await ok(stack.kubectlDirect(['get', 'csr', `${A}-${name}`, '-o', 'json']), 'upstream'));
+    const upstream = JSON.parse(await succeeded(stack.kubectlDirect(['get', 'csr', `${A}-${name}`, '-o', 'json']), 'upstream'));
     t.match(upstream.status.conditions, [{ type: 'Approved', status: 'True' }], `${name} approved`);
     t.notOk(upstream.status.certificate, `${name}: nobody signed it`);
     t.ok(upstream.spec.signerName.startsWith(`${A}.tenants.tenantgate.kubezoo.io/`), `${name}: in the tenant signer domain`);
@@ -160,10 +146,10 @@ t.test('what the apiserver refuses for its client signer is refused in the tenan
   t.not(refused.code, 0);
   t.match(refused.stderr, /use of kubernetes.io\/kube-apiserver-client signer with system:masters group is not allowed/);
   const badUsage = keyAndRequest('server');
-  await ok(alpha.kubectl(['apply', '-f', '-'], { input: csrYaml('server', badUsage.requestPem, CLIENT_SIGNER, ['server auth']) }), 'create');
-  await ok(alpha.kubectl(['certificate', 'approve', 'server']), 'approve');
-  const failed = await eventually(async () => {
-    const r = JSON.parse(await ok(alpha.kubectl(['get', 'csr', 'server', '-o', 'json']), 'get'));
+  await succeeded(alpha.kubectl(['apply', '-f', '-'], { input: csrYaml('server', badUsage.requestPem, CLIENT_SIGNER, ['server auth']) }), 'create');
+  await succeeded(alpha.kubectl(['certificate', 'approve', 'server']), 'approve');
+  const failed = await poll(async () => {
+    const r = JSON.parse(await succeeded(alpha.kubectl(['get', 'csr', 'server', '-o', 'json']), 'get'));
     return (r.status.conditions ?? []).find((condition: { type: string }) => condition.type === 'Failed');
   });
   t.match(failed, { status: 'True', reason: 'SignerValidationFailure', message: 'invalid usage for client certificate: server auth' });
@@ -176,11 +162,11 @@ t.test('what the apiserver refuses for its client signer is refused in the tenan
 
 t.test('tenant B with the same CSR names sees and touches nothing of tenant A', async (t) => {
   const mine = keyAndRequest('bob');
-  await ok(bravo.kubectl(['apply', '-f', '-'], { input: csrYaml('alice', mine.requestPem, 'example.com/b-signer') }), 'b creates its alice');
-  await ok(bravo.kubectl(['apply', '-f', '-'], { input: csrYaml('keep', mine.requestPem) }), 'b creates another');
-  const listed = await ok(bravo.kubectl(['get', 'csr', '-o', 'jsonpath={range .items[*]}{.metadata.name}={.spec.signerName}{"\\n"}{end}']), 'list');
+  await succeeded(bravo.kubectl(['apply', '-f', '-'], { input: csrYaml('alice', mine.requestPem, 'example.com/b-signer') }), 'b creates its alice');
+  await succeeded(bravo.kubectl(['apply', '-f', '-'], { input: csrYaml('keep', mine.requestPem) }), 'b creates another');
+  const listed = await succeeded(bravo.kubectl(['get', 'csr', '-o', 'jsonpath={range .items[*]}{.metadata.name}={.spec.signerName}{"\\n"}{end}']), 'list');
   t.equal(listed.trim(), `alice=example.com/b-signer\nkeep=${CLIENT_SIGNER}`, 'B lists only its own');
-  const selected = await ok(bravo.kubectl(['get', 'csr', `--field-selector=spec.signerName=${CLIENT_SIGNER}`, '-o', 'name']), 'selector');
+  const selected = await succeeded(bravo.kubectl(['get', 'csr', `--field-selector=spec.signerName=${CLIENT_SIGNER}`, '-o', 'name']), 'selector');
   t.equal(selected.trim(), 'certificatesigningrequest.certificates.k8s.io/keep', "a field selector on the signer name finds B's own, nothing of A's");
   const onlyA = await bravo.kubectl(['get', 'csr', 'for-example']);
   t.match(onlyA.stderr, /NotFound|not found/);
@@ -195,7 +181,7 @@ t.test('tenant B with the same CSR names sees and touches nothing of tenant A', 
   const protobuf = await withWatch(bravo.kubeconfig, 'application/vnd.kubernetes.protobuf');
   t.notMatch(protobuf, new RegExp(`${A}|for-example|kubelet-like`), "B's protobuf watch shows nothing of A's");
   t.match(protobuf, /example\.com\/b-signer/, 'and its own, in its names');
-  await ok(bravo.kubectl(['delete', 'csr', 'alice']), 'b deletes its alice');
+  await succeeded(bravo.kubectl(['delete', 'csr', 'alice']), 'b deletes its alice');
   t.equal(
     (await alpha.kubectl(['get', 'csr', 'alice', '-o', 'name'])).stdout.trim(),
     'certificatesigningrequest.certificates.k8s.io/alice',
@@ -290,10 +276,10 @@ t.test("a tenant identity straight at the upstream cannot name the upstream's si
 
 t.test("the CSR's certificate is refused once the tenant is deleted and re-created; the tenant's CSRs go with it", async (t) => {
   t.ok(aliceKubeconfig, 'the first test made the certificate');
-  await ok(stack.kubectl(['delete', 'tenant', A, '--wait=false']), 'delete tenant');
-  const gone = await eventually(async () => ((await stack.kubectl(['get', 'tenant', A])).code !== 0 ? true : undefined), 60_000);
+  await succeeded(stack.kubectl(['delete', 'tenant', A, '--wait=false']), 'delete tenant');
+  const gone = await poll(async () => ((await stack.kubectl(['get', 'tenant', A])).code !== 0 ? true : undefined), { withinMs: 60_000 });
   t.ok(gone, 'the tenant is gone');
-  const left = await ok(stack.kubectlDirect(['get', 'csr', '-l', `kubezoo.io/tenant=${A}`, '-o', 'name']), 'upstream csrs');
+  const left = await succeeded(stack.kubectlDirect(['get', 'csr', '-l', `kubezoo.io/tenant=${A}`, '-o', 'name']), 'upstream csrs');
   t.equal(left.trim(), '', "no CSR of the tenant's is left upstream");
   await createTestTenant(stack, A);
   const refused = await stack.kubectl(['auth', 'whoami'], { kubeconfig: aliceKubeconfig });

@@ -5,6 +5,7 @@ import { webDeployment } from '../helpers/fixtures.ts';
 import { connectH2, credentialsOf, h2Request } from '../helpers/http.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
+import { kubectlOk } from '../helpers/kit.ts';
 
 let stack: Stack;
 let tenant: TestTenant;
@@ -15,12 +16,6 @@ t.before(async () => {
 });
 t.teardown(() => stack?.stop());
 
-async function kubectlOk(args: string[]): Promise<string> {
-  const r = await tenant.kubectl(args);
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
-  return r.stdout;
-}
-
 async function upstreamNames(args: string[]): Promise<string[]> {
   const r = await stack.kubectlDirect([...args, '-o', 'name']);
   return r.stdout
@@ -30,8 +25,8 @@ async function upstreamNames(args: string[]): Promise<string[]> {
 }
 
 t.test('kubectl delete --dry-run=server deletes nothing, one object or a collection', async (t) => {
-  await kubectlOk(['create', 'configmap', 'keep-me', '--from-literal=a=1']);
-  await kubectlOk(['create', 'configmap', 'keep-me-too', '--from-literal=a=2']);
+  await kubectlOk(tenant, ['create', 'configmap', 'keep-me', '--from-literal=a=1']);
+  await kubectlOk(tenant, ['create', 'configmap', 'keep-me-too', '--from-literal=a=2']);
   const dryRun = await tenant.kubectl(['delete', 'configmap', 'keep-me', '--dry-run=server']);
   t.equal(dryRun.code, 0, dryRun.stderr);
   t.match(dryRun.stdout, /configmap "keep-me" deleted.*\(server dry run\)/);
@@ -45,8 +40,8 @@ t.test('kubectl delete --dry-run=server deletes nothing, one object or a collect
 });
 
 t.test('preconditions are checked: a wrong uid is a conflict, the right one deletes', async (t) => {
-  await kubectlOk(['create', 'configmap', 'guarded', '--from-literal=a=1']);
-  const uid = (await kubectlOk(['get', 'configmap', 'guarded', '-o', 'jsonpath={.metadata.uid}'])).trim();
+  await kubectlOk(tenant, ['create', 'configmap', 'guarded', '--from-literal=a=1']);
+  const uid = (await kubectlOk(tenant, ['get', 'configmap', 'guarded', '-o', 'jsonpath={.metadata.uid}'])).trim();
   const session = connectH2(credentialsOf(tenant.kubeconfig));
   t.teardown(() => session.close());
   const path = '/api/v1/namespaces/default/configmaps/guarded';
@@ -71,14 +66,14 @@ t.test('--cascade=orphan keeps the ReplicaSet of a deleted Deployment', async (t
   let replicaSets: string[] = [];
   for (let i = 0; i < 60 && replicaSets.length === 0; i++) {
     await new Promise((resolve) => setTimeout(resolve, 500));
-    replicaSets = (await kubectlOk(['get', 'replicasets', '-o', 'name'])).split('\n').filter((line) => line !== '');
+    replicaSets = (await kubectlOk(tenant, ['get', 'replicasets', '-o', 'name'])).split('\n').filter((line) => line !== '');
   }
   t.equal(replicaSets.length, 1, 'the controller made a ReplicaSet');
   const deleted = await tenant.kubectl(['delete', 'deployment', 'web', '--cascade=orphan']);
   t.equal(deleted.code, 0, deleted.stderr);
   // Give the garbage collector the time it took to remove dependents before (tenant-isolation's Deployment test).
   await new Promise((resolve) => setTimeout(resolve, 5000));
-  const left = (await kubectlOk(['get', 'replicasets', '-o', 'json'])) as string;
+  const left = (await kubectlOk(tenant, ['get', 'replicasets', '-o', 'json'])) as string;
   const items = JSON.parse(left).items as { metadata: { name: string; ownerReferences?: unknown[] } }[];
   t.same(
     items.map((item) => item.metadata.name),

@@ -21,6 +21,7 @@ import { renderKubeconfig } from '../../lib/upstream/kubeconfig.ts';
 import { exampleCrd } from '../helpers/fixtures.ts';
 import { spawnGateway, stopChild } from '../helpers/stack.ts';
 import { waitUntilReady, withClient } from '../helpers/tenants.ts';
+import { succeeded } from '../helpers/kit.ts';
 
 const CHART = new URL('../../charts/tenantgate', import.meta.url).pathname;
 const CLI = new URL('../../dist/lib/cli.js', import.meta.url).pathname;
@@ -107,11 +108,7 @@ function grants(roles: K8sObject[], group: string, resource: string, verb: strin
   );
 }
 
-async function kubectlOk(args: string[], input?: string, kubeconfig?: string): Promise<string> {
-  const result = await rig.kubectl(args, { input, kubeconfig });
-  if (result.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${result.stderr}`);
-  return result.stdout;
-}
+const kubectlOk = (args: string[], input?: string, kubeconfig?: string) => succeeded(rig.kubectl(args, { input, kubeconfig }), `kubectl ${args.join(' ')}`);
 
 const ca = createCertificateAuthority('chart-test-ca');
 const serving = issueCertificate(ca, { commonName: 'tenantgate', dnsNames: [`${FULLNAME}.${NAMESPACE}.svc`], usage: 'server' });

@@ -6,6 +6,7 @@ import { performance } from 'node:perf_hooks';
 import { connectH2, credentialsOf, h1Request, h2Request } from '../helpers/http.ts';
 import { startStack, type KubectlResult, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
+import { kubectlOk } from '../helpers/kit.ts';
 
 let stack: Stack;
 let tenant: TestTenant;
@@ -25,12 +26,6 @@ t.before(async () => {
   await kubectlOk(other, ['create', 'configmap', 'secret-plans', '--from-literal=a=1']);
 });
 t.teardown(() => stack?.stop());
-
-async function kubectlOk(who: TestTenant, args: string[], input?: string): Promise<string> {
-  const r = await who.kubectl(args, { input });
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
-  return r.stdout;
-}
 
 /** Upstream RBAC reaches the authorizer through an informer: a new grant shows within a moment, retried briefly. */
 async function eventually(run: () => Promise<KubectlResult>, done: (r: KubectlResult) => boolean): Promise<KubectlResult> {

@@ -12,6 +12,7 @@ import { encodeBody, goModuleCache, loadProtoMessages } from '../helpers/k8s-pro
 import { exampleCrd } from '../helpers/fixtures.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
+import { succeeded } from '../helpers/kit.ts';
 
 type Json = Record<string, any>;
 
@@ -39,17 +40,11 @@ function deployment(name: string, extra: Json = {}): string {
   });
 }
 
-async function ok(result: Promise<{ code: number; stdout: string; stderr: string }>, what: string): Promise<string> {
-  const r = await result;
-  if (r.code !== 0) throw new Error(`${what}: ${r.stderr}`);
-  return r.stdout;
-}
-
 /** The pods the upstream holds in a tenant's namespace with label app=`app`, once there is one (the controller is quick). */
 async function upstreamPod(id: string, app: string): Promise<Json> {
   const deadline = Date.now() + 60_000;
   for (;;) {
-    const list = JSON.parse(await ok(stack.kubectlDirect(['get', 'pods', '-n', `${id}-default`, '-l', `app=${app}`, '-o', 'json']), 'get pods')) as Json;
+    const list = JSON.parse(await succeeded(stack.kubectlDirect(['get', 'pods', '-n', `${id}-default`, '-l', `app=${app}`, '-o', 'json']), 'get pods')) as Json;
     if (list.items.length > 0) return list.items[0];
     if (Date.now() > deadline) throw new Error(`no pod for ${app} in ${id}-default within 60 s`);
     await new Promise((resolve) => setTimeout(resolve, 250));
@@ -65,7 +60,7 @@ async function projectServiceAccountVolume(pod: Json, root: string): Promise<str
   mkdirSync(dir, { recursive: true });
   for (const source of volume.projected.sources as Json[]) {
     if (source.serviceAccountToken !== undefined) {
-      const token = await ok(
+      const token = await succeeded(
         stack.kubectlDirect([
           'create',
           'token',
@@ -85,7 +80,7 @@ async function projectServiceAccountVolume(pod: Json, root: string): Promise<str
     }
     if (source.configMap !== undefined) {
       const cm = JSON.parse(
-        await ok(stack.kubectlDirect(['get', 'configmap', source.configMap.name, '-n', pod.metadata.namespace, '-o', 'json']), 'configmap'),
+        await succeeded(stack.kubectlDirect(['get', 'configmap', source.configMap.name, '-n', pod.metadata.namespace, '-o', 'json']), 'configmap'),
       ) as Json;
       for (const item of source.configMap.items) writeFileSync(join(dir, item.path), cm.data[item.key]);
     }
@@ -126,12 +121,15 @@ t.before(async () => {
   for (const [who, id] of Object.entries(TENANTS)) {
     const tenant = await createTestTenant(stack, id);
     tenants.set(who, tenant);
-    await ok(tenant.kubectl(['apply', '-f', '-'], { input: crd(GROUPS[who as keyof typeof GROUPS]) }), 'crd');
-    await ok(tenant.kubectl(['create', 'configmap', 'settings', '-n', 'default', `--from-literal=owner=${who}`]), 'configmap');
-    await ok(tenant.kubectl(['create', 'configmap', `${who}-only`, '-n', 'default']), 'configmap');
+    await succeeded(tenant.kubectl(['apply', '-f', '-'], { input: crd(GROUPS[who as keyof typeof GROUPS]) }), 'crd');
+    await succeeded(tenant.kubectl(['create', 'configmap', 'settings', '-n', 'default', `--from-literal=owner=${who}`]), 'configmap');
+    await succeeded(tenant.kubectl(['create', 'configmap', `${who}-only`, '-n', 'default']), 'configmap');
     // The pod's service account may read its namespace, as a tenant would grant it.
-    await ok(tenant.kubectl(['create', 'rolebinding', 'sa-view', '-n', 'default', '--clusterrole=view', '--serviceaccount=default:default']), 'rolebinding');
-    await ok(tenant.kubectl(['apply', '-f', '-'], { input: deployment('app') }), 'deployment');
+    await succeeded(
+      tenant.kubectl(['create', 'rolebinding', 'sa-view', '-n', 'default', '--clusterrole=view', '--serviceaccount=default:default']),
+      'rolebinding',
+    );
+    await succeeded(tenant.kubectl(['apply', '-f', '-'], { input: deployment('app') }), 'deployment');
   }
 });
 t.teardown(() => stack?.stop());
@@ -154,7 +152,9 @@ t.test("a Deployment's pod gets tenantgate's address, CA and the tenant's namesp
   );
   t.notOk(JSON.stringify(volume).includes('kube-root-ca.crt'), "the upstream's CA is no longer mounted");
   // Only in the tenant's copy: the Deployment's template is as the tenant wrote it.
-  const template = JSON.parse(await ok(tenants.get('alpha')!.kubectl(['get', 'deployment', 'app', '-n', 'default', '-o', 'json']), 'deployment')) as Json;
+  const template = JSON.parse(
+    await succeeded(tenants.get('alpha')!.kubectl(['get', 'deployment', 'app', '-n', 'default', '-o', 'json']), 'deployment'),
+  ) as Json;
   t.notOk(template.spec.template.spec.containers[0].env, 'the Deployment the tenant reads has no injected environment');
 });
 
@@ -202,14 +202,14 @@ for (const [who, id] of Object.entries(TENANTS)) {
 
 t.test('pods that bring their own credentials, or take none, are left alone; init containers are pointed too', async (t) => {
   const alpha = tenants.get('alpha')!;
-  await ok(alpha.kubectl(['apply', '-f', '-'], { input: deployment('no-token', { automountServiceAccountToken: false }) }), 'deployment');
+  await succeeded(alpha.kubectl(['apply', '-f', '-'], { input: deployment('no-token', { automountServiceAccountToken: false }) }), 'deployment');
   const ownVolume = {
     volumes: [{ name: 'own', secret: { secretName: 'own-token', optional: true } }],
     containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.10', volumeMounts: [{ name: 'own', mountPath: SERVICE_ACCOUNT_MOUNT_PATH }] }],
   };
-  await ok(alpha.kubectl(['apply', '-f', '-'], { input: deployment('own-token', ownVolume) }), 'deployment');
+  await succeeded(alpha.kubectl(['apply', '-f', '-'], { input: deployment('own-token', ownVolume) }), 'deployment');
   const withInit = { initContainers: [{ name: 'setup', image: 'registry.k8s.io/pause:3.10', env: [{ name: 'KUBERNETES_SERVICE_PORT', value: '1234' }] }] };
-  await ok(alpha.kubectl(['apply', '-f', '-'], { input: deployment('with-init', withInit) }), 'deployment');
+  await succeeded(alpha.kubectl(['apply', '-f', '-'], { input: deployment('with-init', withInit) }), 'deployment');
 
   const noToken = await upstreamPod(TENANTS.alpha, 'no-token');
   t.notOk(noToken.spec.containers[0].env, 'automountServiceAccountToken: false: no environment added');
@@ -257,8 +257,8 @@ t.test('a pod a tenant sends as protobuf is pointed at tenantgate as one sent as
 });
 
 t.test("a pod outside tenants' namespaces keeps the upstream's service-account volume", async (t) => {
-  await ok(stack.kubectlDirect(['run', 'admin-pod', '-n', 'default', '--image=registry.k8s.io/pause:3.10', '--restart=Never']), 'run');
-  const pod = JSON.parse(await ok(stack.kubectlDirect(['get', 'pod', 'admin-pod', '-n', 'default', '-o', 'json']), 'get')) as Json;
+  await succeeded(stack.kubectlDirect(['run', 'admin-pod', '-n', 'default', '--image=registry.k8s.io/pause:3.10', '--restart=Never']), 'run');
+  const pod = JSON.parse(await succeeded(stack.kubectlDirect(['get', 'pod', 'admin-pod', '-n', 'default', '-o', 'json']), 'get')) as Json;
   t.notOk(pod.spec.containers[0].env, 'no environment added');
   t.ok(JSON.stringify(pod.spec.volumes).includes('kube-root-ca.crt'), "the upstream's CA as the ServiceAccount plugin mounts it");
 });

@@ -18,6 +18,7 @@ import {
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
 import { sleep, waitFor } from '../helpers/watch.ts';
+import { succeeded } from '../helpers/kit.ts';
 
 type Json = Record<string, any>;
 
@@ -38,11 +39,6 @@ let messages: ProtoMessages;
 const tenants = new Map<string, TestTenant>();
 const sessions = new Map<string, ClientHttp2Session>();
 
-async function ok(result: Promise<{ code: number; stderr: string }>, what: string): Promise<void> {
-  const r = await result;
-  if (r.code !== 0) throw new Error(`${what}: ${r.stderr}`);
-}
-
 t.before(async () => {
   const moduleCache = goModuleCache();
   if (moduleCache === undefined) throw new Error('the Go module cache of the rig is missing: npm run rig');
@@ -52,10 +48,10 @@ t.before(async () => {
     const tenant = await createTestTenant(stack, id);
     tenants.set(id, tenant);
     sessions.set(id, connectH2(credentialsOf(tenant.kubeconfig)));
-    await ok(tenant.kubectl(['create', 'namespace', 'app']), 'namespace');
+    await succeeded(tenant.kubectl(['create', 'namespace', 'app']), 'namespace');
     for (const namespace of ['default', 'app'])
-      await ok(tenant.kubectl(['create', 'configmap', 'shared', '-n', namespace, `--from-literal=owner=${id}`]), 'configmap');
-    await ok(tenant.kubectl(['create', 'configmap', `only-${id}`, '-n', 'default']), 'configmap');
+      await succeeded(tenant.kubectl(['create', 'configmap', 'shared', '-n', namespace, `--from-literal=owner=${id}`]), 'configmap');
+    await succeeded(tenant.kubectl(['create', 'configmap', `only-${id}`, '-n', 'default']), 'configmap');
     const pod = {
       apiVersion: 'v1',
       kind: 'Pod',
@@ -69,10 +65,10 @@ t.before(async () => {
         containers: [{ name: 'web', image: 'registry.k8s.io/pause:3.10' }],
       },
     };
-    await ok(tenant.kubectl(['apply', '-n', 'default', '-f', '-'], { input: JSON.stringify(pod) }), 'pod');
+    await succeeded(tenant.kubectl(['apply', '-n', 'default', '-f', '-'], { input: JSON.stringify(pod) }), 'pod');
   }
   const big = tenants.get(IDS[0])!;
-  await ok(big.kubectl(['create', 'namespace', 'big']), 'namespace');
+  await succeeded(big.kubectl(['create', 'namespace', 'big']), 'namespace');
   for (let i = 0; i < BIG.count; i++) {
     const configMap = {
       apiVersion: 'v1',
@@ -246,7 +242,7 @@ for (const id of IDS) {
     stream.on('data', (chunk: Buffer) => chunks.push(chunk));
     await sleep(300);
     for (const tenant of IDS)
-      await ok(
+      await succeeded(
         tenants
           .get(tenant)!
           .kubectl([
@@ -261,7 +257,7 @@ for (const id of IDS) {
           ]),
         'patch',
       );
-    await ok(tenants.get(id)!.kubectl(['create', 'configmap', `watched-${id}`, '-n', 'app']), 'create');
+    await succeeded(tenants.get(id)!.kubectl(['create', 'configmap', `watched-${id}`, '-n', 'app']), 'create');
     const events = () => decodeWatchFrames(messages, `${CORE}.ConfigMap`, Buffer.concat(chunks)) as { type: string; object: Json }[];
     await waitFor('the create event', () => events().some((e) => e.object.metadata?.name === `watched-${id}`), 15_000);
     stream.close();
@@ -289,7 +285,7 @@ for (const id of IDS) {
       );
       await sleep(300);
       for (const tenant of IDS)
-        await ok(
+        await succeeded(
           tenants
             .get(tenant)!
             .kubectl([
@@ -304,7 +300,7 @@ for (const id of IDS) {
             ]),
           'patch',
         );
-      await ok(tenants.get(id)!.kubectl(['create', 'configmap', `watched-${id}-${slug}`, '-n', 'app']), 'create');
+      await succeeded(tenants.get(id)!.kubectl(['create', 'configmap', `watched-${id}-${slug}`, '-n', 'app']), 'create');
       const answer = await watched;
       t.equal(answer.status, 200);
       t.match(answer.headers['content-type'], /^application\/vnd\.kubernetes\.protobuf;stream=watch/);

@@ -9,6 +9,7 @@ import { runCommand } from '../../lib/rig/process.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
 import { etcdRecord, waitFor } from '../helpers/watch.ts';
+import { succeeded } from '../helpers/kit.ts';
 
 type Json = Record<string, any>;
 interface Item {
@@ -33,11 +34,6 @@ const PAGED = ['page-1', 'page-2', 'page-3', 'page-4', 'page-5'];
 let stack: Stack;
 let goClient: string;
 const tenants = new Map<string, TestTenant>();
-
-async function ok(result: Promise<{ code: number; stderr: string }>, what: string): Promise<void> {
-  const r = await result;
-  if (r.code !== 0) throw new Error(`${what}: ${r.stderr}`);
-}
 
 /** The tenant's objects: the same names in both tenants, each labelled and filled with its owner's id. */
 function objectsOf(id: string): Json {
@@ -111,8 +107,8 @@ t.before(async () => {
   for (const id of IDS) {
     const tenant = await createTestTenant(stack, id);
     tenants.set(id, tenant);
-    await ok(tenant.kubectl(['create', 'namespace', 'app']), 'namespace');
-    await ok(tenant.kubectl(['apply', '-f', '-'], { input: JSON.stringify(objectsOf(id)) }), 'objects');
+    await succeeded(tenant.kubectl(['create', 'namespace', 'app']), 'namespace');
+    await succeeded(tenant.kubectl(['apply', '-f', '-'], { input: JSON.stringify(objectsOf(id)) }), 'objects');
   }
 });
 t.teardown(async () => {
@@ -258,14 +254,14 @@ for (const id of IDS) {
       () => stderr,
     );
     for (const tenant of IDS) {
-      await ok(
+      await succeeded(
         tenants
           .get(tenant)!
           .kubectl(['patch', 'configmap', 'shared', '-n', 'app', '--type=merge', '-p', JSON.stringify({ data: { step: `watched-by-${id}` } })]),
         'patch',
       );
     }
-    await ok(tenants.get(id)!.kubectl(['create', 'configmap', `watched-${id}`, '-n', 'app']), 'create');
+    await succeeded(tenants.get(id)!.kubectl(['create', 'configmap', `watched-${id}`, '-n', 'app']), 'create');
     t.equal(await exited, 0, stderr);
     const events = lines.filter((l) => l.type !== undefined);
     t.same(
@@ -346,7 +342,7 @@ t.test('after etcd is compacted and the apiserver restarted: old resourceVersion
     const resourceVersion = (await go(id, 'list', 'app')).lines[0]!.configmapsResourceVersion as string;
     const token = ((await go(id, 'list-paged', 'app', '2')).lines[0]!.continue as string[])[0]!;
     kept.set(id, { resourceVersion, token });
-    await ok(tenants.get(id)!.kubectl(['patch', 'configmap', 'shared', '-n', 'app', '--type=merge', '-p', '{"data":{"step":"after"}}']), 'patch');
+    await succeeded(tenants.get(id)!.kubectl(['patch', 'configmap', 'shared', '-n', 'app', '--type=merge', '-p', '{"data":{"step":"after"}}']), 'patch');
   }
   const etcd = await etcdRecord(stack.rig.etcdEndpoint, '/registry/configmaps/');
   await etcd.compact();

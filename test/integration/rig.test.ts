@@ -7,6 +7,7 @@ import { createInterface } from 'node:readline';
 import t from 'tap';
 import { RIG_VERSIONS } from '../../lib/rig/build.ts';
 import { startRig } from '../../lib/rig/harness.ts';
+import { eventually } from '../helpers/kit.ts';
 
 function isRunning(pid: number): boolean {
   try {
@@ -14,14 +15,6 @@ function isRunning(pid: number): boolean {
     return true;
   } catch {
     return false;
-  }
-}
-
-async function eventually(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000}s waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
   }
 }
 
@@ -43,9 +36,13 @@ t.test('rig: real kube-apiserver, etcd and kube-controller-manager', async (t) =
   const read = await rig.kubectl(['-n', namespace, 'get', 'configmap', 'settings', '-o', 'jsonpath={.data.color}']);
   t.equal(read.stdout, 'blue');
 
-  await eventually('the default ServiceAccount in the new namespace', 60_000, async () => {
-    return (await rig.kubectl(['-n', namespace, 'get', 'serviceaccount', 'default'])).code === 0;
-  });
+  await eventually(
+    'the default ServiceAccount in the new namespace',
+    async () => {
+      return (await rig.kubectl(['-n', namespace, 'get', 'serviceaccount', 'default'])).code === 0;
+    },
+    { withinMs: 60_000 },
+  );
   t.pass('kube-controller-manager created the default ServiceAccount');
 
   const owner = await rig.kubectl(['-n', namespace, 'get', 'configmap', 'settings', '-o', 'jsonpath={.metadata.uid}']);
@@ -57,17 +54,25 @@ t.test('rig: real kube-apiserver, etcd and kube-controller-manager', async (t) =
   const applied = await rig.kubectl(['apply', '-f', '-'], { input: JSON.stringify(dependent) });
   t.equal(applied.code, 0, applied.stderr);
   t.equal((await rig.kubectl(['-n', namespace, 'delete', 'configmap', 'settings'])).code, 0);
-  await eventually('the garbage collector to delete the dependent', 60_000, async () => {
-    return (await rig.kubectl(['-n', namespace, 'get', 'configmap', 'dependent'])).stderr.includes('NotFound');
-  });
+  await eventually(
+    'the garbage collector to delete the dependent',
+    async () => {
+      return (await rig.kubectl(['-n', namespace, 'get', 'configmap', 'dependent'])).stderr.includes('NotFound');
+    },
+    { withinMs: 60_000 },
+  );
   t.pass('the garbage collector deleted the owned configmap');
 
   const deleted = await rig.kubectl(['delete', 'namespace', namespace, '--wait=false']);
   t.equal(deleted.code, 0, deleted.stderr);
-  await eventually('the namespace to be gone', 90_000, async () => {
-    const get = await rig.kubectl(['get', 'namespace', namespace]);
-    return get.code !== 0 && get.stderr.includes('NotFound');
-  });
+  await eventually(
+    'the namespace to be gone',
+    async () => {
+      const get = await rig.kubectl(['get', 'namespace', namespace]);
+      return get.code !== 0 && get.stderr.includes('NotFound');
+    },
+    { withinMs: 90_000 },
+  );
   t.pass('the namespace controller finished deleting the namespace');
 
   const pids = rig.processes.map((p) => p.pid);
@@ -111,6 +116,6 @@ t.test('rig processes die with a SIGKILLed Node', async (t) => {
   child.kill('SIGKILL');
   await once(child, 'exit');
   // The watchdogs send SIGTERM at once and SIGKILL after 5 s.
-  await eventually('the orphaned rig processes to exit', 15_000, async () => !pids.some(isRunning));
+  await eventually('the orphaned rig processes to exit', async () => !pids.some(isRunning), { withinMs: 15_000 });
   t.pass('no process outlived Node');
 });

@@ -3,6 +3,7 @@
 import t from 'tap';
 import { connectH2, credentialsOf, h2Request, sumMetric } from '../helpers/http.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
+import { eventually } from '../helpers/kit.ts';
 
 const NAMESPACE = 'stream';
 const OBJECTS = 5000;
@@ -23,14 +24,6 @@ async function upstreamWatchers(): Promise<number> {
     return sumMetric(metrics.body, 'apiserver_longrunning_requests', { resource: 'configmaps', verb: 'WATCH' });
   } finally {
     session.close();
-  }
-}
-
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
   }
 }
 
@@ -105,19 +98,19 @@ t.test('watch events arrive in order, and a closed client ends the upstream watc
     }
   });
   watch.on('error', () => {});
-  await until('the watch to start', async () => values.length > 0);
-  await until('the upstream to count the watch', async () => (await upstreamWatchers()) === baseline + 1);
+  await eventually('the watch to start', async () => values.length > 0);
+  await eventually('the upstream to count the watch', async () => (await upstreamWatchers()) === baseline + 1);
 
   const updates = 30;
   for (let n = 1; n <= updates; n++) {
     const r = await stack.kubectlDirect(['-n', NAMESPACE, 'patch', 'configmap', 'counter', '--type=merge', '-p', JSON.stringify({ data: { n: String(n) } })]);
     if (r.code !== 0) throw new Error(r.stderr);
   }
-  await until('every update to arrive', async () => values.length >= updates + 1);
+  await eventually('every update to arrive', async () => values.length >= updates + 1);
   t.same(values, ['ADDED:0', ...Array.from({ length: updates }, (_, i) => `MODIFIED:${i + 1}`)], 'events in the order they were written');
 
   watch.close();
   gateway.close();
-  await until('the upstream watch to end', async () => (await upstreamWatchers()) === baseline);
+  await eventually('the upstream watch to end', async () => (await upstreamWatchers()) === baseline);
   t.pass('the upstream watch ended when the client went away');
 });

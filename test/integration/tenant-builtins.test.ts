@@ -7,6 +7,7 @@ import { connectH2, credentialsOf, h1Request, h2Request } from '../helpers/http.
 import { encodeBody, goModuleCache, loadProtoMessages } from '../helpers/k8s-proto.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
+import { eventually, kubectlOk } from '../helpers/kit.ts';
 
 let stack: Stack;
 let alpha: TestTenant;
@@ -14,33 +15,18 @@ let bravo: TestTenant;
 
 const RESTORED_WITHIN_MS = 10_000;
 
-async function ok(tenant: TestTenant, args: string[], input?: string): Promise<string> {
-  const r = await tenant.kubectl(args, input === undefined ? {} : { input });
-  if (r.code !== 0) throw new Error(`${tenant.id}: kubectl ${args.join(' ')}: ${r.stderr}`);
-  return r.stdout;
-}
-
 /** kubectl as `user` of the tenant (a client certificate of the tenant's), with what that user is allowed. */
 function asUser(tenant: TestTenant, user: string) {
   const kubeconfig = stack.kubeconfigFor({ user, groups: [], tenant: tenant.id });
   return (args: string[], input?: string) => stack.kubectl(args, { kubeconfig, ...(input === undefined ? {} : { input }) });
 }
 
-async function eventually(what: string, check: () => Promise<boolean>): Promise<boolean> {
-  const deadline = Date.now() + RESTORED_WITHIN_MS;
-  while (Date.now() < deadline) {
-    if (await check()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  throw new Error(`${what}: not within ${RESTORED_WITHIN_MS} ms`);
-}
-
 t.before(async () => {
   stack = await startStack();
   alpha = await createTestTenant(stack, 'built1');
   bravo = await createTestTenant(stack, 'built2');
-  await ok(alpha, ['create', 'namespace', 'shop']);
-  await ok(alpha, ['create', 'namespace', 'back']);
+  await kubectlOk(alpha, ['create', 'namespace', 'shop']);
+  await kubectlOk(alpha, ['create', 'namespace', 'back']);
 });
 t.teardown(() => stack?.stop());
 
@@ -64,7 +50,7 @@ t.test('a tenant never used costs the upstream nothing; its first request, over 
   const other = await createTestTenant(stack, 'unbrn2', undefined, { used: false });
   t.same(await upstreamObjectsOf('unbrn1'), [], "Ready, and no upstream object labelled as the tenant's");
   t.match(await birthConditionOf('unbrn1'), { status: 'False', reason: 'Deferred' }, 'the Tenant says its built-ins are deferred');
-  t.match(await ok(quiet, ['api-resources', '-o', 'name']), /^pods$/m, 'discovery is answered');
+  t.match(await kubectlOk(quiet, ['api-resources', '-o', 'name']), /^pods$/m, 'discovery is answered');
   t.same(await upstreamObjectsOf('unbrn1'), [], 'and writes nothing upstream');
 
   // HTTP/1.1, a watch served by tenantgate's watch cache, as the tenant's very first request.
@@ -101,7 +87,7 @@ t.test('a tenant never used costs the upstream nothing; its first request, over 
   } finally {
     session.close();
   }
-  const service = JSON.parse(await ok(other, ['get', 'service', 'kubernetes', '-o', 'json']));
+  const service = JSON.parse(await kubectlOk(other, ['get', 'service', 'kubernetes', '-o', 'json']));
   t.equal(service.spec.ports[0].port, 443, 'Service default/kubernetes is there');
 });
 
@@ -158,7 +144,7 @@ t.test('a first request sent as protobuf, as YAML or as an Upgrade waits for the
 });
 
 t.test('a fresh tenant lists the built-in ClusterRoles and bindings of a real cluster', async (t) => {
-  const roles = (await ok(bravo, ['get', 'clusterroles', '-o', 'name'])).split('\n');
+  const roles = (await kubectlOk(bravo, ['get', 'clusterroles', '-o', 'name'])).split('\n');
   for (const name of [
     'cluster-admin',
     'admin',
@@ -171,7 +157,7 @@ t.test('a fresh tenant lists the built-in ClusterRoles and bindings of a real cl
   ]) {
     t.ok(roles.includes(`clusterrole.rbac.authorization.k8s.io/${name}`), `${name} is listed`);
   }
-  const edit = JSON.parse(await ok(bravo, ['get', 'clusterrole', 'edit', '-o', 'json']));
+  const edit = JSON.parse(await kubectlOk(bravo, ['get', 'clusterrole', 'edit', '-o', 'json']));
   t.same(
     edit.aggregationRule,
     { clusterRoleSelectors: [{ matchLabels: { 'rbac.authorization.k8s.io/aggregate-to-edit': 'true' } }] },
@@ -182,7 +168,7 @@ t.test('a fresh tenant lists the built-in ClusterRoles and bindings of a real cl
     edit.rules.some((rule: { resources?: string[] }) => rule.resources?.includes('deployments')),
     'its rules were filled by aggregation',
   );
-  const binding = JSON.parse(await ok(bravo, ['get', 'clusterrolebinding', 'system:discovery', '-o', 'json']));
+  const binding = JSON.parse(await kubectlOk(bravo, ['get', 'clusterrolebinding', 'system:discovery', '-o', 'json']));
   t.same(
     binding.subjects,
     [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:authenticated' }],
@@ -194,7 +180,7 @@ t.test('a fresh tenant lists the built-in ClusterRoles and bindings of a real cl
 });
 
 t.test('edit bound by a RoleBinding grants what edit grants, in that namespace only', async (t) => {
-  await ok(alpha, ['-n', 'shop', 'create', 'rolebinding', 'alice-edits', '--clusterrole=edit', '--user=alice']);
+  await kubectlOk(alpha, ['-n', 'shop', 'create', 'rolebinding', 'alice-edits', '--clusterrole=edit', '--user=alice']);
   const alice = asUser(alpha, 'alice');
   await eventually('alice can create deployments', async () => (await alice(['auth', 'can-i', 'create', 'deployments', '-n', 'shop'])).stdout.trim() === 'yes');
   const created = await alice(['-n', 'shop', 'apply', '-f', '-'], JSON.stringify(webDeployment('web', 'shop')));
@@ -208,7 +194,7 @@ t.test('edit bound by a RoleBinding grants what edit grants, in that namespace o
 });
 
 t.test('view bound by a ClusterRoleBinding lets bob list pods in every namespace, and write nothing', async (t) => {
-  await ok(alpha, ['create', 'clusterrolebinding', 'bob-views', '--clusterrole=view', '--user=bob']);
+  await kubectlOk(alpha, ['create', 'clusterrolebinding', 'bob-views', '--clusterrole=view', '--user=bob']);
   const bob = asUser(alpha, 'bob');
   await eventually('bob can list pods -A', async () => (await bob(['get', 'pods', '-A'])).code === 0);
   const pods = await bob(['get', 'deployments', '-A', '-o', 'name']);
@@ -224,7 +210,7 @@ t.test('view bound by a ClusterRoleBinding lets bob list pods in every namespace
       .split('\n')
       .filter((l) => l !== '')
       .sort(),
-    (await ok(alpha, ['get', 'namespaces', '-o', 'name']))
+    (await kubectlOk(alpha, ['get', 'namespaces', '-o', 'name']))
       .split('\n')
       .filter((l) => l !== '')
       .sort(),
@@ -250,18 +236,18 @@ t.test("a tenant's role labelled aggregate-to-view joins its own view, not anoth
     metadata: { name: 'widgets-reader', labels: { 'rbac.authorization.k8s.io/aggregate-to-view': 'true' } },
     rules: [{ apiGroups: ['widgets.example.com'], resources: ['widgets'], verbs: ['get', 'list'] }],
   };
-  await ok(alpha, ['apply', '-f', '-'], JSON.stringify(role));
+  await kubectlOk(alpha, ['apply', '-f', '-'], JSON.stringify(role));
   const hasWidgets = (yaml: string) => /widgets/.test(yaml);
-  t.ok(await eventually("alpha's view aggregates widgets", async () => hasWidgets(await ok(alpha, ['get', 'clusterrole', 'view', '-o', 'yaml']))));
-  const view = JSON.parse(await ok(alpha, ['get', 'clusterrole', 'view', '-o', 'json']));
+  t.ok(await eventually("alpha's view aggregates widgets", async () => hasWidgets(await kubectlOk(alpha, ['get', 'clusterrole', 'view', '-o', 'yaml']))));
+  const view = JSON.parse(await kubectlOk(alpha, ['get', 'clusterrole', 'view', '-o', 'json']));
   t.ok(
     view.rules.some(
       (rule: { apiGroups: string[]; resources: string[] }) => rule.apiGroups.includes('widgets.example.com') && rule.resources.includes('widgets'),
     ),
     "in the tenant's own group name",
   );
-  t.ok(await eventually('and through edit into admin', async () => hasWidgets(await ok(alpha, ['get', 'clusterrole', 'admin', '-o', 'yaml']))));
-  t.notOk(hasWidgets(await ok(bravo, ['get', 'clusterrole', 'view', '-o', 'yaml'])), "not in the other tenant's view");
+  t.ok(await eventually('and through edit into admin', async () => hasWidgets(await kubectlOk(alpha, ['get', 'clusterrole', 'admin', '-o', 'yaml']))));
+  t.notOk(hasWidgets(await kubectlOk(bravo, ['get', 'clusterrole', 'view', '-o', 'yaml'])), "not in the other tenant's view");
   t.notOk(hasWidgets((await stack.kubectlDirect(['get', 'clusterrole', 'view', '-o', 'yaml'])).stdout), "not in the upstream's view");
 });
 
@@ -281,16 +267,16 @@ t.test("a second tenant cannot see or touch the first one's copies", async (t) =
 });
 
 t.test('a built-in role deleted by the tenant comes back, as its own copy', async (t) => {
-  await ok(bravo, ['delete', 'clusterrole', 'view']);
-  await ok(bravo, ['delete', 'clusterrolebinding', 'system:basic-user']);
+  await kubectlOk(bravo, ['delete', 'clusterrole', 'view']);
+  await kubectlOk(bravo, ['delete', 'clusterrolebinding', 'system:basic-user']);
   t.ok(await eventually('view is back', async () => (await bravo.kubectl(['get', 'clusterrole', 'view'])).code === 0));
   t.ok(await eventually('system:basic-user binding is back', async () => (await bravo.kubectl(['get', 'clusterrolebinding', 'system:basic-user'])).code === 0));
-  const view = JSON.parse(await ok(bravo, ['get', 'clusterrole', 'view', '-o', 'json']));
+  const view = JSON.parse(await kubectlOk(bravo, ['get', 'clusterrole', 'view', '-o', 'json']));
   t.ok(view.aggregationRule, 'with its aggregation rule');
 });
 
 t.test('Service default/kubernetes is there in a fresh tenant, port 443 https, and comes back when deleted', async (t) => {
-  const service = JSON.parse(await ok(bravo, ['get', 'svc', 'kubernetes', '-n', 'default', '-o', 'json']));
+  const service = JSON.parse(await kubectlOk(bravo, ['get', 'svc', 'kubernetes', '-n', 'default', '-o', 'json']));
   t.same(
     service.spec.ports.map((port: { name: string; port: number; protocol: string }) => ({ name: port.name, port: port.port, protocol: port.protocol })),
     [{ name: 'https', port: 443, protocol: 'TCP' }],
@@ -301,7 +287,7 @@ t.test('Service default/kubernetes is there in a fresh tenant, port 443 https, a
   const slices = await bravo.kubectl(['get', 'endpointslices', '-n', 'default', '-o', 'name']);
   t.equal(slices.code, 0, slices.stderr);
   t.equal(slices.stdout.trim(), '', 'no EndpointSlice for a loopback address');
-  await ok(bravo, ['delete', 'svc', 'kubernetes', '-n', 'default']);
+  await kubectlOk(bravo, ['delete', 'svc', 'kubernetes', '-n', 'default']);
   t.ok(await eventually('the Service is back', async () => (await bravo.kubectl(['get', 'svc', 'kubernetes', '-n', 'default'])).code === 0));
 });
 
@@ -324,8 +310,8 @@ t.test('the tenant admin writes admission policies, and they bind in its cluster
     metadata: { name: 'no-big-configmaps' },
     spec: { policyName: 'no-big-configmaps', validationActions: ['Deny'] },
   };
-  await ok(alpha, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [policy, binding] }));
-  t.match(await ok(alpha, ['get', 'validatingadmissionpolicies', '-o', 'name']), /no-big-configmaps/);
+  await kubectlOk(alpha, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [policy, binding] }));
+  t.match(await kubectlOk(alpha, ['get', 'validatingadmissionpolicies', '-o', 'name']), /no-big-configmaps/);
   await eventually('the policy refuses a big configmap', async () => {
     const r = await alpha.kubectl(['-n', 'shop', 'create', 'configmap', 'big1', '--from-literal=big=1']);
     if (r.code === 0) await alpha.kubectl(['-n', 'shop', 'delete', 'configmap', 'big1']);
@@ -354,14 +340,18 @@ t.test('the tenant admin writes admission policies, and they bind in its cluster
   t.equal(applied.code, 0, `a MutatingAdmissionPolicy and its binding too (admissionregistration.k8s.io/v1 on the rig): ${applied.stderr}`);
   const stamped = await eventually('the mutating policy stamps new configmaps', async () => {
     const name = `stamp${Date.now()}`;
-    await ok(alpha, ['-n', 'shop', 'create', 'configmap', name]);
-    return (await ok(alpha, ['-n', 'shop', 'get', 'configmap', name, '-o', 'jsonpath={.metadata.labels.stamped}'])) === 'yes';
+    await kubectlOk(alpha, ['-n', 'shop', 'create', 'configmap', name]);
+    return (await kubectlOk(alpha, ['-n', 'shop', 'get', 'configmap', name, '-o', 'jsonpath={.metadata.labels.stamped}'])) === 'yes';
   });
   t.ok(stamped, "the tenant's MutatingAdmissionPolicy mutates its own objects");
-  await ok(bravo, ['-n', 'default', 'create', 'configmap', 'unstamped']);
-  t.equal(await ok(bravo, ['-n', 'default', 'get', 'configmap', 'unstamped', '-o', 'jsonpath={.metadata.labels.stamped}']), '', "and not the other tenant's");
-  await ok(alpha, ['delete', 'mutatingadmissionpolicybinding', 'label-configmaps']);
-  await ok(alpha, ['delete', 'validatingadmissionpolicybinding', 'no-big-configmaps']);
-  await ok(alpha, ['delete', 'validatingadmissionpolicy', 'no-big-configmaps']);
-  await ok(alpha, ['delete', 'mutatingadmissionpolicy', 'label-configmaps']);
+  await kubectlOk(bravo, ['-n', 'default', 'create', 'configmap', 'unstamped']);
+  t.equal(
+    await kubectlOk(bravo, ['-n', 'default', 'get', 'configmap', 'unstamped', '-o', 'jsonpath={.metadata.labels.stamped}']),
+    '',
+    "and not the other tenant's",
+  );
+  await kubectlOk(alpha, ['delete', 'mutatingadmissionpolicybinding', 'label-configmaps']);
+  await kubectlOk(alpha, ['delete', 'validatingadmissionpolicybinding', 'no-big-configmaps']);
+  await kubectlOk(alpha, ['delete', 'validatingadmissionpolicy', 'no-big-configmaps']);
+  await kubectlOk(alpha, ['delete', 'mutatingadmissionpolicy', 'label-configmaps']);
 });

@@ -9,6 +9,7 @@ import { connectH2, credentialsOf, h2Request } from '../helpers/http.ts';
 import { encodeBody, goModuleCache, loadProtoMessages } from '../helpers/k8s-proto.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, withClient, type TestTenant } from '../helpers/tenants.ts';
+import { eventually, kubectlOk, succeeded } from '../helpers/kit.ts';
 
 type Json = Record<string, any>;
 
@@ -35,17 +36,7 @@ const claim = (name: string, storageClassName: string) =>
     spec: { storageClassName, accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
   });
 
-async function ok(tenant: TestTenant, args: string[], input?: string): Promise<string> {
-  const r = await tenant.kubectl(args, { input });
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} as ${tenant.id}: ${r.stderr}`);
-  return r.stdout;
-}
-
-async function direct(args: string[], input?: string): Promise<string> {
-  const r = await stack.kubectlDirect(args, { input });
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} upstream: ${r.stderr}`);
-  return r.stdout;
-}
+const direct = (args: string[], input?: string) => succeeded(stack.kubectlDirect(args, { input }), `kubectl ${args.join(' ')} upstream`);
 
 async function patchTenant(id: string, spec: Json): Promise<{ status: number; body: any }> {
   return withClient(stack.adminKubeconfig, (pool) =>
@@ -53,18 +44,8 @@ async function patchTenant(id: string, spec: Json): Promise<{ status: number; bo
   );
 }
 
-async function until<T>(what: string, check: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + WAIT_MS;
-  for (;;) {
-    const got = await check();
-    if (got !== undefined) return got;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${WAIT_MS} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
-
 const names = async (tenant: TestTenant, resource: string) =>
-  (await ok(tenant, ['get', resource, '-o', 'name']))
+  (await kubectlOk(tenant, ['get', resource, '-o', 'name']))
     .trim()
     .split('\n')
     .filter(Boolean)
@@ -102,7 +83,7 @@ t.before(async () => {
     if (patched.status !== 200) throw new Error(`patching ${tenant.id}: ${patched.status} ${JSON.stringify(patched.body).slice(0, 300)}`);
   }
   // Written on its namespaces by tenantgate: the upstream's policy reads them.
-  await until("alpha's namespace default carries its classes", async () => {
+  await eventually("alpha's namespace default carries its classes", async () => {
     const namespace = JSON.parse(await direct(['get', 'namespace', `${alpha.id}-default`, '-o', 'json']));
     return namespace.metadata.annotations?.['tenantgate.kubezoo.io/allowed-storageclasses'] === 'gold' ? true : undefined;
   });
@@ -144,10 +125,10 @@ t.test("a pod naming a class its tenant may not use is refused, in its words; an
   t.not(refused.code, 0, 'alpha: tg-high refused');
   t.match(refused.stderr, /tg-high.*not one of the priority classes this tenant may use/);
   t.notMatch(refused.stderr, /clalfa-/, 'no upstream names');
-  await ok(alpha, ['create', '-f', '-'], pod('p-low', 'tg-low'));
-  await ok(bravo, ['create', '-f', '-'], pod('p-high', 'tg-high'));
+  await kubectlOk(alpha, ['create', '-f', '-'], pod('p-low', 'tg-low'));
+  await kubectlOk(bravo, ['create', '-f', '-'], pod('p-high', 'tg-high'));
   t.pass("alpha's tg-low pod and bravo's tg-high pod (same name) admitted");
-  await ok(charlie, ['create', '-f', '-'], pod('p-critical', 'system-cluster-critical'));
+  await kubectlOk(charlie, ['create', '-f', '-'], pod('p-critical', 'system-cluster-critical'));
   const upstream = JSON.parse(await direct(['get', 'pod', 'p-critical', '-n', `${charlie.id}-default`, '-o', 'json']));
   t.equal(upstream.spec.priority, 2_000_000_000, "charlie's Tenant names system-cluster-critical: its pod has it");
   const bravoCritical = await bravo.kubectl(['create', '-f', '-'], { input: pod('p-critical', 'system-cluster-critical') });
@@ -168,28 +149,28 @@ t.test("a Deployment's pods are refused upstream too, and its ReplicaSet says wh
       },
     },
   };
-  await ok(alpha, ['apply', '-f', '-'], JSON.stringify(deployment));
-  const failure = await until("the ReplicaSet's ReplicaFailure condition", async () => {
-    const replicaSets = JSON.parse(await ok(alpha, ['get', 'replicasets', '-l', 'app=high', '-o', 'json'])).items as Json[];
+  await kubectlOk(alpha, ['apply', '-f', '-'], JSON.stringify(deployment));
+  const failure = await eventually("the ReplicaSet's ReplicaFailure condition", async () => {
+    const replicaSets = JSON.parse(await kubectlOk(alpha, ['get', 'replicasets', '-l', 'app=high', '-o', 'json'])).items as Json[];
     return replicaSets.flatMap((rs) => (rs.status?.conditions ?? []) as Json[]).find((condition) => condition.type === 'ReplicaFailure');
   });
   t.match(failure.message, /tg-high is not one of the priority classes this tenant may use/, "the upstream policy's words");
   t.notMatch(failure.message, /clalfa-/, "in the tenant's names");
   const pods = JSON.parse(await direct(['get', 'pods', '-n', `${alpha.id}-default`, '-l', 'app=high', '-o', 'json'])).items as Json[];
   t.equal(pods.length, 0, 'no pod of it upstream');
-  await ok(alpha, ['delete', 'deployment', 'high']);
+  await kubectlOk(alpha, ['delete', 'deployment', 'high']);
 });
 
 t.test('a PVC naming a storage class outside the selector is refused; a class labelled into it is allowed within seconds', async (t) => {
   const refused = await alpha.kubectl(['create', '-f', '-'], { input: claim('data', 'silver') });
   t.not(refused.code, 0, 'silver refused');
   t.match(refused.stderr, /storage class silver is not one of the storage classes this tenant may use/);
-  await ok(alpha, ['create', '-f', '-'], claim('data', 'gold'));
-  await ok(bravo, ['create', '-f', '-'], claim('data', 'silver'));
+  await kubectlOk(alpha, ['create', '-f', '-'], claim('data', 'gold'));
+  await kubectlOk(bravo, ['create', '-f', '-'], claim('data', 'silver'));
   t.pass('gold for alpha, silver for bravo (nothing set), same claim name');
   await direct(['label', 'storageclass', 'silver', 'tier=gold', '--overwrite']);
-  await until("silver is alpha's to see", async () => ((await names(alpha, 'storageclasses')).includes('silver') ? true : undefined));
-  await until("silver is alpha's to use", async () =>
+  await eventually("silver is alpha's to see", async () => ((await names(alpha, 'storageclasses')).includes('silver') ? true : undefined));
+  await eventually("silver is alpha's to use", async () =>
     (await alpha.kubectl(['create', '-f', '-'], { input: claim('more', 'silver') })).code === 0 ? true : undefined,
   );
   t.pass('relabelled upstream: alpha lists and uses silver');
@@ -209,7 +190,7 @@ t.test("a tenant cannot widen its own classes: the annotations on its namespaces
     }),
   });
   t.not(created.code, 0, 'a new namespace carrying one refused');
-  await ok(alpha, ['create', 'namespace', 'late']);
+  await kubectlOk(alpha, ['create', 'namespace', 'late']);
   const late = await alpha.kubectl(['create', '-n', 'late', '-f', '-'], { input: pod('p-high', 'tg-high') });
   t.not(late.code, 0, "a namespace made now holds the tenant's classes from its first pod");
 });
@@ -238,10 +219,10 @@ t.test("a tenant's defaults fill what its objects leave unset, its Deployment's 
     spec: { defaultBackend: { service: { name: 'web', port: { number: 80 } } } },
   };
   for (const tenant of [delta, bravo]) {
-    await ok(tenant, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [deployment, claimWithoutClass, ingress] }));
+    await kubectlOk(tenant, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [deployment, claimWithoutClass, ingress] }));
   }
   const podOf = async (tenant: TestTenant) =>
-    until(`${tenant.id}'s Deployment has its pod upstream`, async () => {
+    eventually(`${tenant.id}'s Deployment has its pod upstream`, async () => {
       const pods = JSON.parse(await direct(['get', 'pods', '-n', `${tenant.id}-default`, '-l', 'app=plain', '-o', 'json'])).items as Json[];
       return pods[0];
     });
@@ -252,7 +233,7 @@ t.test("a tenant's defaults fill what its objects leave unset, its Deployment's 
   const bravoPod = await podOf(bravo);
   t.equal(bravoPod.spec.priorityClassName, undefined, "bravo's pod of the same name: no class");
   t.equal(bravoPod.spec.runtimeClassName, undefined);
-  const viewed = JSON.parse(await ok(delta, ['get', 'deployment', 'plain', '-o', 'json']));
+  const viewed = JSON.parse(await kubectlOk(delta, ['get', 'deployment', 'plain', '-o', 'json']));
   t.equal(viewed.spec.template.spec.priorityClassName, 'tg-low', 'delta sees the class its template was given');
   const claims = await Promise.all(
     [delta, bravo].map(async (tenant) => JSON.parse(await direct(['get', 'pvc', 'plain', '-n', `${tenant.id}-default`, '-o', 'json']))),
@@ -264,7 +245,7 @@ t.test("a tenant's defaults fill what its objects leave unset, its Deployment's 
   );
   t.equal(ingresses[0].spec.ingressClassName, 'tg-internal', "delta's Ingress: its default ingress class");
   t.equal(ingresses[1].spec.ingressClassName, undefined);
-  await ok(delta, ['create', '-f', '-'], pod('p-named', 'tg-high'));
+  await kubectlOk(delta, ['create', '-f', '-'], pod('p-named', 'tg-high'));
   t.equal(
     JSON.parse(await direct(['get', 'pod', 'p-named', '-n', `${delta.id}-default`, '-o', 'json'])).spec.priorityClassName,
     'tg-high',
@@ -273,9 +254,9 @@ t.test("a tenant's defaults fill what its objects leave unset, its Deployment's 
   const high = structuredClone(deployment);
   high.metadata.name = 'high';
   (high.spec.template.spec as Json).priorityClassName = 'tg-high';
-  await ok(delta, ['apply', '-f', '-'], JSON.stringify(high));
+  await kubectlOk(delta, ['apply', '-f', '-'], JSON.stringify(high));
   const newImage = { spec: { template: { spec: { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.9' }] } } } };
-  t.match(await ok(delta, ['patch', 'deployment', 'high', '--type', 'merge', '-p', JSON.stringify(newImage)]), /patched/);
+  t.match(await kubectlOk(delta, ['patch', 'deployment', 'high', '--type', 'merge', '-p', JSON.stringify(newImage)]), /patched/);
   const patched = JSON.parse(await direct(['get', 'deployment', 'high', '-n', `${delta.id}-default`, '-o', 'json']));
   t.equal(patched.spec.template.spec.containers[0].image, 'registry.k8s.io/pause:3.9', 'a patch of its pod template ...');
   t.equal(patched.spec.template.spec.priorityClassName, 'tg-high', '... leaves the class the tenant named: a patch is never defaulted');
@@ -308,15 +289,19 @@ t.test("a tenant's defaults fill what its objects leave unset, its Deployment's 
 t.test("a tenant's views show its default class as the default, as kubectl shows a cluster's", async (t) => {
   await direct(['annotate', 'storageclass', 'silver', 'storageclass.kubernetes.io/is-default-class=true', '--overwrite']);
   try {
-    const deltaTable = await ok(delta, ['get', 'storageclasses']);
+    const deltaTable = await kubectlOk(delta, ['get', 'storageclasses']);
     t.match(deltaTable, /^gold \(default\)\s/m, 'delta: gold, its default, marked');
     t.notMatch(deltaTable, /silver \(default\)/, "not the platform's");
-    t.match(await ok(bravo, ['get', 'storageclasses']), /^silver \(default\)\s/m, "bravo, without a default of its own: the platform's");
-    const gold = JSON.parse(await ok(delta, ['get', 'storageclass', 'gold', '-o', 'json']));
+    t.match(await kubectlOk(bravo, ['get', 'storageclasses']), /^silver \(default\)\s/m, "bravo, without a default of its own: the platform's");
+    const gold = JSON.parse(await kubectlOk(delta, ['get', 'storageclass', 'gold', '-o', 'json']));
     t.equal(gold.metadata.annotations?.['storageclass.kubernetes.io/is-default-class'], 'true', 'in the object too');
-    t.equal(JSON.parse(await ok(delta, ['get', 'priorityclass', 'tg-low', '-o', 'json'])).globalDefault, true, 'its default priority class is globalDefault');
-    t.match(await ok(delta, ['get', 'priorityclass', 'tg-low']), /tg-low\s+100\s+true\s/, 'in the Global-Default column too');
-    t.match(await ok(bravo, ['get', 'priorityclass', 'tg-low']), /tg-low\s+100\s+false\s/, "not bravo's");
+    t.equal(
+      JSON.parse(await kubectlOk(delta, ['get', 'priorityclass', 'tg-low', '-o', 'json'])).globalDefault,
+      true,
+      'its default priority class is globalDefault',
+    );
+    t.match(await kubectlOk(delta, ['get', 'priorityclass', 'tg-low']), /tg-low\s+100\s+true\s/, 'in the Global-Default column too');
+    t.match(await kubectlOk(bravo, ['get', 'priorityclass', 'tg-low']), /tg-low\s+100\s+false\s/, "not bravo's");
   } finally {
     await direct(['annotate', 'storageclass', 'silver', 'storageclass.kubernetes.io/is-default-class-']);
   }

@@ -12,6 +12,7 @@ import { encodeObject } from '../../lib/convert/protobuf-encode.ts';
 import { connectH2, credentialsOf, h1Request, h2Request } from '../helpers/http.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
+import { eventually, kubectlOk } from '../helpers/kit.ts';
 
 const RBAC = 'rbac.authorization.k8s.io';
 /** Where a tenant's ClusterRoleBindings are kept upstream: tenantgate's custom resources. */
@@ -29,12 +30,6 @@ let bravo: TestTenant;
 let realEmpty: Map<string, string>;
 let realBefore: Map<string, string>;
 
-async function ok(tenant: TestTenant, args: string[], input?: string): Promise<string> {
-  const r = await tenant.kubectl(args, input === undefined ? {} : { input });
-  if (r.code !== 0) throw new Error(`${tenant.id}: kubectl ${args.join(' ')}: ${r.stderr}`);
-  return r.stdout;
-}
-
 /** Real ClusterRoleBindings upstream but tenantgate's own per-tenant ones (name → uid). */
 async function realBindings(): Promise<Map<string, string>> {
   const r = await stack.kubectlDirect(['get', 'clusterrolebindings', '-l', `!${TENANTGATE_OWNED_LABEL}`, '-o', 'json']);
@@ -42,20 +37,10 @@ async function realBindings(): Promise<Map<string, string>> {
   return new Map((JSON.parse(r.stdout).items as { metadata: { name: string; uid: string } }[]).map((item) => [item.metadata.name, item.metadata.uid]));
 }
 
-async function eventually<T>(what: string, check: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + WITHIN_MS;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${WITHIN_MS} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
-
 /** The tenant's own SelfSubjectAccessReview of `attributes`, as `as` (impersonated by the tenant admin). */
 async function selfReview(tenant: TestTenant, as: string, attributes: Record<string, string>): Promise<{ allowed: boolean; reason?: string }> {
   const review = { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: { resourceAttributes: attributes } };
-  return JSON.parse(await ok(tenant, ['create', '-f', '-', '-o', 'json', '--validate=false', `--as=${as}`], JSON.stringify(review))).status;
+  return JSON.parse(await kubectlOk(tenant, ['create', '-f', '-', '-o', 'json', '--validate=false', `--as=${as}`], JSON.stringify(review))).status;
 }
 
 t.before(async () => {
@@ -66,10 +51,10 @@ t.before(async () => {
   realBefore = await realBindings();
   bravo = await createTestTenant(stack, 'crbb02');
   for (const tenant of [alpha, bravo]) {
-    for (const namespace of ['shop', 'back']) await ok(tenant, ['create', 'namespace', namespace]);
-    await ok(tenant, ['-n', 'back', 'create', 'configmap', 'settings', `--from-literal=owner=${tenant.id}`]);
-    await ok(tenant, ['-n', 'shop', 'create', 'serviceaccount', 'robot']);
-    await ok(tenant, ['create', 'clusterrole', 'cm-reader', '--verb=get,list,watch', '--resource=configmaps,pods']);
+    for (const namespace of ['shop', 'back']) await kubectlOk(tenant, ['create', 'namespace', namespace]);
+    await kubectlOk(tenant, ['-n', 'back', 'create', 'configmap', 'settings', `--from-literal=owner=${tenant.id}`]);
+    await kubectlOk(tenant, ['-n', 'shop', 'create', 'serviceaccount', 'robot']);
+    await kubectlOk(tenant, ['create', 'clusterrole', 'cm-reader', '--verb=get,list,watch', '--resource=configmaps,pods']);
   }
 });
 t.teardown(() => stack?.stop());
@@ -95,7 +80,7 @@ t.test('creating tenants adds no ClusterRoleBinding of theirs upstream: the buil
     new RegExp(`crba01-tghex-${Buffer.from('system:discovery').toString('hex')}`),
     "upstream the tenant's system:discovery is tenantgate's custom resource (its name in hex)",
   );
-  const seen = JSON.parse(await ok(alpha, ['get', 'clusterrolebinding', 'system:discovery', '-o', 'json']));
+  const seen = JSON.parse(await kubectlOk(alpha, ['get', 'clusterrolebinding', 'system:discovery', '-o', 'json']));
   t.same(
     [seen.apiVersion, seen.kind, seen.subjects],
     [`${RBAC}/v1`, 'ClusterRoleBinding', [{ apiGroup: RBAC, kind: 'Group', name: 'system:authenticated' }]],
@@ -106,7 +91,7 @@ t.test('creating tenants adds no ClusterRoleBinding of theirs upstream: the buil
 t.test('a service account bound by a ClusterRoleBinding lists in every namespace, and can-i says which binding allows it', async (t) => {
   const before = await realBindings();
   // kubectl create sends the binding as protobuf (a typed client).
-  await ok(alpha, ['create', 'clusterrolebinding', 'robot-reads', '--clusterrole=cm-reader', '--serviceaccount=shop:robot']);
+  await kubectlOk(alpha, ['create', 'clusterrolebinding', 'robot-reads', '--clusterrole=cm-reader', '--serviceaccount=shop:robot']);
   t.same(await realBindings(), before, 'no real ClusterRoleBinding upstream');
   const upstream = JSON.parse((await stack.kubectlDirect(['get', STORED_BINDINGS, 'crba01-robot-reads', '-o', 'json'])).stdout);
   t.same(
@@ -115,7 +100,7 @@ t.test('a service account bound by a ClusterRoleBinding lists in every namespace
     'stored with its shadow subject',
   );
 
-  const listed = JSON.parse(await ok(alpha, ['get', 'configmaps', '-A', '-o', 'json', `--as=${ROBOT}`]));
+  const listed = JSON.parse(await kubectlOk(alpha, ['get', 'configmaps', '-A', '-o', 'json', `--as=${ROBOT}`]));
   t.ok(
     listed.items.some((item: { metadata: { namespace: string; name: string } }) => item.metadata.namespace === 'back' && item.metadata.name === 'settings'),
     'the robot lists configmaps across namespaces',
@@ -131,13 +116,13 @@ t.test('a service account bound by a ClusterRoleBinding lists in every namespace
   );
   t.equal((await alpha.kubectl(['auth', 'can-i', 'list', 'secrets', '-A', `--as=${ROBOT}`])).stdout.trim(), 'no', 'and nothing the role does not grant');
 
-  await ok(alpha, ['create', 'clusterrolebinding', 'bob-reads', '--clusterrole=cm-reader', '--user=bob']);
+  await kubectlOk(alpha, ['create', 'clusterrolebinding', 'bob-reads', '--clusterrole=cm-reader', '--user=bob']);
   const subjectReview = {
     apiVersion: 'authorization.k8s.io/v1',
     kind: 'SubjectAccessReview',
     spec: { user: 'bob', resourceAttributes: { verb: 'watch', resource: 'configmaps' } },
   };
-  const status = JSON.parse(await ok(alpha, ['create', '-f', '-', '-o', 'json'], JSON.stringify(subjectReview))).status;
+  const status = JSON.parse(await kubectlOk(alpha, ['create', '-f', '-', '-o', 'json'], JSON.stringify(subjectReview))).status;
   t.same(
     status,
     { allowed: true, reason: 'RBAC: allowed by ClusterRoleBinding "bob-reads" of ClusterRole "cm-reader" to User "bob"' },
@@ -146,14 +131,14 @@ t.test('a service account bound by a ClusterRoleBinding lists in every namespace
 });
 
 t.test('kubectl shows a stored ClusterRoleBinding as the apiserver does: Table, wide, describe', async (t) => {
-  const table = await ok(alpha, ['get', 'clusterrolebinding', 'robot-reads', '-o', 'wide']);
+  const table = await kubectlOk(alpha, ['get', 'clusterrolebinding', 'robot-reads', '-o', 'wide']);
   t.match(table, /^NAME\s+ROLE\s+AGE\s+USERS\s+GROUPS\s+SERVICEACCOUNTS/m, "the apiserver's columns");
   t.match(table, /robot-reads\s+ClusterRole\/cm-reader\s+\S+\s+shop\/robot/, "its cells, in the tenant's names");
   t.notMatch(table, /crba01|tenantgate/);
-  const described = await ok(alpha, ['describe', 'clusterrolebinding', 'bob-reads']);
+  const described = await kubectlOk(alpha, ['describe', 'clusterrolebinding', 'bob-reads']);
   t.match(described, /Role:\s*\n\s+Kind:\s+ClusterRole\s*\n\s+Name:\s+cm-reader/);
   t.match(described, /User\s+bob/);
-  const list = await ok(alpha, ['get', 'clusterrolebindings', '-o', 'name']);
+  const list = await kubectlOk(alpha, ['get', 'clusterrolebindings', '-o', 'name']);
   t.match(list, /clusterrolebinding.rbac.authorization.k8s.io\/robot-reads/);
   t.match(list, /clusterrolebinding.rbac.authorization.k8s.io\/system:discovery/);
   t.same(
@@ -164,9 +149,9 @@ t.test('kubectl shows a stored ClusterRoleBinding as the apiserver does: Table, 
 });
 
 t.test("a second tenant with the same names neither sees nor touches the first one's bindings", async (t) => {
-  await ok(bravo, ['create', 'clusterrolebinding', 'robot-reads', '--clusterrole=cm-reader', '--user=zed']);
+  await kubectlOk(bravo, ['create', 'clusterrolebinding', 'robot-reads', '--clusterrole=cm-reader', '--user=zed']);
   t.same(
-    JSON.parse(await ok(bravo, ['get', 'clusterrolebinding', 'robot-reads', '-o', 'json'])).subjects,
+    JSON.parse(await kubectlOk(bravo, ['get', 'clusterrolebinding', 'robot-reads', '-o', 'json'])).subjects,
     [{ apiGroup: RBAC, kind: 'User', name: 'zed' }],
     'B reads its own',
   );
@@ -178,7 +163,7 @@ t.test("a second tenant with the same names neither sees nor touches the first o
     const r = await bravo.kubectl(args);
     t.match(r.stderr, /NotFound|not found/, `B: ${args.join(' ')}`);
   }
-  const listed = JSON.parse(await ok(bravo, ['get', 'clusterrolebindings', '-o', 'json']));
+  const listed = JSON.parse(await kubectlOk(bravo, ['get', 'clusterrolebindings', '-o', 'json']));
   t.notOk(
     listed.items.some((item: { metadata: { name: string } }) => item.metadata.name === 'bob-reads'),
     "B's list has none of A's",
@@ -191,14 +176,14 @@ t.test("a second tenant with the same names neither sees nor touches the first o
   // B's watch sees B's change and nothing of A's.
   const watch = bravo.kubectl(['get', '--raw', '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings?watch=true&timeoutSeconds=4']);
   await new Promise((resolve) => setTimeout(resolve, 1000));
-  await ok(alpha, ['label', 'clusterrolebinding', 'robot-reads', 'seen=by-alpha']);
-  await ok(bravo, ['label', 'clusterrolebinding', 'robot-reads', 'seen=by-bravo']);
+  await kubectlOk(alpha, ['label', 'clusterrolebinding', 'robot-reads', 'seen=by-alpha']);
+  await kubectlOk(bravo, ['label', 'clusterrolebinding', 'robot-reads', 'seen=by-bravo']);
   const events = (await watch).stdout;
   t.match(events, /by-bravo/, "B's watch has B's change");
   t.notMatch(events, /by-alpha|crba01|bob-reads/, "and nothing of A's");
-  await ok(bravo, ['delete', 'clusterrolebindings', '--all']);
+  await kubectlOk(bravo, ['delete', 'clusterrolebindings', '--all']);
   t.equal(
-    JSON.parse(await ok(alpha, ['get', 'clusterrolebinding', 'robot-reads', '-o', 'json'])).metadata.labels.seen,
+    JSON.parse(await kubectlOk(alpha, ['get', 'clusterrolebinding', 'robot-reads', '-o', 'json'])).metadata.labels.seen,
     'by-alpha',
     "B deleting all its bindings left A's",
   );
@@ -206,7 +191,7 @@ t.test("a second tenant with the same names neither sees nor touches the first o
 });
 
 t.test('unbinding takes the right away', async (t) => {
-  await ok(alpha, ['delete', 'clusterrolebinding', 'robot-reads']);
+  await kubectlOk(alpha, ['delete', 'clusterrolebinding', 'robot-reads']);
   await eventually('can-i says no', async () =>
     (await alpha.kubectl(['auth', 'can-i', 'list', 'pods', '-A', `--as=${ROBOT}`])).stdout.trim() === 'no' ? true : undefined,
   );
@@ -276,7 +261,7 @@ t.test("an existing tenant's real ClusterRoleBinding (an older tenantgate's) mov
   await eventually('the real one gone', async () =>
     (await stack.kubectlDirect(['get', 'clusterrolebinding', 'crba01-legacy'])).code !== 0 ? true : undefined,
   );
-  const seen = JSON.parse(await ok(alpha, ['get', 'clusterrolebinding', 'legacy', '-o', 'json']));
+  const seen = JSON.parse(await kubectlOk(alpha, ['get', 'clusterrolebinding', 'legacy', '-o', 'json']));
   t.same([seen.roleRef.name, seen.subjects], ['cm-reader', [{ apiGroup: RBAC, kind: 'User', name: 'carol' }]], 'the tenant reads it as before');
   const carol = await eventually('carol lists across namespaces', async () => {
     const r = await alpha.kubectl(['get', 'configmaps', '-A', '-o', 'name', '--as=carol']);
@@ -297,8 +282,8 @@ t.test('a service account its ClusterRoleBinding lets write ClusterRoles does, o
       { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list'] },
     ],
   };
-  await ok(alpha, ['apply', '-f', '-'], JSON.stringify(roleMaker));
-  await ok(alpha, ['create', 'clusterrolebinding', 'robot-makes-roles', '--clusterrole=role-maker', '--serviceaccount=shop:robot']);
+  await kubectlOk(alpha, ['apply', '-f', '-'], JSON.stringify(roleMaker));
+  await kubectlOk(alpha, ['create', 'clusterrolebinding', 'robot-makes-roles', '--clusterrole=role-maker', '--serviceaccount=shop:robot']);
 
   // Before: a real cluster's answer for what the binding allows, where upstream RBAC knew nothing of it (403).
   const made = await eventually('the robot creates a ClusterRole it holds the rules of', async () => {
@@ -306,8 +291,8 @@ t.test('a service account its ClusterRoleBinding lets write ClusterRoles does, o
     return r.code === 0 ? r.stdout : undefined;
   });
   t.match(made, /made-by-robot created/);
-  t.match(await ok(alpha, ['label', 'clusterrole', 'made-by-robot', 'team=shop', robot]), /labeled/, 'a patch of it too');
-  t.equal(JSON.parse(await ok(alpha, ['get', 'clusterrole', 'made-by-robot', '-o', 'json'])).metadata.labels.team, 'shop');
+  t.match(await kubectlOk(alpha, ['label', 'clusterrole', 'made-by-robot', 'team=shop', robot]), /labeled/, 'a patch of it too');
+  t.equal(JSON.parse(await kubectlOk(alpha, ['get', 'clusterrole', 'made-by-robot', '-o', 'json'])).metadata.labels.team, 'shop');
 
   const greedy = await alpha.kubectl(['create', 'clusterrole', 'greedy', '--verb=get', '--resource=secrets', robot]);
   t.not(greedy.code, 0, 'a ClusterRole granting what the robot lacks is refused');
@@ -324,7 +309,7 @@ t.test('a service account its ClusterRoleBinding lets write ClusterRoles does, o
     robot,
   ]);
   t.not(raise.code, 0, 'nor may a patch add such a rule');
-  t.equal(JSON.parse(await ok(alpha, ['get', 'clusterrole', 'made-by-robot', '-o', 'json'])).rules.length, 1);
+  t.equal(JSON.parse(await kubectlOk(alpha, ['get', 'clusterrole', 'made-by-robot', '-o', 'json'])).rules.length, 1);
   const aggregated = await alpha.kubectl(['create', 'clusterrole', 'joins-view', '--aggregation-rule=rbac.example.com/aggregate-to-x=true', robot]);
   t.not(aggregated.code, 0);
   t.match(aggregated.stderr, /must have cluster-admin privileges to use the aggregationRule/);
@@ -336,21 +321,29 @@ t.test('a service account its ClusterRoleBinding lets write ClusterRoles does, o
   t.match(bindsMore.stderr, /not currently held/);
 
   // The other tenant: its same-named roles untouched, and its robot, bound to nothing, refused as before.
-  const theirs = JSON.parse(await ok(bravo, ['get', 'clusterrole', 'cm-reader', '-o', 'json']));
+  const theirs = JSON.parse(await kubectlOk(bravo, ['get', 'clusterrole', 'cm-reader', '-o', 'json']));
   t.same(theirs.rules[0].resources, ['configmaps', 'pods']);
   t.not((await bravo.kubectl(['get', 'clusterrole', 'made-by-robot'])).code, 0, 'bravo has no made-by-robot');
   const bravoRobot = await bravo.kubectl(['create', 'clusterrole', 'made-by-robot', '--verb=get', '--resource=configmaps', robot]);
   t.not(bravoRobot.code, 0, "bravo's robot has no binding");
   t.match(bravoRobot.stderr, /forbidden/);
   t.notMatch(bravoRobot.stderr, /crbb02|crba01/);
-  await ok(alpha, ['delete', 'clusterrole', 'made-by-robot', robot]);
+  await kubectlOk(alpha, ['delete', 'clusterrole', 'made-by-robot', robot]);
   t.equal((await bravo.kubectl(['get', 'clusterrole', 'cm-reader'])).code, 0, "alpha's robot deleting its own left bravo's roles");
-  await ok(alpha, ['delete', 'clusterrolebinding', 'robot-makes-roles', 'robot-binds']);
+  await kubectlOk(alpha, ['delete', 'clusterrolebinding', 'robot-makes-roles', 'robot-binds']);
 });
 
 t.test("the robot's cluster-scoped writes take the same stages over HTTP/1.1 in YAML and over HTTP/2 in protobuf", async (t) => {
-  await ok(alpha, ['create', 'clusterrole', 'role-maker-2', '--verb=get,create,delete', '--resource=clusterroles', '--verb=get', '--resource=configmaps']);
-  await ok(alpha, ['create', 'clusterrolebinding', 'robot-makes-roles-2', '--clusterrole=role-maker-2', '--serviceaccount=shop:robot']);
+  await kubectlOk(alpha, [
+    'create',
+    'clusterrole',
+    'role-maker-2',
+    '--verb=get,create,delete',
+    '--resource=clusterroles',
+    '--verb=get',
+    '--resource=configmaps',
+  ]);
+  await kubectlOk(alpha, ['create', 'clusterrolebinding', 'robot-makes-roles-2', '--clusterrole=role-maker-2', '--serviceaccount=shop:robot']);
   const credentials = credentialsOf(alpha.kubeconfig);
   const asRobot = { 'impersonate-user': ROBOT };
   const collection = `/apis/${RBAC}/v1/clusterroles`;
@@ -396,7 +389,7 @@ t.test("the robot's cluster-scoped writes take the same stages over HTTP/1.1 in 
 
   // What the robot made is alpha's alone: bravo, same names, sees none of it, and its robot (bound to nothing) is refused.
   for (const name of ['yaml-by-robot', 'protobuf-by-robot']) {
-    t.equal(JSON.parse(await ok(alpha, ['get', 'clusterrole', name, '-o', 'json'])).rules[0].resources[0], 'configmaps', `alpha has ${name}`);
+    t.equal(JSON.parse(await kubectlOk(alpha, ['get', 'clusterrole', name, '-o', 'json'])).rules[0].resources[0], 'configmaps', `alpha has ${name}`);
     t.not((await bravo.kubectl(['get', 'clusterrole', name])).code, 0, `bravo has no ${name}`);
   }
   const bravoRobot = await h1Request(credentialsOf(bravo.kubeconfig), 'POST', collection, {
@@ -405,12 +398,12 @@ t.test("the robot's cluster-scoped writes take the same stages over HTTP/1.1 in 
   });
   t.equal(bravoRobot.status, 403, "bravo's robot is refused over HTTP/1.1 too");
   t.notMatch(bravoRobot.body, /crba01|crbb02/);
-  await ok(alpha, ['delete', 'clusterrole', 'yaml-by-robot', 'protobuf-by-robot', 'role-maker-2']);
-  await ok(alpha, ['delete', 'clusterrolebinding', 'robot-makes-roles-2']);
+  await kubectlOk(alpha, ['delete', 'clusterrole', 'yaml-by-robot', 'protobuf-by-robot', 'role-maker-2']);
+  await kubectlOk(alpha, ['delete', 'clusterrolebinding', 'robot-makes-roles-2']);
 });
 
 t.test('a deleted tenant leaves none of its stored ClusterRoleBindings upstream, and the other tenant keeps its own', async (t) => {
-  await ok(bravo, ['create', 'clusterrolebinding', 'leaving', '--clusterrole=cm-reader', '--user=zed']);
+  await kubectlOk(bravo, ['create', 'clusterrolebinding', 'leaving', '--clusterrole=cm-reader', '--user=zed']);
   const deleted = await stack.kubectl(['delete', 'tenant', bravo.id, '--wait=false']);
   t.equal(deleted.code, 0, deleted.stderr);
   await eventually("crbb02's stored bindings gone", async () => {

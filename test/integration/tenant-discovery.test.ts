@@ -7,6 +7,7 @@ import { exampleCrd } from '../helpers/fixtures.ts';
 import { connectH2, credentialsOf, h2Request } from '../helpers/http.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
+import { eventually } from '../helpers/kit.ts';
 
 /** What client-go 1.36 (kubectl) sends for /api and /apis. */
 const KUBECTL_DISCOVERY_ACCEPT =
@@ -58,14 +59,6 @@ function danglingReferences(doc: any): string[] {
 }
 
 /** The apiserver publishes a new CRD in discovery and OpenAPI a moment after it is established. */
-async function eventually(what: string, check: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 60; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  throw new Error(`${what}: not within 30 s`);
-}
-
 t.before(async () => {
   stack = await startStack();
   alpha = await createTestTenant(stack, 'alpha1');

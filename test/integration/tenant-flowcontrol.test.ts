@@ -10,6 +10,7 @@ import { connectH2, credentialsOf, h2Request } from '../helpers/http.ts';
 import { encodeBody, goModuleCache, loadProtoMessages, type ProtoMessages } from '../helpers/k8s-proto.ts';
 import { startStack, type KubectlResult, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
+import { eventually, succeeded } from '../helpers/kit.ts';
 
 type Json = Record<string, any>;
 
@@ -30,23 +31,17 @@ let messages: ProtoMessages;
 /** The upstream's own FlowSchemas and priority levels (name → uid) before any tenant request. */
 let realBefore: Map<string, string>;
 
-async function ok(r: Promise<KubectlResult>, what: string): Promise<string> {
-  const done = await r;
-  if (done.code !== 0) throw new Error(`${what}: ${done.stderr}`);
-  return done.stdout;
-}
-
 async function realFlowControlObjects(): Promise<Map<string, string>> {
   const objects = new Map<string, string>();
   for (const resource of ['flowschemas', 'prioritylevelconfigurations']) {
-    const list = JSON.parse(await ok(stack.kubectlDirect(['get', '--raw', `/apis/${GROUP}/v1/${resource}`]), `upstream ${resource}`));
+    const list = JSON.parse(await succeeded(stack.kubectlDirect(['get', '--raw', `/apis/${GROUP}/v1/${resource}`]), `upstream ${resource}`));
     for (const item of list.items) objects.set(`${resource}/${item.metadata.name}`, item.metadata.uid);
   }
   return objects;
 }
 
 async function storedUpstream(resource: string): Promise<Json[]> {
-  return JSON.parse(await ok(stack.kubectlDirect(['get', '--raw', `/apis/${STORED}/v1/${resource}`]), `upstream ${resource}.${STORED}`)).items;
+  return JSON.parse(await succeeded(stack.kubectlDirect(['get', '--raw', `/apis/${STORED}/v1/${resource}`]), `upstream ${resource}.${STORED}`)).items;
 }
 
 const flowSchema = (name: string, precedence: number, user = 'bob') => ({
@@ -85,7 +80,7 @@ t.teardown(async () => {
 });
 
 t.test("discovery shows flowcontrol.apiserver.k8s.io with both resources and their status, never tenantgate's group", async (t) => {
-  const resources = JSON.parse(await ok(alpha.kubectl(['get', '--raw', `/apis/${GROUP}/v1`]), 'APIResourceList'));
+  const resources = JSON.parse(await succeeded(alpha.kubectl(['get', '--raw', `/apis/${GROUP}/v1`]), 'APIResourceList'));
   t.same(resources.resources.map((r: Json) => r.name).sort(), [
     'flowschemas',
     'flowschemas/status',
@@ -102,13 +97,13 @@ t.test("discovery shows flowcontrol.apiserver.k8s.io with both resources and the
     'update',
     'watch',
   ]);
-  const apiResources = await ok(alpha.kubectl(['api-resources', '--api-group', GROUP, '-o', 'name']), 'api-resources');
+  const apiResources = await succeeded(alpha.kubectl(['api-resources', '--api-group', GROUP, '-o', 'name']), 'api-resources');
   t.same(apiResources.trim().split('\n').sort(), [`flowschemas.${GROUP}`, `prioritylevelconfigurations.${GROUP}`]);
   for (const path of ['/apis', '/openapi/v2', '/openapi/v3']) {
-    const doc = await ok(alpha.kubectl(['get', '--raw', path]), path);
+    const doc = await succeeded(alpha.kubectl(['get', '--raw', path]), path);
     t.notMatch(doc, STORED, `${path}: no trace of tenantgate's group`);
   }
-  t.match(await ok(alpha.kubectl(['get', '--raw', '/apis']), '/apis'), GROUP);
+  t.match(await succeeded(alpha.kubectl(['get', '--raw', '/apis']), '/apis'), GROUP);
   const aggregated = await h2Request(alphaSession, 'GET', '/apis', {
     headers: { accept: 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList' },
   });
@@ -132,15 +127,15 @@ t.test("discovery shows flowcontrol.apiserver.k8s.io with both resources and the
 t.test("a tenant is born with the upstream's mandatory configuration (exempt, catch-all), as copies that steer nothing", async (t) => {
   for (const resource of ['flowschemas', 'prioritylevelconfigurations']) {
     for (const name of ['exempt', 'catch-all']) {
-      const mine = JSON.parse(await ok(alpha.kubectl(['get', resource, name, '-o', 'json']), `${resource}/${name}`));
-      const real = JSON.parse(await ok(stack.kubectlDirect(['get', '--raw', `/apis/${GROUP}/v1/${resource}/${name}`]), 'upstream'));
+      const mine = JSON.parse(await succeeded(alpha.kubectl(['get', resource, name, '-o', 'json']), `${resource}/${name}`));
+      const real = JSON.parse(await succeeded(stack.kubectlDirect(['get', '--raw', `/apis/${GROUP}/v1/${resource}/${name}`]), 'upstream'));
       t.equal(mine.apiVersion, `${GROUP}/v1`);
       t.same(mine.spec, real.spec, `${resource}/${name}: the upstream's spec`);
       t.not(mine.metadata.uid, real.metadata.uid, "a copy, not the upstream's object");
     }
   }
   t.match(
-    await ok(alpha.kubectl(['get', 'flowschemas']), 'get'),
+    await succeeded(alpha.kubectl(['get', 'flowschemas']), 'get'),
     /\nexempt\s+exempt\s+1\s+/,
     'kubectl get flowschemas lists it as on any cluster (an absent column is blank, not <none>)',
   );
@@ -148,19 +143,19 @@ t.test("a tenant is born with the upstream's mandatory configuration (exempt, ca
 
 t.test('kubectl: apply, get (the built-in columns), strategic and merge patches, status, delete', async (t) => {
   const manifest = JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [priorityLevel('slow', 5), flowSchema('bobs', 500)] });
-  await ok(alpha.kubectl(['apply', '-f', '-'], { input: manifest }), 'apply');
-  const table = await ok(alpha.kubectl(['get', 'flowschemas']), 'get flowschemas');
+  await succeeded(alpha.kubectl(['apply', '-f', '-'], { input: manifest }), 'apply');
+  const table = await succeeded(alpha.kubectl(['get', 'flowschemas']), 'get flowschemas');
   t.match(table, /^NAME\s+PRIORITYLEVEL\s+MATCHINGPRECEDENCE\s+DISTINGUISHERMETHOD\s+AGE/);
   t.match(table, /\nbobs\s+slow\s+500\s+ByUser\s+/);
   t.match(
-    await ok(alpha.kubectl(['get', 'prioritylevelconfigurations', 'slow']), 'get plc'),
+    await succeeded(alpha.kubectl(['get', 'prioritylevelconfigurations', 'slow']), 'get plc'),
     /NAME\s+TYPE\s+NOMINALCONCURRENCYSHARES[\s\S]*\nslow\s+Limited\s+5\s/,
   );
 
-  await ok(alpha.kubectl(['patch', 'flowschema', 'bobs', '-p', '{"spec":{"matchingPrecedence":600}}']), 'strategic patch');
-  await ok(alpha.kubectl(['patch', 'flowschema', 'bobs', '--type', 'merge', '-p', '{"metadata":{"annotations":{"patched":"yes"}}}']), 'merge patch');
+  await succeeded(alpha.kubectl(['patch', 'flowschema', 'bobs', '-p', '{"spec":{"matchingPrecedence":600}}']), 'strategic patch');
+  await succeeded(alpha.kubectl(['patch', 'flowschema', 'bobs', '--type', 'merge', '-p', '{"metadata":{"annotations":{"patched":"yes"}}}']), 'merge patch');
   for (const type of ['First', 'Second']) {
-    await ok(
+    await succeeded(
       alpha.kubectl([
         'patch',
         'flowschema',
@@ -173,11 +168,11 @@ t.test('kubectl: apply, get (the built-in columns), strategic and merge patches,
       `status ${type}`,
     );
   }
-  await ok(
+  await succeeded(
     alpha.kubectl(['patch', 'flowschema', 'bobs', '--subresource', 'status', '-p', '{"status":{"conditions":[{"type":"First","status":"False"}]}}']),
     'status First again',
   );
-  const bobs = JSON.parse(await ok(alpha.kubectl(['get', 'flowschema', 'bobs', '-o', 'json']), 'get -o json'));
+  const bobs = JSON.parse(await succeeded(alpha.kubectl(['get', 'flowschema', 'bobs', '-o', 'json']), 'get -o json'));
   t.equal(bobs.apiVersion, `${GROUP}/v1`);
   t.equal(bobs.spec.matchingPrecedence, 600);
   t.equal(bobs.metadata.annotations.patched, 'yes');
@@ -208,20 +203,20 @@ t.test('kubectl: apply, get (the built-in columns), strategic and merge patches,
     /conflict with "kubectl-patch" using flowcontrol\.apiserver\.k8s\.io\/v1: \.spec\.matchingPrecedence/,
     "server-side apply conflicts as on a real cluster, in the tenant's group",
   );
-  await ok(
+  await succeeded(
     alpha.kubectl(['apply', '--server-side', '--force-conflicts', '--field-manager', 'ssa-test', '-f', '-'], {
       input: JSON.stringify(flowSchema('bobs', 650)),
     }),
     'server-side apply',
   );
-  const applied = JSON.parse(await ok(alpha.kubectl(['get', 'flowschema', 'bobs', '-o', 'json', '--show-managed-fields']), 'get after apply'));
+  const applied = JSON.parse(await succeeded(alpha.kubectl(['get', 'flowschema', 'bobs', '-o', 'json', '--show-managed-fields']), 'get after apply'));
   t.equal(applied.spec.matchingPrecedence, 650, 'server-side apply');
   t.ok(
     applied.metadata.managedFields.some((entry: Json) => entry.manager === 'ssa-test' && entry.apiVersion === `${GROUP}/v1`),
     "its field manager, in the tenant's group",
   );
 
-  await ok(alpha.kubectl(['delete', 'flowschema', 'bobs']), 'delete');
+  await succeeded(alpha.kubectl(['delete', 'flowschema', 'bobs']), 'delete');
   t.match(
     (await alpha.kubectl(['get', 'flowschema', 'bobs'])).stderr,
     /flowschemas\.flowcontrol\.apiserver\.k8s\.io "bobs" not found/,
@@ -244,17 +239,17 @@ t.test("the real kind validates and defaults a tenant's object (a dry run upstre
     ...priorityLevel('queued', 3),
     spec: { type: 'Limited', limited: { limitResponse: { type: 'Queue', queuing: {} } } },
   };
-  await ok(alpha.kubectl(['create', '-f', '-'], { input: JSON.stringify(defaults) }), 'create with defaults to fill');
-  const queued = JSON.parse(await ok(alpha.kubectl(['get', 'prioritylevelconfiguration', 'queued', '-o', 'json']), 'get'));
+  await succeeded(alpha.kubectl(['create', '-f', '-'], { input: JSON.stringify(defaults) }), 'create with defaults to fill');
+  const queued = JSON.parse(await succeeded(alpha.kubectl(['get', 'prioritylevelconfiguration', 'queued', '-o', 'json']), 'get'));
   t.same(
     queued.spec.limited,
     { nominalConcurrencyShares: 30, lendablePercent: 0, limitResponse: { type: 'Queue', queuing: { queues: 64, handSize: 8, queueLengthLimit: 50 } } },
     "the real kind's defaults",
   );
   const bare = { ...flowSchema('bare', 1), spec: { priorityLevelConfiguration: { name: 'queued' } } };
-  await ok(alpha.kubectl(['create', '-f', '-'], { input: JSON.stringify(bare) }), 'create a bare FlowSchema');
+  await succeeded(alpha.kubectl(['create', '-f', '-'], { input: JSON.stringify(bare) }), 'create a bare FlowSchema');
   t.equal(
-    JSON.parse(await ok(alpha.kubectl(['get', 'flowschema', 'bare', '-o', 'json']), 'get')).spec.matchingPrecedence,
+    JSON.parse(await succeeded(alpha.kubectl(['get', 'flowschema', 'bare', '-o', 'json']), 'get')).spec.matchingPrecedence,
     1000,
     'matchingPrecedence defaulted',
   );
@@ -264,8 +259,8 @@ t.test("the real kind validates and defaults a tenant's object (a dry run upstre
   });
   t.equal(strict.status, 400, 'fieldValidation=Strict reports an unknown field, as the apiserver does');
   t.match(strict.json().message, /unknown field "spec.unknownField"/);
-  await ok(alpha.kubectl(['delete', 'flowschema', 'bare']), 'cleanup');
-  await ok(alpha.kubectl(['delete', 'prioritylevelconfiguration', 'queued']), 'cleanup');
+  await succeeded(alpha.kubectl(['delete', 'flowschema', 'bare']), 'cleanup');
+  await succeeded(alpha.kubectl(['delete', 'prioritylevelconfiguration', 'queued']), 'cleanup');
 });
 
 t.test('protobuf bodies as typed clients send them: create, update, status update, delete; every answer is JSON', async (t) => {
@@ -410,20 +405,20 @@ t.test("tenant B with the same names sees and touches nothing of A's", async (t)
         { ...flowSchema('shared', 700), metadata: { name: 'shared', labels: { owner } } },
       ],
     });
-  await ok(alpha.kubectl(['apply', '-f', '-'], { input: manifest('alpha') }), 'alpha apply');
-  await ok(bravo.kubectl(['apply', '-f', '-'], { input: manifest('bravo') }), 'bravo apply');
+  await succeeded(alpha.kubectl(['apply', '-f', '-'], { input: manifest('alpha') }), 'alpha apply');
+  await succeeded(bravo.kubectl(['apply', '-f', '-'], { input: manifest('bravo') }), 'bravo apply');
   for (const [tenant, owner] of [
     [alpha, 'alpha'],
     [bravo, 'bravo'],
   ] as const) {
     for (const resource of ['flowschemas', 'prioritylevelconfigurations']) {
-      const list = JSON.parse(await ok(tenant.kubectl(['get', resource, '-l', 'owner', '-o', 'json']), `${owner} list`));
+      const list = JSON.parse(await succeeded(tenant.kubectl(['get', resource, '-l', 'owner', '-o', 'json']), `${owner} list`));
       t.same(
         list.items.map((i: Json) => [i.metadata.name, i.metadata.labels.owner]),
         [['shared', owner]],
         `${owner}'s ${resource}: its own only`,
       );
-      t.equal(JSON.parse(await ok(tenant.kubectl(['get', resource, 'shared', '-o', 'json']), `${owner} get`)).metadata.labels.owner, owner);
+      t.equal(JSON.parse(await succeeded(tenant.kubectl(['get', resource, 'shared', '-o', 'json']), `${owner} get`)).metadata.labels.owner, owner);
     }
   }
   const other = await h2Request(bravoSession, 'GET', `${FS_PATH}/fcalfa-shared`);
@@ -435,13 +430,13 @@ t.test("tenant B with the same names sees and touches nothing of A's", async (t)
 
   // B's watch, deletecollection and delete reach nothing of A's.
   const watch = h2Request(bravoSession, 'GET', `${FS_PATH}?watch=true&timeoutSeconds=2`);
-  await ok(alpha.kubectl(['annotate', 'flowschema', 'shared', 'seen=by-alpha']), 'alpha annotates');
+  await succeeded(alpha.kubectl(['annotate', 'flowschema', 'shared', 'seen=by-alpha']), 'alpha annotates');
   t.notMatch((await watch).body, /alpha|fcalfa/, "B's watch carries no event of A's");
-  await ok(bravo.kubectl(['delete', 'flowschemas', '--all']), 'bravo deletes all its flowschemas');
-  await ok(bravo.kubectl(['delete', 'prioritylevelconfiguration', 'shared']), 'bravo deletes its priority level');
+  await succeeded(bravo.kubectl(['delete', 'flowschemas', '--all']), 'bravo deletes all its flowschemas');
+  await succeeded(bravo.kubectl(['delete', 'prioritylevelconfiguration', 'shared']), 'bravo deletes its priority level');
   for (const resource of ['flowschemas', 'prioritylevelconfigurations']) {
     t.equal(
-      JSON.parse(await ok(alpha.kubectl(['get', resource, 'shared', '-o', 'json']), 'alpha still has it')).metadata.labels.owner,
+      JSON.parse(await succeeded(alpha.kubectl(['get', resource, 'shared', '-o', 'json']), 'alpha still has it')).metadata.labels.owner,
       'alpha',
       `A's ${resource} stay`,
     );
@@ -492,22 +487,14 @@ t.test("the upstream's real FlowSchemas and priority levels are untouched, and n
   for (const [name, uid] of realBefore) t.equal(after.get(name), uid, `${name}: the same object`);
   t.ok(realBefore.has('flowschemas/exempt') && realBefore.has('prioritylevelconfigurations/catch-all'), 'the mandatory configuration is there to compare with');
   // Two groups serve `flowschemas` upstream now: kubectl picks the built-in one, as administrators expect.
-  const adminView = await ok(stack.kubectlDirect(['get', 'flowschemas', '-o', 'name']), 'kubectl get flowschemas upstream');
+  const adminView = await succeeded(stack.kubectlDirect(['get', 'flowschemas', '-o', 'name']), 'kubectl get flowschemas upstream');
   t.match(adminView, /^flowschema\.flowcontrol\.apiserver\.k8s\.io\/exempt$/m);
   t.notMatch(adminView, /fcalfa|tenantgate/, "an administrator's kubectl get flowschemas shows the real ones only");
 });
 
-async function eventually(what: string, probe: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
-
 t.test("deleting a tenant removes its FlowSchemas and priority levels upstream, and nobody else's", async (t) => {
   const charlie = await createTestTenant(stack, 'fcchar');
-  await ok(
+  await succeeded(
     charlie.kubectl(['apply', '-f', '-'], {
       input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [priorityLevel('shared', 1), flowSchema('shared', 800)] }),
     }),
@@ -516,14 +503,14 @@ t.test("deleting a tenant removes its FlowSchemas and priority levels upstream, 
   const names = async () =>
     [...(await storedUpstream('flowschemas')), ...(await storedUpstream('prioritylevelconfigurations'))].map((item) => item.metadata.name as string);
   t.ok((await names()).includes('fcchar-shared'));
-  await ok(stack.kubectl(['delete', 'tenant', 'fcchar', '--wait=false']), 'delete tenant');
+  await succeeded(stack.kubectl(['delete', 'tenant', 'fcchar', '--wait=false']), 'delete tenant');
   await eventually("fcchar's stored objects gone", async () => !(await names()).some((name) => name.startsWith('fcchar-')));
   t.same((await names()).filter((name) => name === 'fcalfa-shared').length, 2, "alpha's FlowSchema and priority level of the same name stay");
 });
 
 t.test('tenantgate puts its CRDs back when an administrator deletes one upstream', async (t) => {
   const crd = `flowschemas.${STORED}`;
-  await ok(stack.kubectlDirect(['delete', 'crd', crd]), 'delete the CRD');
+  await succeeded(stack.kubectlDirect(['delete', 'crd', crd]), 'delete the CRD');
   await eventually('the CRD back and established', async () => {
     const r = await stack.kubectlDirect(['get', 'crd', crd, '-o', 'json']);
     return r.code === 0 && JSON.parse(r.stdout).status?.conditions?.some((c: Json) => c.type === 'Established' && c.status === 'True');
@@ -532,5 +519,5 @@ t.test('tenantgate puts its CRDs back when an administrator deletes one upstream
     'the tenant can create a FlowSchema again',
     async () => (await alpha.kubectl(['apply', '-f', '-'], { input: JSON.stringify(flowSchema('again', 900)) })).code === 0,
   );
-  t.match(await ok(alpha.kubectl(['get', 'flowschema', 'again', '-o', 'name']), 'get'), 'flowschema.flowcontrol.apiserver.k8s.io/again');
+  t.match(await succeeded(alpha.kubectl(['get', 'flowschema', 'again', '-o', 'name']), 'get'), 'flowschema.flowcontrol.apiserver.k8s.io/again');
 });

@@ -6,6 +6,7 @@ import { webDeployment } from '../helpers/fixtures.ts';
 import { connectH2, credentialsOf, h2Request } from '../helpers/http.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
+import { kubectlOk } from '../helpers/kit.ts';
 
 let stack: Stack;
 let hotel: TestTenant;
@@ -13,20 +14,14 @@ let india: TestTenant;
 
 const NAMESPACES = ['apps', 'data', 'web'];
 
-async function ok(tenant: TestTenant, args: string[], input?: string): Promise<string> {
-  const r = await tenant.kubectl(args, input === undefined ? {} : { input });
-  if (r.code !== 0) throw new Error(`${tenant.id}: kubectl ${args.join(' ')}: ${r.stderr}`);
-  return r.stdout;
-}
-
 t.before(async () => {
   stack = await startStack();
   hotel = await createTestTenant(stack, 'hotel7');
   india = await createTestTenant(stack, 'india8');
   for (const tenant of [hotel, india]) {
     for (const namespace of NAMESPACES) {
-      await ok(tenant, ['create', 'namespace', namespace]);
-      for (const name of ['one', 'two', 'three']) await ok(tenant, ['-n', namespace, 'create', 'configmap', name, `--from-literal=owner=${tenant.id}`]);
+      await kubectlOk(tenant, ['create', 'namespace', namespace]);
+      for (const name of ['one', 'two', 'three']) await kubectlOk(tenant, ['-n', namespace, 'create', 'configmap', name, `--from-literal=owner=${tenant.id}`]);
     }
   }
 });
@@ -77,9 +72,9 @@ t.test("paging across namespaces counts only the tenant's configmaps and loses n
   t.equal(paged.pages, Math.ceil(expected.length / 2), `pages of 2: ${paged.pages} pages for ${expected.length} configmaps`);
   t.same(paged.items.map(keyOf), whole.items.map(keyOf), 'the same configmaps in the same order as one page');
 
-  const kubectl = await ok(hotel, ['get', 'configmaps', '-A', '--chunk-size=3', '-o', 'name']);
+  const kubectl = await kubectlOk(hotel, ['get', 'configmaps', '-A', '--chunk-size=3', '-o', 'name']);
   t.equal(kubectl.trim().split('\n').length, expected.length, 'kubectl get -A --chunk-size=3 pages through them all');
-  const table = await ok(hotel, ['get', 'configmaps', '-A', '--chunk-size=4']);
+  const table = await kubectlOk(hotel, ['get', 'configmaps', '-A', '--chunk-size=4']);
   const rows = table.trim().split('\n').slice(1);
   t.equal(rows.length, expected.length, 'the table kubectl prints has a row for each');
   t.ok(
@@ -108,11 +103,11 @@ t.test('a continue token works only for the tenant it was issued to', async (t) 
 });
 
 t.test("kubectl get events -A shows the tenant's events and none of another's", async (t) => {
-  await ok(hotel, ['apply', '-n', 'web', '-f', '-'], JSON.stringify(webDeployment('web', 'web')));
+  await kubectlOk(hotel, ['apply', '-n', 'web', '-f', '-'], JSON.stringify(webDeployment('web', 'web')));
   let events: Item[] = [];
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
-    events = JSON.parse(await ok(hotel, ['get', 'events', '-A', '-o', 'json'])).items;
+    events = JSON.parse(await kubectlOk(hotel, ['get', 'events', '-A', '-o', 'json'])).items;
     if (events.some((e: any) => e.involvedObject?.kind === 'Deployment')) break;
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
@@ -121,22 +116,22 @@ t.test("kubectl get events -A shows the tenant's events and none of another's", 
   t.equal(scaled?.metadata.namespace, 'web', "in the tenant's namespace, under its name");
   t.equal(scaled?.involvedObject.namespace, 'web', "about the tenant's Deployment, under its namespace");
   t.notMatch(JSON.stringify(events), /hotel7-|india8/, "no prefix and nothing of india8's in any event");
-  const table = await ok(hotel, ['get', 'events', '-A']);
+  const table = await kubectlOk(hotel, ['get', 'events', '-A']);
   t.match(table, /^web\s.*deployment\/web\s/m, "kubectl's table shows it");
-  const other = JSON.parse(await ok(india, ['get', 'events', '-A', '-o', 'json'])).items as any[];
+  const other = JSON.parse(await kubectlOk(india, ['get', 'events', '-A', '-o', 'json'])).items as any[];
   t.notOk(
     other.some((e) => e.involvedObject?.kind === 'Deployment'),
     "india8 sees no event of hotel7's Deployment",
   );
-  const serviceAccounts = (await ok(india, ['get', 'serviceaccounts', '-A', '-o', 'name', '--chunk-size=2'])).trim().split('\n');
+  const serviceAccounts = (await kubectlOk(india, ['get', 'serviceaccounts', '-A', '-o', 'name', '--chunk-size=2'])).trim().split('\n');
   t.equal(serviceAccounts.length, NAMESPACES.length + 4, 'india8 lists a default ServiceAccount per namespace, in pages of 2');
 });
 
 t.test("kubectl get --watch prints the tenant's rows as they change", async (t) => {
   const watch = hotel.kubectl(['get', 'configmaps', '-n', 'apps', '--watch', '--request-timeout=6s']);
   await new Promise((resolve) => setTimeout(resolve, 2000));
-  await ok(hotel, ['-n', 'apps', 'create', 'configmap', 'four', '--from-literal=owner=hotel7']);
-  await ok(india, ['-n', 'apps', 'create', 'configmap', 'five', '--from-literal=owner=india8']);
+  await kubectlOk(hotel, ['-n', 'apps', 'create', 'configmap', 'four', '--from-literal=owner=hotel7']);
+  await kubectlOk(india, ['-n', 'apps', 'create', 'configmap', 'five', '--from-literal=owner=india8']);
   const output = (await watch).stdout;
   t.match(output, /^one\s/m, 'the rows there were at the start');
   t.match(output, /^four\s/m, 'and the configmap created while watching');

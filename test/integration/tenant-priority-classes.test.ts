@@ -15,6 +15,7 @@ import { TENANT_CLUSTER_SCOPE_GROUP } from '../../lib/auth/impersonation.ts';
 import { connectH2, credentialsOf, h2Request } from '../helpers/http.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, withClient, type TestTenant } from '../helpers/tenants.ts';
+import { eventually, kubectlOk, succeeded } from '../helpers/kit.ts';
 
 type Json = Record<string, any>;
 
@@ -37,30 +38,10 @@ const pod = (name: string, priorityClassName?: string) =>
     spec: { ...(priorityClassName && { priorityClassName }), containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] },
   });
 
-async function ok(tenant: TestTenant, args: string[], input?: string): Promise<string> {
-  const r = await tenant.kubectl(args, { input });
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} as ${tenant.id}: ${r.stderr}`);
-  return r.stdout;
-}
-
-async function direct(args: string[], input?: string): Promise<string> {
-  const r = await stack.kubectlDirect(args, { input });
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} upstream: ${r.stderr}`);
-  return r.stdout;
-}
-
-async function until<T>(what: string, check: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + WAIT_MS;
-  for (;;) {
-    const got = await check();
-    if (got !== undefined) return got;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${WAIT_MS} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
+const direct = (args: string[], input?: string) => succeeded(stack.kubectlDirect(args, { input }), `kubectl ${args.join(' ')} upstream`);
 
 const names = async (tenant: TestTenant) =>
-  (await ok(tenant, ['get', 'priorityclasses', '-o', 'name']))
+  (await kubectlOk(tenant, ['get', 'priorityclasses', '-o', 'name']))
     .trim()
     .split('\n')
     .filter(Boolean)
@@ -94,13 +75,13 @@ t.before(async () => {
   );
   if (patched.status !== 200) throw new Error(`patching the Tenant: ${patched.status} ${JSON.stringify(patched.body)}`);
   // The band reaches charlie's namespaces (what the upstream's policy reads).
-  await until('the band annotation', async () => {
+  await eventually('the band annotation', async () => {
     const namespace = JSON.parse(await direct(['get', 'namespace', `${charlie.id}-default`, '-o', 'json']));
     return namespace.metadata.annotations?.['tenantgate.kubezoo.io/priority-band'] === '-2147483648,500' ? true : undefined;
   }).catch(async () => {
     // Its namespaces are born on its first request: make one, then wait again.
-    await ok(charlie, ['get', 'namespaces']);
-    await until('the band annotation', async () => {
+    await kubectlOk(charlie, ['get', 'namespaces']);
+    await eventually('the band annotation', async () => {
       const namespace = JSON.parse(await direct(['get', 'namespace', `${charlie.id}-default`, '-o', 'json']));
       return namespace.metadata.annotations?.['tenantgate.kubezoo.io/priority-band'] === '-2147483648,500' ? true : undefined;
     });
@@ -112,16 +93,16 @@ t.teardown(async () => {
 });
 
 t.test("two tenants create a class of the same name: each reads its own, beside the platform's, and never the other's", async (t) => {
-  await ok(alpha, ['create', '-f', '-'], priorityClass('mine', 1000, { globalDefault: true, description: 'alpha batch' }));
-  await ok(bravo, ['create', '-f', '-'], priorityClass('mine', 10, { description: 'bravo batch' }));
-  const alphas = JSON.parse(await ok(alpha, ['get', 'priorityclass', 'mine', '-o', 'json']));
+  await kubectlOk(alpha, ['create', '-f', '-'], priorityClass('mine', 1000, { globalDefault: true, description: 'alpha batch' }));
+  await kubectlOk(bravo, ['create', '-f', '-'], priorityClass('mine', 10, { description: 'bravo batch' }));
+  const alphas = JSON.parse(await kubectlOk(alpha, ['get', 'priorityclass', 'mine', '-o', 'json']));
   t.equal(alphas.metadata.name, 'mine');
   t.equal(alphas.value, 1000);
   t.equal(alphas.globalDefault, true, 'its globalDefault, as it wrote it');
   t.equal(alphas.description, 'alpha batch');
   t.notOk(alphas.metadata.labels, 'no tenant label');
   t.notOk(alphas.metadata.annotations, 'no annotation of tenantgate');
-  const bravos = JSON.parse(await ok(bravo, ['get', 'priorityclass', 'mine', '-o', 'json']));
+  const bravos = JSON.parse(await kubectlOk(bravo, ['get', 'priorityclass', 'mine', '-o', 'json']));
   t.equal(bravos.value, 10, "bravo's own class of the same name");
   t.notOk(bravos.globalDefault, 'not a default');
 
@@ -132,16 +113,16 @@ t.test("two tenants create a class of the same name: each reads its own, beside 
     'no upstream name in the list',
   );
   t.equal(alphaNames.filter((name) => name === 'mine').length, 1, 'one "mine": its own');
-  const listed = JSON.parse(await ok(alpha, ['get', 'priorityclasses', '-o', 'json'])).items as Json[];
+  const listed = JSON.parse(await kubectlOk(alpha, ['get', 'priorityclasses', '-o', 'json'])).items as Json[];
   t.same(
     listed.filter((item) => item.metadata.name === 'mine').map((item) => item.value),
     [1000],
   );
-  const table = await ok(alpha, ['get', 'priorityclass', 'mine']);
+  const table = await kubectlOk(alpha, ['get', 'priorityclass', 'mine']);
   t.match(table, /mine\s+1000\s+true/, `the table marks its own default: ${table}`);
-  const platformRow = (await ok(alpha, ['get', 'priorityclass', PLATFORM_LOW])).split('\n')[1] ?? '';
+  const platformRow = (await kubectlOk(alpha, ['get', 'priorityclass', PLATFORM_LOW])).split('\n')[1] ?? '';
   t.match(platformRow, /false/, "and not the platform's");
-  const selected = JSON.parse(await ok(alpha, ['get', '--raw', '/apis/scheduling.k8s.io/v1/priorityclasses?fieldSelector=metadata.name%3Dmine']))
+  const selected = JSON.parse(await kubectlOk(alpha, ['get', '--raw', '/apis/scheduling.k8s.io/v1/priorityclasses?fieldSelector=metadata.name%3Dmine']))
     .items as Json[];
   t.same(
     selected.map((item) => [item.metadata.name, item.value]),
@@ -159,25 +140,25 @@ t.test("two tenants create a class of the same name: each reads its own, beside 
     ['merge', '{"globalDefault":true}', '{"globalDefault":false}'],
     ['strategic', '{"globalDefault":true}', '{"globalDefault":null}'],
   ]) {
-    await ok(bravo, ['patch', 'priorityclass', 'mine', `--type=${type}`, '-p', on!]);
-    t.equal(JSON.parse(await ok(bravo, ['get', 'priorityclass', 'mine', '-o', 'json'])).globalDefault, true, `${type} patch: on`);
-    await ok(bravo, ['patch', 'priorityclass', 'mine', `--type=${type}`, '-p', off!]);
-    t.notOk(JSON.parse(await ok(bravo, ['get', 'priorityclass', 'mine', '-o', 'json'])).globalDefault, `${type} patch: off`);
+    await kubectlOk(bravo, ['patch', 'priorityclass', 'mine', `--type=${type}`, '-p', on!]);
+    t.equal(JSON.parse(await kubectlOk(bravo, ['get', 'priorityclass', 'mine', '-o', 'json'])).globalDefault, true, `${type} patch: on`);
+    await kubectlOk(bravo, ['patch', 'priorityclass', 'mine', `--type=${type}`, '-p', off!]);
+    t.notOk(JSON.parse(await kubectlOk(bravo, ['get', 'priorityclass', 'mine', '-o', 'json'])).globalDefault, `${type} patch: off`);
   }
   // And by server-side apply: the whole class each time.
-  await ok(bravo, ['apply', '--server-side', '-f', '-'], priorityClass('applied', 20, { globalDefault: true }));
-  t.equal(JSON.parse(await ok(bravo, ['get', 'priorityclass', 'applied', '-o', 'json'])).globalDefault, true, 'server-side apply: on');
-  await ok(bravo, ['apply', '--server-side', '-f', '-'], priorityClass('applied', 20));
-  t.notOk(JSON.parse(await ok(bravo, ['get', 'priorityclass', 'applied', '-o', 'json'])).globalDefault, 'server-side apply: off');
-  await ok(bravo, ['delete', 'priorityclass', 'applied']);
+  await kubectlOk(bravo, ['apply', '--server-side', '-f', '-'], priorityClass('applied', 20, { globalDefault: true }));
+  t.equal(JSON.parse(await kubectlOk(bravo, ['get', 'priorityclass', 'applied', '-o', 'json'])).globalDefault, true, 'server-side apply: on');
+  await kubectlOk(bravo, ['apply', '--server-side', '-f', '-'], priorityClass('applied', 20));
+  t.notOk(JSON.parse(await kubectlOk(bravo, ['get', 'priorityclass', 'applied', '-o', 'json'])).globalDefault, 'server-side apply: off');
+  await kubectlOk(bravo, ['delete', 'priorityclass', 'applied']);
 });
 
 t.test("pods take their tenant's own class upstream and read its name back, in JSON, in tables and in protobuf", async (t) => {
-  await ok(alpha, ['create', '-f', '-'], pod('named', 'mine'));
-  await ok(bravo, ['create', '-f', '-'], pod('named', 'mine'));
-  await ok(alpha, ['create', '-f', '-'], pod('unnamed'));
-  await ok(bravo, ['create', '-f', '-'], pod('unnamed'));
-  await ok(alpha, ['create', '-f', '-'], pod('platform', PLATFORM_LOW));
+  await kubectlOk(alpha, ['create', '-f', '-'], pod('named', 'mine'));
+  await kubectlOk(bravo, ['create', '-f', '-'], pod('named', 'mine'));
+  await kubectlOk(alpha, ['create', '-f', '-'], pod('unnamed'));
+  await kubectlOk(bravo, ['create', '-f', '-'], pod('unnamed'));
+  await kubectlOk(alpha, ['create', '-f', '-'], pod('platform', PLATFORM_LOW));
 
   const alphaNamed = await upstreamPod(alpha, 'named');
   t.equal(alphaNamed.spec.priority, 1000, "alpha's pod has alpha's value");
@@ -189,10 +170,10 @@ t.test("pods take their tenant's own class upstream and read its name back, in J
   t.not((await upstreamPod(bravo, 'unnamed')).spec.priorityClassName ?? '', `${alpha.id}-mine`, "bravo's does not");
   t.equal((await upstreamPod(alpha, 'platform')).spec.priority, 50, "the platform's class is the platform's");
 
-  const seen = JSON.parse(await ok(alpha, ['get', 'pod', 'named', '-o', 'json']));
+  const seen = JSON.parse(await kubectlOk(alpha, ['get', 'pod', 'named', '-o', 'json']));
   t.equal(seen.spec.priorityClassName, 'mine', 'alpha reads its own name');
   t.equal(seen.spec.priority, 1000);
-  const all = JSON.parse(await ok(alpha, ['get', 'pods', '-o', 'json'])).items as Json[];
+  const all = JSON.parse(await kubectlOk(alpha, ['get', 'pods', '-o', 'json'])).items as Json[];
   t.same(
     all.map((item) => [item.metadata.name, item.spec.priorityClassName]).sort(),
     [
@@ -202,7 +183,7 @@ t.test("pods take their tenant's own class upstream and read its name back, in J
     ],
     'a list (the byte-level path) names its own classes as alpha does',
   );
-  const wide = await ok(alpha, ['get', 'pods', '-o', 'yaml']);
+  const wide = await kubectlOk(alpha, ['get', 'pods', '-o', 'yaml']);
   t.notMatch(wide, new RegExp(`${alpha.id}-`), 'no prefix anywhere in the YAML');
 
   const h2 = connectH2(credentialsOf(alpha.kubeconfig));
@@ -230,15 +211,15 @@ t.test("a Deployment's pods, made upstream, take the tenant's own class; its Rep
       },
     },
   };
-  await ok(bravo, ['create', '-f', '-'], JSON.stringify(deployment));
-  const made = await until('the ReplicaSet controller made the pod', async () => {
+  await kubectlOk(bravo, ['create', '-f', '-'], JSON.stringify(deployment));
+  const made = await eventually('the ReplicaSet controller made the pod', async () => {
     const pods = JSON.parse(await direct(['get', 'pods', '-n', `${bravo.id}-default`, '-l', 'app=workers', '-o', 'json'])).items as Json[];
     return pods.length > 0 ? pods[0] : undefined;
   });
   t.equal(made.spec.priority, 10, "bravo's value, upstream");
-  const replicaSets = JSON.parse(await ok(bravo, ['get', 'replicasets', '-l', 'app=workers', '-o', 'json'])).items as Json[];
+  const replicaSets = JSON.parse(await kubectlOk(bravo, ['get', 'replicasets', '-l', 'app=workers', '-o', 'json'])).items as Json[];
   t.equal(replicaSets[0]?.spec.template.spec.priorityClassName, 'mine');
-  t.equal(JSON.parse(await ok(bravo, ['get', 'deployment', 'workers', '-o', 'json'])).spec.template.spec.priorityClassName, 'mine');
+  t.equal(JSON.parse(await kubectlOk(bravo, ['get', 'deployment', 'workers', '-o', 'json'])).spec.template.spec.priorityClassName, 'mine');
 });
 
 t.test("the platform's classes stay read-only; a name the platform uses is taken", async (t) => {
@@ -265,16 +246,16 @@ t.test("a Tenant's band bounds its classes, in tenantgate and upstream; a restri
   const tooHigh = await charlie.kubectl(['create', '-f', '-'], { input: priorityClass('big', 1000) });
   t.not(tooHigh.code, 0);
   t.match(tooHigh.stderr, /outside the values this tenant's priority classes may take \(-2147483648 to 500\)/, tooHigh.stderr);
-  await ok(charlie, ['create', '-f', '-'], priorityClass('small', 400));
-  await ok(charlie, ['create', '-f', '-'], pod('own', 'small'));
+  await kubectlOk(charlie, ['create', '-f', '-'], priorityClass('small', 400));
+  await kubectlOk(charlie, ['create', '-f', '-'], pod('own', 'small'));
   t.equal((await upstreamPod(charlie, 'own')).spec.priority, 400, 'its own class, though its Tenant allows only one platform class');
   t.notOk((await names(charlie)).includes(PLATFORM_MID), 'a platform class it may not use is not in its list');
   const hidden = await charlie.kubectl(['create', '-f', '-'], { input: pod('hidden', PLATFORM_MID) });
   t.match(hidden.stderr, /not one of the priority classes this tenant may use/, 'a pod naming it is refused in words');
   // Its name is free to charlie: a class of its own by that name shadows the platform's.
-  await ok(charlie, ['create', '-f', '-'], priorityClass(PLATFORM_MID, 450));
-  t.equal(JSON.parse(await ok(charlie, ['get', 'priorityclass', PLATFORM_MID, '-o', 'json'])).value, 450);
-  await until('its own class of that name is known', async () =>
+  await kubectlOk(charlie, ['create', '-f', '-'], priorityClass(PLATFORM_MID, 450));
+  t.equal(JSON.parse(await kubectlOk(charlie, ['get', 'priorityclass', PLATFORM_MID, '-o', 'json'])).value, 450);
+  await eventually('its own class of that name is known', async () =>
     (await charlie.kubectl(['create', '-f', '-'], { input: pod('shadow', PLATFORM_MID) })).code === 0 ? true : undefined,
   );
   t.equal((await upstreamPod(charlie, 'shadow')).spec.priority, 450, 'its pod takes its own class');
@@ -315,16 +296,16 @@ t.test('bypassing conversion, a tenant identity writes only classes labelled its
 });
 
 t.test("a tenant deletes its own class; the other tenant's of the same name stays", async (t) => {
-  await ok(bravo, ['create', '-f', '-'], priorityClass('mine', 10));
-  await ok(alpha, ['delete', 'priorityclass', 'mine']);
+  await kubectlOk(bravo, ['create', '-f', '-'], priorityClass('mine', 10));
+  await kubectlOk(alpha, ['delete', 'priorityclass', 'mine']);
   t.not((await alpha.kubectl(['get', 'priorityclass', 'mine'])).code, 0, 'gone for alpha');
-  t.equal(JSON.parse(await ok(bravo, ['get', 'priorityclass', 'mine', '-o', 'json'])).value, 10, "bravo's is there");
+  t.equal(JSON.parse(await kubectlOk(bravo, ['get', 'priorityclass', 'mine', '-o', 'json'])).value, 10, "bravo's is there");
   // Without its own default, alpha's next pod gets none of alpha's.
-  await until("alpha's default is gone", async () => {
-    const table = await ok(alpha, ['get', 'priorityclasses', '-o', 'json']);
+  await eventually("alpha's default is gone", async () => {
+    const table = await kubectlOk(alpha, ['get', 'priorityclasses', '-o', 'json']);
     return (JSON.parse(table).items as Json[]).some((item) => item.globalDefault === true && item.metadata.name === 'mine') ? undefined : true;
   });
-  await ok(alpha, ['create', '-f', '-'], pod('after'));
+  await kubectlOk(alpha, ['create', '-f', '-'], pod('after'));
   t.not((await upstreamPod(alpha, 'after')).spec.priorityClassName ?? '', `${alpha.id}-mine`);
 });
 
@@ -350,7 +331,7 @@ t.test('a chart that ships a PriorityClass and a Deployment naming it installs, 
     });
     t.equal(installed.code, 0, `helm install as ${tenant.id}: ${installed.stderr}`);
   }
-  const made = await until("the chart's pod upstream", async () => {
+  const made = await eventually("the chart's pod upstream", async () => {
     const pods = JSON.parse(await direct(['get', 'pods', '-n', `${alpha.id}-default`, '-l', 'app=batch', '-o', 'json'])).items as Json[];
     return pods.length > 0 ? pods[0] : undefined;
   });
@@ -360,8 +341,8 @@ t.test('a chart that ships a PriorityClass and a Deployment naming it installs, 
     timeoutMs: 90_000,
   });
   t.equal(upgraded.code, 0, `helm upgrade: ${upgraded.stderr}`);
-  t.equal(JSON.parse(await ok(alpha, ['get', 'priorityclass', 'batch-high', '-o', 'json'])).description, 'second', 'upgraded');
-  t.equal(JSON.parse(await ok(bravo, ['get', 'priorityclass', 'batch-high', '-o', 'json'])).description, 'first', "bravo's release is its own");
+  t.equal(JSON.parse(await kubectlOk(alpha, ['get', 'priorityclass', 'batch-high', '-o', 'json'])).description, 'second', 'upgraded');
+  t.equal(JSON.parse(await kubectlOk(bravo, ['get', 'priorityclass', 'batch-high', '-o', 'json'])).description, 'first', "bravo's release is its own");
   const uninstalled = await runCommand(helm, ['uninstall', 'batch', '--namespace', 'default', '--kubeconfig', alpha.kubeconfig], { env, timeoutMs: 90_000 });
   t.equal(uninstalled.code, 0, `helm uninstall: ${uninstalled.stderr}`);
   t.not((await alpha.kubectl(['get', 'priorityclass', 'batch-high'])).code, 0, 'the class went with the release');

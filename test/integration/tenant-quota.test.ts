@@ -7,6 +7,7 @@ import { connectH2, credentialsOf, h2Request } from '../helpers/http.ts';
 import { encodeBody, goModuleCache, loadProtoMessages } from '../helpers/k8s-proto.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
+import { kubectlOk } from '../helpers/kit.ts';
 
 type Json = Record<string, any>;
 
@@ -39,13 +40,8 @@ const quota = {
 };
 const foo = (name: string) => JSON.stringify({ apiVersion: `${GROUP}/v1`, kind: 'Foo', metadata: { name, namespace: 'default' } });
 
-async function ok(tenant: TestTenant, args: string[], input?: string): Promise<string> {
-  const r = await tenant.kubectl(args, { input });
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} as ${tenant.id}: ${r.stderr}`);
-  return r.stdout;
-}
-
-const quotaOf = async (tenant: TestTenant): Promise<Json> => JSON.parse(await ok(tenant, ['get', 'resourcequota', QUOTA, '-n', 'default', '-o', 'json']));
+const quotaOf = async (tenant: TestTenant): Promise<Json> =>
+  JSON.parse(await kubectlOk(tenant, ['get', 'resourcequota', QUOTA, '-n', 'default', '-o', 'json']));
 
 /** Reads the tenant's quota until status.used counts `want` foos (bounded): the quota controller's work. */
 async function untilUsed(tenant: TestTenant, want: string): Promise<Json> {
@@ -68,10 +64,19 @@ async function untilCounted(tenant: TestTenant, limit: string): Promise<void> {
     const got = await quotaOf(tenant);
     if (got.status?.used?.[COUNT] !== undefined) break;
     if (Date.now() > deadline) throw new Error(`${tenant.id}'s quota never counted foos within ${WAIT_MS} ms: ${JSON.stringify(got.status)}`);
-    await ok(tenant, ['patch', 'resourcequota', QUOTA, '-n', 'default', '--type=merge', '-p', JSON.stringify({ spec: { hard: { [COUNT]: String(bump) } } })]);
+    await kubectlOk(tenant, [
+      'patch',
+      'resourcequota',
+      QUOTA,
+      '-n',
+      'default',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ spec: { hard: { [COUNT]: String(bump) } } }),
+    ]);
     await new Promise((resolve) => setTimeout(resolve, 1_000));
   }
-  await ok(tenant, ['patch', 'resourcequota', QUOTA, '-n', 'default', '--type=merge', '-p', JSON.stringify({ spec: { hard: { [COUNT]: limit } } })]);
+  await kubectlOk(tenant, ['patch', 'resourcequota', QUOTA, '-n', 'default', '--type=merge', '-p', JSON.stringify({ spec: { hard: { [COUNT]: limit } } })]);
 }
 
 t.before(async () => {
@@ -83,8 +88,8 @@ t.before(async () => {
   bravo = await createTestTenant(stack, 'qtbrav');
   alphaSession = connectH2(credentialsOf(alpha.kubeconfig));
   for (const tenant of [alpha, bravo]) {
-    await ok(tenant, ['apply', '-f', '-'], JSON.stringify(crd));
-    await ok(tenant, ['wait', '--for=condition=Established', `crd/foos.${GROUP}`, '--timeout=60s']);
+    await kubectlOk(tenant, ['apply', '-f', '-'], JSON.stringify(crd));
+    await kubectlOk(tenant, ['wait', '--for=condition=Established', `crd/foos.${GROUP}`, '--timeout=60s']);
   }
   // alpha's quota as a typed client sends it (protobuf), bravo's as kubectl does (JSON): same name, same keys.
   const body = encodeBody(messages, 'k8s.io.api.core.v1.ResourceQuota', quota);
@@ -93,7 +98,7 @@ t.before(async () => {
     body,
   });
   if (created.status !== 201) throw new Error(`alpha's quota as protobuf: ${created.status} ${created.body.slice(0, 400)}`);
-  await ok(bravo, ['create', '-f', '-'], JSON.stringify(quota));
+  await kubectlOk(bravo, ['create', '-f', '-'], JSON.stringify(quota));
   await untilCounted(alpha, '2');
   await untilCounted(bravo, '2');
 });
@@ -106,7 +111,7 @@ t.test("a tenant's quota counts its own custom resources, under its own names", 
   const before = await untilUsed(alpha, '0');
   t.same(before.spec.hard, quota.spec.hard, 'alpha reads back the keys it sent (protobuf)');
   t.same(Object.keys(before.status.hard).sort(), Object.keys(quota.spec.hard).sort());
-  await ok(alpha, ['create', '-f', '-'], foo('one'));
+  await kubectlOk(alpha, ['create', '-f', '-'], foo('one'));
   const after = await untilUsed(alpha, '1');
   t.equal(after.status.used['count/configmaps'] !== undefined, true, 'built-in counts stay as they are');
   t.notMatch(JSON.stringify(after), /qtalfa|qtbrav/, 'no prefix anywhere in the tenant view');
@@ -121,23 +126,23 @@ t.test("a tenant's quota counts its own custom resources, under its own names", 
 });
 
 t.test("the quota is enforced on the tenant's custom resources, and says so in its own names", async (t) => {
-  await ok(alpha, ['create', '-f', '-'], foo('two'));
+  await kubectlOk(alpha, ['create', '-f', '-'], foo('two'));
   const refused = await alpha.kubectl(['create', '-f', '-'], { input: foo('three') });
   t.not(refused.code, 0, 'a third foo exceeds the quota of 2');
   t.match(refused.stderr, /exceeded quota/);
   t.notMatch(refused.stderr, /qtalfa/, 'the refusal names the tenant group as the tenant does');
-  await ok(bravo, ['create', '-f', '-'], foo('three'));
+  await kubectlOk(bravo, ['create', '-f', '-'], foo('three'));
   t.equal((await untilUsed(bravo, '1')).status.used[COUNT], '1', "bravo's own foo is counted by bravo's quota alone");
   t.equal((await untilUsed(alpha, '2')).status.used[COUNT], '2');
 });
 
 t.test('lists, tables and watches show each tenant its own quota only', async (t) => {
-  const list = JSON.parse(await ok(alpha, ['get', 'resourcequotas', '-A', '-o', 'json']));
+  const list = JSON.parse(await kubectlOk(alpha, ['get', 'resourcequotas', '-A', '-o', 'json']));
   t.same(
     list.items.map((item: Json) => [item.metadata.namespace, item.metadata.name, item.spec.hard]),
     [['default', QUOTA, quota.spec.hard]],
   );
-  const table = await ok(alpha, ['get', 'resourcequota', QUOTA, '-n', 'default']);
+  const table = await kubectlOk(alpha, ['get', 'resourcequota', QUOTA, '-n', 'default']);
   t.match(table, COUNT, 'kubectl get prints the count under the tenant group');
   t.notMatch(table, /qtalfa/);
   const watched = await alpha.kubectl(['get', 'resourcequotas', '-n', 'default', '--watch', '--output-watch-events', '-o', 'json', '--request-timeout=3s']);

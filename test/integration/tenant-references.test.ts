@@ -11,6 +11,7 @@ import { credentialsOf, h1Request } from '../helpers/http.ts';
 import { SHARED_TENANT_RBAC } from '../../lib/tenants/bootstrap.ts';
 import { startStack, type KubectlResult, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, withoutBuiltinRoles, type TestTenant } from '../helpers/tenants.ts';
+import { poll, succeeded } from '../helpers/kit.ts';
 
 let stack: Stack;
 let echo: TestTenant;
@@ -35,11 +36,7 @@ function asBob(args: string[]): Promise<KubectlResult> {
   return stack.kubectl([`--cache-dir=${join(scratch, 'cache', 'bob')}`, ...args], { kubeconfig: bobKubeconfig });
 }
 
-async function ok(tenant: TestTenant, args: string[], input?: string): Promise<string> {
-  const r = await as(tenant, args, input);
-  if (r.code !== 0) throw new Error(`${tenant.id}: kubectl ${args.join(' ')}: ${r.stderr}`);
-  return r.stdout;
-}
+const ok = (tenant: TestTenant, args: string[], input?: string) => succeeded(as(tenant, args, input), `${tenant.id}: kubectl ${args.join(' ')}`);
 
 const apply = (tenant: TestTenant, object: object) => ok(tenant, ['apply', '-f', '-'], JSON.stringify(object));
 const getJson = async (tenant: TestTenant, args: string[]) => JSON.parse(await ok(tenant, ['get', ...args, '-o', 'json']));
@@ -58,17 +55,8 @@ async function exists(tenant: TestTenant, args: string[]): Promise<boolean> {
 }
 
 /** Polls `probe` until it returns a value other than undefined, or `timeoutMs` passes (then undefined). */
-async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T | undefined> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
-
 /** Polls until the object is gone for the tenant; true when it went. */
-const goneEventually = async (tenant: TestTenant, args: string[]) => (await eventually(async () => ((await exists(tenant, args)) ? undefined : true))) === true;
+const goneEventually = async (tenant: TestTenant, args: string[]) => (await poll(async () => ((await exists(tenant, args)) ? undefined : true))) === true;
 
 /** The same CRD for both tenants (widgets.example.com) with a spec field of each tenant's own, to tell them apart. */
 function widgetCrd(owner: string, field: string) {
@@ -128,7 +116,7 @@ t.before(async () => {
   for (const tenant of [echo, foxtrot]) {
     await ok(tenant, ['wait', '--for=condition=Established', 'crd/widgets.example.com', '--timeout=60s']);
     const widget = JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'parent', namespace: 'shop' }, spec: {} });
-    const created = await eventually(async () => ((await as(tenant, ['apply', '-f', '-'], widget)).code === 0 ? true : undefined));
+    const created = await poll(async () => ((await as(tenant, ['apply', '-f', '-'], widget)).code === 0 ? true : undefined));
     if (created !== true) throw new Error(`${tenant.id}: the Widget kind was not served in time`);
   }
 });
@@ -293,7 +281,7 @@ t.test("a service account bound cluster-wide reads in its tenant's namespaces on
   );
   const robot = (args: string[]) => stack.rig.kubectl([`--cache-dir=${join(scratch, 'cache', 'robot')}`, ...args], { kubeconfig });
   // (Raw paths: the upstream's discovery is not for tenant identities, see --confine-upstream-discovery.)
-  const own = await eventually(async () => {
+  const own = await poll(async () => {
     const r = await robot(['get', '--raw', '/api/v1/namespaces/echo05-shop/secrets/mine']);
     return r.code === 0 ? r : undefined;
   });
@@ -363,7 +351,7 @@ t.test("webhook configurations apply to the tenant's namespaces only, and read b
     webhooks: [webhook('wall.example.com', 'Fail')],
   });
   let n = 0;
-  const blocked = await eventually(async () => {
+  const blocked = await poll(async () => {
     const r = await as(echo, ['-n', 'shop', 'create', 'configmap', `probe-${++n}`]);
     return r.code === 0 ? undefined : r;
   });
@@ -378,7 +366,7 @@ t.test("webhook configurations apply to the tenant's namespaces only, and read b
   await ok(echo, ['delete', 'validatingwebhookconfiguration', 'wall']);
   await ok(echo, ['delete', 'mutatingwebhookconfiguration', 'stamp']);
   t.ok(
-    await eventually(async () => ((await as(echo, ['-n', 'shop', 'create', 'configmap', `probe-${++n}`])).code === 0 ? true : undefined)),
+    await poll(async () => ((await as(echo, ['-n', 'shop', 'create', 'configmap', `probe-${++n}`])).code === 0 ? true : undefined)),
     'echo creates again without it',
   );
 });
@@ -437,7 +425,7 @@ t.test('kubectl explain shows each tenant its own schema of the same kind', asyn
     [foxtrot, 'flavour', 'colour'],
   ] as const) {
     // The apiserver publishes a new CRD's schema a few seconds after it is established.
-    const explained = await eventually(async () => {
+    const explained = await poll(async () => {
       const r = await as(tenant, ['explain', 'widgets.spec']);
       return r.code === 0 && r.stdout.includes(field) ? r.stdout : undefined;
     });
@@ -634,9 +622,8 @@ t.test("a tenant's aggregate-to-view ClusterRole never feeds the upstream's own 
   const labels = (await getJson(echo, ['clusterrole', 'feeds-view'])).metadata.labels;
   t.same(labels, { 'rbac.authorization.k8s.io/aggregate-to-view': 'true' }, 'echo reads its label as it wrote it');
   // The aggregation controller updates view within a second of a matching role; give it five.
-  const aggregated = await eventually(
-    async () => (JSON.stringify((await upstreamJson(['clusterrole', 'view'])).rules).includes(marker) ? true : undefined),
-    5_000,
-  );
+  const aggregated = await poll(async () => (JSON.stringify((await upstreamJson(['clusterrole', 'view'])).rules).includes(marker) ? true : undefined), {
+    withinMs: 5_000,
+  });
   t.notOk(aggregated, "the upstream's own view role did not aggregate echo's rule");
 });

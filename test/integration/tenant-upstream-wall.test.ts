@@ -4,6 +4,7 @@ import t from 'tap';
 import { TENANT_CLUSTER_SCOPE_GROUP } from '../../lib/auth/impersonation.ts';
 import { startStack, type KubectlResult, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
+import { poll, succeeded } from '../helpers/kit.ts';
 
 let stack: Stack;
 let golf: TestTenant;
@@ -14,11 +15,6 @@ const RBAC = 'rbac.authorization.k8s.io';
 /** Where a tenant's ClusterRoleBindings are kept upstream: tenantgate's custom resources. */
 const STORED_BINDINGS = 'clusterrolebindings.rbac.tenantgate.kubezoo.io';
 
-async function ok(r: Promise<KubectlResult>, what: string): Promise<string> {
-  const done = await r;
-  if (done.code !== 0) throw new Error(`${what}: ${done.stderr}`);
-  return done.stdout;
-}
 const asAlice = (args: string[]) => stack.kubectl(args, { kubeconfig: aliceKubeconfig });
 /** kubectl straight at the upstream, as tenantgate would impersonate tenant `id`'s admin (at the cluster scope: every group). */
 const asTenantIdentity = (id: string, args: string[], input?: string) =>
@@ -26,15 +22,6 @@ const asTenantIdentity = (id: string, args: string[], input?: string) =>
     ['--as', `${id}-admin`, '--as-group', `${id}:system:authenticated`, '--as-group', TENANT_CLUSTER_SCOPE_GROUP, '--as-user-extra', `tenant=${id}`, ...args],
     { input },
   );
-
-async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T | undefined> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
 
 t.before(async () => {
   stack = await startStack();
@@ -45,8 +32,8 @@ t.before(async () => {
     [golf, 'golf'],
     [kilo, 'kilo'],
   ] as const) {
-    await ok(tenant.kubectl(['create', 'namespace', 'shop']), 'namespace');
-    await ok(tenant.kubectl(['-n', 'shop', 'create', 'configmap', 'settings', `--from-literal=owner=${value}`]), 'configmap');
+    await succeeded(tenant.kubectl(['create', 'namespace', 'shop']), 'namespace');
+    await succeeded(tenant.kubectl(['-n', 'shop', 'create', 'configmap', 'settings', `--from-literal=owner=${value}`]), 'configmap');
   }
 });
 t.teardown(() => stack?.stop());
@@ -61,9 +48,9 @@ t.test("a user may list configmaps across namespaces only once a ClusterRoleBind
   );
   t.notMatch(refused.stderr, /golf07|tenantgate:cluster/, 'no upstream name in it');
 
-  await ok(golf.kubectl(['create', 'clusterrole', 'cm-reader', '--verb=get,list,watch', '--resource=configmaps']), 'clusterrole');
-  await ok(golf.kubectl(['create', 'clusterrolebinding', 'alice-reads', '--clusterrole=cm-reader', '--user=alice']), 'clusterrolebinding');
-  const listed = await eventually(async () => {
+  await succeeded(golf.kubectl(['create', 'clusterrole', 'cm-reader', '--verb=get,list,watch', '--resource=configmaps']), 'clusterrole');
+  await succeeded(golf.kubectl(['create', 'clusterrolebinding', 'alice-reads', '--clusterrole=cm-reader', '--user=alice']), 'clusterrolebinding');
+  const listed = await poll(async () => {
     const r = await asAlice(['get', 'configmaps', '-A', '-o', 'json']);
     return r.code === 0 ? (JSON.parse(r.stdout).items as { metadata: { namespace: string; name: string }; data?: { owner?: string } }[]) : undefined;
   });
@@ -76,7 +63,7 @@ t.test("a user may list configmaps across namespaces only once a ClusterRoleBind
     listed?.some((item) => item.data?.owner === 'kilo' || item.metadata.namespace.includes('kilo08')),
     "nothing of kilo's",
   );
-  const perNamespace = await eventually(async () => {
+  const perNamespace = await poll(async () => {
     const r = await asAlice(['-n', 'shop', 'get', 'configmap', 'settings', '-o', 'jsonpath={.data.owner}']);
     return r.code === 0 ? r.stdout : undefined;
   });
@@ -91,14 +78,14 @@ t.test("a user may list configmaps across namespaces only once a ClusterRoleBind
     kind: 'SubjectAccessReview',
     spec: { user: 'alice', resourceAttributes: { verb: 'list', resource: 'configmaps' } },
   });
-  const answered = JSON.parse(await ok(golf.kubectl(['create', '-f', '-', '-o', 'json'], { input: review }), 'review'));
+  const answered = JSON.parse(await succeeded(golf.kubectl(['create', '-f', '-', '-o', 'json'], { input: review }), 'review'));
   t.equal(answered.status.allowed, true, 'a SubjectAccessReview about alice at the cluster scope: allowed');
   t.match(answered.status.reason, /ClusterRoleBinding "alice-reads" of ClusterRole "cm-reader" to User "alice"/, "by her ClusterRoleBinding, in golf's names");
 
-  await ok(golf.kubectl(['delete', 'clusterrolebinding', 'alice-reads']), 'unbind');
-  const gone = await eventually(async () => ((await asAlice(['get', 'configmaps', '-A'])).code !== 0 ? true : undefined));
+  await succeeded(golf.kubectl(['delete', 'clusterrolebinding', 'alice-reads']), 'unbind');
+  const gone = await poll(async () => ((await asAlice(['get', 'configmaps', '-A'])).code !== 0 ? true : undefined));
   t.ok(gone, 'unbound, alice is refused again');
-  const expansions = await eventually(async () => {
+  const expansions = await poll(async () => {
     const r = await stack.kubectlDirect(['get', 'rolebindings', '-A', '-o', 'name', '--field-selector', 'metadata.name=tenantgate:crb:golf07-alice-reads']);
     return r.stdout.trim() === '' ? true : undefined;
   });
@@ -123,19 +110,22 @@ t.test("upstream, a tenant identity cannot read or write another tenant's namesp
   await probes('as bootstrapped');
 
   // Everything on everything, bound to the admin through tenantgate.
-  await ok(golf.kubectl(['create', 'clusterrole', 'everything', '--verb=*', '--resource=*.*']), 'clusterrole');
-  await ok(golf.kubectl(['create', 'clusterrolebinding', 'admin-everything', '--clusterrole=everything', '--user=admin']), 'binding');
-  await ok(golf.kubectl(['create', 'clusterrolebinding', 'all-everything', '--clusterrole=everything', '--group=system:authenticated']), 'binding');
-  await eventually(async () => {
+  await succeeded(golf.kubectl(['create', 'clusterrole', 'everything', '--verb=*', '--resource=*.*']), 'clusterrole');
+  await succeeded(golf.kubectl(['create', 'clusterrolebinding', 'admin-everything', '--clusterrole=everything', '--user=admin']), 'binding');
+  await succeeded(golf.kubectl(['create', 'clusterrolebinding', 'all-everything', '--clusterrole=everything', '--group=system:authenticated']), 'binding');
+  await poll(async () => {
     const r = await stack.kubectlDirect(['get', 'rolebindings', '-n', 'golf07-shop', '-o', 'name']);
     return r.stdout.includes('tenantgate:crb:golf07-admin-everything') ? true : undefined;
   });
   await probes('after binding * on * to its admin and its authenticated group');
-  const unchanged = await ok(stack.kubectlDirect(['-n', 'kilo08-shop', 'get', 'configmap', 'settings', '-o', 'jsonpath={.data.owner}']), 'upstream read');
+  const unchanged = await succeeded(
+    stack.kubectlDirect(['-n', 'kilo08-shop', 'get', 'configmap', 'settings', '-o', 'jsonpath={.data.owner}']),
+    'upstream read',
+  );
   t.equal(unchanged, 'kilo', "kilo's configmap is as kilo wrote it");
   const planted = await stack.kubectlDirect(['-n', 'kilo08-shop', 'get', 'configmap', 'planted']);
   t.not(planted.code, 0, "nothing was planted in kilo's namespace");
-  const upstreamBinding = JSON.parse(await ok(stack.kubectlDirect(['get', STORED_BINDINGS, 'golf07-admin-everything', '-o', 'json']), 'binding'));
+  const upstreamBinding = JSON.parse(await succeeded(stack.kubectlDirect(['get', STORED_BINDINGS, 'golf07-admin-everything', '-o', 'json']), 'binding'));
   t.same(
     upstreamBinding.subjects.map((s: { name: string }) => s.name),
     ['tenantgate:cluster:golf07-admin'],
@@ -145,10 +135,10 @@ t.test("upstream, a tenant identity cannot read or write another tenant's namesp
 });
 
 t.test("the tenant admin lists across its namespaces through tenantgate, and kilo's admin sees none of golf's", async (t) => {
-  const golfAll = JSON.parse(await ok(golf.kubectl(['get', 'configmaps', '-A', '-o', 'json']), 'list')).items as { data?: { owner?: string } }[];
+  const golfAll = JSON.parse(await succeeded(golf.kubectl(['get', 'configmaps', '-A', '-o', 'json']), 'list')).items as { data?: { owner?: string } }[];
   t.ok(golfAll.some((item) => item.data?.owner === 'golf'));
   t.notOk(golfAll.some((item) => item.data?.owner === 'kilo'));
-  const kiloAll = JSON.parse(await ok(kilo.kubectl(['get', 'configmaps', '-A', '-o', 'json']), 'list')).items as { data?: { owner?: string } }[];
+  const kiloAll = JSON.parse(await succeeded(kilo.kubectl(['get', 'configmaps', '-A', '-o', 'json']), 'list')).items as { data?: { owner?: string } }[];
   t.notOk(kiloAll.some((item) => item.data?.owner === 'golf'));
   const pods = await kilo.kubectl(['get', 'pods', '-A', '-o', 'json']);
   t.equal(pods.code, 0, `label-filtered kinds too: ${pods.stderr}`);
@@ -168,7 +158,7 @@ t.test('in a namespace that does not exist the admin gets "not found" as in any 
 });
 
 t.test('a tenant ClusterRoleBinding of an older tenantgate (real, real subjects) is moved to the stored form with shadow subjects', async (t) => {
-  await ok(
+  await succeeded(
     stack.kubectlDirect(['create', '-f', '-'], {
       input: JSON.stringify({
         apiVersion: `${RBAC}/v1`,
@@ -180,30 +170,32 @@ t.test('a tenant ClusterRoleBinding of an older tenantgate (real, real subjects)
     }),
     'legacy binding',
   );
-  const migrated = await eventually(async () => {
-    const r = await stack.kubectlDirect(['get', STORED_BINDINGS, 'golf07-legacy', '-o', 'jsonpath={.subjects[0].name}']);
-    return r.stdout === 'tenantgate:cluster:golf07-alice' ? r.stdout : undefined;
-  }, 40_000);
-  t.equal(migrated, 'tenantgate:cluster:golf07-alice');
-  const real = await eventually(
-    async () => ((await stack.kubectlDirect(['get', 'clusterrolebinding', 'golf07-legacy'])).code !== 0 ? true : undefined),
-    40_000,
+  const migrated = await poll(
+    async () => {
+      const r = await stack.kubectlDirect(['get', STORED_BINDINGS, 'golf07-legacy', '-o', 'jsonpath={.subjects[0].name}']);
+      return r.stdout === 'tenantgate:cluster:golf07-alice' ? r.stdout : undefined;
+    },
+    { withinMs: 40_000 },
   );
+  t.equal(migrated, 'tenantgate:cluster:golf07-alice');
+  const real = await poll(async () => ((await stack.kubectlDirect(['get', 'clusterrolebinding', 'golf07-legacy'])).code !== 0 ? true : undefined), {
+    withinMs: 40_000,
+  });
   t.ok(real, 'the real ClusterRoleBinding is gone');
-  const seen = JSON.parse(await ok(golf.kubectl(['get', 'clusterrolebinding', 'legacy', '-o', 'json']), 'the tenant reads it'));
+  const seen = JSON.parse(await succeeded(golf.kubectl(['get', 'clusterrolebinding', 'legacy', '-o', 'json']), 'the tenant reads it'));
   t.same([seen.roleRef.name, seen.subjects], ['cm-reader', [{ apiGroup: RBAC, kind: 'User', name: 'alice' }]], 'the tenant reads it as before');
 });
 
 t.test('the shared tenant ClusterRole, widened as an older tenantgate made it, is narrowed again', async (t) => {
-  const role = JSON.parse(await ok(stack.kubectlDirect(['get', 'clusterrole', 'tenantgate:tenant-cluster-scope', '-o', 'json']), 'role'));
+  const role = JSON.parse(await succeeded(stack.kubectlDirect(['get', 'clusterrole', 'tenantgate:tenant-cluster-scope', '-o', 'json']), 'role'));
   t.notOk(
     role.rules.some((rule: { resources: string[] }) => rule.resources.includes('*') || rule.resources.includes('configmaps')),
     'no namespaced resource in it',
   );
   role.rules.unshift({ apiGroups: ['*'], resources: ['*'], verbs: ['get', 'list', 'watch'] });
-  await ok(stack.kubectlDirect(['replace', '-f', '-'], { input: JSON.stringify(role) }), 'widen');
-  const narrowed = await eventually(async () => {
-    const r = JSON.parse(await ok(stack.kubectlDirect(['get', 'clusterrole', 'tenantgate:tenant-cluster-scope', '-o', 'json']), 'role'));
+  await succeeded(stack.kubectlDirect(['replace', '-f', '-'], { input: JSON.stringify(role) }), 'widen');
+  const narrowed = await poll(async () => {
+    const r = JSON.parse(await succeeded(stack.kubectlDirect(['get', 'clusterrole', 'tenantgate:tenant-cluster-scope', '-o', 'json']), 'role'));
     return r.rules.some((rule: { resources: string[] }) => rule.resources.includes('*')) ? undefined : true;
   });
   t.ok(narrowed, 'the lifecycle controller applied the narrow rules again');
@@ -230,13 +222,13 @@ t.test('the admin keeps its cluster-scoped custom resources, and another tenant 
       ],
     },
   };
-  await ok(golf.kubectl(['apply', '-f', '-'], { input: JSON.stringify(crd) }), 'crd');
-  await ok(golf.kubectl(['wait', '--for=condition=Established', 'crd/gadgets.example.com', '--timeout=60s']), 'established');
+  await succeeded(golf.kubectl(['apply', '-f', '-'], { input: JSON.stringify(crd) }), 'crd');
+  await succeeded(golf.kubectl(['wait', '--for=condition=Established', 'crd/gadgets.example.com', '--timeout=60s']), 'established');
   const gadget = JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Gadget', metadata: { name: 'g1' }, colour: 'green' });
-  const created = await eventually(async () => ((await golf.kubectl(['apply', '-f', '-'], { input: gadget })).code === 0 ? true : undefined), 30_000);
+  const created = await poll(async () => ((await golf.kubectl(['apply', '-f', '-'], { input: gadget })).code === 0 ? true : undefined), { withinMs: 30_000 });
   t.ok(created, 'golf creates a cluster-scoped custom resource');
-  t.equal(await ok(golf.kubectl(['get', 'gadget', 'g1', '-o', 'jsonpath={.colour}']), 'get'), 'green', 'and reads it');
-  const names = await ok(golf.kubectl(['get', 'gadgets', '-o', 'name']), 'list');
+  t.equal(await succeeded(golf.kubectl(['get', 'gadget', 'g1', '-o', 'jsonpath={.colour}']), 'get'), 'green', 'and reads it');
+  const names = await succeeded(golf.kubectl(['get', 'gadgets', '-o', 'name']), 'list');
   t.match(names, /gadget\.example\.com\/g1/, 'and lists them');
   const foreign = await asTenantIdentity('kilo08', ['get', 'gadgets.golf07-example.com', 'golf07-g1']);
   t.match(foreign.stderr, /forbidden/i, "kilo's identity cannot read golf's custom resource upstream");
@@ -249,9 +241,9 @@ t.test('the admin keeps its cluster-scoped custom resources, and another tenant 
   t.match(written.stderr, /may write only in its own API groups/, "nor write in golf's group, even under its own prefix: the policy says why");
   const deleted = await asTenantIdentity('kilo08', ['delete', 'gadgets.golf07-example.com', 'golf07-g1']);
   t.not(deleted.code, 0, "nor delete golf's");
-  t.equal(await ok(golf.kubectl(['get', 'gadget', 'g1', '-o', 'jsonpath={.colour}']), 'get'), 'green', "golf's gadget is still there");
+  t.equal(await succeeded(golf.kubectl(['get', 'gadget', 'g1', '-o', 'jsonpath={.colour}']), 'get'), 'green', "golf's gadget is still there");
   t.match(
-    await ok(golf.kubectl(['get', '--raw', '/apis/example.com/v1/gadgets/g1/status']), 'status'),
+    await succeeded(golf.kubectl(['get', '--raw', '/apis/example.com/v1/gadgets/g1/status']), 'status'),
     /"colour":"green"/,
     'and golf reads its status (made by tenantgate upstream)',
   );

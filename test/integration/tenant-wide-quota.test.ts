@@ -9,6 +9,7 @@ import { upstreamJson } from '../../lib/upstream/client.ts';
 import { connectH2, credentialsOf, h2Request } from '../helpers/http.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, withClient, type TestTenant } from '../helpers/tenants.ts';
+import { eventually, kubectlOk } from '../helpers/kit.ts';
 
 type Json = Record<string, any>;
 
@@ -35,12 +36,6 @@ function sessionOf(tenant: TestTenant): ClientHttp2Session {
   return session;
 }
 
-async function ok(tenant: TestTenant, args: string[], input?: string): Promise<string> {
-  const r = await tenant.kubectl(args, { input });
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} as ${tenant.id}: ${r.stderr}`);
-  return r.stdout;
-}
-
 async function patchTenant(id: string, spec: Json): Promise<void> {
   await withClient(stack.adminKubeconfig, async (pool) => {
     const patched = await upstreamJson(pool, 'PATCH', `${TENANTS_PATH}/${id}`, { spec }, { 'content-type': 'application/merge-patch+json' });
@@ -50,16 +45,6 @@ async function patchTenant(id: string, spec: Json): Promise<void> {
 
 async function tenantOf(id: string): Promise<Tenant> {
   return withClient(stack.adminKubeconfig, async (pool) => (await upstreamJson(pool, 'GET', `${TENANTS_PATH}/${id}`)).body as Tenant);
-}
-
-async function until<T>(what: string, check: () => Promise<T | undefined>, withinMs = WAIT_MS): Promise<T> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    const got = await check();
-    if (got !== undefined) return got;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${withinMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
 }
 
 /** The tenant's pods as the upstream has them, over all its namespaces (not through tenantgate). */
@@ -72,7 +57,7 @@ async function upstreamPodsOf(tenant: TestTenant): Promise<Json[]> {
 /** Sets the tenant's limits and waits until each of its namespaces has its share and the Tenant reports its use. */
 async function limitTo(tenant: TestTenant, hard: Record<string, string>): Promise<void> {
   await patchTenant(tenant.id, { quota: { hard } });
-  await until(`${tenant.id}'s status.quota shows ${JSON.stringify(hard)}`, async () => {
+  await eventually(`${tenant.id}'s status.quota shows ${JSON.stringify(hard)}`, async () => {
     const got = await tenantOf(tenant.id);
     return JSON.stringify(got.status?.quota?.hard) === JSON.stringify(hard) ? true : undefined;
   });
@@ -83,7 +68,7 @@ t.before(async () => {
   alpha = await createTestTenant(stack, 'wqalfa');
   bravo = await createTestTenant(stack, 'wqbrav');
   charlie = await createTestTenant(stack, 'wqchar');
-  for (const tenant of [alpha, bravo, charlie]) for (const namespace of NAMESPACES) await ok(tenant, ['create', 'namespace', namespace]);
+  for (const tenant of [alpha, bravo, charlie]) for (const namespace of NAMESPACES) await kubectlOk(tenant, ['create', 'namespace', namespace]);
   await limitTo(alpha, { pods: '4' });
   await limitTo(charlie, { pods: '10' });
 });
@@ -111,7 +96,7 @@ t.test("pods: 4 holds across two namespaces, with the refusal in the tenant's wo
   t.match(refusal.message, /exceeded quota/, "the apiserver's own words");
   t.notMatch(answers[4]!.body, /wqalfa-/, 'no upstream names in the refusal');
   t.equal((await upstreamPodsOf(alpha)).length, 4, 'upstream: exactly 4 pods of the tenant');
-  const status = await until('status.quota.used counts 4 pods', async () => {
+  const status = await eventually('status.quota.used counts 4 pods', async () => {
     const got = await tenantOf(alpha.id);
     return got.status?.quota?.used?.pods === '4' ? got.status.quota : undefined;
   });
@@ -120,9 +105,9 @@ t.test("pods: 4 holds across two namespaces, with the refusal in the tenant's wo
   const other = sessionOf(bravo);
   const created = await h2Request(other, 'POST', '/api/v1/namespaces/one/pods', { headers: { 'content-type': 'application/json' }, body: pod('p0') });
   t.equal(created.status, 201, 'another tenant, same namespace and pod names, is admitted while the first is at its limit');
-  await ok(alpha, ['delete', 'pods', '--all', '-n', 'one', '--wait=false']);
-  await ok(alpha, ['delete', 'pods', '--all', '-n', 'two', '--wait=false']);
-  await until("the tenant's pods are gone upstream", async () => ((await upstreamPodsOf(alpha)).length === 0 ? true : undefined));
+  await kubectlOk(alpha, ['delete', 'pods', '--all', '-n', 'one', '--wait=false']);
+  await kubectlOk(alpha, ['delete', 'pods', '--all', '-n', 'two', '--wait=false']);
+  await eventually("the tenant's pods are gone upstream", async () => ((await upstreamPodsOf(alpha)).length === 0 ? true : undefined));
 });
 
 t.test("a Deployment of 8 gets 4 pods: the controller's creates upstream are refused too, and its ReplicaSet says why", async (t) => {
@@ -136,17 +121,17 @@ t.test("a Deployment of 8 gets 4 pods: the controller's creates upstream are ref
       template: { metadata: { labels: { app: 'eight' } }, spec: { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] } },
     },
   };
-  await ok(alpha, ['apply', '-f', '-'], JSON.stringify(deployment));
-  await until("4 of the Deployment's pods upstream", async () => ((await upstreamPodsOf(alpha)).length === 4 ? true : undefined));
+  await kubectlOk(alpha, ['apply', '-f', '-'], JSON.stringify(deployment));
+  await eventually("4 of the Deployment's pods upstream", async () => ((await upstreamPodsOf(alpha)).length === 4 ? true : undefined));
   // The controller keeps trying: the count must stay at the limit.
   await new Promise((resolve) => setTimeout(resolve, 3_000));
   t.equal((await upstreamPodsOf(alpha)).length, 4, 'still 4 pods upstream after the controller retried');
-  const replicaSets = JSON.parse(await ok(alpha, ['get', 'replicasets', '-n', 'three', '-o', 'json'])).items as Json[];
+  const replicaSets = JSON.parse(await kubectlOk(alpha, ['get', 'replicasets', '-n', 'three', '-o', 'json'])).items as Json[];
   const failure = replicaSets.flatMap((rs) => (rs.status?.conditions ?? []) as Json[]).find((condition) => condition.type === 'ReplicaFailure');
   t.ok(failure, 'the ReplicaSet has a ReplicaFailure condition');
   t.match(failure?.message ?? '', /exceeded quota/, 'saying the quota was exceeded');
   t.notMatch(JSON.stringify(replicaSets), /wqalfa-/, "in the tenant's names");
-  await ok(alpha, ['delete', 'deployment', 'eight', '-n', 'three']);
+  await kubectlOk(alpha, ['delete', 'deployment', 'eight', '-n', 'three']);
 });
 
 t.test('20 parallel creates over 4 namespaces end at the limit exactly', async (t) => {
@@ -172,7 +157,7 @@ t.test('a lowered limit blocks new pods only; a raised one lets them in within s
   const admitted = await h2Request(session, 'POST', '/api/v1/namespaces/two/pods', { headers: { 'content-type': 'application/json' }, body: pod('r2') });
   t.equal(admitted.status, 201, 'raised: a new pod is admitted');
   // 11 of 12: a namespace made now and used at once holds no more than the one pod left.
-  await ok(charlie, ['create', 'namespace', 'five']);
+  await kubectlOk(charlie, ['create', 'namespace', 'five']);
   const first = await h2Request(session, 'POST', '/api/v1/namespaces/five/pods', { headers: { 'content-type': 'application/json' }, body: pod('s1') });
   const second = await h2Request(session, 'POST', '/api/v1/namespaces/five/pods', { headers: { 'content-type': 'application/json' }, body: pod('s2') });
   t.same([first.status, second.status], [201, 403], 'a brand-new namespace is under the limit from its first create');
@@ -180,7 +165,7 @@ t.test('a lowered limit blocks new pods only; a raised one lets them in within s
 });
 
 t.test('the tenant reads its share but cannot change or delete it', async (t) => {
-  const got = JSON.parse(await ok(alpha, ['get', 'resourcequota', TENANT_QUOTA_NAME, '-n', 'one', '-o', 'json']));
+  const got = JSON.parse(await kubectlOk(alpha, ['get', 'resourcequota', TENANT_QUOTA_NAME, '-n', 'one', '-o', 'json']));
   t.ok(got.spec.hard.pods !== undefined, 'readable, with its pods limit');
   const deleted = await alpha.kubectl(['delete', 'resourcequota', TENANT_QUOTA_NAME, '-n', 'one']);
   t.not(deleted.code, 0, 'delete refused');
@@ -207,12 +192,12 @@ t.test('a malformed quota is refused when the Tenant is written (400 naming the 
 
 t.test('a quota taken away removes the shares', async (t) => {
   await patchTenant(bravo.id, { quota: { hard: { pods: '3' } } });
-  await until('bravo has shares', async () => {
+  await eventually('bravo has shares', async () => {
     const r = await stack.kubectlDirect(['get', 'resourcequota', TENANT_QUOTA_NAME, '-n', `${bravo.id}-one`]);
     return r.code === 0 ? true : undefined;
   });
   await patchTenant(bravo.id, { quota: null });
-  await until("bravo's shares are gone", async () => {
+  await eventually("bravo's shares are gone", async () => {
     const r = await stack.kubectlDirect(['get', 'resourcequotas', '-A', '-l', `tenantgate.kubezoo.io/tenant-quota=${bravo.id}`, '-o', 'name']);
     return r.code === 0 && r.stdout.trim() === '' ? true : undefined;
   });

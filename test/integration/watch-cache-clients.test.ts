@@ -14,6 +14,7 @@ import { parseJsonStream, withoutRepeats } from '../helpers/normalize.ts';
 import { productionEnv, spawnGateway, startStack, stopChild, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
 import { settled, upstreamWatchCount, type WatchEvent } from '../helpers/watch-events.ts';
+import { eventually, kubectlOk } from '../helpers/kit.ts';
 
 let stack: Stack;
 let alpha: TestTenant;
@@ -39,16 +40,6 @@ t.teardown(async () => {
 // ---- helpers
 
 /** `what` may be a function, to say at the timeout what was last seen. */
-async function until<T>(what: string | (() => string), check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const got = await check();
-    if (got !== undefined && got !== false) return got;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${typeof what === 'string' ? what : what()}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 async function upstreamConfigmapWatches(): Promise<number> {
   const session = connectH2(credentialsOf(stack.upstreamKubeconfig));
   try {
@@ -71,12 +62,6 @@ async function cacheWatchers(): Promise<{ alpha: number; bravo: number }> {
   };
 }
 
-async function ok(tenant: TestTenant, args: string[], input?: string): Promise<string> {
-  const r = await tenant.kubectl(args, { input });
-  if (r.code !== 0) throw new Error(`${tenant.id}: kubectl ${args.join(' ')}: ${r.stderr}`);
-  return r.stdout;
-}
-
 /** A long-running kubectl of `tenant` (through `kubeconfig`, by default its own), its output as it comes. */
 function kubectlStreaming(tenant: TestTenant, args: string[], kubeconfig = tenant.kubeconfig) {
   const child = spawn(stack.rig.binaries.kubectl, [`--kubeconfig=${kubeconfig}`, `--cache-dir=${join(stack.dir, 'kubectl-cache')}`, ...args], {
@@ -97,7 +82,9 @@ function kubectlStreaming(tenant: TestTenant, args: string[], kubeconfig = tenan
       return stderr;
     },
     until(what: string, check: (out: string) => boolean) {
-      return until(`${what} (${this.label}; stdout ${JSON.stringify(stdout.slice(-600))}; stderr ${JSON.stringify(stderr.slice(-300))})`, () => check(stdout));
+      return eventually(`${what} (${this.label}; stdout ${JSON.stringify(stdout.slice(-600))}; stderr ${JSON.stringify(stderr.slice(-300))})`, () =>
+        check(stdout),
+      );
     },
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
@@ -131,8 +118,8 @@ const described = (e: WatchEvent) =>
 
 t.test('kubectl get -w and get -A -w, as Tables and as JSON: each tenant sees only its own configmaps and changes', async (t) => {
   // Same names in both tenants; bravo's have one key more, so a row of bravo's in alpha's table would show.
-  await ok(alpha, ['-n', 'default', 'create', 'configmap', 'same', '--from-literal=owner=alpha']);
-  await ok(bravo, ['-n', 'default', 'create', 'configmap', 'same', '--from-literal=owner=bravo', '--from-literal=extra=b']);
+  await kubectlOk(alpha, ['-n', 'default', 'create', 'configmap', 'same', '--from-literal=owner=alpha']);
+  await kubectlOk(bravo, ['-n', 'default', 'create', 'configmap', 'same', '--from-literal=owner=bravo', '--from-literal=extra=b']);
   const upstreamBefore = await settled('upstream configmap watches', upstreamConfigmapWatches);
   const cachedBefore = await settled("the cache's watchers", cacheWatchers);
 
@@ -151,7 +138,7 @@ t.test('kubectl get -w and get -A -w, as Tables and as JSON: each tenant sees on
   t.teardown(() => Promise.all(watches.map((w) => w.kubectl.stop())));
   for (const w of watches) await w.kubectl.until('the initial list', (out) => out.includes('same'));
   // kubectl asks Tables of the upstream (the cache serves plain JSON only), and its -o json watches of the cache.
-  const routed = await until("kubectl's watches to open", async () => {
+  const routed = await eventually("kubectl's watches to open", async () => {
     const [upstream, cached] = await Promise.all([upstreamConfigmapWatches(), cacheWatchers()]);
     return upstream - upstreamBefore === 4 && cached.alpha - cachedBefore.alpha === 2 && cached.bravo - cachedBefore.bravo === 2
       ? { upstream, cached }
@@ -164,10 +151,10 @@ t.test('kubectl get -w and get -A -w, as Tables and as JSON: each tenant sees on
     [bravo, 3],
   ] as const) {
     const owner = tenant === alpha ? 'alpha' : 'bravo';
-    await ok(tenant, ['-n', 'default', 'create', 'configmap', `only-${owner}`, `--from-literal=owner=${owner}`]);
-    await ok(tenant, ['-n', 'other', 'create', 'configmap', 'same', `--from-literal=owner=${owner}`]);
-    await ok(tenant, ['-n', 'default', 'patch', 'configmap', 'same', '--type=merge', '-p', JSON.stringify({ data: { [`k${keys}`]: 'x' } })]);
-    await ok(tenant, ['-n', 'default', 'delete', 'configmap', 'same']);
+    await kubectlOk(tenant, ['-n', 'default', 'create', 'configmap', `only-${owner}`, `--from-literal=owner=${owner}`]);
+    await kubectlOk(tenant, ['-n', 'other', 'create', 'configmap', 'same', `--from-literal=owner=${owner}`]);
+    await kubectlOk(tenant, ['-n', 'default', 'patch', 'configmap', 'same', '--type=merge', '-p', JSON.stringify({ data: { [`k${keys}`]: 'x' } })]);
+    await kubectlOk(tenant, ['-n', 'default', 'delete', 'configmap', 'same']);
   }
   for (const w of watches) {
     await w.kubectl.until('the delete', (out) => (w.form === 'json' ? eventsOf(out).some((e) => e.type === 'DELETED') : /^DELETED\s/m.test(out)));
@@ -211,8 +198,8 @@ t.test('kubectl get -w and get -A -w, as Tables and as JSON: each tenant sees on
     t.equal(w.kubectl.stderr, '', `${label}: no error`);
   }
   for (const tenant of [alpha, bravo]) {
-    await ok(tenant, ['-n', 'default', 'delete', 'configmap', '--all']);
-    await ok(tenant, ['-n', 'other', 'delete', 'configmap', '--all']);
+    await kubectlOk(tenant, ['-n', 'default', 'delete', 'configmap', '--all']);
+    await kubectlOk(tenant, ['-n', 'other', 'delete', 'configmap', '--all']);
   }
 });
 
@@ -264,19 +251,23 @@ t.test(
     // The seeds go whatever the outcome: a seed left behind would be in the next test's lists.
     t.teardown(async () => {
       for (const tenant of [alpha, bravo]) {
-        await ok(tenant, ['-n', 'other', 'delete', 'pod', 'seed', '--grace-period=0', '--force', '--ignore-not-found']);
-        await ok(tenant, ['-n', 'default', 'delete', 'event', 'seed', '--ignore-not-found']);
-        await ok(tenant, ['-n', 'default', 'delete', 'secret', 'seed', '--ignore-not-found']);
-        await ok(tenant, ['-n', 'other', 'delete', 'configmap', 'seed', '--ignore-not-found']);
+        await kubectlOk(tenant, ['-n', 'other', 'delete', 'pod', 'seed', '--grace-period=0', '--force', '--ignore-not-found']);
+        await kubectlOk(tenant, ['-n', 'default', 'delete', 'event', 'seed', '--ignore-not-found']);
+        await kubectlOk(tenant, ['-n', 'default', 'delete', 'secret', 'seed', '--ignore-not-found']);
+        await kubectlOk(tenant, ['-n', 'other', 'delete', 'configmap', 'seed', '--ignore-not-found']);
       }
     });
     for (const tenant of [alpha, bravo]) {
-      await ok(tenant, ['-n', 'default', 'create', 'secret', 'generic', 'seed', '--from-literal=owner=x']);
-      await ok(tenant, ['-n', 'other', 'create', 'configmap', 'seed']);
-      await ok(tenant, ['-n', 'other', 'label', 'configmap', 'seed', 'team=a']);
-      await ok(tenant, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default', namespace: 'other' } }));
-      await ok(tenant, ['apply', '-f', '-'], JSON.stringify(podOn('seed', 'n1')));
-      await ok(tenant, ['apply', '-f', '-'], JSON.stringify(eventAbout('seed', 'ConfigMap')));
+      await kubectlOk(tenant, ['-n', 'default', 'create', 'secret', 'generic', 'seed', '--from-literal=owner=x']);
+      await kubectlOk(tenant, ['-n', 'other', 'create', 'configmap', 'seed']);
+      await kubectlOk(tenant, ['-n', 'other', 'label', 'configmap', 'seed', 'team=a']);
+      await kubectlOk(
+        tenant,
+        ['apply', '-f', '-'],
+        JSON.stringify({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default', namespace: 'other' } }),
+      );
+      await kubectlOk(tenant, ['apply', '-f', '-'], JSON.stringify(podOn('seed', 'n1')));
+      await kubectlOk(tenant, ['apply', '-f', '-'], JSON.stringify(eventAbout('seed', 'ConfigMap')));
       const withoutCache = uncachedKubeconfig(tenant);
       for (const { kind, args, last } of commands) {
         const watch = [...args, '--watch', '--output-watch-events', '-o', 'json'];
@@ -286,7 +277,7 @@ t.test(
     t.teardown(() => Promise.all(runs.flatMap((r) => [r.cached.stop(), r.today.stop()])));
     for (const run of runs) for (const k of [run.cached, run.today]) await k.until('the initial list', (out) => eventsOf(out).length > 0);
     let watchers = cachedBefore;
-    await until(
+    await eventually(
       () => `the cache to serve every watch of each tenant (${commands.length} each; before ${JSON.stringify(cachedBefore)}, now ${JSON.stringify(watchers)})`,
       async () => {
         watchers = await cacheWatchers();
@@ -295,10 +286,10 @@ t.test(
     );
     for (const tenant of [alpha, bravo]) {
       const owner = tenant === alpha ? 'alpha' : 'bravo';
-      await ok(tenant, ['create', 'namespace', 'fresh']);
-      await ok(tenant, ['label', 'namespace', 'fresh', `owner=${owner}`]);
-      await ok(tenant, ['-n', 'default', 'create', 'secret', 'generic', 'opaque', `--from-literal=owner=${owner}`]);
-      await ok(
+      await kubectlOk(tenant, ['create', 'namespace', 'fresh']);
+      await kubectlOk(tenant, ['label', 'namespace', 'fresh', `owner=${owner}`]);
+      await kubectlOk(tenant, ['-n', 'default', 'create', 'secret', 'generic', 'opaque', `--from-literal=owner=${owner}`]);
+      await kubectlOk(
         tenant,
         ['-n', 'default', 'apply', '-f', '-'],
         JSON.stringify({
@@ -309,20 +300,20 @@ t.test(
           stringData: { username: owner, password: 'p' },
         }),
       );
-      await ok(tenant, ['-n', 'default', 'patch', 'secret', 'opaque', '--type=merge', '-p', '{"stringData":{"step":"1"}}']);
-      await ok(tenant, ['-n', 'default', 'delete', 'secret', 'opaque', 'basic']);
-      await ok(tenant, ['-n', 'fresh', 'create', 'configmap', 'moving', `--from-literal=owner=${owner}`]);
-      await ok(tenant, ['-n', 'fresh', 'label', 'configmap', 'moving', 'team=c']);
-      await ok(tenant, ['-n', 'fresh', 'label', 'configmap', 'moving', 'team=b', '--overwrite']);
-      await ok(tenant, ['-n', 'fresh', 'delete', 'configmap', 'moving']);
-      await ok(tenant, ['apply', '-f', '-'], JSON.stringify(podOn('p1', 'n1')));
-      await ok(tenant, ['apply', '-f', '-'], JSON.stringify(podOn('p2', 'n2')));
-      await ok(tenant, ['-n', 'other', 'label', 'pod', 'p1', `owner=${owner}`]);
-      await ok(tenant, ['-n', 'other', 'delete', 'pod', 'p1', 'p2', '--grace-period=0', '--force']);
-      await ok(tenant, ['apply', '-f', '-'], JSON.stringify(eventAbout('e1', 'ConfigMap')));
-      await ok(tenant, ['apply', '-f', '-'], JSON.stringify(eventAbout('e2', 'Pod')));
-      await ok(tenant, ['-n', 'default', 'label', 'event', 'e1', `owner=${owner}`]);
-      await ok(tenant, ['-n', 'default', 'delete', 'event', 'e1', 'e2']);
+      await kubectlOk(tenant, ['-n', 'default', 'patch', 'secret', 'opaque', '--type=merge', '-p', '{"stringData":{"step":"1"}}']);
+      await kubectlOk(tenant, ['-n', 'default', 'delete', 'secret', 'opaque', 'basic']);
+      await kubectlOk(tenant, ['-n', 'fresh', 'create', 'configmap', 'moving', `--from-literal=owner=${owner}`]);
+      await kubectlOk(tenant, ['-n', 'fresh', 'label', 'configmap', 'moving', 'team=c']);
+      await kubectlOk(tenant, ['-n', 'fresh', 'label', 'configmap', 'moving', 'team=b', '--overwrite']);
+      await kubectlOk(tenant, ['-n', 'fresh', 'delete', 'configmap', 'moving']);
+      await kubectlOk(tenant, ['apply', '-f', '-'], JSON.stringify(podOn('p1', 'n1')));
+      await kubectlOk(tenant, ['apply', '-f', '-'], JSON.stringify(podOn('p2', 'n2')));
+      await kubectlOk(tenant, ['-n', 'other', 'label', 'pod', 'p1', `owner=${owner}`]);
+      await kubectlOk(tenant, ['-n', 'other', 'delete', 'pod', 'p1', 'p2', '--grace-period=0', '--force']);
+      await kubectlOk(tenant, ['apply', '-f', '-'], JSON.stringify(eventAbout('e1', 'ConfigMap')));
+      await kubectlOk(tenant, ['apply', '-f', '-'], JSON.stringify(eventAbout('e2', 'Pod')));
+      await kubectlOk(tenant, ['-n', 'default', 'label', 'event', 'e1', `owner=${owner}`]);
+      await kubectlOk(tenant, ['-n', 'default', 'delete', 'event', 'e1', 'e2']);
     }
     for (const run of runs) for (const k of [run.cached, run.today]) await k.until('the last event', (out) => eventsOf(out).some(run.last));
     await new Promise((r) => setTimeout(r, 500));
@@ -359,17 +350,17 @@ t.test(
 );
 
 t.test('kubectl get -w --request-timeout ends the same way through the cache as without it', async (t) => {
-  await ok(alpha, ['-n', 'default', 'create', 'configmap', 'timed', '--from-literal=owner=alpha']);
+  await kubectlOk(alpha, ['-n', 'default', 'create', 'configmap', 'timed', '--from-literal=owner=alpha']);
   const args = ['-n', 'default', 'get', 'configmaps', '--watch', '--output-watch-events', '-o', 'json', '--request-timeout=3s'];
   const before = (await settled("the cache's watchers", cacheWatchers)).alpha;
   const running = Promise.all([stack.rig.kubectl(args, { kubeconfig: alpha.kubeconfig }), stack.rig.kubectl(args, { kubeconfig: uncachedKubeconfig(alpha) })]);
-  await until('the cache to serve the watch', async () => (await cacheWatchers()).alpha === before + 1, 3_000);
+  await eventually('the cache to serve the watch', async () => (await cacheWatchers()).alpha === before + 1, { withinMs: 3_000 });
   t.pass("the cache serves kubectl's watch with its timeout");
   const [cached, today] = await running;
   t.equal(cached.code, today.code, `exit code ${cached.code}, as without the cache`);
   t.equal(cached.stderr, today.stderr, 'the same words on stderr');
   t.same(eventsOf(cached.stdout), eventsOf(today.stdout), 'the same events');
-  await ok(alpha, ['-n', 'default', 'delete', 'configmap', 'timed']);
+  await kubectlOk(alpha, ['-n', 'default', 'delete', 'configmap', 'timed']);
 });
 
 // ---- client-node informers
@@ -424,7 +415,7 @@ t.test(
       for (const namespace of ['default', 'default', 'default', null, null]) informers.push(startInformer(tenant, namespace));
     t.teardown(() => Promise.all(informers.map((i) => i.informer.stop())));
     await Promise.all(informers.map((i) => i.informer.start()));
-    const cached = await until('ten informer watches in the cache', async () => {
+    const cached = await eventually('ten informer watches in the cache', async () => {
       const now = await cacheWatchers();
       return now.alpha - cachedBefore.alpha === 5 && now.bravo - cachedBefore.bravo === 5 ? now : undefined;
     });
@@ -436,11 +427,11 @@ t.test(
     // The same names in both tenants, in order: create, two updates, delete; and one in another namespace.
     for (const tenant of [alpha, bravo]) {
       const owner = tenant === alpha ? 'alpha' : 'bravo';
-      await ok(tenant, ['-n', 'default', 'create', 'configmap', 'shared', `--from-literal=owner=${owner}`]);
-      await ok(tenant, ['-n', 'other', 'create', 'configmap', 'shared', `--from-literal=owner=${owner}`]);
+      await kubectlOk(tenant, ['-n', 'default', 'create', 'configmap', 'shared', `--from-literal=owner=${owner}`]);
+      await kubectlOk(tenant, ['-n', 'other', 'create', 'configmap', 'shared', `--from-literal=owner=${owner}`]);
       for (const step of ['1', '2'])
-        await ok(tenant, ['-n', 'default', 'patch', 'configmap', 'shared', '--type=merge', '-p', JSON.stringify({ data: { step } })]);
-      await ok(tenant, ['-n', 'default', 'delete', 'configmap', 'shared']);
+        await kubectlOk(tenant, ['-n', 'default', 'patch', 'configmap', 'shared', '--type=merge', '-p', JSON.stringify({ data: { step } })]);
+      await kubectlOk(tenant, ['-n', 'default', 'delete', 'configmap', 'shared']);
     }
     const expected = (owner: string, everywhere: boolean) => [
       `add default/shared ${owner}:`,
@@ -450,7 +441,7 @@ t.test(
       `delete default/shared ${owner}:2`,
     ];
     for (const record of informers) {
-      await until(`${record.tenant.id} ${record.path}: its delete (seen ${JSON.stringify(record.seen)})`, () =>
+      await eventually(`${record.tenant.id} ${record.path}: its delete (seen ${JSON.stringify(record.seen)})`, () =>
         record.seen.some((s) => s.startsWith('delete ')),
       );
     }
@@ -477,10 +468,12 @@ t.test(
     const direct = [0, 1].map(() => session.request({ ':path': '/api/v1/namespaces/default/configmaps?watch=1', accept: 'application/json' }));
     const statuses = await Promise.all(direct.map((stream) => new Promise((resolve) => stream.once('response', (headers) => resolve(headers[':status'])))));
     t.same(statuses, [200, 200], 'both watches through --watch-cache=false open');
-    const withUncached = await until('two more upstream watches', async () => ((await upstreamConfigmapWatches()) === upstreamBefore + 2 ? true : undefined));
+    const withUncached = await eventually('two more upstream watches', async () =>
+      (await upstreamConfigmapWatches()) === upstreamBefore + 2 ? true : undefined,
+    );
     t.ok(withUncached, 'two watches through --watch-cache=false are two more upstream watches');
     for (const stream of direct) stream.close();
-    for (const tenant of [alpha, bravo]) await ok(tenant, ['-n', 'other', 'delete', 'configmap', '--all']);
+    for (const tenant of [alpha, bravo]) await kubectlOk(tenant, ['-n', 'other', 'delete', 'configmap', '--all']);
   },
 );
 
@@ -497,18 +490,19 @@ t.test('client-node informers with a label selector: objects moving into and out
   await Promise.all(all.map((i) => i.informer.start()));
   for (const tenant of [alpha, bravo]) {
     const owner = tenant === alpha ? 'alpha' : 'bravo';
-    const label = (team: string) => ok(tenant, ['-n', 'default', 'label', 'configmap', 'picked', `team=${team}`, '--overwrite']);
-    const step = (n: string) => ok(tenant, ['-n', 'default', 'patch', 'configmap', 'picked', '--type=merge', '-p', JSON.stringify({ data: { step: n } })]);
-    await ok(tenant, ['-n', 'default', 'create', 'configmap', 'picked', `--from-literal=owner=${owner}`]);
+    const label = (team: string) => kubectlOk(tenant, ['-n', 'default', 'label', 'configmap', 'picked', `team=${team}`, '--overwrite']);
+    const step = (n: string) =>
+      kubectlOk(tenant, ['-n', 'default', 'patch', 'configmap', 'picked', '--type=merge', '-p', JSON.stringify({ data: { step: n } })]);
+    await kubectlOk(tenant, ['-n', 'default', 'create', 'configmap', 'picked', `--from-literal=owner=${owner}`]);
     await label('a');
     await step('1');
     await label('b');
     await step('2');
     await label('a');
-    await ok(tenant, ['-n', 'default', 'delete', 'configmap', 'picked']);
+    await kubectlOk(tenant, ['-n', 'default', 'delete', 'configmap', 'picked']);
   }
   for (const record of all) {
-    await until(
+    await eventually(
       `${record.tenant.id}: the last delete (seen ${JSON.stringify(record.seen)})`,
       () => record.seen.filter((s) => s.startsWith('delete ')).length === 2,
     );
@@ -581,15 +575,15 @@ t.test(
   async (t) => {
     const tokens = new Map<TestTenant, string>();
     for (const tenant of [alpha, bravo]) {
-      await ok(tenant, ['-n', 'default', 'create', 'configmap', 'visible', `--from-literal=owner=${tenant === alpha ? 'alpha' : 'bravo'}`]);
-      await ok(tenant, ['-n', 'default', 'create', 'serviceaccount', 'reader']);
-      await ok(tenant, ['-n', 'default', 'create', 'role', 'cm-get', '--verb=get', '--resource=configmaps']);
-      await ok(tenant, ['-n', 'default', 'create', 'rolebinding', 'reader-get', '--role=cm-get', '--serviceaccount=default:reader']);
-      await ok(tenant, ['-n', 'default', 'create', 'role', 'cm-watch', '--verb=list,watch', '--resource=configmaps']);
-      tokens.set(tenant, (await ok(tenant, ['-n', 'default', 'create', 'token', 'reader'])).trim());
+      await kubectlOk(tenant, ['-n', 'default', 'create', 'configmap', 'visible', `--from-literal=owner=${tenant === alpha ? 'alpha' : 'bravo'}`]);
+      await kubectlOk(tenant, ['-n', 'default', 'create', 'serviceaccount', 'reader']);
+      await kubectlOk(tenant, ['-n', 'default', 'create', 'role', 'cm-get', '--verb=get', '--resource=configmaps']);
+      await kubectlOk(tenant, ['-n', 'default', 'create', 'rolebinding', 'reader-get', '--role=cm-get', '--serviceaccount=default:reader']);
+      await kubectlOk(tenant, ['-n', 'default', 'create', 'role', 'cm-watch', '--verb=list,watch', '--resource=configmaps']);
+      tokens.set(tenant, (await kubectlOk(tenant, ['-n', 'default', 'create', 'token', 'reader'])).trim());
     }
     // bravo's reader, of the same name, may watch and list from the start.
-    await ok(bravo, ['-n', 'default', 'create', 'rolebinding', 'reader-watch', '--role=cm-watch', '--serviceaccount=default:reader']);
+    await kubectlOk(bravo, ['-n', 'default', 'create', 'rolebinding', 'reader-watch', '--role=cm-watch', '--serviceaccount=default:reader']);
     const cachedSession = tokenSession(stack.gatewayUrl);
     const uncachedSession = tokenSession(uncached.url);
     t.teardown(() => {
@@ -598,7 +592,7 @@ t.test(
     });
     const alphaToken = tokens.get(alpha)!;
     const bravoToken = tokens.get(bravo)!;
-    await until(
+    await eventually(
       "bravo's grant upstream",
       async () => (await getWithToken(cachedSession, '/api/v1/namespaces/default/configmaps?watch=1', bravoToken)).status === 200,
     );
@@ -647,10 +641,10 @@ t.test(
 
     // A Role naming one object lets its holder watch and list that object by a metadata.name field selector: the
     // apiserver authorizes such a list or watch as one of the named object (kubectl get cm visible -w asks so).
-    await ok(alpha, ['-n', 'default', 'create', 'role', 'cm-visible', '--verb=list,watch', '--resource=configmaps', '--resource-name=visible']);
-    await ok(alpha, ['-n', 'default', 'create', 'rolebinding', 'reader-visible', '--role=cm-visible', '--serviceaccount=default:reader']);
+    await kubectlOk(alpha, ['-n', 'default', 'create', 'role', 'cm-visible', '--verb=list,watch', '--resource=configmaps', '--resource-name=visible']);
+    await kubectlOk(alpha, ['-n', 'default', 'create', 'rolebinding', 'reader-visible', '--role=cm-visible', '--serviceaccount=default:reader']);
     const byName = '/api/v1/namespaces/default/configmaps?watch=1&fieldSelector=metadata.name%3Dvisible';
-    await until('the named grant upstream', async () => (await getWithToken(uncachedSession, byName, alphaToken)).status === 200);
+    await eventually('the named grant upstream', async () => (await getWithToken(uncachedSession, byName, alphaToken)).status === 200);
     for (const [what, path] of [
       ['a watch of the named object', byName],
       ['a cached list of the named object', '/api/v1/namespaces/default/configmaps?resourceVersion=0&fieldSelector=metadata.name%3Dvisible'],
@@ -662,26 +656,26 @@ t.test(
       const cached = await getWithToken(cachedSession, path, alphaToken);
       t.equal(cached.status, 200, `${what}: allowed through the watch cache too (got ${cached.status}: ${cached.body?.message ?? ''})`);
     }
-    await ok(alpha, ['-n', 'default', 'delete', 'rolebinding', 'reader-visible']);
+    await kubectlOk(alpha, ['-n', 'default', 'delete', 'rolebinding', 'reader-visible']);
 
     // Refused just before the grant: the cache remembers that refusal (1 s) while the grant is made.
     t.equal((await getWithToken(cachedSession, '/api/v1/namespaces/default/configmaps?watch=1', alphaToken)).status, 403, 'still refused before the grant');
     t.equal((await getWithToken(cachedSession, '/api/v1/namespaces/default/configmaps?resourceVersion=0', alphaToken)).status, 403);
-    await ok(alpha, ['-n', 'default', 'create', 'rolebinding', 'reader-watch', '--role=cm-watch', '--serviceaccount=default:reader']);
+    await kubectlOk(alpha, ['-n', 'default', 'create', 'rolebinding', 'reader-watch', '--role=cm-watch', '--serviceaccount=default:reader']);
     const granted = Date.now();
-    await until(
+    await eventually(
       'the watch to be let in',
       async () => (await getWithToken(cachedSession, '/api/v1/namespaces/default/configmaps?watch=1', alphaToken)).status === 200,
-      10_000,
+      { withinMs: 10_000 },
     );
     const watchAfter = Date.now() - granted;
-    const list = await until(
+    const list = await eventually(
       'the cached list to be let in',
       async () => {
         const answer = await getWithToken(cachedSession, '/api/v1/namespaces/default/configmaps?resourceVersion=0', alphaToken);
         return answer.status === 200 ? answer.body : undefined;
       },
-      10_000,
+      { withinMs: 10_000 },
     );
     const listAfter = Date.now() - granted;
     // The cache remembers a refusal for 1 s; the upstream's RBAC takes the new binding in well under a second.
@@ -700,41 +694,44 @@ t.test(
       authorization: `Bearer ${alphaToken}`,
     });
     t.teardown(() => held.close());
-    await until("the service account's watch in the cache", async () => (await cacheWatchers()).alpha === watchersBefore + 1);
+    await eventually("the service account's watch in the cache", async () => (await cacheWatchers()).alpha === watchersBefore + 1);
     t.pass("the service account's watch is served from the cache");
     held.close();
 
-    await ok(alpha, ['-n', 'default', 'delete', 'rolebinding', 'reader-watch']);
+    await kubectlOk(alpha, ['-n', 'default', 'delete', 'rolebinding', 'reader-watch']);
     const revoked = Date.now();
-    await until(
+    await eventually(
       'the watch to be refused again',
       async () => (await getWithToken(cachedSession, '/api/v1/namespaces/default/configmaps?watch=1', alphaToken)).status === 403,
-      15_000,
+      { withinMs: 15_000 },
     );
     const refusedAfter = Date.now() - revoked;
     // An allowance is remembered for 5 s.
     t.ok(refusedAfter < 8_000, `revoked: refused again after ${refusedAfter} ms`);
-    for (const tenant of [alpha, bravo]) await ok(tenant, ['-n', 'default', 'delete', 'configmap', 'visible']);
+    for (const tenant of [alpha, bravo]) await kubectlOk(tenant, ['-n', 'default', 'delete', 'configmap', 'visible']);
   },
 );
 
 t.test(
   'RBAC: a tenant ClusterRoleBinding lets a service account watch and list from the cache in every namespace, one made later too, and across namespaces',
   async (t) => {
-    await ok(alpha, ['-n', 'default', 'create', 'serviceaccount', 'watcher']);
-    await ok(alpha, ['create', 'clusterrole', 'cm-watcher', '--verb=get,list,watch', '--resource=configmaps']);
-    await ok(alpha, ['create', 'clusterrolebinding', 'watcher', '--clusterrole=cm-watcher', '--serviceaccount=default:watcher']);
+    await kubectlOk(alpha, ['-n', 'default', 'create', 'serviceaccount', 'watcher']);
+    await kubectlOk(alpha, ['create', 'clusterrole', 'cm-watcher', '--verb=get,list,watch', '--resource=configmaps']);
+    await kubectlOk(alpha, ['create', 'clusterrolebinding', 'watcher', '--clusterrole=cm-watcher', '--serviceaccount=default:watcher']);
     for (const tenant of [alpha, bravo])
-      await ok(tenant, ['-n', 'other', 'create', 'configmap', 'mine', `--from-literal=owner=${tenant === alpha ? 'alpha' : 'bravo'}`]);
-    const token = (await ok(alpha, ['-n', 'default', 'create', 'token', 'watcher'])).trim();
+      await kubectlOk(tenant, ['-n', 'other', 'create', 'configmap', 'mine', `--from-literal=owner=${tenant === alpha ? 'alpha' : 'bravo'}`]);
+    const token = (await kubectlOk(alpha, ['-n', 'default', 'create', 'token', 'watcher'])).trim();
     const cachedSession = tokenSession(stack.gatewayUrl);
     const uncachedSession = tokenSession(uncached.url);
     t.teardown(() => {
       cachedSession.close();
       uncachedSession.close();
     });
-    await until('the binding upstream', async () => (await getWithToken(uncachedSession, '/api/v1/namespaces/other/configmaps?watch=1', token)).status === 200);
-    await ok(alpha, ['create', 'namespace', 'later']);
+    await eventually(
+      'the binding upstream',
+      async () => (await getWithToken(uncachedSession, '/api/v1/namespaces/other/configmaps?watch=1', token)).status === 200,
+    );
+    await kubectlOk(alpha, ['create', 'namespace', 'later']);
     const paths = [
       '/api/v1/namespaces/default/configmaps?watch=1',
       '/api/v1/namespaces/other/configmaps?watch=1',
@@ -745,17 +742,17 @@ t.test(
     ];
     for (const path of paths) {
       // The binding reaches a namespace made after it within moments (tenantgate expands it upstream).
-      const today = await until(`${path} without the cache`, async () => {
+      const today = await eventually(`${path} without the cache`, async () => {
         const answer = await getWithToken(uncachedSession, path, token);
         return answer.status === 200 ? answer : undefined;
       });
-      const cached = await until(
+      const cached = await eventually(
         `${path} through the cache`,
         async () => {
           const answer = await getWithToken(cachedSession, path, token);
           return answer.status === 200 ? answer : undefined;
         },
-        5_000,
+        { withinMs: 5_000 },
       ).catch(() => getWithToken(cachedSession, path, token));
       t.equal(cached.status, today.status, `${path}: ${cached.status} through the cache, as without it`);
       if (today.body !== null) {
@@ -767,13 +764,13 @@ t.test(
         );
       }
     }
-    await ok(alpha, ['delete', 'clusterrolebinding', 'watcher']);
+    await kubectlOk(alpha, ['delete', 'clusterrolebinding', 'watcher']);
     const revoked = Date.now();
     for (const path of ['/api/v1/namespaces/other/configmaps?watch=1', '/api/v1/configmaps?watch=1']) {
-      await until(`${path} refused again`, async () => (await getWithToken(cachedSession, path, token)).status === 403);
+      await eventually(`${path} refused again`, async () => (await getWithToken(cachedSession, path, token)).status === 403);
     }
     t.ok(Date.now() - revoked < 10_000, `the binding removed, both refused again after ${Date.now() - revoked} ms`);
-    for (const tenant of [alpha, bravo]) await ok(tenant, ['-n', 'other', 'delete', 'configmap', 'mine']);
+    for (const tenant of [alpha, bravo]) await kubectlOk(tenant, ['-n', 'other', 'delete', 'configmap', 'mine']);
   },
 );
 
@@ -816,13 +813,13 @@ t.test(
     const cached = await burstOfWatches(session, path, BURST);
     t.teardown(() => cached.close());
     t.same(cached.byStatus, { 200: BURST }, `every watch opens through the cache (${JSON.stringify(cached.byStatus)})`);
-    await until('the burst in the cache', async () => (await cacheWatchers()).alpha - cachedBefore === BURST);
+    await eventually('the burst in the cache', async () => (await cacheWatchers()).alpha - cachedBefore === BURST);
     // They are live watches, not just answered heads: each receives the next change.
-    await ok(alpha, ['-n', 'default', 'create', 'configmap', 'burst', '--from-literal=owner=alpha']);
-    await until('the change on every watch', () => cached.opened.every((o) => o.received().includes('"name":"burst"')));
+    await kubectlOk(alpha, ['-n', 'default', 'create', 'configmap', 'burst', '--from-literal=owner=alpha']);
+    await eventually('the change on every watch', () => cached.opened.every((o) => o.received().includes('"name":"burst"')));
     t.pass(`all ${BURST} watches received the next change`);
     cached.close();
-    await until('the burst to leave the cache', async () => (await cacheWatchers()).alpha === cachedBefore);
+    await eventually('the burst to leave the cache', async () => (await cacheWatchers()).alpha === cachedBefore);
 
     const uncachedSession = connectH2({ ...credentials, server: uncached.url });
     t.teardown(() => uncachedSession.close());
@@ -831,9 +828,9 @@ t.test(
     t.ok((today.byStatus[429] ?? 0) > 0, `without the cache the same burst gets 429s (${JSON.stringify(today.byStatus)})`);
     t.same(Object.keys(today.byStatus).sort(), ['200', '429'], 'answered or refused, nothing else');
     const refusal = today.opened[today.statuses.indexOf(429)]!;
-    await until("a refusal's body", () => refusal.received().endsWith('}') || refusal.received().endsWith('}\n'));
+    await eventually("a refusal's body", () => refusal.received().endsWith('}') || refusal.received().endsWith('}\n'));
     t.match(JSON.parse(refusal.received()), { kind: 'Status', reason: 'TooManyRequests', code: 429 }, 'a Status saying why');
     today.close();
-    await ok(alpha, ['-n', 'default', 'delete', 'configmap', 'burst']);
+    await kubectlOk(alpha, ['-n', 'default', 'delete', 'configmap', 'burst']);
   },
 );

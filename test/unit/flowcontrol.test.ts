@@ -11,6 +11,7 @@ import type { Http1RequestContext } from '../../lib/request/context.ts';
 import { RequestRunner } from '../../lib/request/pipeline.ts';
 import { StatusError } from '../../lib/errors/status-error.ts';
 import type { Tenant } from '../../lib/tenants/tenant.ts';
+import { eventually } from '../helpers/kit.ts';
 
 function tenant(name: string, annotations?: Record<string, string>): Tenant {
   return {
@@ -320,13 +321,7 @@ function get(
   return { req, answer };
 }
 
-async function until(condition: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 3000;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(5);
-  }
-}
+const until = (condition: () => boolean, what: string) => eventually(what, condition, { withinMs: 3000, everyMs: 5 });
 
 t.test('over a real socket: clients that reset mid-request give their seats back; 429 carries Retry-After', async (t) => {
   const tenants = { abc123: tenant('abc123', { 'tenant.kubezoo.io/max-requests-inflight': '2', [MAX_WATCHES_ANNOTATION]: '3' }) };
