@@ -4,6 +4,8 @@ import { invalidField } from '../convert/rules/names.ts';
 import { badRequest } from '../errors/status-error.ts';
 import { parseQuantity } from './quantity.ts';
 import { invalidTenantId, PLATFORM_CLASS_FIELDS, TENANT_API_VERSION, TENANT_GROUP, type PlatformClassField, type Tenant } from './tenant.ts';
+import { HIGHEST_USER_DEFINABLE_PRIORITY } from '../convert/rules/platform-classes.ts';
+import { INT32_MIN } from '../convert/rules/priority-classes.ts';
 
 const CONDITION_STATUSES = new Set(['True', 'False', 'Unknown']);
 
@@ -73,10 +75,6 @@ function invalidDefaultClass(field: PlatformClassField, name: unknown): string |
 
 const ALLOWANCE_FIELDS = new Set(['allowed', 'selector', 'default']);
 const PRIORITY_ALLOWANCE_FIELDS = new Set([...ALLOWANCE_FIELDS, 'band']);
-
-/** The apiserver's bounds for a user-defined PriorityClass's value. */
-const INT32_MIN = -2_147_483_648;
-const HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000;
 
 /** What is wrong with spec.priorityClasses.band, or null. */
 function invalidBand(band: unknown): { at: string; value: unknown; why: string } | null {

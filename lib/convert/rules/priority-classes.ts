@@ -4,12 +4,12 @@
 // (what its pods get when they name no class), kept upstream in an annotation: the upstream's own global default is
 // every tenant's and the platform's. A name means the platform's class when the tenant may use one of that name, its
 // own otherwise (so a hidden platform class looks, to the tenant, like a name that is free).
-import { alreadyExists, forbidden, invalid } from '../../errors/status-error.ts';
+import { alreadyExists, forbidden } from '../../errors/status-error.ts';
 import { TENANT_LABEL, toTenantName, toUpstreamName, type TenantId } from '../prefix.ts';
 import { ensureObject, objectAt, stringAt } from './json.ts';
 import { forceTenantLabel, removeTenantLabel } from './labels.ts';
 import { managedFieldsToTenant } from './managed-fields.ts';
-import { MAX_TENANT_NAME } from './names.ts';
+import { invalidField, MAX_TENANT_NAME } from './names.ts';
 import { markTenantDefault, platformClassHidden, PLATFORM_CRITICAL_PRIORITY_CLASSES, refusePlatformPriorityClass } from './platform-classes.ts';
 import type { ConvertContext, Json, KindRule } from './rule.ts';
 
@@ -67,11 +67,6 @@ export function platformPriorityClassOf(name: string, ctx: PriorityClassNames): 
   return (ctx.allowsPlatformClass?.('priorityclasses', name) ?? !PLATFORM_CRITICAL_PRIORITY_CLASSES.has(name)) ? 'usable' : 'hidden';
 }
 
-function invalidValue(field: string, value: unknown, why: string) {
-  const message = `${field}: Invalid value: ${JSON.stringify(value)}: ${why}`;
-  return invalid(message, { causes: [{ reason: 'FieldValueInvalid', message, field }] });
-}
-
 export const priorityClass: KindRule = {
   toUpstream(obj, ctx) {
     const { tenant } = ctx;
@@ -89,7 +84,8 @@ export const priorityClass: KindRule = {
           kind: 'priorityclasses',
         });
       }
-      if (name.length > MAX_TENANT_NAME) throw invalidValue('metadata.name', name, `must be no more than ${MAX_TENANT_NAME} characters`);
+      if (name.length > MAX_TENANT_NAME)
+        throw invalidField('PriorityClass', 'scheduling.k8s.io', name, 'metadata.name', name, `must be no more than ${MAX_TENANT_NAME} characters`);
       metadata.name = toUpstreamName(name, tenant);
     }
     const generateName = stringAt(metadata, 'generateName');
