@@ -2,14 +2,13 @@
 // on one rig — a bare TLS server, a bare proxy, tenantgate --passthrough, tenantgate converting, and that without
 // metrics and request log — over HTTP/2 (h2load) and HTTP/1.1 (autocannon), plus a --cpu-prof run of tenantgate's
 // GET path. Prints a table; writes bench/results/get-breakdown.json. Loopback only; every load is a fixed count.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { spawnGateway, startStack, stopChild, productionEnv } from '../test/helpers/stack.ts';
+import { spawnGateway, startStack, stopChild } from '../test/helpers/stack.ts';
 import { createTestTenant } from '../test/helpers/tenants.ts';
 import { credentialsOf } from '../test/helpers/http.ts';
 import { spawnBare } from './load/bare-server.ts';

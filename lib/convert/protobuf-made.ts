@@ -1,14 +1,13 @@
 // Protobuf answers tenantgate makes itself, for clients that prefer protobuf: Status errors, empty lists, and a list
 // merged from upstream pages (its head, its ListMeta, the pages' items converted one by one). Never writes a byte of
 // an upstream object the engine (protobuf-response.ts) has not converted and judged the tenant's.
-import type { KindRow } from './kinds.ts';
 import { MessageEdit } from './protobuf.ts';
 import { encodeMessage, encodeObject } from './protobuf-encode.ts';
 import { fromUpstream, objectPartsToTenant } from './protobuf-response.ts';
 import { ProtobufListReader, upstreamMalformed, type FieldHead } from './protobuf-streams.ts';
 import { ProtobufWriter } from './protobuf-writer.ts';
 import { LENGTH_DELIMITED, MAGIC, pushVarint } from './protobuf-wire.ts';
-import type { ConvertContext, Json } from './rules/rule.ts';
+import type { Json } from './rules/rule.ts';
 
 // ---- writing: Status and ListMeta by the schema-driven encoder; the envelope of any kind's list by its writer
 

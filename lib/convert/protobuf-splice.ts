@@ -3,8 +3,6 @@
 // never accepts bytes the MessageEdit parser would refuse (anything it is unsure of is reported, for the careful path).
 import { LENGTH_DELIMITED } from './protobuf-wire.ts';
 
-const MAX_FIELD_NUMBER = 2 ** 29 - 1;
-
 /** The read position of `varintAt` (a module variable: no object per varint). */
 let position = 0;
 

@@ -493,12 +493,6 @@ const WATCH_EVENT = { type: 1, object: 2 } as const;
 const RAW_EXTENSION_RAW = 1;
 const FRAME_HEAD = 4;
 
-function frameHead(length: number): Buffer {
-  const head = Buffer.allocUnsafe(FRAME_HEAD);
-  head.writeUInt32BE(length);
-  return head;
-}
-
 /**
  * One watch event (the message of a frame, without its length) as the tenant sees it, or null to drop it, as the
  * JSON WatchRewriter does: ADDED, MODIFIED, DELETED of an object not the tenant's are dropped; a BOOKMARK whose object

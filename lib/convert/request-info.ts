@@ -2,7 +2,7 @@
 // pkg/endpoints/request/requestinfo.go), so tenantgate and the upstream agree on what a path means.
 // Pure: reads the method, path and query, never the network; rewrites nothing.
 import { isGoInt64, parseFieldSelector, parseLabelSelector } from './selectors.ts';
-import { badRequest, internalError, StatusError } from '../errors/status-error.ts';
+import { badRequest, internalError } from '../errors/status-error.ts';
 
 export interface RequestInfo {
   /** True for /api/{version}/... and /apis/{group}/{version}/... paths that name a resource. */

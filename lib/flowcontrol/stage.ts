@@ -5,7 +5,7 @@ import type { RequestContext } from '../request/context.ts';
 import { serviceUnavailable, tooManyRequests } from '../errors/status-error.ts';
 import type { FlowController } from './dispatcher.ts';
 import type { RejectionReason, SeatKind } from './events.ts';
-import { SEAT_HELD, SEAT_QUEUED, type Seat } from './tenant-flow.ts';
+import { SEAT_HELD, SEAT_QUEUED } from './tenant-flow.ts';
 
 /** Requests the apiserver counts as long-running: a watch, and pods' and services' log, proxy, exec, attach, port-forward. */
 const LONG_RUNNING =

@@ -10,7 +10,6 @@ import { Piscina } from 'piscina';
 import type { ConvertDocumentResult, ConvertDocumentTask } from '../../workers/convert-document.ts';
 import type { RewriteStreamTask } from '../../workers/rewrite-stream.ts';
 import type { KindRow } from '../convert/kinds.ts';
-import type { TenantId } from '../convert/prefix.ts';
 import type { ConvertContext } from '../convert/rules/index.ts';
 import { StatusError, type StatusReason } from '../errors/status-error.ts';
 import { log } from '../log.ts';

@@ -20,7 +20,7 @@ import { accessRefusal, isBuiltinGroup, kindOf, type KindRow } from '../convert/
 import { parseRequestInfo, type RequestInfo } from '../convert/request-info.ts';
 import { isDiscoveryDocumentPath, upstreamNonResourcePath, upstreamObjectName } from '../convert/request.ts';
 import { apiGroupToUpstream } from '../convert/rules/index.ts';
-import { badRequest, notFound, unauthorized } from '../errors/status-error.ts';
+import { notFound, unauthorized } from '../errors/status-error.ts';
 import type { DiscoveryCache } from '../upstream/discovery.ts';
 import type { ClusterCredentials } from '../upstream/kubeconfig.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';

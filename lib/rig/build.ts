@@ -208,6 +208,7 @@ async function requireGo(): Promise<string> {
     throw new Error(
       `rig: cannot build Kubernetes ${RIG_VERSIONS.kubernetes} and etcd ${RIG_VERSIONS.etcd}: ${reason}. ` +
         `Install Go (https://go.dev/dl/), or point ${BINARIES.map((b) => b.envVar).join(', ')} at existing binaries.`,
+      { cause: error },
     );
   }
 }

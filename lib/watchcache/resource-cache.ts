@@ -529,7 +529,7 @@ export class ResourceCache implements NamespaceMembership {
       });
       stream.on('data', (chunk: Buffer) => {
         if (status !== 200) return;
-        let data = pending === null ? chunk : Buffer.concat([pending, chunk]);
+        const data = pending === null ? chunk : Buffer.concat([pending, chunk]);
         let from = 0;
         let newline: number;
         while ((newline = data.indexOf(10, from)) !== -1) {

@@ -9,7 +9,7 @@ import t from 'tap';
 import { TENANT_CLUSTER_SCOPE_GROUP } from '../../lib/auth/impersonation.ts';
 import { loadKubeconfig, renderKubeconfig } from '../../lib/upstream/kubeconfig.ts';
 import { connectH2, h2Request } from '../helpers/http.ts';
-import { startStack, type KubectlResult, type Stack } from '../helpers/stack.ts';
+import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
 import { poll, succeeded } from '../helpers/kit.ts';
 

@@ -13,8 +13,6 @@ let stack: Stack;
 let alpha: TestTenant;
 let bravo: TestTenant;
 
-const RESTORED_WITHIN_MS = 10_000;
-
 /** kubectl as `user` of the tenant (a client certificate of the tenant's), with what that user is allowed. */
 function asUser(tenant: TestTenant, user: string) {
   const kubeconfig = stack.kubeconfigFor({ user, groups: [], tenant: tenant.id });

@@ -13,8 +13,6 @@ import { eventually, kubectlOk, succeeded } from '../helpers/kit.ts';
 
 type Json = Record<string, any>;
 
-const WAIT_MS = 30_000;
-
 let stack: Stack;
 let alpha: TestTenant; // priority: tg-low only; storage: tier=gold
 let bravo: TestTenant; // nothing set

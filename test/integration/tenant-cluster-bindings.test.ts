@@ -21,7 +21,6 @@ const STORED_BINDINGS = 'clusterrolebindings.rbac.tenantgate.kubezoo.io';
 const TENANTGATE_OWNED_LABEL = 'tenantgate.kubezoo.io/tenant';
 const ROBOT = 'system:serviceaccount:shop:robot';
 /** An allowed grant shows at once; a withdrawn one within the access cache's 5 s, and the watch that follows. */
-const WITHIN_MS = 20_000;
 
 let stack: Stack;
 let alpha: TestTenant;

@@ -8,7 +8,7 @@ import type { ClientHttp2Session } from 'node:http2';
 import t from 'tap';
 import { connectH2, credentialsOf, h2Request } from '../helpers/http.ts';
 import { encodeBody, goModuleCache, loadProtoMessages, type ProtoMessages } from '../helpers/k8s-proto.ts';
-import { startStack, type KubectlResult, type Stack } from '../helpers/stack.ts';
+import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
 import { eventually, succeeded } from '../helpers/kit.ts';
 

@@ -19,7 +19,6 @@ import { eventually, kubectlOk, succeeded } from '../helpers/kit.ts';
 
 type Json = Record<string, any>;
 
-const WAIT_MS = 30_000;
 const PLATFORM_LOW = 'pc-platform-low';
 const PLATFORM_MID = 'pc-platform-mid';
 
@@ -319,7 +318,7 @@ t.test('a chart that ships a PriorityClass and a Deployment naming it installs, 
   writeFileSync(
     join(chart, 'templates', 'batch.yaml'),
     [
-      'apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: batch-high\nvalue: 300\ndescription: "{{ .Values.note | default \"first\" }}"',
+      'apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: batch-high\nvalue: 300\ndescription: "{{ .Values.note | default "first" }}"',
       'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: batch\nspec:\n  replicas: 1\n  selector:\n    matchLabels: { app: batch }\n  template:\n    metadata:\n      labels: { app: batch }\n    spec:\n      priorityClassName: batch-high\n      containers:\n        - { name: c, image: registry.k8s.io/pause:3.10 }',
     ].join('\n---\n'),
   );

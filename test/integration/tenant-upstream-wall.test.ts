@@ -2,7 +2,7 @@
 // whatever RBAC the tenant writes; its cross-namespace reads are made by tenantgate once the tenant's RBAC allowed them.
 import t from 'tap';
 import { TENANT_CLUSTER_SCOPE_GROUP } from '../../lib/auth/impersonation.ts';
-import { startStack, type KubectlResult, type Stack } from '../helpers/stack.ts';
+import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
 import { poll, succeeded } from '../helpers/kit.ts';
 

@@ -13,7 +13,6 @@ import { eventually, kubectlOk } from '../helpers/kit.ts';
 
 type Json = Record<string, any>;
 
-const WAIT_MS = 60_000;
 const NAMESPACES = ['one', 'two', 'three', 'four'];
 
 let stack: Stack;

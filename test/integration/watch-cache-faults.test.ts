@@ -74,7 +74,7 @@ async function configmapRelists(metricsUrl?: string): Promise<number> {
 /** The configmap relists once there are more than `before`, or as many as there are after 60 s. */
 async function relistsAfter(before: number, metricsUrl?: string): Promise<number> {
   const deadline = Date.now() + 60_000;
-  let relists = before;
+  let relists: number;
   while ((relists = await configmapRelists(metricsUrl)) === before && Date.now() < deadline) await sleep(200);
   return relists;
 }

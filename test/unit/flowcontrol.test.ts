@@ -1,6 +1,5 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { FlowController } from '../../lib/flowcontrol/dispatcher.ts';
 import type { FlowControlEvents, RejectionReason, SeatKind } from '../../lib/flowcontrol/events.ts';

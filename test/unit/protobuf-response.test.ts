@@ -18,7 +18,7 @@ import {
 } from '../../lib/convert/protobuf-response.ts';
 import { Output, Splices } from '../../lib/convert/protobuf-splice.ts';
 import { ProtobufListToTenant, ProtobufWatchToTenant, protobufListToTenant, protobufWatchEventToTenant } from '../../lib/convert/protobuf-streams.ts';
-import { TEMPLATES, WIRE_SCHEMAS, type WireSchema } from '../../lib/convert/protobuf.ts';
+import { TEMPLATES, WIRE_SCHEMAS } from '../../lib/convert/protobuf.ts';
 import { objectToTenant, objectToUpstream, type ConvertContext } from '../../lib/convert/rules/index.ts';
 import { statusToTenant } from '../../lib/convert/status.ts';
 import { StatusError } from '../../lib/errors/status-error.ts';

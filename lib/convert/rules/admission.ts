@@ -7,7 +7,7 @@ import { builtinKindOf } from '../kinds.ts';
 import { invalid } from '../../errors/status-error.ts';
 import { apiGroupsToTenant, apiGroupsToUpstream, apiVersionToTenant, apiVersionToUpstream } from './api-groups.ts';
 import { celNamespacesToTenant, celNamespacesToUpstream } from './cel-namespaces.ts';
-import { eachObjectAt, ensureObject, everyObjectAt, mapStringArrayAt, mapStringAt, mapStringsAt, objectAt, stringAt, stringsOf } from './json.ts';
+import { eachObjectAt, ensureObject, everyObjectAt, mapStringArrayAt, mapStringAt, objectAt, stringAt, stringsOf } from './json.ts';
 import { namespaceSelectorToTenant, namespaceSelectorToUpstream, objectSelectorToTenant, objectSelectorToUpstream } from './label-selectors.ts';
 import { nameMappingOfRow, namespaceToTenant, namespaceToUpstream, nameToTenant, nameToUpstream } from './names.ts';
 import type { ConvertContext, Json, KindRule } from './rule.ts';
