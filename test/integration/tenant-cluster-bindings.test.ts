@@ -20,7 +20,6 @@ const STORED_BINDINGS = 'clusterrolebindings.rbac.tenantgate.kubezoo.io';
 /** tenantgate's own per-tenant bindings (its admin's), labelled so; a tenant's own never are. */
 const TENANTGATE_OWNED_LABEL = 'tenantgate.kubezoo.io/tenant';
 const ROBOT = 'system:serviceaccount:shop:robot';
-/** An allowed grant shows at once; a withdrawn one within the access cache's 5 s, and the watch that follows. */
 
 let stack: Stack;
 let alpha: TestTenant;
