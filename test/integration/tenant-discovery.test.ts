@@ -61,8 +61,8 @@ function danglingReferences(doc: any): string[] {
 /** The apiserver publishes a new CRD in discovery and OpenAPI a moment after it is established. */
 t.before(async () => {
   stack = await startStack();
-  alpha = await createTestTenant(stack, 'alpha1');
-  bravo = await createTestTenant(stack, 'bravo2');
+  alpha = await createTestTenant(stack, 'disca1');
+  bravo = await createTestTenant(stack, 'discb2');
   for (const tenant of [alpha, bravo]) {
     const crd = exampleCrd('Widget', 'widgets');
     const created = await tenant.kubectl(['apply', '-f', '-'], { input: JSON.stringify(crd) });
@@ -154,7 +154,7 @@ t.test("kubectl api-resources (aggregated discovery) shows the tenant's API and 
     /^apiservices\s+apiregistration\.k8s\.io\/v1\s+false\s+APIService\s+get,list,watch\s+api-extensions\s*$/,
     'APIServices, read-only',
   );
-  t.notMatch(r.stdout, /tenantgate|componentstatuses|bravo2|alpha1-/);
+  t.notMatch(r.stdout, /tenantgate|componentstatuses|discb2|disca1-/);
 });
 
 t.test("kubectl explain the tenant's CRD (OpenAPI v3)", async (t) => {
@@ -199,7 +199,7 @@ t.test("OpenAPI v3: the tenant's group, not the other's, no hidden group", async
   const paths = Object.keys(answer.json().paths);
   t.ok(paths.includes('apis/example.com/v1'));
   t.same(
-    paths.filter((path) => /bravo2|alpha1-|tenantgate/.test(path)),
+    paths.filter((path) => /discb2|disca1-|tenantgate/.test(path)),
     [],
   );
   t.ok(paths.includes('apis/certificates.k8s.io/v1'), "the CSRs' group, the tenant's own kind");
@@ -209,7 +209,7 @@ t.test("OpenAPI v3: the tenant's group, not the other's, no hidden group", async
     404,
     "a hidden group's document is not served either",
   );
-  t.equal((await get(alpha, '/openapi/v3/apis/bravo2-example.com/v1', 'application/json')).status, 404, "nor another tenant's");
+  t.equal((await get(alpha, '/openapi/v3/apis/discb2-example.com/v1', 'application/json')).status, 404, "nor another tenant's");
 });
 
 /** `kubectl get apiservices -o name` as names (`v1.apps`), sorted. */
@@ -238,14 +238,14 @@ t.test('APIServices: the built-in groups’ as upstream, the tenant’s CRD grou
     ['v1.solo.example.org', 'solo.example.org', 'v1'],
     "name and spec.group in the tenant's names",
   );
-  t.notMatch(mine.stdout, /alpha1-/, 'no prefix anywhere');
-  const upstream = await stack.kubectlDirect(['get', 'apiservice', 'v1.alpha1-solo.example.org', '-o', 'jsonpath={.spec.group}']);
-  t.equal(upstream.stdout, 'alpha1-solo.example.org', "upstream it is alpha's prefixed group");
+  t.notMatch(mine.stdout, /disca1-/, 'no prefix anywhere');
+  const upstream = await stack.kubectlDirect(['get', 'apiservice', 'v1.disca1-solo.example.org', '-o', 'jsonpath={.spec.group}']);
+  t.equal(upstream.stdout, 'disca1-solo.example.org', "upstream it is alpha's prefixed group");
 
   const alphaNames = await apiServiceNames(alpha);
   for (const name of ['v1.', 'v1.apps', 'v2.autoscaling', 'v1.example.com', 'v1.solo.example.org']) t.ok(alphaNames.includes(name), `alpha sees ${name}`);
   t.same(
-    alphaNames.filter((name) => /alpha1|bravo2|kubezoo|internal\.apiserver/.test(name)),
+    alphaNames.filter((name) => /disca1|discb2|kubezoo|internal\.apiserver/.test(name)),
     [],
     "nothing prefixed, hidden or tenantgate's",
   );
@@ -253,7 +253,7 @@ t.test('APIServices: the built-in groups’ as upstream, the tenant’s CRD grou
   t.ok(bravoNames.includes('v1.example.com'), 'bravo sees its own example.com');
   t.notOk(bravoNames.includes('v1.solo.example.org'), "bravo never sees alpha's group");
   t.same(
-    bravoNames.filter((name) => /alpha1|bravo2|solo/.test(name)),
+    bravoNames.filter((name) => /disca1|discb2|solo/.test(name)),
     [],
   );
 
@@ -279,10 +279,10 @@ t.test('APIServices: the built-in groups’ as upstream, the tenant’s CRD grou
   );
 
   const session = sessionOf(bravo);
-  for (const name of ['v1.solo.example.org', 'v1.alpha1-solo.example.org', 'v1.tenant.kubezoo.io']) {
+  for (const name of ['v1.solo.example.org', 'v1.disca1-solo.example.org', 'v1.tenant.kubezoo.io']) {
     const got = await h2Request(session, 'GET', `/apis/apiregistration.k8s.io/v1/apiservices/${name}`);
     t.equal(got.status, 404, `bravo: get ${name} is not found`);
-    t.notMatch(got.body.replaceAll(name, ''), /alpha1|bravo2/, 'and the answer names nothing but what bravo asked');
+    t.notMatch(got.body.replaceAll(name, ''), /disca1|discb2/, 'and the answer names nothing but what bravo asked');
   }
   const byName = await h2Request(session, 'GET', '/apis/apiregistration.k8s.io/v1/apiservices?fieldSelector=metadata.name%3Dv1.solo.example.org');
   t.same(byName.json().items, [], "bravo: a field selector on alpha's name finds nothing");
@@ -296,24 +296,24 @@ t.test('APIServices: the built-in groups’ as upstream, the tenant’s CRD grou
     headers: { accept: 'application/vnd.kubernetes.protobuf, application/json' },
   });
   t.equal(protobufList.status, 200);
-  t.notMatch(protobufList.body, /solo|alpha1/, 'bravo: a list asked as protobuf neither');
+  t.notMatch(protobufList.body, /solo|disca1/, 'bravo: a list asked as protobuf neither');
   const table = await bravo.kubectl(['get', 'apiservices']);
-  t.notMatch(table.stdout, /solo|alpha1/, "nor kubectl's table");
+  t.notMatch(table.stdout, /solo|disca1/, "nor kubectl's table");
 
   // A watch from before alpha's next group: alpha's watch shows it, bravo's never does.
   const resourceVersion = (await h2Request(session, 'GET', '/apis/apiregistration.k8s.io/v1/apiservices')).json().metadata.resourceVersion;
   const late = { ...base, metadata: { name: 'gizmos.late.example.org' }, spec: { ...base.spec, group: 'late.example.org' } };
   t.equal((await alpha.kubectl(['apply', '-f', '-'], { input: JSON.stringify(late) })).code, 0);
   await eventually(
-    'upstream v1.alpha1-late.example.org',
-    async () => (await stack.kubectlDirect(['get', 'apiservice', 'v1.alpha1-late.example.org'])).code === 0,
+    'upstream v1.disca1-late.example.org',
+    async () => (await stack.kubectlDirect(['get', 'apiservice', 'v1.disca1-late.example.org'])).code === 0,
   );
   const watchPath = `/apis/apiregistration.k8s.io/v1/apiservices?watch=true&resourceVersion=${resourceVersion}&timeoutSeconds=2`;
   const alphaWatch = await h2Request(sessionOf(alpha), 'GET', watchPath);
   t.match(alphaWatch.body, /"name":"v1\.late\.example\.org"/, "alpha's watch shows its new group's APIService");
   const bravoWatch = await h2Request(session, 'GET', watchPath);
   t.equal(bravoWatch.status, 200);
-  t.notMatch(bravoWatch.body, /late\.example\.org|alpha1|solo/, "bravo's watch never does");
+  t.notMatch(bravoWatch.body, /late\.example\.org|disca1|solo/, "bravo's watch never does");
 });
 
 t.test('a tenant cannot write APIServices: 403 for every write, the upstream unchanged', async (t) => {
@@ -358,7 +358,7 @@ t.test('a tenant cannot write APIServices: 403 for every write, the upstream unc
   t.match(kubectlDelete.stderr, /Forbidden|forbidden/);
   const upstream = await stack.kubectlDirect(['get', 'apiservices', '-o', 'name']);
   t.match(upstream.stdout, /v1\.apps\n/, 'v1.apps is still there');
-  t.match(upstream.stdout, /v1\.alpha1-example\.com\n/, "alpha's own group's too");
+  t.match(upstream.stdout, /v1\.disca1-example\.com\n/, "alpha's own group's too");
   t.notMatch(upstream.stdout, /mine\.example\.org/, 'nothing was created');
-  t.equal((await stack.kubectlDirect(['get', 'apiservice', 'v1.alpha1-example.com', '-o', 'jsonpath={.metadata.labels.x}'])).stdout, '', 'nothing was patched');
+  t.equal((await stack.kubectlDirect(['get', 'apiservice', 'v1.disca1-example.com', '-o', 'jsonpath={.metadata.labels.x}'])).stdout, '', 'nothing was patched');
 });

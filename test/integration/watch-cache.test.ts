@@ -6,7 +6,7 @@ import type { ClientHttp2Session } from 'node:http2';
 import { connectH2, credentialsOf, h2Request, sumMetric } from '../helpers/http.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
-import { openWatch, type WatchEvent } from '../helpers/watch-events.ts';
+import { openWatch, settled, type WatchEvent } from '../helpers/watch-events.ts';
 import { exampleCrd } from '../helpers/fixtures.ts';
 
 let stack: Stack;
@@ -162,7 +162,8 @@ t.test("a tenant custom resource is cached once the tenant watches it, and stays
 });
 
 t.test('the upstream holds one watch per cached resource however many tenants watch', async (t) => {
-  const before = await upstreamWatches('configmaps');
+  // (Settled first: on a shared rig, the watches of the tenantgate before this one may still be closing.)
+  const before = await settled('upstream configmap watches', () => upstreamWatches('configmaps'));
   const sessions = [connectH2(credentialsOf(alpha.kubeconfig)), connectH2(credentialsOf(bravo.kubeconfig))];
   const watches = Array.from({ length: 20 }, (_, i) => openWatch(sessions[i % 2]!, `/api/v1/namespaces/default/configmaps?watch=1&allowWatchBookmarks=true`));
   for (const w of watches) t.equal(await w.status, 200);
