@@ -215,9 +215,10 @@ function etcdArgs(dataDir: string, clientUrl: string, peerUrl: string): string[]
     `--initial-cluster=rig=${peerUrl}`,
     '--initial-cluster-state=new',
     '--unsafe-no-fsync', // throwaway data: skip fsync for speed
-    // A single member elects itself after one election timeout: 100 ms instead of the default 1 s.
-    '--heartbeat-interval=10',
-    '--election-timeout=100',
+    // A single member elects itself after one election timeout: 0.5 s instead of the default 1 s. Every heartbeat
+    // tick costs CPU at rest: an idle etcd used 22-27 millicores at 10 ms ticks, 8.5 at 50 ms (ready in 0.3-0.5 s).
+    '--heartbeat-interval=50',
+    '--election-timeout=500',
   ];
 }
 
