@@ -34,12 +34,17 @@ export interface GatewayFiles {
   upstreamKubeconfigPath: string;
   /** The rig's etcd, where tenants are kept too (under their own prefix). */
   etcdEndpoint: string;
+  /** The key prefix tenants are kept under. */
+  etcdPrefix: string;
   /** Flags for `tenantgate serve` that use these files. */
   serveArgs: string[];
 }
 
-/** Writes tenantgate's CA, serving certificate and the upstream kubeconfig into `dir`. */
-export function writeGatewayFiles(dir: string, rig: Rig): GatewayFiles {
+/**
+ * Writes tenantgate's CA, serving certificate and the upstream kubeconfig into `dir`. `etcdPrefix` keeps tenants
+ * apart from those of other tenantgates on the same rig (tests sharing a rig); default: the usual prefix.
+ */
+export function writeGatewayFiles(dir: string, rig: Rig, etcdPrefix = DEFAULT_TENANT_STORE_OPTIONS.etcdPrefix): GatewayFiles {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const ca = createCertificateAuthority('tenantgate-ca');
   const serving = issueCertificate(ca, {
@@ -63,6 +68,7 @@ export function writeGatewayFiles(dir: string, rig: Rig): GatewayFiles {
     tlsKeyFile: file('tls.key', serving.keyPem),
     upstreamKubeconfigPath: file('upstream.kubeconfig', renderKubeconfig(rig.admin, 'upstream')),
     etcdEndpoint: rig.etcdEndpoint,
+    etcdPrefix,
   };
   return {
     ...files,
@@ -82,6 +88,8 @@ export function writeGatewayFiles(dir: string, rig: Rig): GatewayFiles {
       files.upstreamKubeconfigPath,
       '--etcd-endpoints',
       files.etcdEndpoint,
+      '--etcd-prefix',
+      files.etcdPrefix,
       // A free port: several tenantgates (tests, replicas) run side by side on one machine.
       '--metrics-listen',
       '127.0.0.1:0',
@@ -100,7 +108,7 @@ export function serveConfigOf(files: GatewayFiles, overrides: Partial<ServeConfi
     upstream: loadKubeconfig(files.upstreamKubeconfigPath),
     passthrough: false,
     http2: { maxConcurrentStreams: 1000, maxHeaderListBytes: 65536 },
-    tenantStore: { etcdEndpoints: [files.etcdEndpoint], etcdPrefix: DEFAULT_TENANT_STORE_OPTIONS.etcdPrefix },
+    tenantStore: { etcdEndpoints: [files.etcdEndpoint], etcdPrefix: files.etcdPrefix },
     inCluster: { caPem: files.ca.certPem },
     ...overrides,
   };

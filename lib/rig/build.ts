@@ -4,7 +4,7 @@ import { existsSync, rmSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { runCommand, startSupervised, tailFile } from './process.ts';
+import { isProcessAlive, runCommand, startSupervised, tailFile } from './process.ts';
 
 /** The one place the rig's versions are pinned. */
 export const RIG_VERSIONS = {
@@ -148,15 +148,6 @@ function toRigBinaries(found: Map<BinaryKey, Resolved>): RigBinaries {
   };
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** An exclusive lock file holding our pid; a lock whose pid is dead is stale and taken over. */
 async function acquireBuildLock(lockPath: string, log: (line: string) => void): Promise<() => Promise<void>> {
   const started = Date.now();
@@ -183,7 +174,7 @@ async function acquireBuildLock(lockPath: string, log: (line: string) => void): 
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
     const holder = Number((await readFile(lockPath, 'utf8').catch(() => '')).trim());
-    if (!Number.isInteger(holder) || holder <= 0 || !isAlive(holder)) {
+    if (!Number.isInteger(holder) || holder <= 0 || !isProcessAlive(holder)) {
       log(`rig: removing stale build lock ${lockPath}`);
       await rm(lockPath, { force: true });
       continue;

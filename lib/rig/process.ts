@@ -241,3 +241,13 @@ export function runCommand(command: string, args: string[], options: RunOptions 
     child.stdin.end(options.input ?? '');
   });
 }
+
+/** Whether a process with this pid exists (one we may not signal counts: EPERM). */
+export function isProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

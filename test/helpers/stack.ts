@@ -3,11 +3,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { DEV_ADMIN, writeClientKubeconfig, writeGatewayFiles, type GatewayFiles } from '../../lib/dev.ts';
 import type { Identity } from '../../lib/auth/identity.ts';
 import { startRig, type Rig } from '../../lib/rig/harness.ts';
+import { borrowRig, sharedRigsOffered } from './shared-rigs.ts';
 import { TENANTGATE_NODE_FLAGS } from '../../lib/runtime.ts';
 import { tenantCertificateSerial } from '../../lib/tenants/credentials.ts';
 import type { Tenant } from '../../lib/tenants/tenant.ts';
@@ -22,6 +23,8 @@ export interface KubectlResult {
 
 export interface Stack {
   rig: Rig;
+  /** True when the rig is borrowed from the shared rigs of the run (test/helpers/shared-rigs.ts). */
+  sharedRig: boolean;
   /** Scratch directory for this stack's files (removed by stop()). */
   dir: string;
   /** Tenants created through the Tenant API (test/helpers/tenants.ts), by id. */
@@ -45,6 +48,11 @@ export interface Stack {
   kubeconfigFor(identity: Identity): string;
   /** tenantgate's resident memory now and at its peak (bytes), from /proc */
   gatewayMemory(): { rss: number; peak: number };
+  /**
+   * On a shared rig, empties these upstream collections (a DELETE of each collection path): bulk that every later
+   * file's tenantgate would otherwise load into its watch cache. Nothing on a rig of the file's own.
+   */
+  emptyOnSharedRig(collections: string[]): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -106,6 +114,12 @@ export async function spawnGateway(
 }
 
 export interface StackOptions {
+  /**
+   * 'shared' (the default): a rig borrowed for this file when the run shares rigs (npm test), else one of its own.
+   * 'private': one of its own always, for a file that restarts the upstream or needs the cluster to itself; such a
+   * file says why at its top.
+   */
+  rig?: 'shared' | 'private';
   passthrough?: boolean;
   controllers?: boolean;
   /** More `tenantgate serve` flags (e.g. flow-control bounds). */
@@ -115,9 +129,12 @@ export interface StackOptions {
 }
 
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
-  const rig = await startRig({ controllers: options.controllers ?? true });
+  const controllers = options.controllers ?? true;
+  const sharedRig = options.rig !== 'private' && sharedRigsOffered();
+  const rig = sharedRig ? await borrowRig(controllers) : await startRig({ controllers });
   const dir = mkdtempSync(join(tmpdir(), 'tenantgate-test-'));
-  const files = writeGatewayFiles(dir, rig);
+  // A store of its own on a shared rig: the tenants of the files before it are not this tenantgate's.
+  const files = writeGatewayFiles(dir, rig, sharedRig ? `/tenantgate-test/${basename(dir)}/tenants/` : undefined);
   // Confined as a deployment should be: tenant identities get no upstream discovery (tenantgate reads it itself).
   // (Not with --passthrough: its tenants' requests reach the upstream as they are, discovery included.)
   const extraArgs = [...(options.passthrough === true ? ['--passthrough'] : ['--confine-upstream-discovery']), ...(options.gatewayArgs ?? [])];
@@ -127,6 +144,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const tenants = new Map<string, Tenant>();
   const stack: Stack = {
     rig,
+    sharedRig,
     dir,
     tenants,
     files,
@@ -147,6 +165,13 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
       const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;
       return { rss: kb('VmRSS'), peak: kb('VmHWM') };
+    },
+    async emptyOnSharedRig(collections) {
+      if (!sharedRig) return;
+      for (const collection of collections) {
+        const emptied = await stack.kubectlDirect(['delete', '--raw', collection]);
+        if (emptied.code !== 0) throw new Error(`emptying ${collection}: ${emptied.stderr}`);
+      }
     },
     async stop() {
       await stopChild(child);

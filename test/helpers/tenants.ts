@@ -10,6 +10,7 @@ import { fetchKubeconfig } from '../../lib/tenants/tenant-command.ts';
 import { isReady } from '../../lib/tenants/conditions.ts';
 import { BUILTIN_CLUSTER_ROLES } from '../../lib/tenants/builtin-roles.ts';
 import { TENANT_API_VERSION, TENANTS_PATH, type Tenant } from '../../lib/tenants/tenant.ts';
+import { claimTenantIds } from './shared-rigs.ts';
 import type { KubectlResult, Stack } from './stack.ts';
 
 export interface TestTenant {
@@ -44,6 +45,8 @@ export async function waitUntilReady(pool: UpstreamPool, id: string): Promise<Te
 
 /** A Tenant created through the Tenant API, Ready, with its admin kubeconfig; `annotations` set its limits. */
 export async function createTestTenant(stack: Stack, id: string, annotations?: Record<string, string>, options: { used?: boolean } = {}): Promise<TestTenant> {
+  // On a shared rig an id another file used would find that file's objects upstream as its own.
+  if (stack.sharedRig) await claimTenantIds([id]);
   return withClient(stack.adminKubeconfig, async (pool) => {
     const created = await upstreamJson(pool, 'POST', TENANTS_PATH, {
       apiVersion: TENANT_API_VERSION,

@@ -1,6 +1,7 @@
 // The second wall upstream, against the real rig: the confinement policy refuses a tenant identity's writes outside
 // its prefix even when conversion is bypassed; tenants' webhooks name services (or allowed hosts); tenant tokens used
 // directly against the upstream see no API groups while tenantgate still serves them their discovery.
+// Its own rig (not a shared one): it restarts kube-apiserver to see the wall's policy survive it.
 import t from 'tap';
 import { renderKubeconfig } from '../../lib/upstream/kubeconfig.ts';
 import { writeFileSync } from 'node:fs';
@@ -18,7 +19,7 @@ let a: TestTenant;
 let b: TestTenant;
 
 t.before(async () => {
-  stack = await startStack({ gatewayArgs: ['--tenant-webhook-url-hosts', ALLOWED_HOST] });
+  stack = await startStack({ rig: 'private', gatewayArgs: ['--tenant-webhook-url-hosts', ALLOWED_HOST] });
   [a, b] = await Promise.all([createTestTenant(stack, 'walla1'), createTestTenant(stack, 'wallb2')]);
 });
 t.teardown(() => stack?.stop());

@@ -1,5 +1,6 @@
 // `tenantgate dev`: one command brings up the rig with tenantgate in front, writes both kubeconfigs,
 // says it is ready (with where its metrics are), and SIGTERM stops every process it started.
+// Its own rig (not a shared one): `tenantgate dev` starts the rig itself, which is what it tests.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

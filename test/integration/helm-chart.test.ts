@@ -1,5 +1,6 @@
 // The Helm chart (charts/tenantgate) as a cluster admin meets it: it lints, renders what its values say, every object
 // it renders is accepted by a real kube-apiserver, and tenantgate serves tenants with nothing but the chart's RBAC.
+// Its own rig (not a shared one): it installs the chart's cluster-wide objects and runs tenantgate under only them.
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';

@@ -3,6 +3,7 @@
 // Whatever happens, the client's answer ends within seconds (cut, never completed as if whole), every worker task
 // started ends, no request stays open upstream, and the next large list still goes through the pool. (A list the
 // scanner cannot read mid-way: test/unit/offload.test.ts; TLS turns a corrupted byte on the wire into a cut connection.)
+// Its own rig (not a shared one): it kills kube-apiserver mid-list.
 import type { ClientHttp2Session } from 'node:http2';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -35,6 +36,7 @@ const sessions = new Set<ClientHttp2Session>();
 
 t.before(async () => {
   stack = await startStack({
+    rig: 'private',
     controllers: false,
     gatewayArgs: ['--list-offload-threshold', String(THRESHOLD), '--protobuf-list-offload-threshold', String(THRESHOLD)],
   });

@@ -72,6 +72,7 @@ t.before(async () => {
 });
 t.teardown(async () => {
   if (inline !== undefined) await stopChild(inline.child);
+  await stack?.emptyOnSharedRig(['offl01-big', 'offl01-default', 'offl02-default'].map((namespace) => `/api/v1/namespaces/${namespace}/secrets`));
   await stack?.stop();
 });
 

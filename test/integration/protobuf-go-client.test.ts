@@ -1,6 +1,7 @@
 // Issue 18, item 4: a client-go program configured as controllers are (ContentType protobuf, the typed clientset,
 // informers) run as two tenants that use the same names: every read — get, list, pages, watch, informer — is answered
 // in protobuf and holds only the tenant's own objects, under its own names.
+// Its own rig (not a shared one): it restarts kube-apiserver under the informers.
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import t, { type Test } from 'tap';
@@ -103,7 +104,7 @@ t.before(async () => {
   const started = Date.now();
   goClient = await ensureGoClient({ log: (line) => t.comment(line) });
   t.comment(`go-client ready in ${((Date.now() - started) / 1000).toFixed(1)}s`);
-  stack = await startStack({ controllers: true });
+  stack = await startStack({ rig: 'private', controllers: true });
   for (const id of IDS) {
     const tenant = await createTestTenant(stack, id);
     tenants.set(id, tenant);

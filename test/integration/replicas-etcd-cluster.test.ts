@@ -2,6 +2,7 @@
 // apiserver's etcd is another) behind a loopback load balancer that stands for a Service. Under tenant traffic and
 // tenant churn: the etcd leader is killed, then a replica, then both are restarted one at a time with SIGTERM.
 // No tenant is lost, no answer is wrong, writes resume after the election, and the rolling restart fails no request.
+// Its own rig (not a shared one): it kills and restarts tenantgate replicas and an etcd cluster's leader under load.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,5 +1,6 @@
 // The rig runs a real control plane: kubectl reaches kube-apiserver v1.36.3, and kube-controller-manager's
 // serviceaccount and namespace controllers act; stop() leaves no process behind.
+// Its own rigs (not shared ones): it tests starting and stopping a rig.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { rmSync } from 'node:fs';
@@ -7,16 +8,8 @@ import { createInterface } from 'node:readline';
 import t from 'tap';
 import { RIG_VERSIONS } from '../../lib/rig/build.ts';
 import { startRig } from '../../lib/rig/harness.ts';
+import { isProcessAlive } from '../../lib/rig/process.ts';
 import { eventually } from '../helpers/kit.ts';
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 t.test('rig: real kube-apiserver, etcd and kube-controller-manager', async (t) => {
   const rig = await startRig({ log: (line) => t.comment(line) });
@@ -77,9 +70,9 @@ t.test('rig: real kube-apiserver, etcd and kube-controller-manager', async (t) =
 
   const pids = rig.processes.map((p) => p.pid);
   t.equal(pids.length, 3, 'etcd, kube-apiserver, kube-controller-manager');
-  t.ok(pids.every(isRunning), 'all running before stop()');
+  t.ok(pids.every(isProcessAlive), 'all running before stop()');
   await rig.stop();
-  t.same(pids.filter(isRunning), [], 'no process left after stop()');
+  t.same(pids.filter(isProcessAlive), [], 'no process left after stop()');
 });
 
 t.test('rig without controllers starts only etcd and kube-apiserver', async (t) => {
@@ -94,7 +87,7 @@ t.test('rig without controllers starts only etcd and kube-apiserver', async (t) 
   t.match(namespaces.stdout, /namespace\/default/);
   await rig.stop();
   t.notOk(
-    rig.processes.some((p) => isRunning(p.pid)),
+    rig.processes.some((p) => isProcessAlive(p.pid)),
     'no process left after stop()',
   );
 });
@@ -112,10 +105,10 @@ t.test('rig processes die with a SIGKILLed Node', async (t) => {
   const [line] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
   const { pids, dir } = JSON.parse(line) as { pids: number[]; dir: string };
   t.teardown(() => rmSync(dir, { recursive: true, force: true })); // a SIGKILLed Node cannot remove its temp dir
-  t.ok(pids.every(isRunning), 'etcd and kube-apiserver running');
+  t.ok(pids.every(isProcessAlive), 'etcd and kube-apiserver running');
   child.kill('SIGKILL');
   await once(child, 'exit');
   // The watchdogs send SIGTERM at once and SIGKILL after 5 s.
-  await eventually('the orphaned rig processes to exit', async () => !pids.some(isRunning), { withinMs: 15_000 });
+  await eventually('the orphaned rig processes to exit', async () => !pids.some(isProcessAlive), { withinMs: 15_000 });
   t.pass('no process outlived Node');
 });

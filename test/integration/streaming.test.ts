@@ -15,7 +15,10 @@ t.before(async () => {
   const r = await stack.kubectlDirect(['create', 'namespace', NAMESPACE]);
   if (r.code !== 0) throw new Error(r.stderr);
 });
-t.teardown(() => stack?.stop());
+t.teardown(async () => {
+  await stack?.emptyOnSharedRig([`/api/v1/namespaces/${NAMESPACE}/configmaps`]);
+  await stack?.stop();
+});
 
 async function upstreamWatchers(): Promise<number> {
   const session = connectH2(credentialsOf(stack.upstreamKubeconfig));

@@ -1,5 +1,6 @@
 // Tenant admin certificates bound to their tenant, and tenants' service-account tokens, against the real rig.
 // tenantgate runs in this process with a MemoryTenantStore the test fills: the Tenant API is not here yet.
+// Its own rig (not a shared one): its in-process tenantgate makes tenants outside the kit that checks tenant ids are unique in a run.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,6 +1,7 @@
 // The tenant lifecycle against a real kube-apiserver and kube-controller-manager, driven in-process:
 // Ready at once, the birth state written upstream on the first request, what is deleted upstream comes back, and
 // deletion removes exactly the tenant's objects.
+// Its own rig (not a shared one): it crashes kube-apiserver and starts it again.
 import t from 'tap';
 import { startRig, type Rig } from '../../lib/rig/harness.ts';
 import { TENANT_CLUSTER_SCOPE_GROUP } from '../../lib/auth/impersonation.ts';

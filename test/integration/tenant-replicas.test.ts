@@ -1,6 +1,7 @@
 // Issue 4 end to end: two tenantgate processes sharing one etcd for tenants (not the apiserver's), driven the way an
 // administrator drives them (`tenantgate tenant ...`) and used the way a tenant uses them (kubectl): replicas agree,
 // credentials follow a tenant's life, etcd and a replica go away and come back, ids that would trap prefixes.
+// Its own rig (not a shared one): its tenants are made through replicas and the CLI, outside the kit that checks tenant ids are unique in a run.
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,5 +1,6 @@
 // The etcd tenant store against a real etcd (the rig's binary, alone): the same contract as the embedded store, two
 // replicas agreeing, etcd stopped and started mid-test, a replica cut off past a compaction, and 1,000 tenants.
+// No rig: etcd alone, stopped and started by the test.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,12 +1,13 @@
 // The upstream goes away and comes back: requests in flight end with a 503 Status (never a hang),
 // requests meanwhile get a 503 with Retry-After, and tenantgate reconnects by itself once it is back.
+// Its own rig (not a shared one): it stops and restarts kube-apiserver.
 import t, { type Test } from 'tap';
 import { connectH2, credentialsOf, h2Request } from '../helpers/http.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 
 let stack: Stack;
 t.before(async () => {
-  stack = await startStack({ controllers: false });
+  stack = await startStack({ rig: 'private', controllers: false });
 });
 t.teardown(() => stack?.stop());
 
