@@ -5,7 +5,19 @@
 import { badRequest, StatusError, unsupportedMediaType } from '../errors/status-error.ts';
 import type { KindRow } from './kinds.ts';
 import { protobufEnvelope } from './protobuf.ts';
-import { FIXED32, FIXED64, LENGTH_DELIMITED, malformed, utf8, VARINT } from './protobuf-wire.ts';
+import {
+  FIXED32,
+  FIXED64,
+  LENGTH_DELIMITED,
+  malformed,
+  utf8,
+  VARINT,
+  VARINT_CUT,
+  VARINT_TOO_LONG,
+  varintAt,
+  varintBitsAt,
+  varintEnd,
+} from './protobuf-wire.ts';
 import type { Json } from './rules/rule.ts';
 
 /** Scalars as their JSON: `time` is meta/v1 Time (RFC 3339, seconds), `fieldsV1` its raw JSON (managedFields). */
@@ -159,15 +171,14 @@ interface WireField {
   readonly value: bigint | Buffer;
 }
 
+/** Every bit of the varint at `at.pos`, moving it past; one cut off or too long is a 400. */
 function readVarint(bytes: Buffer, at: { pos: number }, what: string): bigint {
-  let value = 0n;
-  for (let shift = 0n; shift < 70n; shift += 7n) {
-    const byte = bytes[at.pos++];
-    if (byte === undefined) throw malformed(what, 'a varint is cut off');
-    value |= BigInt(byte & 0x7f) << shift;
-    if (byte < 0x80) return BigInt.asUintN(64, value);
-  }
-  throw malformed(what, 'a varint is longer than 10 bytes');
+  const start = at.pos;
+  const value = varintAt(bytes, start, bytes.length);
+  if (value === VARINT_CUT) throw malformed(what, 'a varint is cut off');
+  if (value === VARINT_TOO_LONG) throw malformed(what, 'a varint is longer than 10 bytes');
+  at.pos = varintEnd;
+  return varintBitsAt(bytes, start, varintEnd);
 }
 
 function wireFields(bytes: Buffer, what: string): WireField[] {

@@ -1,37 +1,20 @@
 // Allocation-free wire tools for the hot path of protobuf answers: a reusable field scanner, a list of splices over one
 // source buffer (deletions and re-encoded heads) and an output buffer written once per chunk. Never judges an object;
 // never accepts bytes the MessageEdit parser would refuse (anything it is unsure of is reported, for the careful path).
-import { LENGTH_DELIMITED } from './protobuf-wire.ts';
+import { LENGTH_DELIMITED, varintAt, varintEnd } from './protobuf-wire.ts';
 
-/** The read position of `varintAt` (a module variable: no object per varint). */
+/** The read position of `shortVarintAt` (a module variable: no object per varint). */
 let position = 0;
 
 /**
- * The varint at `at` (before `to`), up to 5 bytes (tags and lengths below 2^35), leaving `position` after it; -1 when
- * cut off or longer: the careful path decides then. Integer arithmetic up to 4 bytes (2^28): no float division.
+ * The varint at `at` (before `to`) when it is at most 5 bytes (tags and lengths below 2^35), leaving `position` after
+ * it; -1 when cut off or longer: the careful path decides then.
  */
-function varintAt(bytes: Buffer, at: number, to: number): number {
-  if (at >= to) return -1;
-  let byte = bytes[at]!;
-  if (byte < 0x80) {
-    position = at + 1;
-    return byte;
-  }
-  let value = byte & 0x7f;
-  for (let i = 1, shift = 7; i < 4; i++, shift += 7) {
-    if (at + i >= to) return -1;
-    byte = bytes[at + i]!;
-    value |= (byte & 0x7f) << shift;
-    if (byte < 0x80) {
-      position = at + i + 1;
-      return value;
-    }
-  }
-  if (at + 4 >= to) return -1;
-  byte = bytes[at + 4]!;
-  if (byte >= 0x80) return -1;
-  position = at + 5;
-  return value + byte * 0x10000000;
+function shortVarintAt(bytes: Buffer, at: number, to: number): number {
+  const value = varintAt(bytes, at, to);
+  if (value < 0 || varintEnd - at > 5) return -1;
+  position = varintEnd;
+  return value;
 }
 
 /** Bytes of `value` as a varint. */
@@ -71,7 +54,7 @@ export class FieldScan {
       let tag = bytes[at]!;
       if (tag < 0x80) at++;
       else {
-        tag = varintAt(bytes, at, to);
+        tag = shortVarintAt(bytes, at, to);
         // Field numbers up to MAX_FIELD_NUMBER: tags below 2^32, where `>>>` and `&` read the number and wire type.
         if (tag < 0 || tag > 0xffffffff) return false;
         at = position;
@@ -85,7 +68,7 @@ export class FieldScan {
         let length = bytes[at]!;
         if (length < 0x80) valueStart = at + 1;
         else {
-          length = varintAt(bytes, at, to);
+          length = shortVarintAt(bytes, at, to);
           if (length < 0) return false;
           valueStart = position;
         }

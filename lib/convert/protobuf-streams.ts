@@ -18,7 +18,7 @@ import {
   type FastView,
 } from './protobuf-response.ts';
 import { ANOMALY, FieldScan, headSize, isAsciiRange, Output, rangeEquals, Splices, varintSize } from './protobuf-splice.ts';
-import { LENGTH_DELIMITED, MAGIC, pushVarint } from './protobuf-wire.ts';
+import { LENGTH_DELIMITED, MAGIC, pushVarint, VARINT_TOO_LONG, varintAt, varintEnd } from './protobuf-wire.ts';
 import type { ConvertContext } from './rules/rule.ts';
 import type { StatusScope } from './status.ts';
 
@@ -79,24 +79,11 @@ export function padding(size: number): Buffer[] {
   return parts;
 }
 
-/** Where the varint `peekVarint` read ends (a module variable: no object per varint). */
-let varintEnd = 0;
-
 /** Reads a varint at `at` of `bytes` up to `end`, leaving `varintEnd` after it; -1 when it is not whole yet. */
 function peekVarint(bytes: Buffer, at: number, end: number): number {
-  let value = 0;
-  let scale = 1;
-  for (let i = 0; i < 10; i++) {
-    if (at + i >= end) return -1;
-    const byte = bytes[at + i]!;
-    value += (byte & 0x7f) * scale;
-    if (byte < 0x80) {
-      varintEnd = at + i + 1;
-      return value;
-    }
-    scale *= 128;
-  }
-  throw badGateway("the upstream's protobuf answer is malformed: a varint is longer than 10 bytes");
+  const value = varintAt(bytes, at, end);
+  if (value === VARINT_TOO_LONG) throw upstreamMalformed('a varint is longer than 10 bytes');
+  return value;
 }
 
 export function upstreamMalformed(why: string): StatusError {

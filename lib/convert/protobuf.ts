@@ -29,7 +29,20 @@ import { priorityClassNameToUpstream, refusePodPriorityClass } from './rules/pri
 import { persistentVolume, persistentVolumeClaim } from './rules/storage.ts';
 import type { ConvertContext, Json, KindRule } from './rules/rule.ts';
 import { badRequest, StatusError, unsupportedMediaType } from '../errors/status-error.ts';
-import { FIXED32, FIXED64, LENGTH_DELIMITED, MAGIC, malformed, pushVarint, utf8, VARINT } from './protobuf-wire.ts';
+import {
+  FIXED32,
+  FIXED64,
+  LENGTH_DELIMITED,
+  MAGIC,
+  malformed,
+  pushVarint,
+  utf8,
+  VARINT,
+  VARINT_CUT,
+  VARINT_TOO_LONG,
+  varintAt,
+  varintEnd,
+} from './protobuf-wire.ts';
 
 export const PROTOBUF_MEDIA_TYPE = 'application/vnd.kubernetes.protobuf';
 
@@ -86,18 +99,13 @@ export interface Field {
   readonly end: number;
 }
 
+/** The varint at `at.pos`, moving it past; a body whose varint is cut off or too long is a 400. */
 function readVarint(bytes: Buffer, at: { pos: number }, what: string): number {
-  let value = 0;
-  let scale = 1;
-  for (let i = 0; i < 10; i++) {
-    const byte = bytes[at.pos];
-    if (byte === undefined) throw malformed(what, 'a varint is cut off');
-    at.pos++;
-    value += (byte & 0x7f) * scale;
-    if (byte < 0x80) return value;
-    scale *= 128;
-  }
-  throw malformed(what, 'a varint is longer than 10 bytes');
+  const value = varintAt(bytes, at.pos, bytes.length);
+  if (value === VARINT_CUT) throw malformed(what, 'a varint is cut off');
+  if (value === VARINT_TOO_LONG) throw malformed(what, 'a varint is longer than 10 bytes');
+  at.pos = varintEnd;
+  return value;
 }
 
 export function parseFields(bytes: Buffer, what: string): Field[] {
