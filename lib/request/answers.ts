@@ -39,7 +39,7 @@ import { asksForTable, isOpenApiV2, openApiV2AsProtobuf, partialMetadataProtobuf
 import { listRewriter, protobufListRewriter } from './offload.ts';
 import { contextOf, openUpstream } from './open-upstream.ts';
 import { answerOpenApiV2 } from './openapi-v2-cache.ts';
-import type { Stage } from './pipeline.ts';
+import type { Stage } from './stage.ts';
 import { readBody, tenantStatusError } from './read-body.ts';
 import type { TenantConversions } from './tenant-conversions.ts';
 

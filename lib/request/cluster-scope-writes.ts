@@ -14,7 +14,7 @@ import { apiGroupToUpstream, stripTenantPrefixes } from '../convert/rules/index.
 import { forbidden } from '../errors/status-error.ts';
 import { upstreamRequest } from '../upstream/client.ts';
 import type { RequestContext } from './context.ts';
-import type { Stage } from './pipeline.ts';
+import type { Stage } from './stage.ts';
 import { tenantStatusError } from './read-body.ts';
 import type { TenantConversions } from './tenant-conversions.ts';
 

@@ -23,7 +23,7 @@ import { isProtobuf, PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
 import { padding, PADDING_FLUSH_BYTES, PADDING_RESERVE } from '../convert/protobuf-streams.ts';
 import type { RequestContext } from './context.ts';
 import { asksForTable, protobufAnswerOf, requestApiVersion } from './negotiation.ts';
-import type { Stage } from './pipeline.ts';
+import type { Stage } from './stage.ts';
 import type { TenantConversions } from './tenant-conversions.ts';
 import { drained } from './drained.ts';
 

@@ -22,7 +22,7 @@ import {
   protobufAnswerOf,
   refuseProtobufOnlyCustomResource,
 } from './negotiation.ts';
-import type { Stage } from './pipeline.ts';
+import type { Stage } from './stage.ts';
 import type { TenantConversions } from './tenant-conversions.ts';
 
 const { NGHTTP2_CANCEL } = http2.constants;

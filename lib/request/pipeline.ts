@@ -38,14 +38,10 @@ import { listAcrossNamespacesStage } from './merged-list.ts';
 import { cancelUpstream, openUpstreamStage, prepareUpstreamRequestStage } from './open-upstream.ts';
 import { convertRequestBodyStage } from './request-body.ts';
 import { TenantConversions, type TenantConversionDeps } from './tenant-conversions.ts';
+import type { Stage } from './stage.ts';
 import { upgradeStage } from './upgrade.ts';
 import { startsCheaply, watchCacheStage } from '../watchcache/stage.ts';
 import type { WatchCache } from '../watchcache/watch-cache.ts';
-
-export interface Stage {
-  name: string;
-  run(ctx: RequestContext): boolean | Promise<boolean>;
-}
 
 export interface PipelineDeps {
   pool: UpstreamPool;

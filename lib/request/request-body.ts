@@ -16,7 +16,7 @@ import { badRequest, invalid, notFound, requestEntityTooLarge } from '../errors/
 import { upstreamJson } from '../upstream/client.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import type { RequestContext } from './context.ts';
-import type { Stage } from './pipeline.ts';
+import type { Stage } from './stage.ts';
 import { readBody, tenantStatusError } from './read-body.ts';
 import { validatedByRealKind } from './stored-kind-validation.ts';
 import type { TenantConversions } from './tenant-conversions.ts';

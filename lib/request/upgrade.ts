@@ -9,7 +9,7 @@ import type { TenantId } from '../convert/prefix.ts';
 import type { RequestInfo } from '../convert/request-info.ts';
 import { releaseStartSeat } from '../flowcontrol/stage.ts';
 import type { Http1RequestContext, RequestContext } from './context.ts';
-import type { Stage } from './pipeline.ts';
+import type { Stage } from './stage.ts';
 import { upstreamResourceTarget } from '../convert/request.ts';
 import { sendStatus } from '../server/status.ts';
 import { badRequest, StatusError, upstreamUnavailable } from '../errors/status-error.ts';

@@ -8,7 +8,7 @@ import { isBuiltinGroup, kindOf } from '../convert/kinds.ts';
 import { parseRequestInfo } from '../convert/request-info.ts';
 import { namespaceToUpstream } from '../convert/rules/index.ts';
 import type { RequestContext } from '../request/context.ts';
-import type { Stage } from '../request/pipeline.ts';
+import type { Stage } from '../request/stage.ts';
 import { selects } from './selection.ts';
 import { protobufListParts, writeList, writeParts } from './cached-list.ts';
 import { PROTOBUF_CONTENT_TYPE, PROTOBUF_WATCH_CONTENT_TYPE } from './encodings.ts';
