@@ -4,18 +4,6 @@ import { K8S_PROTO_SCHEMA } from './k8s-proto-schema.ts';
 import { MAGIC } from './protobuf-wire.ts';
 import { ProtobufWriter } from './protobuf-writer.ts';
 
-/** A message's field: its JSON name, number, type (scalar or message name) and shape; an inlined member's JSON name is its .proto name. */
-export type SchemaField = readonly [json: string, number: number, type: string, shape?: 'repeated' | 'map' | 'inline'];
-
-export interface ProtoSchema {
-  /** The k8s.io/api and apimachinery module version the schema was generated from. */
-  readonly moduleVersion: string;
-  /** An apiVersion (`v1`, `apps/v1`) → the protobuf package of its kinds. */
-  readonly groupVersions: Readonly<Record<string, string>>;
-  /** A message's full name → its fields in number order. */
-  readonly messages: Readonly<Record<string, readonly SchemaField[]>>;
-}
-
 const META_V1 = 'k8s.io.apimachinery.pkg.apis.meta.v1';
 const TIME = `${META_V1}.Time`;
 const MICRO_TIME = `${META_V1}.MicroTime`;
