@@ -497,7 +497,6 @@ export async function startRig(options: StartRigOptions = {}): Promise<Rig> {
       log(`rig: kube-controller-manager running (${Date.now() - started} ms)`);
     }
 
-    const kubectlCacheDir = join(dir, 'kubectl-cache');
     const rig: Rig = {
       dir,
       binaries,
@@ -509,13 +508,7 @@ export async function startRig(options: StartRigOptions = {}): Promise<Rig> {
       get processes() {
         return processes.map((p) => ({ name: p.name, pid: p.pid, logPath: p.logPath }));
       },
-      kubectl(args, kubectlOptions = {}) {
-        return runCommand(binaries.kubectl, [`--kubeconfig=${kubectlOptions.kubeconfig ?? adminKubeconfigPath}`, ...args], {
-          input: kubectlOptions.input,
-          timeoutMs: kubectlOptions.timeoutMs ?? 60_000,
-          env: { ...process.env, KUBECACHEDIR: kubectlCacheDir }, // keep discovery caches out of ~/.kube
-        });
-      },
+      kubectl: rigKubectl(binaries, adminKubeconfigPath, join(dir, 'kubectl-cache')),
       stopApiserver,
       startApiserver,
       async stop() {
@@ -530,6 +523,16 @@ export async function startRig(options: StartRigOptions = {}): Promise<Rig> {
     await stopAll();
     throw error;
   }
+}
+
+/** kubectl against a rig: its admin kubeconfig unless another is given, discovery caches in `cacheDir` (never ~/.kube). */
+export function rigKubectl(binaries: RigBinaries, adminKubeconfigPath: string, cacheDir: string): Rig['kubectl'] {
+  return (args, options = {}) =>
+    runCommand(binaries.kubectl, [`--kubeconfig=${options.kubeconfig ?? adminKubeconfigPath}`, ...args], {
+      input: options.input,
+      timeoutMs: options.timeoutMs ?? 60_000,
+      env: { ...process.env, KUBECACHEDIR: cacheDir },
+    });
 }
 
 /** A few lines telling a person where the rig is and how to reach it. */

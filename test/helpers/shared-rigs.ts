@@ -8,13 +8,13 @@
 // platform classes and webhook configurations made since the rig started, which would otherwise reach later files'
 // tenants (their views of the platform's classes, their admission).
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import type { Rig } from '../../lib/rig/harness.ts';
-import { startRig } from '../../lib/rig/harness.ts';
-import { isProcessAlive, runCommand } from '../../lib/rig/process.ts';
+import { rigKubectl, startRig } from '../../lib/rig/harness.ts';
+import { isProcessAlive } from '../../lib/rig/process.ts';
 import { upstreamJson } from '../../lib/upstream/client.ts';
 import { UpstreamPool } from '../../lib/upstream/pool.ts';
 
@@ -113,13 +113,13 @@ export class RigBroker {
   async #lend(controllers: boolean, pid: number, file: string): Promise<{ id: number; rig: RigDescription }> {
     let pooled = this.#rigs.find((candidate) => candidate.borrower === null && candidate.controllers === controllers);
     if (pooled === undefined) {
-      // Started for this borrower; nobody else can take it meanwhile.
       const rig = await startRig({ controllers });
       const pool = new UpstreamPool(rig.admin);
       try {
         const firstState = new Map<string, Set<string>>();
         for (const collection of RESET_COLLECTIONS) firstState.set(collection, await namesIn(pool, collection));
-        pooled = { id: this.#nextId++, controllers, rig, firstState, borrower: pid, borrowerFile: file };
+        // (Lent below before anything else can run: nobody else can take it meanwhile.)
+        pooled = { id: this.#nextId++, controllers, rig, firstState, borrower: null, borrowerFile: '' };
       } catch (error) {
         await rig.stop();
         throw error;
@@ -137,10 +137,9 @@ export class RigBroker {
   }
 
   /** Puts the rig's platform collections back as they were when it was new, then frees it. */
-  async #takeBack(id: number, pid: number): Promise<{ removed: string[] }> {
+  async #takeBack(id: number, pid: number): Promise<Record<string, never>> {
     const pooled = this.#rigs.find((candidate) => candidate.id === id && candidate.borrower === pid);
     if (pooled === undefined) throw new Error(`rig ${id} is not lent to process ${pid}`);
-    const removed: string[] = [];
     const pool = new UpstreamPool(pooled.rig.admin);
     try {
       for (const [collection, first] of pooled.firstState) {
@@ -148,7 +147,6 @@ export class RigBroker {
           if (first.has(name)) continue;
           const deleted = await upstreamJson(pool, 'DELETE', `${collection}/${encodeURIComponent(name)}`);
           if (deleted.status !== 200 && deleted.status !== 202 && deleted.status !== 404) throw new Error(`DELETE ${collection}/${name}: ${deleted.status}`);
-          removed.push(`${collection.slice(collection.lastIndexOf('/') + 1)}/${name}`);
         }
       }
     } catch (error) {
@@ -159,12 +157,13 @@ export class RigBroker {
       pool.close();
     }
     pooled.borrower = null;
-    return { removed };
+    return {};
   }
 
   /** A rig whose borrower ended without returning it is in a state nobody knows: stopped, not lent again. */
   #reclaimFromGone(): void {
-    for (const pooled of this.#rigs) {
+    // (A copy: #discard removes from the list.)
+    for (const pooled of [...this.#rigs]) {
       if (pooled.borrower !== null && !isProcessAlive(pooled.borrower)) {
         process.stderr.write(`shared rigs: ${pooled.borrowerFile} ended without returning rig ${pooled.id}; it is stopped\n`);
         this.#discard(pooled);
@@ -191,19 +190,13 @@ export class RigBroker {
 }
 
 async function askBroker<T>(path: string, body: unknown): Promise<T> {
-  const broker = process.env[RIG_BROKER_ENV]!;
-  const text = await new Promise<{ status: number; text: string }>((resolve, reject) => {
-    const req = request(`${broker}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(JSON.stringify(body));
+  const answer = await fetch(`${process.env[RIG_BROKER_ENV]}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
   });
-  const parsed = JSON.parse(text.text) as T & { message?: string };
-  if (text.status !== 200) throw new Error(`shared rigs: ${parsed.message ?? text.text}`);
+  const parsed = (await answer.json()) as T & { message?: string };
+  if (answer.status !== 200) throw new Error(`shared rigs: ${parsed.message ?? answer.status}`);
   return parsed;
 }
 
@@ -230,13 +223,7 @@ export async function borrowRig(controllers: boolean): Promise<Rig> {
   let returned: Promise<void> | undefined;
   return {
     ...lent.rig,
-    kubectl(args, options = {}) {
-      return runCommand(lent.rig.binaries.kubectl, [`--kubeconfig=${options.kubeconfig ?? lent.rig.adminKubeconfigPath}`, ...args], {
-        input: options.input,
-        timeoutMs: options.timeoutMs ?? 60_000,
-        env: { ...process.env, KUBECACHEDIR: kubectlCacheDir },
-      });
-    },
+    kubectl: rigKubectl(lent.rig.binaries, lent.rig.adminKubeconfigPath, kubectlCacheDir),
     stopApiserver: refuse,
     startApiserver: refuse,
     stop() {
