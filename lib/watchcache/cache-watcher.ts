@@ -7,7 +7,9 @@ import type { TenantId } from '../convert/prefix.ts';
 import { log } from '../log.ts';
 import type { RewriteCounters } from '../metrics/metrics.ts';
 import { addedBytes, departureFrame, eventBytes, type CacheEncoding } from './encodings.ts';
-import { departureLine, type CacheEvent, type CacheListener, type ResourceCache } from './resource-cache.ts';
+import { departureLine, type CacheEvent } from './cached-object.ts';
+import type { ResourceCache } from './resource-cache.ts';
+import type { CacheListener } from './watcher-fanout.ts';
 import { selects, type Selection } from './selection.ts';
 
 /** What every watcher of the cache shares: its limits and where it reports. */

@@ -11,7 +11,8 @@ import { fieldNumberOf, protobufMessageOf } from '../convert/protobuf-encode.ts'
 import { listMetaField, protobufListHead, type ListMetaJson } from '../convert/protobuf-made.ts';
 import { ProtobufWriter } from '../convert/protobuf-writer.ts';
 import { listItemProtobufOf } from './encodings.ts';
-import type { CachedObject, ResourceCache } from './resource-cache.ts';
+import type { CachedObject } from './cached-object.ts';
+import type { ResourceCache } from './resource-cache.ts';
 
 /** The first page's objects and resourceVersion, kept for the pages after it. */
 interface Snapshot {

@@ -7,7 +7,8 @@ import { protobufResponseSupported } from '../convert/protobuf-response.ts';
 import type { StatusError } from '../errors/status-error.ts';
 import { firstPlainMediaType, prefersProtobuf } from '../request/negotiation.ts';
 import { protobufEnvelope } from '../convert/protobuf.ts';
-import { eventLine, type CachedObject, type CacheEvent, type ResourceCache } from './resource-cache.ts';
+import { eventLine, type CachedObject, type CacheEvent } from './cached-object.ts';
+import type { ResourceCache } from './resource-cache.ts';
 
 export type CacheEncoding = 'json' | 'protobuf';
 

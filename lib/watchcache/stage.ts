@@ -14,7 +14,7 @@ import { protobufListParts, writeList, writeParts } from './cached-list.ts';
 import { PROTOBUF_CONTENT_TYPE, PROTOBUF_WATCH_CONTENT_TYPE } from './encodings.ts';
 import { log } from '../log.ts';
 import type { CachePlan, InitialState, WatchCache } from './watch-cache.ts';
-import type { CachedObject } from './resource-cache.ts';
+import type { CachedObject } from './cached-object.ts';
 import { TENANT_LABEL, type TenantId } from '../convert/prefix.ts';
 import { releaseStartSeat } from '../flowcontrol/stage.ts';
 

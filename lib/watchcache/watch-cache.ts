@@ -13,7 +13,8 @@ import type { UpstreamPool } from '../upstream/pool.ts';
 import { CacheWatcher, lineFor, type WatcherPolicy } from './cache-watcher.ts';
 import { isCacheContinueToken, ListSnapshots } from './cached-list.ts';
 import { addedBytes, bookmarkBytes, cacheEncodingOf, errorEventBytes, type CacheEncoding } from './encodings.ts';
-import { ResourceCache, type CachedObject, type CachedResourceId } from './resource-cache.ts';
+import type { CachedObject } from './cached-object.ts';
+import { ResourceCache, type CachedResourceId } from './resource-cache.ts';
 import { selectionOf, selects, type Selection } from './selection.ts';
 
 /** The version cached for each built-in group (what informers watch). */
