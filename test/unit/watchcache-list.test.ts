@@ -3,7 +3,8 @@
 import t from 'tap';
 import { PassThrough, Writable } from 'node:stream';
 import { ListSnapshots, writeList, type Page } from '../../lib/watchcache/cached-list.ts';
-import { CachedObject, type ResourceCache } from '../../lib/watchcache/resource-cache.ts';
+import { CachedObject } from '../../lib/watchcache/cached-object.ts';
+import type { ResourceCache } from '../../lib/watchcache/resource-cache.ts';
 import { thrownStatus } from '../helpers/status-error.ts';
 import { standInWatchCache, upstreamConfigMap } from '../helpers/watch-cache-stand-in.ts';
 
