@@ -39,6 +39,13 @@ module.exports = {
       to: { path: '^lib/(request|server|watchcache|tenants)/' },
     },
     {
+      name: 'request-below-server',
+      severity: 'error',
+      comment: 'The server is the edge (listener, shutdown, rapid reset) that runs requests; no request stage reaches back up to it.',
+      from: { path: '^lib/(request|watchcache|flowcontrol|tenants|auth)/' },
+      to: { path: '^lib/server/' },
+    },
+    {
       name: 'workers-no-request-layer',
       severity: 'error',
       comment: 'Worker threads convert bytes (with the discovery tables they are given); they never see a request or the server.',

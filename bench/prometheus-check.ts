@@ -236,7 +236,7 @@ async function generateTraffic(tenants: TestTenant[], noisy: TestTenant, watches
         next++;
         const answer = await call('GET', CONFIGMAPS);
         log.record(noisy.id, CONFIGMAPS, answer);
-        // the Status' retryAfterSeconds is what tenantgate turns into the Retry-After header (lib/server/status.ts)
+        // the Status' retryAfterSeconds is what tenantgate turns into the Retry-After header (lib/request/status.ts)
         if (answer.status === 429) retryAfterSeen ||= answer.body?.details?.retryAfterSeconds !== undefined;
       }
     };

@@ -8,7 +8,7 @@ import { DEFAULT_FLOW_CONTROL, type FlowControlOptions } from './flowcontrol/lim
 import { inClusterCredentials, loadKubeconfig, type ClusterCredentials } from './upstream/kubeconfig.ts';
 import { DEFAULT_TENANT_SERIES } from './metrics/metrics.ts';
 import { LIST_OFFLOAD_MEASURED_BYTES, PROTOBUF_LIST_OFFLOAD_MEASURED_BYTES } from './request/offload.ts';
-import { REQUEST_LOG_LEVELS, type RequestLogLevel } from './server/request-end.ts';
+import { REQUEST_LOG_LEVELS, type RequestLogLevel } from './request/request-end.ts';
 import type { CachedResourceId } from './watchcache/resource-cache.ts';
 import { cachedResourcesOf, DEFAULT_CACHED_RESOURCES } from './watchcache/watch-cache.ts';
 

@@ -23,8 +23,8 @@ import { badGateway, internalError, notFound, StatusError } from '../errors/stat
 import { releaseStartSeat } from '../flowcontrol/stage.ts';
 import type { RewriteCounters } from '../metrics/metrics.ts';
 import { log } from '../log.ts';
-import { verbOf } from '../server/request-end.ts';
-import { sendStatus } from '../server/status.ts';
+import { verbOf } from './request-end.ts';
+import { sendStatus } from './status.ts';
 import { WatchRewriter } from '../stream/tenant-view.ts';
 import { ProtobufWatchRewriter } from '../stream/protobuf-view.ts';
 import { metadataOnly, tenantViewSpecOf } from '../stream/view-spec.ts';

@@ -3,7 +3,7 @@
 // so probes cost the upstream little. Never sends the upstream anything of the caller's: a fixed few paths.
 import type { IncomingHttpHeaders } from 'node:http2';
 import type { UpstreamPool } from '../upstream/pool.ts';
-import type { RequestContext } from '../request/context.ts';
+import type { RequestContext } from './context.ts';
 
 const CACHE_MS = 1000;
 const UPSTREAM_PROBE_TIMEOUT_MS = 2000;

@@ -12,7 +12,7 @@ import type { RequestInfo } from '../convert/request-info.ts';
 import { upstreamResourceTarget } from '../convert/request.ts';
 import type { ConvertContext } from '../convert/rules/index.ts';
 import { isTable, rowObjectsFor, tableToTenant, type RowObjects } from '../convert/table.ts';
-import { sendStatus } from '../server/status.ts';
+import { sendStatus } from './status.ts';
 import { badGateway, badRequest, internalError, StatusError, upstreamUnavailable } from '../errors/status-error.ts';
 import { ListRewriter } from '../stream/tenant-view.ts';
 import { tenantViewSpecOf } from '../stream/view-spec.ts';

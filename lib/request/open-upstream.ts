@@ -9,7 +9,7 @@ import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
 import { upstreamNonResourcePath, upstreamResourceTarget } from '../convert/request.ts';
 import { rowObjectsFor } from '../convert/table.ts';
 import { notFound, upstreamUnavailable } from '../errors/status-error.ts';
-import { sendStatus } from '../server/status.ts';
+import { sendStatus } from './status.ts';
 import { dropImpersonation, upstreamRequestHeaders } from '../upstream/headers.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import type { RequestContext } from './context.ts';

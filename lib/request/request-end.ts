@@ -3,7 +3,7 @@
 import { performance } from 'node:perf_hooks';
 import { log, type LogLevel } from '../log.ts';
 import type { TenantgateMetrics } from '../metrics/metrics.ts';
-import { Http2RequestContext, type RequestContext } from '../request/context.ts';
+import { Http2RequestContext, type RequestContext } from './context.ts';
 
 export type RequestLogLevel = LogLevel | 'off';
 export const REQUEST_LOG_LEVELS: readonly RequestLogLevel[] = ['debug', 'info', 'warn', 'error', 'off'];

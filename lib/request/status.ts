@@ -2,11 +2,11 @@
 // turns an error into bytes. Never writes a second answer over one already under way.
 import type { Duplex } from 'node:stream';
 import { log } from '../log.ts';
-import type { RequestContext } from '../request/context.ts';
+import type { RequestContext } from './context.ts';
 import { asStatusError, type StatusError } from '../errors/status-error.ts';
 import { protobufStatus } from '../convert/protobuf-made.ts';
 import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
-import { acceptsOnlyProtobuf, protobufAnswerOf } from '../request/negotiation.ts';
+import { acceptsOnlyProtobuf, protobufAnswerOf } from './negotiation.ts';
 
 /** A bug, not bad input: the client learns nothing of it, the operator learns everything. */
 function logBug(error: unknown): void {

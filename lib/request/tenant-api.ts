@@ -13,11 +13,11 @@ import { applyMergePatch } from '../convert/merge-patch.ts';
 import { parseRequestInfo, type RequestInfo } from '../convert/request-info.ts';
 import { labelsMatch, parseFieldSelector, parseLabelSelector, type LabelRequirement } from '../convert/selectors.ts';
 import type { RowObjects } from '../convert/table.ts';
-import { requestUpstreamFor } from '../request/open-upstream.ts';
+import { requestUpstreamFor } from './open-upstream.ts';
 import { clientResponseHeaders, upstreamRequestHeaders } from '../upstream/headers.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
-import { readBody } from '../request/read-body.ts';
-import { jsonAccept } from '../request/negotiation.ts';
+import { readBody } from './read-body.ts';
+import { jsonAccept } from './negotiation.ts';
 import {
   aggregatedDiscoveryGroup,
   apiGroup,
@@ -45,7 +45,7 @@ import {
 import { validateTenant } from '../tenants/validation.ts';
 import { markCreated } from '../tenants/conditions.ts';
 import type { RecordTenantOperation, TenantOperation } from '../metrics/metrics.ts';
-import type { RequestContext } from '../request/context.ts';
+import type { RequestContext } from './context.ts';
 import { sendStatus } from './status.ts';
 import {
   alreadyExists,

@@ -11,7 +11,7 @@ import { releaseStartSeat } from '../flowcontrol/stage.ts';
 import type { Http1RequestContext, RequestContext } from './context.ts';
 import type { Stage } from './stage.ts';
 import { upstreamResourceTarget } from '../convert/request.ts';
-import { sendStatus } from '../server/status.ts';
+import { sendStatus } from './status.ts';
 import { badRequest, StatusError, upstreamUnavailable } from '../errors/status-error.ts';
 import { upstreamRequestHeaders } from '../upstream/headers.ts';
 import { readBody, tenantStatusError } from './read-body.ts';

@@ -9,12 +9,12 @@ import type { TLSSocket } from 'node:tls';
 import type { ServeConfig } from '../config.ts';
 import { DiscoveryCache } from '../upstream/discovery.ts';
 import { UpstreamPool } from '../upstream/pool.ts';
-import { HealthChecks } from './health.ts';
+import { HealthChecks } from '../request/health.ts';
 import { closeWithinBound, Connections, drainGracefully, type ShutdownTimes } from './shutdown.ts';
 import { limitStreamResets } from './rapid-reset.ts';
 import { buildPipeline, RequestRunner, type TenantBirths } from '../request/pipeline.ts';
 import { isBorn } from '../tenants/conditions.ts';
-import { writeRawStatus } from './status.ts';
+import { writeRawStatus } from '../request/status.ts';
 import { badRequest, headersTooLarge } from '../errors/status-error.ts';
 import {
   closeOffload,
@@ -25,7 +25,7 @@ import {
 } from '../request/offload.ts';
 import { startMetricsListener, type MetricsListener } from '../metrics/listener.ts';
 import { TenantgateMetrics } from '../metrics/metrics.ts';
-import { RequestObserver } from './request-end.ts';
+import { RequestObserver } from '../request/request-end.ts';
 import { ServiceAccountTokens, upstreamTokenReviewer } from '../auth/service-account-tokens.ts';
 import { RsaKeyPool } from '../auth/key-pool.ts';
 import { issueTenantKubeconfig } from '../tenants/credentials.ts';
@@ -47,7 +47,7 @@ import { log } from '../log.ts';
 import { confinedDiscoveryBinding, ownUpstreamUsers } from '../tenants/discovery-confinement.ts';
 import { createTenantStore, DEFAULT_TENANT_STORE_OPTIONS } from '../tenants/store.ts';
 import type { TenantStore } from '../tenants/tenant.ts';
-import type { IssueKubeconfig } from './tenant-api.ts';
+import type { IssueKubeconfig } from '../request/tenant-api.ts';
 import { FlowController } from '../flowcontrol/dispatcher.ts';
 import { AccessReviews, tenantRbacReviewer, tenantRbacRules, upstreamAccessReviewer } from '../auth/access-review.ts';
 import type { FlowControlEvents } from '../flowcontrol/events.ts';

@@ -12,7 +12,7 @@ import type { RequestContext } from '../request/context.ts';
 import { ProtobufWatchRewriter } from '../stream/protobuf-view.ts';
 import { WatchRewriter } from '../stream/tenant-view.ts';
 import { TENANTS_PATH } from '../tenants/tenant.ts';
-import type { HealthChecks } from './health.ts';
+import type { HealthChecks } from '../request/health.ts';
 
 export interface ShutdownTimes {
   /** Still serving but not ready, so that a Service takes the endpoint out before connections are refused. */

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { checksText, HealthChecks, parseChecks, verboseHealth } from '../../lib/server/health.ts';
+import { checksText, HealthChecks, parseChecks, verboseHealth } from '../../lib/request/health.ts';
 import type { RequestContext } from '../../lib/request/context.ts';
 import type { UpstreamPool } from '../../lib/upstream/pool.ts';
 

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { malformedRequestTarget } from '../../lib/server/request-target.ts';
+import { malformedRequestTarget } from '../../lib/request/request-target.ts';
 
 const clean = [
   '/api/v1/namespaces/default/pods',

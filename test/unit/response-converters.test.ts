@@ -15,7 +15,7 @@ import { RESPONSE_CONVERTERS, responseConverterFor, type UpstreamAnswer } from '
 import { prepareUpstreamRequestStage } from '../../lib/request/open-upstream.ts';
 import { freePort } from '../../lib/rig/harness.ts';
 import { TenantConversions } from '../../lib/request/tenant-conversions.ts';
-import { sendStatus } from '../../lib/server/status.ts';
+import { sendStatus } from '../../lib/request/status.ts';
 import { DiscoveryCache } from '../../lib/upstream/discovery.ts';
 import { UpstreamPool } from '../../lib/upstream/pool.ts';
 import { RecordingContext } from '../helpers/recording-context.ts';

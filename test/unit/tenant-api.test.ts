@@ -3,7 +3,7 @@
 import t from 'tap';
 import { issueCertificate, type CertificateAuthority } from '../../lib/auth/pki.ts';
 import type { Gateway } from '../../lib/server/gateway.ts';
-import { tenantStoreStatus } from '../../lib/server/tenant-api.ts';
+import { tenantStoreStatus } from '../../lib/request/tenant-api.ts';
 import { MemoryTenantStore } from '../../lib/tenants/memory-store.ts';
 import {
   TenantConflict,
