@@ -132,27 +132,37 @@ export function resolve(tenants: TenantStore, passthrough: boolean): Stage['run'
   };
 }
 
-/** Classify like the apiserver's RequestInfo, then find the kind (scope from discovery for custom resources). */
-export function classify(discovery: DiscoveryCache): Stage['run'] {
+/**
+ * Classify like the apiserver's RequestInfo and find a built-in kind's row: once per request, before flow control (as
+ * the apiserver classifies before its priority and fairness), so flow control reads what the request is.
+ */
+export function classify(ctx: RequestContext): boolean {
+  if (!ctx.converts) return false;
+  const info = parseRequestInfo(ctx.method, ctx.pathname, ctx.query);
+  ctx.info = info;
+  if (!info.isResourceRequest) {
+    // Discovery, version and OpenAPI only, in the forms the apiserver serves them.
+    const upstreamPath = upstreamNonResourcePath(info.path, ctx.identity!.tenant!);
+    if (upstreamPath === null) throw notFound();
+    // Discovery documents are read with tenantgate's own identity: tenant identities need no upstream discovery,
+    // which lists every tenant's groups (--confine-upstream-discovery takes it from them); the answer is converted.
+    if (ctx.method === 'GET' && isDiscoveryDocumentPath(upstreamPath)) ctx.asTenantgate = true;
+    return false;
+  }
+  if (isBuiltinGroup(info.apiGroup)) ctx.row = kindOf(info.apiGroup, info.resource) ?? null;
+  return false;
+}
+
+/**
+ * What classification leaves to upstream discovery, after flow control (it may ask the upstream): a custom resource's
+ * kind and scope (refreshed when unknown: a CRD may be new), and recent discovery for the discovery answers it filters.
+ */
+export function discoverKind(discovery: DiscoveryCache): Stage['run'] {
   return (ctx) => {
-    if (!ctx.converts) return false;
-    const info = parseRequestInfo(ctx.method, ctx.pathname, ctx.query);
-    ctx.info = info;
-    if (!info.isResourceRequest) {
-      // Discovery, version and OpenAPI only, in the forms the apiserver serves them.
-      const upstreamPath = upstreamNonResourcePath(info.path, ctx.identity!.tenant!);
-      if (upstreamPath === null) throw notFound();
-      // Discovery documents are read with tenantgate's own identity: tenant identities need no upstream discovery,
-      // which lists every tenant's groups (--confine-upstream-discovery takes it from them); the answer is converted.
-      if (ctx.method === 'GET' && isDiscoveryDocumentPath(upstreamPath)) ctx.asTenantgate = true;
-      // Discovery answers are filtered with what discovery knows: make sure it knows something recent.
-      return info.path.startsWith('/apis') ? discovery.refreshIfStale().then(() => false) : false;
-    }
-    if (isBuiltinGroup(info.apiGroup)) {
-      ctx.row = kindOf(info.apiGroup, info.resource) ?? null;
-      return false;
-    }
-    // A custom resource: its scope comes from upstream discovery (refreshed when unknown: a CRD may be new).
+    const info = ctx.info;
+    if (!ctx.converts || info === null) return false;
+    if (!info.isResourceRequest) return info.path.startsWith('/apis') ? discovery.refreshIfStale().then(() => false) : false;
+    if (isBuiltinGroup(info.apiGroup)) return false;
     return discovery.resolveScope(apiGroupToUpstream(info.apiGroup, ctx.identity!.tenant!, info.resource), info.apiVersion, info.resource).then((scope) => {
       ctx.row = kindOf(info.apiGroup, info.resource, scope) ?? null;
       return false;
@@ -247,14 +257,16 @@ export function buildPipeline(deps: PipelineDeps): Stage[] {
     // Before tenant resolution: any tenant identity, valid or not, is refused the group alike (403).
     { name: 'Tenant API (administrators)', run: tenantApi({ pool, tenants, issueKubeconfig, recordOperation }) },
     { name: 'resolve tenant', run: resolve(tenants, passthrough) },
+    // From here on, stages of conversion pass on requests that are not converted (administrators, --passthrough).
+    // Before flow control, which reads it (a watch the cache serves costs no seat); it asks nothing of anyone.
+    { name: 'classify', run: classify },
     // Before any work for the request: a tenant over its share waits or gets 429 here, cheaply. Upgrades (exec,
     // attach, port-forward) hold a seat like any other long-running request.
     { name: 'flow control', run: watchCache === null ? flowControl(flow) : flowControl(flow, startsCheaply(watchCache)) },
     // After flow control (the apiserver classifies the target, but a tenant's share is the tenant's whoever it acts
     // as): a flood of impersonated requests waits for seats before it costs any access review.
     { name: 'impersonate (tenants)', run: impersonate(access, 'tenants') },
-    // From here on, stages of conversion pass on requests that are not converted (administrators, --passthrough).
-    { name: 'classify', run: classify(discovery) },
+    { name: 'discover the kind', run: discoverKind(discovery) },
     { name: 'admit', run: admit },
     // After admit: a request refused anyway costs no birth.
     ...(deps.births === undefined ? [] : [{ name: 'await the birth state', run: awaitBirth(deps.births) }]),

@@ -4,8 +4,7 @@
 import { performance } from 'node:perf_hooks';
 import { readForbidden, type AccessReviews } from '../auth/access-review.ts';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
-import { isBuiltinGroup, kindOf } from '../convert/kinds.ts';
-import { parseRequestInfo } from '../convert/request-info.ts';
+import { isBuiltinGroup } from '../convert/kinds.ts';
 import { namespaceToUpstream } from '../convert/rules/index.ts';
 import type { RequestContext } from '../request/context.ts';
 import type { Stage } from '../request/stage.ts';
@@ -129,15 +128,11 @@ function startWatch(ctx: RequestContext, plan: CachePlan, watchCache: WatchCache
  */
 export function startsCheaply(watchCache: WatchCache): (ctx: RequestContext) => boolean {
   return (ctx) => {
-    if (!ctx.converts || ctx.method !== 'GET' || ctx.upgrade !== null) return false;
-    let info;
-    try {
-      info = parseRequestInfo(ctx.method, ctx.pathname, ctx.query);
-    } catch {
-      return false;
-    }
+    // (Classified before flow control: a request the stage "classify" refused never gets here.)
+    const info = ctx.info;
+    if (info === null || ctx.method !== 'GET' || ctx.upgrade !== null) return false;
     if (info.verb !== 'watch' || !isBuiltinGroup(info.apiGroup)) return false;
-    const plan = watchCache.planOf(info, kindOf(info.apiGroup, info.resource) ?? null, ctx.identity!.tenant!, ctx.query, ctx.headers.accept);
+    const plan = watchCache.planOf(info, ctx.row, ctx.identity!.tenant!, ctx.query, ctx.headers.accept);
     // A start that costs the upstream a list, or waits for the cache, takes a seat like any other start.
     return plan !== null && !plan.consistentInitialState && !(plan.sendInitialEvents === true && Number(plan.resourceVersion) > plan.cache.resourceVersion);
   };

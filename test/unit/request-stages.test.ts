@@ -11,7 +11,7 @@ import { StatusError } from '../../lib/errors/status-error.ts';
 import { answerStage } from '../../lib/request/answers.ts';
 import { listAcrossNamespacesStage } from '../../lib/request/merged-list.ts';
 import { openUpstreamStage, prepareUpstreamRequestStage } from '../../lib/request/open-upstream.ts';
-import { admit, authorizeClusterScopeReads, classify, resolve } from '../../lib/request/pipeline.ts';
+import { admit, authorizeClusterScopeReads, classify, discoverKind, resolve } from '../../lib/request/pipeline.ts';
 import type { Stage } from '../../lib/request/stage.ts';
 import { convertRequestBodyStage, MAX_REQUEST_BODY_BYTES } from '../../lib/request/request-body.ts';
 import { freePort } from '../../lib/rig/harness.ts';
@@ -75,13 +75,15 @@ async function refusalOf(stage: Stage['run'], ctx: RecordingContext): Promise<St
 }
 
 const resolveStage = resolve(store, false);
-const classifyStage = classify(discovery);
+const classifyStage = classify;
+const discoverKindStage = discoverKind(discovery);
 
 /** A tenant's request as the stages before the tail leave it: resolved, classified and admitted. */
 function tenantRequest(method: string, path: string, options: RecordingOptions = {}): RecordingContext {
   const ctx = new RecordingContext(method, path, { identity: alice, ...options });
   runNow(resolveStage, ctx);
   runNow(classifyStage, ctx);
+  runNow(discoverKindStage, ctx);
   runNow(admit, ctx);
   return ctx;
 }
@@ -129,6 +131,22 @@ t.test('classify', async (t) => {
     t.match(ctx.info, { verb: 'get', namespace: 'default', resource: 'configmaps', name: 'x' });
     t.match(ctx.row, { resource: 'configmaps', scope: 'Namespaced', tenancy: 'tenant' });
     t.equal(ctx.asTenantgate, false);
+  });
+  t.test('classifies every request at once, asking nothing of upstream discovery (flow control reads it next)', async (t) => {
+    const builtin = new RecordingContext('GET', '/api/v1/namespaces/default/pods?watch=1', { identity: alice });
+    runNow(resolveStage, builtin);
+    t.equal(runNow(classifyStage, builtin), false);
+    t.match(builtin.info, { verb: 'watch', resource: 'pods' });
+    t.match(builtin.row, { resource: 'pods' }, "a built-in kind's row at once");
+    t.equal(runNow(discoverKindStage, builtin), false, 'and discovery has nothing to add');
+    const custom = new RecordingContext('GET', '/apis/example.com/v1/namespaces/default/widgets', { identity: alice });
+    runNow(resolveStage, custom);
+    t.equal(runNow(classifyStage, custom), false);
+    t.match(custom.info, { verb: 'list', apiGroup: 'example.com', resource: 'widgets' });
+    t.equal(custom.row, null, "a custom resource's scope is discovery's, after flow control");
+    const asked = discoverKindStage(custom);
+    t.type(asked, Promise, 'which asks the upstream');
+    await t.rejects(asked as Promise<boolean>, 'here, an upstream that is not there');
   });
   t.test('a discovery document is read as tenantgate; a non-resource path no tenant may read is 404', async (t) => {
     const ctx = tenantRequest('GET', '/api');
