@@ -243,8 +243,10 @@ t.test('the cost the request path pays per request for its metrics', async (t) =
   const started = performance.now();
   run(count);
   const ns = ((performance.now() - started) * 1e6) / count;
+  // The figure is reported, not judged here (speed targets live in bench/: cpu-per-request counts the whole path).
   t.comment(`requestEnded + upstreamResponded: ${ns.toFixed(0)} ns per request`);
-  t.ok(ns < 10_000, `under 10 µs per request (${ns.toFixed(0)} ns)`);
+  const samples = parsePrometheusText(await metrics.scrape());
+  t.equal(sampleSum(samples, 'tenantgate_requests_total'), 50_000 + count, 'every request counted once');
 });
 
 t.test('serve flags: the metrics listener, the tenant series bound and the request log level', async (t) => {
