@@ -35,3 +35,10 @@ export function toTenantName(upstreamName: string, tenant: TenantId): string | n
 export function isTenantsUpstreamName(upstreamName: string, tenant: TenantId): boolean {
   return toTenantName(upstreamName, tenant) !== null;
 }
+
+/** The tenant whose prefix an upstream name carries, if it carries one at all (which alone proves no ownership). */
+export function tenantOfUpstreamName(upstreamName: string | undefined): TenantId | undefined {
+  if (upstreamName === undefined || upstreamName.length <= PREFIX_LENGTH || upstreamName.charCodeAt(6) !== 45 /* '-' */) return undefined;
+  const id = upstreamName.slice(0, 6);
+  return isTenantId(id) ? id : undefined;
+}

@@ -5,8 +5,9 @@ import { isIPv4, isIPv6 } from 'node:net';
 import { builtinKindOf, type KindRow } from '../convert/kinds.ts';
 import { toUpstreamName, type TenantId } from '../convert/prefix.ts';
 import { objectToUpstream, type Json } from '../convert/rules/index.ts';
+import { listUpstream } from '../upstream/own-watch.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
-import { ensure, type UpstreamObject } from './bootstrap.ts';
+import { differs, ensure, type UpstreamObject } from './bootstrap.ts';
 
 /** Where a tenant's workloads reach tenantgate. */
 export interface ClusterAddress {
@@ -89,4 +90,20 @@ export async function ensureKubernetesService(pool: UpstreamPool, tenant: Tenant
   await ensure(pool, `/api/v1/namespaces/${namespace}/services`, kubernetesService(tenant, address));
   const slice = kubernetesEndpointSlice(tenant, address);
   if (slice !== null) await ensure(pool, `/apis/discovery.k8s.io/v1/namespaces/${namespace}/endpointslices`, slice);
+}
+
+/**
+ * The tenants (of `ids`, labelled as `bySelector` selects) whose Service default/kubernetes is missing upstream or
+ * whose EndpointSlice is missing or points elsewhere: two lists, whatever the number of tenants.
+ */
+export async function kubernetesServicesAmiss(pool: UpstreamPool, address: ClusterAddress, ids: readonly TenantId[], bySelector: string): Promise<TenantId[]> {
+  const byName = `fieldSelector=${encodeURIComponent(`metadata.name=${KUBERNETES_SERVICE}`)}&${bySelector}`;
+  const services = new Set((await listUpstream(pool, `/api/v1/services?${byName}`)).map((item) => item.metadata.namespace));
+  const slices = new Map((await listUpstream(pool, `/apis/discovery.k8s.io/v1/endpointslices?${byName}`)).map((item) => [item.metadata.namespace, item]));
+  return ids.filter((id) => {
+    const namespace = toUpstreamName('default', id);
+    const wanted = kubernetesEndpointSlice(id, address);
+    const slice = slices.get(namespace);
+    return !services.has(namespace) || (wanted !== null && (slice === undefined || differs(slice, wanted)));
+  });
 }

@@ -60,8 +60,17 @@ function replacementOf(kept: KeptObject, stored: Record<string, unknown>): Recor
   };
 }
 
+/** An upstream refusal, with its code: a 409 is someone else's write in between, looked at again. */
+class KeptObjectRefused extends Error {
+  readonly status: number;
+  constructor(what: string, answer: { status: number; body: any }) {
+    super(`${what} answered ${answer.status}: ${String(answer.body?.message ?? '').slice(0, 1000)}`);
+    this.status = answer.status;
+  }
+}
+
 function failure(what: string, answer: { status: number; body: any }): Error {
-  return new Error(`${what} answered ${answer.status}: ${String(answer.body?.message ?? '').slice(0, 1000)}`);
+  return new KeptObjectRefused(what, answer);
 }
 
 /** Creates the object, or replaces it when it differs in an owned field. Resolves to what it did. */
@@ -100,7 +109,7 @@ export class ObjectKeeper {
 
   /** Resolves once every object has been checked (or failed once, then retried in the background). */
   async start(): Promise<void> {
-    await Promise.all(this.#objects.map((kept) => this.#check(kept)));
+    await Promise.all(this.#objects.map((kept) => this.#check(kept, 'start')));
     for (const kept of this.#objects) {
       const byName = `fieldSelector=${encodeURIComponent(`metadata.name=${kept.object.metadata.name}`)}`;
       this.#stoppers.push(
@@ -121,25 +130,38 @@ export class ObjectKeeper {
     await Promise.allSettled([...this.#running]);
   }
 
-  #later(kept: KeptObject, delayMs: number): void {
+  #later(kept: KeptObject, delayMs: number, when: 'start' | 'change' = 'change'): void {
     if (this.#stopped || this.#timers.has(kept)) return;
     this.#timers.set(
       kept,
       setTimeout(() => {
         this.#timers.delete(kept);
-        void this.#check(kept);
+        void this.#check(kept, when);
       }, delayMs),
     );
   }
 
-  #check(kept: KeptObject): Promise<void> {
+  /**
+   * `start`: the first look, where a missing object is made for the first time (created) and one unlike the wanted
+   * one is most likely an older tenantgate's (updated); `change`: after someone deleted or changed it (restored).
+   */
+  #check(kept: KeptObject, when: 'start' | 'change'): Promise<void> {
     const running = ensureKeptObject(this.#pool, kept).then(
       (done) => {
-        if (done !== 'unchanged') log.info('upstream object restored', { object: pathOf(kept), done });
+        if (done === 'unchanged') return;
+        if (when === 'change') log.info('upstream object restored', { object: pathOf(kept), done });
+        else log.info(done === 'created' ? 'upstream object created' : 'upstream object updated', { object: pathOf(kept) });
       },
       (error: Error) => {
-        log.warn('upstream object could not be restored', { object: pathOf(kept), error: error.message });
-        this.#later(kept, RETRY_MS);
+        // A controller's write between the read and the check (a CRD's status, just after its creation): routine.
+        if (error instanceof KeptObjectRefused && error.status === 409)
+          log.info('upstream object changed while checked; checking again', { object: pathOf(kept) });
+        else
+          log.warn(when === 'start' ? 'upstream object could not be written' : 'upstream object could not be restored', {
+            object: pathOf(kept),
+            error: error.message,
+          });
+        this.#later(kept, RETRY_MS, when);
       },
     );
     this.#running.add(running);

@@ -3,7 +3,8 @@
 // of a deleted tenant's upstream objects before the Tenant itself. Never creates anything for a tenant being deleted,
 // nor deletes outside a tenant's exact prefix.
 import { bulkhead, type BulkheadPolicy } from 'cockatiel';
-import { isTenantId, TENANT_LABEL, toUpstreamName, type TenantId } from '../convert/prefix.ts';
+import { isTenantId, TENANT_LABEL, tenantOfUpstreamName, toUpstreamName, type TenantId } from '../convert/prefix.ts';
+import { Once } from './once.ts';
 import { log } from '../log.ts';
 import type { RecordTenantOperation } from '../metrics/metrics.ts';
 import { upstreamJson } from '../upstream/client.ts';
@@ -46,7 +47,7 @@ import {
   tenantBuiltinRole,
   type BuiltinRole,
 } from './builtin-roles.ts';
-import { ensureKubernetesService, KUBERNETES_SERVICE, kubernetesEndpointSlice, type ClusterAddress } from './cluster-service.ts';
+import { ensureKubernetesService, KUBERNETES_SERVICE, kubernetesServicesAmiss, type ClusterAddress } from './cluster-service.ts';
 import {
   EXPANSION_LABEL,
   expansionName,
@@ -122,6 +123,11 @@ const RECONCILE_DEBOUNCE_MS = 100;
 const MAX_SELECTOR_TENANTS = 50;
 
 const RBAC = '/apis/rbac.authorization.k8s.io/v1';
+/** A namespace younger than this that lacks its admin's RoleBinding is new (the grant is created), not robbed of it. */
+const NEW_NAMESPACE_MS = 60_000;
+
+/** What a reconcile did to one upstream object, as its log line says. */
+type ReconcileAction = 'restored' | 'created' | 'updated' | 'removed' | 'replaced';
 
 /** What a tenant's first request waits for: its birth state upstream (resolved), or why not yet (rejected). */
 interface Birth {
@@ -138,35 +144,6 @@ function birthFailed(): StatusError {
 function progressMessage(progress: CleanupProgress): string {
   const unlisted = progress.unlisted.length === 0 ? '' : `; cannot list ${progress.unlisted.join(', ')} yet`;
   return `deleting ${progress.namespaces} namespaces, ${progress.clusterObjects} cluster-scoped objects remaining${unlisted}`;
-}
-
-/** The tenant an upstream namespace name is under, if it is a tenant's at all. */
-function tenantOfNamespace(namespace: string | undefined): TenantId | undefined {
-  if (namespace === undefined || namespace.charCodeAt(6) !== 45 /* '-' */) return undefined;
-  const id = namespace.slice(0, 6);
-  return isTenantId(id) ? id : undefined;
-}
-
-/** What every tenant's bootstrap needs of the upstream, got once and shared; got again after a failure or when forgotten. */
-class Once<T> {
-  readonly #get: () => Promise<T>;
-  #value: Promise<T> | null = null;
-
-  constructor(get: () => Promise<T>) {
-    this.#get = get;
-  }
-
-  get(): Promise<T> {
-    this.#value ??= this.#get().catch((error: unknown) => {
-      this.#value = null;
-      throw error;
-    });
-    return this.#value;
-  }
-
-  forget(): void {
-    this.#value = null;
-  }
 }
 
 export class TenantLifecycle {
@@ -503,7 +480,7 @@ export class TenantLifecycle {
       if (event.type !== 'MODIFIED') this.#markDirty(event.object.metadata.labels?.[TENANT_LABEL]);
     });
     watch(`${RBAC}/rolebindings?fieldSelector=${encodeURIComponent(`metadata.name=${TENANT_ADMIN_BINDING}`)}`, (event) => {
-      if (event.type === 'DELETED') this.#markDirty(event.object.metadata.labels?.[TENANT_LABEL] ?? tenantOfNamespace(event.object.metadata.namespace));
+      if (event.type === 'DELETED') this.#markDirty(event.object.metadata.labels?.[TENANT_LABEL] ?? tenantOfUpstreamName(event.object.metadata.namespace));
     });
     // Bootstrap bindings deleted; a tenant's own ClusterRoleBindings in any change (their expansions follow them).
     watch(`${STORED_CLUSTER_BINDINGS}?${byLabel}`, (event) => {
@@ -535,10 +512,10 @@ export class TenantLifecycle {
     // Service default/kubernetes deleted; its EndpointSlice deleted or changed (pointed elsewhere).
     const kubernetesByName = `fieldSelector=${encodeURIComponent(`metadata.name=${KUBERNETES_SERVICE}`)}&${byLabel}`;
     watch(`/api/v1/services?${kubernetesByName}`, (event) => {
-      if (event.type === 'DELETED') this.#markDirty(tenantOfNamespace(event.object.metadata.namespace));
+      if (event.type === 'DELETED') this.#markDirty(tenantOfUpstreamName(event.object.metadata.namespace));
     });
     watch(`/apis/discovery.k8s.io/v1/endpointslices?${kubernetesByName}`, (event) => {
-      if (event.type !== 'ADDED') this.#markDirty(tenantOfNamespace(event.object.metadata.namespace));
+      if (event.type !== 'ADDED') this.#markDirty(tenantOfUpstreamName(event.object.metadata.namespace));
     });
     // The shared RBAC deleted, or changed by anyone (an older tenantgate's wider rules): made again.
     const sharedByName = new Map(SHARED_TENANT_RBAC.map((shared) => [`${shared.collection}/${shared.object.metadata.name}`, shared.object]));
@@ -606,11 +583,13 @@ export class TenantLifecycle {
     const selector = which === 'all' ? TENANT_LABEL : `${TENANT_LABEL} in (${ids.join(',')})`;
     const bySelector = `labelSelector=${encodeURIComponent(selector)}`;
     const repairs: Promise<void>[] = [];
-    const repair = (what: string, id: TenantId, action: () => Promise<void>) =>
+    // `done` says what the log reports: `restored` only for what was there and was deleted or changed (the birth
+    // state of a born tenant); what follows the tenant's own objects is `created`, `updated` or `removed`.
+    const repair = (what: string, id: TenantId, action: () => Promise<void>, done: ReconcileAction = 'restored') =>
       repairs.push(
         action().then(
-          () => log.info('tenant reconcile restored', { tenant: id, what }),
-          (error: Error) => log.warn('tenant reconcile could not restore', { tenant: id, what, error: error.message }),
+          () => log.info(`tenant reconcile ${done}`, { tenant: id, what }),
+          (error: Error) => log.warn('tenant reconcile could not write', { tenant: id, what, would: done, error: error.message }),
         ),
       );
 
@@ -643,7 +622,7 @@ export class TenantLifecycle {
       // (After the grace the next full pass, every resync interval, removes them.)
       const graceOver = Date.now() - this.#startedAt >= this.#legacyBindingsGraceMs;
       if (legacy.length > 0 && graceOver)
-        repair(`clusterrolebindings ${legacy.join(', ')} replaced by the shared ones`, id, () => this.#replaceLegacyBindings(id, legacy));
+        repair(`clusterrolebindings ${legacy.join(', ')} by the shared ones`, id, () => this.#replaceLegacyBindings(id, legacy), 'replaced');
       const mine: ClusterRoleBinding[] = [];
       for (const binding of clusterBindings) {
         // The built-in bindings grant only discovery and self-reviews, nothing a RoleBinding could: never expanded.
@@ -653,10 +632,15 @@ export class TenantLifecycle {
         if (migrated !== null) {
           binding.subjects = migrated;
           const path = `${STORED_CLUSTER_BINDINGS}/${encodeURIComponent(binding.metadata.name)}`;
-          repair(`clusterrolebinding ${binding.metadata.name} subjects`, id, async () => {
-            const updated = await upstreamJson(this.#pool, 'PUT', path, binding);
-            if (updated.status !== 200) throw new Error(`updating ${path} answered ${updated.status}`);
-          });
+          repair(
+            `clusterrolebinding ${binding.metadata.name} subjects`,
+            id,
+            async () => {
+              const updated = await upstreamJson(this.#pool, 'PUT', path, binding);
+              if (updated.status !== 200) throw new Error(`updating ${path} answered ${updated.status}`);
+            },
+            'updated',
+          );
         }
         mine.push(binding);
       }
@@ -678,7 +662,12 @@ export class TenantLifecycle {
       if (missing.length > 0)
         repair(`built-in clusterroles ${missing.map((role) => role.metadata.name).join(', ')}`, id, () => ensureTenantBuiltinRoles(this.#pool, id, missing));
     }
-    if (this.#clusterAddress !== undefined) await this.#reconcileKubernetesServices(ids, bySelector, repair);
+    if (this.#clusterAddress !== undefined) {
+      const address = this.#clusterAddress;
+      for (const id of await kubernetesServicesAmiss(this.#pool, address, ids, bySelector)) {
+        repair(`service ${toUpstreamName('default', id)}/${KUBERNETES_SERVICE}`, id, () => ensureKubernetesService(this.#pool, id, address));
+      }
+    }
     // The admin's rights on the tenant's cluster-scoped custom resources follow its CRDs.
     const crds = await listUpstream(this.#pool, `/apis/apiextensions.k8s.io/v1/customresourcedefinitions?${bySelector}`);
     const customRoles = new Map(
@@ -693,7 +682,8 @@ export class TenantLifecycle {
       const current = customRoles.get(wanted.metadata.name);
       // A tenant without cluster-scoped custom resources keeps no such role (an older tenantgate made it empty).
       if (wanted.rules.length === 0 ? current !== undefined : current === undefined || differs(current, wanted)) {
-        repair(`clusterrole ${wanted.metadata.name}`, id, () => ensureTenantCustomResources(this.#pool, id, mine));
+        const done = current === undefined ? 'created' : wanted.rules.length === 0 ? 'removed' : 'updated';
+        repair(`clusterrole ${wanted.metadata.name}`, id, () => ensureTenantCustomResources(this.#pool, id, mine), done);
       }
     }
     const expansionSelector = `labelSelector=${encodeURIComponent(which === 'all' ? `${EXPANSION_LABEL},${TENANT_LABEL}` : `${EXPANSION_LABEL},${selector}`)}`;
@@ -709,7 +699,7 @@ export class TenantLifecycle {
     for (const namespace of namespaces) {
       const id = namespace.metadata.labels?.[TENANT_LABEL];
       // A label is not enough: only a namespace under the tenant's own prefix is the tenant's.
-      if (id === undefined || tenantOfNamespace(namespace.metadata.name) !== id) continue;
+      if (id === undefined || tenantOfUpstreamName(namespace.metadata.name) !== id) continue;
       const list = namespacesOf.get(id) ?? [];
       list.push(namespace);
       namespacesOf.set(id, list);
@@ -729,7 +719,10 @@ export class TenantLifecycle {
           for (const binding of tenantBindings.get(id) ?? []) expansions.delete(`${name}/${expansionName(binding.metadata.name)}`);
           continue;
         }
-        if (!granted.has(name)) repair(`rolebinding ${name}/${TENANT_ADMIN_BINDING}`, id, () => grantTenantNamespace(this.#pool, id, name));
+        // A namespace the tenant just made gets its first grant; an older one lost it (deleted by someone).
+        const isNew = Date.now() - Date.parse(namespace.metadata.creationTimestamp ?? '') < NEW_NAMESPACE_MS;
+        if (!granted.has(name))
+          repair(`rolebinding ${name}/${TENANT_ADMIN_BINDING}`, id, () => grantTenantNamespace(this.#pool, id, name), isNew ? 'created' : 'restored');
         // Each of the tenant's ClusterRoleBindings, as a RoleBinding in this namespace for its real subjects.
         for (const binding of tenantBindings.get(id) ?? []) {
           const wanted = expansionOf(binding, name, id);
@@ -737,7 +730,12 @@ export class TenantLifecycle {
           const current = expansions.get(key);
           expansions.delete(key);
           if (current === undefined || differs(current, wanted))
-            repair(`rolebinding ${key}`, id, () => ensure(this.#pool, `${RBAC}/namespaces/${name}/rolebindings`, wanted));
+            repair(
+              `rolebinding ${key}`,
+              id,
+              () => ensure(this.#pool, `${RBAC}/namespaces/${name}/rolebindings`, wanted),
+              current === undefined ? 'created' : 'updated',
+            );
         }
       }
     }
@@ -748,10 +746,15 @@ export class TenantLifecycle {
       const id = item.metadata.labels?.[TENANT_LABEL];
       if (id === undefined || !ids.includes(id)) continue;
       const path = `${RBAC}/namespaces/${item.metadata.namespace}/rolebindings/${encodeURIComponent(item.metadata.name)}`;
-      repair(`removed rolebinding ${key}`, id, async () => {
-        const deleted = await upstreamJson(this.#pool, 'DELETE', path);
-        if (deleted.status !== 200 && deleted.status !== 404) throw new Error(`deleting ${path} answered ${deleted.status}`);
-      });
+      repair(
+        `rolebinding ${key}`,
+        id,
+        async () => {
+          const deleted = await upstreamJson(this.#pool, 'DELETE', path);
+          if (deleted.status !== 200 && deleted.status !== 404) throw new Error(`deleting ${path} answered ${deleted.status}`);
+        },
+        'removed',
+      );
     }
     await Promise.all(repairs);
   }
@@ -774,28 +777,6 @@ export class TenantLifecycle {
       const path = `${RBAC}/clusterrolebindings/${encodeURIComponent(name)}`;
       const deleted = await upstreamJson(this.#pool, 'DELETE', path);
       if (deleted.status !== 200 && deleted.status !== 404) throw new Error(`deleting ${path} answered ${deleted.status}`);
-    }
-  }
-
-  /** Service default/kubernetes and its EndpointSlice of each tenant, put back when missing or pointing elsewhere. */
-  async #reconcileKubernetesServices(
-    ids: TenantId[],
-    bySelector: string,
-    repair: (what: string, id: TenantId, action: () => Promise<void>) => void,
-  ): Promise<void> {
-    const address = this.#clusterAddress!;
-    const byName = `fieldSelector=${encodeURIComponent(`metadata.name=${KUBERNETES_SERVICE}`)}&${bySelector}`;
-    const services = new Set((await listUpstream(this.#pool, `/api/v1/services?${byName}`)).map((item) => item.metadata.namespace));
-    const slices = new Map(
-      (await listUpstream(this.#pool, `/apis/discovery.k8s.io/v1/endpointslices?${byName}`)).map((item) => [item.metadata.namespace, item]),
-    );
-    for (const id of ids) {
-      const namespace = toUpstreamName('default', id);
-      const wanted = kubernetesEndpointSlice(id, address);
-      const slice = slices.get(namespace);
-      if (!services.has(namespace) || (wanted !== null && (slice === undefined || differs(slice, wanted)))) {
-        repair(`service ${namespace}/${KUBERNETES_SERVICE}`, id, () => ensureKubernetesService(this.#pool, id, address));
-      }
     }
   }
 }

@@ -9,6 +9,7 @@ export interface UpstreamObjectMeta {
   name: string;
   namespace?: string;
   resourceVersion?: string;
+  creationTimestamp?: string;
   deletionTimestamp?: string;
   labels?: Record<string, string>;
 }
