@@ -1,7 +1,7 @@
 // The flow-control stage: a tenant's request takes a seat before it costs anything upstream, or waits, or gets 429;
 // a watch or other long-running request also counts against the tenant's cap on open ones until its response closes.
 // Never leaves a seat or a count behind: both are given back when the response closes, however the request ended.
-import type { RequestContext } from '../request/context.ts';
+import { identityOf, type RequestContext } from '../request/context.ts';
 import { serviceUnavailable, tooManyRequests } from '../errors/status-error.ts';
 import type { FlowController } from './dispatcher.ts';
 import type { RejectionReason, SeatKind } from './events.ts';
@@ -64,7 +64,7 @@ export function flowControl(
   startsCheaply: (ctx: RequestContext) => boolean = () => false,
 ): (ctx: RequestContext) => boolean | Promise<boolean> {
   return (ctx) => {
-    const tenant = ctx.identity!.tenant;
+    const tenant = identityOf(ctx).tenant;
     // Administrators are exempt (like the apiserver's exempt priority level): they must be able to act, e.g. lower
     // a noisy tenant's limit, while tenants saturate tenantgate.
     if (tenant === null) return false;

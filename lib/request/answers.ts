@@ -34,7 +34,7 @@ import { parseQuantity } from '../tenants/quantity.ts';
 import { TENANT_QUOTA_NAME } from '../tenants/tenant-quota.ts';
 import { upstreamJson } from '../upstream/client.ts';
 import { clientResponseHeaders, tenantResponseHeaders } from '../upstream/headers.ts';
-import type { RequestContext } from './context.ts';
+import { isConverted, isKindRequest, type ConvertedRequest, type KindRequest, type RequestContext } from './context.ts';
 import { asksForTable, isOpenApiV2, openApiV2AsProtobuf, partialMetadataProtobufOf, protobufAnswerOf, requestApiVersion } from './negotiation.ts';
 import { listRewriter, protobufListRewriter } from './offload.ts';
 import { contextOf, openUpstream } from './open-upstream.ts';
@@ -79,8 +79,8 @@ function isTableAnswer(ctx: RequestContext, answer: UpstreamAnswer): boolean {
 }
 
 /** A list or watch converted item by item as bytes arrive (JSON; Tables of a watch event by event). */
-function isStreamed(ctx: RequestContext, answer: UpstreamAnswer, verb: 'list' | 'watch'): boolean {
-  if (answer.status >= 300 || ctx.row === null || ctx.info!.verb !== verb || !answer.contentType.startsWith('application/json')) return false;
+function isStreamed(ctx: KindRequest, answer: UpstreamAnswer, verb: 'list' | 'watch'): boolean {
+  if (answer.status >= 300 || ctx.info.verb !== verb || !answer.contentType.startsWith('application/json')) return false;
   if (partialMetadataProtobufOf(ctx) !== null) return false;
   // Tables (what kubectl get asks for) are answered whole, even when a watch of Tables is streamed event by event.
   return verb === 'watch' || !isTableAnswer(ctx, answer);
@@ -92,10 +92,10 @@ function declaredLengthOf(answer: UpstreamAnswer): number | null {
   return Number.isSafeInteger(length) && length >= 0 ? length : null;
 }
 
-function streamRewritten(ctx: RequestContext, answer: UpstreamAnswer, conversions: TenantConversions, verb: 'list' | 'watch'): void {
-  const tenant = ctx.identity!.tenant!;
+function streamRewritten(ctx: KindRequest, answer: UpstreamAnswer, conversions: TenantConversions, verb: 'list' | 'watch'): void {
+  const tenant = ctx.identity.tenant;
   const convert = conversions.of(tenant);
-  const row = ctx.row!;
+  const row = ctx.row;
   const table = isTableAnswer(ctx, answer);
   ctx.respond(answer.status, tenantResponseHeaders(answer.headers, tenant));
   const spec = verb === 'watch' && table ? tenantViewSpecOf(row, convert, ctx.rowObjects) : conversions.viewSpecOf(tenant, row);
@@ -108,13 +108,13 @@ function streamRewritten(ctx: RequestContext, answer: UpstreamAnswer, conversion
 
 /** The upstream's body through `rewriter` to the client, observed by the metrics and the request log. */
 function pipeRewritten(
-  ctx: RequestContext,
+  ctx: ConvertedRequest,
   answer: UpstreamAnswer,
   conversions: TenantConversions,
   verb: 'list' | 'watch',
   rewriter: Transform & RewriteCounters,
 ): void {
-  const tenant = ctx.identity!.tenant!;
+  const tenant = ctx.identity.tenant;
   ctx.rewrite = rewriter;
   const rewriteEnded = conversions.metrics?.rewriteStarted(tenant, verb, rewriter);
   pipeline(answer.body, rewriter, ctx.out, (error) => {
@@ -122,24 +122,24 @@ function pipeRewritten(
     if (!error || ctx.out.destroyed) return;
     // A watch ends this way whenever its client or the upstream closes it: routine, not worth a warning each.
     const routine = (error as NodeJS.ErrnoException).code === 'ERR_STREAM_PREMATURE_CLOSE';
-    (routine ? log.debug : log.warn)('a list or watch could not be converted', { tenant, path: ctx.info!.path, error: error.message });
+    (routine ? log.debug : log.warn)('a list or watch could not be converted', { tenant, path: ctx.info.path, error: error.message });
   });
 }
 
 /** A protobuf list or watch the client asked for in protobuf (negotiation.ts), converted on the wire as bytes arrive. */
-function isProtobufStreamed(ctx: RequestContext, answer: UpstreamAnswer, verb: 'list' | 'watch'): boolean {
-  return answer.status < 300 && ctx.row !== null && ctx.info!.verb === verb && isProtobuf(answer.contentType) && protobufAnswerOf(ctx);
+function isProtobufStreamed(ctx: KindRequest, answer: UpstreamAnswer, verb: 'list' | 'watch'): boolean {
+  return answer.status < 300 && ctx.info.verb === verb && isProtobuf(answer.contentType) && protobufAnswerOf(ctx);
 }
 
-function protobufStreamRewritten(ctx: RequestContext, answer: UpstreamAnswer, conversions: TenantConversions, verb: 'list' | 'watch'): void {
-  const tenant = ctx.identity!.tenant!;
+function protobufStreamRewritten(ctx: KindRequest, answer: UpstreamAnswer, conversions: TenantConversions, verb: 'list' | 'watch'): void {
+  const tenant = ctx.identity.tenant;
   const convert = conversions.of(tenant);
   // Made before the head goes out: a kind the engine cannot convert is refused while a Status can still be sent.
-  const apiVersion = requestApiVersion(ctx.info!);
+  const apiVersion = requestApiVersion(ctx.info);
   const rewriter =
     verb === 'watch'
-      ? new ProtobufWatchRewriter(ctx.row!, convert, apiVersion)
-      : protobufListRewriter({ row: ctx.row!, convert, discovery: conversions.discovery, apiVersion, declaredLength: declaredLengthOf(answer) });
+      ? new ProtobufWatchRewriter(ctx.row, convert, apiVersion)
+      : protobufListRewriter({ row: ctx.row, convert, discovery: conversions.discovery, apiVersion, declaredLength: declaredLengthOf(answer) });
   ctx.respond(answer.status, tenantResponseHeaders(answer.headers, tenant));
   pipeRewritten(ctx, answer, conversions, verb, rewriter);
 }
@@ -157,10 +157,12 @@ interface WholeAnswer {
 const answerTooLarge = () => internalError('the upstream answer is too large to convert');
 
 /** A converter of answers read whole first (bounded). */
-function whole(convert: (ctx: RequestContext, answer: WholeAnswer, conversions: TenantConversions) => void | Promise<void>): ResponseConverter['answer'] {
+function whole<C extends ConvertedRequest>(
+  convert: (ctx: C, answer: WholeAnswer, conversions: TenantConversions) => void | Promise<void>,
+): (ctx: C, answer: UpstreamAnswer, conversions: TenantConversions) => Promise<void> {
   return async (ctx, answer, conversions) => {
     const bytes = await readBody(answer.body, MAX_RESPONSE_BODY_BYTES, answerTooLarge);
-    const headers = tenantResponseHeaders(answer.headers, ctx.identity!.tenant!);
+    const headers = tenantResponseHeaders(answer.headers, ctx.identity.tenant);
     await convert(ctx, { status: answer.status, headers, upstreamHeaders: answer.headers, bytes }, conversions);
   };
 }
@@ -169,8 +171,8 @@ function whole(convert: (ctx: RequestContext, answer: WholeAnswer, conversions: 
  * The upstream's JSON, or null when the answer was empty and has been answered as it is (a 304 to a cached discovery
  * document, a 204). An error without a body (OpenAPI v3's 404 for a group it does not serve) is still a Status.
  */
-function parsedOrAnswered(ctx: RequestContext, answer: WholeAnswer): any {
-  const tenant = ctx.identity!.tenant!;
+function parsedOrAnswered(ctx: ConvertedRequest, answer: WholeAnswer): any {
+  const tenant = ctx.identity.tenant;
   if (answer.bytes.length === 0) {
     if (answer.status >= 400) throw tenantStatusError(answer.status, {}, tenant);
     ctx.answer(answer.status, answer.headers);
@@ -195,10 +197,10 @@ function sendJson(ctx: RequestContext, answer: WholeAnswer, view: unknown): void
  * with "not found" (an empty list for a list). That answer, or null when the namespace exists or the tenant's RBAC
  * does not allow the request cluster-wide (the 403 stands).
  */
-async function missingNamespaceAnswer(ctx: RequestContext, conversions: TenantConversions): Promise<StatusError | object | null> {
-  const info = ctx.info!;
-  const identity = ctx.identity!;
-  const tenant = identity.tenant!;
+async function missingNamespaceAnswer(ctx: KindRequest, conversions: TenantConversions): Promise<StatusError | object | null> {
+  const info = ctx.info;
+  const identity = ctx.identity;
+  const tenant = identity.tenant;
   const upstreamNamespace = namespaceToUpstream(info.namespace, tenant);
   const namespace = await upstreamJson(conversions.pool, 'GET', `/api/v1/namespaces/${encodeURIComponent(upstreamNamespace)}`);
   if (namespace.status !== 404) return null;
@@ -212,7 +214,7 @@ async function missingNamespaceAnswer(ctx: RequestContext, conversions: TenantCo
     ))
   )
     return null;
-  const row = ctx.row!;
+  const row = ctx.row;
   if (info.verb === 'list') {
     return {
       kind: `${row.kind}List`,
@@ -234,8 +236,8 @@ async function missingNamespaceAnswer(ctx: RequestContext, conversions: TenantCo
  * The resourceVersion the apiserver's own empty list would carry (the newest), read from a list of one item of the
  * same kind in the same (missing) namespace, made as tenantgate; '' when the upstream does not say.
  */
-async function currentResourceVersion(ctx: RequestContext, conversions: TenantConversions): Promise<string> {
-  const target = upstreamResourceTarget(ctx.info!, ctx.row!, new URLSearchParams({ limit: '1' }), ctx.identity!.tenant!);
+async function currentResourceVersion(ctx: KindRequest, conversions: TenantConversions): Promise<string> {
+  const target = upstreamResourceTarget(ctx.info, ctx.row, new URLSearchParams({ limit: '1' }), ctx.identity.tenant);
   const list = await upstreamJson(conversions.pool, 'GET', target);
   const resourceVersion = (list.body as { metadata?: { resourceVersion?: unknown } } | null)?.metadata?.resourceVersion;
   return list.status === 200 && typeof resourceVersion === 'string' ? resourceVersion : '';
@@ -251,9 +253,9 @@ const QUOTA_REFUSAL = Buffer.from(`exceeded quota: ${TENANT_QUOTA_NAME}, request
  * capacity elsewhere: the capacity is moved and the same converted request sent again (true). The refusal stands
  * (false) when the tenant is at its limit, or after QUOTA_RETRIES. (The marker is plain text in JSON and protobuf.)
  */
-async function retriedForQuota(ctx: RequestContext, answer: WholeAnswer, conversions: TenantConversions): Promise<boolean> {
+async function retriedForQuota(ctx: ConvertedRequest, answer: WholeAnswer, conversions: TenantConversions): Promise<boolean> {
   const refused = conversions.tenantQuotaRefused;
-  const info = ctx.info!;
+  const info = ctx.info;
   if (refused === undefined || answer.status !== 403 || ctx.upstreamBody === null || info.namespace === '') return false;
   const at = answer.bytes.indexOf(QUOTA_REFUSAL);
   const retries = quotaRetries.get(ctx) ?? 0;
@@ -265,7 +267,7 @@ async function retriedForQuota(ctx: RequestContext, answer: WholeAnswer, convers
     const amount = quantity === undefined ? null : parseQuantity(quantity);
     if (key !== undefined && amount !== null) requested.set(key, amount);
   }
-  const tenant = ctx.identity!.tenant!;
+  const tenant = ctx.identity.tenant;
   if (!(await refused(tenant, namespaceToUpstream(info.namespace, tenant), requested))) return false;
   quotaRetries.set(ctx, retries + 1);
   const previous = ctx.upstream;
@@ -282,11 +284,10 @@ async function retriedForQuota(ctx: RequestContext, answer: WholeAnswer, convers
 }
 
 /** An error answer: the upstream's Status in the tenant's names (or, in a missing namespace, what a cluster would say). */
-async function statusAnswer(ctx: RequestContext, answer: WholeAnswer, conversions: TenantConversions): Promise<void> {
+async function statusAnswer(ctx: ConvertedRequest, answer: WholeAnswer, conversions: TenantConversions): Promise<void> {
   if (await retriedForQuota(ctx, answer, conversions)) return;
-  const info = ctx.info!;
-  const row = ctx.row;
-  if (answer.status === 403 && row !== null && row.scope === 'Namespaced' && info.namespace !== '' && info.verb !== 'watch') {
+  const info = ctx.info;
+  if (answer.status === 403 && isKindRequest(ctx) && ctx.row.scope === 'Namespaced' && info.namespace !== '' && info.verb !== 'watch') {
     const missing = await missingNamespaceAnswer(ctx, conversions);
     if (missing instanceof StatusError) throw missing;
     if (missing !== null) {
@@ -298,11 +299,11 @@ async function statusAnswer(ctx: RequestContext, answer: WholeAnswer, conversion
     }
   }
   if (isProtobuf(String(answer.upstreamHeaders['content-type'] ?? '')) && answer.bytes.length > 0) {
-    ctx.answer(answer.status, answer.headers, protobufStatusToTenant(answer.bytes, ctx.identity!.tenant!));
+    ctx.answer(answer.status, answer.headers, protobufStatusToTenant(answer.bytes, ctx.identity.tenant));
     return;
   }
   const body = parsedOrAnswered(ctx, answer);
-  if (body !== null) sendJson(ctx, answer, statusToTenant(body, ctx.identity!.tenant!));
+  if (body !== null) sendJson(ctx, answer, statusToTenant(body, ctx.identity.tenant));
 }
 
 /** tenantgate's host and port as the client reached them (HTTP/2 :authority, HTTP/1.1 Host), when well-formed. */
@@ -312,13 +313,13 @@ function addressReached(ctx: RequestContext): string | null {
 }
 
 /** Discovery documents and OpenAPI v3, in the tenant's view: its groups only, hidden groups not found. */
-function discoveryAnswer(ctx: RequestContext, answer: WholeAnswer, conversions: TenantConversions): void {
+function discoveryAnswer(ctx: ConvertedRequest, answer: WholeAnswer, conversions: TenantConversions): void {
   const body = parsedOrAnswered(ctx, answer);
   if (body === null) return;
-  const tenant = ctx.identity!.tenant!;
+  const tenant = ctx.identity.tenant;
   const discovery = conversions.discovery;
   const visibleVersion = (group: string, version: string) => discovery.servesTenantResources(group, version);
-  const path = ctx.info!.path;
+  const path = ctx.info.path;
   let view: unknown;
   if (body?.kind === 'Status') view = statusToTenant(body, tenant);
   else if (path === '/openapi/v3' || path === '/openapi/v3/') view = openapiIndexToTenant(body, tenant, visibleVersion);
@@ -332,17 +333,17 @@ function discoveryAnswer(ctx: RequestContext, answer: WholeAnswer, conversions: 
   sendJson(ctx, answer, view);
 }
 
-function tableAnswer(ctx: RequestContext, answer: WholeAnswer, conversions: TenantConversions): void {
+function tableAnswer(ctx: KindRequest, answer: WholeAnswer, conversions: TenantConversions): void {
   const body = parsedOrAnswered(ctx, answer);
   if (body === null) return;
-  const convert = conversions.of(ctx.identity!.tenant!);
+  const convert = conversions.of(ctx.identity.tenant);
   // (A Table asked for may come back as something else, a Status or an object: those are converted as such.)
   if (!isTable(body)) return sendJson(ctx, answer, objectView(ctx, body, convert));
-  const view = tableToTenant(body, convert, ctx.row!, ctx.rowObjects);
+  const view = tableToTenant(body, convert, ctx.row, ctx.rowObjects);
   // A get of one object whose only row the tenant may not see (a platform class its Tenant does not allow): not found.
-  const info = ctx.info!;
+  const info = ctx.info;
   if (info.verb === 'get' && info.name !== '' && Array.isArray(body.rows) && body.rows.length > 0 && (view.rows ?? []).length === 0)
-    throw notFound(`${ctx.row!.resource} "${info.name}" not found`);
+    throw notFound(`${ctx.row.resource} "${info.name}" not found`);
   sendJson(ctx, answer, view);
 }
 
@@ -351,17 +352,17 @@ function tableAnswer(ctx: RequestContext, answer: WholeAnswer, conversions: Tena
  * which only tenantgate evaluates (`kubectl auth can-i list pods -A`): allowed when either allows, with RBAC's reason
  * naming the binding. In place.
  */
-async function clusterReviewWithTenantRbac(body: any, ctx: RequestContext, conversions: TenantConversions): Promise<void> {
+async function clusterReviewWithTenantRbac(body: any, ctx: KindRequest, conversions: TenantConversions): Promise<void> {
   const spec = body?.spec;
   if (spec === undefined || body.status?.allowed === true) return;
   const namespace = spec.resourceAttributes?.namespace;
   if (typeof namespace === 'string' && namespace !== '') return;
   // A SubjectAccessReview asks about the user it names (upstream names already); a self review about the caller.
   const identity =
-    ctx.row!.rule === 'subjectaccessreview'
+    ctx.row.rule === 'subjectaccessreview'
       ? { user: String(spec.user ?? ''), groups: Array.isArray(spec.groups) ? spec.groups.map(String) : [] }
-      : upstreamIdentityOf(ctx.identity!);
-  const decision = await conversions.access.clusterScopeReview(ctx.identity!.tenant!, {
+      : upstreamIdentityOf(ctx.identity);
+  const decision = await conversions.access.clusterScopeReview(ctx.identity.tenant, {
     ...identity,
     resourceAttributes: spec.resourceAttributes,
     nonResourceAttributes: spec.nonResourceAttributes,
@@ -370,10 +371,10 @@ async function clusterReviewWithTenantRbac(body: any, ctx: RequestContext, conve
 }
 
 /** What must be in place before a write is answered: the caller may act on what it was told exists. */
-async function afterWrite(ctx: RequestContext, status: number, body: any, conversions: TenantConversions): Promise<void> {
-  const info = ctx.info!;
-  const row = ctx.row!;
-  const tenant = ctx.identity!.tenant!;
+async function afterWrite(ctx: KindRequest, status: number, body: any, conversions: TenantConversions): Promise<void> {
+  const info = ctx.info;
+  const row = ctx.row;
+  const tenant = ctx.identity.tenant;
   if (status === 201 && (row.rule === 'selfsubjectaccessreview' || row.rule === 'subjectaccessreview'))
     await clusterReviewWithTenantRbac(body, ctx, conversions);
   if (status === 201 && info.verb === 'create' && info.resource === 'namespaces') {
@@ -399,8 +400,8 @@ async function afterWrite(ctx: RequestContext, status: number, body: any, conver
 }
 
 /** The tenant's view of one object, or of a list answered whole (deletecollection, a metadata list), or a 2xx Status. */
-function objectView(ctx: RequestContext, body: any, convert: ConvertContext): unknown {
-  const row = ctx.row!;
+function objectView(ctx: KindRequest, body: any, convert: ConvertContext): unknown {
+  const row = ctx.row;
   if (body?.kind === 'Status') return statusToTenant(body, convert.tenant);
   if (Array.isArray(body?.items)) {
     // A list answered whole: the same per-item view as a streamed list.
@@ -410,7 +411,7 @@ function objectView(ctx: RequestContext, body: any, convert: ConvertContext): un
     return { ...body, apiVersion, items };
   }
   const view = objectToTenant(body, convert, row);
-  if (view === null) throw notFound(`${row.resource} "${ctx.info!.name}" not found`);
+  if (view === null) throw notFound(`${row.resource} "${ctx.info.name}" not found`);
   return view;
 }
 
@@ -418,12 +419,12 @@ function objectView(ctx: RequestContext, body: any, convert: ConvertContext): un
  * Objects of kinds whose rule reads only metadata are converted as bytes, by the list rewriter's scanner: no
  * JSON.parse and JSON.stringify. False when the bytes cannot tell (a Status, a list, a missing name): parsed then.
  */
-function objectAnsweredAsBytes(ctx: RequestContext, answer: WholeAnswer, conversions: TenantConversions): boolean {
-  const row = ctx.row!;
-  const info = ctx.info!;
+function objectAnsweredAsBytes(ctx: KindRequest, answer: WholeAnswer, conversions: TenantConversions): boolean {
+  const row = ctx.row;
+  const info = ctx.info;
   if (answer.status >= 300 || answer.bytes.length === 0 || !metadataOnly(row) || !isWholeObjectSubresource(row, info.subresource)) return false;
   if (!String(answer.upstreamHeaders['content-type'] ?? '').startsWith('application/json') || partialMetadataProtobufOf(ctx) !== null) return false;
-  const view = objectToTenantBytes(answer.bytes, conversions.viewSpecOf(ctx.identity!.tenant!, row));
+  const view = objectToTenantBytes(answer.bytes, conversions.viewSpecOf(ctx.identity.tenant, row));
   if (view === PARSED_PATH) return false;
   if (view === null) throw notFound(`${row.resource} "${info.name}" not found`);
   ctx.answer(answer.status, answer.headers, view);
@@ -445,11 +446,11 @@ function protobufObjectName(body: Buffer): string {
  * protobuf. A write's answer waits for what afterWrite puts in place (negotiation.ts asks protobuf only of writes
  * whose after-work needs no more than the object's name: a namespace's).
  */
-async function objectAnsweredAsProtobuf(ctx: RequestContext, answer: WholeAnswer, conversions: TenantConversions): Promise<boolean> {
+async function objectAnsweredAsProtobuf(ctx: KindRequest, answer: WholeAnswer, conversions: TenantConversions): Promise<boolean> {
   if (answer.bytes.length === 0 || !isProtobuf(String(answer.upstreamHeaders['content-type'] ?? '')) || !protobufAnswerOf(ctx)) return false;
-  const row = ctx.row!;
-  const info = ctx.info!;
-  const view = protobufBodyToTenant(answer.bytes, row, conversions.of(ctx.identity!.tenant!));
+  const row = ctx.row;
+  const info = ctx.info;
+  const view = protobufBodyToTenant(answer.bytes, row, conversions.of(ctx.identity.tenant));
   if (view === null) throw notFound(`${row.resource} "${info.name}" not found`);
   if (isWrite(info.verb)) {
     // (Only a namespace's create reads the written object: its name.)
@@ -464,16 +465,16 @@ function isWrite(verb: string): boolean {
   return verb !== 'get' && verb !== 'list' && verb !== 'watch';
 }
 
-async function objectAnswer(ctx: RequestContext, answer: WholeAnswer, conversions: TenantConversions): Promise<void> {
+async function objectAnswer(ctx: KindRequest, answer: WholeAnswer, conversions: TenantConversions): Promise<void> {
   if (await objectAnsweredAsProtobuf(ctx, answer, conversions)) return;
   if (objectAnsweredAsBytes(ctx, answer, conversions)) return;
   const body = parsedOrAnswered(ctx, answer);
   if (body === null) return;
-  const info = ctx.info!;
+  const info = ctx.info;
   if (isWrite(info.verb)) await afterWrite(ctx, answer.status, body, conversions);
   // (The rules convert in place: nothing reads the upstream body after this.)
-  const view = objectView(ctx, body, conversions.of(ctx.identity!.tenant!));
-  if (ctx.row!.rule === 'crd' && isWrite(info.verb)) conversions.discovery.invalidate();
+  const view = objectView(ctx, body, conversions.of(ctx.identity.tenant));
+  if (ctx.row.rule === 'crd' && isWrite(info.verb)) conversions.discovery.invalidate();
   const partialMetadata = partialMetadataProtobufOf(ctx);
   if (partialMetadata !== null && answer.status < 300 && (view as { apiVersion?: unknown }).apiVersion === PARTIAL_METADATA_GROUP_VERSION) {
     const record = view as Record<string, unknown>;
@@ -488,44 +489,69 @@ async function objectAnswer(ctx: RequestContext, answer: WholeAnswer, conversion
   sendJson(ctx, answer, view);
 }
 
-function openApiV2Answer(ctx: RequestContext, answer: WholeAnswer): Promise<void> {
+function openApiV2Answer(ctx: ConvertedRequest, answer: WholeAnswer): Promise<void> {
   const upstream = { status: answer.status, etag: answer.upstreamHeaders.etag, body: answer.bytes };
-  return answerOpenApiV2(ctx, ctx.identity!.tenant!, openApiV2AsProtobuf(ctx), upstream, ctx.openapiV2, answer.headers);
+  return answerOpenApiV2(ctx, ctx.identity.tenant, openApiV2AsProtobuf(ctx), upstream, ctx.openapiV2, answer.headers);
+}
+
+/**
+ * A converter of tenants' answers: it sees the request as `is` narrows it (converted, or converted with a kind), so it
+ * reads what earlier stages set without asserting; the table asks it only of such requests.
+ */
+function tenantConverter<C extends ConvertedRequest>(
+  name: string,
+  is: (ctx: RequestContext) => ctx is C,
+  takes: (ctx: C, answer: UpstreamAnswer) => boolean,
+  answer: (ctx: C, answer: UpstreamAnswer, conversions: TenantConversions) => void | Promise<void>,
+): ResponseConverter {
+  return {
+    name,
+    takes: (ctx, upstream) => is(ctx) && takes(ctx, upstream),
+    answer: (ctx, upstream, conversions) => {
+      if (!is(ctx)) throw internalError(`the converter "${name}" was given a request it does not take`);
+      return answer(ctx, upstream, conversions);
+    },
+  };
 }
 
 /** The response converters, in the order they are asked. */
 export const RESPONSE_CONVERTERS: readonly ResponseConverter[] = [
   { name: 'pass-through', takes: (ctx) => !ctx.converts, answer: passThrough },
-  {
-    name: 'protobuf watch stream',
-    takes: (ctx, answer) => isProtobufStreamed(ctx, answer, 'watch'),
-    answer: (ctx, answer, conversions) => protobufStreamRewritten(ctx, answer, conversions, 'watch'),
-  },
-  {
-    name: 'protobuf list stream',
-    takes: (ctx, answer) => isProtobufStreamed(ctx, answer, 'list'),
-    answer: (ctx, answer, conversions) => protobufStreamRewritten(ctx, answer, conversions, 'list'),
-  },
-  {
-    name: 'watch stream',
-    takes: (ctx, answer) => isStreamed(ctx, answer, 'watch'),
-    answer: (ctx, answer, conversions) => streamRewritten(ctx, answer, conversions, 'watch'),
-  },
-  {
-    name: 'list stream',
-    takes: (ctx, answer) => isStreamed(ctx, answer, 'list'),
-    answer: (ctx, answer, conversions) => streamRewritten(ctx, answer, conversions, 'list'),
-  },
+  tenantConverter(
+    'protobuf watch stream',
+    isKindRequest,
+    (ctx, answer) => isProtobufStreamed(ctx, answer, 'watch'),
+    (ctx, answer, conversions) => protobufStreamRewritten(ctx, answer, conversions, 'watch'),
+  ),
+  tenantConverter(
+    'protobuf list stream',
+    isKindRequest,
+    (ctx, answer) => isProtobufStreamed(ctx, answer, 'list'),
+    (ctx, answer, conversions) => protobufStreamRewritten(ctx, answer, conversions, 'list'),
+  ),
+  tenantConverter(
+    'watch stream',
+    isKindRequest,
+    (ctx, answer) => isStreamed(ctx, answer, 'watch'),
+    (ctx, answer, conversions) => streamRewritten(ctx, answer, conversions, 'watch'),
+  ),
+  tenantConverter(
+    'list stream',
+    isKindRequest,
+    (ctx, answer) => isStreamed(ctx, answer, 'list'),
+    (ctx, answer, conversions) => streamRewritten(ctx, answer, conversions, 'list'),
+  ),
   // Before the empty answers: a 304 to tenantgate's own conditional request answers with the view it keeps.
-  {
-    name: 'OpenAPI v2 (offloaded when large)',
-    takes: (ctx, answer) => ctx.row === null && isOpenApiV2(ctx.info!.path) && answer.status < 400,
-    answer: whole(openApiV2Answer),
-  },
-  { name: 'Status', takes: (_ctx, answer) => answer.status >= 400, answer: whole(statusAnswer) },
-  { name: 'discovery and OpenAPI', takes: (ctx) => ctx.row === null, answer: whole(discoveryAnswer) },
-  { name: 'Table', takes: isTableAnswer, answer: whole(tableAnswer) },
-  { name: 'object', takes: () => true, answer: whole(objectAnswer) },
+  tenantConverter(
+    'OpenAPI v2 (offloaded when large)',
+    isConverted,
+    (ctx, answer) => ctx.row === null && isOpenApiV2(ctx.info.path) && answer.status < 400,
+    whole(openApiV2Answer),
+  ),
+  tenantConverter('Status', isConverted, (_ctx, answer) => answer.status >= 400, whole(statusAnswer)),
+  tenantConverter('discovery and OpenAPI', isConverted, (ctx) => ctx.row === null, whole(discoveryAnswer)),
+  tenantConverter('Table', isKindRequest, isTableAnswer, whole(tableAnswer)),
+  tenantConverter('object', isKindRequest, () => true, whole(objectAnswer)),
 ];
 
 /** The converter that answers: the first in the table that takes the answer. */
@@ -558,7 +584,8 @@ export function answerStage(conversions: TenantConversions): Stage['run'] {
     );
   }
   return (ctx) => {
-    ctx.upstream!.once('response', onResponse);
+    if (ctx.upstream === null) throw internalError('the answer was awaited before the upstream request was opened');
+    ctx.upstream.once('response', onResponse);
     return true;
   };
 }

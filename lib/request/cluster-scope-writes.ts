@@ -7,13 +7,13 @@ import { upstreamIdentityOf, tenantAdminUser, type UpstreamIdentity } from '../a
 import { describeRule, FULL_AUTHORITY, uncoveredRules } from '../auth/rbac-escalation.ts';
 import type { PolicyRule } from '../auth/tenant-rbac.ts';
 import type { AccessReviews } from '../auth/access-review.ts';
-import { carriesTenantLabel, type KindRow } from '../convert/kinds.ts';
+import { carriesTenantLabel } from '../convert/kinds.ts';
 import type { TenantId } from '../convert/prefix.ts';
 import { upstreamObjectName } from '../convert/request.ts';
 import { apiGroupToUpstream, stripTenantPrefixes } from '../convert/rules/index.ts';
-import { forbidden } from '../errors/status-error.ts';
+import { forbidden, internalError } from '../errors/status-error.ts';
 import { upstreamRequest } from '../upstream/client.ts';
-import type { RequestContext } from './context.ts';
+import { isKindRequest, type KindRequest } from './context.ts';
 import type { Stage } from './stage.ts';
 import { tenantStatusError } from './read-body.ts';
 import type { TenantConversions } from './tenant-conversions.ts';
@@ -24,17 +24,16 @@ const READ_VERBS: ReadonlySet<string> = new Set(['get', 'list', 'watch']);
 const GRANTING_VERBS: ReadonlySet<string> = new Set(['create', 'update', 'patch']);
 
 /** A cluster-scoped object of the tenant's own kinds (what the cluster-scope group may write), written by a user other than its admin. */
-function writesAtClusterScope(ctx: RequestContext, row: KindRow | null): row is KindRow {
-  const info = ctx.info;
-  if (info === null || row === null || !info.isResourceRequest || READ_VERBS.has(info.verb)) return false;
+function writesAtClusterScope(ctx: KindRequest): boolean {
+  const { info, row } = ctx;
+  if (!info.isResourceRequest || READ_VERBS.has(info.verb)) return false;
   // (A tenant's own PriorityClasses are written like its cluster-scoped kinds: rules/priority-classes.ts.)
   if (row.scope !== 'Cluster' || !(carriesTenantLabel(row) || row.rule === 'priorityclass')) return false;
-  const tenant = ctx.identity!.tenant!;
-  return upstreamIdentityOf(ctx.identity!).user !== tenantAdminUser(tenant);
+  return upstreamIdentityOf(ctx.identity).user !== tenantAdminUser(ctx.identity.tenant);
 }
 
-function grantsRbac(ctx: RequestContext, row: KindRow): boolean {
-  const info = ctx.info!;
+function grantsRbac(ctx: KindRequest): boolean {
+  const { info, row } = ctx;
   return (
     row.group === RBAC &&
     (row.resource === 'clusterroles' || row.resource === 'clusterrolebindings') &&
@@ -48,54 +47,54 @@ function grantsRbac(ctx: RequestContext, row: KindRow): boolean {
  * request carries the cluster-scope group. Refused, it goes as it is and the upstream answers its own 403.
  */
 export function authorizeClusterScopeWrites(access: AccessReviews): Stage['run'] {
-  const decide = (ctx: RequestContext, row: KindRow, allowed: boolean) => {
+  const decide = (ctx: KindRequest, allowed: boolean) => {
     if (allowed) {
       ctx.grantedClusterScope = true;
-      ctx.confirmsNoEscalation = grantsRbac(ctx, row);
+      ctx.confirmsNoEscalation = grantsRbac(ctx);
     }
     return false;
   };
   return (ctx) => {
-    const row = ctx.row;
-    if (!ctx.converts || !writesAtClusterScope(ctx, row)) return false;
-    const info = ctx.info!;
-    const tenant = ctx.identity!.tenant!;
+    if (!isKindRequest(ctx) || !writesAtClusterScope(ctx)) return false;
+    const { info, row } = ctx;
+    const tenant = ctx.identity.tenant;
     const name = info.name === '' ? '' : upstreamObjectName(info, row, info.name, tenant);
     const resource = info.subresource === '' ? info.resource : `${info.resource}/${info.subresource}`;
     const allowed = access.allowed(
       tenant,
-      upstreamIdentityOf(ctx.identity!),
+      upstreamIdentityOf(ctx.identity),
       info.verb,
       apiGroupToUpstream(info.apiGroup, tenant, info.resource),
       resource,
       name,
     );
-    return typeof allowed === 'boolean' ? decide(ctx, row, allowed) : allowed.then((answer) => decide(ctx, row, answer));
+    return typeof allowed === 'boolean' ? decide(ctx, allowed) : allowed.then((answer) => decide(ctx, answer));
   };
 }
 
 /** The apiserver's refusal of a grant the user does not hold, in the tenant's names. */
-function escalationRefused(ctx: RequestContext, name: string, why: string): Error {
-  const tenant = ctx.identity!.tenant!;
-  const { user, groups } = ctx.identity!;
-  const qualified = `${ctx.row!.resource}.${RBAC}`;
+function escalationRefused(ctx: KindRequest, name: string, why: string): Error {
+  const { user, groups, tenant } = ctx.identity;
+  const qualified = `${ctx.row.resource}.${RBAC}`;
   return forbidden(
     stripTenantPrefixes(`${qualified} ${JSON.stringify(name)} is forbidden: user ${JSON.stringify(user)} (groups=${JSON.stringify(groups)}) ${why}`, tenant),
     {
       name: stripTenantPrefixes(name, tenant),
       group: RBAC,
-      kind: ctx.row!.resource,
+      kind: ctx.row.resource,
     },
   );
 }
 
 /** The object the write would leave upstream: the same request, dry run (a patch's result is known only there). */
-async function wouldWrite(ctx: RequestContext, conversions: TenantConversions): Promise<Record<string, any>> {
+async function wouldWrite(ctx: KindRequest, conversions: TenantConversions): Promise<Record<string, any>> {
+  // (Never without them: the headers carry the impersonation, and without it the dry run would be tenantgate's own.)
+  if (ctx.upstreamHeaders === null) throw internalError('the escalation check ran before the upstream request was prepared');
   const target = ctx.upstreamTarget + (ctx.upstreamTarget.includes('?') ? '&' : '?') + 'dryRun=All';
-  const headers = { ...ctx.upstreamHeaders!, accept: 'application/json' };
+  const headers = { ...ctx.upstreamHeaders, accept: 'application/json' };
   const answer = await upstreamRequest(conversions.pool, ctx.upstreamMethod, target, ctx.upstreamBody ?? undefined, headers);
   if (answer.status < 200 || answer.status > 299 || typeof answer.body !== 'object' || answer.body === null)
-    throw tenantStatusError(answer.status, answer.body, ctx.identity!.tenant!);
+    throw tenantStatusError(answer.status, answer.body, ctx.identity.tenant);
   return answer.body as Record<string, any>;
 }
 
@@ -109,15 +108,15 @@ function mayOnRole(access: AccessReviews, tenant: TenantId, identity: UpstreamId
  * the user's own at the cluster scope, unless it may `escalate` the role or `bind` the bound one. A role with an
  * aggregationRule asks for every right (the apiserver's "cluster-admin privileges").
  */
-export async function confirmNoEscalation(ctx: RequestContext, conversions: TenantConversions): Promise<void> {
+export async function confirmNoEscalation(ctx: KindRequest, conversions: TenantConversions): Promise<void> {
   const access = conversions.access;
-  const tenant = ctx.identity!.tenant!;
-  const identity = upstreamIdentityOf(ctx.identity!);
+  const tenant = ctx.identity.tenant;
+  const identity = upstreamIdentityOf(ctx.identity);
   const object = await wouldWrite(ctx, conversions);
   const name = String(object.metadata?.name ?? '');
   let granted: readonly PolicyRule[];
-  if (ctx.row!.resource === 'clusterroles') {
-    if (await mayOnRole(access, tenant, identity, 'escalate', ctx.info!.name === '' ? '' : name)) return;
+  if (ctx.row.resource === 'clusterroles') {
+    if (await mayOnRole(access, tenant, identity, 'escalate', ctx.info.name === '' ? '' : name)) return;
     if (object.aggregationRule != null) {
       if (uncoveredRules(await access.clusterScopeRules(tenant, identity), FULL_AUTHORITY).length === 0) return;
       throw escalationRefused(ctx, name, 'must have cluster-admin privileges to use the aggregationRule');
@@ -137,5 +136,6 @@ export async function confirmNoEscalation(ctx: RequestContext, conversions: Tena
 
 /** The stage "confirm no escalation": after the body is converted, before the upstream request opens. */
 export function confirmNoEscalationStage(conversions: TenantConversions): Stage['run'] {
-  return (ctx) => (ctx.confirmsNoEscalation ? confirmNoEscalation(ctx, conversions).then(() => false) : false);
+  // (Set only on a KindRequest, by "authorize writes at the cluster scope".)
+  return (ctx) => (ctx.confirmsNoEscalation && isKindRequest(ctx) ? confirmNoEscalation(ctx, conversions).then(() => false) : false);
 }

@@ -5,8 +5,10 @@ import type { ServerHttp2Stream } from 'node:http2';
 import type { Readable, Writable, Duplex } from 'node:stream';
 import type { ClientHttp2Stream } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
+import { internalError } from '../errors/status-error.ts';
 import type { Identity } from '../auth/identity.ts';
 import type { KindRow } from '../convert/kinds.ts';
+import type { TenantId } from '../convert/prefix.ts';
 import type { RequestInfo } from '../convert/request-info.ts';
 import type { Seat } from '../flowcontrol/tenant-flow.ts';
 import type { RewriteCounters } from '../metrics/metrics.ts';
@@ -164,6 +166,33 @@ export abstract class RequestContext {
 }
 
 /** An HTTP/2 request served from its stream: no compatibility objects. */
+/** Who the request runs as: set by "authenticate", which answers 401 where it cannot, so every later stage has it. */
+export function identityOf(ctx: RequestContext): Identity {
+  const identity = ctx.identity;
+  if (identity === null) throw internalError('a stage after "authenticate" ran without an identity');
+  return identity;
+}
+
+/** A tenant's identity, its tenant found by "resolve tenant" (impersonation keeps it: a tenant acts within itself). */
+export type TenantIdentity = Identity & { readonly tenant: TenantId };
+
+/**
+ * A tenant's request that is converted, as "resolve tenant" and "classify" leave it: whose it is and what it asks.
+ * The stages after them take this type (narrowed once by isConverted), so none asserts what an earlier stage set.
+ */
+export type ConvertedRequest = RequestContext & { readonly converts: true; readonly identity: TenantIdentity; readonly info: RequestInfo };
+
+/** A converted request for objects of a kind in the table of kinds ("admit" refuses any other; discovery has none). */
+export type KindRequest = ConvertedRequest & { readonly row: KindRow };
+
+export function isConverted(ctx: RequestContext): ctx is ConvertedRequest {
+  return ctx.converts && ctx.info !== null;
+}
+
+export function isKindRequest(ctx: RequestContext): ctx is KindRequest {
+  return ctx.converts && ctx.info !== null && ctx.row !== null;
+}
+
 export class Http2RequestContext extends RequestContext {
   readonly stream: ServerHttp2Stream;
   rawHeaders: readonly string[];

@@ -8,11 +8,11 @@ import type { TenantId } from '../convert/prefix.ts';
 import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
 import { upstreamNonResourcePath, upstreamResourceTarget } from '../convert/request.ts';
 import { rowObjectsFor } from '../convert/table.ts';
-import { notFound, upstreamUnavailable } from '../errors/status-error.ts';
+import { internalError, notFound, upstreamUnavailable } from '../errors/status-error.ts';
 import { sendStatus } from './status.ts';
 import { dropImpersonation, upstreamRequestHeaders } from '../upstream/headers.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
-import type { RequestContext } from './context.ts';
+import { identityOf, isConverted, type RequestContext } from './context.ts';
 import {
   asksForTable,
   isOpenApiV2,
@@ -39,7 +39,7 @@ function nonResourceTarget(decodedPath: string, query: URLSearchParams, tenant: 
 export function prepareUpstreamRequestStage(conversions: TenantConversions): Stage['run'] {
   const pool = conversions.pool;
   return (ctx) => {
-    const identity = ctx.identity!;
+    const identity = identityOf(ctx);
     // A tenant's answers are converted: their bodies must arrive uncompressed, and their length changes.
     const form = upstreamIdentityOf(identity, ctx.info);
     const headers = upstreamRequestHeaders(ctx.headers, ctx.grantedClusterScope ? withGrantedClusterScope(form) : form, pool, ctx.converts);
@@ -49,9 +49,10 @@ export function prepareUpstreamRequestStage(conversions: TenantConversions): Sta
       ctx.upstreamTarget = ctx.path;
       return false;
     }
+    if (!isConverted(ctx)) throw internalError('a converted request reached "prepare upstream request" unclassified');
     refuseProtobufOnlyCustomResource(ctx);
-    const tenant = identity.tenant!;
-    const info = ctx.info!;
+    const tenant = ctx.identity.tenant;
+    const info = ctx.info;
     const row = ctx.row;
     let query = ctx.query;
     if (row !== null && asksForTable(ctx)) {
@@ -108,9 +109,10 @@ function onUpstreamClose(this: UpstreamStream): void {
 export function openUpstream(ctx: RequestContext, pool: UpstreamPool): ClientHttp2Stream {
   const streamsBody = !ctx.converts && !ctx.bodyless;
   const body = ctx.upstreamBody;
+  if (ctx.upstreamHeaders === null) throw internalError('the upstream request was opened before it was prepared');
   let upstream: UpstreamStream;
   try {
-    upstream = pool.request(ctx.upstreamMethod, ctx.upstreamTarget, ctx.upstreamHeaders!, body === null && !streamsBody);
+    upstream = pool.request(ctx.upstreamMethod, ctx.upstreamTarget, ctx.upstreamHeaders, body === null && !streamsBody);
   } catch (error) {
     throw upstreamUnavailable((error as Error).message);
   }

@@ -33,7 +33,7 @@ import { malformedRequestTarget } from './request-target.ts';
 import { sendStatus } from './status.ts';
 import { tenantApi, type IssueKubeconfig } from './tenant-api.ts';
 import { answerStage } from './answers.ts';
-import { Http1RequestContext, Http2RequestContext, type RequestContext } from './context.ts';
+import { Http1RequestContext, Http2RequestContext, identityOf, isConverted, isKindRequest, type KindRequest, type RequestContext } from './context.ts';
 import { listAcrossNamespacesStage } from './merged-list.ts';
 import { cancelUpstream, openUpstreamStage, prepareUpstreamRequestStage } from './open-upstream.ts';
 import { convertRequestBodyStage } from './request-body.ts';
@@ -110,7 +110,7 @@ function authenticate(tokens: ServiceAccountTokens): Stage['run'] {
  */
 function impersonate(access: AccessReviews, callers: 'administrators' | 'tenants'): Stage['run'] {
   return (ctx) => {
-    const caller = ctx.identity!;
+    const caller = identityOf(ctx);
     if ((caller.tenant === null) !== (callers === 'administrators')) return false;
     const requested = requestedImpersonation(ctx.rawHeaders);
     if (requested === null) return false;
@@ -125,7 +125,7 @@ function impersonate(access: AccessReviews, callers: 'administrators' | 'tenants
 /** A tenant identity counts only while its tenant exists; its requests are converted unless conversion is off. */
 export function resolve(tenants: TenantStore, passthrough: boolean): Stage['run'] {
   return (ctx) => {
-    const identity = ctx.identity!;
+    const identity = identityOf(ctx);
     resolveTenant(identity, tenants);
     ctx.converts = identity.tenant !== null && !passthrough;
     return false;
@@ -137,12 +137,13 @@ export function resolve(tenants: TenantStore, passthrough: boolean): Stage['run'
  * the apiserver classifies before its priority and fairness), so flow control reads what the request is.
  */
 export function classify(ctx: RequestContext): boolean {
-  if (!ctx.converts) return false;
+  const tenant = identityOf(ctx).tenant;
+  if (!ctx.converts || tenant === null) return false;
   const info = parseRequestInfo(ctx.method, ctx.pathname, ctx.query);
   ctx.info = info;
   if (!info.isResourceRequest) {
     // Discovery, version and OpenAPI only, in the forms the apiserver serves them.
-    const upstreamPath = upstreamNonResourcePath(info.path, ctx.identity!.tenant!);
+    const upstreamPath = upstreamNonResourcePath(info.path, tenant);
     if (upstreamPath === null) throw notFound();
     // Discovery documents are read with tenantgate's own identity: tenant identities need no upstream discovery,
     // which lists every tenant's groups (--confine-upstream-discovery takes it from them); the answer is converted.
@@ -159,11 +160,11 @@ export function classify(ctx: RequestContext): boolean {
  */
 export function discoverKind(discovery: DiscoveryCache): Stage['run'] {
   return (ctx) => {
+    if (!isConverted(ctx)) return false;
     const info = ctx.info;
-    if (!ctx.converts || info === null) return false;
     if (!info.isResourceRequest) return info.path.startsWith('/apis') ? discovery.refreshIfStale().then(() => false) : false;
     if (isBuiltinGroup(info.apiGroup)) return false;
-    return discovery.resolveScope(apiGroupToUpstream(info.apiGroup, ctx.identity!.tenant!, info.resource), info.apiVersion, info.resource).then((scope) => {
+    return discovery.resolveScope(apiGroupToUpstream(info.apiGroup, ctx.identity.tenant, info.resource), info.apiVersion, info.resource).then((scope) => {
       ctx.row = kindOf(info.apiGroup, info.resource, scope) ?? null;
       return false;
     });
@@ -176,8 +177,8 @@ export function discoverKind(discovery: DiscoveryCache): Stage['run'] {
  */
 export function awaitBirth(births: TenantBirths): Stage['run'] {
   return (ctx) => {
-    if (!ctx.converts || ctx.info === null || !ctx.info.isResourceRequest) return false;
-    const birth = births.whenBorn(ctx.identity!.tenant!);
+    if (!isConverted(ctx) || !ctx.info.isResourceRequest) return false;
+    const birth = births.whenBorn(ctx.identity.tenant);
     return birth === null ? false : birth.then(() => false);
   };
 }
@@ -199,8 +200,7 @@ const CLUSTER_READ_VERBS: ReadonlySet<string> = new Set(['get', 'list', 'watch']
  * kind across all namespaces, and any read of a cluster-scoped kind by a user whose rights come from the tenant's
  * ClusterRoleBindings (upstream those are tenantgate's custom resources, which grant nothing).
  */
-function readsAtClusterScope(info: RequestInfo, row: KindRow | null): boolean {
-  if (row === null) return false;
+function readsAtClusterScope(info: RequestInfo, row: KindRow): boolean {
   // Upstream a tenant admin holds only writes on cluster-scoped custom resources (the shared role names every tenant's),
   // so a read of one's status or scale is made by tenantgate too.
   if (info.subresource !== '') return row.rule === 'custom-resource' && row.scope === 'Cluster' && info.verb === 'get';
@@ -213,20 +213,18 @@ function readsAtClusterScope(info: RequestInfo, row: KindRow | null): boolean {
  * have: the same 403 otherwise.
  */
 export function authorizeClusterScopeReads(access: AccessReviews): Stage['run'] {
-  const decide = (ctx: RequestContext, allowed: boolean) => {
-    const info = ctx.info!;
-    if (!allowed) throw readForbidden(ctx.identity!.user, info.verb, info.apiGroup, info.resource, info.verb === 'get' ? info.name : '');
+  const decide = (ctx: KindRequest, allowed: boolean) => {
+    const info = ctx.info;
+    if (!allowed) throw readForbidden(ctx.identity.user, info.verb, info.apiGroup, info.resource, info.verb === 'get' ? info.name : '');
     ctx.asTenantgate = true;
     return false;
   };
   return (ctx) => {
-    const info = ctx.info;
-    const row = ctx.row;
-    if (info === null || !readsAtClusterScope(info, row)) return false;
-    const identity = ctx.identity!;
-    const tenant = identity.tenant!;
+    if (!isKindRequest(ctx) || !readsAtClusterScope(ctx.info, ctx.row)) return false;
+    const { info, row, identity } = ctx;
+    const tenant = identity.tenant;
     // RBAC's resourceNames match a get of one object by its upstream name.
-    const name = info.verb === 'get' && info.name !== '' ? upstreamObjectName(info, row!, info.name, tenant) : '';
+    const name = info.verb === 'get' && info.name !== '' ? upstreamObjectName(info, row, info.name, tenant) : '';
     // (RBAC names a subresource as `<resource>/<subresource>`.)
     const resource = info.subresource === '' ? info.resource : `${info.resource}/${info.subresource}`;
     const allowed = access.allowed(tenant, upstreamIdentityOf(identity), info.verb, apiGroupToUpstream(info.apiGroup, tenant, info.resource), resource, name);

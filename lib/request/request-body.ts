@@ -12,10 +12,10 @@ import { isObject } from '../convert/rules/json.ts';
 import { nameMappingOfRow, nameToUpstream, namespaceToUpstream, objectToTenant, objectToUpstream, type ConvertContext } from '../convert/rules/index.ts';
 import { strategicToMergePatch, touchesMergeLists } from '../convert/strategic-merge.ts';
 import { parseBody, parseJsonOrYamlBody } from '../convert/tenant-body.ts';
-import { badRequest, invalid, notFound, requestEntityTooLarge } from '../errors/status-error.ts';
+import { badRequest, internalError, invalid, notFound, requestEntityTooLarge } from '../errors/status-error.ts';
 import { upstreamJson } from '../upstream/client.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
-import type { RequestContext } from './context.ts';
+import { isKindRequest, type KindRequest } from './context.ts';
 import type { Stage } from './stage.ts';
 import { readBody, tenantStatusError } from './read-body.ts';
 import { validatedByRealKind } from './stored-kind-validation.ts';
@@ -53,9 +53,9 @@ function patchesTheObject(info: RequestInfo, row: KindRow): boolean {
  * The body the upstream gets for a create, update or patch. Members the client wrote twice are written twice again
  * (`findDuplicates`: its fieldValidation is not Ignore), so the apiserver reports them as it would have.
  */
-function requestBodyToUpstream(text: string, contentType: string, ctx: RequestContext, convert: ConvertContext, findDuplicates: boolean): string {
-  const info = ctx.info!;
-  const row = ctx.row!;
+function requestBodyToUpstream(text: string, contentType: string, ctx: KindRequest, convert: ConvertContext, findDuplicates: boolean): string {
+  const info = ctx.info;
+  const row = ctx.row;
   if (contentType.includes('json-patch')) {
     // Subresources (scale, ...) only: JSON patches of the object are applied by tenantgate (jsonPatchToUpdate).
     for (const op of parseJsonPatch(text) as { path?: unknown; from?: unknown }[]) {
@@ -105,31 +105,31 @@ async function jsonPatchToUpdate(
   text: string,
   target: string,
   headers: OutgoingHttpHeaders,
-  ctx: RequestContext,
+  ctx: KindRequest,
   pool: UpstreamPool,
   convert: ConvertContext,
 ): Promise<string> {
   const ops = parseJsonPatch(text);
   const view = await currentTenantView(target, headers, ctx, pool, convert);
-  return JSON.stringify(objectToUpstream(applyJsonPatch(view, ops), convert, ctx.row!, 'update'));
+  return JSON.stringify(objectToUpstream(applyJsonPatch(view, ops), convert, ctx.row, 'update'));
 }
 
 /** The object a request names, read upstream as the caller and converted to the tenant's view (404 when not the tenant's). */
 async function currentTenantView(
   target: string,
   headers: OutgoingHttpHeaders,
-  ctx: RequestContext,
+  ctx: KindRequest,
   pool: UpstreamPool,
   convert: ConvertContext,
 ): Promise<Record<string, unknown>> {
   // A cluster-scoped object is read with tenantgate's own identity: upstream a tenant identity may not read every
   // cluster-scoped kind (its custom resources there it may only write), and the apiserver reads the object a patch
   // applies to without asking for `get`. Still only the tenant's: its path, then objectToTenant; the write goes as the caller.
-  const readAs = ctx.row!.scope === 'Cluster' ? {} : impersonationOf(headers);
+  const readAs = ctx.row.scope === 'Cluster' ? {} : impersonationOf(headers);
   const current = await upstreamJson(pool, 'GET', target.split('?')[0]!, undefined, readAs);
   if (current.status !== 200) throw tenantStatusError(current.status, current.body, convert.tenant);
-  const view = objectToTenant(current.body, convert, ctx.row!);
-  if (view === null) throw notFound(`${ctx.row!.resource} "${ctx.info!.name}" not found`);
+  const view = objectToTenant(current.body, convert, ctx.row);
+  if (view === null) throw notFound(`${ctx.row.resource} "${ctx.info.name}" not found`);
   return view;
 }
 
@@ -143,12 +143,12 @@ async function storedKindBody(
   contentType: string,
   target: string,
   headers: OutgoingHttpHeaders,
-  ctx: RequestContext,
+  ctx: KindRequest,
   pool: UpstreamPool,
   convert: ConvertContext,
 ): Promise<{ text: string; contentType: string } | null> {
-  const info = ctx.info!;
-  const row = ctx.row!;
+  const info = ctx.info;
+  const row = ctx.row;
   const wholeObject = isWholeObjectSubresource(row, info.subresource);
   if (isProtobuf(contentType) && wholeObject && (info.verb === 'create' || info.verb === 'update')) {
     return { text: JSON.stringify(protobufObjectToJson(buffer, row, info.apiVersion)), contentType: 'application/json' };
@@ -169,13 +169,14 @@ function impersonationOf(headers: OutgoingHttpHeaders): OutgoingHttpHeaders {
 }
 
 /** The converted body and how it goes: `method` PUT when a JSON patch of the object became an update. */
-async function convertedBody(ctx: RequestContext, buffer: Buffer, conversions: TenantConversions): Promise<void> {
-  const info = ctx.info!;
-  const row = ctx.row!;
-  const tenant = ctx.identity!.tenant!;
+async function convertedBody(ctx: KindRequest, buffer: Buffer, conversions: TenantConversions): Promise<void> {
+  const info = ctx.info;
+  const row = ctx.row;
+  const tenant = ctx.identity.tenant;
   const convert = conversions.of(tenant);
   const pool = conversions.pool;
-  const headers = ctx.upstreamHeaders!;
+  const headers = ctx.upstreamHeaders;
+  if (headers === null) throw internalError('a request body was converted before its upstream request was prepared');
   const target = ctx.upstreamTarget;
   const deletes = info.verb === 'delete' || info.verb === 'deletecollection';
   let contentType = ctx.headers['content-type'] ?? 'application/json';
@@ -230,7 +231,7 @@ const bodyTooLarge = () => requestEntityTooLarge(`the request body is larger tha
 /** The stage: reads and converts the body of a tenant's write; requests without one pass on at once. */
 export function convertRequestBodyStage(conversions: TenantConversions): Stage['run'] {
   return (ctx) => {
-    if (!ctx.converts || ctx.row === null || !BODY_VERBS.has(ctx.info!.verb)) return false;
+    if (!isKindRequest(ctx) || !BODY_VERBS.has(ctx.info.verb)) return false;
     return readBody(ctx.body, MAX_REQUEST_BODY_BYTES, bodyTooLarge)
       .then((buffer) => convertedBody(ctx, buffer, conversions))
       .then(() => false);

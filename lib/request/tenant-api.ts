@@ -45,7 +45,7 @@ import {
 import { validateTenant } from '../tenants/validation.ts';
 import { markCreated } from '../tenants/conditions.ts';
 import type { RecordTenantOperation, TenantOperation } from '../metrics/metrics.ts';
-import type { RequestContext } from './context.ts';
+import { identityOf, type RequestContext } from './context.ts';
 import { sendStatus } from './status.ts';
 import {
   alreadyExists,
@@ -447,7 +447,7 @@ async function serveResource(ctx: RequestContext, deps: TenantApiDeps, info: Req
 
 /** An administrator's discovery request, forwarded as they asked it, answered with `add` applied to a 200's document. */
 function addToUpstreamDocument(ctx: RequestContext, pool: UpstreamPool, add: (doc: any) => void): void {
-  const headers: OutgoingHttpHeaders = upstreamRequestHeaders(ctx.headers, upstreamIdentityOf(ctx.identity!), pool);
+  const headers: OutgoingHttpHeaders = upstreamRequestHeaders(ctx.headers, upstreamIdentityOf(identityOf(ctx)), pool);
   headers.accept = jsonAccept(ctx.headers.accept, true);
   // The answer changes: it must arrive whole and uncompressed, and the upstream's ETag no longer describes it.
   delete headers['accept-encoding'];
@@ -488,7 +488,7 @@ function addOpenApiPath(doc: any): void {
 export function tenantApi(deps: TenantApiDeps): (ctx: RequestContext) => boolean | Promise<boolean> {
   return (ctx) => {
     const rawPath = ctx.pathname;
-    const isAdmin = ctx.identity!.tenant === null;
+    const isAdmin = identityOf(ctx).tenant === null;
     // Most requests are neither for the group nor an administrator's discovery: they leave before any parsing.
     // (A percent-encoded path is decoded first: `tenant%2Ekubezoo.io` is the group too.)
     if (!rawPath.includes('%') && !GROUP_PATH.test(rawPath) && !(isAdmin && ADMIN_DISCOVERY_PATH.test(rawPath))) return false;

@@ -8,11 +8,11 @@ import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import type { TenantId } from '../convert/prefix.ts';
 import type { RequestInfo } from '../convert/request-info.ts';
 import { releaseStartSeat } from '../flowcontrol/stage.ts';
-import type { Http1RequestContext, RequestContext } from './context.ts';
+import { identityOf, isConverted, type Http1RequestContext, type RequestContext } from './context.ts';
 import type { Stage } from './stage.ts';
 import { upstreamResourceTarget } from '../convert/request.ts';
 import { sendStatus } from './status.ts';
-import { badRequest, StatusError, upstreamUnavailable } from '../errors/status-error.ts';
+import { badRequest, internalError, StatusError, upstreamUnavailable } from '../errors/status-error.ts';
 import { upstreamRequestHeaders } from '../upstream/headers.ts';
 import { readBody, tenantStatusError } from './read-body.ts';
 import { bearerAuthorization, type ClusterCredentials } from '../upstream/kubeconfig.ts';
@@ -75,8 +75,9 @@ function administratorHeaders(upstreamResponse: IncomingMessage): OutgoingHttpHe
  * request is observed and its flow-control seat released like any other.
  */
 export function forwardUpgrade(ctx: RequestContext, path: string, credentials: ClusterCredentials): void {
-  const { socket: clientSocket, head } = ctx.upgrade!;
-  const identity = ctx.identity!;
+  if (ctx.upgrade === null) throw internalError('an upgrade was forwarded for a request that asked for none');
+  const { socket: clientSocket, head } = ctx.upgrade;
+  const identity = identityOf(ctx);
   const url = new URL(credentials.server);
   const headers = upstreamRequestHeaders(ctx.headers, upstreamIdentityOf(identity, ctx.info), {
     authorization: bearerAuthorization(credentials),
@@ -153,9 +154,12 @@ export function upgradeStage(credentials: ClusterCredentials): Stage['run'] {
       forwardUpgrade(ctx, ctx.path, credentials);
       return true;
     }
-    const info = ctx.info!;
+    if (!isConverted(ctx)) throw internalError('a converted upgrade reached its stage unclassified');
+    const info = ctx.info;
     if (isUpgradableRequest(info)) {
-      forwardUpgrade(ctx, upstreamResourceTarget(info, ctx.row!, ctx.query, ctx.identity!.tenant!), credentials);
+      // (exec, attach, port-forward and proxy are subresources of kinds in the table: "admit" let nothing else by.)
+      if (ctx.row === null) throw internalError('an upgradable request reached its stage without its kind');
+      forwardUpgrade(ctx, upstreamResourceTarget(info, ctx.row, ctx.query, ctx.identity.tenant), credentials);
       return true;
     }
     if (ctx.method === 'GET' || ctx.method === 'HEAD') return false;

@@ -6,7 +6,7 @@ import { readForbidden, type AccessReviews } from '../auth/access-review.ts';
 import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import { isBuiltinGroup } from '../convert/kinds.ts';
 import { namespaceToUpstream } from '../convert/rules/index.ts';
-import type { RequestContext } from '../request/context.ts';
+import { isConverted, type ConvertedRequest, type RequestContext } from '../request/context.ts';
 import type { Stage } from '../request/stage.ts';
 import { selects } from './selection.ts';
 import { protobufListParts, writeList, writeParts } from './cached-list.ts';
@@ -26,16 +26,16 @@ const PROTOBUF_WATCH_HEADERS = { 'content-type': PROTOBUF_WATCH_CONTENT_TYPE, 'c
 
 export function watchCacheStage(watchCache: WatchCache, access: AccessReviews): Stage['run'] {
   return (ctx) => {
-    const info = ctx.info;
     // (GET only: a HEAD list has no body to stream.)
-    if (!ctx.converts || info === null || ctx.upgrade !== null || ctx.method !== 'GET') return false;
-    const plan = watchCache.planOf(info, ctx.row, ctx.identity!.tenant!, ctx.query, ctx.headers.accept);
+    if (!isConverted(ctx) || ctx.upgrade !== null || ctx.method !== 'GET') return false;
+    const info = ctx.info;
+    const plan = watchCache.planOf(info, ctx.row, ctx.identity.tenant, ctx.query, ctx.headers.accept);
     if (plan === null) return false;
     // Reads across namespaces and of cluster-scoped kinds were authorized by the stage before (the tenant's
     // ClusterRoleBindings); a read in one namespace is asked about here, as impersonation would have had it asked.
     if (ctx.asTenantgate) return serve(ctx, plan, watchCache);
-    const identity = ctx.identity!;
-    const tenant = identity.tenant!;
+    const identity = ctx.identity;
+    const tenant = identity.tenant;
     const decide = (allowed: boolean) => {
       if (!allowed) throw readForbidden(identity.user, info.verb, info.apiGroup, info.resource, info.name, info.namespace);
       return serve(ctx, plan, watchCache);
@@ -54,7 +54,7 @@ export function watchCacheStage(watchCache: WatchCache, access: AccessReviews): 
   };
 }
 
-function serve(ctx: RequestContext, plan: CachePlan, watchCache: WatchCache): boolean | Promise<boolean> {
+function serve(ctx: ConvertedRequest, plan: CachePlan, watchCache: WatchCache): boolean | Promise<boolean> {
   const cache = plan.cache;
   // A resourceVersion the cache has not reached: the state it asks for must include it (lists, initial events).
   const needs = plan.resourceVersion === '' ? 0 : Number(plan.resourceVersion);
@@ -62,7 +62,7 @@ function serve(ctx: RequestContext, plan: CachePlan, watchCache: WatchCache): bo
   if (needsState && needs > cache.resourceVersion) {
     return cache.waitUntilFresh(needs, FRESHNESS_WAIT_MS).then((fresh) => fresh && serve(ctx, plan, watchCache));
   }
-  const tenant = ctx.identity!.tenant!;
+  const tenant = ctx.identity.tenant;
   if (plan.consistentInitialState) {
     const objects: CachedObject[] = [];
     const namespace = plan.selection.namespace === null ? null : namespaceToUpstream(plan.selection.namespace, tenant);
@@ -129,10 +129,10 @@ function startWatch(ctx: RequestContext, plan: CachePlan, watchCache: WatchCache
 export function startsCheaply(watchCache: WatchCache): (ctx: RequestContext) => boolean {
   return (ctx) => {
     // (Classified before flow control: a request the stage "classify" refused never gets here.)
+    if (!isConverted(ctx) || ctx.method !== 'GET' || ctx.upgrade !== null) return false;
     const info = ctx.info;
-    if (info === null || ctx.method !== 'GET' || ctx.upgrade !== null) return false;
     if (info.verb !== 'watch' || !isBuiltinGroup(info.apiGroup)) return false;
-    const plan = watchCache.planOf(info, ctx.row, ctx.identity!.tenant!, ctx.query, ctx.headers.accept);
+    const plan = watchCache.planOf(info, ctx.row, ctx.identity.tenant, ctx.query, ctx.headers.accept);
     // A start that costs the upstream a list, or waits for the cache, takes a seat like any other start.
     return plan !== null && !plan.consistentInitialState && !(plan.sendInitialEvents === true && Number(plan.resourceVersion) > plan.cache.resourceVersion);
   };
