@@ -102,7 +102,7 @@ export const notFound = (message = 'the server could not find the requested reso
   new StatusError(404, 'NotFound', message, details);
 export const methodNotAllowed = (message: string, details?: StatusDetails) => new StatusError(405, 'MethodNotAllowed', message, details);
 export const alreadyExists = (message: string, details?: StatusDetails) => new StatusError(409, 'AlreadyExists', message, details);
-export const notAcceptable = (message: string) => new StatusError(406, 'NotAcceptable', message);
+export const notAcceptable = (message: string, details?: StatusDetails) => new StatusError(406, 'NotAcceptable', message, details);
 export const conflict = (message: string, details?: StatusDetails) => new StatusError(409, 'Conflict', message, details);
 /** 410 Gone: a continue token or resourceVersion too old. */
 export const expired = (message: string, details?: StatusDetails) => new StatusError(410, 'Expired', message, details);

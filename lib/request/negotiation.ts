@@ -6,8 +6,8 @@ import { prefersOpenApiV2Protobuf } from '../convert/openapi-v2-protobuf.ts';
 import { preferredPartialMetadataProtobuf } from '../convert/partial-metadata-protobuf.ts';
 import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
 import { protobufResponseSupported } from '../convert/protobuf-response.ts';
-import { notAcceptable } from '../errors/status-error.ts';
-import type { PartialMetadataForm, RequestContext } from './context.ts';
+import { notAcceptable, unsupportedMediaType } from '../errors/status-error.ts';
+import { isKindRequest, type KindRequest, type PartialMetadataForm, type RequestContext } from './context.ts';
 
 /**
  * Accept for the upstream when the answer is converted from JSON (protobufAnswerOf decides when it is not), keeping
@@ -89,6 +89,92 @@ export function refuseProtobufOnlyCustomResource(ctx: RequestContext): void {
       `${ctx.row.resource}.${ctx.info?.apiGroup ?? ''} is a custom resource, served as application/json or application/yaml only, not as ${PROTOBUF_MEDIA_TYPE}`,
     );
   }
+}
+
+/**
+ * What the apiserver answers objects in with CBOR serving off (as tenantgate keeps it: it converts no other form,
+ * whatever the upstream serves). The any-type range takes any of them; `application/` with a wildcard none (as in
+ * the apiserver's negotiation).
+ */
+const ANSWERED_MEDIA_TYPES: ReadonlySet<string> = new Set(['application/json', 'application/yaml', PROTOBUF_MEDIA_TYPE, '*/*']);
+const ANSWERED_LIST = 'application/json, application/yaml, application/vnd.kubernetes.protobuf';
+const STREAMED_LIST = 'application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch';
+
+/** Request bodies the apiserver reads, for a create or update, and for a patch (custom resources have no strategic merge). */
+const BODY_MEDIA_TYPES: ReadonlySet<string> = new Set(['application/json', 'application/yaml', PROTOBUF_MEDIA_TYPE]);
+const PATCH_MEDIA_TYPES: ReadonlySet<string> = new Set([
+  'application/json-patch+json',
+  'application/merge-patch+json',
+  'application/strategic-merge-patch+json',
+  'application/apply-patch+yaml',
+]);
+const CUSTOM_PATCH_MEDIA_TYPES = 'application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml';
+/**
+ * Subresources whose bodies and answers are not objects (streams, or whatever a proxied service reads and answers),
+ * never judged here; a log's Accept neither (the apiserver's own answers to it do not follow one rule).
+ */
+const STREAM_SUBRESOURCES: ReadonlySet<string> = new Set(['exec', 'attach', 'portforward', 'proxy', 'log']);
+
+function mediaTypeOf(part: string): string {
+  const semicolon = part.indexOf(';');
+  return (semicolon === -1 ? part : part.slice(0, semicolon)).trim().toLowerCase();
+}
+
+/** Whether `accept` (absent or empty: anything) names a media type tenantgate answers in. */
+export function acceptsAnAnsweredType(accept: string | undefined): boolean {
+  if (accept === undefined || accept.trim() === '') return true;
+  return accept.split(',').some((part) => ANSWERED_MEDIA_TYPES.has(mediaTypeOf(part)));
+}
+
+/** A tenant's own custom resource (not a kind tenantgate keeps upstream as one, which tenants see as built-in). */
+function isCustomResource(ctx: KindRequest): boolean {
+  return ctx.row.rule === 'custom-resource' && ctx.row.upstreamGroup === undefined;
+}
+
+/**
+ * A client that accepts none of them (CBOR alone, as client-go's ClientsPreferCBOR would without its JSON fallback;
+ * `application/cbor-seq` watches; text/html) gets the apiserver's 406, in its words for the kind of request.
+ */
+function refuseUnanswerableAccept(ctx: KindRequest): void {
+  if (STREAM_SUBRESOURCES.has(ctx.info.subresource) || acceptsAnAnsweredType(ctx.headers.accept)) return;
+  if (isCustomResource(ctx)) throw notAcceptable(`only the following media types are accepted: ${ANSWERED_LIST}`);
+  const collection = ctx.info.verb === 'list' || ctx.info.verb === 'watch';
+  throw notAcceptable(`406: Not Acceptable\n\nAvailable representations: ${ANSWERED_LIST}${collection ? `, ${STREAMED_LIST}` : ''}`, {});
+}
+
+/**
+ * A create, update or patch whose Content-Type the apiserver does not read (CBOR, `application/apply-patch+cbor`,
+ * text/plain) gets its 415, which client-go takes to send JSON instead; never a 400 from a parse of bytes tenantgate
+ * was never to read. (No Content-Type is JSON, as the apiserver takes it.)
+ */
+function refuseUnreadableBody(ctx: KindRequest): void {
+  const verb = ctx.info.verb;
+  const contentType = ctx.headers['content-type'];
+  if (contentType === undefined || STREAM_SUBRESOURCES.has(ctx.info.subresource)) return;
+  const mediaType = mediaTypeOf(contentType);
+  if (verb === 'patch') {
+    if (isCustomResource(ctx)) {
+      if (mediaType !== 'application/strategic-merge-patch+json' && PATCH_MEDIA_TYPES.has(mediaType)) return;
+      throw unsupportedMediaType(`the body of the request was in an unknown format - accepted media types include: ${CUSTOM_PATCH_MEDIA_TYPES}`);
+    }
+    if (!PATCH_MEDIA_TYPES.has(mediaType)) throw unsupportedMediaType('415: Unsupported Media Type', {});
+    return;
+  }
+  if ((verb === 'create' || verb === 'update') && !BODY_MEDIA_TYPES.has(mediaType)) {
+    throw unsupportedMediaType(`the body of the request was in an unknown format - accepted media types include: ${ANSWERED_LIST}`);
+  }
+}
+
+/**
+ * The stage "negotiate media types" (after "admit": an unknown kind is 404 first, as upstream): what the client
+ * accepts, then what its body is, judged as the apiserver judges them, so the upstream is asked only for forms
+ * tenantgate converts and sent only bodies it has read.
+ */
+export function negotiateMediaTypes(ctx: RequestContext): boolean {
+  if (!isKindRequest(ctx)) return false;
+  refuseUnanswerableAccept(ctx);
+  refuseUnreadableBody(ctx);
+  return false;
 }
 
 const READ_VERBS: ReadonlySet<string> = new Set(['get', 'list', 'watch']);

@@ -36,6 +36,7 @@ import { answerStage } from './answers.ts';
 import { Http1RequestContext, Http2RequestContext, identityOf, isConverted, isKindRequest, type KindRequest, type RequestContext } from './context.ts';
 import { listAcrossNamespacesStage } from './merged-list.ts';
 import { cancelUpstream, openUpstreamStage, prepareUpstreamRequestStage } from './open-upstream.ts';
+import { negotiateMediaTypes } from './negotiation.ts';
 import { convertRequestBodyStage } from './request-body.ts';
 import { TenantConversions, type TenantConversionDeps } from './tenant-conversions.ts';
 import type { Stage } from './stage.ts';
@@ -266,6 +267,8 @@ export function buildPipeline(deps: PipelineDeps): Stage[] {
     { name: 'impersonate (tenants)', run: impersonate(access, 'tenants') },
     { name: 'discover the kind', run: discoverKind(discovery) },
     { name: 'admit', run: admit },
+    // After admit (an unknown kind is 404 whatever it accepts); before any work: a 406 or 415 costs nothing.
+    { name: 'negotiate media types', run: negotiateMediaTypes },
     // After admit: a request refused anyway costs no birth.
     ...(deps.births === undefined ? [] : [{ name: 'await the birth state', run: awaitBirth(deps.births) }]),
     // After admit: hidden and shared kinds are answered before any question reaches the upstream.

@@ -1,0 +1,202 @@
+// Media types tenantgate does not convert (CBOR, as client-go's ClientsAllowCBOR and ClientsPreferCBOR send it, and
+// whatever else the apiserver refuses): a tenant gets the apiserver's own 406 or 415, compared with the apiserver's
+// answer to the same request straight upstream, over HTTP/2 and HTTP/1.1. A client that prefers CBOR and falls back
+// to JSON gets JSON, its own tenant's objects only; nothing refused is written, and the other tenant, with the same
+// names, keeps its objects.
+import type { ClientHttp2Session } from 'node:http2';
+import t, { type Test } from 'tap';
+import { exampleCrd } from '../helpers/fixtures.ts';
+import { connectH2, credentialsOf, h1Request, h2Request, type Answer } from '../helpers/http.ts';
+import { startStack, type Stack } from '../helpers/stack.ts';
+import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
+
+// Both tenants use the same names: a leak would show as the other's object under the same name.
+const ALPHA = 'mediaa';
+const BRAVO = 'mediab';
+/** An empty CBOR map: bytes no JSON or YAML parser reads. */
+const CBOR_BODY = Buffer.from([0xa0]);
+/** client-go with ClientsPreferCBOR: CBOR first, JSON as the fallback. */
+const PREFERS_CBOR = 'application/json;q=0.9,application/cbor;q=1';
+
+let stack: Stack;
+let alpha: TestTenant;
+let bravo: TestTenant;
+let up: ClientHttp2Session;
+const sessions: ClientHttp2Session[] = [];
+
+t.before(async () => {
+  stack = await startStack({ controllers: false });
+  alpha = await createTestTenant(stack, ALPHA);
+  bravo = await createTestTenant(stack, BRAVO);
+  up = connectH2(credentialsOf(stack.upstreamKubeconfig));
+  sessions.push(up);
+  for (const tenant of [alpha, bravo]) {
+    const session = connectH2(credentialsOf(tenant.kubeconfig));
+    sessions.push(session);
+    const made = await h2Request(session, 'POST', '/api/v1/namespaces/default/configmaps', {
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings' }, data: { owner: tenant.id } }),
+    });
+    if (made.status !== 201) throw new Error(`ConfigMap: ${made.status} ${made.body}`);
+    const crd = await h2Request(session, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(exampleCrd('Gadget', 'gadgets')),
+    });
+    if (crd.status !== 201) throw new Error(`CRD: ${crd.status} ${crd.body}`);
+    for (let attempt = 0; ; attempt++) {
+      const gadget = await h2Request(session, 'POST', '/apis/example.com/v1/namespaces/default/gadgets', {
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Gadget', metadata: { name: 'same' }, spec: { owner: tenant.id } }),
+      });
+      if (gadget.status === 201) break;
+      if (attempt > 50) throw new Error(`gadget: ${gadget.status} ${gadget.body}`);
+      await new Promise((resolve) => setTimeout(resolve, 200)); // the CRD is being established
+    }
+  }
+});
+t.teardown(async () => {
+  for (const session of sessions) session.close();
+  await stack?.stop();
+});
+
+/** The same path as the apiserver names it for `tenant` (its namespace and custom group under the tenant's prefix). */
+function upstreamPath(path: string, tenant: string): string {
+  return path.replace('/namespaces/default/', `/namespaces/${tenant}-default/`).replace('/apis/example.com/', `/apis/${tenant}-example.com/`);
+}
+
+interface Case {
+  what: string;
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body?: Buffer;
+  code: number;
+}
+
+const CONFIGMAP = '/api/v1/namespaces/default/configmaps/settings';
+const CONFIGMAPS = '/api/v1/namespaces/default/configmaps';
+const GADGET = '/apis/example.com/v1/namespaces/default/gadgets/same';
+const GADGETS = '/apis/example.com/v1/namespaces/default/gadgets';
+
+const CASES: Case[] = [
+  { what: 'a get that accepts CBOR only', method: 'GET', path: CONFIGMAP, headers: { accept: 'application/cbor' }, code: 406 },
+  { what: 'a list that accepts CBOR only', method: 'GET', path: CONFIGMAPS, headers: { accept: 'application/cbor' }, code: 406 },
+  {
+    what: 'a watch that accepts cbor-seq only',
+    method: 'GET',
+    path: `${CONFIGMAPS}?watch=1&timeoutSeconds=1`,
+    headers: { accept: 'application/cbor-seq' },
+    code: 406,
+  },
+  { what: 'a Table in CBOR', method: 'GET', path: CONFIGMAPS, headers: { accept: 'application/cbor;as=Table;v=v1;g=meta.k8s.io' }, code: 406 },
+  { what: 'text/html', method: 'GET', path: CONFIGMAP, headers: { accept: 'text/html' }, code: 406 },
+  { what: 'application/* (no wildcard subtype)', method: 'GET', path: CONFIGMAP, headers: { accept: 'application/*' }, code: 406 },
+  { what: 'a create in CBOR', method: 'POST', path: CONFIGMAPS, headers: { 'content-type': 'application/cbor' }, body: CBOR_BODY, code: 415 },
+  { what: 'a create with no body, said to be CBOR', method: 'POST', path: CONFIGMAPS, headers: { 'content-type': 'application/cbor' }, code: 415 },
+  { what: 'an update in CBOR', method: 'PUT', path: CONFIGMAP, headers: { 'content-type': 'application/cbor' }, body: CBOR_BODY, code: 415 },
+  {
+    what: 'an apply in CBOR',
+    method: 'PATCH',
+    path: `${CONFIGMAP}?fieldManager=m`,
+    headers: { 'content-type': 'application/apply-patch+cbor' },
+    body: CBOR_BODY,
+    code: 415,
+  },
+  { what: 'a patch in text/plain', method: 'PATCH', path: CONFIGMAP, headers: { 'content-type': 'text/plain' }, body: Buffer.from('{}'), code: 415 },
+  {
+    what: 'a create in JSON that accepts CBOR only',
+    method: 'POST',
+    path: CONFIGMAPS,
+    headers: { 'content-type': 'application/json', accept: 'application/cbor' },
+    body: Buffer.from(JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'refused' } })),
+    code: 406,
+  },
+  // Not judged by tenantgate: a proxied service answers what it answers (here, no such Service: 404).
+  {
+    what: "a service proxy with a browser's Accept",
+    method: 'GET',
+    path: '/api/v1/namespaces/default/services/web/proxy/',
+    headers: { accept: 'text/html' },
+    code: 404,
+  },
+  { what: 'a custom resource that accepts CBOR only', method: 'GET', path: GADGET, headers: { accept: 'application/cbor' }, code: 406 },
+  { what: 'a list of custom resources in CBOR only', method: 'GET', path: GADGETS, headers: { accept: 'application/cbor' }, code: 406 },
+  { what: 'a custom resource created in CBOR', method: 'POST', path: GADGETS, headers: { 'content-type': 'application/cbor' }, body: CBOR_BODY, code: 415 },
+  { what: 'a custom resource patched in CBOR', method: 'PATCH', path: GADGET, headers: { 'content-type': 'application/cbor' }, body: CBOR_BODY, code: 415 },
+  {
+    what: 'a custom resource patched with a strategic merge',
+    method: 'PATCH',
+    path: GADGET,
+    headers: { 'content-type': 'application/strategic-merge-patch+json' },
+    body: Buffer.from('{}'),
+    code: 415,
+  },
+];
+
+/** The Status an answer carries, as a client reads it (the apiserver pretty-prints some). */
+function statusOf(t: Test, answer: Answer, what: string): { code: number; reason: string; message: string } | null {
+  t.match(String(answer.headers['content-type']), /^application\/json/, `${what}: a JSON Status`);
+  try {
+    const { kind, code, reason, message } = answer.json();
+    t.equal(kind, 'Status', `${what}: a Status`);
+    return { code, reason, message };
+  } catch {
+    t.fail(`${what}: not JSON: ${answer.body.slice(0, 200)}`);
+    return null;
+  }
+}
+
+t.test('what the apiserver refuses, tenantgate refuses as it does: the same code, reason and message', async (t) => {
+  const viaH2 = sessions[1]!;
+  const credentials = credentialsOf(alpha.kubeconfig);
+  for (const { what, method, path, headers, body, code } of CASES) {
+    const direct = await h2Request(up, method, upstreamPath(path, ALPHA), { headers, body });
+    t.equal(direct.status, code, `${what}: the apiserver answers ${code}`);
+    const expected = statusOf(t, direct, `${what} (directly)`);
+    for (const [protocol, answer] of [
+      ['HTTP/2', await h2Request(viaH2, method, path, { headers, body })],
+      ['HTTP/1.1', await h1Request(credentials, method, path, { headers, body })],
+    ] as const) {
+      t.equal(answer.status, code, `${what} over ${protocol}: ${code}`);
+      t.same(statusOf(t, answer, `${what} over ${protocol}`), expected, `${what} over ${protocol}: the apiserver's Status`);
+    }
+  }
+});
+
+t.test('nothing refused was written, and the other tenant, with the same names, keeps its own', async (t) => {
+  for (const tenant of [alpha, bravo]) {
+    const session = connectH2(credentialsOf(tenant.kubeconfig));
+    const configMaps = (await h2Request(session, 'GET', CONFIGMAPS)).json();
+    t.same(
+      configMaps.items.map((item: { metadata: { name: string } }) => item.metadata.name).filter((name: string) => name !== 'kube-root-ca.crt'),
+      ['settings'],
+      `${tenant.id}: its one ConfigMap, none created by a refused request`,
+    );
+    t.same(configMaps.items.find((item: { metadata: { name: string } }) => item.metadata.name === 'settings').data, { owner: tenant.id });
+    const gadget = (await h2Request(session, 'GET', GADGET)).json();
+    t.same(gadget.spec, { owner: tenant.id }, `${tenant.id}: its own gadget, unchanged`);
+    session.close();
+  }
+});
+
+t.test('a client that prefers CBOR and falls back to JSON gets JSON, its own tenant only', async (t) => {
+  for (const tenant of [alpha, bravo]) {
+    const session = connectH2(credentialsOf(tenant.kubeconfig));
+    for (const path of [CONFIGMAP, GADGET]) {
+      const answer = await h2Request(session, 'GET', path, { headers: { accept: PREFERS_CBOR } });
+      t.equal(answer.status, 200, `${tenant.id} ${path}`);
+      t.match(String(answer.headers['content-type']), /^application\/json/, 'in JSON, as the apiserver with CBOR serving off');
+      const object = answer.json();
+      t.same(object.data ?? object.spec, { owner: tenant.id }, "the tenant's own object, in its own names");
+      t.equal(object.metadata.namespace, 'default');
+    }
+    const list = await h1Request(credentialsOf(tenant.kubeconfig), 'GET', GADGETS, { headers: { accept: PREFERS_CBOR } });
+    t.equal(list.status, 200);
+    t.same(
+      list.json().items.map((item: { spec: unknown }) => item.spec),
+      [{ owner: tenant.id }],
+      `${tenant.id}: a list over HTTP/1.1 of its own gadget only`,
+    );
+    session.close();
+  }
+});
