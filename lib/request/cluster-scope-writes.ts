@@ -11,9 +11,9 @@ import { carriesTenantLabel } from '../convert/kinds.ts';
 import type { TenantId } from '../convert/prefix.ts';
 import { upstreamObjectName } from '../convert/request.ts';
 import { apiGroupToUpstream, stripTenantPrefixes } from '../convert/rules/index.ts';
-import { forbidden, internalError } from '../errors/status-error.ts';
+import { forbidden } from '../errors/status-error.ts';
 import { upstreamRequest } from '../upstream/client.ts';
-import { isKindRequest, type KindRequest } from './context.ts';
+import { isKindRequest, upstreamHeadersOf, type KindRequest } from './context.ts';
 import type { Stage } from './stage.ts';
 import { tenantStatusError } from './read-body.ts';
 import type { TenantConversions } from './tenant-conversions.ts';
@@ -88,10 +88,8 @@ function escalationRefused(ctx: KindRequest, name: string, why: string): Error {
 
 /** The object the write would leave upstream: the same request, dry run (a patch's result is known only there). */
 async function wouldWrite(ctx: KindRequest, conversions: TenantConversions): Promise<Record<string, any>> {
-  // (Never without them: the headers carry the impersonation, and without it the dry run would be tenantgate's own.)
-  if (ctx.upstreamHeaders === null) throw internalError('the escalation check ran before the upstream request was prepared');
   const target = ctx.upstreamTarget + (ctx.upstreamTarget.includes('?') ? '&' : '?') + 'dryRun=All';
-  const headers = { ...ctx.upstreamHeaders, accept: 'application/json' };
+  const headers = { ...upstreamHeadersOf(ctx), accept: 'application/json' };
   const answer = await upstreamRequest(conversions.pool, ctx.upstreamMethod, target, ctx.upstreamBody ?? undefined, headers);
   if (answer.status < 200 || answer.status > 299 || typeof answer.body !== 'object' || answer.body === null)
     throw tenantStatusError(answer.status, answer.body, ctx.identity.tenant);

@@ -165,7 +165,6 @@ export abstract class RequestContext {
   abstract answer(status: number, headers: OutgoingHttpHeaders, body?: string | Buffer): void;
 }
 
-/** An HTTP/2 request served from its stream: no compatibility objects. */
 /** Who the request runs as: set by "authenticate", which answers 401 where it cannot, so every later stage has it. */
 export function identityOf(ctx: RequestContext): Identity {
   const identity = ctx.identity;
@@ -190,9 +189,20 @@ export function isConverted(ctx: RequestContext): ctx is ConvertedRequest {
 }
 
 export function isKindRequest(ctx: RequestContext): ctx is KindRequest {
-  return ctx.converts && ctx.info !== null && ctx.row !== null;
+  return isConverted(ctx) && ctx.row !== null;
 }
 
+/**
+ * The upstream request's headers, set by "prepare upstream request". Never read without them: they carry the
+ * impersonation, and a request sent without it would be tenantgate's own.
+ */
+export function upstreamHeadersOf(ctx: RequestContext): OutgoingHttpHeaders {
+  const headers = ctx.upstreamHeaders;
+  if (headers === null) throw internalError('a stage after "prepare upstream request" ran before the upstream request was prepared');
+  return headers;
+}
+
+/** An HTTP/2 request served from its stream: no compatibility objects. */
 export class Http2RequestContext extends RequestContext {
   readonly stream: ServerHttp2Stream;
   rawHeaders: readonly string[];

@@ -21,7 +21,7 @@ import { readBody, tenantStatusError } from './read-body.ts';
 import { listMetaField, protobufListHead, ProtobufListPage, type ConvertedItem } from '../convert/protobuf-made.ts';
 import { isProtobuf, PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
 import { padding, PADDING_FLUSH_BYTES, PADDING_RESERVE } from '../convert/protobuf-streams.ts';
-import { isKindRequest, type RequestContext } from './context.ts';
+import { isKindRequest, upstreamHeadersOf, type RequestContext } from './context.ts';
 import { asksForTable, protobufAnswerOf, requestApiVersion } from './negotiation.ts';
 import type { Stage } from './stage.ts';
 import type { TenantConversions } from './tenant-conversions.ts';
@@ -446,8 +446,7 @@ export function listAcrossNamespacesStage(conversions: TenantConversions): Stage
   return (ctx) => {
     if (!isKindRequest(ctx) || !isMergedAcrossNamespaces(ctx.info, ctx.row)) return false;
     const { info, row } = ctx;
-    const headers = ctx.upstreamHeaders;
-    if (headers === null) throw internalError('a list across namespaces was asked for before its upstream request was prepared');
+    const headers = upstreamHeadersOf(ctx);
     const convert = conversions.of(ctx.identity.tenant);
     const table = asksForTable(ctx);
     // The query each page is asked with: for Tables, with the row objects the kind's rule must see.

@@ -58,10 +58,14 @@ export function requestApiVersion(info: { apiGroup: string; apiVersion: string }
  */
 export function firstPlainMediaType(accept: string): string | null {
   const comma = accept.indexOf(',');
-  const first = (comma === -1 ? accept : accept.slice(0, comma)).trim().toLowerCase();
-  if (first.includes('as=')) return null;
-  const semicolon = first.indexOf(';');
-  return (semicolon === -1 ? first : first.slice(0, semicolon)).trim();
+  const first = comma === -1 ? accept : accept.slice(0, comma);
+  return first.toLowerCase().includes('as=') ? null : mediaTypeOf(first);
+}
+
+/** One media range of an Accept or a Content-Type: its type, lower case, without parameters. */
+function mediaTypeOf(part: string): string {
+  const semicolon = part.indexOf(';');
+  return (semicolon === -1 ? part : part.slice(0, semicolon)).trim().toLowerCase();
 }
 
 /** Whether the first media type of `accept` is Kubernetes protobuf (not a Table or metadata form of it). */
@@ -102,23 +106,20 @@ const STREAMED_LIST = 'application/json;stream=watch, application/vnd.kubernetes
 
 /** Request bodies the apiserver reads, for a create or update, and for a patch (custom resources have no strategic merge). */
 const BODY_MEDIA_TYPES: ReadonlySet<string> = new Set(['application/json', 'application/yaml', PROTOBUF_MEDIA_TYPE]);
-const PATCH_MEDIA_TYPES: ReadonlySet<string> = new Set([
+/** The patches the apiserver reads of a built-in kind (tenantgate's Tenant API reads the same). */
+export const PATCH_MEDIA_TYPES: readonly string[] = [
   'application/json-patch+json',
   'application/merge-patch+json',
   'application/strategic-merge-patch+json',
   'application/apply-patch+yaml',
-]);
+];
+const PATCH_MEDIA_TYPE_SET: ReadonlySet<string> = new Set(PATCH_MEDIA_TYPES);
 const CUSTOM_PATCH_MEDIA_TYPES = 'application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml';
 /**
  * Subresources whose bodies and answers are not objects (streams, or whatever a proxied service reads and answers),
  * never judged here; a log's Accept neither (the apiserver's own answers to it do not follow one rule).
  */
 const STREAM_SUBRESOURCES: ReadonlySet<string> = new Set(['exec', 'attach', 'portforward', 'proxy', 'log']);
-
-function mediaTypeOf(part: string): string {
-  const semicolon = part.indexOf(';');
-  return (semicolon === -1 ? part : part.slice(0, semicolon)).trim().toLowerCase();
-}
 
 /** Whether `accept` (absent or empty: anything) names a media type tenantgate answers in. */
 export function acceptsAnAnsweredType(accept: string | undefined): boolean {
@@ -154,10 +155,10 @@ function refuseUnreadableBody(ctx: KindRequest): void {
   const mediaType = mediaTypeOf(contentType);
   if (verb === 'patch') {
     if (isCustomResource(ctx)) {
-      if (mediaType !== 'application/strategic-merge-patch+json' && PATCH_MEDIA_TYPES.has(mediaType)) return;
+      if (mediaType !== 'application/strategic-merge-patch+json' && PATCH_MEDIA_TYPE_SET.has(mediaType)) return;
       throw unsupportedMediaType(`the body of the request was in an unknown format - accepted media types include: ${CUSTOM_PATCH_MEDIA_TYPES}`);
     }
-    if (!PATCH_MEDIA_TYPES.has(mediaType)) throw unsupportedMediaType('415: Unsupported Media Type', {});
+    if (!PATCH_MEDIA_TYPE_SET.has(mediaType)) throw unsupportedMediaType('415: Unsupported Media Type', {});
     return;
   }
   if ((verb === 'create' || verb === 'update') && !BODY_MEDIA_TYPES.has(mediaType)) {
@@ -173,6 +174,7 @@ function refuseUnreadableBody(ctx: KindRequest): void {
 export function negotiateMediaTypes(ctx: RequestContext): boolean {
   if (!isKindRequest(ctx)) return false;
   refuseUnanswerableAccept(ctx);
+  refuseProtobufOnlyCustomResource(ctx);
   refuseUnreadableBody(ctx);
   return false;
 }

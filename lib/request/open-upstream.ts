@@ -12,16 +12,8 @@ import { internalError, notFound, upstreamUnavailable } from '../errors/status-e
 import { sendStatus } from './status.ts';
 import { dropImpersonation, upstreamRequestHeaders } from '../upstream/headers.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
-import { identityOf, isConverted, type RequestContext } from './context.ts';
-import {
-  asksForTable,
-  isOpenApiV2,
-  jsonAccept,
-  openApiV2AsProtobuf,
-  partialMetadataProtobufOf,
-  protobufAnswerOf,
-  refuseProtobufOnlyCustomResource,
-} from './negotiation.ts';
+import { identityOf, isConverted, upstreamHeadersOf, type RequestContext } from './context.ts';
+import { asksForTable, isOpenApiV2, jsonAccept, openApiV2AsProtobuf, partialMetadataProtobufOf, protobufAnswerOf } from './negotiation.ts';
 import type { Stage } from './stage.ts';
 import type { TenantConversions } from './tenant-conversions.ts';
 
@@ -50,7 +42,6 @@ export function prepareUpstreamRequestStage(conversions: TenantConversions): Sta
       return false;
     }
     if (!isConverted(ctx)) throw internalError('a converted request reached "prepare upstream request" unclassified');
-    refuseProtobufOnlyCustomResource(ctx);
     const tenant = ctx.identity.tenant;
     const info = ctx.info;
     const row = ctx.row;
@@ -109,10 +100,10 @@ function onUpstreamClose(this: UpstreamStream): void {
 export function openUpstream(ctx: RequestContext, pool: UpstreamPool): ClientHttp2Stream {
   const streamsBody = !ctx.converts && !ctx.bodyless;
   const body = ctx.upstreamBody;
-  if (ctx.upstreamHeaders === null) throw internalError('the upstream request was opened before it was prepared');
+  const headers = upstreamHeadersOf(ctx);
   let upstream: UpstreamStream;
   try {
-    upstream = pool.request(ctx.upstreamMethod, ctx.upstreamTarget, ctx.upstreamHeaders, body === null && !streamsBody);
+    upstream = pool.request(ctx.upstreamMethod, ctx.upstreamTarget, headers, body === null && !streamsBody);
   } catch (error) {
     throw upstreamUnavailable((error as Error).message);
   }

@@ -17,7 +17,7 @@ import { requestUpstreamFor } from './open-upstream.ts';
 import { clientResponseHeaders, upstreamRequestHeaders } from '../upstream/headers.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import { readBody } from './read-body.ts';
-import { jsonAccept } from './negotiation.ts';
+import { jsonAccept, PATCH_MEDIA_TYPES } from './negotiation.ts';
 import {
   aggregatedDiscoveryGroup,
   apiGroup,
@@ -332,15 +332,13 @@ function patched(target: Tenant, patch: unknown, contentType: string): unknown {
   return applyMergePatch(target, patch);
 }
 
-const PATCH_TYPES = ['application/json-patch+json', 'application/merge-patch+json', 'application/strategic-merge-patch+json', 'application/apply-patch+yaml'];
-
 /**
  * PATCH, including server-side apply (application/apply-patch+yaml), taken as a merge of the applied configuration
  * that creates the Tenant when it does not exist: no field ownership, which is enough for `kubectl apply --server-side`.
  */
 async function patch(ctx: RequestContext, tenants: TenantStore, info: RequestInfo, body: unknown, contentType: string, query: URLSearchParams): Promise<void> {
-  if (!PATCH_TYPES.some((type) => contentType.startsWith(type))) {
-    throw unsupportedMediaType(`the body of the request was in an unknown format - accepted media types include: ${PATCH_TYPES.join(', ')}`);
+  if (!PATCH_MEDIA_TYPES.some((type) => contentType.startsWith(type))) {
+    throw unsupportedMediaType(`the body of the request was in an unknown format - accepted media types include: ${PATCH_MEDIA_TYPES.join(', ')}`);
   }
   const apply = contentType.startsWith('application/apply-patch');
   if (apply && tenants.get(info.name) === undefined && info.subresource === '') {

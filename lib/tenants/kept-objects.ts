@@ -69,10 +69,6 @@ class KeptObjectRefused extends Error {
   }
 }
 
-function failure(what: string, answer: { status: number; body: any }): Error {
-  return new KeptObjectRefused(what, answer);
-}
-
 /** Creates the object, or replaces it when it differs in an owned field. Resolves to what it did. */
 export async function ensureKeptObject(pool: UpstreamPool, kept: KeptObject): Promise<'created' | 'updated' | 'unchanged'> {
   const path = pathOf(kept);
@@ -80,17 +76,17 @@ export async function ensureKeptObject(pool: UpstreamPool, kept: KeptObject): Pr
   if (current.status === 404) {
     const created = await upstreamJson(pool, 'POST', kept.collection, kept.object);
     if (created.status === 201 || created.status === 409) return 'created'; // 409: another replica was first
-    throw failure(`creating ${path}`, created);
+    throw new KeptObjectRefused(`creating ${path}`, created);
   }
-  if (current.status !== 200) throw failure(`reading ${path}`, current);
+  if (current.status !== 200) throw new KeptObjectRefused(`reading ${path}`, current);
   const replacement = replacementOf(kept, current.body);
   // What the apiserver would store for the wanted object (defaults filled in), without storing it.
   const dryRun = await upstreamJson(pool, 'PUT', `${path}?dryRun=All`, replacement);
-  if (dryRun.status !== 200) throw failure(`checking ${path}`, dryRun);
+  if (dryRun.status !== 200) throw new KeptObjectRefused(`checking ${path}`, dryRun);
   if (!keptObjectDiffers(kept, dryRun.body, current.body)) return 'unchanged';
   const updated = await upstreamJson(pool, 'PUT', path, replacement);
   if (updated.status === 200) return 'updated';
-  throw failure(`restoring ${path}`, updated);
+  throw new KeptObjectRefused(`restoring ${path}`, updated);
 }
 
 /** Keeps `objects` as wanted until stop(): each is checked on start, on every change to it, and after a resync. */
