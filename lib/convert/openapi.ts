@@ -20,12 +20,14 @@ interface OpenApiIndex {
 /**
  * The v3 index with only the group versions the tenant may see, under its names. `servesVisibleResources(upstreamGroup,
  * version)` says whether a version has anything the tenant may see (certificates.k8s.io/v1 has only CSRs); a group's
- * own entry goes with its last version.
+ * own entry goes with its last version. `urlPrefix`: the tenant's path the index was asked under (`/tenants/<id>`),
+ * put before each document's URL so that clients fetch (and cache) the documents under it too.
  */
 export function openapiIndexToTenant(
   index: OpenApiIndex,
   tenant: TenantId,
   servesVisibleResources: (group: string, version: string) => boolean = () => true,
+  urlPrefix = '',
 ): OpenApiIndex {
   const entries = Object.entries(isObject(index.paths) ? index.paths : {});
   const groupsWithVersions = new Set<string>();
@@ -49,6 +51,11 @@ export function openapiIndexToTenant(
     }
     const tenantPath = `apis/${group}${version === undefined ? '' : '/' + version}`;
     paths[tenantPath] = { ...entry, serverRelativeURL: entry.serverRelativeURL?.replace(`/${path}`, `/${tenantPath}`) };
+  }
+  if (urlPrefix !== '') {
+    for (const [path, entry] of Object.entries(paths)) {
+      if (entry.serverRelativeURL?.startsWith('/') === true) paths[path] = { ...entry, serverRelativeURL: urlPrefix + entry.serverRelativeURL };
+    }
   }
   return { ...index, paths };
 }

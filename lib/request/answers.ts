@@ -19,6 +19,7 @@ import { apiGroupToUpstream, namespaceToUpstream, objectToTenant, type ConvertCo
 import { statusToTenant } from '../convert/status.ts';
 import { isTable, tableToTenant } from '../convert/table.ts';
 import { HIDDEN_GROUPS } from '../convert/visibility.ts';
+import { TENANT_PATH_PREFIX } from './tenant-path.ts';
 import { badGateway, internalError, notFound, StatusError } from '../errors/status-error.ts';
 import { releaseStartSeat } from '../flowcontrol/stage.ts';
 import type { RewriteCounters } from '../metrics/metrics.ts';
@@ -322,7 +323,8 @@ function discoveryAnswer(ctx: ConvertedRequest, answer: WholeAnswer, conversions
   const path = ctx.info.path;
   let view: unknown;
   if (body?.kind === 'Status') view = statusToTenant(body, tenant);
-  else if (path === '/openapi/v3' || path === '/openapi/v3/') view = openapiIndexToTenant(body, tenant, visibleVersion);
+  else if (path === '/openapi/v3' || path === '/openapi/v3/')
+    view = openapiIndexToTenant(body, tenant, visibleVersion, ctx.pathTenant === null ? '' : `${TENANT_PATH_PREFIX}${ctx.pathTenant}`);
   else {
     const group = /^\/openapi\/v3\/apis\/([^/]+)\//.exec(path)?.[1];
     if (group !== undefined && HIDDEN_GROUPS.has(group)) throw notFound(); // not found, as in the index

@@ -14,6 +14,7 @@ import type { Seat } from '../flowcontrol/tenant-flow.ts';
 import type { RewriteCounters } from '../metrics/metrics.ts';
 import type { RowObjects } from '../convert/table.ts';
 import type { OpenApiV2Revalidation } from './openapi-v2-cache.ts';
+import { splitTenantPath } from './tenant-path.ts';
 
 export type PartialMetadataForm = 'PartialObjectMetadata' | 'PartialObjectMetadataList';
 
@@ -36,8 +37,10 @@ const NO_PARTS: string[] = [];
 export abstract class RequestContext {
   // ---- the request, as it arrived
   readonly method: string;
-  /** The request target (path and query) as sent; the pipeline's first stage validates it. */
+  /** The request target (path and query) as sent, below a tenant's path if any; the pipeline's first stage validates it. */
   readonly path: string;
+  /** The tenant a target sent under `/tenants/<id>` named (tenant-path.ts), as sent; null for the bare address. */
+  readonly pathTenant: string | null;
   /** (Let go by releaseRequest once a long watch no longer needs them.) */
   headers: IncomingHttpHeaders;
   /** The TLS connection (the client certificate). */
@@ -100,7 +103,9 @@ export abstract class RequestContext {
 
   constructor(method: string, path: string, headers: IncomingHttpHeaders, socket: TLSSocket, upgrade: UpgradeRequest | null) {
     this.method = method;
-    this.path = path;
+    const underTenant = splitTenantPath(path);
+    this.path = underTenant === null ? path : underTenant.target;
+    this.pathTenant = underTenant === null ? null : underTenant.tenant;
     this.headers = headers;
     this.socket = socket;
     this.upgrade = upgrade;

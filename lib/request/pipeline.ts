@@ -20,7 +20,7 @@ import { accessRefusal, isBuiltinGroup, kindOf, type KindRow } from '../convert/
 import { parseRequestInfo, type RequestInfo } from '../convert/request-info.ts';
 import { isDiscoveryDocumentPath, upstreamNonResourcePath, upstreamObjectName } from '../convert/request.ts';
 import { apiGroupToUpstream } from '../convert/rules/index.ts';
-import { notFound, unauthorized } from '../errors/status-error.ts';
+import { forbidden, notFound, unauthorized } from '../errors/status-error.ts';
 import type { DiscoveryCache } from '../upstream/discovery.ts';
 import type { ClusterCredentials } from '../upstream/kubeconfig.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
@@ -121,6 +121,21 @@ function impersonate(access: AccessReviews, callers: 'administrators' | 'tenants
       return false;
     });
   };
+}
+
+/**
+ * A target sent under a tenant's path is served only to that tenant's identities: another tenant's, an
+ * administrator's (who has no tenant) and one naming no tenant at all get the same 403, which tells nothing of which
+ * tenants exist. Runs once the identity is final for the Tenant API (after administrators' impersonation).
+ */
+export function confirmPathTenant(ctx: RequestContext): boolean {
+  const named = ctx.pathTenant;
+  if (named === null) return false;
+  const identity = identityOf(ctx);
+  if (identity.tenant !== named) {
+    throw forbidden(`User "${identity.user}" may not use the server URL of tenant "${named}": it serves only that tenant's credentials`);
+  }
+  return false;
 }
 
 /** A tenant identity counts only while its tenant exists; its requests are converted unless conversion is off. */
@@ -253,6 +268,8 @@ export function buildPipeline(deps: PipelineDeps): Stage[] {
     { name: 'authenticate', run: authenticate(tokens) },
     // Before the Tenant API: an administrator's discovery with --as is the target's too.
     { name: 'impersonate (administrators)', run: impersonate(access, 'administrators') },
+    // Before the Tenant API too: an administrator has no tenant, and so no tenant's URL.
+    { name: 'confirm the tenant of the URL', run: confirmPathTenant },
     // Before tenant resolution: any tenant identity, valid or not, is refused the group alike (403).
     { name: 'Tenant API (administrators)', run: tenantApi({ pool, tenants, issueKubeconfig, recordOperation }) },
     { name: 'resolve tenant', run: resolve(tenants, passthrough) },

@@ -63,8 +63,23 @@ import {
   unsupportedMediaType,
 } from '../errors/status-error.ts';
 
-/** Issues a tenant admin's kubeconfig (certificate CN=<id>-admin, OU=<id>, with its private key). */
-export type IssueKubeconfig = (tenant: Tenant) => Promise<string>;
+/**
+ * Issues a tenant admin's kubeconfig (certificate CN=<id>-admin, OU=<id>, with its private key) for tenantgate at
+ * `serverUrl` (absent: the address it listens on).
+ */
+export type IssueKubeconfig = (tenant: Tenant, serverUrl?: string) => Promise<string>;
+
+/** A request's authority that is a host and an optional port, nothing else (no user info, path or spaces). */
+const PLAIN_AUTHORITY = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+
+/**
+ * Where the administrator reached tenantgate (its external name behind a load balancer or Service), which its
+ * tenants will reach it at too; undefined when the request names no plain host.
+ */
+function reachedAt(ctx: RequestContext): string | undefined {
+  const authority = ctx.headers[':authority'] ?? ctx.headers.host;
+  return typeof authority === 'string' && PLAIN_AUTHORITY.test(authority) ? `https://${authority}` : undefined;
+}
 
 export interface TenantApiDeps {
   pool: UpstreamPool;
@@ -395,7 +410,7 @@ async function kubeconfig(ctx: RequestContext, deps: TenantApiDeps, name: string
   const tenant = deps.tenants.get(name);
   if (tenant === undefined || tenant.metadata.deletionTimestamp !== undefined) throw tenantNotFound(name);
   if (deps.issueKubeconfig === null) throw serviceUnavailable('this tenantgate issues no tenant credentials (no tenant CA is configured)');
-  const text = await deps.issueKubeconfig(tenant);
+  const text = await deps.issueKubeconfig(tenant, reachedAt(ctx));
   sendJson(ctx, 200, text, 'application/yaml');
 }
 

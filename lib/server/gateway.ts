@@ -148,7 +148,8 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   const issueKubeconfig: IssueKubeconfig | null =
     config.tenantCa === undefined
       ? null
-      : (tenant) => issueTenantKubeconfig(config.tenantCa!, url, tenant, { keyPool: keyPool!, validityDays: config.tenantCertificateDays });
+      : (tenant, serverUrl) =>
+          issueTenantKubeconfig(config.tenantCa!, serverUrl ?? url, tenant, { keyPool: keyPool!, validityDays: config.tenantCertificateDays });
   const tokens = new ServiceAccountTokens(upstreamTokenReviewer(pool), (id) => tenants.get(id)?.metadata.uid);
   const flow = new FlowController(config.flowControl ?? DEFAULT_FLOW_CONTROL, (id) => tenants.get(id), parts.flowEvents ?? metrics?.flowControlEvents);
   const stopFollowingTenants = flow.follow(tenants);

@@ -4,6 +4,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { RsaKeyPool } from '../auth/key-pool.ts';
 import { issueCertificate, type CertificateAuthority, type IssuedCertificate } from '../auth/pki.ts';
 import { renderKubeconfig } from '../upstream/kubeconfig.ts';
+import { tenantServerUrl } from '../request/tenant-path.ts';
 import { tenantAdminUser } from '../auth/impersonation.ts';
 import type { Tenant } from './tenant.ts';
 
@@ -71,7 +72,7 @@ export interface TenantKubeconfigOptions extends TenantCredentialOptions {
   servingCaPem?: string;
 }
 
-/** A self-contained kubeconfig (YAML) for the tenant's admin, pointing at tenantgate. */
+/** A self-contained kubeconfig (YAML) for the tenant's admin, pointing at the tenant's own URL on tenantgate (`serverUrl` is tenantgate's). */
 export async function issueTenantKubeconfig(
   ca: CertificateAuthority,
   serverUrl: string,
@@ -80,7 +81,12 @@ export async function issueTenantKubeconfig(
 ): Promise<string> {
   const certificate = await issueTenantAdminCertificate(ca, tenant, options);
   return renderKubeconfig(
-    { server: serverUrl, caPem: options.servingCaPem ?? ca.certPem, certPem: certificate.certPem, keyPem: certificate.keyPem },
+    {
+      server: tenantServerUrl(serverUrl, tenant.metadata.name),
+      caPem: options.servingCaPem ?? ca.certPem,
+      certPem: certificate.certPem,
+      keyPem: certificate.keyPem,
+    },
     `tenantgate-${tenant.metadata.name}`,
   );
 }

@@ -51,7 +51,7 @@ export function h1Request(
   credentials: ClusterCredentials,
   method: string,
   path: string,
-  options: { headers?: Record<string, string | string[]>; body?: string | Buffer; withCertificate?: boolean } = {},
+  options: { headers?: Record<string, string | string[]>; body?: string | Buffer; withCertificate?: boolean; servername?: string } = {},
 ): Promise<Answer> {
   const url = new URL(credentials.server);
   return new Promise((resolve, reject) => {
@@ -66,6 +66,8 @@ export function h1Request(
         cert: options.withCertificate === false ? undefined : credentials.certPem,
         key: options.withCertificate === false ? undefined : credentials.keyPem,
         agent: false,
+        // (The certificate is checked against this name; by default the Host header's.)
+        servername: options.servername,
       },
       (res) => {
         const chunks: Buffer[] = [];

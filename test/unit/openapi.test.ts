@@ -190,4 +190,9 @@ t.test("OpenAPI v3 index: the tenant's groups under its names, nothing hidden, e
     'apis/apiregistration.k8s.io/v1': entry('apis/apiregistration.k8s.io/v1'),
     'apis/example.com/v1': entry('apis/example.com/v1'),
   });
+  // Asked under the tenant's URL: each document named under it too, so clients fetch and cache it there.
+  const under = openapiIndexToTenant({ paths: Object.fromEntries(paths.map((path) => [path, entry(path)])) }, 'alpha1', onlyCsrs, '/tenants/alpha1');
+  t.same(Object.keys(under.paths ?? {}), Object.keys(view.paths ?? {}), 'the same documents');
+  t.equal(under.paths?.['apis/example.com/v1']?.serverRelativeURL, '/tenants/alpha1/openapi/v3/apis/example.com/v1?hash=H');
+  t.equal(under.paths?.['api/v1']?.serverRelativeURL, '/tenants/alpha1/openapi/v3/api/v1?hash=H');
 });

@@ -70,7 +70,7 @@ t.test('the kubeconfig carries the server, the CA and a key that matches its cer
   t.teardown(() => pool.close());
   await pool.filled();
   const config = parse(await issueTenantKubeconfig(ca, 'https://127.0.0.1:6443', tenant('abc123'), { keyPool: pool }));
-  t.equal(config.clusters[0].cluster.server, 'https://127.0.0.1:6443');
+  t.equal(config.clusters[0].cluster.server, 'https://127.0.0.1:6443/tenants/abc123', "the tenant's own URL on tenantgate");
   t.equal(Buffer.from(config.clusters[0].cluster['certificate-authority-data'], 'base64').toString(), ca.certPem);
   const cert = new X509Certificate(Buffer.from(config.users[0].user['client-certificate-data'], 'base64'));
   const { createPrivateKey } = await import('node:crypto');
