@@ -145,11 +145,14 @@ export async function startGateway(config: ServeConfig, parts: GatewayParts = {}
   // Keys made ahead of need keep tenant creation in milliseconds (RSA-2048 generation is ~50 ms).
   const keyPool = config.tenantCa === undefined ? null : new RsaKeyPool();
   let url = '';
+  // What tenants verify tenantgate's serving certificate with: the CA given for in-cluster clients
+  // (--in-cluster-ca-file; a chart-made serving certificate has a CA of its own), else the tenant CA that signed it.
+  const servingCaPem = config.inCluster != null && config.inCluster.caPem !== config.tls.certPem ? config.inCluster.caPem : undefined;
   const issueKubeconfig: IssueKubeconfig | null =
     config.tenantCa === undefined
       ? null
       : (tenant, serverUrl) =>
-          issueTenantKubeconfig(config.tenantCa!, serverUrl ?? url, tenant, { keyPool: keyPool!, validityDays: config.tenantCertificateDays });
+          issueTenantKubeconfig(config.tenantCa!, serverUrl ?? url, tenant, { keyPool: keyPool!, validityDays: config.tenantCertificateDays, servingCaPem });
   const tokens = new ServiceAccountTokens(upstreamTokenReviewer(pool), (id) => tenants.get(id)?.metadata.uid);
   const flow = new FlowController(config.flowControl ?? DEFAULT_FLOW_CONTROL, (id) => tenants.get(id), parts.flowEvents ?? metrics?.flowControlEvents);
   const stopFollowingTenants = flow.follow(tenants);

@@ -1,7 +1,7 @@
 // The Helm chart (charts/tenantgate) as a cluster admin meets it: it lints, renders what its values say, every object
 // it renders is accepted by a real kube-apiserver, and tenantgate serves tenants with nothing but the chart's RBAC.
 // Its own rig (not a shared one): it installs the chart's cluster-wide objects and runs tenantgate under only them.
-import { generateKeyPairSync } from 'node:crypto';
+import { createPrivateKey, generateKeyPairSync, X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -18,7 +18,7 @@ import { runCommand, type CommandResult } from '../../lib/rig/process.ts';
 import { fetchKubeconfig } from '../../lib/tenants/tenant-command.ts';
 import { TENANT_API_VERSION, TENANTS_PATH } from '../../lib/tenants/tenant.ts';
 import { upstreamJson } from '../../lib/upstream/client.ts';
-import { renderKubeconfig } from '../../lib/upstream/kubeconfig.ts';
+import { loadKubeconfig, renderKubeconfig } from '../../lib/upstream/kubeconfig.ts';
 import { exampleCrd } from '../helpers/fixtures.ts';
 import { spawnGateway, stopChild } from '../helpers/stack.ts';
 import { waitUntilReady, withClient } from '../helpers/tenants.ts';
@@ -170,8 +170,9 @@ t.teardown(async () => {
   if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
 });
 
-t.test('helm lint --strict passes with the default values and with every option turned', async (t) => {
+t.test('helm lint --strict passes with no values, the default values and every option turned', async (t) => {
   for (const [name, values] of [
+    ['none', {}],
     ['default', DEFAULT_VALUES],
     ['custom', CUSTOM_VALUES],
   ] as const) {
@@ -216,9 +217,9 @@ t.test('helm package carries the dashboard itself, not the link to it', async (t
 
 t.test('the chart refuses values that cannot work, saying what to set', async (t) => {
   const cases: [string, unknown, RegExp][] = [
-    ['no etcd', { ...DEFAULT_VALUES, etcd: { endpoints: '' } }, /etcd\.endpoints is required/],
-    ['no serving certificate', { ...DEFAULT_VALUES, tls: {} }, /tls\.existingSecret/],
-    ['no tenant CA', { ...DEFAULT_VALUES, tenantCA: {} }, /tenantCA\.existingSecret/],
+    ['half a serving certificate', { ...DEFAULT_VALUES, tls: { cert: serving.certPem } }, /set all of tls\.cert, tls\.key and tls\.ca, or none/],
+    ['half a tenant CA', { ...DEFAULT_VALUES, tenantCA: { key: tenantCa.keyPem } }, /set both tenantCA\.cert and tenantCA\.key, or neither/],
+    ['an etcd cluster without a quorum to spare', { etcd: { cluster: { replicas: 2 } } }, /etcd\.cluster\.replicas must be odd and 3 or more/],
     ['one replica', { ...DEFAULT_VALUES, replicaCount: 1 }, /replicaCount/],
     [
       'grace period shorter than delay and drain',
@@ -342,6 +343,97 @@ t.test('default values: two replicas spread over nodes, probes on the health end
   t.equal(binding.roleRef.name, roles[0]!.metadata.name);
 });
 
+t.test('no values at all: certificates made by the chart, an etcd cluster of its own, tenantgate wired to both', async (t) => {
+  const { objects } = await render(valuesFile('none.yaml', {}));
+  const pem = (secret: K8sObject, key: string) => Buffer.from(secret.data![key]!, 'base64').toString();
+
+  const tls = only(objects, 'Secret', `${FULLNAME}-tls`);
+  t.equal(tls.metadata.annotations?.['helm.sh/resource-policy'], 'keep', 'the made serving Secret is kept by helm');
+  const servingCert = new X509Certificate(pem(tls, 'tls.crt'));
+  const servingCa = new X509Certificate(pem(tls, 'ca.crt'));
+  t.ok(servingCert.verify(servingCa.publicKey), 'ca.crt verifies tls.crt');
+  t.ok(servingCert.checkPrivateKey(createPrivateKey(pem(tls, 'tls.key'))), 'tls.key is its key');
+  for (const name of [`${FULLNAME}.${NAMESPACE}.svc`, `${FULLNAME}.${NAMESPACE}.svc.cluster.local`, 'localhost']) {
+    t.ok(servingCert.checkHost(name), `the certificate names ${name}`);
+  }
+  t.ok(servingCert.checkIP('127.0.0.1'), 'and 127.0.0.1 (kubectl port-forward)');
+
+  const tenantCaSecret = only(objects, 'Secret', `${FULLNAME}-tenant-ca`);
+  t.equal(tenantCaSecret.metadata.annotations?.['helm.sh/resource-policy'], 'keep', 'the made tenant CA outlives an uninstall');
+  const made = { certPem: pem(tenantCaSecret, 'ca.crt'), keyPem: pem(tenantCaSecret, 'ca.key') };
+  t.ok(new X509Certificate(made.certPem).ca, 'the tenant CA is a CA');
+  // tenantgate signs tenants' certificates with it as it does with any CA given to it.
+  const client = issueCertificate(made, { commonName: 'abc123-admin', organizationalUnits: ['abc123'], usage: 'client' });
+  t.ok(new X509Certificate(client.certPem).verify(new X509Certificate(made.certPem).publicKey), "tenantgate's PKI signs with the made CA");
+
+  const etcdName = `${FULLNAME}-etcd`;
+  const statefulSet = only(objects, 'StatefulSet', etcdName);
+  t.equal(statefulSet.spec.replicas, 3);
+  t.equal(statefulSet.spec.podManagementPolicy, 'Parallel', 'members start together (none is ready before a quorum)');
+  const podLabels = statefulSet.spec.template.metadata.labels as Record<string, string>;
+  const affinity = statefulSet.spec.template.spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm;
+  t.equal(affinity.topologyKey, 'kubernetes.io/hostname', 'members spread over nodes');
+  t.same(affinity.labelSelector.matchLabels, podLabels);
+  t.equal(statefulSet.spec.volumeClaimTemplates[0].spec.resources.requests.storage, '1Gi', 'on volumes of their own');
+  t.same(only(objects, 'PodDisruptionBudget', etcdName).spec, { maxUnavailable: 1, selector: { matchLabels: podLabels } }, 'a drain keeps the quorum');
+  const headless = only(objects, 'Service', etcdName);
+  t.equal(headless.spec.clusterIP, 'None');
+  t.equal(headless.spec.publishNotReadyAddresses, true, 'members find each other before they are ready');
+  const tenantgatePods = only(objects, 'Deployment', FULLNAME).spec.template.metadata.labels as Record<string, string>;
+  const selects = (selector: Record<string, string>, labels: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels[k] === v);
+  t.notOk(selects(only(objects, 'Service', FULLNAME).spec.selector, podLabels), "tenantgate's Service never selects etcd's pods");
+  const policy = only(objects, 'NetworkPolicy', etcdName);
+  t.same(policy.spec.podSelector.matchLabels, podLabels);
+  const clientFrom = policy.spec.ingress.find((rule: any) => rule.ports[0].port === 'client').from.map((peer: any) => peer.podSelector.matchLabels);
+  t.ok(
+    clientFrom.some((selector: Record<string, string>) => selects(selector, tenantgatePods)),
+    "tenantgate's pods reach etcd's client port",
+  );
+  t.equal(clientFrom.length, 2, 'and only they and the members');
+
+  const args = argsOf(objects);
+  const members = [0, 1, 2].map((i) => `http://${etcdName}-${i}.${etcdName}.${NAMESPACE}.svc:2379`);
+  t.equal(args.get('etcd-endpoints'), members.join(','), "tenantgate's store is every member");
+  const etcdArgs = statefulSet.spec.template.spec.containers[0].args as string[];
+  t.ok(
+    etcdArgs.includes(`--initial-cluster=${[0, 1, 2].map((i) => `${etcdName}-${i}=http://${etcdName}-${i}.${etcdName}.${NAMESPACE}.svc:2380`).join(',')}`),
+    'the members know each other by the same names',
+  );
+});
+
+t.test('an upgrade keeps the certificates the chart made (helm upgrade --install --dry-run=server)', async (t) => {
+  const first = await render(valuesFile('first.yaml', {}));
+  const madeSecrets = first.objects.filter((object) => object.kind === 'Secret');
+  t.equal(madeSecrets.length, 2);
+  // As the first install left them: in the cluster, owned by the release.
+  for (const secret of madeSecrets) {
+    const owned = {
+      ...secret,
+      metadata: {
+        ...secret.metadata,
+        annotations: { ...secret.metadata.annotations, 'meta.helm.sh/release-name': RELEASE, 'meta.helm.sh/release-namespace': NAMESPACE },
+      },
+    };
+    await kubectlOk(['apply', '-f', '-'], JSON.stringify(owned));
+  }
+  try {
+    const out = await helmOk(['upgrade', '--install', RELEASE, CHART, '--namespace', NAMESPACE, '--dry-run=server', '--kubeconfig', rig.adminKubeconfigPath]);
+    const manifest = out.slice(out.indexOf('MANIFEST:') + 'MANIFEST:'.length, out.indexOf('NOTES:'));
+    const upgraded = parseAllDocuments(manifest)
+      .map((document) => document.toJS() as K8sObject | null)
+      .filter((object): object is K8sObject => object?.kind === 'Secret');
+    for (const secret of madeSecrets) {
+      const again = upgraded.find((object) => object.metadata.name === secret.metadata.name);
+      t.same(again?.data, secret.data, `${secret.metadata.name}: the same certificate and key, not new ones`);
+    }
+    const notes = out.slice(out.indexOf('NOTES:'));
+    t.match(notes, `made by the chart; its CA is ca.crt there`);
+    t.match(notes, `3 members of statefulset/${FULLNAME}-etcd`);
+  } finally {
+    await kubectlOk(['-n', NAMESPACE, 'delete', 'secret', ...madeSecrets.map((secret) => secret.metadata.name)]);
+  }
+});
+
 t.test('custom values: replicas, required anti-affinity, existing Secrets, custom address, ServiceMonitor, resources', async (t) => {
   const { objects } = await render(valuesFile('custom.yaml', CUSTOM_VALUES));
   const deployment = only(objects, 'Deployment', FULLNAME);
@@ -392,6 +484,7 @@ t.test('every rendered object is accepted by kube-apiserver (kubectl apply --dry
   await kubectlOk(['apply', '--server-side', '-f', serviceMonitorCrd]);
   await kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', 'crd/servicemonitors.monitoring.coreos.com']);
   for (const [name, values] of [
+    ['none', {}],
     ['default', DEFAULT_VALUES],
     ['custom', CUSTOM_VALUES],
   ] as const) {
@@ -428,7 +521,7 @@ t.test('helm install --dry-run=server against the rig passes and its notes say w
 t.test('the flags the chart passes are flags of tenantgate serve', async (t) => {
   const help = await runCommand(process.execPath, [CLI, 'serve', '--help'], { timeoutMs: 30_000 });
   const known = new Set([...`${help.stdout}${help.stderr}`.matchAll(/--([a-z][a-z0-9-]*)/g)].map((m) => m[1]));
-  for (const values of [DEFAULT_VALUES, CUSTOM_VALUES]) {
+  for (const values of [{}, DEFAULT_VALUES, CUSTOM_VALUES]) {
     for (const flag of argsOf((await render(valuesFile('flags.yaml', values))).objects).keys())
       t.ok(known.has(flag), `--${flag} is a flag of tenantgate serve`);
   }
@@ -458,13 +551,22 @@ t.test("tenantgate serves a tenant with nothing but the chart's ServiceAccount a
   writeFileSync(upstreamKubeconfig, renderKubeconfig({ server: rig.server, caPem: rig.caPem, token }, 'upstream'), { mode: 0o600 });
   const serveArgs = [...files.serveArgs];
   serveArgs[serveArgs.indexOf('--upstream-kubeconfig') + 1] = upstreamKubeconfig;
+  // As the chart deploys it: a serving certificate of a CA of its own (ca.crt beside it: --in-cluster-ca-file), not the
+  // tenant CA, which only signs clients.
+  const servingCa = createCertificateAuthority('chart-test-serving-ca');
+  const ownServing = issueCertificate(servingCa, { commonName: 'tenantgate', dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'], usage: 'server' });
+  writeFileSync(files.tlsCertFile, ownServing.certPem);
+  writeFileSync(files.tlsKeyFile, ownServing.keyPem);
+  const servingCaFile = join(dir, 'serving-ca.crt');
+  writeFileSync(servingCaFile, servingCa.certPem);
+  serveArgs[serveArgs.indexOf('--in-cluster-ca-file') + 1] = servingCaFile;
   // An in-cluster address that is an IP: tenants' kubernetes Services get an EndpointSlice, their pods the access policy.
   const gateway = await spawnGateway({ ...files, serveArgs }, ['--confine-upstream-discovery', '--in-cluster-address', '10.0.200.1:443']);
   t.teardown(() => stopChild(gateway.child));
   // The kubelet's probes, as the chart writes them: HTTPS, no client certificate.
   const probed = containerOf((await render(valuesFile('probes.yaml', DEFAULT_VALUES))).objects);
   for (const probe of [probed.readinessProbe, probed.livenessProbe]) {
-    t.equal(await statusWithoutClientCertificate(`${gateway.url}${probe.httpGet.path}`, files.ca.certPem), 200, `${probe.httpGet.path} answers the kubelet`);
+    t.equal(await statusWithoutClientCertificate(`${gateway.url}${probe.httpGet.path}`, servingCa.certPem), 200, `${probe.httpGet.path} answers the kubelet`);
   }
 
   // Its own calls: every log line but the one per request (a tenant's requests here all succeed, checked below).
@@ -472,6 +574,7 @@ t.test("tenantgate serves a tenant with nothing but the chart's ServiceAccount a
 
   // An administrator creates a tenant through the Tenant API; tenantgate bootstraps it upstream as the ServiceAccount.
   const adminKubeconfig = writeClientKubeconfig(join(dir, 'admin.kubeconfig'), gateway.url, files.ca, DEV_ADMIN);
+  writeFileSync(adminKubeconfig, renderKubeconfig({ ...loadKubeconfig(adminKubeconfig), caPem: servingCa.certPem }, 'tenantgate'), { mode: 0o600 });
   const tenantKubeconfig = join(dir, 'tenant.kubeconfig');
   await withClient(adminKubeconfig, async (pool) => {
     const created = await upstreamJson(pool, 'POST', TENANTS_PATH, { apiVersion: TENANT_API_VERSION, kind: 'Tenant', metadata: { name: 'chrt01' }, spec: {} });
@@ -479,6 +582,7 @@ t.test("tenantgate serves a tenant with nothing but the chart's ServiceAccount a
     await waitUntilReady(pool, 'chrt01');
     writeFileSync(tenantKubeconfig, await fetchKubeconfig(pool, 'chrt01'), { mode: 0o600 });
   });
+  t.equal(loadKubeconfig(tenantKubeconfig).caPem, servingCa.certPem, "the tenant's kubeconfig trusts the serving CA, not the tenant CA");
   const asTenant = (args: string[], input?: string) => rig.kubectl(args, { kubeconfig: tenantKubeconfig, input });
 
   const objects = [
@@ -558,7 +662,7 @@ t.test("tenantgate serves a tenant with nothing but the chart's ServiceAccount a
   const saToken = await asTenant(['-n', 'shop', 'create', 'token', 'reader', '--duration=1h']);
   t.equal(saToken.code, 0, `create token ${saToken.stderr}`);
   const saKubeconfig = join(dir, 'reader.kubeconfig');
-  writeFileSync(saKubeconfig, renderKubeconfig({ server: gateway.url, caPem: files.ca.certPem, token: saToken.stdout.trim() }, 'tenantgate'), { mode: 0o600 });
+  writeFileSync(saKubeconfig, renderKubeconfig({ server: gateway.url, caPem: servingCa.certPem, token: saToken.stdout.trim() }, 'tenantgate'), { mode: 0o600 });
   const readBySa = await rig.kubectl(['-n', 'shop', 'get', 'configmap', 'settings', '-o', 'jsonpath={.data.color}'], { kubeconfig: saKubeconfig });
   t.equal(readBySa.stdout, 'blue', `the service account reads what its RoleBinding grants ${readBySa.stderr}`);
 

@@ -55,3 +55,34 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- else -}}{{- fail (printf "shutdown durations are written like 5s or 500ms; got %q" $d) -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The chart's own etcd cluster (run when etcd.endpoints is empty): its StatefulSet, headless Service and pods. */}}
+{{- define "tenantgate.etcdName" -}}
+{{- printf "%s-etcd" (include "tenantgate.fullname" . | trunc 50 | trimSuffix "-") -}}
+{{- end -}}
+
+{{/* Never the labels of tenantgate's pods: its Service, Deployment and PDB must not select etcd's. */}}
+{{- define "tenantgate.etcdSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "tenantgate.name" . | trunc 58 | trimSuffix "-" }}-etcd
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: etcd
+{{- end -}}
+
+{{/* A member's stable address: <pod>.<headless service>.<namespace>.svc */}}
+{{- define "tenantgate.etcdMemberHost" -}}
+{{- $name := include "tenantgate.etcdName" .root -}}
+{{- printf "%s-%d.%s.%s.svc" $name (int .index) $name .root.Release.Namespace -}}
+{{- end -}}
+
+{{/* The client URLs tenantgate is given: etcd.endpoints, or every member of the chart's own cluster. */}}
+{{- define "tenantgate.etcdEndpoints" -}}
+{{- if .Values.etcd.endpoints -}}
+{{- .Values.etcd.endpoints -}}
+{{- else -}}
+{{- $urls := list -}}
+{{- range $i := until (int .Values.etcd.cluster.replicas) -}}
+{{- $urls = append $urls (printf "http://%s:2379" (include "tenantgate.etcdMemberHost" (dict "root" $ "index" $i))) -}}
+{{- end -}}
+{{- join "," $urls -}}
+{{- end -}}
+{{- end -}}
