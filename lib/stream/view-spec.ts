@@ -1,7 +1,8 @@
 // What the list and watch rewriter does for one kind, from the table of kinds and the rules: which name field
 // proves an item the tenant's, and whether an item may take the byte-level fast path or goes through the rule.
 import type { KindRow } from '../convert/kinds.ts';
-import { BYTE_LEVEL_RULES, objectToTenant, type ConvertContext } from '../convert/rules/index.ts';
+import { apiGroupToUpstream, BYTE_LEVEL_RULES, objectToTenant, type ConvertContext } from '../convert/rules/index.ts';
+import type { TenantId } from '../convert/prefix.ts';
 import { managedFieldsToTenant } from '../convert/rules/managed-fields.ts';
 import { ownerReferencesToTenant } from '../convert/rules/references.ts';
 import { statusToTenant } from '../convert/status.ts';
@@ -23,7 +24,7 @@ export function tenantViewSpecOf(row: KindRow, convert: ConvertContext, tableRow
   if (row.tenancy !== 'tenant' || tableRows !== null) return { tenant: convert.tenant, nameField: null, rewriteItem, rewriteStatus };
   const nameField = nameFieldOf(row);
   const tenantMetadata = metadataOnly(row) ? metadataView(convert, slowPathMarkersOf(row, convert)) : undefined;
-  return { tenant: convert.tenant, nameField, rewriteItem, rewriteStatus, tenantMetadata, listApiGroup: listApiGroupOf(row) };
+  return { tenant: convert.tenant, nameField, rewriteItem, rewriteStatus, tenantMetadata, listApiGroup: listApiGroupOf(row, convert.tenant) };
 }
 
 /**
@@ -40,9 +41,15 @@ function nameFieldOf(row: KindRow): TenantViewSpec['nameField'] {
   return row.scope === 'Namespaced' ? 'namespace' : row.rule === 'crd' ? null : 'name';
 }
 
-/** A stored kind's list is `<upstreamGroup>/<version>` upstream and `<group>/<version>` to the tenant. */
-function listApiGroupOf(row: KindRow): TenantViewSpec['listApiGroup'] {
-  return row.upstreamGroup === undefined ? undefined : { upstream: row.upstreamGroup, tenant: row.group };
+/**
+ * A stored kind's list is `<upstreamGroup>/<version>` upstream and `<group>/<version>` to the tenant; a list of the
+ * tenant's custom resources is in its CRD's group, prefixed upstream (`<id>-example.com/v1`).
+ */
+function listApiGroupOf(row: KindRow, tenant: TenantId): TenantViewSpec['listApiGroup'] {
+  if (row.upstreamGroup !== undefined) return { upstream: row.upstreamGroup, tenant: row.group };
+  if (row.rule !== 'custom-resource') return undefined;
+  const upstream = apiGroupToUpstream(row.group, tenant, row.resource);
+  return upstream === row.group ? undefined : { upstream, tenant: row.group };
 }
 
 /**
