@@ -14,6 +14,8 @@ import type { Seat } from '../flowcontrol/tenant-flow.ts';
 import type { RewriteCounters } from '../metrics/metrics.ts';
 import type { RowObjects } from '../convert/table.ts';
 import type { OpenApiV2Revalidation } from './openapi-v2-cache.ts';
+import { choosesYaml, yamlHead, YamlOut } from './yaml-answer.ts';
+import { jsonTextToYaml } from '../convert/json-yaml.ts';
 import { splitTenantPath } from './tenant-path.ts';
 
 export type PartialMetadataForm = 'PartialObjectMetadata' | 'PartialObjectMetadataList';
@@ -100,6 +102,10 @@ export abstract class RequestContext {
   rewrite: RewriteCounters | null = null;
 
   #query: URLSearchParams | null = null;
+  #answersInYaml: boolean | undefined = undefined;
+  /** The YAML body writer, once asked for; false once a head said the answer is not JSON. */
+  #yamlOut: YamlOut | null = null;
+  #yamlConverts = true;
 
   constructor(method: string, path: string, headers: IncomingHttpHeaders, socket: TLSSocket, upgrade: UpgradeRequest | null) {
     this.method = method;
@@ -124,6 +130,46 @@ export abstract class RequestContext {
       this.#query = queryStart === -1 ? NO_QUERY : new URLSearchParams(this.path.slice(queryStart + 1));
     }
     return this.#query;
+  }
+
+  /**
+   * The client chose YAML (yaml-answer.ts): JSON answers go out as YAML, as the apiserver's would. Never a watch (no
+   * YAML form) nor an upgrade (its answer is a stream).
+   */
+  get answersInYaml(): boolean {
+    if (this.#answersInYaml === undefined) {
+      const watch = this.query.get('watch');
+      const isWatch = this.pathname.includes('/watch/') || (watch !== null && watch.toLowerCase() !== 'false' && watch !== '0');
+      this.#answersInYaml = this.upgrade === null && !isWatch && choosesYaml(this.headers.accept);
+    }
+    return this.#answersInYaml;
+  }
+
+  /** The body writer over `to`: `to` itself, or the YAML writer over it for a client answered in YAML. */
+  protected bodyTo(to: Writable): Writable {
+    if (!this.answersInYaml) return to;
+    if (this.#yamlOut === null) {
+      this.#yamlOut = new YamlOut(to);
+      if (!this.#yamlConverts) this.#yamlOut.passThrough();
+    }
+    return this.#yamlOut;
+  }
+
+  /** A head about to go out: for a client answered in YAML, a JSON answer's says YAML; any other's body passes as it is. */
+  protected headFor(headers: OutgoingHttpHeaders): void {
+    if (!this.answersInYaml || yamlHead(headers)) return;
+    this.#yamlConverts = false;
+    this.#yamlOut?.passThrough();
+  }
+
+  /** A whole answer's body, as YAML when the client is answered in YAML and it is JSON. */
+  protected wholeBody(headers: OutgoingHttpHeaders, body: string | Buffer | undefined): string | Buffer | undefined {
+    if (!this.answersInYaml || body === undefined || body.length === 0) return body;
+    const contentType = headers['content-type'];
+    if (typeof contentType !== 'string' || !contentType.startsWith('application/json')) return body;
+    const yaml = jsonTextToYaml(body.toString());
+    yamlHead(headers);
+    return yaml;
   }
 
   /**
@@ -230,7 +276,7 @@ export class Http2RequestContext extends RequestContext {
     return this.stream.endAfterHeaders;
   }
   get out(): Writable {
-    return this.stream;
+    return this.bodyTo(this.stream);
   }
   get headersSent(): boolean {
     return this.stream.headersSent;
@@ -242,13 +288,15 @@ export class Http2RequestContext extends RequestContext {
     const stream = this.stream;
     if (stream.destroyed || stream.headersSent) return;
     headers[':status'] = status;
+    this.headFor(headers);
     // (For 204, 205 and 304 node ends the stream with the head: those carry no body.)
     stream.respond(headers);
   }
-  answer(status: number, headers: OutgoingHttpHeaders, body?: string | Buffer): void {
+  answer(status: number, headers: OutgoingHttpHeaders, json?: string | Buffer): void {
     const stream = this.stream;
     if (stream.destroyed || stream.headersSent) return;
     headers[':status'] = status;
+    const body = this.wholeBody(headers, json);
     if (body === undefined || body.length === 0 || status === 204 || status === 205 || status === 304) {
       // Head only, in one frame that ends the stream.
       stream.respond(headers, { endStream: true });
@@ -282,7 +330,7 @@ export class Http1RequestContext extends RequestContext {
     return this.req.headers['transfer-encoding'] === undefined && (length === undefined || length === '0');
   }
   get out(): Writable {
-    return this.res;
+    return this.bodyTo(this.res);
   }
   get headersSent(): boolean {
     return this.res.headersSent;
@@ -293,12 +341,14 @@ export class Http1RequestContext extends RequestContext {
   }
   respond(status: number, headers: OutgoingHttpHeaders): void {
     if (this.res.headersSent || this.res.destroyed) return;
+    this.headFor(headers);
     this.res.writeHead(status, headers);
     // Watches must reach the client event by event: the head goes out now, not with the first body chunk.
     this.res.flushHeaders();
   }
-  answer(status: number, headers: OutgoingHttpHeaders, body?: string | Buffer): void {
+  answer(status: number, headers: OutgoingHttpHeaders, json?: string | Buffer): void {
     if (this.res.headersSent || this.res.destroyed) return;
+    const body = this.wholeBody(headers, json);
     if (body !== undefined) setContentLength(headers, body);
     // Head and body in one write.
     this.res.writeHead(status, headers);

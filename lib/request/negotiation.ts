@@ -8,6 +8,7 @@ import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
 import { protobufResponseSupported } from '../convert/protobuf-response.ts';
 import { notAcceptable, unsupportedMediaType } from '../errors/status-error.ts';
 import { isKindRequest, type KindRequest, type PartialMetadataForm, type RequestContext } from './context.ts';
+import { acceptsAWatchForm } from './yaml-answer.ts';
 
 /**
  * Accept for the upstream when the answer is converted from JSON (protobufAnswerOf decides when it is not), keeping
@@ -174,6 +175,8 @@ function refuseUnreadableBody(ctx: KindRequest): void {
 export function negotiateMediaTypes(ctx: RequestContext): boolean {
   if (!isKindRequest(ctx)) return false;
   refuseUnanswerableAccept(ctx);
+  // YAML has no streamed form: a watch for a client that takes nothing else gets the apiserver's 406.
+  if (ctx.info.verb === 'watch' && !acceptsAWatchForm(ctx.headers.accept)) throw notAcceptable(`only the following media types are accepted: ${STREAMED_LIST}`);
   refuseProtobufOnlyCustomResource(ctx);
   refuseUnreadableBody(ctx);
   return false;

@@ -7,6 +7,8 @@ import { asStatusError, type StatusError } from '../errors/status-error.ts';
 import { protobufStatus } from '../convert/protobuf-made.ts';
 import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
 import { acceptsOnlyProtobuf, protobufAnswerOf } from './negotiation.ts';
+import { choosesYaml, YAML_MEDIA_TYPE } from './yaml-answer.ts';
+import { jsonTextToYaml } from '../convert/json-yaml.ts';
 
 /** A bug, not bad input: the client learns nothing of it, the operator learns everything. */
 function logBug(error: unknown): void {
@@ -34,10 +36,12 @@ export function sendStatus(ctx: RequestContext, error: unknown): void {
   // As the apiserver negotiates a Status: in protobuf to a client that prefers it, for a request answered in protobuf,
   // and to a client that reads nothing else.
   const protobuf = protobufAnswerOf(ctx) || acceptsOnlyProtobuf(ctx.headers.accept) ? protobufStatusOrNull(status) : null;
-  const body = protobuf ?? JSON.stringify(status);
+  // In YAML to a client that chose it, a watch's too (a Status is no stream).
+  const yaml = protobuf === null && choosesYaml(ctx.headers.accept);
+  const body = protobuf ?? (yaml ? jsonTextToYaml(JSON.stringify(status)) : JSON.stringify(status));
   // (The length is added by the answer.)
   const headers: Record<string, string | number> = {
-    'content-type': protobuf !== null ? PROTOBUF_MEDIA_TYPE : 'application/json',
+    'content-type': protobuf !== null ? PROTOBUF_MEDIA_TYPE : yaml ? YAML_MEDIA_TYPE : 'application/json',
     'cache-control': 'no-cache, private',
   };
   if (status.details?.retryAfterSeconds !== undefined) headers['retry-after'] = status.details.retryAfterSeconds;

@@ -334,11 +334,19 @@ interface Spread {
   protocols?: Protocol[];
   credentials?: Credential[];
   /** JSON and protobuf answers asked for, unless the class says otherwise */
-  accepts?: ('json' | 'protobuf')[];
+  accepts?: (keyof typeof ACCEPT)[];
 }
 
 const HOP_BY_HOP = new Set(['connection', 'upgrade', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'http2-settings']);
-const ACCEPT = { json: 'application/json', protobuf: 'application/vnd.kubernetes.protobuf,application/json' };
+const ACCEPT = {
+  json: 'application/json',
+  protobuf: 'application/vnd.kubernetes.protobuf,application/json',
+  // Media types as a class of their own: answers written as YAML, CBOR refused or fallen back from, unknown parameters.
+  yaml: 'application/yaml',
+  cbor: 'application/cbor',
+  cborFirst: 'application/json;q=0.9,application/cbor;q=1',
+  unknownParameters: 'application/json;drop=metadata.managedFields;stream=watch',
+};
 let gzipTurn = 0;
 
 function expand(attackClass: string, bases: Base[], spread: Spread = {}): AttackRequest[] {
@@ -1003,6 +1011,9 @@ function readAttacks(): AttackRequest[] {
     ...expand('encoded characters in non-resource paths', nonResourcePaths()),
     ...expand('reviews', reviews()),
     ...expand('proxy, exec, attach and portforward', proxies()),
+    ...expand('media types: YAML, CBOR, unknown Accept parameters', [...craftedNames(), ...CACHED_LISTS.map((path) => ({ path }))], {
+      accepts: ['yaml', 'cbor', 'cborFirst', 'unknownParameters'],
+    }),
   ];
 }
 
@@ -1107,7 +1118,7 @@ t.test("tenant A's attacks reveal nothing of tenant B's or the upstream's object
   const requests = [...reads, ...writeRequests];
   const byTransport = new Map<string, number>();
   for (const r of requests) {
-    const key = `${r.protocol}/${r.credential}/${r.headers.accept === ACCEPT.json ? 'json' : 'protobuf'}`;
+    const key = `${r.protocol}/${r.credential}/${Object.entries(ACCEPT).find(([, accept]) => accept === r.headers.accept)?.[0] ?? 'other'}`;
     byTransport.set(key, (byTransport.get(key) ?? 0) + 1);
   }
 

@@ -5,6 +5,7 @@
 // names, keeps its objects.
 import type { ClientHttp2Session } from 'node:http2';
 import t, { type Test } from 'tap';
+import { parse as parseYaml } from 'yaml';
 import { exampleCrd } from '../helpers/fixtures.ts';
 import { connectH2, credentialsOf, h1Request, h2Request, type Answer } from '../helpers/http.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
@@ -199,4 +200,78 @@ t.test('a client that prefers CBOR and falls back to JSON gets JSON, its own ten
     );
     session.close();
   }
+});
+
+/** A YAML answer as a client reads it: its status, its type and the value it parses to. */
+async function yamlAnswer(answer: Promise<Answer>): Promise<{ status: number; type: string; value: any }> {
+  const got = await answer;
+  return { status: got.status, type: String(got.headers['content-type']), value: parseYaml(got.body) };
+}
+
+t.test('a client that chooses YAML gets YAML where the apiserver gives it, in its own names, its own objects only', async (t) => {
+  const YAML = { accept: 'application/yaml' };
+  for (const tenant of [alpha, bravo]) {
+    const session = connectH2(credentialsOf(tenant.kubeconfig));
+    const credentials = credentialsOf(tenant.kubeconfig);
+    for (const [what, path, headers] of [
+      ['a ConfigMap', CONFIGMAP, YAML],
+      ['a list of ConfigMaps', CONFIGMAPS, YAML],
+      ['a custom resource', GADGET, YAML],
+      ['a list of custom resources', GADGETS, YAML],
+      ['YAML before JSON by q', CONFIGMAP, { accept: 'application/json;q=0.5, application/yaml' }],
+      ['YAML before */* (more specific)', CONFIGMAPS, { accept: '*/*, application/yaml' }],
+    ] as const) {
+      const direct = await yamlAnswer(h2Request(up, 'GET', upstreamPath(path, tenant.id), { headers }));
+      const asJson = (await h2Request(session, 'GET', path)).json();
+      for (const [protocol, answer] of [
+        ['HTTP/2', h2Request(session, 'GET', path, { headers })],
+        ['HTTP/1.1', h1Request(credentials, 'GET', path, { headers })],
+      ] as const) {
+        const got = await yamlAnswer(answer);
+        t.equal(got.status, 200, `${tenant.id}, ${what} over ${protocol}`);
+        t.equal(got.type, direct.type, `${what} over ${protocol}: ${direct.type}, as the apiserver answers`);
+        // (Lists differ in resourceVersion between two reads only when something was written: nothing is.)
+        t.same(got.value, asJson, `${what} over ${protocol}: the tenant's JSON answer, written as YAML`);
+      }
+      if (Array.isArray(asJson.items))
+        t.equal(asJson.apiVersion, path.startsWith('/apis/') ? 'example.com/v1' : 'v1', "the list's own apiVersion is the tenant's");
+      const owners = JSON.stringify(asJson).match(/"owner":"(\w+)"/g) ?? [];
+      t.ok(owners.length > 0 && owners.every((owner) => owner === `"owner":"${tenant.id}"`), `${tenant.id}: its own objects only`);
+      t.notMatch(JSON.stringify(asJson), new RegExp(`${tenant.id}-|${tenant === alpha ? BRAVO : ALPHA}`), 'no upstream name, nothing of the other tenant');
+    }
+    session.close();
+  }
+
+  const session = sessions[1]!;
+  // A Status, for a request that fails, and a watch, which has no YAML form: as the apiserver answers them.
+  for (const [what, path, headers, code] of [
+    ['a ConfigMap that is not there', `${CONFIGMAPS}/nosuch`, YAML, 404],
+    ['a watch for a client that takes YAML only', `${CONFIGMAPS}?watch=1&timeoutSeconds=1`, YAML, 406],
+  ] as const) {
+    const direct = await yamlAnswer(h2Request(up, 'GET', upstreamPath(path, ALPHA), { headers }));
+    const got = await yamlAnswer(h2Request(session, 'GET', path, { headers }));
+    t.equal(direct.status, code, `${what}: the apiserver answers ${code}`);
+    t.equal(got.status, code, `${what}: ${code}`);
+    t.equal(got.type, direct.type, `${what}: a Status in ${direct.type}`);
+    const pick = ({ kind, code, reason, message }: any) => ({ kind, code, reason, message });
+    t.same(pick(got.value), pick(direct.value), `${what}: the apiserver's Status`);
+  }
+  const watch = await h2Request(session, 'GET', `${CONFIGMAPS}?watch=1&timeoutSeconds=1`, { headers: { accept: 'application/yaml, application/json' } });
+  t.equal(watch.status, 200, 'a watch that takes JSON too');
+  t.match(String(watch.headers['content-type']), /^application\/json/, 'is answered in JSON, as the apiserver streams no YAML');
+  t.equal(JSON.parse(watch.body.split('\n')[0]!).type, 'ADDED');
+
+  // A write answers in YAML too; the object is the tenant's.
+  const created = await yamlAnswer(
+    h2Request(session, 'POST', CONFIGMAPS, {
+      headers: { ...YAML, 'content-type': 'application/json' },
+      body: Buffer.from(JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'in-yaml' }, data: { on: 'yes', n: '12' } })),
+    }),
+  );
+  t.equal(created.status, 201);
+  t.equal(created.type, 'application/yaml');
+  t.same(created.value.metadata.namespace, 'default');
+  t.same(created.value.data, { on: 'yes', n: '12' }, 'strings that YAML 1.1 would read as booleans or numbers stay strings');
+  const deleted = await h2Request(session, 'DELETE', `${CONFIGMAPS}/in-yaml`);
+  t.equal(deleted.status, 200);
 });
