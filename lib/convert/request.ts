@@ -77,6 +77,9 @@ export function upstreamResourceTarget(info: RequestInfo, row: KindRow, query: U
   // gain a label selector below even without one.)
   if (query.size === 0 && info.verb !== 'watch' && info.verb !== 'list' && info.verb !== 'deletecollection') return path;
   const upstreamQuery = new URLSearchParams(query);
+  // The alpha sharded list and watch (1.36): shards and the answer's shardInfo would be computed over upstream names,
+  // which tenants never see. Answered as with the feature off (the rig's apiserver ignores the parameter): never asked.
+  upstreamQuery.delete('shardSelector');
   // The legacy /watch/ path form becomes ?watch=true: one form to convert and to forward.
   if (info.verb === 'watch') upstreamQuery.set('watch', 'true');
   const fieldSelector = query.get('fieldSelector');

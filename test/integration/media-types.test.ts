@@ -275,3 +275,25 @@ t.test('a client that chooses YAML gets YAML where the apiserver gives it, in it
   const deleted = await h2Request(session, 'DELETE', `${CONFIGMAPS}/in-yaml`);
   t.equal(deleted.status, 200);
 });
+
+t.test('unknown Accept parameters and the alpha shardSelector: answered as the apiserver answers them with the feature off', async (t) => {
+  for (const tenant of [alpha, bravo]) {
+    const session = connectH2(credentialsOf(tenant.kubeconfig));
+    for (const [what, path, accept] of [
+      ['drop=metadata.managedFields', CONFIGMAPS, 'application/json;drop=metadata.managedFields'],
+      ['stream=watch on a list', CONFIGMAPS, 'application/json;stream=watch'],
+      ['shardSelector', `${CONFIGMAPS}?shardSelector=${encodeURIComponent('shardRange(object.metadata.uid, 0x0, 0x8000000000000000)')}`, 'application/json'],
+      ['shardSelector on custom resources', `${GADGETS}?shardSelector=x`, 'application/json'],
+    ] as const) {
+      const direct = await h2Request(up, 'GET', upstreamPath(path, tenant.id), { headers: { accept } });
+      const got = await h2Request(session, 'GET', path, { headers: { accept } });
+      t.equal(got.status, direct.status, `${tenant.id}, ${what}: ${direct.status}, as the apiserver answers`);
+      t.equal(String(got.headers['content-type']), String(direct.headers['content-type']));
+      const list = got.json();
+      t.notOk('shardInfo' in (list.metadata ?? {}), 'no shardInfo');
+      const owners = list.items.map((item: any) => item.data?.owner ?? item.spec?.owner).filter((owner: unknown) => owner !== undefined);
+      t.same(owners, [tenant.id], `${what}: every item of the tenant's, none of the other's`);
+    }
+    session.close();
+  }
+});
