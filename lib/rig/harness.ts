@@ -18,6 +18,8 @@ export interface StartRigOptions {
   log?: (line: string) => void;
   /** Directory for certificates, etcd data (emptied at start) and logs; kept after stop(). Default: a temp dir that stop() removes. */
   dir?: string;
+  /** kube-apiserver feature gates besides its defaults, e.g. `CBORServingAndStorage=true`. */
+  apiserverFeatureGates?: string[];
 }
 
 export interface KubectlOptions {
@@ -222,8 +224,9 @@ function etcdArgs(dataDir: string, clientUrl: string, peerUrl: string): string[]
   ];
 }
 
-function apiserverArgs(files: RigFiles, etcdEndpoint: string, port: number): string[] {
+function apiserverArgs(files: RigFiles, etcdEndpoint: string, port: number, featureGates: readonly string[]): string[] {
   return [
+    ...(featureGates.length === 0 ? [] : [`--feature-gates=${featureGates.join(',')}`]),
     `--etcd-servers=${etcdEndpoint}`,
     '--bind-address=127.0.0.1',
     '--advertise-address=127.0.0.1',
@@ -460,9 +463,14 @@ export async function startRig(options: StartRigOptions = {}): Promise<Rig> {
     // Started by a function of its own so tests can restart it on the same port (upstream restarts, GOAWAY).
     let apiserver: SupervisedProcess | undefined;
     const startApiserver = async () => {
-      apiserver = await startSupervised('kube-apiserver', binaries.kubeApiserver, apiserverArgs(files, etcdEndpoint, apiserverPort), {
-        logPath: join(dir, 'kube-apiserver.log'),
-      });
+      apiserver = await startSupervised(
+        'kube-apiserver',
+        binaries.kubeApiserver,
+        apiserverArgs(files, etcdEndpoint, apiserverPort, options.apiserverFeatureGates ?? []),
+        {
+          logPath: join(dir, 'kube-apiserver.log'),
+        },
+      );
       processes.splice(1, 0, apiserver); // after etcd, before the controllers: stop order stays right
       await waitUntil('kube-apiserver /readyz', apiserver, APISERVER_READY_TIMEOUT_MS, async () => {
         const { status, body } = await httpGet(`${server}/readyz`, admin);

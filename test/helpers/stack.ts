@@ -120,6 +120,8 @@ export interface StackOptions {
    * file says why at its top.
    */
   rig?: 'shared' | 'private';
+  /** kube-apiserver feature gates of a private rig (a shared rig has the defaults). */
+  apiserverFeatureGates?: string[];
   passthrough?: boolean;
   controllers?: boolean;
   /** More `tenantgate serve` flags (e.g. flow-control bounds). */
@@ -130,8 +132,8 @@ export interface StackOptions {
 
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const controllers = options.controllers ?? true;
-  const sharedRig = options.rig !== 'private' && sharedRigsOffered();
-  const rig = sharedRig ? await borrowRig(controllers) : await startRig({ controllers });
+  const sharedRig = options.rig !== 'private' && options.apiserverFeatureGates === undefined && sharedRigsOffered();
+  const rig = sharedRig ? await borrowRig(controllers) : await startRig({ controllers, apiserverFeatureGates: options.apiserverFeatureGates });
   const dir = mkdtempSync(join(tmpdir(), 'tenantgate-test-'));
   // A store of its own on a shared rig: the tenants of the files before it are not this tenantgate's.
   const files = writeGatewayFiles(dir, rig, sharedRig ? `/tenantgate-test/${basename(dir)}/tenants/` : undefined);
