@@ -15,6 +15,7 @@ import type { RewriteCounters } from '../metrics/metrics.ts';
 import type { RowObjects } from '../convert/table.ts';
 import type { OpenApiV2Revalidation } from './openapi-v2-cache.ts';
 import { choosesYaml, yamlHead, YamlOut } from './yaml-answer.ts';
+import { acceptsGzip, compressWhole, GZIP_THRESHOLD_BYTES, GzipOut } from './compressed-answer.ts';
 import { jsonTextToYaml } from '../convert/json-yaml.ts';
 import { splitTenantPath } from './tenant-path.ts';
 
@@ -35,6 +36,8 @@ export function setContentLength(headers: OutgoingHttpHeaders, body: string | Bu
 const NO_QUERY = new URLSearchParams();
 const NO_HEADERS: IncomingHttpHeaders = Object.freeze({}) as IncomingHttpHeaders;
 const NO_PARTS: string[] = [];
+/** Subresources answered as streams (or as a proxied service answers): never held back to be compressed. */
+const STREAMED_SUBRESOURCES: ReadonlySet<string> = new Set(['log', 'exec', 'attach', 'portforward', 'proxy']);
 
 export abstract class RequestContext {
   // ---- the request, as it arrived
@@ -106,6 +109,10 @@ export abstract class RequestContext {
   /** The YAML body writer, once asked for; false once a head said the answer is not JSON. */
   #yamlOut: YamlOut | null = null;
   #yamlConverts = true;
+  #compressesAnswer: boolean | undefined = undefined;
+  #gzipOut: GzipOut | null = null;
+  /** A head waiting for the body writer to decide on compression, and how to send it then. */
+  #heldHead: { headers: OutgoingHttpHeaders; send: () => void } | null = null;
 
   constructor(method: string, path: string, headers: IncomingHttpHeaders, socket: TLSSocket, upgrade: UpgradeRequest | null) {
     this.method = method;
@@ -145,14 +152,90 @@ export abstract class RequestContext {
     return this.#answersInYaml;
   }
 
-  /** The body writer over `to`: `to` itself, or the YAML writer over it for a client answered in YAML. */
+  /**
+   * For a client that takes gzip (compressed-answer.ts): a tenant's read (a get or a list, discovery, OpenAPI; never a
+   * watch nor a stream such as a log) answered compressed past the apiserver's threshold. Decided once, when the
+   * request is classified.
+   */
+  get compressesAnswer(): boolean {
+    if (this.#compressesAnswer === undefined) {
+      const info = this.info;
+      this.#compressesAnswer =
+        this.converts &&
+        info !== null &&
+        this.upgrade === null &&
+        this.method === 'GET' &&
+        (!info.isResourceRequest || ((info.verb === 'get' || info.verb === 'list') && !STREAMED_SUBRESOURCES.has(info.subresource))) &&
+        acceptsGzip(this.headers['accept-encoding']);
+    }
+    return this.#compressesAnswer;
+  }
+
+  /** The body writer over `to`: `to` itself, or the gzip and YAML writers over it, as the client chose. */
   protected bodyTo(to: Writable): Writable {
-    if (!this.answersInYaml) return to;
+    let out = to;
+    if (this.compressesAnswer) out = this.#gzipOut ??= new GzipOut(to, (compressed, length) => this.#releaseHead(compressed, length));
+    if (!this.answersInYaml) return out;
     if (this.#yamlOut === null) {
-      this.#yamlOut = new YamlOut(to);
+      this.#yamlOut = new YamlOut(out);
       if (!this.#yamlConverts) this.#yamlOut.passThrough();
     }
     return this.#yamlOut;
+  }
+
+  /** A head kept back while the body writer decides on compression (it counts as sent: nothing else may answer). */
+  protected get headHeld(): boolean {
+    return this.#heldHead !== null;
+  }
+
+  /**
+   * Whether the head of a streamed answer waits for the gzip writer to decide (which sends it then, with its
+   * Content-Encoding or its length); any answer but a 200 goes at once, and its body as written.
+   */
+  protected holdsHead(status: number, headers: OutgoingHttpHeaders, send: () => void): boolean {
+    if (!this.compressesAnswer) return false;
+    // (Asking for `out` makes the writers, the gzip one under any YAML one.)
+    const gzipOut = this.#gzipOut ?? (this.out, this.#gzipOut!);
+    if (status !== 200 || headers['content-encoding'] !== undefined) {
+      gzipOut.passThrough();
+      return false;
+    }
+    this.#heldHead = { headers, send };
+    return true;
+  }
+
+  #releaseHead(compressed: boolean, length: number): void {
+    const held = this.#heldHead;
+    if (held === null) return;
+    if (compressed) {
+      held.headers['content-encoding'] = 'gzip';
+      delete held.headers['content-length'];
+    } else held.headers['content-length'] = length;
+    held.send();
+    this.#heldHead = null;
+  }
+
+  /**
+   * A whole answer, compressed when the client takes gzip and it is past the threshold (then sent a moment later,
+   * the head held meanwhile); `send` writes it.
+   */
+  protected sendWhole(
+    status: number,
+    headers: OutgoingHttpHeaders,
+    body: string | Buffer | undefined,
+    send: (body: string | Buffer | undefined) => void,
+  ): void {
+    if (!this.compressesAnswer || status !== 200 || body === undefined || body.length < GZIP_THRESHOLD_BYTES || headers['content-encoding'] !== undefined) {
+      send(body);
+      return;
+    }
+    this.#heldHead = { headers, send: () => {} };
+    compressWhole(Buffer.from(body), (bytes, compressed) => {
+      this.#heldHead = null;
+      if (compressed) headers['content-encoding'] = 'gzip';
+      delete headers['content-length'];
+      send(bytes);
+    });
   }
 
   /** A head about to go out: for a client answered in YAML, a JSON answer's says YAML; any other's body passes as it is. */
@@ -279,32 +362,34 @@ export class Http2RequestContext extends RequestContext {
     return this.bodyTo(this.stream);
   }
   get headersSent(): boolean {
-    return this.stream.headersSent;
+    return this.stream.headersSent || this.headHeld;
   }
   get statusCode(): number {
     return Number(this.stream.sentHeaders?.[':status'] ?? 0);
   }
   respond(status: number, headers: OutgoingHttpHeaders): void {
     const stream = this.stream;
-    if (stream.destroyed || stream.headersSent) return;
+    if (stream.destroyed || this.headersSent) return;
     headers[':status'] = status;
     this.headFor(headers);
     // (For 204, 205 and 304 node ends the stream with the head: those carry no body.)
-    stream.respond(headers);
+    if (!this.holdsHead(status, headers, () => stream.destroyed || stream.respond(headers))) stream.respond(headers);
   }
   answer(status: number, headers: OutgoingHttpHeaders, json?: string | Buffer): void {
     const stream = this.stream;
-    if (stream.destroyed || stream.headersSent) return;
+    if (stream.destroyed || this.headersSent) return;
     headers[':status'] = status;
-    const body = this.wholeBody(headers, json);
-    if (body === undefined || body.length === 0 || status === 204 || status === 205 || status === 304) {
-      // Head only, in one frame that ends the stream.
-      stream.respond(headers, { endStream: true });
-      return;
-    }
-    setContentLength(headers, body);
-    stream.respond(headers);
-    stream.end(body);
+    this.sendWhole(status, headers, this.wholeBody(headers, json), (body) => {
+      if (stream.destroyed) return;
+      if (body === undefined || body.length === 0 || status === 204 || status === 205 || status === 304) {
+        // Head only, in one frame that ends the stream.
+        stream.respond(headers, { endStream: true });
+        return;
+      }
+      setContentLength(headers, body);
+      stream.respond(headers);
+      stream.end(body);
+    });
   }
 }
 
@@ -333,25 +418,33 @@ export class Http1RequestContext extends RequestContext {
     return this.bodyTo(this.res);
   }
   get headersSent(): boolean {
-    return this.res.headersSent;
+    return this.res.headersSent || this.headHeld;
   }
   get statusCode(): number {
     // (An upgrade's 101 is written on the socket as the upstream sent it, past the response object.)
     return this.res.headersSent || (this.upgrade !== null && this.res.statusCode === 101) ? this.res.statusCode : 0;
   }
   respond(status: number, headers: OutgoingHttpHeaders): void {
-    if (this.res.headersSent || this.res.destroyed) return;
+    const res = this.res;
+    if (this.headersSent || res.destroyed) return;
     this.headFor(headers);
-    this.res.writeHead(status, headers);
-    // Watches must reach the client event by event: the head goes out now, not with the first body chunk.
-    this.res.flushHeaders();
+    const send = () => {
+      if (res.destroyed) return;
+      res.writeHead(status, headers);
+      // Watches must reach the client event by event: the head goes out now, not with the first body chunk.
+      res.flushHeaders();
+    };
+    if (!this.holdsHead(status, headers, send)) send();
   }
   answer(status: number, headers: OutgoingHttpHeaders, json?: string | Buffer): void {
-    if (this.res.headersSent || this.res.destroyed) return;
-    const body = this.wholeBody(headers, json);
-    if (body !== undefined) setContentLength(headers, body);
-    // Head and body in one write.
-    this.res.writeHead(status, headers);
-    this.res.end(body);
+    const res = this.res;
+    if (this.headersSent || res.destroyed) return;
+    this.sendWhole(status, headers, this.wholeBody(headers, json), (body) => {
+      if (res.destroyed) return;
+      if (body !== undefined) setContentLength(headers, body);
+      // Head and body in one write.
+      res.writeHead(status, headers);
+      res.end(body);
+    });
   }
 }
