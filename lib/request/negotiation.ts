@@ -7,7 +7,7 @@ import { preferredPartialMetadataProtobuf } from '../convert/partial-metadata-pr
 import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
 import { protobufResponseSupported } from '../convert/protobuf-response.ts';
 import { notAcceptable, unsupportedMediaType } from '../errors/status-error.ts';
-import { isKindRequest, type KindRequest, type PartialMetadataForm, type RequestContext } from './context.ts';
+import { isConverted, isKindRequest, type KindRequest, type PartialMetadataForm, type RequestContext } from './context.ts';
 import { acceptsAWatchForm } from './yaml-answer.ts';
 
 /**
@@ -144,6 +144,30 @@ function refuseUnanswerableAccept(ctx: KindRequest): void {
   throw notAcceptable(`406: Not Acceptable\n\nAvailable representations: ${ANSWERED_LIST}${collection ? `, ${STREAMED_LIST}` : ''}`, {});
 }
 
+/** `/version` is answered in JSON only. */
+const VERSION_MEDIA_TYPES: ReadonlySet<string> = new Set(['application/json', '*/*']);
+
+/**
+ * Discovery for a client that accepts none of its forms, as the apiserver words it per document: `/apis` and a
+ * group's document list the types they take, the others (`/api`, a version's resources, `/version`) say
+ * "406: Not Acceptable". OpenAPI answers whatever is asked, upstream too: not judged.
+ */
+function refuseUnanswerableDiscovery(path: string, accept: string | undefined): void {
+  const trimmed = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
+  if (accept === undefined || accept.trim() === '') return;
+  if (trimmed === '/version') {
+    if (!accept.split(',').some((part) => VERSION_MEDIA_TYPES.has(mediaTypeOf(part)))) {
+      throw notAcceptable('406: Not Acceptable\n\nAvailable representations: application/json', {});
+    }
+    return;
+  }
+  const segments = trimmed.split('/').length - 1;
+  const isApis = trimmed === '/apis' || trimmed.startsWith('/apis/');
+  if ((!isApis && trimmed !== '/api' && !trimmed.startsWith('/api/')) || acceptsAnAnsweredType(accept)) return;
+  if (isApis && segments <= 2) throw notAcceptable(`only the following media types are accepted: ${ANSWERED_LIST}`);
+  throw notAcceptable(`406: Not Acceptable\n\nAvailable representations: ${ANSWERED_LIST}`, {});
+}
+
 /**
  * A create, update or patch whose Content-Type the apiserver does not read (CBOR, `application/apply-patch+cbor`,
  * text/plain) gets its 415, which client-go takes to send JSON instead; never a 400 from a parse of bytes tenantgate
@@ -162,7 +186,10 @@ function refuseUnreadableBody(ctx: KindRequest): void {
     if (!PATCH_MEDIA_TYPE_SET.has(mediaType)) throw unsupportedMediaType('415: Unsupported Media Type', {});
     return;
   }
-  if ((verb === 'create' || verb === 'update') && !BODY_MEDIA_TYPES.has(mediaType)) {
+  // (A delete's DeleteOptions in CBOR the apiserver reads even with CBOR serving off; tenantgate reads no CBOR, and
+  // its 415 makes client-go send them again in JSON.)
+  const deletes = verb === 'delete' || verb === 'deletecollection';
+  if ((verb === 'create' || verb === 'update' || (deletes && !ctx.bodyless)) && !BODY_MEDIA_TYPES.has(mediaType)) {
     throw unsupportedMediaType(`the body of the request was in an unknown format - accepted media types include: ${ANSWERED_LIST}`);
   }
 }
@@ -173,6 +200,10 @@ function refuseUnreadableBody(ctx: KindRequest): void {
  * tenantgate converts and sent only bodies it has read.
  */
 export function negotiateMediaTypes(ctx: RequestContext): boolean {
+  if (isConverted(ctx) && !ctx.info.isResourceRequest) {
+    refuseUnanswerableDiscovery(ctx.info.path, ctx.headers.accept);
+    return false;
+  }
   if (!isKindRequest(ctx)) return false;
   refuseUnanswerableAccept(ctx);
   // YAML has no streamed form: a watch for a client that takes nothing else gets the apiserver's 406.

@@ -120,6 +120,16 @@ const CASES: Case[] = [
     headers: { accept: 'text/html' },
     code: 404,
   },
+  // Discovery, worded per document as the apiserver words it.
+  ...['/api', '/api/v1', '/apis', '/apis/apps', '/apis/apps/v1', '/version'].map((path) => ({
+    what: `discovery ${path} in CBOR only`,
+    method: 'GET',
+    path,
+    headers: { accept: 'application/cbor' },
+    code: 406,
+  })),
+  { what: 'discovery /api/v1 for a browser', method: 'GET', path: '/api/v1', headers: { accept: 'text/html' }, code: 406 },
+  { what: '/version in YAML only', method: 'GET', path: '/version', headers: { accept: 'application/yaml' }, code: 406 },
   { what: 'a custom resource that accepts CBOR only', method: 'GET', path: GADGET, headers: { accept: 'application/cbor' }, code: 406 },
   { what: 'a list of custom resources in CBOR only', method: 'GET', path: GADGETS, headers: { accept: 'application/cbor' }, code: 406 },
   { what: 'a custom resource created in CBOR', method: 'POST', path: GADGETS, headers: { 'content-type': 'application/cbor' }, body: CBOR_BODY, code: 415 },
@@ -134,15 +144,17 @@ const CASES: Case[] = [
   },
 ];
 
-/** The Status an answer carries, as a client reads it (the apiserver pretty-prints some). */
-function statusOf(t: Test, answer: Answer, what: string): { code: number; reason: string; message: string } | null {
-  t.match(String(answer.headers['content-type']), /^application\/json/, `${what}: a JSON Status`);
+/** The Status an answer carries, as a client reads it (the apiserver pretty-prints some), and its type. */
+function statusOf(t: Test, answer: Answer, what: string): { type: string; code: number; reason: string; message: string } | null {
+  const type = String(answer.headers['content-type']);
+  t.match(type, /^application\/(json|yaml)/, `${what}: a Status in JSON (or YAML, to a client that takes only YAML)`);
   try {
-    const { kind, code, reason, message } = answer.json();
+    // (YAML reads JSON too.)
+    const { kind, code, reason, message } = parseYaml(answer.body);
     t.equal(kind, 'Status', `${what}: a Status`);
-    return { code, reason, message };
+    return { type, code, reason, message };
   } catch {
-    t.fail(`${what}: not JSON: ${answer.body.slice(0, 200)}`);
+    t.fail(`${what}: not JSON or YAML: ${answer.body.slice(0, 200)}`);
     return null;
   }
 }
@@ -162,6 +174,18 @@ t.test('what the apiserver refuses, tenantgate refuses as it does: the same code
       t.same(statusOf(t, answer, `${what} over ${protocol}`), expected, `${what} over ${protocol}: the apiserver's Status`);
     }
   }
+});
+
+t.test("a delete's options in CBOR: 415, which makes client-go send them in JSON; nothing deleted", async (t) => {
+  // (The apiserver reads CBOR DeleteOptions even with CBOR serving off; tenantgate reads no CBOR.)
+  const session = sessions[1]!;
+  const refused = await h2Request(session, 'DELETE', CONFIGMAP, { headers: { 'content-type': 'application/cbor' }, body: CBOR_BODY });
+  t.equal(refused.status, 415);
+  t.equal(refused.json().reason, 'UnsupportedMediaType');
+  t.match(refused.json().message, 'the body of the request was in an unknown format - accepted media types include: application/json');
+  t.equal((await h2Request(session, 'GET', CONFIGMAP)).status, 200, 'the ConfigMap is still there');
+  const bodyless = await h2Request(session, 'DELETE', `${CONFIGMAPS}/nosuch`, { headers: { 'content-type': 'application/cbor' } });
+  t.equal(bodyless.status, 404, 'a delete with no body is not judged by its Content-Type');
 });
 
 t.test('nothing refused was written, and the other tenant, with the same names, keeps its own', async (t) => {
