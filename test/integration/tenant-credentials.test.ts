@@ -48,7 +48,9 @@ const kubectl = (kubeconfig: string, ...args: string[]) => rig.kubectl(args, { k
 // What the lifecycle makes before any tenant: the shared bindings a tenant admin's cluster-scope rights come from.
 await ensureSharedTenantRbac(gateway.pool);
 const tokenKubeconfig = (token: string) => writeKubeconfig(renderKubeconfig({ server: gateway.url, caPem: files.ca.certPem, token }));
-const unauthorized = /Unauthorized/;
+// kubectl's words for a 401: the Status's own when it asked for objects, client-go's when its discovery was refused
+// (as any apiserver's answer to stale credentials reads; each tenant URL has a discovery cache of its own).
+const unauthorized = /Unauthorized|the server has asked for the client to provide credentials/;
 
 const alpha = await createTenant('alpha1');
 const bravo = await createTenant('bravo2');
