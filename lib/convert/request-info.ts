@@ -132,6 +132,12 @@ function splitPath(path: string): string[] {
   return start === end ? [] : path.slice(start, end).split('/');
 }
 
+/** Whether the query's `watch` makes a collection GET a watch (Convert_Slice_string_To_bool: only "0" and "false", any case, are false; "" is true). */
+export function asksToWatch(query: URLSearchParams): boolean {
+  const watchValue = query.get('watch');
+  return watchValue !== null && watchValue !== '0' && watchValue.toLowerCase() !== 'false';
+}
+
 interface ListOptionsSummary {
   watch: boolean;
   /** The value a `metadata.name=` term of the field selector requires, or null. */
@@ -143,9 +149,7 @@ interface ListOptionsSummary {
  * to decode (an unparsable selector, a non-integer limit), the apiserver keeps only `watch` and no name.
  */
 function decodeListOptions(query: URLSearchParams): ListOptionsSummary {
-  const watchValue = query.get('watch');
-  // Convert_Slice_string_To_bool: only "0" and "false" (any case) are false; "" is true.
-  const watch = watchValue !== null && watchValue !== '0' && watchValue.toLowerCase() !== 'false';
+  const watch = asksToWatch(query);
   const failed = { watch, nameFromFieldSelector: null };
 
   for (const key of ['limit', 'timeoutSeconds']) {

@@ -9,12 +9,12 @@ import { internalError } from '../errors/status-error.ts';
 import type { Identity } from '../auth/identity.ts';
 import type { KindRow } from '../convert/kinds.ts';
 import type { TenantId } from '../convert/prefix.ts';
-import type { RequestInfo } from '../convert/request-info.ts';
+import { asksToWatch, type RequestInfo } from '../convert/request-info.ts';
 import type { Seat } from '../flowcontrol/tenant-flow.ts';
 import type { RewriteCounters } from '../metrics/metrics.ts';
 import type { RowObjects } from '../convert/table.ts';
 import type { OpenApiV2Revalidation } from './openapi-v2-cache.ts';
-import { choosesYaml, yamlHead, YamlOut } from './yaml-answer.ts';
+import { choosesYaml, isJsonAnswer, yamlHead, YamlOut } from './yaml-answer.ts';
 import { acceptsGzip, compressWhole, GZIP_THRESHOLD_BYTES, GzipOut } from './compressed-answer.ts';
 import { jsonTextToYaml } from '../convert/json-yaml.ts';
 import { splitTenantPath } from './tenant-path.ts';
@@ -145,8 +145,7 @@ export abstract class RequestContext {
    */
   get answersInYaml(): boolean {
     if (this.#answersInYaml === undefined) {
-      const watch = this.query.get('watch');
-      const isWatch = this.pathname.includes('/watch/') || (watch !== null && watch.toLowerCase() !== 'false' && watch !== '0');
+      const isWatch = this.pathname.includes('/watch/') || asksToWatch(this.query);
       this.#answersInYaml = this.upgrade === null && !isWatch && choosesYaml(this.headers.accept);
     }
     return this.#answersInYaml;
@@ -247,9 +246,7 @@ export abstract class RequestContext {
 
   /** A whole answer's body, as YAML when the client is answered in YAML and it is JSON. */
   protected wholeBody(headers: OutgoingHttpHeaders, body: string | Buffer | undefined): string | Buffer | undefined {
-    if (!this.answersInYaml || body === undefined || body.length === 0) return body;
-    const contentType = headers['content-type'];
-    if (typeof contentType !== 'string' || !contentType.startsWith('application/json')) return body;
+    if (!this.answersInYaml || body === undefined || body.length === 0 || !isJsonAnswer(headers)) return body;
     const yaml = jsonTextToYaml(body.toString());
     yamlHead(headers);
     return yaml;

@@ -122,10 +122,10 @@ const CUSTOM_PATCH_MEDIA_TYPES = 'application/json-patch+json, application/merge
  */
 const STREAM_SUBRESOURCES: ReadonlySet<string> = new Set(['exec', 'attach', 'portforward', 'proxy', 'log']);
 
-/** Whether `accept` (absent or empty: anything) names a media type tenantgate answers in. */
-export function acceptsAnAnsweredType(accept: string | undefined): boolean {
+/** Whether `accept` (absent or empty: anything) names one of `types` (by default, those tenantgate answers objects in). */
+export function acceptsAnAnsweredType(accept: string | undefined, types: ReadonlySet<string> = ANSWERED_MEDIA_TYPES): boolean {
   if (accept === undefined || accept.trim() === '') return true;
-  return accept.split(',').some((part) => ANSWERED_MEDIA_TYPES.has(mediaTypeOf(part)));
+  return accept.split(',').some((part) => types.has(mediaTypeOf(part)));
 }
 
 /** A tenant's own custom resource (not a kind tenantgate keeps upstream as one, which tenants see as built-in). */
@@ -154,11 +154,8 @@ const VERSION_MEDIA_TYPES: ReadonlySet<string> = new Set(['application/json', '*
  */
 function refuseUnanswerableDiscovery(path: string, accept: string | undefined): void {
   const trimmed = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
-  if (accept === undefined || accept.trim() === '') return;
   if (trimmed === '/version') {
-    if (!accept.split(',').some((part) => VERSION_MEDIA_TYPES.has(mediaTypeOf(part)))) {
-      throw notAcceptable('406: Not Acceptable\n\nAvailable representations: application/json', {});
-    }
+    if (!acceptsAnAnsweredType(accept, VERSION_MEDIA_TYPES)) throw notAcceptable('406: Not Acceptable\n\nAvailable representations: application/json', {});
     return;
   }
   const segments = trimmed.split('/').length - 1;

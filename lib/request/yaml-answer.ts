@@ -54,14 +54,15 @@ export function acceptsAWatchForm(accept: string | undefined): boolean {
   return mediaRanges(accept).some((range) => range.type !== YAML_MEDIA_TYPE && ANSWERED.has(range.type));
 }
 
-function isJson(headers: OutgoingHttpHeaders): boolean {
+/** Whether a head says its answer is JSON (a Table's and a metadata form's too). */
+export function isJsonAnswer(headers: OutgoingHttpHeaders): boolean {
   const contentType = headers['content-type'];
   return typeof contentType === 'string' && contentType.startsWith('application/json');
 }
 
 /** A JSON answer's head for a client answered in YAML: its type says YAML, its length is the converted one. */
 export function yamlHead(headers: OutgoingHttpHeaders): boolean {
-  if (!isJson(headers)) return false;
+  if (!isJsonAnswer(headers)) return false;
   headers['content-type'] = YAML_MEDIA_TYPE;
   delete headers['content-length'];
   return true;
