@@ -1,4 +1,6 @@
 // Objects the tests create, in one place.
+import type { ClientHttp2Session } from 'node:http2';
+import { h2Request } from './http.ts';
 
 /** A namespaced CRD in group example.com, version v1, that keeps any spec. */
 export function exampleCrd(kind: string, plural: string) {
@@ -34,4 +36,21 @@ export function webDeployment(name: string, namespace: string) {
       template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'web', image: 'nginx:1.27' }] } },
     },
   };
+}
+
+/**
+ * Creates a custom resource at `path` (its collection) over `session`, trying again while its CRD, created just
+ * before, is being established (the apiserver answers 404 until then); throws after about 10 s.
+ */
+export async function createOnceServed(
+  session: ClientHttp2Session,
+  path: string,
+  object: { apiVersion: string; kind: string; metadata: { name: string }; spec?: unknown },
+): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    const answer = await h2Request(session, 'POST', path, { headers: { 'content-type': 'application/json' }, body: JSON.stringify(object) });
+    if (answer.status === 201) return;
+    if (attempt > 50) throw new Error(`${object.kind} ${object.metadata.name}: ${answer.status} ${answer.body}`);
+    await new Promise((resolve) => setTimeout(resolve, 200)); // the CRD is being established
+  }
 }

@@ -4,7 +4,7 @@
 // A rig of its own: the gate is an apiserver flag, and a shared rig runs the defaults.
 import type { ClientHttp2Session } from 'node:http2';
 import t from 'tap';
-import { exampleCrd } from '../helpers/fixtures.ts';
+import { createOnceServed, exampleCrd } from '../helpers/fixtures.ts';
 import { connectH2, credentialsOf, h1Request, h2Request } from '../helpers/http.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
@@ -53,15 +53,7 @@ t.before(async () => {
       body: JSON.stringify(exampleCrd('Gadget', 'gadgets')),
     });
     if (crd.status !== 201) throw new Error(`CRD: ${crd.status} ${crd.body}`);
-    for (let attempt = 0; ; attempt++) {
-      const gadget = await h2Request(session, 'POST', GADGETS, {
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Gadget', metadata: { name: 'same' }, spec: { owner: tenant.id } }),
-      });
-      if (gadget.status === 201) break;
-      if (attempt > 50) throw new Error(`gadget: ${gadget.status} ${gadget.body}`);
-      await new Promise((resolve) => setTimeout(resolve, 200)); // the CRD is being established
-    }
+    await createOnceServed(session, GADGETS, { apiVersion: 'example.com/v1', kind: 'Gadget', metadata: { name: 'same' }, spec: { owner: tenant.id } });
   }
 });
 t.teardown(async () => {

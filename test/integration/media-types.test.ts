@@ -6,7 +6,7 @@
 import type { ClientHttp2Session } from 'node:http2';
 import t, { type Test } from 'tap';
 import { parse as parseYaml } from 'yaml';
-import { exampleCrd } from '../helpers/fixtures.ts';
+import { createOnceServed, exampleCrd } from '../helpers/fixtures.ts';
 import { connectH2, credentialsOf, h1Request, h2Request, type Answer } from '../helpers/http.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
@@ -44,15 +44,12 @@ t.before(async () => {
       body: JSON.stringify(exampleCrd('Gadget', 'gadgets')),
     });
     if (crd.status !== 201) throw new Error(`CRD: ${crd.status} ${crd.body}`);
-    for (let attempt = 0; ; attempt++) {
-      const gadget = await h2Request(session, 'POST', '/apis/example.com/v1/namespaces/default/gadgets', {
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Gadget', metadata: { name: 'same' }, spec: { owner: tenant.id } }),
-      });
-      if (gadget.status === 201) break;
-      if (attempt > 50) throw new Error(`gadget: ${gadget.status} ${gadget.body}`);
-      await new Promise((resolve) => setTimeout(resolve, 200)); // the CRD is being established
-    }
+    await createOnceServed(session, '/apis/example.com/v1/namespaces/default/gadgets', {
+      apiVersion: 'example.com/v1',
+      kind: 'Gadget',
+      metadata: { name: 'same' },
+      spec: { owner: tenant.id },
+    });
   }
 });
 t.teardown(async () => {

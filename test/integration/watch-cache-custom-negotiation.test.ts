@@ -7,7 +7,7 @@ import { connectH2, credentialsOf, h2Request, sumMetric } from '../helpers/http.
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant } from '../helpers/tenants.ts';
 import { openWatch, settled, upstreamWatchCount, type WatchEvent } from '../helpers/watch-events.ts';
-import { exampleCrd } from '../helpers/fixtures.ts';
+import { createOnceServed, exampleCrd } from '../helpers/fixtures.ts';
 import { decodeBody, goModuleCache, loadProtoMessages } from '../helpers/k8s-proto.ts';
 
 // Both tenants use the same names: a leak would show as the other's object under the same name.
@@ -52,16 +52,8 @@ t.teardown(async () => {
   await stack?.stop();
 });
 
-async function makeGadget(session: ClientHttp2Session, name: string, owner: string): Promise<void> {
-  for (let attempt = 0; ; attempt++) {
-    const answer = await h2Request(session, 'POST', PATH, {
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Gadget', metadata: { name }, spec: { owner } }),
-    });
-    if (answer.status === 201) return;
-    if (attempt > 50) throw new Error(`gadget ${name}: ${answer.status} ${answer.body}`);
-    await new Promise((resolve) => setTimeout(resolve, 200)); // the CRD is being established
-  }
+function makeGadget(session: ClientHttp2Session, name: string, owner: string): Promise<void> {
+  return createOnceServed(session, PATH, { apiVersion: 'example.com/v1', kind: 'Gadget', metadata: { name }, spec: { owner } });
 }
 
 async function cacheMetric(name: string, resource: string): Promise<number> {

@@ -7,7 +7,7 @@ import { connectH2, credentialsOf, h2Request, sumMetric } from '../helpers/http.
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
 import { openWatch, settled, type WatchEvent } from '../helpers/watch-events.ts';
-import { exampleCrd } from '../helpers/fixtures.ts';
+import { createOnceServed, exampleCrd } from '../helpers/fixtures.ts';
 
 let stack: Stack;
 let alpha: TestTenant;
@@ -105,17 +105,8 @@ t.test("a tenant custom resource is cached once the tenant watches it, and stays
     t.equal(crd.status, 201, 'CRD created');
   }
   const path = '/apis/example.com/v1/namespaces/default/gizmos';
-  const makeGizmo = async (session: ClientHttp2Session, name: string, owner: string) => {
-    for (let attempt = 0; ; attempt++) {
-      const answer = await h2Request(session, 'POST', path, {
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Gizmo', metadata: { name }, spec: { owner } }),
-      });
-      if (answer.status === 201) return;
-      if (attempt > 50) throw new Error(`gizmo ${name}: ${answer.status} ${answer.body}`);
-      await new Promise((r) => setTimeout(r, 200)); // the CRD is being established
-    }
-  };
+  const makeGizmo = (session: ClientHttp2Session, name: string, owner: string) =>
+    createOnceServed(session, path, { apiVersion: 'example.com/v1', kind: 'Gizmo', metadata: { name }, spec: { owner } });
   await makeGizmo(a, 'same', 'alpha');
   await makeGizmo(b, 'same', 'bravo');
   // The first watch goes upstream and starts the cache; later ones are served from it once it is in.
