@@ -164,6 +164,21 @@ t.test("a tenant's URL serves no other credential", async (t) => {
   t.equal(h1Own.json().metadata.name, 'default', "in the tenant's names");
   const h1Other = await h1Request(credentialsOf(bravo.kubeconfig), 'GET', `/tenants/${alpha.id}/api/v1/namespaces/default`);
   t.equal(h1Other.status, 403, "HTTP/1.1 under another tenant's URL: 403");
+  // An Upgrade (exec) takes the same path: its own URL reaches the upstream (no such pod there), another's is refused.
+  const upgrade = {
+    connection: 'Upgrade',
+    upgrade: 'websocket',
+    'sec-websocket-version': '13',
+    'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+    'sec-websocket-protocol': 'v5.channel.k8s.io',
+  };
+  const exec = '/api/v1/namespaces/default/pods/web/exec?command=sh&stdout=true';
+  const ownExec = await h1Request(credentialsOf(bravo.kubeconfig), 'GET', `/tenants/${bravo.id}${exec}`, { headers: upgrade });
+  t.equal(ownExec.status, 404, 'exec under its own URL gets as far as the upstream: no such pod');
+  t.notMatch(ownExec.body, /urlbrv-/, "in the tenant's names");
+  const otherExec = await h1Request(credentialsOf(bravo.kubeconfig), 'GET', `/tenants/${alpha.id}${exec}`, { headers: upgrade });
+  t.equal(otherExec.status, 403, "exec under another tenant's URL: 403");
+  t.match(otherExec.json().message, 'may not use the server URL of tenant');
   // An administrator has no tenant, and so no tenant's URL.
   const admin = await stack.kubectl(['get', '--raw', `/tenants/${alpha.id}/api/v1/namespaces`]);
   t.not(admin.code, 0);
