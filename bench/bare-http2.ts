@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import http2, { type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { loadKubeconfig } from '../lib/upstream/kubeconfig.ts';
 
 /**
@@ -98,6 +99,8 @@ function main(): void {
       });
     });
   }
+  // As tenantgate does: a response's body written after its head must not wait for the client's delayed ACK (Nagle).
+  server.on('secureConnection', (socket: TLSSocket) => socket.setNoDelay(true));
   server.listen(0, '127.0.0.1', () => {
     console.log(JSON.stringify({ url: `https://127.0.0.1:${(server.address() as AddressInfo).port}` }));
   });
