@@ -74,14 +74,15 @@ const START_LIMIT_MS = 45_000;
 
 /**
  * Starts `tenantgate serve` as its own process with these files; resolves once it serves. `nodeFlags` go to Node
- * before tenantgate's own (the bench's `--cpu-prof`).
+ * before tenantgate's own (the bench's `--cpu-prof`); `cli` is another build's (a bench's before and after).
  */
 export async function spawnGateway(
   files: GatewayFiles,
   extraArgs: string[],
   nodeFlags: string[] = [],
+  cli: string = CLI,
 ): Promise<{ child: ChildProcess; url: string; metricsUrl: string; logs: string[] }> {
-  const child = spawn(process.execPath, [...TENANTGATE_NODE_FLAGS, ...nodeFlags, CLI, 'serve', '--listen', '127.0.0.1:0', ...files.serveArgs, ...extraArgs], {
+  const child = spawn(process.execPath, [...TENANTGATE_NODE_FLAGS, ...nodeFlags, cli, 'serve', '--listen', '127.0.0.1:0', ...files.serveArgs, ...extraArgs], {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: productionEnv(),
   });
