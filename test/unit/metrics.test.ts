@@ -144,6 +144,12 @@ t.test('flow control events show as inflight seats, queue waits and rejections w
   t.equal(sampleSum(samples, 'tenantgate_queue_wait_seconds_bucket', { tenant: idOf(0), le: '0.25' }), 2);
   t.equal(sampleSum(samples, 'tenantgate_rejected_requests_total', { tenant: idOf(1), reason: 'queue-timeout' }), 2);
   t.equal(sampleSum(samples, 'tenantgate_rejected_requests_total', { tenant: idOf(0) }), 0);
+  // Waits of 0 are observed off the request's path (at a release or a scrape): each admission exactly once.
+  events.released(idOf(0), 'mutating');
+  events.admitted(idOf(0), 'readonly', 0);
+  const later = parsePrometheusText(await metrics.scrape());
+  t.equal(sampleSum(later, 'tenantgate_queue_wait_seconds_count', { tenant: idOf(0) }), 4);
+  t.equal(sampleSum(later, 'tenantgate_queue_wait_seconds_bucket', { tenant: idOf(0), le: '0.005' }), 3);
 });
 
 t.test('a watch counts as active until it ends; its events and bytes are counted while it runs', async (t) => {
