@@ -24,7 +24,6 @@ import { badGateway, internalError, notFound, StatusError } from '../errors/stat
 import { releaseStartSeat } from '../flowcontrol/stage.ts';
 import type { RewriteCounters } from '../metrics/metrics.ts';
 import { log } from '../log.ts';
-import { verbOf } from './request-end.ts';
 import { sendStatus } from './status.ts';
 import { WatchRewriter } from '../stream/tenant-view.ts';
 import { ProtobufWatchRewriter } from '../stream/protobuf-view.ts';
@@ -564,7 +563,8 @@ export function responseConverterFor(ctx: RequestContext, answer: UpstreamAnswer
 
 function answerWith(ctx: RequestContext, answer: UpstreamAnswer, conversions: TenantConversions): void {
   ctx.upstreamStatus = answer.status;
-  conversions.metrics?.upstreamResponded(verbOf(ctx), (performance.now() - ctx.upstreamSentAt) / 1000);
+  // Observed when the request ends (request-end.ts), off the answer's way to the client.
+  ctx.upstreamAnsweredAt = performance.now();
   releaseStartSeat(ctx); // a watch holds its flow-control seat only while it starts
   // The client went away while the upstream answered: nothing to answer, and piping to it would throw.
   if (ctx.out.destroyed) return;

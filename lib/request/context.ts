@@ -88,8 +88,12 @@ export abstract class RequestContext {
   upstreamBody: Buffer | string | null = null;
   /** The upstream stream, while open: a client that goes away cancels it. */
   upstream: ClientHttp2Stream | null = null;
-  /** performance.now() when the upstream request went out; the upstream's status once its head arrived (0 before). */
+  /**
+   * performance.now() when the upstream request went out, and when its head arrived (0 before); the upstream's status
+   * once its head arrived (0 before).
+   */
   upstreamSentAt = 0;
+  upstreamAnsweredAt = 0;
   upstreamStatus = 0;
   /** For a Table: the row objects the client asked for (the upstream is asked for what the kind's rule must see). */
   rowObjects: RowObjects = 'Object';

@@ -47,6 +47,7 @@ export class RequestObserver {
     // 0: no response was sent (the client went away first).
     const code = ctx.statusCode;
     this.#metrics?.requestEnded(this.#metrics.tenantLabel(identity?.tenant ?? null, identity !== null), verb, resource, code, seconds);
+    if (ctx.upstreamAnsweredAt !== 0) this.#metrics?.upstreamResponded(verb, (ctx.upstreamAnsweredAt - ctx.upstreamSentAt) / 1000);
     if (this.#logLevel === 'off') return;
     log[this.#logLevel]('request', {
       tenant: identity?.tenant ?? null,
