@@ -8,6 +8,7 @@ import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
 import { protobufResponseSupported } from '../convert/protobuf-response.ts';
 import { notAcceptable, unsupportedMediaType } from '../errors/status-error.ts';
 import { isConverted, isKindRequest, type KindRequest, type PartialMetadataForm, type RequestContext } from './context.ts';
+import { mediaTypeOf } from './media-ranges.ts';
 import { acceptsAWatchForm } from './yaml-answer.ts';
 
 /**
@@ -61,12 +62,6 @@ export function firstPlainMediaType(accept: string): string | null {
   const comma = accept.indexOf(',');
   const first = comma === -1 ? accept : accept.slice(0, comma);
   return first.toLowerCase().includes('as=') ? null : mediaTypeOf(first);
-}
-
-/** One media range of an Accept or a Content-Type: its type, lower case, without parameters. */
-function mediaTypeOf(part: string): string {
-  const semicolon = part.indexOf(';');
-  return (semicolon === -1 ? part : part.slice(0, semicolon)).trim().toLowerCase();
 }
 
 /** Whether the first media type of `accept` is Kubernetes protobuf (not a Table or metadata form of it). */

@@ -6,40 +6,12 @@ import { Writable } from 'node:stream';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { JsonToYaml } from '../convert/json-yaml.ts';
 import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
+import { mediaRanges } from './media-ranges.ts';
 
 export const YAML_MEDIA_TYPE = 'application/yaml';
 
 /** What the apiserver answers objects in (CBOR serving off); `*\/*` takes any of them. */
 const ANSWERED: ReadonlySet<string> = new Set(['application/json', YAML_MEDIA_TYPE, PROTOBUF_MEDIA_TYPE, '*/*']);
-
-interface MediaRange {
-  type: string;
-  q: number;
-  /** A Table or metadata form (`as=`): not the plain object of its encoding. */
-  transformed: boolean;
-  /** 0 for a type and subtype, 1 for `type/*`, 2 for `*\/*`: goautoneg orders the more specific first at equal q. */
-  wildness: number;
-  order: number;
-}
-
-function mediaRanges(accept: string): MediaRange[] {
-  const ranges: MediaRange[] = [];
-  accept.split(',').forEach((part, order) => {
-    const [typePart, ...parameters] = part.split(';');
-    const type = typePart!.trim().toLowerCase();
-    if (type === '') return;
-    let q = 1;
-    let transformed = false;
-    for (const parameter of parameters) {
-      const [name, value = ''] = parameter.split('=').map((piece) => piece.trim());
-      if (name === 'q') q = Number.parseFloat(value);
-      else if (name === 'as') transformed = true;
-    }
-    if (!(q > 0)) return;
-    ranges.push({ type, q, transformed, wildness: type === '*/*' ? 2 : type.endsWith('/*') ? 1 : 0, order });
-  });
-  return ranges.sort((a, b) => b.q - a.q || a.wildness - b.wildness || a.order - b.order);
-}
 
 /** Whether the apiserver would pick YAML for this Accept: the first range it answers in, by q then specificity, is YAML. */
 export function choosesYaml(accept: string | undefined): boolean {
