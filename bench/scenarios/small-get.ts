@@ -133,8 +133,10 @@ async function atRest(
     http2: await spawnBare('proxy-stream', bareArgs),
     http1: await spawnBare('proxy-compat', bareArgs),
   };
-  // The same rig, tenant and token, served by the other build too (its lifecycle agrees with this one's: same flags).
-  const before = BEFORE_CLI === undefined ? null : await spawnGateway(files, [], [], BEFORE_CLI);
+  // The same rig, tenant and token, served by the other build too. Its kept objects must agree with this one's, or
+  // the two rewrite the in-cluster access policy many times a second: the same in-cluster address (by default, each
+  // one's own).
+  const before = BEFORE_CLI === undefined ? null : await spawnGateway(files, ['--in-cluster-address', new URL(three.stack.gatewayUrl).host], [], BEFORE_CLI);
   try {
     const headers = { authorization: `Bearer ${token}`, accept: 'application/json' };
     const [direct, , tenantgate] = three.targets as [BenchTarget, BenchTarget, BenchTarget];
