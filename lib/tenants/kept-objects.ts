@@ -24,15 +24,6 @@ type Meta = {
 
 const RECHECK_DEBOUNCE_MS = 100;
 const RETRY_MS = 2_000;
-/**
- * An object restored this often within the window is contested: another writer wants it otherwise, most likely a
- * second tenantgate with other flags (another in-cluster address). Two such keepers rewrote one object 13 times a
- * second each, for as long as both ran; a contested object is looked at again after a delay that doubles up to the
- * cap, and the contest is logged once a window.
- */
-const CONTESTED_RESTORES = 5;
-const CONTESTED_WINDOW_MS = 10_000;
-const CONTESTED_MAX_DELAY_MS = 5_000;
 
 function pathOf(kept: KeptObject): string {
   return `${kept.collection}/${encodeURIComponent(kept.object.metadata.name)}`;
@@ -105,9 +96,6 @@ export class ObjectKeeper {
   readonly #stoppers: (() => void)[] = [];
   readonly #timers = new Map<KeptObject, NodeJS.Timeout>();
   readonly #running = new Set<Promise<void>>();
-  /** When each object was last restored after a change, within CONTESTED_WINDOW_MS; and when its contest was logged. */
-  readonly #restores = new Map<KeptObject, number[]>();
-  readonly #contestLogged = new Map<KeptObject, number>();
   #stopped = false;
 
   constructor(pool: UpstreamPool, objects: readonly KeptObject[]) {
@@ -122,8 +110,8 @@ export class ObjectKeeper {
       const byName = `fieldSelector=${encodeURIComponent(`metadata.name=${kept.object.metadata.name}`)}`;
       this.#stoppers.push(
         watchUpstream(this.#pool, `${kept.collection}?${byName}`, {
-          onEvent: () => this.#later(kept, this.#recheckDelay(kept)),
-          onResync: () => this.#later(kept, this.#recheckDelay(kept)),
+          onEvent: () => this.#later(kept, RECHECK_DEBOUNCE_MS),
+          onResync: () => this.#later(kept, RECHECK_DEBOUNCE_MS),
           onError: (error) => log.debug('kept object watch', { object: pathOf(kept), error: error.message }),
         }),
       );
@@ -136,28 +124,6 @@ export class ObjectKeeper {
     for (const timer of this.#timers.values()) clearTimeout(timer);
     this.#timers.clear();
     await Promise.allSettled([...this.#running]);
-  }
-
-  /** How long after a change the object is looked at: at once, unless it is contested (CONTESTED_RESTORES). */
-  #recheckDelay(kept: KeptObject): number {
-    const now = Date.now();
-    const recent = (this.#restores.get(kept) ?? []).filter((at) => now - at < CONTESTED_WINDOW_MS);
-    this.#restores.set(kept, recent);
-    if (recent.length < CONTESTED_RESTORES) return RECHECK_DEBOUNCE_MS;
-    return Math.min(CONTESTED_MAX_DELAY_MS, RECHECK_DEBOUNCE_MS * 2 ** (recent.length - CONTESTED_RESTORES + 1));
-  }
-
-  #restored(kept: KeptObject): void {
-    const now = Date.now();
-    const recent = [...(this.#restores.get(kept) ?? []).filter((at) => now - at < CONTESTED_WINDOW_MS), now];
-    this.#restores.set(kept, recent);
-    if (recent.length < CONTESTED_RESTORES || now - (this.#contestLogged.get(kept) ?? -Infinity) < CONTESTED_WINDOW_MS) return;
-    this.#contestLogged.set(kept, now);
-    log.warn('upstream object contested: another writer keeps changing it (a tenantgate with other flags?); restoring it more slowly', {
-      object: pathOf(kept),
-      restores: recent.length,
-      withinMs: CONTESTED_WINDOW_MS,
-    });
   }
 
   #later(kept: KeptObject, delayMs: number, when: 'start' | 'change' = 'change'): void {
@@ -179,10 +145,8 @@ export class ObjectKeeper {
     const running = ensureKeptObject(this.#pool, kept).then(
       (done) => {
         if (done === 'unchanged') return;
-        if (when === 'change') {
-          log.info('upstream object restored', { object: pathOf(kept), done });
-          this.#restored(kept);
-        } else log.info(done === 'created' ? 'upstream object created' : 'upstream object updated', { object: pathOf(kept) });
+        if (when === 'change') log.info('upstream object restored', { object: pathOf(kept), done });
+        else log.info(done === 'created' ? 'upstream object created' : 'upstream object updated', { object: pathOf(kept) });
       },
       (error: Error) => {
         // A controller's write between the read and the check (a CRD's status, just after its creation): routine.
