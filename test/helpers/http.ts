@@ -13,6 +13,15 @@ export interface Answer {
   json(): any;
 }
 
+/** The headers kubectl exec sends to open its WebSocket (an HTTP/1.1 Upgrade), with a fixed key. */
+export const EXEC_UPGRADE_HEADERS: Readonly<Record<string, string>> = {
+  connection: 'Upgrade',
+  upgrade: 'websocket',
+  'sec-websocket-version': '13',
+  'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+  'sec-websocket-protocol': 'v5.channel.k8s.io',
+};
+
 export function credentialsOf(kubeconfigPath: string): ClusterCredentials {
   return loadKubeconfig(kubeconfigPath);
 }

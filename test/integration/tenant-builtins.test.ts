@@ -3,7 +3,7 @@
 // A tenant never used has none of it upstream: its first request for objects, over any protocol, writes it first.
 import t from 'tap';
 import { webDeployment } from '../helpers/fixtures.ts';
-import { connectH2, credentialsOf, h1Request, h2Request } from '../helpers/http.ts';
+import { connectH2, credentialsOf, EXEC_UPGRADE_HEADERS, h1Request, h2Request } from '../helpers/http.ts';
 import { encodeBody, goModuleCache, loadProtoMessages } from '../helpers/k8s-proto.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
@@ -123,13 +123,7 @@ t.test('a first request sent as protobuf, as YAML or as an Upgrade waits for the
 
   // An exec (Upgrade) as the very first request: the pod is not there, which the upstream says once the tenant is born.
   const exec = await h1Request(credentialsOf(upgraded!.kubeconfig), 'GET', '/api/v1/namespaces/default/pods/nothere/exec?command=ls&stdout=true', {
-    headers: {
-      connection: 'Upgrade',
-      upgrade: 'websocket',
-      'sec-websocket-version': '13',
-      'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
-      'sec-websocket-protocol': 'v5.channel.k8s.io',
-    },
+    headers: { ...EXEC_UPGRADE_HEADERS },
   });
   t.equal(exec.status, 404, `Upgrade: the upstream's 404 for the missing pod, not a 503 (${exec.body.slice(0, 200)})`);
   t.equal(JSON.parse(exec.body).message, 'pods "nothere" not found', 'in its own names');

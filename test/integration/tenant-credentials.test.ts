@@ -14,7 +14,7 @@ import { issueTenantKubeconfig } from '../../lib/tenants/credentials.ts';
 import { MemoryTenantStore } from '../../lib/tenants/memory-store.ts';
 import { TENANT_API_VERSION } from '../../lib/tenants/tenant.ts';
 import { loadKubeconfig, renderKubeconfig } from '../../lib/upstream/kubeconfig.ts';
-import { connectH2, h1Request, h2Request } from '../helpers/http.ts';
+import { connectH2, EXEC_UPGRADE_HEADERS, h1Request, h2Request } from '../helpers/http.ts';
 
 const rig = await startRig();
 const dir = mkdtempSync(join(tmpdir(), 'tenantgate-credentials-'));
@@ -69,13 +69,7 @@ t.test("a certificate with the tenant's OU but not issued for it (wrong serial) 
   t.not(answer.code, 0);
   t.match(answer.stderr, unauthorized);
   // exec/attach/port-forward take the HTTP/1.1 Upgrade path: the same check.
-  const upgrade = {
-    connection: 'Upgrade',
-    upgrade: 'websocket',
-    'sec-websocket-version': '13',
-    'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
-    'sec-websocket-protocol': 'v5.channel.k8s.io',
-  };
+  const upgrade = EXEC_UPGRADE_HEADERS;
   const path = '/api/v1/namespaces/default/pods/web/exec?command=sh&stdout=true';
   const refused = await h1Request(loadKubeconfig(forged), 'GET', path, { headers: upgrade });
   t.equal(refused.status, 401, 'exec with the unbound certificate');

@@ -2,7 +2,7 @@
 // through kubectl against the real apiserver: get, list (-A and per namespace), watch, apply, delete, errors.
 import t from 'tap';
 import { exampleCrd, webDeployment } from '../helpers/fixtures.ts';
-import { connectH2, credentialsOf, h1Request, h2Request } from '../helpers/http.ts';
+import { connectH2, credentialsOf, EXEC_UPGRADE_HEADERS, h1Request, h2Request } from '../helpers/http.ts';
 import { parseJsonStream } from '../helpers/normalize.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, withoutBuiltinRoles, type TestTenant } from '../helpers/tenants.ts';
@@ -267,13 +267,7 @@ t.test('an Upgrade header never turns conversion off (HTTP/1.1, any Upgrade valu
   t.equal(write.status, 400, 'a write with Upgrade is refused with a Status');
   t.match(JSON.parse(write.body), { kind: 'Status', code: 400 });
   const exec = await h1Request(credentials, 'GET', '/api/v1/namespaces/shop/pods/nowhere/exec?command=true&stdout=1', {
-    headers: {
-      connection: 'Upgrade',
-      upgrade: 'websocket',
-      'sec-websocket-version': '13',
-      'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
-      'sec-websocket-protocol': 'v5.channel.k8s.io',
-    },
+    headers: { ...EXEC_UPGRADE_HEADERS },
   });
   t.equal(exec.status, 404, "exec of a missing pod: the upstream's refusal");
   t.match(JSON.parse(exec.body), { kind: 'Status', code: 404 });

@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { renderKubeconfig } from '../../lib/upstream/kubeconfig.ts';
-import { connectH2, credentialsOf, h1Request, h2Request } from '../helpers/http.ts';
+import { connectH2, credentialsOf, EXEC_UPGRADE_HEADERS, h1Request, h2Request } from '../helpers/http.ts';
 import { eventually, kubectlOk } from '../helpers/kit.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';
@@ -165,13 +165,7 @@ t.test("a tenant's URL serves no other credential", async (t) => {
   const h1Other = await h1Request(credentialsOf(bravo.kubeconfig), 'GET', `/tenants/${alpha.id}/api/v1/namespaces/default`);
   t.equal(h1Other.status, 403, "HTTP/1.1 under another tenant's URL: 403");
   // An Upgrade (exec) takes the same path: its own URL reaches the upstream (no such pod there), another's is refused.
-  const upgrade = {
-    connection: 'Upgrade',
-    upgrade: 'websocket',
-    'sec-websocket-version': '13',
-    'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
-    'sec-websocket-protocol': 'v5.channel.k8s.io',
-  };
+  const upgrade = EXEC_UPGRADE_HEADERS;
   const exec = '/api/v1/namespaces/default/pods/web/exec?command=sh&stdout=true';
   const ownExec = await h1Request(credentialsOf(bravo.kubeconfig), 'GET', `/tenants/${bravo.id}${exec}`, { headers: upgrade });
   t.equal(ownExec.status, 404, 'exec under its own URL gets as far as the upstream: no such pod');

@@ -5,7 +5,7 @@ import type { ClientHttp2Session, ClientHttp2Stream } from 'node:http2';
 import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
-import { connectH2, credentialsOf, sumMetric } from '../helpers/http.ts';
+import { connectH2, credentialsOf, EXEC_UPGRADE_HEADERS, sumMetric } from '../helpers/http.ts';
 import { startStack } from '../helpers/stack.ts';
 import { createTestTenant } from '../helpers/tenants.ts';
 
@@ -139,13 +139,7 @@ function tryExec(kubeconfig: string): Promise<number> {
       port: url.port,
       method: 'GET',
       path: '/api/v1/namespaces/default/pods/nowhere/exec?command=true&stdout=true',
-      headers: {
-        connection: 'Upgrade',
-        upgrade: 'websocket',
-        'sec-websocket-version': '13',
-        'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
-        'sec-websocket-protocol': 'v5.channel.k8s.io',
-      },
+      headers: { ...EXEC_UPGRADE_HEADERS },
       ca: credentials.caPem,
       cert: credentials.certPem,
       key: credentials.keyPem,
