@@ -24,7 +24,7 @@ import type { StatusScope } from './status.ts';
 
 // ---- lists, fed in chunks ----
 
-/** Largest object held at once, as the JSON rewriter's default (lib/stream/tenant-view.ts). */
+/** Largest object held at once, as the JSON rewriter's default (lib/stream/tenant-view-scanner.ts). */
 const DEFAULT_MAX_ITEM_BYTES = 16 * 1024 * 1024;
 /**
  * A streamed list's raw length is written before its items are converted: it is declared as the upstream's plus

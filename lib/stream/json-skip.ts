@@ -30,7 +30,7 @@ const BASE = 2048;
 /** Bytes of the scanned buffer copied into the module's memory at a time: containers longer than half are scanned in JavaScript. */
 const WINDOW = 256 * 1024;
 
-/** JSON's bytes, for both scanners (this one and tenant-view.ts's), so that they accept the same input. */
+/** JSON's bytes, for both scanners (this one and json-tokens.ts), so that they accept the same input. */
 export const JSON_SPACE = ' \t\n\r';
 export const JSON_NUMBER_START = '-0123456789';
 export const JSON_HEX_DIGITS = '0123456789abcdefABCDEF';

@@ -1,4 +1,4 @@
-;; Finds where a JSON container ends, validating every byte of it as the scanner in tenant-view.ts does: the
+;; Finds where a JSON container ends, validating every byte of it as the scanner in json-tokens.ts does: the
 ;; rewriter's way past the containers it neither edits nor looks into. Assembled by lib/assemble-wasm.ts.
 ;;
 ;; Also walks a list item or watch object whole (item), noting where the members the rewriter looks at stand, and

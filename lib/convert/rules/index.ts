@@ -66,7 +66,7 @@ export const RULES: { readonly [name in RuleName]: KindRule } = {
 };
 
 /**
- * Rules whose whole tenant view the list and watch rewriter applies at byte level (lib/stream/tenant-view.ts,
+ * Rules whose whole tenant view the list and watch rewriter applies at byte level (lib/stream/item-edits.ts,
  * tenantMetadata) because they touch nothing but the object's own metadata and status messages; for each, by
  * member of `spec`, the keys that send an item holding them there to the rule itself.
  */
