@@ -5,7 +5,7 @@ import http2, { type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingH
 import { performance } from 'node:perf_hooks';
 import { upstreamIdentityOf, withGrantedClusterScope } from '../auth/impersonation.ts';
 import type { TenantId } from '../convert/prefix.ts';
-import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
+import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf/to-upstream.ts';
 import { upstreamNonResourcePath, upstreamResourceTarget } from '../convert/request.ts';
 import { rowObjectsFor } from '../convert/table.ts';
 import { internalError, notFound, upstreamUnavailable } from '../errors/status-error.ts';

@@ -5,7 +5,7 @@ import forge from 'node-forge';
 import t from 'tap';
 import { kindOf, type KindRow } from '../../lib/convert/kinds.ts';
 import { TENANT_LABEL } from '../../lib/convert/prefix.ts';
-import { protobufBodyToUpstream, WIRE_SCHEMAS, type ProtobufBodyOptions } from '../../lib/convert/protobuf.ts';
+import { protobufBodyToUpstream, WIRE_SCHEMAS, type ProtobufBodyOptions } from '../../lib/convert/protobuf/to-upstream.ts';
 import { objectToTenant, objectToUpstream, type ConvertContext } from '../../lib/convert/rules/index.ts';
 import { StatusError } from '../../lib/errors/status-error.ts';
 import { mutate, seededRandom } from '../helpers/fuzz.ts';

@@ -15,10 +15,10 @@ import {
   protobufBodyToTenant,
   protobufResponseSupported,
   protobufStatusToTenant,
-} from '../../lib/convert/protobuf-response.ts';
-import { Output, Splices } from '../../lib/convert/protobuf-splice.ts';
-import { ProtobufListToTenant, ProtobufWatchToTenant, protobufListToTenant, protobufWatchEventToTenant } from '../../lib/convert/protobuf-streams.ts';
-import { TEMPLATES, WIRE_SCHEMAS } from '../../lib/convert/protobuf.ts';
+} from '../../lib/convert/protobuf/to-tenant.ts';
+import { Output, Splices } from '../../lib/convert/protobuf/splice.ts';
+import { ProtobufListToTenant, ProtobufWatchToTenant, protobufListToTenant, protobufWatchEventToTenant } from '../../lib/convert/protobuf/streams.ts';
+import { TEMPLATES, WIRE_SCHEMAS } from '../../lib/convert/protobuf/to-upstream.ts';
 import { objectToTenant, objectToUpstream, type ConvertContext } from '../../lib/convert/rules/index.ts';
 import { statusToTenant } from '../../lib/convert/status.ts';
 import { StatusError } from '../../lib/errors/status-error.ts';

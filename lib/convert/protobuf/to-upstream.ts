@@ -8,41 +8,28 @@
 // Never lets a field it interprets through in a form the apiserver could read differently: duplicated singular fields,
 // unexpected wire types, groups and out-of-range field numbers on the way are refused (400).
 import { isDeepStrictEqual } from 'node:util';
-import { accessRefusal, carriesTenantLabel, isTenantCrdGroup, isWholeObjectSubresource, type KindRow, type RuleName, type Scope } from './kinds.ts';
-import { TENANT_LABEL, toUpstreamName, type TenantId } from './prefix.ts';
-import { apiVersionToUpstream, groupOfApiVersion } from './rules/api-groups.ts';
-import { admissionPolicy, admissionPolicyBinding, webhookConfiguration } from './rules/admission.ts';
-import { certificateSigningRequest } from './rules/certificates.ts';
-import { INGRESS_CLASS_ANNOTATION, type DefaultClass } from './rules/class-defaults.ts';
-import { crd } from './rules/crd.ts';
-import { endpoints, endpointSlice } from './rules/endpoints.ts';
-import { event } from './rules/events.ts';
-import { isObject } from './rules/json.ts';
-import { NAMESPACE_NAME_LABEL } from './rules/label-selectors.ts';
-import { checkNameFits, checkNamespaceFits, nameMappingOfRow, nameToUpstream, namespaceToUpstream } from './rules/names.ts';
-import { aggregationKeyToUpstream, binding, clusterBinding, policyRuleToUpstream } from './rules/rbac.ts';
-import { networkPolicy } from './rules/network-policy.ts';
-import { resourceQuota } from './rules/quota.ts';
-import { ownerReferencesToUpstream } from './rules/references.ts';
-import { selfSubjectAccessReview, selfSubjectRulesReview, subjectAccessReview } from './rules/reviews.ts';
-import { priorityClassNameToUpstream, refusePodPriorityClass } from './rules/priority-classes.ts';
-import { persistentVolume, persistentVolumeClaim } from './rules/storage.ts';
-import type { ConvertContext, Json, KindRule } from './rules/rule.ts';
-import { badRequest, StatusError, unsupportedMediaType } from '../errors/status-error.ts';
-import {
-  FIXED32,
-  FIXED64,
-  LENGTH_DELIMITED,
-  MAGIC,
-  malformed,
-  pushVarint,
-  utf8,
-  VARINT,
-  VARINT_CUT,
-  VARINT_TOO_LONG,
-  varintAt,
-  varintEnd,
-} from './protobuf-wire.ts';
+import { accessRefusal, carriesTenantLabel, isTenantCrdGroup, isWholeObjectSubresource, type KindRow, type RuleName, type Scope } from '../kinds.ts';
+import { TENANT_LABEL, toUpstreamName, type TenantId } from '../prefix.ts';
+import { apiVersionToUpstream, groupOfApiVersion } from '../rules/api-groups.ts';
+import { admissionPolicy, admissionPolicyBinding, webhookConfiguration } from '../rules/admission.ts';
+import { certificateSigningRequest } from '../rules/certificates.ts';
+import { INGRESS_CLASS_ANNOTATION, type DefaultClass } from '../rules/class-defaults.ts';
+import { crd } from '../rules/crd.ts';
+import { endpoints, endpointSlice } from '../rules/endpoints.ts';
+import { event } from '../rules/events.ts';
+import { isObject } from '../rules/json.ts';
+import { NAMESPACE_NAME_LABEL } from '../rules/label-selectors.ts';
+import { checkNameFits, checkNamespaceFits, nameMappingOfRow, nameToUpstream, namespaceToUpstream } from '../rules/names.ts';
+import { aggregationKeyToUpstream, binding, clusterBinding, policyRuleToUpstream } from '../rules/rbac.ts';
+import { networkPolicy } from '../rules/network-policy.ts';
+import { resourceQuota } from '../rules/quota.ts';
+import { ownerReferencesToUpstream } from '../rules/references.ts';
+import { selfSubjectAccessReview, selfSubjectRulesReview, subjectAccessReview } from '../rules/reviews.ts';
+import { priorityClassNameToUpstream, refusePodPriorityClass } from '../rules/priority-classes.ts';
+import { persistentVolume, persistentVolumeClaim } from '../rules/storage.ts';
+import type { ConvertContext, Json, KindRule } from '../rules/rule.ts';
+import { badRequest, StatusError, unsupportedMediaType } from '../../errors/status-error.ts';
+import { FIXED32, FIXED64, LENGTH_DELIMITED, MAGIC, malformed, pushVarint, utf8, VARINT, VARINT_CUT, VARINT_TOO_LONG, varintAt, varintEnd } from './wire.ts';
 
 export const PROTOBUF_MEDIA_TYPE = 'application/vnd.kubernetes.protobuf';
 

@@ -2,23 +2,11 @@
 // upstream takes as JSON only: decoded into the JSON object Go's encoder writes for the same typed object, by the field
 // numbers of k8s.io/api flowcontrol/v1, rbac/v1 and apimachinery meta/v1 generated.proto (v0.36), checked by the unit test.
 // Never invents a value: a field it does not know is dropped, as Go's generated Unmarshal skips it; a malformed one is 400.
-import { badRequest, StatusError, unsupportedMediaType } from '../errors/status-error.ts';
-import type { KindRow } from './kinds.ts';
-import { protobufEnvelope } from './protobuf.ts';
-import {
-  FIXED32,
-  FIXED64,
-  LENGTH_DELIMITED,
-  malformed,
-  utf8,
-  VARINT,
-  VARINT_CUT,
-  VARINT_TOO_LONG,
-  varintAt,
-  varintBitsAt,
-  varintEnd,
-} from './protobuf-wire.ts';
-import type { Json } from './rules/rule.ts';
+import { badRequest, StatusError, unsupportedMediaType } from '../../errors/status-error.ts';
+import type { KindRow } from '../kinds.ts';
+import { protobufEnvelope } from './to-upstream.ts';
+import { FIXED32, FIXED64, LENGTH_DELIMITED, malformed, utf8, VARINT, VARINT_CUT, VARINT_TOO_LONG, varintAt, varintBitsAt, varintEnd } from './wire.ts';
+import type { Json } from '../rules/rule.ts';
 
 /** Scalars as their JSON: `time` is meta/v1 Time (RFC 3339, seconds), `fieldsV1` its raw JSON (managedFields). */
 type Scalar = 'string' | 'int32' | 'int64' | 'bool' | 'time' | 'fieldsV1';

@@ -1,11 +1,11 @@
-// The tenant's view of the upstream's protobuf answers of one object or a Status, at the wire level as protobuf.ts
-// converts request bodies: what objectToTenant decides and makes of the object (lists and watches: protobuf-streams.ts).
+// The tenant's view of the upstream's protobuf answers of one object or a Status, at the wire level as to-upstream.ts
+// converts request bodies: what objectToTenant decides and makes of the object (lists and watches: streams.ts).
 // Never returns an object, nor any byte of one, that is not the tenant's: each object is whole and judged first.
-import { PLATFORM_CLASS_RESOURCES } from './rules/platform-classes.ts';
-import { priorityClassNameToTenant } from './rules/priority-classes.ts';
-import { badGateway, StatusError } from '../errors/status-error.ts';
-import { isBuiltinGroup, type KindRow } from './kinds.ts';
-import { PREFIX_LENGTH, TENANT_LABEL, toTenantName, type TenantId } from './prefix.ts';
+import { PLATFORM_CLASS_RESOURCES } from '../rules/platform-classes.ts';
+import { priorityClassNameToTenant } from '../rules/priority-classes.ts';
+import { badGateway, StatusError } from '../../errors/status-error.ts';
+import { isBuiltinGroup, type KindRow } from '../kinds.ts';
+import { PREFIX_LENGTH, TENANT_LABEL, toTenantName, type TenantId } from '../prefix.ts';
 import {
   AFFINITY_TERMS,
   EMPTY,
@@ -35,18 +35,18 @@ import {
   writeStrings,
   type ProtobufTemplates,
   type WireSchema,
-} from './protobuf.ts';
-import { ANOMALY, FieldScan, ForwardSearch, headSize, isAsciiRange, rangeEquals, rangeIncludes, SkipSearch, type Splices } from './protobuf-splice.ts';
-import { LENGTH_DELIMITED, MAGIC } from './protobuf-wire.ts';
-import { RULES } from './rules/index.ts';
-import { apiVersionToTenant, groupOfApiVersion } from './rules/api-groups.ts';
-import { namespaceSelectorToTenant } from './rules/label-selectors.ts';
-import { managedFieldsToTenant } from './rules/managed-fields.ts';
-import { nameMappingOfRow, namespaceToTenant, nameToTenant } from './rules/names.ts';
-import { ownerReferencesToTenant } from './rules/references.ts';
-import { nameMappingOfKind } from './rules/referents.ts';
-import type { ConvertContext, Json, KindRule } from './rules/rule.ts';
-import { statusToTenant, stripTenantPrefixes, type StatusScope } from './status.ts';
+} from './to-upstream.ts';
+import { ANOMALY, FieldScan, ForwardSearch, headSize, isAsciiRange, rangeEquals, rangeIncludes, SkipSearch, type Splices } from './splice.ts';
+import { LENGTH_DELIMITED, MAGIC } from './wire.ts';
+import { RULES } from '../rules/index.ts';
+import { apiVersionToTenant, groupOfApiVersion } from '../rules/api-groups.ts';
+import { namespaceSelectorToTenant } from '../rules/label-selectors.ts';
+import { managedFieldsToTenant } from '../rules/managed-fields.ts';
+import { nameMappingOfRow, namespaceToTenant, nameToTenant } from '../rules/names.ts';
+import { ownerReferencesToTenant } from '../rules/references.ts';
+import { nameMappingOfKind } from '../rules/referents.ts';
+import type { ConvertContext, Json, KindRule } from '../rules/rule.ts';
+import { statusToTenant, stripTenantPrefixes, type StatusScope } from '../status.ts';
 
 // ---- judging: an object found not to be the tenant's anywhere deep in it ----
 
@@ -59,7 +59,7 @@ function notTheTenants(): never {
 
 /**
  * A malformed answer of the upstream is the upstream's fault (502), never the client's: the 400 (malformed) and 415
- * (a contentEncoding, a rule's output that cannot be written) the wire machinery of protobuf.ts throws for bodies.
+ * (a contentEncoding, a rule's output that cannot be written) the wire machinery of to-upstream.ts throws for bodies.
  */
 export function fromUpstream<T>(convert: () => T): T {
   try {
@@ -536,7 +536,7 @@ export function objectPartsToTenant(raw: Buffer, row: KindRow, ctx: ConvertConte
   }
 }
 
-// ---- the common object, fast: its tenant view as splices of its bytes (protobuf-splice.ts) ----
+// ---- the common object, fast: its tenant view as splices of its bytes (splice.ts) ----
 
 /** What objectSplices returns instead of a length change: the object is not the tenant's; ask objectPartsToTenant. */
 export const NOT_THE_TENANTS_OBJECT = -0x7fffffff;

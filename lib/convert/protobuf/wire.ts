@@ -1,6 +1,6 @@
 // The Kubernetes protobuf wire primitives every protobuf module here shares: wire types, the `k8s\0` envelope magic,
 // the one varint reader and varint writing, strict UTF-8 and the one 400 for a malformed body. Knows no message: never interprets a field itself.
-import { badRequest, type StatusError } from '../errors/status-error.ts';
+import { badRequest, type StatusError } from '../../errors/status-error.ts';
 
 export const VARINT = 0;
 export const FIXED64 = 1;

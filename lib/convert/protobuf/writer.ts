@@ -1,6 +1,6 @@
 // Writes protobuf fields into one growing buffer: the writer the JSON → protobuf encoders share (OpenAPI v2, the
 // built-in kinds). Knows no message: never decides a field number or which fields to write.
-import { FIXED64, LENGTH_DELIMITED, VARINT } from './protobuf-wire.ts';
+import { FIXED64, LENGTH_DELIMITED, VARINT } from './wire.ts';
 
 /** A growing buffer; a nested message's length is written in front of it once it is known. */
 export class ProtobufWriter {

@@ -1,8 +1,8 @@
 // Protobuf lists and watch streams of the upstream as the tenant reads them, converted as their bytes arrive, object by
-// object (protobuf-response.ts). Never emits a byte of an item or event before the whole of it has been judged.
-import { badGateway, type StatusError } from '../errors/status-error.ts';
-import type { KindRow } from './kinds.ts';
-import { EMPTY, META, MessageEdit, parseEnvelope } from './protobuf.ts';
+// object (to-tenant.ts). Never emits a byte of an item or event before the whole of it has been judged.
+import { badGateway, type StatusError } from '../../errors/status-error.ts';
+import type { KindRow } from '../kinds.ts';
+import { EMPTY, META, MessageEdit, parseEnvelope } from './to-upstream.ts';
 import {
   bodyPartsToTenant,
   CAREFUL_PATH,
@@ -16,11 +16,11 @@ import {
   objectSplices,
   protobufStatusToTenant,
   type FastView,
-} from './protobuf-response.ts';
-import { ANOMALY, FieldScan, headSize, isAsciiRange, Output, rangeEquals, Splices, varintSize } from './protobuf-splice.ts';
-import { LENGTH_DELIMITED, MAGIC, pushVarint, VARINT_TOO_LONG, varintAt, varintEnd } from './protobuf-wire.ts';
-import type { ConvertContext } from './rules/rule.ts';
-import type { StatusScope } from './status.ts';
+} from './to-tenant.ts';
+import { ANOMALY, FieldScan, headSize, isAsciiRange, Output, rangeEquals, Splices, varintSize } from './splice.ts';
+import { LENGTH_DELIMITED, MAGIC, pushVarint, VARINT_TOO_LONG, varintAt, varintEnd } from './wire.ts';
+import type { ConvertContext } from '../rules/rule.ts';
+import type { StatusScope } from '../status.ts';
 
 // ---- lists, fed in chunks ----
 

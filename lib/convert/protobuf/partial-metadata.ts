@@ -5,8 +5,8 @@
 // Why it matters: client-go decodes a JSON list's items with their kind and apiVersion, a protobuf list's items
 // without (the PartialObjectMetadata message has none), and metadata informers compare the two.
 
-import { LENGTH_DELIMITED, MAGIC, pushVarint, VARINT } from './protobuf-wire.ts';
-import { isObject } from './rules/json.ts';
+import { LENGTH_DELIMITED, MAGIC, pushVarint, VARINT } from './wire.ts';
+import { isObject } from '../rules/json.ts';
 
 export const PARTIAL_METADATA_GROUP_VERSION = 'meta.k8s.io/v1';
 
