@@ -19,13 +19,13 @@ import { tenantViewSpecOf } from '../stream/view-spec.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import { readBody, tenantStatusError } from './read-body.ts';
 import { listMetaField, protobufListHead, ProtobufListPage, type ConvertedItem } from '../convert/protobuf/made.ts';
-import { isProtobuf, PROTOBUF_MEDIA_TYPE } from '../convert/protobuf/to-upstream.ts';
 import { padding, PADDING_FLUSH_BYTES, PADDING_RESERVE } from '../convert/protobuf/streams.ts';
 import { isKindRequest, upstreamHeadersOf, type RequestContext } from './context.ts';
 import { asksForTable, protobufAnswerOf, requestApiVersion } from './negotiation.ts';
 import type { Stage } from './stage.ts';
 import type { TenantConversions } from './tenant-conversions.ts';
 import { drained } from './drained.ts';
+import { isProtobuf, PROTOBUF_MEDIA_TYPE } from '../convert/protobuf/envelope.ts';
 
 const MAX_PAGE_BYTES = 64 * 1024 * 1024;
 

@@ -4,12 +4,12 @@ import { isAggregatedDiscoveryJson } from '../convert/discovery.ts';
 import { isWholeObjectSubresource, type KindRow } from '../convert/kinds.ts';
 import { prefersOpenApiV2Protobuf } from '../convert/protobuf/openapi-v2.ts';
 import { preferredPartialMetadataProtobuf } from '../convert/protobuf/partial-metadata.ts';
-import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf/to-upstream.ts';
 import { protobufResponseSupported } from '../convert/protobuf/to-tenant.ts';
 import { notAcceptable, unsupportedMediaType } from '../errors/status-error.ts';
 import { isConverted, isKindRequest, type KindRequest, type PartialMetadataForm, type RequestContext } from './context.ts';
 import { mediaTypeOf } from './media-ranges.ts';
 import { acceptsAWatchForm } from './yaml-answer.ts';
+import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf/envelope.ts';
 
 /**
  * Accept for the upstream when the answer is converted from JSON (protobufAnswerOf decides when it is not), keeping

@@ -6,9 +6,9 @@ import { encodeObject, encodeWatchFrame, protobufMessageOf } from '../convert/pr
 import { protobufResponseSupported } from '../convert/protobuf/to-tenant.ts';
 import type { StatusError } from '../errors/status-error.ts';
 import { firstPlainMediaType, prefersProtobuf } from '../request/negotiation.ts';
-import { protobufEnvelope } from '../convert/protobuf/to-upstream.ts';
 import { eventLine, type CachedObject, type CacheEvent } from './cached-object.ts';
 import type { ResourceCache } from './resource-cache.ts';
+import { protobufEnvelope } from '../convert/protobuf/envelope.ts';
 
 export type CacheEncoding = 'json' | 'protobuf';
 

@@ -2,8 +2,8 @@
 // apiextensions-apiserver at the rig's version, parsed into a schema that encodes JSON objects and decodes them back.
 // Never guesses a field: a JSON key without a .proto field throws, so a test cannot pass on a made-up field number.
 import type { Test } from 'tap';
-import type { WireSchema } from '../../lib/convert/protobuf/to-upstream.ts';
 import { goModuleCache, K8S_MODULE_VERSION, loadProtoMessages as loadProtoFiles, type ProtoField, type ProtoMessages } from '../../lib/rig/k8s-proto-files.ts';
+import { type WireSchema } from '../../lib/convert/protobuf/skeleton.ts';
 
 export { goModuleCache, K8S_MODULE_VERSION, type ProtoField, type ProtoMessages };
 

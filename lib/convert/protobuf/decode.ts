@@ -4,9 +4,9 @@
 // Never invents a value: a field it does not know is dropped, as Go's generated Unmarshal skips it; a malformed one is 400.
 import { badRequest, StatusError, unsupportedMediaType } from '../../errors/status-error.ts';
 import type { KindRow } from '../kinds.ts';
-import { protobufEnvelope } from './to-upstream.ts';
 import { FIXED32, FIXED64, LENGTH_DELIMITED, malformed, utf8, VARINT, VARINT_CUT, VARINT_TOO_LONG, varintAt, varintBitsAt, varintEnd } from './wire.ts';
 import type { Json } from '../rules/rule.ts';
+import { protobufEnvelope } from './envelope.ts';
 
 /** Scalars as their JSON: `time` is meta/v1 Time (RFC 3339, seconds), `fieldsV1` its raw JSON (managedFields). */
 type Scalar = 'string' | 'int32' | 'int64' | 'bool' | 'time' | 'fieldsV1';

@@ -2,7 +2,7 @@
 // object (to-tenant.ts). Never emits a byte of an item or event before the whole of it has been judged.
 import { badGateway, type StatusError } from '../../errors/status-error.ts';
 import type { KindRow } from '../kinds.ts';
-import { EMPTY, META, MessageEdit, parseEnvelope } from './to-upstream.ts';
+import { META } from './to-upstream.ts';
 import {
   bodyPartsToTenant,
   CAREFUL_PATH,
@@ -21,6 +21,8 @@ import { ANOMALY, FieldScan, headSize, isAsciiRange, Output, rangeEquals, Splice
 import { LENGTH_DELIMITED, MAGIC, pushVarint, VARINT_TOO_LONG, varintAt, varintEnd } from './wire.ts';
 import type { ConvertContext } from '../rules/rule.ts';
 import type { StatusScope } from '../status.ts';
+import { EMPTY, MessageEdit } from './message-edit.ts';
+import { parseEnvelope } from './envelope.ts';
 
 // ---- lists, fed in chunks ----
 

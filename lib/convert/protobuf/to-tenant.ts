@@ -8,33 +8,17 @@ import { isBuiltinGroup, type KindRow } from '../kinds.ts';
 import { PREFIX_LENGTH, TENANT_LABEL, toTenantName, type TenantId } from '../prefix.ts';
 import {
   AFFINITY_TERMS,
-  EMPTY,
   EPHEMERAL_CLAIM_TEMPLATES,
   LABEL_SELECTOR,
   MANAGED_FIELDS_API_VERSION,
   META,
-  MessageEdit,
   NAMESPACE_NAME_LABEL_BYTES,
   OWNER,
   SKELETON_ROWS,
   TEMPLATES,
   TENANT_LABEL_BYTES,
   TERM,
-  parseEnvelope,
-  readSkeleton,
-  readStrings,
-  rewriteAt,
-  stringEntry,
-  wireKeyed,
-  wireMap,
-  wireMessage,
-  wireMessages,
-  wireString,
-  wireStrings,
-  writeSkeleton,
-  writeStrings,
   type ProtobufTemplates,
-  type WireSchema,
 } from './to-upstream.ts';
 import { ANOMALY, FieldScan, ForwardSearch, headSize, isAsciiRange, rangeEquals, rangeIncludes, SkipSearch, type Splices } from './splice.ts';
 import { LENGTH_DELIMITED, MAGIC } from './wire.ts';
@@ -47,6 +31,9 @@ import { ownerReferencesToTenant } from '../rules/references.ts';
 import { nameMappingOfKind } from '../rules/referents.ts';
 import type { ConvertContext, Json, KindRule } from '../rules/rule.ts';
 import { statusToTenant, stripTenantPrefixes, type StatusScope } from '../status.ts';
+import { EMPTY, MessageEdit, readStrings, rewriteAt, stringEntry, writeStrings } from './message-edit.ts';
+import { parseEnvelope } from './envelope.ts';
+import { readSkeleton, wireKeyed, wireMap, wireMessage, wireMessages, wireString, wireStrings, writeSkeleton, type WireSchema } from './skeleton.ts';
 
 // ---- judging: an object found not to be the tenant's anywhere deep in it ----
 

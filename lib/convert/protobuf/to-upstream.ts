@@ -7,7 +7,6 @@
 // test; every other byte is copied as it came. A kind or version without known field numbers is refused (415: send JSON).
 // Never lets a field it interprets through in a form the apiserver could read differently: duplicated singular fields,
 // unexpected wire types, groups and out-of-range field numbers on the way are refused (400).
-import { isDeepStrictEqual } from 'node:util';
 import { accessRefusal, carriesTenantLabel, isTenantCrdGroup, isWholeObjectSubresource, type KindRow, type RuleName, type Scope } from '../kinds.ts';
 import { TENANT_LABEL, toUpstreamName, type TenantId } from '../prefix.ts';
 import { apiVersionToUpstream, groupOfApiVersion } from '../rules/api-groups.ts';
@@ -17,7 +16,6 @@ import { INGRESS_CLASS_ANNOTATION, type DefaultClass } from '../rules/class-defa
 import { crd } from '../rules/crd.ts';
 import { endpoints, endpointSlice } from '../rules/endpoints.ts';
 import { event } from '../rules/events.ts';
-import { isObject } from '../rules/json.ts';
 import { NAMESPACE_NAME_LABEL } from '../rules/label-selectors.ts';
 import { checkNameFits, checkNamespaceFits, nameMappingOfRow, nameToUpstream, namespaceToUpstream } from '../rules/names.ts';
 import { aggregationKeyToUpstream, binding, clusterBinding, policyRuleToUpstream } from '../rules/rbac.ts';
@@ -28,17 +26,23 @@ import { selfSubjectAccessReview, selfSubjectRulesReview, subjectAccessReview } 
 import { priorityClassNameToUpstream, refusePodPriorityClass } from '../rules/priority-classes.ts';
 import { persistentVolume, persistentVolumeClaim } from '../rules/storage.ts';
 import type { ConvertContext, Json, KindRule } from '../rules/rule.ts';
-import { badRequest, StatusError, unsupportedMediaType } from '../../errors/status-error.ts';
-import { FIXED32, FIXED64, LENGTH_DELIMITED, MAGIC, malformed, pushVarint, utf8, VARINT, VARINT_CUT, VARINT_TOO_LONG, varintAt, varintEnd } from './wire.ts';
-
-export const PROTOBUF_MEDIA_TYPE = 'application/vnd.kubernetes.protobuf';
-
-/** True for a Content-Type of Kubernetes protobuf (parameters aside). */
-export function isProtobuf(contentType: string | undefined): boolean {
-  if (contentType === undefined) return false;
-  const semicolon = contentType.indexOf(';');
-  return (semicolon < 0 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase() === PROTOBUF_MEDIA_TYPE;
-}
+import { badRequest } from '../../errors/status-error.ts';
+import { MAGIC, unsupported } from './wire.ts';
+import { MessageEdit, EMPTY, stringEntry, readStrings, writeStrings, rewriteAt, type Step, writeRepeatedStrings } from './message-edit.ts';
+import {
+  type WireSchema,
+  readSkeleton,
+  writeSkeleton,
+  wireString,
+  wireMap,
+  wireMessages,
+  wireStrings,
+  wireMessage,
+  wireInline,
+  wireBytes,
+  wireKeyed,
+} from './skeleton.ts';
+import { parseEnvelope, type Envelope } from './envelope.ts';
 
 export interface ProtobufBodyOptions {
   /** The request's verb (create, update; delete and deletecollection carry DeleteOptions, passed on unchanged). */
@@ -65,294 +69,6 @@ export interface ProtobufBodyOptions {
   readonly defaultPlatformClass?: ConvertContext['defaultPlatformClass'];
   /** The tenant's own PriorityClasses beside the platform's (as ConvertContext.priorityClasses). */
   readonly priorityClasses?: ConvertContext['priorityClasses'];
-}
-
-// ---- wire format: varints and length-delimited fields; nothing else is ever interpreted ----
-
-export const EMPTY = Buffer.alloc(0);
-/** Larger field numbers would be truncated by the apiserver's int32 field number into another field. */
-const MAX_FIELD_NUMBER = 2 ** 29 - 1;
-
-function unsupported(what: string): StatusError {
-  return unsupportedMediaType(`tenantgate cannot convert ${what} sent as protobuf; send it as JSON (application/json)`);
-}
-
-export interface Field {
-  readonly number: number;
-  readonly wireType: number;
-  /** Offsets in the message: the whole field from its tag, and the payload of a length-delimited field. */
-  readonly start: number;
-  readonly valueStart: number;
-  readonly end: number;
-}
-
-/** The varint at `at.pos`, moving it past; a body whose varint is cut off or too long is a 400. */
-function readVarint(bytes: Buffer, at: { pos: number }, what: string): number {
-  const value = varintAt(bytes, at.pos, bytes.length);
-  if (value === VARINT_CUT) throw malformed(what, 'a varint is cut off');
-  if (value === VARINT_TOO_LONG) throw malformed(what, 'a varint is longer than 10 bytes');
-  at.pos = varintEnd;
-  return value;
-}
-
-export function parseFields(bytes: Buffer, what: string): Field[] {
-  const fields: Field[] = [];
-  const at = { pos: 0 };
-  const skip = (length: number) => {
-    if (length > bytes.length - at.pos) throw malformed(what, 'a field runs past the end of its message');
-    at.pos += length;
-  };
-  while (at.pos < bytes.length) {
-    const start = at.pos;
-    const tag = readVarint(bytes, at, what);
-    const number = Math.floor(tag / 8);
-    const wireType = tag % 8;
-    if (number < 1 || number > MAX_FIELD_NUMBER) throw malformed(what, `field number ${number} is out of range`);
-    let valueStart = at.pos;
-    if (wireType === VARINT) readVarint(bytes, at, what);
-    else if (wireType === FIXED64) skip(8);
-    else if (wireType === FIXED32) skip(4);
-    else if (wireType === LENGTH_DELIMITED) {
-      const length = readVarint(bytes, at, what);
-      valueStart = at.pos;
-      skip(length);
-    } else throw malformed(what, `field ${number} has wire type ${wireType}, which Kubernetes does not use`);
-    fields.push({ number, wireType, start, valueStart, end: at.pos });
-  }
-  return fields;
-}
-
-export function lengthDelimited(number: number, payload: Buffer): Buffer {
-  const head: number[] = [];
-  pushVarint(head, number * 8 + LENGTH_DELIMITED);
-  pushVarint(head, payload.length);
-  return Buffer.concat([Buffer.from(head), payload]);
-}
-
-/** A map<string, string> entry (labels, matchLabels): key = 1, value = 2. */
-export function stringEntry(key: string, value: string): Buffer {
-  return Buffer.concat([lengthDelimited(1, Buffer.from(key)), lengthDelimited(2, Buffer.from(value))]);
-}
-
-/** One message being rewritten: fields replaced, removed or added; every other field copied byte for byte. */
-export class MessageEdit {
-  readonly bytes: Buffer;
-  readonly what: string;
-  readonly fields: readonly Field[];
-  /** A replaced field's new bytes (its head and payload, or nothing when removed). */
-  private readonly replaced = new Map<Field, readonly Buffer[]>();
-  private readonly added: { number: number; bytes: readonly Buffer[] }[] = [];
-
-  constructor(bytes: Buffer, what: string) {
-    this.bytes = bytes;
-    this.what = what;
-    this.fields = parseFields(bytes, what);
-  }
-
-  /** Every occurrence of a length-delimited field (repeated and map fields). */
-  all(number: number, name: string): Field[] {
-    const found: Field[] = [];
-    for (const field of this.fields) {
-      if (field.number !== number) continue;
-      if (field.wireType !== LENGTH_DELIMITED) throw malformed(this.what, `${name} (field ${number}) has wire type ${field.wireType}`);
-      found.push(field);
-    }
-    return found;
-  }
-
-  /** The one occurrence of a singular length-delimited field, or undefined. */
-  single(number: number, name: string): Field | undefined {
-    let found: Field | undefined;
-    let count = 0;
-    for (const field of this.fields) {
-      if (field.number !== number) continue;
-      if (field.wireType !== LENGTH_DELIMITED) throw malformed(this.what, `${name} (field ${number}) has wire type ${field.wireType}`);
-      found ??= field;
-      count++;
-    }
-    if (count > 1) throw malformed(this.what, `${name} (field ${number}) appears ${count} times`);
-    return found;
-  }
-
-  payload(field: Field): Buffer {
-    return this.bytes.subarray(field.valueStart, field.end);
-  }
-
-  string(field: Field | undefined, name: string): string {
-    if (field === undefined) return '';
-    // Names are ASCII: read as latin1 (the same characters), far cheaper than a decoder call for a short string.
-    if (isAscii(this.bytes, field.valueStart, field.end)) return this.bytes.toString('latin1', field.valueStart, field.end);
-    try {
-      return utf8.decode(this.payload(field));
-    } catch {
-      throw malformed(this.what, `${name} is not valid UTF-8`);
-    }
-  }
-
-  /** A singular string field ('' when absent). */
-  stringOf(number: number, name: string): string {
-    return this.string(this.single(number, name), name);
-  }
-
-  replace(field: Field, payload: Buffer): void {
-    this.replaced.set(field, [fieldHead(field.number, payload.length), payload]);
-  }
-
-  /** Replaces a field's payload by `parts` in order (a sub-message's finishParts), without joining them. */
-  replaceParts(field: Field, parts: readonly Buffer[]): void {
-    let length = 0;
-    for (const part of parts) length += part.length;
-    this.replaced.set(field, [fieldHead(field.number, length), ...parts]);
-  }
-
-  replaceString(field: Field, value: string): void {
-    this.replace(field, Buffer.from(value));
-  }
-
-  /** Rewrites a field's payload; a rewrite that returns its argument changes nothing. */
-  rewrite(field: Field, rewrite: (payload: Buffer) => Buffer): void {
-    const payload = this.payload(field);
-    const result = rewrite(payload);
-    if (result !== payload) this.replace(field, result);
-  }
-
-  /** Puts a sub-message edited on its own back into its field, when it changed. */
-  replaceMessage(field: Field, message: MessageEdit): void {
-    const rewritten = message.finish();
-    if (rewritten !== message.bytes) this.replace(field, rewritten);
-  }
-
-  remove(field: Field): void {
-    this.replaced.set(field, []);
-  }
-
-  /** Replaces every occurrence of a repeated field by `payloads`, written where the first was (added when none was). */
-  replaceAll(fields: readonly Field[], number: number, payloads: readonly Buffer[]): void {
-    const [first, ...rest] = fields;
-    if (first === undefined) {
-      for (const payload of payloads) this.add(number, payload);
-      return;
-    }
-    this.replaced.set(
-      first,
-      payloads.flatMap((payload) => [fieldHead(number, payload.length), payload]),
-    );
-    for (const field of rest) this.remove(field);
-  }
-
-  /** Adds a field before the first one with a higher number (after its kind, as encoders order them). */
-  add(number: number, payload: Buffer): void {
-    this.added.push({ number, bytes: [fieldHead(number, payload.length), payload] });
-  }
-
-  /** Whether anything was replaced, removed or added. */
-  get changed(): boolean {
-    return this.replaced.size > 0 || this.added.length > 0;
-  }
-
-  /**
-   * The rewritten message as pieces, in order (runs of unchanged fields as one slice of the original): for a caller
-   * that writes them on without joining them first. The original bytes alone when nothing changed.
-   */
-  finishParts(): Buffer[] {
-    if (!this.changed) return [this.bytes];
-    const added = this.added.length < 2 ? this.added : [...this.added].sort((a, b) => a.number - b.number);
-    const parts: Buffer[] = [];
-    let next = 0;
-    /** Start of the run of unchanged fields not yet pushed, or -1. */
-    let runStart = -1;
-    let runEnd = 0;
-    const flushRun = () => {
-      if (runStart >= 0) parts.push(this.bytes.subarray(runStart, runEnd));
-      runStart = -1;
-    };
-    for (const field of this.fields) {
-      while (next < added.length && added[next]!.number < field.number) {
-        flushRun();
-        parts.push(...added[next++]!.bytes);
-      }
-      const replacement = this.replaced.get(field);
-      if (replacement === undefined) {
-        if (runStart < 0) runStart = field.start;
-        runEnd = field.end;
-        continue;
-      }
-      flushRun();
-      parts.push(...replacement);
-    }
-    flushRun();
-    while (next < added.length) parts.push(...added[next++]!.bytes);
-    return parts;
-  }
-
-  /** The rewritten message; the very same Buffer when nothing changed. */
-  finish(): Buffer {
-    if (!this.changed) return this.bytes;
-    return Buffer.concat(this.finishParts());
-  }
-}
-
-function isAscii(bytes: Buffer, from: number, to: number): boolean {
-  for (let i = from; i < to; i++) if (bytes[i]! >= 0x80) return false;
-  return true;
-}
-
-/** A length-delimited field's tag and length. */
-function fieldHead(number: number, length: number): Buffer {
-  const head: number[] = [];
-  pushVarint(head, number * 8 + LENGTH_DELIMITED);
-  pushVarint(head, length);
-  return Buffer.from(head);
-}
-
-/** The singular string fields `numbers` of a message, by name ('' when absent): a JSON object for a JSON rule to map. */
-export function readStrings<K extends string>(edit: MessageEdit, numbers: Readonly<Record<K, number>>): Record<K, string> {
-  const values = {} as Record<K, string>;
-  for (const key of Object.keys(numbers) as K[]) values[key] = edit.stringOf(numbers[key], key);
-  return values;
-}
-
-/** Writes back the string fields a JSON rule changed in `after` (a field absent before is added). */
-export function writeStrings<K extends string>(edit: MessageEdit, numbers: Readonly<Record<K, number>>, before: Record<K, string>, after: Json): void {
-  for (const key of Object.keys(numbers) as K[]) {
-    const value = after[key];
-    if (typeof value !== 'string' || value === before[key]) continue;
-    const field = edit.single(numbers[key], key);
-    if (field === undefined) edit.add(numbers[key], Buffer.from(value));
-    else edit.replaceString(field, value);
-  }
-}
-
-/** Sets a repeated string field to `values`: element by element when the count is kept, else all rewritten in order. */
-function writeRepeatedStrings(edit: MessageEdit, number: number, fields: readonly Field[], values: readonly string[]): void {
-  if (values.length !== fields.length) {
-    edit.replaceAll(
-      fields,
-      number,
-      values.map((value) => Buffer.from(value)),
-    );
-    return;
-  }
-  fields.forEach((field, i) => {
-    if (edit.string(field, `field ${number}`) !== values[i]) edit.replaceString(field, values[i]!);
-  });
-}
-
-/** A step of a field path: a field number, or '*' after a repeated field's number (every element). */
-export type Step = number | '*';
-
-/** Rewrites every message found at `path` (length-delimited fields all the way); absent steps are skipped. */
-export function rewriteAt(bytes: Buffer, path: readonly Step[], what: string, visit: (message: Buffer) => Buffer, from = 0): Buffer {
-  if (from === path.length) return visit(bytes);
-  const number = path[from] as number;
-  const repeated = path[from + 1] === '*';
-  const edit = new MessageEdit(bytes, what);
-  const name = `field ${path.slice(0, from + 1).join('.')}`;
-  const fields = repeated ? edit.all(number, name) : [edit.single(number, name)];
-  for (const field of fields) {
-    if (field !== undefined) edit.rewrite(field, (payload) => rewriteAt(payload, path, what, visit, from + (repeated ? 2 : 1)));
-  }
-  return edit.finish();
 }
 
 // ---- labels and ObjectMeta ----
@@ -871,204 +587,6 @@ function rulesReviewToUpstreamWire(object: Buffer, conversion: Conversion): Buff
 /** TokenReview (spec = 2: token = 1, audiences = 2) and SelfSubjectReview (no spec): the JSON rules map nothing but metadata. */
 const metadataOnly = (object: Buffer): Buffer => object;
 
-// ---- every other field a JSON rule maps: read at its field numbers into a JSON skeleton, mapped by the rule, written back ----
-
-/**
- * One field a JSON rule reads or writes: a string, repeated strings, a map<string, string>, one message or repeated
- * ones; or bytes a rule only reads (base64 in the skeleton, as in JSON); or a map<string, message> whose keys a rule
- * maps and whose values it only carries (`keyed`: each value's bytes, base64, in the skeleton).
- */
-export type WireField =
-  | { readonly number: number; readonly type: 'string' | 'strings' | 'map' | 'keyed' | 'bytes' }
-  | { readonly number: number; readonly type: 'message' | 'messages'; readonly schema: WireSchema; readonly inline?: true };
-/** A message's fields that a JSON rule reads or writes, by JSON name; an inline message's fields sit in its parent's JSON (`json:",inline"`). */
-export type WireSchema = { readonly [jsonName: string]: WireField };
-
-export const wireString = (number: number): WireField => ({ number, type: 'string' });
-export const wireStrings = (number: number): WireField => ({ number, type: 'strings' });
-export const wireBytes = (number: number): WireField => ({ number, type: 'bytes' });
-export const wireMap = (number: number): WireField => ({ number, type: 'map' });
-export const wireKeyed = (number: number): WireField => ({ number, type: 'keyed' });
-export const wireMessage = (number: number, schema: WireSchema): WireField => ({ number, type: 'message', schema });
-export const wireMessages = (number: number, schema: WireSchema): WireField => ({ number, type: 'messages', schema });
-export const wireInline = (number: number, schema: WireSchema): WireField => ({ number, type: 'message', schema, inline: true });
-
-const jsonNamesBySchema = new WeakMap<WireSchema, readonly string[]>();
-const fieldsBySchema = new WeakMap<WireSchema, readonly (readonly [string, WireField])[]>();
-
-/** A schema's fields as a list, made once per schema rather than on every message of every body. */
-function fieldsOf(schema: WireSchema): readonly (readonly [string, WireField])[] {
-  let fields = fieldsBySchema.get(schema);
-  if (fields === undefined) {
-    fields = Object.entries(schema);
-    fieldsBySchema.set(schema, fields);
-  }
-  return fields;
-}
-
-/** The JSON names a schema reads, an inline message's included (computed once per schema: every body asks). */
-function jsonNamesOf(schema: WireSchema): readonly string[] {
-  let names = jsonNamesBySchema.get(schema);
-  if (names === undefined) {
-    names = fieldsOf(schema).flatMap(([name, field]) => (field.type === 'message' && field.inline === true ? jsonNamesOf(field.schema) : [name]));
-    jsonNamesBySchema.set(schema, names);
-  }
-  return names;
-}
-
-const stringValue = (entry: MessageEdit): string => entry.stringOf(2, 'value');
-/** A message value's bytes, base64 (an absent value is an empty message, as in Go's generated Unmarshal). */
-function messageValue(entry: MessageEdit): string {
-  const found = entry.single(2, 'value');
-  return found === undefined ? '' : entry.payload(found).toString('base64');
-}
-
-function readStringMap(edit: MessageEdit, fields: readonly Field[], name: string, valueOf = stringValue): Json {
-  const map: Json = {};
-  for (const field of fields) {
-    const entry = new MessageEdit(edit.payload(field), `${edit.what}.${name}`);
-    const key = entry.stringOf(1, 'key');
-    // No label key or resource name starts with '_'; this one would set the object's prototype instead of an entry.
-    if (key === '__proto__') throw malformed(entry.what, 'a map key is "__proto__"');
-    // A later entry wins, as in Go's generated Unmarshal.
-    map[key] = valueOf(entry);
-  }
-  return map;
-}
-
-const keyedEntry = (key: string, value: string): Buffer =>
-  Buffer.concat([lengthDelimited(1, Buffer.from(key)), lengthDelimited(2, Buffer.from(value, 'base64'))]);
-
-/** The fields of `schema` found in a message, as JSON (absent fields stay absent). */
-export function readSkeleton(bytes: Buffer, schema: WireSchema, what: string, into: Json = {}): Json {
-  const edit = new MessageEdit(bytes, what);
-  for (const [name, field] of fieldsOf(schema)) {
-    if (field.type === 'string') {
-      const found = edit.single(field.number, name);
-      if (found !== undefined) into[name] = edit.string(found, name);
-    } else if (field.type === 'bytes') {
-      const found = edit.single(field.number, name);
-      if (found !== undefined) into[name] = edit.payload(found).toString('base64');
-    } else if (field.type === 'message') {
-      const found = edit.single(field.number, name);
-      if (found === undefined) continue;
-      if (field.inline === true) readSkeleton(edit.payload(found), field.schema, what, into);
-      else into[name] = readSkeleton(edit.payload(found), field.schema, `${what}.${name}`);
-    } else {
-      const found = edit.all(field.number, name);
-      if (found.length === 0) continue;
-      if (field.type === 'strings') into[name] = found.map((item) => edit.string(item, name));
-      else if (field.type === 'map') into[name] = readStringMap(edit, found, name);
-      else if (field.type === 'keyed') into[name] = readStringMap(edit, found, name, messageValue);
-      else if (field.type === 'messages') {
-        const { schema: itemSchema } = field;
-        into[name] = found.map((item) => readSkeleton(edit.payload(item), itemSchema, `${what}.${name}`));
-      }
-    }
-  }
-  return into;
-}
-
-/** A rule's output the schema cannot write: refused rather than sent without what the rule meant. */
-function unwritable(what: string): StatusError {
-  return unsupported(`${what} as its conversion rule writes it`);
-}
-
-function checkJsonNames(json: Json, schema: WireSchema, what: string): void {
-  const names = jsonNamesOf(schema);
-  for (const key in json) if (!names.includes(key)) throw unwritable(`${what}.${key}`);
-}
-
-const hasAnyOf = (json: Json, schema: WireSchema) => jsonNamesOf(schema).some((name) => json[name] !== undefined);
-
-/** A message made from a skeleton alone (a selector the rule created), fields in number order. */
-function encodeSkeleton(schema: WireSchema, json: Json, what: string, inline = false): Buffer {
-  if (!inline) checkJsonNames(json, schema, what);
-  const parts: { number: number; bytes: Buffer }[] = [];
-  const push = (number: number, payload: Buffer) => parts.push({ number, bytes: lengthDelimited(number, payload) });
-  for (const [name, field] of fieldsOf(schema)) {
-    const value = field.type === 'message' && field.inline === true ? json : json[name];
-    if (value === undefined) continue;
-    if (field.type === 'string' && typeof value === 'string') push(field.number, Buffer.from(value));
-    else if (field.type === 'bytes' && typeof value === 'string') push(field.number, Buffer.from(value, 'base64'));
-    else if (field.type === 'strings' && Array.isArray(value) && value.every((item) => typeof item === 'string'))
-      for (const item of value) push(field.number, Buffer.from(item));
-    else if (field.type === 'map' && isObject(value) && Object.values(value).every((item) => typeof item === 'string')) {
-      for (const [key, item] of Object.entries(value)) push(field.number, stringEntry(key, item as string));
-    } else if (field.type === 'keyed' && isObject(value) && Object.values(value).every((item) => typeof item === 'string')) {
-      for (const [key, item] of Object.entries(value)) push(field.number, keyedEntry(key, item as string));
-    } else if (field.type === 'message' && field.inline === true) {
-      if (hasAnyOf(json, field.schema)) push(field.number, encodeSkeleton(field.schema, json, what, true));
-    } else if (field.type === 'message' && isObject(value)) push(field.number, encodeSkeleton(field.schema, value, `${what}.${name}`));
-    else if (field.type === 'messages' && Array.isArray(value) && value.every(isObject))
-      for (const item of value) push(field.number, encodeSkeleton(field.schema, item, `${what}.${name}`));
-    else throw unwritable(`${what}.${name}`);
-  }
-  return Buffer.concat(parts.sort((a, b) => a.number - b.number).map((part) => part.bytes));
-}
-
-/**
- * Writes back what a rule changed in a skeleton read by readSkeleton from the same bytes: changed strings replaced in
- * place, created messages added, removed fields dropped; every field outside the schema copied byte for byte.
- */
-export function writeSkeleton(bytes: Buffer, schema: WireSchema, json: Json, what: string, inline = false): Buffer {
-  if (!inline) checkJsonNames(json, schema, what);
-  const edit = new MessageEdit(bytes, what);
-  for (const [name, field] of fieldsOf(schema)) {
-    if (field.type === 'message') {
-      const found = edit.single(field.number, name);
-      const value = field.inline === true ? (hasAnyOf(json, field.schema) ? json : undefined) : json[name];
-      const path = field.inline === true ? what : `${what}.${name}`;
-      if (value === undefined) {
-        if (found !== undefined && field.inline !== true) edit.remove(found);
-      } else if (!isObject(value)) throw unwritable(path);
-      else if (found === undefined) edit.add(field.number, encodeSkeleton(field.schema, value, path, field.inline));
-      else edit.rewrite(found, (payload) => writeSkeleton(payload, field.schema, value, path, field.inline));
-      continue;
-    }
-    const value = json[name];
-    if (field.type === 'string') {
-      const found = edit.single(field.number, name);
-      if (value === undefined) {
-        if (found !== undefined) edit.remove(found);
-      } else if (typeof value !== 'string') throw unwritable(`${what}.${name}`);
-      else if (found === undefined) edit.add(field.number, Buffer.from(value));
-      else if (edit.string(found, name) !== value) edit.replaceString(found, value);
-      continue;
-    }
-    if (field.type === 'bytes') {
-      // Read-only: a rule that changed them cannot be followed.
-      const found = edit.single(field.number, name);
-      if (value !== (found === undefined ? undefined : edit.payload(found).toString('base64'))) throw unwritable(`${what}.${name}`);
-      continue;
-    }
-    const found = edit.all(field.number, name);
-    if (field.type === 'strings') {
-      const values = value === undefined ? [] : value;
-      if (!Array.isArray(values) || !values.every((item) => typeof item === 'string')) throw unwritable(`${what}.${name}`);
-      writeRepeatedStrings(edit, field.number, found, values);
-    } else if (field.type === 'map' || field.type === 'keyed') {
-      const map = value === undefined ? {} : value;
-      if (!isObject(map) || !Object.values(map).every((item) => typeof item === 'string')) throw unwritable(`${what}.${name}`);
-      const [valueOf, entryOf] = field.type === 'map' ? [stringValue, stringEntry] : [messageValue, keyedEntry];
-      if (!isDeepStrictEqual(readStringMap(edit, found, name, valueOf), map)) {
-        edit.replaceAll(
-          found,
-          field.number,
-          Object.entries(map).map(([key, item]) => entryOf(key, item as string)),
-        );
-      }
-    } else if (field.type === 'messages') {
-      const items = value === undefined ? [] : value;
-      const { schema: itemSchema } = field;
-      // toUpstream rules map elements, never add or drop them.
-      if (!Array.isArray(items) || items.length !== found.length || !items.every(isObject)) throw unwritable(`${what}.${name}`);
-      found.forEach((item, i) => edit.rewrite(item, (payload) => writeSkeleton(payload, itemSchema, items[i] as Json, `${what}.${name}`)));
-    }
-  }
-  return edit.finish();
-}
-
 /** A kind whose JSON rule maps the fields of `schema` (from the object's own message): read, mapped, written back. */
 const skeletonToUpstreamWire =
   (rule: KindRule, schema: WireSchema) =>
@@ -1285,35 +803,6 @@ function protobufKindOf(row: KindRow): ProtobufKind | undefined {
   const templates = TEMPLATE_RULES.has(row.rule) ? TEMPLATES.get(`${row.group}/${row.kind}`) : undefined;
   if (templates === undefined) throw unsupported(`${kindName(row)} objects`);
   return { apiVersion: templates.apiVersion, toUpstream: (object, conversion) => templatesToUpstream(object, templates, conversion) };
-}
-
-// ---- the envelope: `k8s\0` + runtime.Unknown { typeMeta = 1 { apiVersion = 1, kind = 2 }, raw = 2, contentEncoding = 3, contentType = 4 } ----
-
-export interface Envelope {
-  readonly edit: MessageEdit;
-  readonly apiVersion: string;
-  readonly kind: string;
-  readonly rawField: Field | undefined;
-}
-
-export function parseEnvelope(body: Buffer): Envelope {
-  if (body.length < MAGIC.length || !body.subarray(0, MAGIC.length).equals(MAGIC)) {
-    throw badRequest('the request body is not Kubernetes protobuf: it does not start with "k8s\\x00"');
-  }
-  if (body.length === MAGIC.length) throw malformed('envelope', 'the body is empty');
-  const edit = new MessageEdit(body.subarray(MAGIC.length), 'envelope');
-  const typeMetaField = edit.single(1, 'typeMeta');
-  const typeMeta = new MessageEdit(typeMetaField === undefined ? EMPTY : edit.payload(typeMetaField), 'typeMeta');
-  const rawField = edit.single(2, 'raw');
-  if (edit.stringOf(3, 'contentEncoding') !== '') throw unsupported('a body with a contentEncoding');
-  edit.single(4, 'contentType');
-  return { edit, apiVersion: typeMeta.stringOf(1, 'apiVersion'), kind: typeMeta.stringOf(2, 'kind'), rawField };
-}
-
-/** The envelope's apiVersion and kind, and the object's own bytes (empty when absent), for decoders of whole objects. */
-export function protobufEnvelope(body: Buffer): { apiVersion: string; kind: string; raw: Buffer } {
-  const { edit, apiVersion, kind, rawField } = parseEnvelope(body);
-  return { apiVersion, kind, raw: rawField === undefined ? EMPTY : edit.payload(rawField) };
 }
 
 /** The apiserver decodes the object as the kind its envelope names: it must be the kind of the resource. */
