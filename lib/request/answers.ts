@@ -10,7 +10,6 @@ import { aggregatedDiscoveryToTenant, discoveryToTenant } from '../convert/disco
 import { isTenantCrdGroup, isWholeObjectSubresource } from '../convert/kinds.ts';
 import { openapiGroupDocToTenant, openapiIndexToTenant } from '../convert/openapi.ts';
 import { partialObjectMetadataListToProtobuf, partialObjectMetadataToProtobuf, PARTIAL_METADATA_GROUP_VERSION } from '../convert/protobuf/partial-metadata.ts';
-import { META } from '../convert/protobuf/to-upstream.ts';
 import { protobufEmptyList, type ListMetaJson } from '../convert/protobuf/made.ts';
 import { fromUpstream, protobufBodyToTenant, protobufStatusToTenant } from '../convert/protobuf/to-tenant.ts';
 import { upstreamResourceTarget } from '../convert/request.ts';
@@ -44,6 +43,7 @@ import { readBody, tenantStatusError } from './read-body.ts';
 import type { TenantConversions } from './tenant-conversions.ts';
 import { isProtobuf, protobufEnvelope, PROTOBUF_MEDIA_TYPE } from '../convert/protobuf/envelope.ts';
 import { MessageEdit } from '../convert/protobuf/message-edit.ts';
+import { META } from '../convert/protobuf/object-meta.ts';
 
 /** Whole answers are converted in memory: past this, the upstream's answer is refused rather than held. */
 const MAX_RESPONSE_BODY_BYTES = 64 * 1024 * 1024;

@@ -18,7 +18,6 @@ import {
 } from '../../lib/convert/protobuf/to-tenant.ts';
 import { Output, Splices } from '../../lib/convert/protobuf/splice.ts';
 import { ProtobufListToTenant, ProtobufWatchToTenant, protobufListToTenant, protobufWatchEventToTenant } from '../../lib/convert/protobuf/streams.ts';
-import { TEMPLATES, WIRE_SCHEMAS } from '../../lib/convert/protobuf/to-upstream.ts';
 import { objectToTenant, objectToUpstream, type ConvertContext } from '../../lib/convert/rules/index.ts';
 import { statusToTenant } from '../../lib/convert/status.ts';
 import { StatusError } from '../../lib/errors/status-error.ts';
@@ -37,6 +36,8 @@ import {
   type ProtoMessages,
 } from '../helpers/k8s-proto.ts';
 import { feedInPieces } from '../helpers/scan-in-pieces.ts';
+import { TEMPLATES } from '../../lib/convert/protobuf/pod-spec.ts';
+import { WIRE_SCHEMAS } from '../../lib/convert/protobuf/kind-schemas.ts';
 
 const TENANT = 'abc123';
 const OTHER = 'zzz999';

@@ -2,7 +2,6 @@
 // object (to-tenant.ts). Never emits a byte of an item or event before the whole of it has been judged.
 import { badGateway, type StatusError } from '../../errors/status-error.ts';
 import type { KindRow } from '../kinds.ts';
-import { META } from './to-upstream.ts';
 import {
   bodyPartsToTenant,
   CAREFUL_PATH,
@@ -23,6 +22,7 @@ import type { ConvertContext } from '../rules/rule.ts';
 import type { StatusScope } from '../status.ts';
 import { EMPTY, MessageEdit } from './message-edit.ts';
 import { parseEnvelope } from './envelope.ts';
+import { META } from './object-meta.ts';
 
 // ---- lists, fed in chunks ----
 

@@ -6,20 +6,6 @@ import { priorityClassNameToTenant } from '../rules/priority-classes.ts';
 import { badGateway, StatusError } from '../../errors/status-error.ts';
 import { isBuiltinGroup, type KindRow } from '../kinds.ts';
 import { PREFIX_LENGTH, TENANT_LABEL, toTenantName, type TenantId } from '../prefix.ts';
-import {
-  AFFINITY_TERMS,
-  EPHEMERAL_CLAIM_TEMPLATES,
-  LABEL_SELECTOR,
-  MANAGED_FIELDS_API_VERSION,
-  META,
-  NAMESPACE_NAME_LABEL_BYTES,
-  OWNER,
-  SKELETON_ROWS,
-  TEMPLATES,
-  TENANT_LABEL_BYTES,
-  TERM,
-  type ProtobufTemplates,
-} from './to-upstream.ts';
 import { ANOMALY, FieldScan, ForwardSearch, headSize, isAsciiRange, rangeEquals, rangeIncludes, SkipSearch, type Splices } from './splice.ts';
 import { LENGTH_DELIMITED, MAGIC } from './wire.ts';
 import { RULES } from '../rules/index.ts';
@@ -34,6 +20,9 @@ import { statusToTenant, stripTenantPrefixes, type StatusScope } from '../status
 import { EMPTY, MessageEdit, readStrings, rewriteAt, stringEntry, writeStrings } from './message-edit.ts';
 import { parseEnvelope } from './envelope.ts';
 import { readSkeleton, wireKeyed, wireMap, wireMessage, wireMessages, wireString, wireStrings, writeSkeleton, type WireSchema } from './skeleton.ts';
+import { AFFINITY_TERMS, EPHEMERAL_CLAIM_TEMPLATES, TEMPLATES, TERM, type ProtobufTemplates } from './pod-spec.ts';
+import { LABEL_SELECTOR, SKELETON_ROWS } from './kind-schemas.ts';
+import { MANAGED_FIELDS_API_VERSION, META, NAMESPACE_NAME_LABEL_BYTES, OWNER, TENANT_LABEL_BYTES } from './object-meta.ts';
 
 // ---- judging: an object found not to be the tenant's anywhere deep in it ----
 

@@ -1,0 +1,72 @@
+// The tenant's default classes filled into a protobuf request body that names none, as rules/class-defaults.ts fills
+// them in JSON: priority and runtime classes of pod specs, storage classes of claims, an Ingress's class. Never
+// replaces a class the object names.
+import type { KindRow } from '../kinds.ts';
+import { INGRESS_CLASS_ANNOTATION, type DefaultClass } from '../rules/class-defaults.ts';
+import { MessageEdit, rewriteAt, type Step } from './message-edit.ts';
+import { EPHEMERAL_CLAIM_TEMPLATES, TEMPLATE_RULES, TEMPLATES } from './pod-spec.ts';
+
+// ---- the tenant's default classes, as rules/class-defaults.ts fills them ----
+
+/** PodSpec: priorityClassName = 24 (a plain string: empty is unset), runtimeClassName = 29 (optional: absent is unset). */
+const POD_SPEC_CLASS = { priorityClassName: 24, runtimeClassName: 29 } as const;
+/** PersistentVolumeClaimSpec.storageClassName = 5 (optional); a claim and a claim template hold their spec at 2. */
+const CLAIM_STORAGE_CLASS = 5;
+/** Claim specs by `<group>/<kind>` besides pod specs' ephemeral volumes: a PVC's own, a StatefulSet's volumeClaimTemplates = 4. */
+const CLAIM_SPECS: ReadonlyMap<string, readonly (readonly Step[])[]> = new Map([
+  ['/PersistentVolumeClaim', [[2]]],
+  ['apps/StatefulSet', [[2, 4, '*', 2]]],
+]);
+/** Ingress: metadata = 1 → annotations = 12; spec = 2 → IngressSpec.ingressClassName = 4 (optional). */
+const INGRESS = { annotations: 12, spec: 2, ingressClassName: 4 } as const;
+const INGRESS_CLASS_ANNOTATION_BYTES = Buffer.from(INGRESS_CLASS_ANNOTATION);
+
+/** Sets a string field to `value` when unset (absent; `orEmpty`: empty too). */
+function fillString(edit: MessageEdit, number: number, name: string, value: string | undefined, orEmpty: boolean): void {
+  if (value === undefined) return;
+  const field = edit.single(number, name);
+  if (field === undefined) edit.add(number, Buffer.from(value));
+  else if (orEmpty && field.end === field.valueStart) edit.replaceString(field, value);
+}
+
+function claimSpecDefaultsWire(spec: Buffer, defaultClass: DefaultClass): Buffer {
+  const edit = new MessageEdit(spec, 'claim spec');
+  fillString(edit, CLAIM_STORAGE_CLASS, 'storageClassName', defaultClass('storageclasses'), false);
+  return edit.finish();
+}
+
+function podSpecDefaultsWire(spec: Buffer, defaultClass: DefaultClass): Buffer {
+  const edit = new MessageEdit(spec, 'pod spec');
+  fillString(edit, POD_SPEC_CLASS.priorityClassName, 'priorityClassName', defaultClass('priorityclasses'), true);
+  fillString(edit, POD_SPEC_CLASS.runtimeClassName, 'runtimeClassName', defaultClass('runtimeclasses'), false);
+  return rewriteAt(edit.finish(), [...EPHEMERAL_CLAIM_TEMPLATES, 2], 'pod spec', (claim) => claimSpecDefaultsWire(claim, defaultClass));
+}
+
+/** Whether an Ingress's metadata names its class by the older annotation. */
+function namesIngressClassByAnnotation(object: Buffer): boolean {
+  const meta = new MessageEdit(object, 'ingress').single(1, 'metadata');
+  if (meta === undefined) return false;
+  const edit = new MessageEdit(object.subarray(meta.valueStart, meta.end), 'metadata');
+  return edit.all(INGRESS.annotations, 'annotations').some((entry) => {
+    const key = new MessageEdit(edit.payload(entry), 'metadata.annotations').single(1, 'key');
+    return key !== undefined && edit.payload(entry).subarray(key.valueStart, key.end).equals(INGRESS_CLASS_ANNOTATION_BYTES);
+  });
+}
+
+/** The whole object with the tenant's default classes filled in where it names none (rules/class-defaults.ts). */
+export function classDefaultsToUpstreamWire(object: Buffer, row: KindRow, defaultClass: DefaultClass): Buffer {
+  const key = `${row.group}/${row.kind}`;
+  let result = object;
+  const templates = TEMPLATE_RULES.has(row.rule) ? TEMPLATES.get(key) : undefined;
+  for (const path of templates?.podSpecs ?? []) result = rewriteAt(result, path, 'object', (spec) => podSpecDefaultsWire(spec, defaultClass));
+  for (const path of CLAIM_SPECS.get(key) ?? []) result = rewriteAt(result, path, 'object', (spec) => claimSpecDefaultsWire(spec, defaultClass));
+  if (key === 'networking.k8s.io/Ingress' && !namesIngressClassByAnnotation(result)) {
+    const ingressClass = defaultClass('ingressclasses');
+    result = rewriteAt(result, [INGRESS.spec], 'object', (spec) => {
+      const edit = new MessageEdit(spec, 'ingress spec');
+      fillString(edit, INGRESS.ingressClassName, 'ingressClassName', ingressClass, false);
+      return edit.finish();
+    });
+  }
+  return result;
+}
