@@ -11,7 +11,7 @@ import { isTenantCrdGroup, isWholeObjectSubresource } from '../convert/kinds.ts'
 import { openapiGroupDocToTenant, openapiIndexToTenant } from '../convert/openapi.ts';
 import { partialObjectMetadataListToProtobuf, partialObjectMetadataToProtobuf, PARTIAL_METADATA_GROUP_VERSION } from '../convert/protobuf/partial-metadata.ts';
 import { protobufEmptyList, type ListMetaJson } from '../convert/protobuf/made.ts';
-import { fromUpstream, protobufBodyToTenant, protobufStatusToTenant } from '../convert/protobuf/to-tenant.ts';
+import { protobufBodyToTenant, protobufStatusToTenant } from '../convert/protobuf/to-tenant.ts';
 import { upstreamResourceTarget } from '../convert/request.ts';
 import { apiVersionToTenant } from '../convert/rules/api-groups.ts';
 import { apiGroupToUpstream, namespaceToUpstream, objectToTenant, type ConvertContext } from '../convert/rules/index.ts';
@@ -44,6 +44,7 @@ import type { TenantConversions } from './tenant-conversions.ts';
 import { isProtobuf, protobufEnvelope, PROTOBUF_MEDIA_TYPE } from '../convert/protobuf/envelope.ts';
 import { MessageEdit } from '../convert/protobuf/message-edit.ts';
 import { META } from '../convert/protobuf/object-meta.ts';
+import { fromUpstream } from '../convert/protobuf/conversion.ts';
 
 /** Whole answers are converted in memory: past this, the upstream's answer is refused rather than held. */
 const MAX_RESPONSE_BODY_BYTES = 64 * 1024 * 1024;

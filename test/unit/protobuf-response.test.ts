@@ -5,13 +5,9 @@ import t from 'tap';
 import { kindOf, type KindRow } from '../../lib/convert/kinds.ts';
 import { TENANT_LABEL } from '../../lib/convert/prefix.ts';
 import {
-  CAREFUL_PATH,
-  NOT_THE_TENANTS_OBJECT,
   RESPONSE_SCHEMAS,
   STATUS_CONDITIONS,
-  fastViewOf,
   objectPartsToTenant,
-  objectSplices,
   protobufBodyToTenant,
   protobufResponseSupported,
   protobufStatusToTenant,
@@ -38,6 +34,7 @@ import {
 import { feedInPieces } from '../helpers/scan-in-pieces.ts';
 import { TEMPLATES } from '../../lib/convert/protobuf/pod-spec.ts';
 import { WIRE_SCHEMAS } from '../../lib/convert/protobuf/kind-schemas.ts';
+import { CAREFUL_PATH, NOT_THE_TENANTS_OBJECT, fastViewOf, objectSplices } from '../../lib/convert/protobuf/fast-view.ts';
 
 const TENANT = 'abc123';
 const OTHER = 'zzz999';

@@ -1,5 +1,8 @@
 // The fields each kind's JSON rule maps, at their numbers in generated.proto (checked by the unit tests): the skeletons
 // both directions read and write. Data only: never converts a byte itself.
+import type { KindRule } from '../rules/rule.ts';
+import { wireKeyed, wireMap, wireMessage, wireMessages, wireString, wireStrings, type WireSchema, wireInline, wireBytes } from './skeleton.ts';
+import { META } from './object-meta.ts';
 import { admissionPolicy, admissionPolicyBinding, webhookConfiguration } from '../rules/admission.ts';
 import { certificateSigningRequest } from '../rules/certificates.ts';
 import { crd } from '../rules/crd.ts';
@@ -8,9 +11,6 @@ import { event } from '../rules/events.ts';
 import { networkPolicy } from '../rules/network-policy.ts';
 import { resourceQuota } from '../rules/quota.ts';
 import { persistentVolume, persistentVolumeClaim } from '../rules/storage.ts';
-import type { KindRule } from '../rules/rule.ts';
-import { type WireSchema, wireString, wireMap, wireMessages, wireStrings, wireMessage, wireInline, wireBytes, wireKeyed } from './skeleton.ts';
-import { META } from './object-meta.ts';
 
 // Field numbers of k8s.io/api core/v1, discovery/v1, events/v1, networking/v1, admissionregistration/v1 and
 // apiextensions-apiserver apiextensions/v1 generated.proto (v0.36), for exactly the JSON paths the rules map.
@@ -35,7 +35,7 @@ const MATCH_RESOURCES: WireSchema = {
 /** admissionregistration/v1 MatchCondition and Variable: expression = 2. */
 const EXPRESSION_2: WireSchema = { expression: wireString(2) };
 /** ValidatingWebhook and MutatingWebhook: clientConfig = 2, rules = 3, namespaceSelector = 5; objectSelector 10 or 11; matchConditions 11 or 12. */
-const webhooks = (objectSelector: number, matchConditions: number): WireSchema => ({
+export const webhooks = (objectSelector: number, matchConditions: number): WireSchema => ({
   webhooks: wireMessages(2, {
     clientConfig: wireMessage(2, CLIENT_CONFIG),
     rules: wireMessages(3, RULE_WITH_OPERATIONS),
@@ -91,7 +91,7 @@ const CORE_EVENT: WireSchema = { involvedObject: wireMessage(2, OBJECT_REFERENCE
 /** events/v1 Event: regarding = 8, related = 9. */
 const EVENTS_EVENT: WireSchema = { regarding: wireMessage(8, OBJECT_REFERENCE), related: wireMessage(9, OBJECT_REFERENCE) };
 /** Endpoints subsets = 2 → addresses = 1, notReadyAddresses = 2 → EndpointAddress targetRef = 2. */
-const ENDPOINTS: WireSchema = {
+export const ENDPOINTS: WireSchema = {
   subsets: wireMessages(2, {
     addresses: wireMessages(1, { targetRef: wireMessage(2, OBJECT_REFERENCE) }),
     notReadyAddresses: wireMessages(2, { targetRef: wireMessage(2, OBJECT_REFERENCE) }),
@@ -182,3 +182,42 @@ export const SKELETON_ROWS: readonly (readonly [string, string, KindRule, WireSc
 export const WIRE_SCHEMAS: ReadonlyMap<string, { readonly apiVersion: string; readonly schema: WireSchema }> = new Map(
   SKELETON_ROWS.map(([key, apiVersion, , schema]) => [key, { apiVersion, schema }]),
 );
+
+// ---- what toTenant reads beyond toUpstream: the skeletons of answers ----
+
+/** rbac/v1 PolicyRule apiGroups = 2, resources = 3, resourceNames = 4; ClusterRole aggregationRule = 3 → clusterRoleSelectors = 1. */
+export const ROLE: WireSchema = {
+  metadata: wireMessage(1, { labels: wireMap(META.labels) }),
+  rules: wireMessages(2, { apiGroups: wireStrings(2), resources: wireStrings(3), resourceNames: wireStrings(4) }),
+};
+export const CLUSTER_ROLE: WireSchema = { ...ROLE, aggregationRule: wireMessage(3, { clusterRoleSelectors: wireMessages(1, LABEL_SELECTOR) }) };
+/** RoleBinding: subjects = 2 (kind = 1, apiGroup = 2, name = 3, namespace = 4), roleRef = 3 (apiGroup = 1, kind = 2, name = 3). */
+export const BINDING: WireSchema = {
+  metadata: wireMessage(1, { name: wireString(META.name) }),
+  subjects: wireMessages(2, { kind: wireString(1), apiGroup: wireString(2), name: wireString(3), namespace: wireString(4) }),
+  roleRef: wireMessage(3, { apiGroup: wireString(1), kind: wireString(2), name: wireString(3) }),
+};
+/** What toTenant reads beyond what toUpstream maps: event texts (core message = 4, events.k8s.io note = 10), a CSR's extra (spec = 2 → extra = 6). */
+export const TENANT_ONLY_FIELDS: ReadonlyMap<string, (schema: WireSchema) => WireSchema> = new Map<string, (schema: WireSchema) => WireSchema>([
+  ['/Event', (schema: WireSchema) => ({ ...schema, message: wireString(4) })],
+  ['events.k8s.io/Event', (schema: WireSchema) => ({ ...schema, note: wireString(10) })],
+  [
+    'certificates.k8s.io/CertificateSigningRequest',
+    (schema: WireSchema) => {
+      const spec = schema.spec!;
+      if (spec.type !== 'message') throw new TypeError('a CSR spec is a message');
+      return { ...schema, spec: wireMessage(spec.number, { ...spec.schema, extra: wireKeyed(6) }) };
+    },
+  ],
+]);
+
+/** meta/v1 Status: message = 3, details = 5 → name = 1, group = 2, kind = 3, causes = 4 (message = 2, field = 3). */
+export const STATUS: WireSchema = {
+  message: wireString(3),
+  details: wireMessage(5, {
+    name: wireString(1),
+    group: wireString(2),
+    kind: wireString(3),
+    causes: wireMessages(4, { message: wireString(2), field: wireString(3) }),
+  }),
+};

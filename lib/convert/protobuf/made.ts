@@ -2,12 +2,13 @@
 // merged from upstream pages (its head, its ListMeta, the pages' items converted one by one). Never writes a byte of
 // an upstream object the engine (to-tenant.ts) has not converted and judged the tenant's.
 import { encodeMessage, encodeObject } from './encode.ts';
-import { fromUpstream, objectPartsToTenant } from './to-tenant.ts';
+import { objectPartsToTenant } from './to-tenant.ts';
 import { ProtobufListReader, upstreamMalformed, type FieldHead } from './streams.ts';
 import { ProtobufWriter } from './writer.ts';
 import { LENGTH_DELIMITED, MAGIC, pushVarint } from './wire.ts';
 import type { Json } from '../rules/rule.ts';
 import { MessageEdit } from './message-edit.ts';
+import { fromUpstream } from './conversion.ts';
 
 // ---- writing: Status and ListMeta by the schema-driven encoder; the envelope of any kind's list by its writer
 

@@ -2,15 +2,20 @@
 // affinity terms' namespaces, ephemeral volume claim templates, the priority class. The request's rule, the answer's
 // rule and the fast path's test of when the answer's rule has work sit side by side on the same field numbers. Never
 // lets a pod name another tenant's namespaces or priority class.
+import { priorityClassNameToTenant, priorityClassNameToUpstream, refusePodPriorityClass } from '../rules/priority-classes.ts';
 import type { RuleName } from '../kinds.ts';
 import type { TenantId } from '../prefix.ts';
-import { namespaceToUpstream } from '../rules/names.ts';
-import { priorityClassNameToUpstream, refusePodPriorityClass } from '../rules/priority-classes.ts';
+import { ANOMALY, FieldScan, ForwardSearch, isAsciiRange, rangeIncludes } from './splice.ts';
+import { LENGTH_DELIMITED } from './wire.ts';
+import { namespaceSelectorToTenant } from '../rules/label-selectors.ts';
+import { namespaceToTenant, namespaceToUpstream } from '../rules/names.ts';
 import { MessageEdit, rewriteAt, type Step } from './message-edit.ts';
-import { NAMESPACE_NAME_LABEL_BYTES, forceTenantEntry, labelTemplate } from './object-meta.ts';
-import type { Conversion } from './conversion.ts';
+import { readSkeleton, writeSkeleton } from './skeleton.ts';
+import { LABEL_SELECTOR } from './kind-schemas.ts';
+import { META, NAMESPACE_NAME_LABEL_BYTES, forceTenantEntry, labelTemplate, removeTenantEntryWire } from './object-meta.ts';
+import { type Conversion, notTheTenants } from './conversion.ts';
 
-// ---- pod specs and templates (k8s.io/api core/v1, apps/v1, batch/v1 generated.proto) ----
+// ---- toward the upstream (k8s.io/api core/v1, apps/v1, batch/v1 generated.proto) ----
 
 /**
  * PodSpec.affinity = 18 → Affinity.podAffinity = 2 | podAntiAffinity = 3 → requiredDuringScheduling… = 1 (repeated
@@ -132,7 +137,7 @@ export const TEMPLATES: ReadonlyMap<string, ProtobufTemplates> = new Map([
 ]);
 
 /** Pod.spec = 2 → PodSpec.priorityClassName = 24. */
-const POD_SPEC = 2;
+export const POD_SPEC = 2;
 const PRIORITY_CLASS_NAME = 24;
 
 function refusePlatformPriorityWire(pod: Buffer, conversion: Conversion): void {
@@ -151,4 +156,140 @@ export function templatesToUpstream(object: Buffer, templates: ProtobufTemplates
   for (const path of templates.labelled) result = rewriteAt(result, path, 'object', (template) => labelTemplate(template, tenant, 'template'));
   for (const path of templates.podSpecs) result = rewriteAt(result, path, 'object', (spec) => podSpecToUpstream(spec, conversion));
   return result;
+}
+
+// ---- toward the tenant ----
+
+/** Removes the tenant label from a template's metadata (metadata = 1), and the metadata once nothing else is in it. */
+export function unlabelTemplate(template: Buffer, tenant: TenantId, what: string): Buffer {
+  const edit = new MessageEdit(template, what);
+  const meta = edit.single(1, 'metadata');
+  if (meta === undefined) return template;
+  const metaEdit = new MessageEdit(edit.payload(meta), `${what}.metadata`);
+  removeTenantEntryWire(metaEdit, META.labels, 'labels', tenant);
+  const rewritten = metaEdit.finish();
+  if (rewritten.length === 0) edit.remove(meta);
+  else if (rewritten !== metaEdit.bytes) edit.replace(meta, rewritten);
+  return edit.finish();
+}
+
+function namespaceSelectorToTenantWire(selector: Buffer, tenant: TenantId): Buffer {
+  const json = readSkeleton(selector, LABEL_SELECTOR, 'namespaceSelector');
+  if (!namespaceSelectorToTenant(json, tenant)) notTheTenants();
+  return writeSkeleton(selector, LABEL_SELECTOR, json, 'namespaceSelector');
+}
+
+function affinityTermToTenant(term: Buffer, tenant: TenantId): Buffer {
+  const edit = new MessageEdit(term, 'pod affinity term');
+  for (const field of edit.all(TERM.namespaces, 'namespaces')) {
+    const namespace = edit.string(field, 'namespaces');
+    const mine = namespaceToTenant(namespace, tenant) ?? notTheTenants();
+    if (mine !== namespace) edit.replaceString(field, mine);
+  }
+  const selector = edit.single(TERM.namespaceSelector, 'namespaceSelector');
+  if (selector !== undefined) edit.rewrite(selector, (payload) => namespaceSelectorToTenantWire(payload, tenant));
+  return edit.finish();
+}
+
+/** Paths below PodSpec.affinity (18) and below one Volume (volumes = 1): the spec is parsed once, not once per path. */
+const AFFINITY_TERMS_IN_AFFINITY = AFFINITY_TERMS.map((path) => path.slice(1));
+const EPHEMERAL_CLAIM_TEMPLATE_IN_VOLUME = EPHEMERAL_CLAIM_TEMPLATES.slice(2);
+/** The tag of PodSpec.affinity (18, length-delimited): a spec without these bytes has no affinity. */
+const AFFINITY_TAG = Buffer.from([(18 * 8 + LENGTH_DELIMITED) | 0x80, 1]);
+/** The tag of VolumeSource.ephemeral (29, length-delimited): a volume without these bytes has none. */
+const EPHEMERAL_TAG = Buffer.from([(29 * 8 + LENGTH_DELIMITED) | 0x80, 1]);
+
+/** The tag of PodSpec.priorityClassName (24, length-delimited): a spec without these bytes names no class. */
+const PRIORITY_CLASS_TAG = Buffer.from([(24 * 8 + LENGTH_DELIMITED) | 0x80, 1]);
+
+/** The same tags searched in the fast path's buffers (their first bytes, not ASCII, are rare: see ForwardSearch). */
+const AFFINITY_TAG_SEARCH = new ForwardSearch(AFFINITY_TAG);
+const EPHEMERAL_TAG_SEARCH = new ForwardSearch(EPHEMERAL_TAG);
+const PRIORITY_CLASS_TAG_SEARCH = new ForwardSearch(PRIORITY_CLASS_TAG);
+
+export function podSpecToTenant(spec: Buffer, tenant: TenantId): Buffer {
+  // Most pods have none of them: their spec (containers and all) is not parsed at all.
+  if (!spec.includes(AFFINITY_TAG) && !spec.includes(EPHEMERAL_TAG) && !spec.includes(PRIORITY_CLASS_TAG)) return spec;
+  const edit = new MessageEdit(spec, 'pod spec');
+  // The tenant's own priority class (rules/priority-classes.ts) without its prefix; the platform's as it is.
+  const priorityClass = edit.single(PRIORITY_CLASS_NAME, 'priorityClassName');
+  if (priorityClass !== undefined) {
+    const name = edit.string(priorityClass, 'priorityClassName');
+    const mine = priorityClassNameToTenant(name, tenant);
+    if (mine !== name) edit.replaceString(priorityClass, mine);
+  }
+  const affinity = edit.single(18, 'affinity');
+  if (affinity !== undefined) {
+    edit.rewrite(affinity, (payload) => {
+      let result = payload;
+      for (const path of AFFINITY_TERMS_IN_AFFINITY) result = rewriteAt(result, path, 'pod spec', (term) => affinityTermToTenant(term, tenant));
+      return result;
+    });
+  }
+  for (const volume of edit.all(1, 'volumes')) {
+    if (!edit.payload(volume).includes(EPHEMERAL_TAG)) continue; // no VolumeSource.ephemeral (29) in it
+    edit.rewrite(volume, (payload) =>
+      rewriteAt(payload, EPHEMERAL_CLAIM_TEMPLATE_IN_VOLUME, 'pod spec', (template) => unlabelTemplate(template, tenant, 'volumeClaimTemplate')),
+    );
+  }
+  return edit.finish();
+}
+
+/** The templates and pod specs of `templates` in the object's field 2 (every path starts there). */
+export function templatesToTenant(spec: Buffer, templates: ProtobufTemplates, tenant: TenantId): Buffer {
+  let result = spec;
+  for (const path of templates.labelled) result = rewriteAt(result, path.slice(1), 'object', (template) => unlabelTemplate(template, tenant, 'template'));
+  for (const path of templates.podSpecs) result = rewriteAt(result, path.slice(1), 'object', (podSpec) => podSpecToTenant(podSpec, tenant));
+  return result;
+}
+
+// ---- the fast path's test (fast-view.ts): when has the answer's rule work to do ----
+
+const SPEC_FIELDS = new FieldScan();
+const VOLUME_FIELDS = new FieldScan();
+const VOLUME_SOURCE_FIELDS = new FieldScan();
+
+/** Forgets the buffer the searches last read: call before its bytes may change, or to let it go. */
+export function forgetSearchedBuffer(): void {
+  AFFINITY_TAG_SEARCH.forget();
+  EPHEMERAL_TAG_SEARCH.forget();
+}
+
+/**
+ * The fast path's test (fast-view.ts): whether a pod spec has an affinity (18), a volume with an ephemeral source (volumes = 1 → volumeSource = 2 →
+ * ephemeral = 29) or a priority class (24) naming the tenant, what podSpecToTenant rewrites, or is read differently
+ * by it: then the careful path converts it.
+ */
+export function podSpecNeedsCare(bytes: Buffer, from: number, to: number, tenant: Buffer): boolean {
+  // podSpecToTenant's own test first: a spec without either tag's bytes is left as it is. One that has them
+  // (a length of 146 or 234 will do) is walked: most are still left as they are.
+  const hasTags =
+    AFFINITY_TAG_SEARCH.indexIn(bytes, from, to) !== -1 ||
+    EPHEMERAL_TAG_SEARCH.indexIn(bytes, from, to) !== -1 ||
+    PRIORITY_CLASS_TAG_SEARCH.indexIn(bytes, from, to) !== -1;
+  return hasTags && podSpecFieldsNeedCare(bytes, from, to, tenant);
+}
+
+/** podSpecNeedsCare once the spec has one of the tags: its fields read. */
+function podSpecFieldsNeedCare(bytes: Buffer, from: number, to: number, tenant: Buffer): boolean {
+  const spec = SPEC_FIELDS;
+  if (!spec.scan(bytes, from, to) || spec.single(18) !== -1 || !spec.allDelimited(1)) return true;
+  // A priority class of the tenant's own (`<id>-<name>`), or one not read as ASCII.
+  const priorityClass = spec.single(PRIORITY_CLASS_NAME);
+  if (priorityClass === ANOMALY) return true;
+  if (priorityClass >= 0) {
+    const nameFrom = spec.valueStart[priorityClass]!;
+    const nameTo = spec.end[priorityClass]!;
+    if (!isAsciiRange(bytes, nameFrom, nameTo) || rangeIncludes(bytes, tenant, nameFrom, nameTo)) return true;
+  }
+  const volume = VOLUME_FIELDS;
+  for (let i = 0; i < spec.count; i++) {
+    if (spec.number[i] !== 1) continue;
+    if (!volume.scan(bytes, spec.valueStart[i]!, spec.end[i]!)) return true;
+    const source = volume.single(2);
+    if (source === ANOMALY) return true;
+    if (source < 0) continue;
+    if (!VOLUME_SOURCE_FIELDS.scan(bytes, volume.valueStart[source]!, volume.end[source]!) || VOLUME_SOURCE_FIELDS.single(29) !== -1) return true;
+  }
+  return false;
 }

@@ -2,20 +2,7 @@
 // object (to-tenant.ts). Never emits a byte of an item or event before the whole of it has been judged.
 import { badGateway, type StatusError } from '../../errors/status-error.ts';
 import type { KindRow } from '../kinds.ts';
-import {
-  bodyPartsToTenant,
-  CAREFUL_PATH,
-  checkSupported,
-  fastViewOf,
-  forgetSearchedBuffer,
-  fromUpstream,
-  joined,
-  NOT_THE_TENANTS_OBJECT,
-  objectPartsToTenant,
-  objectSplices,
-  protobufStatusToTenant,
-  type FastView,
-} from './to-tenant.ts';
+import { bodyPartsToTenant, checkSupported, joined, objectPartsToTenant, protobufStatusToTenant } from './to-tenant.ts';
 import { ANOMALY, FieldScan, headSize, isAsciiRange, Output, rangeEquals, Splices, varintSize } from './splice.ts';
 import { LENGTH_DELIMITED, MAGIC, pushVarint, VARINT_TOO_LONG, varintAt, varintEnd } from './wire.ts';
 import type { ConvertContext } from '../rules/rule.ts';
@@ -23,6 +10,9 @@ import type { StatusScope } from '../status.ts';
 import { EMPTY, MessageEdit } from './message-edit.ts';
 import { parseEnvelope } from './envelope.ts';
 import { META } from './object-meta.ts';
+import { CAREFUL_PATH, fastViewOf, NOT_THE_TENANTS_OBJECT, objectSplices, type FastView } from './fast-view.ts';
+import { forgetSearchedBuffer } from './pod-spec.ts';
+import { fromUpstream } from './conversion.ts';
 
 // ---- lists, fed in chunks ----
 
