@@ -43,8 +43,8 @@ import { readBody, tenantStatusError } from './read-body.ts';
 import type { TenantConversions } from './tenant-conversions.ts';
 import { isProtobuf, protobufEnvelope, PROTOBUF_MEDIA_TYPE } from '../convert/protobuf/envelope.ts';
 import { MessageEdit } from '../convert/protobuf/message-edit.ts';
-import { META } from '../convert/protobuf/object-meta.ts';
 import { fromUpstream } from '../convert/protobuf/conversion.ts';
+import { OBJECT_META } from '../convert/protobuf/field-numbers.ts';
 
 /** Whole answers are converted in memory: past this, the upstream's answer is refused rather than held. */
 const MAX_RESPONSE_BODY_BYTES = 64 * 1024 * 1024;
@@ -441,7 +441,7 @@ function protobufObjectName(body: Buffer): string {
   return fromUpstream(() => {
     const object = new MessageEdit(raw, 'object');
     const meta = object.single(1, 'metadata');
-    return meta === undefined ? '' : new MessageEdit(object.payload(meta), 'metadata').stringOf(META.name, 'name');
+    return meta === undefined ? '' : new MessageEdit(object.payload(meta), 'metadata').stringOf(OBJECT_META.name, 'name');
   });
 }
 

@@ -7,7 +7,7 @@ import type { ConvertContext, Json, KindRule } from '../rules/rule.ts';
 import { MessageEdit, readStrings, writeStrings, rewriteAt, type Step, writeRepeatedStrings } from './message-edit.ts';
 import { ruleContext, type Conversion } from './conversion.ts';
 import { forceTenantEntry } from './object-meta.ts';
-import { SELECTOR } from './pod-spec.ts';
+import { SELECTOR, SELECTOR_REQUIREMENT } from './field-numbers.ts';
 
 // ---- roles and bindings (k8s.io/api rbac/v1 generated.proto), every value mapped by the JSON rule (rules/rbac.ts) ----
 
@@ -49,7 +49,7 @@ export function roleToUpstreamWire(object: Buffer, conversion: Conversion): Buff
     for (const field of edit.all(SELECTOR.matchExpressions, 'matchExpressions')) {
       edit.rewrite(field, (payload) => {
         const requirement = new MessageEdit(payload, 'matchExpressions');
-        const keyField = requirement.single(SELECTOR.key, 'key');
+        const keyField = requirement.single(SELECTOR_REQUIREMENT.key, 'key');
         const key = requirement.string(keyField, 'key');
         if (keyField !== undefined && renameKey(key) !== key) requirement.replaceString(keyField, renameKey(key));
         return requirement.finish();

@@ -5,20 +5,18 @@ import type { KindRow } from '../kinds.ts';
 import { INGRESS_CLASS_ANNOTATION, type DefaultClass } from '../rules/class-defaults.ts';
 import { MessageEdit, rewriteAt, type Step } from './message-edit.ts';
 import { EPHEMERAL_CLAIM_TEMPLATES, TEMPLATE_RULES, TEMPLATES } from './pod-spec.ts';
+import { INGRESS, INGRESS_SPEC, OBJECT_META, PERSISTENT_VOLUME_CLAIM_SPEC, POD_SPEC } from './field-numbers.ts';
 
 // ---- the tenant's default classes, as rules/class-defaults.ts fills them ----
 
-/** PodSpec: priorityClassName = 24 (a plain string: empty is unset), runtimeClassName = 29 (optional: absent is unset). */
-const POD_SPEC_CLASS = { priorityClassName: 24, runtimeClassName: 29 } as const;
-/** PersistentVolumeClaimSpec.storageClassName = 5 (optional); a claim and a claim template hold their spec at 2. */
-const CLAIM_STORAGE_CLASS = 5;
+// PodSpec.priorityClassName is a plain string (empty is unset), runtimeClassName and
+// PersistentVolumeClaimSpec.storageClassName are optional (absent is unset); a claim and a claim template hold their spec at 2.
 /** Claim specs by `<group>/<kind>` besides pod specs' ephemeral volumes: a PVC's own, a StatefulSet's volumeClaimTemplates = 4. */
 const CLAIM_SPECS: ReadonlyMap<string, readonly (readonly Step[])[]> = new Map([
   ['/PersistentVolumeClaim', [[2]]],
   ['apps/StatefulSet', [[2, 4, '*', 2]]],
 ]);
-/** Ingress: metadata = 1 → annotations = 12; spec = 2 → IngressSpec.ingressClassName = 4 (optional). */
-const INGRESS = { annotations: 12, spec: 2, ingressClassName: 4 } as const;
+// IngressSpec.ingressClassName is optional; the older annotation is among the metadata's.
 const INGRESS_CLASS_ANNOTATION_BYTES = Buffer.from(INGRESS_CLASS_ANNOTATION);
 
 /** Sets a string field to `value` when unset (absent; `orEmpty`: empty too). */
@@ -31,14 +29,14 @@ function fillString(edit: MessageEdit, number: number, name: string, value: stri
 
 function claimSpecDefaultsWire(spec: Buffer, defaultClass: DefaultClass): Buffer {
   const edit = new MessageEdit(spec, 'claim spec');
-  fillString(edit, CLAIM_STORAGE_CLASS, 'storageClassName', defaultClass('storageclasses'), false);
+  fillString(edit, PERSISTENT_VOLUME_CLAIM_SPEC.storageClassName, 'storageClassName', defaultClass('storageclasses'), false);
   return edit.finish();
 }
 
 function podSpecDefaultsWire(spec: Buffer, defaultClass: DefaultClass): Buffer {
   const edit = new MessageEdit(spec, 'pod spec');
-  fillString(edit, POD_SPEC_CLASS.priorityClassName, 'priorityClassName', defaultClass('priorityclasses'), true);
-  fillString(edit, POD_SPEC_CLASS.runtimeClassName, 'runtimeClassName', defaultClass('runtimeclasses'), false);
+  fillString(edit, POD_SPEC.priorityClassName, 'priorityClassName', defaultClass('priorityclasses'), true);
+  fillString(edit, POD_SPEC.runtimeClassName, 'runtimeClassName', defaultClass('runtimeclasses'), false);
   return rewriteAt(edit.finish(), [...EPHEMERAL_CLAIM_TEMPLATES, 2], 'pod spec', (claim) => claimSpecDefaultsWire(claim, defaultClass));
 }
 
@@ -47,7 +45,7 @@ function namesIngressClassByAnnotation(object: Buffer): boolean {
   const meta = new MessageEdit(object, 'ingress').single(1, 'metadata');
   if (meta === undefined) return false;
   const edit = new MessageEdit(object.subarray(meta.valueStart, meta.end), 'metadata');
-  return edit.all(INGRESS.annotations, 'annotations').some((entry) => {
+  return edit.all(OBJECT_META.annotations, 'annotations').some((entry) => {
     const key = new MessageEdit(edit.payload(entry), 'metadata.annotations').single(1, 'key');
     return key !== undefined && edit.payload(entry).subarray(key.valueStart, key.end).equals(INGRESS_CLASS_ANNOTATION_BYTES);
   });
@@ -64,7 +62,7 @@ export function classDefaultsToUpstreamWire(object: Buffer, row: KindRow, defaul
     const ingressClass = defaultClass('ingressclasses');
     result = rewriteAt(result, [INGRESS.spec], 'object', (spec) => {
       const edit = new MessageEdit(spec, 'ingress spec');
-      fillString(edit, INGRESS.ingressClassName, 'ingressClassName', ingressClass, false);
+      fillString(edit, INGRESS_SPEC.ingressClassName, 'ingressClassName', ingressClass, false);
       return edit.finish();
     });
   }

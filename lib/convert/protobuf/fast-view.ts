@@ -10,17 +10,9 @@ import { ownerReferencesToTenant } from '../rules/references.ts';
 import { nameMappingOfKind } from '../rules/referents.ts';
 import type { ConvertContext, Json } from '../rules/rule.ts';
 import { podSpecNeedsCare, TEMPLATES } from './pod-spec.ts';
-import {
-  MANAGED_FIELDS_API_VERSION,
-  META,
-  OWNER,
-  TENANT_LABEL_BYTES,
-  MANAGED_FIELDS_FIELDS_V1,
-  TENANT_LABEL_FIELD_SEARCH,
-  fieldSetCuts,
-  FIELD_SET_CUTS,
-} from './object-meta.ts';
+import { TENANT_LABEL_BYTES, TENANT_LABEL_FIELD_SEARCH, fieldSetCuts, FIELD_SET_CUTS } from './object-meta.ts';
 import { keyOf, SKELETONS, STATUS_CONDITIONS } from './to-tenant.ts';
+import { OWNER_REFERENCE, OBJECT_META, MANAGED_FIELDS_ENTRY } from './field-numbers.ts';
 
 /** What objectSplices returns instead of a length change: the object is not the tenant's; ask objectPartsToTenant. */
 export const NOT_THE_TENANTS_OBJECT = -0x7fffffff;
@@ -55,7 +47,7 @@ export function fastViewOf(row: KindRow, ctx: ConvertContext): FastView | null {
   return { ctx, tenant, shared: false, status: STATUS_CONDITIONS.get(key) ?? null, podSpec, plainOwners: [] };
 }
 
-const OWNER_NUMBERS = [OWNER.kind, OWNER.name, OWNER.apiVersion] as const;
+const OWNER_NUMBERS = [OWNER_REFERENCE.kind, OWNER_REFERENCE.name, OWNER_REFERENCE.apiVersion] as const;
 const OBJECT_FIELDS = new FieldScan();
 const META_FIELDS = new FieldScan();
 const ENTRY_FIELDS = new FieldScan();
@@ -144,7 +136,7 @@ function metaSplices(bytes: Buffer, start: number, valueStart: number, end: numb
   const mark = splices.count;
   splices.delete(start, start);
   let delta = 0;
-  const namespace = meta.single(META.namespace);
+  const namespace = meta.single(OBJECT_META.namespace);
   if (namespace === ANOMALY) return CAREFUL_PATH;
   if (namespace >= 0 && meta.end[namespace]! > meta.valueStart[namespace]!) {
     const fieldStart = meta.start[namespace]!;
@@ -159,21 +151,21 @@ function metaSplices(bytes: Buffer, start: number, valueStart: number, end: numb
         rangeEquals(bytes, textFrom, textFrom + view.tenant.length, view.tenant);
       if (!isTheTenants) return NOT_THE_TENANTS_OBJECT;
       const length = textTo - textFrom - PREFIX_LENGTH;
-      splices.head(fieldStart, textFrom, META.namespace, length);
+      splices.head(fieldStart, textFrom, OBJECT_META.namespace, length);
       splices.delete(textFrom, textFrom + PREFIX_LENGTH);
-      delta += headSize(META.namespace, length) + length - (textTo - fieldStart);
+      delta += headSize(OBJECT_META.namespace, length) + length - (textTo - fieldStart);
     } else {
       const mine = namespaceToTenant(bytes.toString('latin1', textFrom, textTo), ctx.tenant);
       if (mine === null) return NOT_THE_TENANTS_OBJECT;
-      splices.stringField(fieldStart, textTo, META.namespace, mine);
-      delta += headSize(META.namespace, mine.length) + mine.length - (textTo - fieldStart);
+      splices.stringField(fieldStart, textTo, OBJECT_META.namespace, mine);
+      delta += headSize(OBJECT_META.namespace, mine.length) + mine.length - (textTo - fieldStart);
     }
   }
   const entry = ENTRY_FIELDS;
   // Labels: the tenant's label removed; another tenant's: not the tenant's.
-  if (!meta.allDelimited(META.labels)) return CAREFUL_PATH;
+  if (!meta.allDelimited(OBJECT_META.labels)) return CAREFUL_PATH;
   for (let i = 0; i < meta.count; i++) {
-    if (meta.number[i] !== META.labels) continue;
+    if (meta.number[i] !== OBJECT_META.labels) continue;
     const from = meta.valueStart[i]!;
     const to = meta.end[i]!;
     if (keyIsNotAt(bytes, from, to, TENANT_LABEL_BYTES)) continue;
@@ -189,10 +181,10 @@ function metaSplices(bytes: Buffer, start: number, valueStart: number, end: numb
     delta -= to - meta.start[i]!;
   }
   // Owner references: read, judged and mapped by the JSON rule; one it would change goes the careful path.
-  if (!meta.allDelimited(META.ownerReferences)) return CAREFUL_PATH;
+  if (!meta.allDelimited(OBJECT_META.ownerReferences)) return CAREFUL_PATH;
   let before: string[] | undefined;
   for (let i = 0; i < meta.count; i++) {
-    if (meta.number[i] !== META.ownerReferences) continue;
+    if (meta.number[i] !== OBJECT_META.ownerReferences) continue;
     if (!entry.scan(bytes, meta.valueStart[i]!, meta.end[i]!)) return CAREFUL_PATH;
     if (isPlainOwner(bytes, entry, view)) continue; // as it is, and the tenant's, whatever its name
     before ??= [];
@@ -212,20 +204,20 @@ function metaSplices(bytes: Buffer, start: number, valueStart: number, end: numb
     }
   }
   // managedFields: apiVersions of the tenant's groups go the careful path; the tenant label's fields are cut out.
-  if (!meta.allDelimited(META.managedFields)) return CAREFUL_PATH;
+  if (!meta.allDelimited(OBJECT_META.managedFields)) return CAREFUL_PATH;
   const holder = HOLDER_FIELDS;
   for (let i = 0; i < meta.count; i++) {
-    if (meta.number[i] !== META.managedFields) continue;
+    if (meta.number[i] !== OBJECT_META.managedFields) continue;
     const entryFrom = meta.valueStart[i]!;
     const entryTo = meta.end[i]!;
     if (!entry.scan(bytes, entryFrom, entryTo)) return CAREFUL_PATH;
-    const apiVersionField = entry.single(MANAGED_FIELDS_API_VERSION);
+    const apiVersionField = entry.single(MANAGED_FIELDS_ENTRY.apiVersion);
     if (apiVersionField === ANOMALY) return CAREFUL_PATH;
     if (apiVersionField >= 0 && !isCoreApiVersion(bytes, entry.valueStart[apiVersionField]!, entry.end[apiVersionField]!)) {
       const apiVersion = asciiString(bytes, entry, apiVersionField);
       if (apiVersion === undefined || (apiVersionToTenant(apiVersion, ctx.tenant) ?? apiVersion) !== apiVersion) return CAREFUL_PATH;
     }
-    const fieldsV1 = entry.single(MANAGED_FIELDS_FIELDS_V1);
+    const fieldsV1 = entry.single(MANAGED_FIELDS_ENTRY.fieldsV1);
     if (fieldsV1 === ANOMALY) return CAREFUL_PATH;
     if (fieldsV1 < 0) continue;
     const holderFrom = entry.valueStart[fieldsV1]!;
@@ -247,12 +239,12 @@ function metaSplices(bytes: Buffer, start: number, valueStart: number, end: numb
     // Every head around the cut is written anew (minimal, as MessageEdit writes a replaced field's); splices in order.
     const rawLength = rawTo - rawFrom - cut;
     const holderLength = holderTo - holderFrom - (rawTo - holder.start[raw]!) + headSize(1, rawLength) + rawLength;
-    const entryLength = entryTo - entryFrom - (holderTo - entry.start[fieldsV1]!) + headSize(MANAGED_FIELDS_FIELDS_V1, holderLength) + holderLength;
-    splices.head(meta.start[i]!, entryFrom, META.managedFields, entryLength);
-    splices.head(entry.start[fieldsV1]!, holderFrom, MANAGED_FIELDS_FIELDS_V1, holderLength);
+    const entryLength = entryTo - entryFrom - (holderTo - entry.start[fieldsV1]!) + headSize(MANAGED_FIELDS_ENTRY.fieldsV1, holderLength) + holderLength;
+    splices.head(meta.start[i]!, entryFrom, OBJECT_META.managedFields, entryLength);
+    splices.head(entry.start[fieldsV1]!, holderFrom, MANAGED_FIELDS_ENTRY.fieldsV1, holderLength);
     splices.head(holder.start[raw]!, rawFrom, 1, rawLength);
     for (let k = 0; k < count; k += 2) splices.delete(cuts[k]!, cuts[k + 1]!);
-    delta += headSize(META.managedFields, entryLength) + entryLength - (entryTo - meta.start[i]!);
+    delta += headSize(OBJECT_META.managedFields, entryLength) + entryLength - (entryTo - meta.start[i]!);
   }
   if (splices.count === mark + 1) {
     splices.truncate(mark);
@@ -274,9 +266,9 @@ function metaSplices(bytes: Buffer, start: number, valueStart: number, end: numb
  * kept by the view (byte comparisons: no strings per owner); every other owner is read as strings by the caller.
  */
 function isPlainOwner(bytes: Buffer, entry: FieldScan, view: FastView): boolean {
-  const apiVersion = entry.single(OWNER.apiVersion);
-  const kind = entry.single(OWNER.kind);
-  const name = entry.single(OWNER.name);
+  const apiVersion = entry.single(OWNER_REFERENCE.apiVersion);
+  const kind = entry.single(OWNER_REFERENCE.kind);
+  const name = entry.single(OWNER_REFERENCE.name);
   if (apiVersion < 0 || kind < 0 || name === ANOMALY) return false;
   if (name >= 0 && !isAsciiRange(bytes, entry.valueStart[name]!, entry.end[name]!)) return false;
   const apiVersionFrom = entry.valueStart[apiVersion]!;

@@ -2,7 +2,7 @@
 // both directions read and write. Data only: never converts a byte itself.
 import type { KindRule } from '../rules/rule.ts';
 import { wireKeyed, wireMap, wireMessage, wireMessages, wireString, wireStrings, type WireSchema, wireInline, wireBytes } from './skeleton.ts';
-import { META } from './object-meta.ts';
+
 import { admissionPolicy, admissionPolicyBinding, webhookConfiguration } from '../rules/admission.ts';
 import { certificateSigningRequest } from '../rules/certificates.ts';
 import { crd } from '../rules/crd.ts';
@@ -11,6 +11,7 @@ import { event } from '../rules/events.ts';
 import { networkPolicy } from '../rules/network-policy.ts';
 import { resourceQuota } from '../rules/quota.ts';
 import { persistentVolume, persistentVolumeClaim } from '../rules/storage.ts';
+import { OBJECT_META } from './field-numbers.ts';
 
 // Field numbers of k8s.io/api core/v1, discovery/v1, events/v1, networking/v1, admissionregistration/v1 and
 // apiextensions-apiserver apiextensions/v1 generated.proto (v0.36), for exactly the JSON paths the rules map.
@@ -79,7 +80,7 @@ const ADMISSION_POLICY_BINDING: WireSchema = {
  * webhook = 2 → clientConfig = 2.
  */
 const CUSTOM_RESOURCE_DEFINITION: WireSchema = {
-  metadata: wireMessage(1, { name: wireString(META.name) }),
+  metadata: wireMessage(1, { name: wireString(OBJECT_META.name) }),
   spec: wireMessage(2, {
     group: wireString(1),
     names: wireMessage(3, { plural: wireString(1) }),
@@ -137,7 +138,7 @@ const PERSISTENT_VOLUME_CLAIM: WireSchema = {
  * groups it asks for), username = 2, groups = 4, signerName = 7.
  */
 const CERTIFICATE_SIGNING_REQUEST: WireSchema = {
-  metadata: wireMessage(1, { name: wireString(META.name) }),
+  metadata: wireMessage(1, { name: wireString(OBJECT_META.name) }),
   spec: wireMessage(2, { request: wireBytes(1), username: wireString(2), groups: wireStrings(4), signerName: wireString(7) }),
 };
 /** NetworkPolicy spec = 2 → ingress = 2 (from = 2), egress = 3 (to = 2) → NetworkPolicyPeer namespaceSelector = 2. */
@@ -152,7 +153,7 @@ const NETWORK_POLICY: WireSchema = {
  * (map<string, Quantity>: key = 1, value = 2).
  */
 const RESOURCE_QUOTA: WireSchema = {
-  metadata: wireMessage(1, { name: wireString(META.name) }),
+  metadata: wireMessage(1, { name: wireString(OBJECT_META.name) }),
   spec: wireMessage(2, { hard: wireKeyed(1) }),
   status: wireMessage(3, { hard: wireKeyed(1), used: wireKeyed(2) }),
 };
@@ -187,13 +188,13 @@ export const WIRE_SCHEMAS: ReadonlyMap<string, { readonly apiVersion: string; re
 
 /** rbac/v1 PolicyRule apiGroups = 2, resources = 3, resourceNames = 4; ClusterRole aggregationRule = 3 → clusterRoleSelectors = 1. */
 export const ROLE: WireSchema = {
-  metadata: wireMessage(1, { labels: wireMap(META.labels) }),
+  metadata: wireMessage(1, { labels: wireMap(OBJECT_META.labels) }),
   rules: wireMessages(2, { apiGroups: wireStrings(2), resources: wireStrings(3), resourceNames: wireStrings(4) }),
 };
 export const CLUSTER_ROLE: WireSchema = { ...ROLE, aggregationRule: wireMessage(3, { clusterRoleSelectors: wireMessages(1, LABEL_SELECTOR) }) };
 /** RoleBinding: subjects = 2 (kind = 1, apiGroup = 2, name = 3, namespace = 4), roleRef = 3 (apiGroup = 1, kind = 2, name = 3). */
 export const BINDING: WireSchema = {
-  metadata: wireMessage(1, { name: wireString(META.name) }),
+  metadata: wireMessage(1, { name: wireString(OBJECT_META.name) }),
   subjects: wireMessages(2, { kind: wireString(1), apiGroup: wireString(2), name: wireString(3), namespace: wireString(4) }),
   roleRef: wireMessage(3, { apiGroup: wireString(1), kind: wireString(2), name: wireString(3) }),
 };

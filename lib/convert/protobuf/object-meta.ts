@@ -15,17 +15,15 @@ import type { ConvertContext, Json } from '../rules/rule.ts';
 import { EMPTY, MessageEdit, readStrings, stringEntry, writeStrings } from './message-edit.ts';
 import { aggregationKeyToUpstream } from '../rules/rbac.ts';
 import { type Conversion, notTheTenants } from './conversion.ts';
+import { OWNER_REFERENCE, OBJECT_META, MANAGED_FIELDS_ENTRY } from './field-numbers.ts';
 
 // ---- toward the upstream: labels forced, names prefixed ----
 
 export const TENANT_LABEL_BYTES = Buffer.from(TENANT_LABEL);
 export const NAMESPACE_NAME_LABEL_BYTES = Buffer.from(NAMESPACE_NAME_LABEL);
 
-/** ObjectMeta (k8s.io/apimachinery pkg/apis/meta/v1/generated.proto). */
-export const META = { name: 1, generateName: 2, namespace: 3, labels: 11, ownerReferences: 13, managedFields: 17 } as const;
-/** OwnerReference: kind = 1, name = 3, apiVersion = 5. ManagedFieldsEntry: apiVersion = 3. */
-export const OWNER = { kind: 1, name: 3, apiVersion: 5 } as const;
-export const MANAGED_FIELDS_API_VERSION = 3;
+/** OwnerReference: the fields the JSON rule maps (uid, controller and blockOwnerDeletion are copied). */
+const OWNER = { kind: OWNER_REFERENCE.kind, name: OWNER_REFERENCE.name, apiVersion: OWNER_REFERENCE.apiVersion };
 
 /**
  * Forces `kubezoo.io/tenant=<id>` into a map<string, string> field (labels, matchLabels): every entry with that key is
@@ -61,7 +59,7 @@ export function forceTenantEntry(
 /** Labels only: the metadata of a pod or claim template. */
 function labelMeta(meta: Buffer, tenant: TenantId, what: string): Buffer {
   const edit = new MessageEdit(meta, what);
-  forceTenantEntry(edit, META.labels, 'labels', tenant);
+  forceTenantEntry(edit, OBJECT_META.labels, 'labels', tenant);
   return edit.finish();
 }
 
@@ -76,7 +74,7 @@ export function labelTemplate(template: Buffer, tenant: TenantId, what: string):
 
 /** Owner references, converted by the very rule JSON bodies take (same mapping, same 422 for unknown owner kinds). */
 function ownerReferencesToUpstreamWire(edit: MessageEdit, conversion: Conversion): void {
-  const fields = edit.all(META.ownerReferences, 'ownerReferences');
+  const fields = edit.all(OBJECT_META.ownerReferences, 'ownerReferences');
   if (fields.length === 0) return;
   const what = `${edit.what}.ownerReferences`;
   const entries = fields.map((field) => new MessageEdit(edit.payload(field), what));
@@ -96,9 +94,9 @@ function ownerReferencesToUpstreamWire(edit: MessageEdit, conversion: Conversion
 }
 
 function managedFieldsToUpstreamWire(edit: MessageEdit, tenant: TenantId, kind: string): void {
-  for (const field of edit.all(META.managedFields, 'managedFields')) {
+  for (const field of edit.all(OBJECT_META.managedFields, 'managedFields')) {
     const entry = new MessageEdit(edit.payload(field), `${edit.what}.managedFields`);
-    const apiVersionField = entry.single(MANAGED_FIELDS_API_VERSION, 'apiVersion');
+    const apiVersionField = entry.single(MANAGED_FIELDS_ENTRY.apiVersion, 'apiVersion');
     const apiVersion = entry.string(apiVersionField, 'apiVersion');
     const upstream = apiVersionToUpstream(apiVersion, tenant, kind);
     if (apiVersionField === undefined || upstream === apiVersion) continue;
@@ -113,10 +111,10 @@ function managedFieldsToUpstreamWire(edit: MessageEdit, tenant: TenantId, kind: 
  */
 export function metaNamesToUpstream(edit: MessageEdit, conversion: Conversion, generateName: boolean): void {
   const { row, tenant } = conversion;
-  const nameField = edit.single(META.name, 'name');
+  const nameField = edit.single(OBJECT_META.name, 'name');
   const name = edit.string(nameField, 'name');
   if (row.scope === 'Namespaced') {
-    const namespaceField = edit.single(META.namespace, 'namespace');
+    const namespaceField = edit.single(OBJECT_META.namespace, 'namespace');
     const namespace = edit.string(namespaceField, 'namespace');
     if (namespaceField !== undefined && namespace !== '') {
       checkNamespaceFits(row, name, namespace);
@@ -130,7 +128,7 @@ export function metaNamesToUpstream(edit: MessageEdit, conversion: Conversion, g
     edit.replaceString(nameField, nameToUpstream(mapping, name, tenant));
   }
   if (!generateName || mapping !== 'prefix') return;
-  const generateNameField = edit.single(META.generateName, 'generateName');
+  const generateNameField = edit.single(OBJECT_META.generateName, 'generateName');
   const prefix = edit.string(generateNameField, 'generateName');
   // The apiserver truncates a long generateName itself, keeping the prefix at its start.
   if (generateNameField !== undefined && prefix !== '') edit.replaceString(generateNameField, toUpstreamName(prefix, tenant));
@@ -146,7 +144,7 @@ export function objectMetaToUpstream(meta: Buffer, conversion: Conversion): Buff
   const renamed = row.rule === 'namespace' ? (value: string) => (value === '' ? value : namespaceToUpstream(value, tenant)) : undefined;
   // A ClusterRole's aggregate-to-* labels take the tenant's key (the role rule).
   const renameKey = row.rule === 'role' ? (key: string) => aggregationKeyToUpstream(key, tenant) : undefined;
-  if (carriesTenantLabel(row)) forceTenantEntry(edit, META.labels, 'labels', tenant, renamed, renameKey);
+  if (carriesTenantLabel(row)) forceTenantEntry(edit, OBJECT_META.labels, 'labels', tenant, renamed, renameKey);
   managedFieldsToUpstreamWire(edit, tenant, row.kind);
   return edit.finish();
 }
@@ -225,8 +223,7 @@ function parsedFieldSetWithoutTenantLabel(text: string, tenant: TenantId): Buffe
   managedFieldsToTenant({ managedFields: [{ fieldsV1: set }] }, tenant);
   return Buffer.from(JSON.stringify(set));
 }
-/** FieldsV1 { raw = 1 }: a managedFields entry's field set, itself JSON. */
-export const MANAGED_FIELDS_FIELDS_V1 = 7;
+/** FieldsV1 { raw = 1 } (written by hand: the schema holds it as JSON): a managedFields entry's field set. */
 
 /** Removes the tenant label entry from a map<string, string> field; another tenant's label: not the tenant's. */
 export function removeTenantEntryWire(edit: MessageEdit, number: number, name: string, tenant: TenantId): void {
@@ -252,7 +249,7 @@ export function keyIsNot(entry: Buffer, key: Buffer): boolean {
 }
 
 function ownerReferencesToTenantWire(edit: MessageEdit, ctx: ConvertContext): void {
-  const fields = edit.all(META.ownerReferences, 'ownerReferences');
+  const fields = edit.all(OBJECT_META.ownerReferences, 'ownerReferences');
   if (fields.length === 0) return;
   const entries = fields.map((field) => new MessageEdit(edit.payload(field), `${edit.what}.ownerReferences`));
   const before = entries.map((entry) => readStrings(entry, OWNER));
@@ -266,16 +263,16 @@ function ownerReferencesToTenantWire(edit: MessageEdit, ctx: ConvertContext): vo
 
 /** managedFields: apiVersions of the tenant's groups, and the tenant label's fields forgotten (managed-fields.ts). */
 function managedFieldsToTenantWire(edit: MessageEdit, tenant: TenantId): void {
-  for (const field of edit.all(META.managedFields, 'managedFields')) {
+  for (const field of edit.all(OBJECT_META.managedFields, 'managedFields')) {
     edit.rewrite(field, (payload) => {
       const entry = new MessageEdit(payload, `${edit.what}.managedFields`);
-      const apiVersionField = entry.single(MANAGED_FIELDS_API_VERSION, 'apiVersion');
+      const apiVersionField = entry.single(MANAGED_FIELDS_ENTRY.apiVersion, 'apiVersion');
       if (apiVersionField !== undefined) {
         const apiVersion = entry.string(apiVersionField, 'apiVersion');
         const mine = apiVersionToTenant(apiVersion, tenant) ?? apiVersion;
         if (mine !== apiVersion) entry.replaceString(apiVersionField, mine);
       }
-      const fieldsV1 = entry.single(MANAGED_FIELDS_FIELDS_V1, 'fieldsV1');
+      const fieldsV1 = entry.single(MANAGED_FIELDS_ENTRY.fieldsV1, 'fieldsV1');
       if (fieldsV1 !== undefined && entry.payload(fieldsV1).includes(TENANT_LABEL_FIELD)) {
         entry.rewrite(fieldsV1, (fields) => {
           const holder = new MessageEdit(fields, `${entry.what}.fieldsV1`);
@@ -295,22 +292,22 @@ export function objectMetaToTenant(meta: Buffer, row: KindRow, ctx: ConvertConte
   const { tenant } = ctx;
   const edit = new MessageEdit(meta, 'metadata');
   if (row.scope === 'Namespaced') {
-    const field = edit.single(META.namespace, 'namespace');
+    const field = edit.single(OBJECT_META.namespace, 'namespace');
     const namespace = edit.string(field, 'namespace');
     if (field !== undefined && namespace !== '') edit.replaceString(field, namespaceToTenant(namespace, tenant) ?? notTheTenants());
   } else {
     const mapping = nameMappingOfRow(row);
-    const field = edit.single(META.name, 'name');
+    const field = edit.single(OBJECT_META.name, 'name');
     const name = edit.string(field, 'name');
     if (field !== undefined && name !== '') edit.replaceString(field, nameToTenant(mapping, name, tenant) ?? notTheTenants());
-    const generateNameField = edit.single(META.generateName, 'generateName');
+    const generateNameField = edit.single(OBJECT_META.generateName, 'generateName');
     const generateName = edit.string(generateNameField, 'generateName');
     if (generateNameField !== undefined && generateName !== '' && mapping === 'prefix') {
       const mine = toTenantName(generateName, tenant);
       if (mine !== null) edit.replaceString(generateNameField, mine);
     }
   }
-  removeTenantEntryWire(edit, META.labels, 'labels', tenant);
+  removeTenantEntryWire(edit, OBJECT_META.labels, 'labels', tenant);
   if (row.rule === 'namespace') namespaceNameLabelToTenant(edit, tenant);
   ownerReferencesToTenantWire(edit, ctx);
   managedFieldsToTenantWire(edit, tenant);
@@ -319,7 +316,7 @@ export function objectMetaToTenant(meta: Buffer, row: KindRow, ctx: ConvertConte
 
 /** A Namespace's `kubernetes.io/metadata.name` label follows its name (rules/namespace.ts). */
 function namespaceNameLabelToTenant(edit: MessageEdit, tenant: TenantId): void {
-  for (const field of edit.all(META.labels, 'labels')) {
+  for (const field of edit.all(OBJECT_META.labels, 'labels')) {
     if (keyIsNot(edit.payload(field), NAMESPACE_NAME_LABEL_BYTES)) continue;
     const entry = new MessageEdit(edit.payload(field), `${edit.what}.labels`);
     const key = entry.single(1, 'key');

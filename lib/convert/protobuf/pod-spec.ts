@@ -6,34 +6,65 @@ import { priorityClassNameToTenant, priorityClassNameToUpstream, refusePodPriori
 import type { RuleName } from '../kinds.ts';
 import type { TenantId } from '../prefix.ts';
 import { ANOMALY, FieldScan, ForwardSearch, isAsciiRange, rangeIncludes } from './splice.ts';
-import { LENGTH_DELIMITED } from './wire.ts';
+import { LENGTH_DELIMITED, pushVarint } from './wire.ts';
 import { namespaceSelectorToTenant } from '../rules/label-selectors.ts';
 import { namespaceToTenant, namespaceToUpstream } from '../rules/names.ts';
 import { MessageEdit, rewriteAt, type Step } from './message-edit.ts';
 import { readSkeleton, writeSkeleton } from './skeleton.ts';
 import { LABEL_SELECTOR } from './kind-schemas.ts';
-import { META, NAMESPACE_NAME_LABEL_BYTES, forceTenantEntry, labelTemplate, removeTenantEntryWire } from './object-meta.ts';
+import { NAMESPACE_NAME_LABEL_BYTES, forceTenantEntry, labelTemplate, removeTenantEntryWire } from './object-meta.ts';
 import { type Conversion, notTheTenants } from './conversion.ts';
+import {
+  AFFINITY,
+  EPHEMERAL_VOLUME_SOURCE,
+  OBJECT_META,
+  POD,
+  POD_AFFINITY,
+  POD_AFFINITY_TERM,
+  POD_ANTI_AFFINITY,
+  POD_SPEC,
+  SELECTOR,
+  SELECTOR_REQUIREMENT,
+  VOLUME,
+  VOLUME_SOURCE,
+  WEIGHTED_POD_AFFINITY_TERM,
+} from './field-numbers.ts';
 
-// ---- toward the upstream (k8s.io/api core/v1, apps/v1, batch/v1 generated.proto) ----
+// ---- the fields, named once (their numbers: field-numbers.ts, from the generated schema) ----
 
-/**
- * PodSpec.affinity = 18 → Affinity.podAffinity = 2 | podAntiAffinity = 3 → requiredDuringScheduling… = 1 (repeated
- * PodAffinityTerm) | preferredDuringScheduling… = 2 (repeated WeightedPodAffinityTerm → podAffinityTerm = 2).
- */
-export const AFFINITY_TERMS: readonly (readonly Step[])[] = [2, 3].flatMap((affinity) => [
-  [18, affinity, 1, '*'],
-  [18, affinity, 2, '*', 2],
-]);
-/** PodAffinityTerm: namespaces = 2 (repeated string), namespaceSelector = 4 (LabelSelector). */
-export const TERM = { namespaces: 2, namespaceSelector: 4 } as const;
-/** LabelSelector: matchLabels = 1 (map), matchExpressions = 2 (LabelSelectorRequirement: key = 1, values = 3). */
-export const SELECTOR = { matchLabels: 1, matchExpressions: 2, key: 1, values: 3 } as const;
-/**
- * PodSpec.volumes = 1 (repeated Volume) → volumeSource = 2 → VolumeSource.ephemeral = 29 →
- * EphemeralVolumeSource.volumeClaimTemplate = 1 (PersistentVolumeClaimTemplate: metadata = 1).
- */
-export const EPHEMERAL_CLAIM_TEMPLATES: readonly Step[] = [1, '*', 2, 29, 1];
+/** The PodAffinityTerms of an Affinity's podAffinity or podAntiAffinity: required ones, and preferred ones' own. */
+const affinityTerms = (affinity: number, terms: typeof POD_AFFINITY): Step[][] => [
+  [affinity, terms.requiredDuringSchedulingIgnoredDuringExecution, '*'],
+  [affinity, terms.preferredDuringSchedulingIgnoredDuringExecution, '*', WEIGHTED_POD_AFFINITY_TERM.podAffinityTerm],
+];
+/** Paths below PodSpec.affinity to every PodAffinityTerm (the spec is parsed once, not once per path). */
+const AFFINITY_TERMS_IN_AFFINITY: readonly (readonly Step[])[] = [
+  ...affinityTerms(AFFINITY.podAffinity, POD_AFFINITY),
+  ...affinityTerms(AFFINITY.podAntiAffinity, POD_ANTI_AFFINITY),
+];
+/** The same from the pod spec. */
+const AFFINITY_TERMS: readonly (readonly Step[])[] = AFFINITY_TERMS_IN_AFFINITY.map((path) => [POD_SPEC.affinity, ...path]);
+/** Below one Volume: its (inline) source's ephemeral volume's claim template (PersistentVolumeClaimTemplate: metadata = 1, spec = 2). */
+const EPHEMERAL_CLAIM_TEMPLATE_IN_VOLUME: readonly Step[] = [VOLUME.volumeSource, VOLUME_SOURCE.ephemeral, EPHEMERAL_VOLUME_SOURCE.volumeClaimTemplate];
+/** The same from the pod spec, for every volume. */
+export const EPHEMERAL_CLAIM_TEMPLATES: readonly Step[] = [POD_SPEC.volumes, '*', ...EPHEMERAL_CLAIM_TEMPLATE_IN_VOLUME];
+
+/** A length-delimited field's tag as bytes: a message without them anywhere in it has no such field. */
+function tagBytes(number: number): Buffer {
+  const bytes: number[] = [];
+  pushVarint(bytes, number * 8 + LENGTH_DELIMITED);
+  return Buffer.from(bytes);
+}
+/** The tags of PodSpec.affinity, VolumeSource.ephemeral and PodSpec.priorityClassName: a spec without them is left as it is. */
+const AFFINITY_TAG = tagBytes(POD_SPEC.affinity);
+const EPHEMERAL_TAG = tagBytes(VOLUME_SOURCE.ephemeral);
+const PRIORITY_CLASS_TAG = tagBytes(POD_SPEC.priorityClassName);
+/** The same tags searched in the fast path's buffers (their first bytes, not ASCII, are rare: see ForwardSearch). */
+const AFFINITY_TAG_SEARCH = new ForwardSearch(AFFINITY_TAG);
+const EPHEMERAL_TAG_SEARCH = new ForwardSearch(EPHEMERAL_TAG);
+const PRIORITY_CLASS_TAG_SEARCH = new ForwardSearch(PRIORITY_CLASS_TAG);
+
+// ---- toward the upstream ----
 
 /** A namespace selector only ever selects the tenant's namespaces; names on `kubernetes.io/metadata.name` take the prefix. */
 function namespaceSelectorToUpstreamWire(selector: Buffer, tenant: TenantId): Buffer {
@@ -42,9 +73,10 @@ function namespaceSelectorToUpstreamWire(selector: Buffer, tenant: TenantId): Bu
   for (const field of edit.all(SELECTOR.matchExpressions, 'matchExpressions')) {
     edit.rewrite(field, (payload) => {
       const expression = new MessageEdit(payload, 'namespaceSelector.matchExpressions');
-      const keyField = expression.single(SELECTOR.key, 'key');
+      const keyField = expression.single(SELECTOR_REQUIREMENT.key, 'key');
       if (keyField === undefined || !expression.payload(keyField).equals(NAMESPACE_NAME_LABEL_BYTES)) return payload;
-      for (const value of expression.all(SELECTOR.values, 'values')) expression.replaceString(value, toUpstream(expression.string(value, 'values')));
+      for (const value of expression.all(SELECTOR_REQUIREMENT.values, 'values'))
+        expression.replaceString(value, toUpstream(expression.string(value, 'values')));
       return expression.finish();
     });
   }
@@ -54,8 +86,9 @@ function namespaceSelectorToUpstreamWire(selector: Buffer, tenant: TenantId): Bu
 
 function affinityTermToUpstream(term: Buffer, tenant: TenantId): Buffer {
   const edit = new MessageEdit(term, 'pod affinity term');
-  for (const field of edit.all(TERM.namespaces, 'namespaces')) edit.replaceString(field, namespaceToUpstream(edit.string(field, 'namespaces'), tenant));
-  const selector = edit.single(TERM.namespaceSelector, 'namespaceSelector');
+  for (const field of edit.all(POD_AFFINITY_TERM.namespaces, 'namespaces'))
+    edit.replaceString(field, namespaceToUpstream(edit.string(field, 'namespaces'), tenant));
+  const selector = edit.single(POD_AFFINITY_TERM.namespaceSelector, 'namespaceSelector');
   if (selector !== undefined) edit.rewrite(selector, (payload) => namespaceSelectorToUpstreamWire(payload, tenant));
   return edit.finish();
 }
@@ -70,7 +103,7 @@ export function podSpecToUpstream(spec: Buffer, conversion: Conversion): Buffer 
   for (const path of AFFINITY_TERMS) result = rewriteAt(result, path, 'pod spec', (term) => affinityTermToUpstream(term, tenant));
   result = rewriteAt(result, EPHEMERAL_CLAIM_TEMPLATES, 'pod spec', (template) => labelTemplate(template, tenant, 'volumeClaimTemplate'));
   const edit = new MessageEdit(result, 'pod spec');
-  const priorityClass = edit.single(PRIORITY_CLASS_NAME, 'priorityClassName');
+  const priorityClass = edit.single(POD_SPEC.priorityClassName, 'priorityClassName');
   if (priorityClass === undefined) return result;
   const name = edit.string(priorityClass, 'priorityClassName');
   const upstream = priorityClassNameToUpstream(name, conversion);
@@ -136,16 +169,12 @@ export const TEMPLATES: ReadonlyMap<string, ProtobufTemplates> = new Map([
   ['resource.k8s.io/ResourceClaimTemplate', { apiVersion: 'resource.k8s.io/v1', labelled: [[2]], podSpecs: [] }],
 ]);
 
-/** Pod.spec = 2 → PodSpec.priorityClassName = 24. */
-export const POD_SPEC = 2;
-const PRIORITY_CLASS_NAME = 24;
-
 function refusePlatformPriorityWire(pod: Buffer, conversion: Conversion): void {
   const object = new MessageEdit(pod, 'pod');
-  const specField = object.single(POD_SPEC, 'spec');
+  const specField = object.single(POD.spec, 'spec');
   if (specField === undefined) return;
   const spec = new MessageEdit(object.payload(specField), 'pod spec');
-  const name = spec.single(PRIORITY_CLASS_NAME, 'priorityClassName');
+  const name = spec.single(POD_SPEC.priorityClassName, 'priorityClassName');
   if (name !== undefined) refusePodPriorityClass(spec.string(name, 'priorityClassName'), conversion);
 }
 
@@ -166,7 +195,7 @@ export function unlabelTemplate(template: Buffer, tenant: TenantId, what: string
   const meta = edit.single(1, 'metadata');
   if (meta === undefined) return template;
   const metaEdit = new MessageEdit(edit.payload(meta), `${what}.metadata`);
-  removeTenantEntryWire(metaEdit, META.labels, 'labels', tenant);
+  removeTenantEntryWire(metaEdit, OBJECT_META.labels, 'labels', tenant);
   const rewritten = metaEdit.finish();
   if (rewritten.length === 0) edit.remove(meta);
   else if (rewritten !== metaEdit.bytes) edit.replace(meta, rewritten);
@@ -181,44 +210,28 @@ function namespaceSelectorToTenantWire(selector: Buffer, tenant: TenantId): Buff
 
 function affinityTermToTenant(term: Buffer, tenant: TenantId): Buffer {
   const edit = new MessageEdit(term, 'pod affinity term');
-  for (const field of edit.all(TERM.namespaces, 'namespaces')) {
+  for (const field of edit.all(POD_AFFINITY_TERM.namespaces, 'namespaces')) {
     const namespace = edit.string(field, 'namespaces');
     const mine = namespaceToTenant(namespace, tenant) ?? notTheTenants();
     if (mine !== namespace) edit.replaceString(field, mine);
   }
-  const selector = edit.single(TERM.namespaceSelector, 'namespaceSelector');
+  const selector = edit.single(POD_AFFINITY_TERM.namespaceSelector, 'namespaceSelector');
   if (selector !== undefined) edit.rewrite(selector, (payload) => namespaceSelectorToTenantWire(payload, tenant));
   return edit.finish();
 }
 
-/** Paths below PodSpec.affinity (18) and below one Volume (volumes = 1): the spec is parsed once, not once per path. */
-const AFFINITY_TERMS_IN_AFFINITY = AFFINITY_TERMS.map((path) => path.slice(1));
-const EPHEMERAL_CLAIM_TEMPLATE_IN_VOLUME = EPHEMERAL_CLAIM_TEMPLATES.slice(2);
-/** The tag of PodSpec.affinity (18, length-delimited): a spec without these bytes has no affinity. */
-const AFFINITY_TAG = Buffer.from([(18 * 8 + LENGTH_DELIMITED) | 0x80, 1]);
-/** The tag of VolumeSource.ephemeral (29, length-delimited): a volume without these bytes has none. */
-const EPHEMERAL_TAG = Buffer.from([(29 * 8 + LENGTH_DELIMITED) | 0x80, 1]);
-
-/** The tag of PodSpec.priorityClassName (24, length-delimited): a spec without these bytes names no class. */
-const PRIORITY_CLASS_TAG = Buffer.from([(24 * 8 + LENGTH_DELIMITED) | 0x80, 1]);
-
-/** The same tags searched in the fast path's buffers (their first bytes, not ASCII, are rare: see ForwardSearch). */
-const AFFINITY_TAG_SEARCH = new ForwardSearch(AFFINITY_TAG);
-const EPHEMERAL_TAG_SEARCH = new ForwardSearch(EPHEMERAL_TAG);
-const PRIORITY_CLASS_TAG_SEARCH = new ForwardSearch(PRIORITY_CLASS_TAG);
-
-export function podSpecToTenant(spec: Buffer, tenant: TenantId): Buffer {
+function podSpecToTenant(spec: Buffer, tenant: TenantId): Buffer {
   // Most pods have none of them: their spec (containers and all) is not parsed at all.
   if (!spec.includes(AFFINITY_TAG) && !spec.includes(EPHEMERAL_TAG) && !spec.includes(PRIORITY_CLASS_TAG)) return spec;
   const edit = new MessageEdit(spec, 'pod spec');
   // The tenant's own priority class (rules/priority-classes.ts) without its prefix; the platform's as it is.
-  const priorityClass = edit.single(PRIORITY_CLASS_NAME, 'priorityClassName');
+  const priorityClass = edit.single(POD_SPEC.priorityClassName, 'priorityClassName');
   if (priorityClass !== undefined) {
     const name = edit.string(priorityClass, 'priorityClassName');
     const mine = priorityClassNameToTenant(name, tenant);
     if (mine !== name) edit.replaceString(priorityClass, mine);
   }
-  const affinity = edit.single(18, 'affinity');
+  const affinity = edit.single(POD_SPEC.affinity, 'affinity');
   if (affinity !== undefined) {
     edit.rewrite(affinity, (payload) => {
       let result = payload;
@@ -226,8 +239,8 @@ export function podSpecToTenant(spec: Buffer, tenant: TenantId): Buffer {
       return result;
     });
   }
-  for (const volume of edit.all(1, 'volumes')) {
-    if (!edit.payload(volume).includes(EPHEMERAL_TAG)) continue; // no VolumeSource.ephemeral (29) in it
+  for (const volume of edit.all(POD_SPEC.volumes, 'volumes')) {
+    if (!edit.payload(volume).includes(EPHEMERAL_TAG)) continue; // no VolumeSource.ephemeral in it
     edit.rewrite(volume, (payload) =>
       rewriteAt(payload, EPHEMERAL_CLAIM_TEMPLATE_IN_VOLUME, 'pod spec', (template) => unlabelTemplate(template, tenant, 'volumeClaimTemplate')),
     );
@@ -256,8 +269,8 @@ export function forgetSearchedBuffer(): void {
 }
 
 /**
- * The fast path's test (fast-view.ts): whether a pod spec has an affinity (18), a volume with an ephemeral source (volumes = 1 → volumeSource = 2 →
- * ephemeral = 29) or a priority class (24) naming the tenant, what podSpecToTenant rewrites, or is read differently
+ * The fast path's test (fast-view.ts): whether a pod spec has an affinity, a volume with an ephemeral source or a
+ * priority class naming the tenant, what podSpecToTenant rewrites, or is read differently
  * by it: then the careful path converts it.
  */
 export function podSpecNeedsCare(bytes: Buffer, from: number, to: number, tenant: Buffer): boolean {
@@ -273,9 +286,9 @@ export function podSpecNeedsCare(bytes: Buffer, from: number, to: number, tenant
 /** podSpecNeedsCare once the spec has one of the tags: its fields read. */
 function podSpecFieldsNeedCare(bytes: Buffer, from: number, to: number, tenant: Buffer): boolean {
   const spec = SPEC_FIELDS;
-  if (!spec.scan(bytes, from, to) || spec.single(18) !== -1 || !spec.allDelimited(1)) return true;
+  if (!spec.scan(bytes, from, to) || spec.single(POD_SPEC.affinity) !== -1 || !spec.allDelimited(POD_SPEC.volumes)) return true;
   // A priority class of the tenant's own (`<id>-<name>`), or one not read as ASCII.
-  const priorityClass = spec.single(PRIORITY_CLASS_NAME);
+  const priorityClass = spec.single(POD_SPEC.priorityClassName);
   if (priorityClass === ANOMALY) return true;
   if (priorityClass >= 0) {
     const nameFrom = spec.valueStart[priorityClass]!;
@@ -284,12 +297,13 @@ function podSpecFieldsNeedCare(bytes: Buffer, from: number, to: number, tenant: 
   }
   const volume = VOLUME_FIELDS;
   for (let i = 0; i < spec.count; i++) {
-    if (spec.number[i] !== 1) continue;
+    if (spec.number[i] !== POD_SPEC.volumes) continue;
     if (!volume.scan(bytes, spec.valueStart[i]!, spec.end[i]!)) return true;
-    const source = volume.single(2);
+    const source = volume.single(VOLUME.volumeSource);
     if (source === ANOMALY) return true;
     if (source < 0) continue;
-    if (!VOLUME_SOURCE_FIELDS.scan(bytes, volume.valueStart[source]!, volume.end[source]!) || VOLUME_SOURCE_FIELDS.single(29) !== -1) return true;
+    if (!VOLUME_SOURCE_FIELDS.scan(bytes, volume.valueStart[source]!, volume.end[source]!) || VOLUME_SOURCE_FIELDS.single(VOLUME_SOURCE.ephemeral) !== -1)
+      return true;
   }
   return false;
 }

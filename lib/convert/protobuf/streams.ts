@@ -9,10 +9,11 @@ import type { ConvertContext } from '../rules/rule.ts';
 import type { StatusScope } from '../status.ts';
 import { EMPTY, MessageEdit } from './message-edit.ts';
 import { parseEnvelope } from './envelope.ts';
-import { META } from './object-meta.ts';
+
 import { CAREFUL_PATH, fastViewOf, NOT_THE_TENANTS_OBJECT, objectSplices, type FastView } from './fast-view.ts';
 import { forgetSearchedBuffer } from './pod-spec.ts';
 import { fromUpstream } from './conversion.ts';
+import { OBJECT_META } from './field-numbers.ts';
 
 // ---- lists, fed in chunks ----
 
@@ -512,7 +513,7 @@ function bookmarkNamesNothing(body: Buffer): boolean {
     const meta = object.single(1, 'metadata');
     if (meta === undefined) return true;
     const metadata = new MessageEdit(object.payload(meta), 'metadata');
-    return metadata.stringOf(META.name, 'name') === '' && metadata.stringOf(META.namespace, 'namespace') === '';
+    return metadata.stringOf(OBJECT_META.name, 'name') === '' && metadata.stringOf(OBJECT_META.namespace, 'namespace') === '';
   });
 }
 
