@@ -4,8 +4,8 @@
 import { encodeMessage, encodeObject } from './encode.ts';
 import { objectPartsToTenant } from './to-tenant.ts';
 import { ProtobufListReader, upstreamMalformed, type FieldHead } from './streams.ts';
-import { ProtobufWriter } from './writer.ts';
-import { LENGTH_DELIMITED, MAGIC, pushVarint } from './wire.ts';
+import { lengthDelimitedHead, ProtobufWriter } from './writer.ts';
+import { LENGTH_DELIMITED, MAGIC } from './wire.ts';
 import type { Json } from '../rules/rule.ts';
 import { MessageEdit } from './message-edit.ts';
 import { fromUpstream } from './conversion.ts';
@@ -121,11 +121,9 @@ export class ProtobufListPage extends ProtobufListReader {
     if (parts === null) return null;
     let length = 0;
     for (const part of parts) length += part.length;
-    const head: number[] = [];
-    pushVarint(head, 2 * 8 + LENGTH_DELIMITED);
-    pushVarint(head, length);
+    const head = lengthDelimitedHead(2, length);
     this.kept++;
     this.keptBytes += length + head.length;
-    return { parts: [Buffer.from(head), ...parts], length: length + head.length };
+    return { parts: [head, ...parts], length: length + head.length };
   }
 }

@@ -2,8 +2,9 @@
 // byte for byte (the careful path of both directions). Never lets a field it reads through in a form the apiserver
 // could read differently: duplicated singular fields, unexpected wire types, groups and out-of-range field numbers are
 // refused (400).
-import { FIXED32, FIXED64, LENGTH_DELIMITED, malformed, pushVarint, utf8, VARINT, VARINT_CUT, VARINT_TOO_LONG, varintAt, varintEnd } from './wire.ts';
+import { FIXED32, FIXED64, LENGTH_DELIMITED, malformed, utf8, VARINT, VARINT_CUT, VARINT_TOO_LONG, varintAt, varintEnd } from './wire.ts';
 import type { Json } from '../rules/rule.ts';
+import { lengthDelimitedHead } from './writer.ts';
 
 export const EMPTY = Buffer.alloc(0);
 /** Larger field numbers would be truncated by the apiserver's int32 field number into another field. */
@@ -55,10 +56,7 @@ export function parseFields(bytes: Buffer, what: string): Field[] {
 }
 
 export function lengthDelimited(number: number, payload: Buffer): Buffer {
-  const head: number[] = [];
-  pushVarint(head, number * 8 + LENGTH_DELIMITED);
-  pushVarint(head, payload.length);
-  return Buffer.concat([Buffer.from(head), payload]);
+  return Buffer.concat([lengthDelimitedHead(number, payload.length), payload]);
 }
 
 /** A map<string, string> entry (labels, matchLabels): key = 1, value = 2. */
@@ -127,14 +125,14 @@ export class MessageEdit {
   }
 
   replace(field: Field, payload: Buffer): void {
-    this.replaced.set(field, [fieldHead(field.number, payload.length), payload]);
+    this.replaced.set(field, [lengthDelimitedHead(field.number, payload.length), payload]);
   }
 
   /** Replaces a field's payload by `parts` in order (a sub-message's finishParts), without joining them. */
   replaceParts(field: Field, parts: readonly Buffer[]): void {
     let length = 0;
     for (const part of parts) length += part.length;
-    this.replaced.set(field, [fieldHead(field.number, length), ...parts]);
+    this.replaced.set(field, [lengthDelimitedHead(field.number, length), ...parts]);
   }
 
   replaceString(field: Field, value: string): void {
@@ -167,14 +165,14 @@ export class MessageEdit {
     }
     this.replaced.set(
       first,
-      payloads.flatMap((payload) => [fieldHead(number, payload.length), payload]),
+      payloads.flatMap((payload) => [lengthDelimitedHead(number, payload.length), payload]),
     );
     for (const field of rest) this.remove(field);
   }
 
   /** Adds a field before the first one with a higher number (after its kind, as encoders order them). */
   add(number: number, payload: Buffer): void {
-    this.added.push({ number, bytes: [fieldHead(number, payload.length), payload] });
+    this.added.push({ number, bytes: [lengthDelimitedHead(number, payload.length), payload] });
   }
 
   /** Whether anything was replaced, removed or added. */
@@ -227,14 +225,6 @@ export class MessageEdit {
 function isAscii(bytes: Buffer, from: number, to: number): boolean {
   for (let i = from; i < to; i++) if (bytes[i]! >= 0x80) return false;
   return true;
-}
-
-/** A length-delimited field's tag and length. */
-function fieldHead(number: number, length: number): Buffer {
-  const head: number[] = [];
-  pushVarint(head, number * 8 + LENGTH_DELIMITED);
-  pushVarint(head, length);
-  return Buffer.from(head);
 }
 
 /** The singular string fields `numbers` of a message, by name ('' when absent): a JSON object for a JSON rule to map. */

@@ -5,157 +5,137 @@
 // Why it matters: client-go decodes a JSON list's items with their kind and apiVersion, a protobuf list's items
 // without (the PartialObjectMetadata message has none), and metadata informers compare the two.
 
-import { LENGTH_DELIMITED, MAGIC, pushVarint, VARINT } from './wire.ts';
+import { MAGIC } from './wire.ts';
+import { ProtobufWriter } from './writer.ts';
+import { MANAGED_FIELDS_ENTRY, OBJECT_META, OWNER_REFERENCE } from './field-numbers.ts';
 import { isObject } from '../rules/json.ts';
 
 export const PARTIAL_METADATA_GROUP_VERSION = 'meta.k8s.io/v1';
 
 type Json = Record<string, unknown>;
 
-/** Fields of one message, written in order. */
-class Fields {
-  private readonly parts: Buffer[] = [];
-
-  private head(number: number, wireType: number, length?: number): void {
-    const bytes: number[] = [];
-    pushVarint(bytes, number * 8 + wireType);
-    if (length !== undefined) pushVarint(bytes, length);
-    this.parts.push(Buffer.from(bytes));
-  }
-
-  bytes(number: number, value: Buffer): void {
-    this.head(number, LENGTH_DELIMITED, value.length);
-    this.parts.push(value);
-  }
-
-  string(number: number, value: unknown): void {
-    if (typeof value === 'string' && value !== '') this.bytes(number, Buffer.from(value, 'utf8'));
-  }
-
-  integer(number: number, value: unknown): void {
-    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) return;
-    this.head(number, VARINT);
-    const bytes: number[] = [];
-    pushVarint(bytes, value);
-    this.parts.push(Buffer.from(bytes));
-  }
-
-  bool(number: number, value: unknown): void {
-    if (typeof value === 'boolean') this.integer(number, value ? 1 : 0);
-  }
-
-  message(number: number, value: Fields): void {
-    this.bytes(number, value.done());
-  }
-
-  done(): Buffer {
-    return Buffer.concat(this.parts);
-  }
+function string(out: ProtobufWriter, number: number, value: unknown): void {
+  if (typeof value === 'string' && value !== '') out.string(number, value);
 }
 
-/** metav1.Time: whole seconds since the epoch (RFC 3339 in JSON). */
-function time(value: unknown): Fields | null {
-  if (typeof value !== 'string') return null;
+function integer(out: ProtobufWriter, number: number, value: unknown): void {
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) out.int(number, value);
+}
+
+function bool(out: ProtobufWriter, number: number, value: unknown): void {
+  if (typeof value === 'boolean') out.bool(number, value);
+}
+
+/** metav1.Time: whole seconds since the epoch (RFC 3339 in JSON); nothing for a value that is not a time. */
+function time(out: ProtobufWriter, number: number, value: unknown): void {
+  if (typeof value !== 'string') return;
   const millis = Date.parse(value);
-  if (Number.isNaN(millis)) return null;
-  const fields = new Fields();
+  if (Number.isNaN(millis)) return;
+  const start = out.begin(number);
   const seconds = Math.floor(millis / 1000);
   // Before 1970 a negative int64 takes ten bytes: no object has such a time; leave it out rather than mis-encode.
-  if (seconds > 0) fields.integer(1, seconds);
-  return fields;
+  if (seconds > 0) out.int(1, seconds);
+  out.end(start);
 }
 
-function stringMap(fields: Fields, number: number, value: unknown): void {
+function stringMap(out: ProtobufWriter, number: number, value: unknown): void {
   if (!isObject(value)) return;
   for (const key in value) {
-    const entry = new Fields();
-    entry.string(1, key);
-    entry.string(2, value[key]);
-    fields.message(number, entry);
+    const entry = out.begin(number);
+    string(out, 1, key);
+    string(out, 2, value[key]);
+    out.end(entry);
   }
 }
 
-function objectMeta(metadata: Json): Fields {
-  const fields = new Fields();
-  fields.string(1, metadata.name);
-  fields.string(2, metadata.generateName);
-  fields.string(3, metadata.namespace);
-  fields.string(4, metadata.selfLink);
-  fields.string(5, metadata.uid);
-  fields.string(6, metadata.resourceVersion);
-  fields.integer(7, metadata.generation);
-  const created = time(metadata.creationTimestamp);
-  if (created !== null) fields.message(8, created);
-  const deleted = time(metadata.deletionTimestamp);
-  if (deleted !== null) fields.message(9, deleted);
-  fields.integer(10, metadata.deletionGracePeriodSeconds);
-  stringMap(fields, 11, metadata.labels);
-  stringMap(fields, 12, metadata.annotations);
+/** The string fields written first, in number order (the rest have types and shapes of their own). */
+const META_STRINGS = ['name', 'generateName', 'namespace', 'selfLink', 'uid', 'resourceVersion'] as const;
+const OWNER_STRINGS = ['kind', 'name', 'uid', 'apiVersion'] as const;
+const MANAGED_STRINGS = ['manager', 'operation', 'apiVersion'] as const;
+
+function objectMeta(out: ProtobufWriter, metadata: Json): void {
+  for (const name of META_STRINGS) string(out, OBJECT_META[name], metadata[name]);
+  integer(out, OBJECT_META.generation, metadata.generation);
+  time(out, OBJECT_META.creationTimestamp, metadata.creationTimestamp);
+  time(out, OBJECT_META.deletionTimestamp, metadata.deletionTimestamp);
+  integer(out, OBJECT_META.deletionGracePeriodSeconds, metadata.deletionGracePeriodSeconds);
+  stringMap(out, OBJECT_META.labels, metadata.labels);
+  stringMap(out, OBJECT_META.annotations, metadata.annotations);
   for (const owner of Array.isArray(metadata.ownerReferences) ? metadata.ownerReferences : []) {
     if (!isObject(owner)) continue;
-    const reference = new Fields();
-    reference.string(1, owner.kind);
-    reference.string(3, owner.name);
-    reference.string(4, owner.uid);
-    reference.string(5, owner.apiVersion);
-    reference.bool(6, owner.controller);
-    reference.bool(7, owner.blockOwnerDeletion);
-    fields.message(13, reference);
+    const reference = out.begin(OBJECT_META.ownerReferences);
+    for (const name of OWNER_STRINGS) string(out, OWNER_REFERENCE[name], owner[name]);
+    bool(out, OWNER_REFERENCE.controller, owner.controller);
+    bool(out, OWNER_REFERENCE.blockOwnerDeletion, owner.blockOwnerDeletion);
+    out.end(reference);
   }
-  for (const finalizer of Array.isArray(metadata.finalizers) ? metadata.finalizers : []) fields.string(14, finalizer);
+  for (const finalizer of Array.isArray(metadata.finalizers) ? metadata.finalizers : []) string(out, OBJECT_META.finalizers, finalizer);
   for (const entry of Array.isArray(metadata.managedFields) ? metadata.managedFields : []) {
     if (!isObject(entry)) continue;
-    const managed = new Fields();
-    managed.string(1, entry.manager);
-    managed.string(2, entry.operation);
-    managed.string(3, entry.apiVersion);
-    const at = time(entry.time);
-    if (at !== null) managed.message(4, at);
-    managed.string(6, entry.fieldsType);
+    const managed = out.begin(OBJECT_META.managedFields);
+    for (const name of MANAGED_STRINGS) string(out, MANAGED_FIELDS_ENTRY[name], entry[name]);
+    time(out, MANAGED_FIELDS_ENTRY.time, entry.time);
+    string(out, MANAGED_FIELDS_ENTRY.fieldsType, entry.fieldsType);
     if (entry.fieldsV1 !== undefined) {
-      const raw = new Fields();
-      raw.bytes(1, Buffer.from(JSON.stringify(entry.fieldsV1), 'utf8'));
-      managed.message(7, raw);
+      // FieldsV1 { raw = 1 }: the field set as JSON.
+      const fieldsV1 = out.begin(MANAGED_FIELDS_ENTRY.fieldsV1);
+      out.bytesField(1, Buffer.from(JSON.stringify(entry.fieldsV1), 'utf8'));
+      out.end(fieldsV1);
     }
-    managed.string(8, entry.subresource);
-    fields.message(17, managed);
+    string(out, MANAGED_FIELDS_ENTRY.subresource, entry.subresource);
+    out.end(managed);
   }
-  return fields;
 }
 
-function partialObjectMetadata(object: Json): Fields {
-  const fields = new Fields();
-  fields.message(1, objectMeta(isObject(object.metadata) ? object.metadata : {}));
-  return fields;
+/** A PartialObjectMetadata message: its metadata = 1. */
+function partialObjectMetadata(out: ProtobufWriter, object: Json): void {
+  const metadata = out.begin(1);
+  objectMeta(out, isObject(object.metadata) ? object.metadata : {});
+  out.end(metadata);
 }
 
-function envelope(kind: string, raw: Fields): Buffer {
-  const typeMeta = new Fields();
-  typeMeta.string(1, PARTIAL_METADATA_GROUP_VERSION);
-  typeMeta.string(2, kind);
-  const unknown = new Fields();
-  unknown.message(1, typeMeta);
-  unknown.message(2, raw);
-  return Buffer.concat([MAGIC, unknown.done()]);
+/** Starts `k8s\0` + runtime.Unknown { typeMeta = 1 { apiVersion = 1, kind = 2 }, raw = 2 }: returns where raw starts. */
+function beginEnvelope(out: ProtobufWriter, kind: string): number {
+  out.raw(MAGIC);
+  const typeMeta = out.begin(1);
+  out.string(1, PARTIAL_METADATA_GROUP_VERSION);
+  out.string(2, kind);
+  out.end(typeMeta);
+  return out.begin(2);
+}
+
+/** Ends the envelope beginEnvelope started: the body, copied out of the writer. */
+function endEnvelope(out: ProtobufWriter, raw: number): Buffer {
+  out.end(raw);
+  return Buffer.from(out.bytes());
 }
 
 /** A PartialObjectMetadata (JSON, the tenant's view) as the apiserver's protobuf body. */
 export function partialObjectMetadataToProtobuf(object: Json): Buffer {
-  return envelope('PartialObjectMetadata', partialObjectMetadata(object));
+  const out = new ProtobufWriter(1024);
+  const raw = beginEnvelope(out, 'PartialObjectMetadata');
+  partialObjectMetadata(out, object);
+  return endEnvelope(out, raw);
 }
 
 /** A PartialObjectMetadataList (JSON, the tenant's view) as the apiserver's protobuf body. */
 export function partialObjectMetadataListToProtobuf(list: Json): Buffer {
-  const fields = new Fields();
-  const listMeta = new Fields();
+  const out = new ProtobufWriter(1024);
+  const raw = beginEnvelope(out, 'PartialObjectMetadataList');
+  const listMeta = out.begin(1);
   const metadata = isObject(list.metadata) ? list.metadata : {};
-  listMeta.string(1, metadata.selfLink);
-  listMeta.string(2, metadata.resourceVersion);
-  listMeta.string(3, metadata.continue);
-  listMeta.integer(4, metadata.remainingItemCount);
-  fields.message(1, listMeta);
-  for (const item of Array.isArray(list.items) ? list.items : []) if (isObject(item)) fields.message(2, partialObjectMetadata(item));
-  return envelope('PartialObjectMetadataList', fields);
+  string(out, 1, metadata.selfLink);
+  string(out, 2, metadata.resourceVersion);
+  string(out, 3, metadata.continue);
+  integer(out, 4, metadata.remainingItemCount);
+  out.end(listMeta);
+  for (const item of Array.isArray(list.items) ? list.items : []) {
+    if (!isObject(item)) continue;
+    const partial = out.begin(2);
+    partialObjectMetadata(out, item);
+    out.end(partial);
+  }
+  return endEnvelope(out, raw);
 }
 
 /**

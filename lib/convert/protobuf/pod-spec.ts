@@ -6,7 +6,8 @@ import { priorityClassNameToTenant, priorityClassNameToUpstream, refusePodPriori
 import type { RuleName } from '../kinds.ts';
 import type { TenantId } from '../prefix.ts';
 import { ANOMALY, FieldScan, ForwardSearch, isAsciiRange, rangeIncludes } from './splice.ts';
-import { LENGTH_DELIMITED, pushVarint } from './wire.ts';
+import { LENGTH_DELIMITED } from './wire.ts';
+import { tagBytes } from './writer.ts';
 import { namespaceSelectorToTenant } from '../rules/label-selectors.ts';
 import { namespaceToTenant, namespaceToUpstream } from '../rules/names.ts';
 import { MessageEdit, rewriteAt, type Step } from './message-edit.ts';
@@ -49,16 +50,13 @@ const EPHEMERAL_CLAIM_TEMPLATE_IN_VOLUME: readonly Step[] = [VOLUME.volumeSource
 /** The same from the pod spec, for every volume. */
 export const EPHEMERAL_CLAIM_TEMPLATES: readonly Step[] = [POD_SPEC.volumes, '*', ...EPHEMERAL_CLAIM_TEMPLATE_IN_VOLUME];
 
-/** A length-delimited field's tag as bytes: a message without them anywhere in it has no such field. */
-function tagBytes(number: number): Buffer {
-  const bytes: number[] = [];
-  pushVarint(bytes, number * 8 + LENGTH_DELIMITED);
-  return Buffer.from(bytes);
-}
-/** The tags of PodSpec.affinity, VolumeSource.ephemeral and PodSpec.priorityClassName: a spec without them is left as it is. */
-const AFFINITY_TAG = tagBytes(POD_SPEC.affinity);
-const EPHEMERAL_TAG = tagBytes(VOLUME_SOURCE.ephemeral);
-const PRIORITY_CLASS_TAG = tagBytes(POD_SPEC.priorityClassName);
+/**
+ * The tags of PodSpec.affinity, VolumeSource.ephemeral and PodSpec.priorityClassName: a spec without these bytes anywhere
+ * in it has none of the fields, and is left as it is.
+ */
+const AFFINITY_TAG = tagBytes(POD_SPEC.affinity, LENGTH_DELIMITED);
+const EPHEMERAL_TAG = tagBytes(VOLUME_SOURCE.ephemeral, LENGTH_DELIMITED);
+const PRIORITY_CLASS_TAG = tagBytes(POD_SPEC.priorityClassName, LENGTH_DELIMITED);
 /** The same tags searched in the fast path's buffers (their first bytes, not ASCII, are rare: see ForwardSearch). */
 const AFFINITY_TAG_SEARCH = new ForwardSearch(AFFINITY_TAG);
 const EPHEMERAL_TAG_SEARCH = new ForwardSearch(EPHEMERAL_TAG);

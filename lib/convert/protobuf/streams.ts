@@ -4,7 +4,8 @@ import { badGateway, type StatusError } from '../../errors/status-error.ts';
 import type { KindRow } from '../kinds.ts';
 import { bodyPartsToTenant, checkSupported, joined, objectPartsToTenant, protobufStatusToTenant } from './to-tenant.ts';
 import { ANOMALY, FieldScan, headSize, isAsciiRange, Output, rangeEquals, Splices, varintSize } from './splice.ts';
-import { LENGTH_DELIMITED, MAGIC, pushVarint, VARINT_TOO_LONG, varintAt, varintEnd } from './wire.ts';
+import { LENGTH_DELIMITED, MAGIC, VARINT_TOO_LONG, varintAt, varintEnd } from './wire.ts';
+import { tagBytes } from './writer.ts';
 import type { ConvertContext } from '../rules/rule.ts';
 import type { StatusScope } from '../status.ts';
 import { EMPTY, MessageEdit } from './message-edit.ts';
@@ -27,11 +28,7 @@ const DEFAULT_MAX_ITEM_BYTES = 16 * 1024 * 1024;
  * longer than the upstream object (the rules only remove prefixes, labels and objects); one that is fails the list (502).
  */
 const PADDING_FIELD = 2 ** 29 - 1;
-const PADDING_TAG: readonly number[] = (() => {
-  const tag: number[] = [];
-  pushVarint(tag, PADDING_FIELD * 8 + LENGTH_DELIMITED);
-  return tag;
-})();
+const PADDING_TAG = tagBytes(PADDING_FIELD, LENGTH_DELIMITED);
 /** The smallest padding field: its tag and a zero length. */
 export const PADDING_RESERVE = PADDING_TAG.length + 1;
 
