@@ -4,7 +4,7 @@
 import type { KindRow } from '../kinds.ts';
 import { INGRESS_CLASS_ANNOTATION, type DefaultClass } from '../rules/class-defaults.ts';
 import { MessageEdit, rewriteAt, type Step } from './message-edit.ts';
-import { EPHEMERAL_CLAIM_TEMPLATES, TEMPLATE_RULES, TEMPLATES } from './pod-spec.ts';
+import { EPHEMERAL_CLAIM_TEMPLATES, TEMPLATE_RULES } from './pod-spec.ts';
 import { INGRESS, INGRESS_SPEC, OBJECT_META, PERSISTENT_VOLUME_CLAIM_SPEC, POD_SPEC } from './field-numbers.ts';
 
 // ---- the tenant's default classes, as rules/class-defaults.ts fills them ----
@@ -55,7 +55,7 @@ function namesIngressClassByAnnotation(object: Buffer): boolean {
 export function classDefaultsToUpstreamWire(object: Buffer, row: KindRow, defaultClass: DefaultClass): Buffer {
   const key = `${row.group}/${row.kind}`;
   let result = object;
-  const templates = TEMPLATE_RULES.has(row.rule) ? TEMPLATES.get(key) : undefined;
+  const templates = TEMPLATE_RULES.has(row.rule) ? row.protobuf?.templates : undefined;
   for (const path of templates?.podSpecs ?? []) result = rewriteAt(result, path, 'object', (spec) => podSpecDefaultsWire(spec, defaultClass));
   for (const path of CLAIM_SPECS.get(key) ?? []) result = rewriteAt(result, path, 'object', (spec) => claimSpecDefaultsWire(spec, defaultClass));
   if (key === 'networking.k8s.io/Ingress' && !namesIngressClassByAnnotation(result)) {

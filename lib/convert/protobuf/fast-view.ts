@@ -9,9 +9,9 @@ import { namespaceToTenant } from '../rules/names.ts';
 import { ownerReferencesToTenant } from '../rules/references.ts';
 import { nameMappingOfKind } from '../rules/referents.ts';
 import type { ConvertContext, Json } from '../rules/rule.ts';
-import { podSpecNeedsCare, TEMPLATES } from './pod-spec.ts';
+import { podSpecNeedsCare } from './pod-spec.ts';
 import { TENANT_LABEL_BYTES, TENANT_LABEL_FIELD_SEARCH, fieldSetCuts, FIELD_SET_CUTS } from './object-meta.ts';
-import { keyOf, SKELETONS, STATUS_CONDITIONS } from './to-tenant.ts';
+import { keyOf, SKELETONS } from './to-tenant.ts';
 import { OWNER_REFERENCE, OBJECT_META, MANAGED_FIELDS_ENTRY } from './field-numbers.ts';
 
 /** What objectSplices returns instead of a length change: the object is not the tenant's; ask objectPartsToTenant. */
@@ -24,7 +24,7 @@ export interface FastView {
   readonly tenant: Buffer;
   /** A shared kind: its objects are read as they are. */
   readonly shared: boolean;
-  /** The status field, its conditions and a condition's message (STATUS_CONDITIONS); null: none. */
+  /** The status field, its conditions and a condition's message (KindRow.protobuf.conditions); null: none. */
   readonly status: readonly [status: number, conditions: number, message: number] | null;
   /** Field 2 is a PodSpec (a Pod). */
   readonly podSpec: boolean;
@@ -39,12 +39,12 @@ export interface FastView {
 export function fastViewOf(row: KindRow, ctx: ConvertContext): FastView | null {
   const tenant = Buffer.from(ctx.tenant);
   if (row.tenancy === 'shared-read-only') return { ctx, tenant, shared: true, status: null, podSpec: false, plainOwners: [] };
-  const key = keyOf(row);
-  if (row.scope !== 'Namespaced' || row.rule === 'namespace' || SKELETONS.has(key) || !STATUS_CONDITIONS.has(key)) return null;
-  const templates = TEMPLATES.get(key);
+  const { protobuf } = row;
+  if (row.scope !== 'Namespaced' || row.rule === 'namespace' || SKELETONS.has(keyOf(row)) || protobuf === undefined) return null;
+  const templates = protobuf.templates;
   const podSpec = templates !== undefined && templates.labelled.length === 0 && templates.podSpecs.length === 1 && templates.podSpecs[0]!.join() === '2';
   if (templates !== undefined && !podSpec) return null;
-  return { ctx, tenant, shared: false, status: STATUS_CONDITIONS.get(key) ?? null, podSpec, plainOwners: [] };
+  return { ctx, tenant, shared: false, status: protobuf.conditions, podSpec, plainOwners: [] };
 }
 
 const OWNER_NUMBERS = [OWNER_REFERENCE.kind, OWNER_REFERENCE.name, OWNER_REFERENCE.apiVersion] as const;

@@ -3,7 +3,7 @@
 // rule and the fast path's test of when the answer's rule has work sit side by side on the same field numbers. Never
 // lets a pod name another tenant's namespaces or priority class.
 import { priorityClassNameToTenant, priorityClassNameToUpstream, refusePodPriorityClass } from '../rules/priority-classes.ts';
-import type { RuleName } from '../kinds.ts';
+import { KINDS, protobufApiVersion, type ProtobufTemplatePaths, type RuleName } from '../kinds.ts';
 import type { TenantId } from '../prefix.ts';
 import { ANOMALY, FieldScan, ForwardSearch, isAsciiRange, rangeIncludes } from './splice.ts';
 import { LENGTH_DELIMITED } from './wire.ts';
@@ -110,62 +110,20 @@ export function podSpecToUpstream(spec: Buffer, conversion: Conversion): Buffer 
   return edit.finish();
 }
 
-/** Rules whose kinds hold pod templates, pod specs or claim templates (TEMPLATES). */
+/** Rules whose kinds hold pod templates, pod specs or claim templates (KindRow.protobuf.templates). */
 export const TEMPLATE_RULES: ReadonlySet<RuleName> = new Set(['pod', 'workload', 'statefulset', 'cronjob', 'podtemplate', 'claimtemplate']);
 
-export interface ProtobufTemplates {
+/** A kind's templates (KindRow.protobuf) with the one version they are known in: what the unit test checks. */
+export interface ProtobufTemplates extends ProtobufTemplatePaths {
   readonly apiVersion: string;
-  /** Paths (from the object) to each template (metadata = 1) whose children must carry the tenant label. */
-  readonly labelled: readonly (readonly Step[])[];
-  /** Paths to each PodSpec. */
-  readonly podSpecs: readonly (readonly Step[])[];
-  /** A Pod: its spec names no platform-critical priority class (rules/workloads.ts pod). */
-  readonly refusesPlatformPriority?: true;
 }
 
-/** The pod template of a workload at spec = 2 → template = n; a PodTemplateSpec is metadata = 1, spec = 2. */
-const workloadTemplate = (apiVersion: string, template: number): ProtobufTemplates => ({
-  apiVersion,
-  labelled: [[2, template]],
-  podSpecs: [[2, template, 2]],
-});
-
-/** By `<group>/<kind>`: the protobuf field paths of the JSON paths in rules/workloads.ts. */
-export const TEMPLATES: ReadonlyMap<string, ProtobufTemplates> = new Map([
-  ['/Pod', { apiVersion: 'v1', labelled: [], podSpecs: [[2]], refusesPlatformPriority: true }],
-  ['/ReplicationController', workloadTemplate('v1', 3)],
-  ['/PodTemplate', { apiVersion: 'v1', labelled: [[2]], podSpecs: [[2, 2]] }],
-  ['apps/Deployment', workloadTemplate('apps/v1', 3)],
-  ['apps/ReplicaSet', workloadTemplate('apps/v1', 3)],
-  ['apps/DaemonSet', workloadTemplate('apps/v1', 2)],
-  // StatefulSetSpec.volumeClaimTemplates = 4: repeated PersistentVolumeClaim (metadata = 1).
-  [
-    'apps/StatefulSet',
-    {
-      apiVersion: 'apps/v1',
-      labelled: [
-        [2, 3],
-        [2, 4, '*'],
-      ],
-      podSpecs: [[2, 3, 2]],
-    },
-  ],
-  ['batch/Job', workloadTemplate('batch/v1', 6)],
-  // CronJobSpec.jobTemplate = 5: JobTemplateSpec (metadata = 1, spec = 2 → JobSpec.template = 6).
-  [
-    'batch/CronJob',
-    {
-      apiVersion: 'batch/v1',
-      labelled: [
-        [2, 5],
-        [2, 5, 2, 6],
-      ],
-      podSpecs: [[2, 5, 2, 6, 2]],
-    },
-  ],
-  // ResourceClaimTemplate spec = 2: ResourceClaimTemplateSpec (metadata = 1, spec = 2 ResourceClaimSpec).
-  ['resource.k8s.io/ResourceClaimTemplate', { apiVersion: 'resource.k8s.io/v1', labelled: [[2]], podSpecs: [] }],
-]);
+/** By `<group>/<kind>`: the templates column of the table of kinds, for the unit test's check against generated.proto. */
+export const TEMPLATES: ReadonlyMap<string, ProtobufTemplates> = new Map(
+  KINDS.flatMap((row) =>
+    row.protobuf?.templates === undefined ? [] : [[`${row.group}/${row.kind}`, { apiVersion: protobufApiVersion(row), ...row.protobuf.templates }] as const],
+  ),
+);
 
 function refusePlatformPriorityWire(pod: Buffer, conversion: Conversion): void {
   const object = new MessageEdit(pod, 'pod');
@@ -176,7 +134,7 @@ function refusePlatformPriorityWire(pod: Buffer, conversion: Conversion): void {
   if (name !== undefined) refusePodPriorityClass(spec.string(name, 'priorityClassName'), conversion);
 }
 
-export function templatesToUpstream(object: Buffer, templates: ProtobufTemplates, conversion: Conversion): Buffer {
+export function templatesToUpstream(object: Buffer, templates: ProtobufTemplatePaths, conversion: Conversion): Buffer {
   const { tenant } = conversion;
   if (templates.refusesPlatformPriority === true) refusePlatformPriorityWire(object, conversion);
   let result = object;
@@ -247,7 +205,7 @@ function podSpecToTenant(spec: Buffer, tenant: TenantId): Buffer {
 }
 
 /** The templates and pod specs of `templates` in the object's field 2 (every path starts there). */
-export function templatesToTenant(spec: Buffer, templates: ProtobufTemplates, tenant: TenantId): Buffer {
+export function templatesToTenant(spec: Buffer, templates: ProtobufTemplatePaths, tenant: TenantId): Buffer {
   let result = spec;
   for (const path of templates.labelled) result = rewriteAt(result, path.slice(1), 'object', (template) => unlabelTemplate(template, tenant, 'template'));
   for (const path of templates.podSpecs) result = rewriteAt(result, path.slice(1), 'object', (podSpec) => podSpecToTenant(podSpec, tenant));

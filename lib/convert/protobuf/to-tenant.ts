@@ -4,7 +4,7 @@
 // Never returns an object, nor any byte of one, that is not the tenant's: each object is whole and judged first.
 import { PLATFORM_CLASS_RESOURCES } from '../rules/platform-classes.ts';
 import { badGateway } from '../../errors/status-error.ts';
-import type { KindRow } from '../kinds.ts';
+import { KINDS, protobufApiVersion, type KindRow, type ProtobufColumn } from '../kinds.ts';
 import type { TenantId } from '../prefix.ts';
 import { MAGIC } from './wire.ts';
 import { RULES } from '../rules/index.ts';
@@ -13,64 +13,20 @@ import { statusToTenant, stripTenantPrefixes, type StatusScope } from '../status
 import { EMPTY, MessageEdit, rewriteAt } from './message-edit.ts';
 import { parseEnvelope } from './envelope.ts';
 import { readSkeleton, writeSkeleton, type WireSchema } from './skeleton.ts';
-import { TEMPLATES, templatesToTenant } from './pod-spec.ts';
+import { templatesToTenant } from './pod-spec.ts';
 import { SKELETON_ROWS, TENANT_ONLY_FIELDS, ROLE, CLUSTER_ROLE, BINDING, STATUS } from './kind-schemas.ts';
 import { objectMetaToTenant } from './object-meta.ts';
 import { notTheTenants, fromUpstream, NOT_THE_TENANTS } from './conversion.ts';
 
 /**
- * Status conditions whose messages the generic rule strips of the tenant's prefixes, by `<group>/<kind>`: the object's
- * status field, its conditions field, a condition's message field (k8s.io/api, apiextensions generated.proto v0.36,
- * checked by the unit test); null for a kind without conditions. A kind of neither kind is answered in JSON.
+ * The kinds answered in protobuf, by `<group>/<kind>`, and their status conditions (the conditions column of the table
+ * of kinds): what the unit test checks against generated.proto.
  */
-export const STATUS_CONDITIONS: ReadonlyMap<string, readonly [status: number, conditions: number, message: number] | null> = new Map([
-  ['/Namespace', [3, 2, 6]],
-  ['/Pod', [3, 2, 6]],
-  ['/PersistentVolumeClaim', [3, 4, 6]],
-  ['/ReplicationController', [3, 6, 5]],
-  ['/Service', [3, 2, 6]],
-  ['apps/Deployment', [3, 6, 5]],
-  ['apps/ReplicaSet', [3, 6, 5]],
-  ['apps/DaemonSet', [3, 10, 5]],
-  ['apps/StatefulSet', [3, 10, 5]],
-  ['batch/Job', [3, 1, 6]],
-  ['admissionregistration.k8s.io/ValidatingAdmissionPolicy', [3, 3, 6]],
-  ['certificates.k8s.io/CertificateSigningRequest', [3, 1, 3]],
-  ['apiextensions.k8s.io/CustomResourceDefinition', [3, 1, 5]],
-  ['policy/PodDisruptionBudget', [3, 7, 6]],
-  ...(
-    [
-      '/ConfigMap',
-      '/Secret',
-      '/ServiceAccount',
-      '/LimitRange',
-      '/PodTemplate',
-      '/Endpoints',
-      '/Event',
-      '/PersistentVolume',
-      '/ResourceQuota',
-      'apps/ControllerRevision',
-      'batch/CronJob',
-      'discovery.k8s.io/EndpointSlice',
-      'events.k8s.io/Event',
-      'networking.k8s.io/NetworkPolicy',
-      'networking.k8s.io/Ingress',
-      'rbac.authorization.k8s.io/Role',
-      'rbac.authorization.k8s.io/ClusterRole',
-      'rbac.authorization.k8s.io/RoleBinding',
-      'admissionregistration.k8s.io/ValidatingWebhookConfiguration',
-      'admissionregistration.k8s.io/MutatingWebhookConfiguration',
-      'admissionregistration.k8s.io/MutatingAdmissionPolicy',
-      'admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding',
-      'admissionregistration.k8s.io/MutatingAdmissionPolicyBinding',
-      'resource.k8s.io/ResourceClaimTemplate',
-      'resource.k8s.io/ResourceClaim',
-      'coordination.k8s.io/Lease',
-    ] as const
-  ).map((key) => [key, null] as const),
-]);
+export const STATUS_CONDITIONS: ReadonlyMap<string, ProtobufColumn['conditions']> = new Map(
+  KINDS.flatMap((row) => (row.protobuf === undefined ? [] : [[keyOf(row), row.protobuf.conditions] as const])),
+);
 
-/** A status message's conditions (`path`: see STATUS_CONDITIONS) with their messages stripped of the tenant's prefixes. */
+/** A status message's conditions (`path`: KindRow.protobuf.conditions) with their messages stripped of the tenant's prefixes. */
 function conditionMessagesToTenant(status: Buffer, path: readonly [number, number, number], tenant: TenantId): Buffer {
   const [, conditions, message] = path;
   return rewriteAt(status, [conditions, '*'], 'status', (condition) => {
@@ -95,11 +51,9 @@ export const SKELETONS: ReadonlyMap<string, { readonly rule: KindRule; readonly 
 /** Rules that touch nothing but metadata (and status condition messages). */
 const METADATA_RULES = new Set(['generic', 'namespace']);
 
-export const keyOf = (row: KindRow) => `${row.group}/${row.kind}`;
-
-/** The one version of each tenant kind converted here: its group's v1 (the .proto the unit test reads for it). */
-function convertedApiVersion(row: KindRow): string {
-  return row.group === '' ? 'v1' : `${row.group}/v1`;
+/** A kind's key in the protobuf tables: `<group>/<kind>`. */
+export function keyOf(row: KindRow): string {
+  return `${row.group}/${row.kind}`;
 }
 
 /**
@@ -113,9 +67,8 @@ export function protobufResponseSupported(row: KindRow, apiVersion: string): boo
   if (row.tenancy === 'hidden' || row.upstreamGroup !== undefined) return false;
   // (The platform's class kinds are filtered per tenant by their names: answered in JSON, where objectToTenant runs.)
   if (row.tenancy === 'shared-read-only') return row.rule === 'shared' && !PLATFORM_CLASS_RESOURCES.has(row.resource);
-  const key = keyOf(row);
-  if (!STATUS_CONDITIONS.has(key) || apiVersion !== convertedApiVersion(row)) return false;
-  return METADATA_RULES.has(row.rule) || SKELETONS.has(key) || TEMPLATES.has(key);
+  if (row.protobuf === undefined || apiVersion !== protobufApiVersion(row)) return false;
+  return METADATA_RULES.has(row.rule) || SKELETONS.has(keyOf(row)) || row.protobuf.templates !== undefined;
 }
 
 /** 502 unless protobufResponseSupported: the field numbers would be another version's. */
@@ -142,13 +95,13 @@ function objectToTenantParts(raw: Buffer, row: KindRow, ctx: ConvertContext): Bu
       else edit.replaceParts(meta, parts);
     }
   }
-  const conditions = STATUS_CONDITIONS.get(key);
+  const conditions = row.protobuf?.conditions;
   if (conditions != null) {
     const status = edit.single(conditions[0], 'status');
     if (status !== undefined && edit.payload(status).includes(tenant))
       edit.rewrite(status, (payload) => conditionMessagesToTenant(payload, conditions, tenant));
   }
-  const templates = SKELETONS.has(key) ? undefined : TEMPLATES.get(key);
+  const templates = SKELETONS.has(key) ? undefined : row.protobuf?.templates;
   if (templates !== undefined) {
     // Every template and pod spec is under the object's field 2 (spec, or a PodTemplate's template): one edit for all.
     const spec = edit.single(2, 'spec');

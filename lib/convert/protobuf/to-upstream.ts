@@ -7,7 +7,7 @@
 // test; every other byte is copied as it came. A kind or version without known field numbers is refused (415: send JSON).
 // Never lets a field it interprets through in a form the apiserver could read differently: duplicated singular fields,
 // unexpected wire types, groups and out-of-range field numbers on the way are refused (400).
-import { accessRefusal, isWholeObjectSubresource, type KindRow, type RuleName, type Scope } from '../kinds.ts';
+import { accessRefusal, isWholeObjectSubresource, protobufApiVersion, type KindRow, type RuleName, type Scope } from '../kinds.ts';
 import type { TenantId } from '../prefix.ts';
 import { groupOfApiVersion } from '../rules/api-groups.ts';
 import { binding, clusterBinding } from '../rules/rbac.ts';
@@ -20,7 +20,7 @@ import { parseEnvelope, type Envelope } from './envelope.ts';
 import { ruleContext, type Conversion } from './conversion.ts';
 import { roleToUpstreamWire, bindingToUpstreamWire, accessReviewToUpstreamWire, rulesReviewToUpstreamWire, metadataOnly } from './access-rules.ts';
 import { SKELETON_ROWS } from './kind-schemas.ts';
-import { TEMPLATE_RULES, TEMPLATES, templatesToUpstream } from './pod-spec.ts';
+import { TEMPLATE_RULES, templatesToUpstream } from './pod-spec.ts';
 import { objectMetaToUpstream, metaNamesToUpstream } from './object-meta.ts';
 import { classDefaultsToUpstreamWire } from './class-defaults.ts';
 
@@ -94,9 +94,9 @@ function protobufKindOf(row: KindRow): ProtobufKind | undefined {
   if (METADATA_RULES.has(row.rule)) return undefined;
   const fieldRule = FIELD_RULES.get(row.rule) ?? SKELETON_KINDS.get(`${row.group}/${row.kind}`);
   if (fieldRule !== undefined) return fieldRule;
-  const templates = TEMPLATE_RULES.has(row.rule) ? TEMPLATES.get(`${row.group}/${row.kind}`) : undefined;
+  const templates = TEMPLATE_RULES.has(row.rule) ? row.protobuf?.templates : undefined;
   if (templates === undefined) throw unsupported(`${kindName(row)} objects`);
-  return { apiVersion: templates.apiVersion, toUpstream: (object, conversion) => templatesToUpstream(object, templates, conversion) };
+  return { apiVersion: protobufApiVersion(row), toUpstream: (object, conversion) => templatesToUpstream(object, templates, conversion) };
 }
 
 /** The apiserver decodes the object as the kind its envelope names: it must be the kind of the resource. */
