@@ -1,6 +1,7 @@
 // The fields each kind's JSON rule maps, at their numbers in generated.proto (checked by the unit tests): the skeletons
 // both directions read and write. Data only: never converts a byte itself.
 import type { KindRule } from '../rules/rule.ts';
+import type { RuleName } from '../kinds.ts';
 import { wireKeyed, wireMap, wireMessage, wireMessages, wireString, wireStrings, type WireSchema, wireInline, wireBytes } from './skeleton.ts';
 
 import { admissionPolicy, admissionPolicyBinding, webhookConfiguration } from '../rules/admission.ts';
@@ -12,6 +13,12 @@ import { networkPolicy } from '../rules/network-policy.ts';
 import { resourceQuota } from '../rules/quota.ts';
 import { persistentVolume, persistentVolumeClaim } from '../rules/storage.ts';
 import { OBJECT_META } from './field-numbers.ts';
+
+/**
+ * Rules that map nothing but metadata (and, in answers, status condition messages): no skeleton. A shared kind's is
+ * among them for the request side, which refuses its writes before; answers read shared kinds as they are before.
+ */
+export const METADATA_RULES: ReadonlySet<RuleName> = new Set(['generic', 'namespace', 'shared']);
 
 // Field numbers of k8s.io/api core/v1, discovery/v1, events/v1, networking/v1, admissionregistration/v1 and
 // apiextensions-apiserver apiextensions/v1 generated.proto (v0.36), for exactly the JSON paths the rules map.

@@ -14,7 +14,7 @@ import { EMPTY, MessageEdit, rewriteAt } from './message-edit.ts';
 import { parseEnvelope } from './envelope.ts';
 import { readSkeleton, writeSkeleton, type WireSchema } from './skeleton.ts';
 import { templatesToTenant } from './pod-spec.ts';
-import { SKELETON_ROWS, TENANT_ONLY_FIELDS, ROLE, CLUSTER_ROLE, BINDING, STATUS } from './kind-schemas.ts';
+import { METADATA_RULES, SKELETON_ROWS, TENANT_ONLY_FIELDS, ROLE, CLUSTER_ROLE, BINDING, STATUS } from './kind-schemas.ts';
 import { objectMetaToTenant } from './object-meta.ts';
 import { notTheTenants, fromUpstream, NOT_THE_TENANTS } from './conversion.ts';
 
@@ -47,9 +47,6 @@ export const SKELETONS: ReadonlyMap<string, { readonly rule: KindRule; readonly 
   ['rbac.authorization.k8s.io/ClusterRole', { rule: RULES.role, schema: CLUSTER_ROLE }],
   ['rbac.authorization.k8s.io/RoleBinding', { rule: RULES.binding, schema: BINDING }],
 ]);
-
-/** Rules that touch nothing but metadata (and status condition messages). */
-const METADATA_RULES = new Set(['generic', 'namespace']);
 
 /** A kind's key in the protobuf tables: `<group>/<kind>`. */
 export function keyOf(row: KindRow): string {

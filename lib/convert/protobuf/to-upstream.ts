@@ -19,7 +19,7 @@ import { type WireSchema, readSkeleton, writeSkeleton } from './skeleton.ts';
 import { parseEnvelope, type Envelope } from './envelope.ts';
 import { ruleContext, type Conversion } from './conversion.ts';
 import { roleToUpstreamWire, bindingToUpstreamWire, accessReviewToUpstreamWire, rulesReviewToUpstreamWire, metadataOnly } from './access-rules.ts';
-import { SKELETON_ROWS } from './kind-schemas.ts';
+import { METADATA_RULES, SKELETON_ROWS } from './kind-schemas.ts';
 import { TEMPLATE_RULES, templatesToUpstream } from './pod-spec.ts';
 import { objectMetaToUpstream, metaNamesToUpstream } from './object-meta.ts';
 import { classDefaultsToUpstreamWire } from './class-defaults.ts';
@@ -69,8 +69,6 @@ interface ProtobufKind {
   readonly toUpstream: (object: Buffer, conversion: Conversion) => Buffer;
 }
 
-/** Rules that touch nothing but metadata. */
-const METADATA_RULES: ReadonlySet<RuleName> = new Set(['generic', 'namespace', 'shared']);
 /** Kinds whose JSON rule maps fields the wire-level code reads into JSON and writes back. */
 const FIELD_RULES: ReadonlyMap<RuleName, ProtobufKind> = new Map([
   ['role', { apiVersion: 'rbac.authorization.k8s.io/v1', toUpstream: roleToUpstreamWire }],
