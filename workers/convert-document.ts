@@ -1,7 +1,7 @@
 // A piscina task: one whole upstream document converted to a tenant's view off the event loop. Only documents
 // that take tens of milliseconds to convert come here (lib/request/offload.ts says which, and why).
 import { openapiV2ToTenant } from '../lib/convert/openapi.ts';
-import { openapiV2ToProtobuf } from '../lib/convert/openapi-v2-protobuf.ts';
+import { openapiV2ToProtobuf } from '../lib/convert/protobuf/openapi-v2.ts';
 import type { TenantId } from '../lib/convert/prefix.ts';
 import { StatusError } from '../lib/errors/status-error.ts';
 

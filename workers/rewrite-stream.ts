@@ -4,7 +4,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { KindRow } from '../lib/convert/kinds.ts';
 import type { TenantId } from '../lib/convert/prefix.ts';
-import { ProtobufListToTenant } from '../lib/convert/protobuf-streams.ts';
+import { ProtobufListToTenant } from '../lib/convert/protobuf/streams.ts';
 import { convertContextOf } from '../lib/convert/tenant-context.ts';
 import { TenantViewScanner } from '../lib/stream/tenant-view.ts';
 import { tenantViewSpecOf } from '../lib/stream/view-spec.ts';

@@ -48,7 +48,7 @@ const QUIET_WINDOW_MS = 1000;
 /** CPU above its idle rate tenantgate may spend in a quiet window, ms per second: the metrics scrape itself and a tick or two. */
 const QUIET_MARGIN_MS_PER_SECOND = 30;
 
-/** The field a streamed protobuf list pads with (lib/convert/protobuf-streams.ts); Go's Unmarshal skips it as unknown. */
+/** The field a streamed protobuf list pads with (lib/convert/protobuf/streams.ts); Go's Unmarshal skips it as unknown. */
 const PADDING_FIELD = 2 ** 29 - 1;
 
 /**

@@ -1,8 +1,8 @@
-// Issue 18's engine bench: the protobuf tenant view (lib/convert/protobuf-streams.ts) alone, in memory, on a pod list
+// Issue 18's engine bench: the protobuf tenant view (lib/convert/protobuf/streams.ts) alone, in memory, on a pod list
 // and a pod watch stream as kube-apiserver encodes them, against a raw copy and the JSON rewriter on the same pods.
 // Never touches a socket or a file; payloads are encoded from the rig's generated.proto (the Go module cache).
 import { kindOf } from '../../lib/convert/kinds.ts';
-import { ProtobufListToTenant, ProtobufWatchToTenant } from '../../lib/convert/protobuf-streams.ts';
+import { ProtobufListToTenant, ProtobufWatchToTenant } from '../../lib/convert/protobuf/streams.ts';
 import type { ConvertContext } from '../../lib/convert/rules/index.ts';
 import { TenantViewScanner } from '../../lib/stream/tenant-view.ts';
 import { tenantViewSpecOf } from '../../lib/stream/view-spec.ts';

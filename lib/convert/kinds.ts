@@ -1,5 +1,6 @@
 // The one table of kinds: for every resource the kube-apiserver (1.36) serves, its scope, whether it is the
-// tenant's own, shared read-only or hidden, which conversion rule applies and how lists find it. Adding a kind is one row.
+// tenant's own, shared read-only or hidden, which conversion rule applies, how lists find it and how it reads in
+// protobuf. Adding a kind is one row.
 // Never treats an unknown built-in resource as the tenant's: what the table does not know is not served.
 import { forbidden, notFound, StatusError } from '../errors/status-error.ts';
 
@@ -79,6 +80,31 @@ export interface KindRow {
    * map `group` ↔ `upstreamGroup` per resource and kind (rules/api-groups.ts); a group's other kinds may stay real.
    */
   readonly upstreamGroup?: string;
+  /** How it is converted in protobuf, beyond what its rule names; absent: its answers are asked for as JSON. */
+  readonly protobuf?: ProtobufColumn;
+}
+
+/** A step of a protobuf field path: a field number, or '*' after a repeated field's number (every element). */
+export type ProtobufStep = number | '*';
+
+/**
+ * A kind in protobuf (lib/convert/protobuf/), in its group's v1: the one version whose field numbers tenantgate knows
+ * (checked against generated.proto by the unit tests).
+ */
+export interface ProtobufColumn {
+  /** status → conditions → a condition's message: the messages the generic rule strips of the tenant's prefixes; null: none. */
+  readonly conditions: readonly [status: number, conditions: number, message: number] | null;
+  /** Where its templates and pod specs are (rules/workloads.ts's paths, as field paths from the object). */
+  readonly templates?: ProtobufTemplatePaths;
+}
+
+export interface ProtobufTemplatePaths {
+  /** Paths to each template (metadata = 1) whose children must carry the tenant label. */
+  readonly labelled: readonly (readonly ProtobufStep[])[];
+  /** Paths to each PodSpec. */
+  readonly podSpecs: readonly (readonly ProtobufStep[])[];
+  /** A Pod: its spec names no platform-critical priority class (rules/workloads.ts pod). */
+  readonly refusesPlatformPriority?: true;
 }
 
 const N: Scope = 'Namespaced';
@@ -127,6 +153,36 @@ function hidden(group: string, resource: string, kind: string, scope: Scope): Ki
   return Object.freeze({ group, resource, kind, scope, tenancy: 'hidden', rule: 'hidden', listPath: 'none', subresources: [] });
 }
 
+/** `row`, converted in protobuf as `conditions` and `templates` say (KindRow.protobuf). */
+function inProtobuf(row: KindRow, conditions: ProtobufColumn['conditions'], templates?: ProtobufTemplatePaths): KindRow {
+  return Object.freeze({ ...row, protobuf: Object.freeze(templates === undefined ? { conditions } : { conditions, templates }) });
+}
+
+/** The pod template of a workload at spec = 2 → template = n; a PodTemplateSpec is metadata = 1, spec = 2. */
+const workloadTemplate = (template: number): ProtobufTemplatePaths => ({ labelled: [[2, template]], podSpecs: [[2, template, 2]] });
+/** A Pod's spec = 2. */
+const POD_TEMPLATES: ProtobufTemplatePaths = { labelled: [], podSpecs: [[2]], refusesPlatformPriority: true };
+/** A PodTemplate's template = 2. */
+const POD_TEMPLATE_TEMPLATES: ProtobufTemplatePaths = { labelled: [[2]], podSpecs: [[2, 2]] };
+/** StatefulSetSpec.template = 3, volumeClaimTemplates = 4: repeated PersistentVolumeClaim (metadata = 1). */
+const STATEFUL_SET_TEMPLATES: ProtobufTemplatePaths = {
+  labelled: [
+    [2, 3],
+    [2, 4, '*'],
+  ],
+  podSpecs: [[2, 3, 2]],
+};
+/** CronJobSpec.jobTemplate = 5: JobTemplateSpec (metadata = 1, spec = 2 → JobSpec.template = 6). */
+const CRON_JOB_TEMPLATES: ProtobufTemplatePaths = {
+  labelled: [
+    [2, 5],
+    [2, 5, 2, 6],
+  ],
+  podSpecs: [[2, 5, 2, 6, 2]],
+};
+/** ResourceClaimTemplate spec = 2: ResourceClaimTemplateSpec (metadata = 1, spec = 2 ResourceClaimSpec). */
+const CLAIM_TEMPLATE_TEMPLATES: ProtobufTemplatePaths = { labelled: [[2]], podSpecs: [] };
+
 /** Where tenants' FlowSchemas and PriorityLevelConfigurations are kept upstream: tenantgate's CRDs' group. */
 export const STORED_FLOWCONTROL_GROUP = 'flowcontrol.tenantgate.kubezoo.io';
 /** Where tenants' ClusterRoleBindings are kept upstream: tenantgate's CRD's group (Roles, RoleBindings, ClusterRoles stay real). */
@@ -134,60 +190,60 @@ export const STORED_RBAC_GROUP = 'rbac.tenantgate.kubezoo.io';
 
 export const KINDS: readonly KindRow[] = Object.freeze([
   // core
-  tenant('', 'pods', 'Pod', N, 'pod'),
-  tenant('', 'services', 'Service', N),
+  inProtobuf(tenant('', 'pods', 'Pod', N, 'pod'), [3, 2, 6], POD_TEMPLATES),
+  inProtobuf(tenant('', 'services', 'Service', N), [3, 2, 6]),
   // Every namespace gets `kube-root-ca.crt` and the `default` ServiceAccount from upstream controllers, unlabelled.
-  tenant('', 'configmaps', 'ConfigMap', N, 'generic', 'per-namespace'),
-  tenant('', 'serviceaccounts', 'ServiceAccount', N, 'generic', 'per-namespace'),
-  tenant('', 'secrets', 'Secret', N),
+  inProtobuf(tenant('', 'configmaps', 'ConfigMap', N, 'generic', 'per-namespace'), null),
+  inProtobuf(tenant('', 'serviceaccounts', 'ServiceAccount', N, 'generic', 'per-namespace'), null),
+  inProtobuf(tenant('', 'secrets', 'Secret', N), null),
   // The endpoints and endpointslice controllers copy the Service's labels, tenant label included.
-  tenant('', 'endpoints', 'Endpoints', N, 'endpoints'),
+  inProtobuf(tenant('', 'endpoints', 'Endpoints', N, 'endpoints'), null),
   // Events come from kubelets, schedulers and controllers upstream, none of which set the tenant label.
-  tenant('', 'events', 'Event', N, 'event', 'per-namespace'),
-  tenant('', 'namespaces', 'Namespace', C, 'namespace', 'label-filter', ['status', 'finalize']),
+  inProtobuf(tenant('', 'events', 'Event', N, 'event', 'per-namespace'), null),
+  inProtobuf(tenant('', 'namespaces', 'Namespace', C, 'namespace', 'label-filter', ['status', 'finalize']), [3, 2, 6]),
   // Nodes are the shared machines: readable so scheduling is understandable, never writable (cordon, taint, delete).
   shared('', 'nodes', 'Node', C, 'node', ['status']),
-  tenant('', 'persistentvolumes', 'PersistentVolume', C, 'persistentvolume', 'label-filter', ['status']),
-  tenant('', 'persistentvolumeclaims', 'PersistentVolumeClaim', N, 'persistentvolumeclaim'),
-  tenant('', 'replicationcontrollers', 'ReplicationController', N, 'workload'),
-  tenant('', 'resourcequotas', 'ResourceQuota', N, 'resourcequota'),
-  tenant('', 'limitranges', 'LimitRange', N),
-  tenant('', 'podtemplates', 'PodTemplate', N, 'podtemplate'),
+  inProtobuf(tenant('', 'persistentvolumes', 'PersistentVolume', C, 'persistentvolume', 'label-filter', ['status']), null),
+  inProtobuf(tenant('', 'persistentvolumeclaims', 'PersistentVolumeClaim', N, 'persistentvolumeclaim'), [3, 4, 6]),
+  inProtobuf(tenant('', 'replicationcontrollers', 'ReplicationController', N, 'workload'), [3, 6, 5], workloadTemplate(3)),
+  inProtobuf(tenant('', 'resourcequotas', 'ResourceQuota', N, 'resourcequota'), null),
+  inProtobuf(tenant('', 'limitranges', 'LimitRange', N), null),
+  inProtobuf(tenant('', 'podtemplates', 'PodTemplate', N, 'podtemplate'), null, POD_TEMPLATE_TEMPLATES),
   // Deprecated, and it reports the health of the upstream control plane.
   hidden('', 'componentstatuses', 'ComponentStatus', C),
   tenant('', 'bindings', 'Binding', N),
 
   // apps: pod templates carry the tenant label so controller-made ReplicaSets, Pods and ControllerRevisions inherit it.
-  tenant('apps', 'deployments', 'Deployment', N, 'workload'),
-  tenant('apps', 'replicasets', 'ReplicaSet', N, 'workload'),
-  tenant('apps', 'statefulsets', 'StatefulSet', N, 'statefulset'),
-  tenant('apps', 'daemonsets', 'DaemonSet', N, 'workload'),
-  tenant('apps', 'controllerrevisions', 'ControllerRevision', N),
+  inProtobuf(tenant('apps', 'deployments', 'Deployment', N, 'workload'), [3, 6, 5], workloadTemplate(3)),
+  inProtobuf(tenant('apps', 'replicasets', 'ReplicaSet', N, 'workload'), [3, 6, 5], workloadTemplate(3)),
+  inProtobuf(tenant('apps', 'statefulsets', 'StatefulSet', N, 'statefulset'), [3, 10, 5], STATEFUL_SET_TEMPLATES),
+  inProtobuf(tenant('apps', 'daemonsets', 'DaemonSet', N, 'workload'), [3, 10, 5], workloadTemplate(2)),
+  inProtobuf(tenant('apps', 'controllerrevisions', 'ControllerRevision', N), null),
 
-  tenant('batch', 'jobs', 'Job', N, 'workload'),
-  tenant('batch', 'cronjobs', 'CronJob', N, 'cronjob'),
+  inProtobuf(tenant('batch', 'jobs', 'Job', N, 'workload'), [3, 1, 6], workloadTemplate(6)),
+  inProtobuf(tenant('batch', 'cronjobs', 'CronJob', N, 'cronjob'), null, CRON_JOB_TEMPLATES),
   tenant('autoscaling', 'horizontalpodautoscalers', 'HorizontalPodAutoscaler', N),
-  tenant('policy', 'poddisruptionbudgets', 'PodDisruptionBudget', N),
+  inProtobuf(tenant('policy', 'poddisruptionbudgets', 'PodDisruptionBudget', N), [3, 7, 6]),
 
-  tenant('rbac.authorization.k8s.io', 'roles', 'Role', N, 'role'),
-  tenant('rbac.authorization.k8s.io', 'clusterroles', 'ClusterRole', C, 'role'),
-  tenant('rbac.authorization.k8s.io', 'rolebindings', 'RoleBinding', N, 'binding'),
+  inProtobuf(tenant('rbac.authorization.k8s.io', 'roles', 'Role', N, 'role'), null),
+  inProtobuf(tenant('rbac.authorization.k8s.io', 'clusterroles', 'ClusterRole', C, 'role'), null),
+  inProtobuf(tenant('rbac.authorization.k8s.io', 'rolebindings', 'RoleBinding', N, 'binding'), null),
   // A real ClusterRoleBinding costs every authorization of every user (the RBAC authorizer scans them all): a tenant's
   // are tenantgate's custom resources upstream, their subjects in the shadow form (rules/cluster-subjects.ts). The
   // lifecycle controller expands each into RoleBindings in the tenant's namespaces (tenants/cluster-bindings.ts);
   // tenantgate evaluates their cluster-scoped rules itself (auth/tenant-rbac.ts).
   storedAs(STORED_RBAC_GROUP, 'rbac.authorization.k8s.io', 'clusterrolebindings', 'ClusterRoleBinding', C, 'clusterrolebinding', []),
 
-  tenant('networking.k8s.io', 'ingresses', 'Ingress', N),
+  inProtobuf(tenant('networking.k8s.io', 'ingresses', 'Ingress', N), null),
   // An IngressClass names an ingress controller the platform runs; tenants pick one by its real name.
   shared('networking.k8s.io', 'ingressclasses', 'IngressClass', C),
-  tenant('networking.k8s.io', 'networkpolicies', 'NetworkPolicy', N, 'networkpolicy'),
+  inProtobuf(tenant('networking.k8s.io', 'networkpolicies', 'NetworkPolicy', N, 'networkpolicy'), null),
   // Cluster network plumbing: every Service's ClusterIP of every tenant, with parent references into their namespaces.
   hidden('networking.k8s.io', 'ipaddresses', 'IPAddress', C),
   hidden('networking.k8s.io', 'servicecidrs', 'ServiceCIDR', C),
 
-  tenant('discovery.k8s.io', 'endpointslices', 'EndpointSlice', N, 'endpointslice'),
-  tenant('events.k8s.io', 'events', 'Event', N, 'event', 'per-namespace'),
+  inProtobuf(tenant('discovery.k8s.io', 'endpointslices', 'EndpointSlice', N, 'endpointslice'), null),
+  inProtobuf(tenant('events.k8s.io', 'events', 'Event', N, 'event', 'per-namespace'), null),
 
   // StorageClasses name real provisioners and their parameters (including secret namespaces): defining them is the
   // platform's job, so every tenant reads the same classes and PVCs name them unchanged. Same for attribute classes.
@@ -210,28 +266,37 @@ export const KINDS: readonly KindRow[] = Object.freeze([
   // Tenants use them by real name (pod.spec.runtimeClassName passes through).
   shared('node.k8s.io', 'runtimeclasses', 'RuntimeClass', C),
 
-  tenant('coordination.k8s.io', 'leases', 'Lease', N),
+  inProtobuf(tenant('coordination.k8s.io', 'leases', 'Lease', N), null),
   tenant('coordination.k8s.io', 'leasecandidates', 'LeaseCandidate', N),
 
   // Signer names are mapped into the tenant's own signer domain, so no upstream signer acts on them; tenantgate signs
   // the tenant's kubernetes.io/kube-apiserver-client requests with the tenant's CA (tenants/csr-signer.ts).
-  tenant('certificates.k8s.io', 'certificatesigningrequests', 'CertificateSigningRequest', C, 'certificatesigningrequest', 'label-filter', [
-    'status',
-    'approval',
-  ]),
+  inProtobuf(
+    tenant('certificates.k8s.io', 'certificatesigningrequests', 'CertificateSigningRequest', C, 'certificatesigningrequest', 'label-filter', [
+      'status',
+      'approval',
+    ]),
+    [3, 1, 3],
+  ),
   // Public CA bundles by signer: harmless to read, the platform's to write.
   shared('certificates.k8s.io', 'clustertrustbundles', 'ClusterTrustBundle', C),
   // Made by kubelets for the tenant's pods, without the tenant label.
   tenant('certificates.k8s.io', 'podcertificaterequests', 'PodCertificateRequest', N, 'generic', 'per-namespace'),
 
-  tenant('admissionregistration.k8s.io', 'validatingwebhookconfigurations', 'ValidatingWebhookConfiguration', C, 'webhook-configuration'),
-  tenant('admissionregistration.k8s.io', 'mutatingwebhookconfigurations', 'MutatingWebhookConfiguration', C, 'webhook-configuration'),
-  tenant('admissionregistration.k8s.io', 'validatingadmissionpolicies', 'ValidatingAdmissionPolicy', C, 'admission-policy', 'label-filter', ['status']),
-  tenant('admissionregistration.k8s.io', 'validatingadmissionpolicybindings', 'ValidatingAdmissionPolicyBinding', C, 'admission-policy-binding'),
-  tenant('admissionregistration.k8s.io', 'mutatingadmissionpolicies', 'MutatingAdmissionPolicy', C, 'admission-policy'),
-  tenant('admissionregistration.k8s.io', 'mutatingadmissionpolicybindings', 'MutatingAdmissionPolicyBinding', C, 'admission-policy-binding'),
+  inProtobuf(tenant('admissionregistration.k8s.io', 'validatingwebhookconfigurations', 'ValidatingWebhookConfiguration', C, 'webhook-configuration'), null),
+  inProtobuf(tenant('admissionregistration.k8s.io', 'mutatingwebhookconfigurations', 'MutatingWebhookConfiguration', C, 'webhook-configuration'), null),
+  inProtobuf(
+    tenant('admissionregistration.k8s.io', 'validatingadmissionpolicies', 'ValidatingAdmissionPolicy', C, 'admission-policy', 'label-filter', ['status']),
+    [3, 3, 6],
+  ),
+  inProtobuf(
+    tenant('admissionregistration.k8s.io', 'validatingadmissionpolicybindings', 'ValidatingAdmissionPolicyBinding', C, 'admission-policy-binding'),
+    null,
+  ),
+  inProtobuf(tenant('admissionregistration.k8s.io', 'mutatingadmissionpolicies', 'MutatingAdmissionPolicy', C, 'admission-policy'), null),
+  inProtobuf(tenant('admissionregistration.k8s.io', 'mutatingadmissionpolicybindings', 'MutatingAdmissionPolicyBinding', C, 'admission-policy-binding'), null),
 
-  tenant('apiextensions.k8s.io', 'customresourcedefinitions', 'CustomResourceDefinition', C, 'crd', 'label-filter', ['status']),
+  inProtobuf(tenant('apiextensions.k8s.io', 'customresourcedefinitions', 'CustomResourceDefinition', C, 'crd', 'label-filter', ['status']), [3, 1, 5]),
   // One per group version the apiserver serves, local or aggregated: read-only, and each tenant sees those of the
   // groups its discovery shows (its own CRD groups under its names), so `kubectl get apiservices` agrees with discovery.
   shared('apiregistration.k8s.io', 'apiservices', 'APIService', C, 'apiservice', ['status']),
@@ -250,8 +315,8 @@ export const KINDS: readonly KindRow[] = Object.freeze([
   tenant('authorization.k8s.io', 'selfsubjectrulesreviews', 'SelfSubjectRulesReview', C, 'selfsubjectrulesreview'),
 
   // Dynamic resource allocation: claims are the tenant's; device classes and slices describe the shared hardware.
-  tenant('resource.k8s.io', 'resourceclaims', 'ResourceClaim', N),
-  tenant('resource.k8s.io', 'resourceclaimtemplates', 'ResourceClaimTemplate', N, 'claimtemplate'),
+  inProtobuf(tenant('resource.k8s.io', 'resourceclaims', 'ResourceClaim', N), null),
+  inProtobuf(tenant('resource.k8s.io', 'resourceclaimtemplates', 'ResourceClaimTemplate', N, 'claimtemplate'), null, CLAIM_TEMPLATE_TEMPLATES),
   shared('resource.k8s.io', 'deviceclasses', 'DeviceClass', C),
   shared('resource.k8s.io', 'resourceslices', 'ResourceSlice', C),
   hidden('resource.k8s.io', 'devicetaintrules', 'DeviceTaintRule', C),
@@ -350,6 +415,11 @@ export function isTenantCrdGroup(group: string): boolean {
 
 /** The subresources a CRD may give its custom resources (spec.versions[].subresources). */
 export const CUSTOM_RESOURCE_SUBRESOURCES: readonly string[] = Object.freeze(['status', 'scale']);
+
+/** The one version of a kind converted in protobuf (KindRow.protobuf): its group's v1. */
+export function protobufApiVersion(row: KindRow): string {
+  return row.group === '' ? 'v1' : `${row.group}/v1`;
+}
 
 /**
  * The row for a resource as the tenant names it (group unprefixed, resource without subresource).

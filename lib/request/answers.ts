@@ -9,10 +9,9 @@ import { upstreamIdentityOf } from '../auth/impersonation.ts';
 import { aggregatedDiscoveryToTenant, discoveryToTenant } from '../convert/discovery.ts';
 import { isTenantCrdGroup, isWholeObjectSubresource } from '../convert/kinds.ts';
 import { openapiGroupDocToTenant, openapiIndexToTenant } from '../convert/openapi.ts';
-import { partialObjectMetadataListToProtobuf, partialObjectMetadataToProtobuf, PARTIAL_METADATA_GROUP_VERSION } from '../convert/partial-metadata-protobuf.ts';
-import { isProtobuf, META, MessageEdit, protobufEnvelope, PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
-import { protobufEmptyList, type ListMetaJson } from '../convert/protobuf-made.ts';
-import { fromUpstream, protobufBodyToTenant, protobufStatusToTenant } from '../convert/protobuf-response.ts';
+import { partialObjectMetadataListToProtobuf, partialObjectMetadataToProtobuf, PARTIAL_METADATA_GROUP_VERSION } from '../convert/protobuf/partial-metadata.ts';
+import { protobufEmptyList, type ListMetaJson } from '../convert/protobuf/made.ts';
+import { protobufBodyToTenant, protobufStatusToTenant } from '../convert/protobuf/to-tenant.ts';
 import { upstreamResourceTarget } from '../convert/request.ts';
 import { apiVersionToTenant } from '../convert/rules/api-groups.ts';
 import { apiGroupToUpstream, namespaceToUpstream, objectToTenant, type ConvertContext } from '../convert/rules/index.ts';
@@ -42,6 +41,10 @@ import { answerOpenApiV2 } from './openapi-v2-cache.ts';
 import type { Stage } from './stage.ts';
 import { readBody, tenantStatusError } from './read-body.ts';
 import type { TenantConversions } from './tenant-conversions.ts';
+import { isProtobuf, protobufEnvelope, PROTOBUF_MEDIA_TYPE } from '../convert/protobuf/envelope.ts';
+import { MessageEdit } from '../convert/protobuf/message-edit.ts';
+import { fromUpstream } from '../convert/protobuf/conversion.ts';
+import { OBJECT_META } from '../convert/protobuf/field-numbers.ts';
 
 /** Whole answers are converted in memory: past this, the upstream's answer is refused rather than held. */
 const MAX_RESPONSE_BODY_BYTES = 64 * 1024 * 1024;
@@ -438,7 +441,7 @@ function protobufObjectName(body: Buffer): string {
   return fromUpstream(() => {
     const object = new MessageEdit(raw, 'object');
     const meta = object.single(1, 'metadata');
-    return meta === undefined ? '' : new MessageEdit(object.payload(meta), 'metadata').stringOf(META.name, 'name');
+    return meta === undefined ? '' : new MessageEdit(object.payload(meta), 'metadata').stringOf(OBJECT_META.name, 'name');
   });
 }
 

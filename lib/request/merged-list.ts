@@ -18,14 +18,14 @@ import { ListRewriter } from '../stream/tenant-view.ts';
 import { tenantViewSpecOf } from '../stream/view-spec.ts';
 import type { UpstreamPool } from '../upstream/pool.ts';
 import { readBody, tenantStatusError } from './read-body.ts';
-import { listMetaField, protobufListHead, ProtobufListPage, type ConvertedItem } from '../convert/protobuf-made.ts';
-import { isProtobuf, PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
-import { padding, PADDING_FLUSH_BYTES, PADDING_RESERVE } from '../convert/protobuf-streams.ts';
+import { listMetaField, protobufListHead, ProtobufListPage, type ConvertedItem } from '../convert/protobuf/made.ts';
+import { padding, PADDING_FLUSH_BYTES, PADDING_RESERVE } from '../convert/protobuf/streams.ts';
 import { isKindRequest, upstreamHeadersOf, type RequestContext } from './context.ts';
 import { asksForTable, protobufAnswerOf, requestApiVersion } from './negotiation.ts';
 import type { Stage } from './stage.ts';
 import type { TenantConversions } from './tenant-conversions.ts';
 import { drained } from './drained.ts';
+import { isProtobuf, PROTOBUF_MEDIA_TYPE } from '../convert/protobuf/envelope.ts';
 
 const MAX_PAGE_BYTES = 64 * 1024 * 1024;
 
@@ -286,7 +286,7 @@ interface ProtobufPage {
  * written. Pages are held (converted) up to PROTOBUF_HOLD_BYTES; a page past the budget is cut off once its ListMeta
  * came (a page counted for `limit` is read through, held items let go) and asked again at its snapshot when written,
  * its items converted as they arrive. What the tenant view saves of a page asked again is filled with padding
- * (protobuf-streams.ts), as a streamed list's. Memory: the budget, and one item.
+ * (protobuf/streams.ts), as a streamed list's. Memory: the budget, and one item.
  */
 class ProtobufMerge {
   count = 0;

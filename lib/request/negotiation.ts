@@ -2,14 +2,14 @@
 // protobuf, OpenAPI v2 in protobuf) and what tenantgate asks the upstream for instead: only forms its converters read.
 import { isAggregatedDiscoveryJson } from '../convert/discovery.ts';
 import { isWholeObjectSubresource, type KindRow } from '../convert/kinds.ts';
-import { prefersOpenApiV2Protobuf } from '../convert/openapi-v2-protobuf.ts';
-import { preferredPartialMetadataProtobuf } from '../convert/partial-metadata-protobuf.ts';
-import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
-import { protobufResponseSupported } from '../convert/protobuf-response.ts';
+import { prefersOpenApiV2Protobuf } from '../convert/protobuf/openapi-v2.ts';
+import { preferredPartialMetadataProtobuf } from '../convert/protobuf/partial-metadata.ts';
+import { protobufResponseSupported } from '../convert/protobuf/to-tenant.ts';
 import { notAcceptable, unsupportedMediaType } from '../errors/status-error.ts';
 import { isConverted, isKindRequest, type KindRequest, type PartialMetadataForm, type RequestContext } from './context.ts';
 import { mediaTypeOf } from './media-ranges.ts';
 import { acceptsAWatchForm } from './yaml-answer.ts';
+import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf/envelope.ts';
 
 /**
  * Accept for the upstream when the answer is converted from JSON (protobufAnswerOf decides when it is not), keeping

@@ -13,7 +13,7 @@ import type { KindRow } from '../convert/kinds.ts';
 import type { ConvertContext } from '../convert/rules/index.ts';
 import { StatusError, type StatusReason } from '../errors/status-error.ts';
 import { log } from '../log.ts';
-import { ProtobufListToTenant } from '../convert/protobuf-streams.ts';
+import { ProtobufListToTenant } from '../convert/protobuf/streams.ts';
 import { SizeRoutedListRewriter } from '../stream/offloaded-list.ts';
 import { ProtobufListRewriter } from '../stream/protobuf-view.ts';
 import { ListRewriter, TenantViewScanner, type TenantViewSpec } from '../stream/tenant-view.ts';

@@ -5,7 +5,6 @@ import http2, { type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingH
 import { performance } from 'node:perf_hooks';
 import { upstreamIdentityOf, withGrantedClusterScope } from '../auth/impersonation.ts';
 import type { TenantId } from '../convert/prefix.ts';
-import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
 import { upstreamNonResourcePath, upstreamResourceTarget } from '../convert/request.ts';
 import { rowObjectsFor } from '../convert/table.ts';
 import { internalError, notFound, upstreamUnavailable } from '../errors/status-error.ts';
@@ -16,6 +15,7 @@ import { identityOf, isConverted, upstreamHeadersOf, type RequestContext } from 
 import { asksForTable, isOpenApiV2, jsonAccept, openApiV2AsProtobuf, partialMetadataProtobufOf, protobufAnswerOf } from './negotiation.ts';
 import type { Stage } from './stage.ts';
 import type { TenantConversions } from './tenant-conversions.ts';
+import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf/envelope.ts';
 
 const { NGHTTP2_CANCEL } = http2.constants;
 

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { openapiV2ToTenant } from '../convert/openapi.ts';
-import { OPENAPI_V2_PROTOBUF, openapiV2ToProtobuf } from '../convert/openapi-v2-protobuf.ts';
+import { OPENAPI_V2_PROTOBUF, openapiV2ToProtobuf } from '../convert/protobuf/openapi-v2.ts';
 import type { TenantId } from '../convert/prefix.ts';
 import type { RequestContext } from './context.ts';
 import { badGateway } from '../errors/status-error.ts';

@@ -5,8 +5,8 @@ import { stringifyWithDuplicates } from '../convert/duplicate-fields.ts';
 import { applyJsonPatch, parseJsonPatch } from '../convert/json-patch.ts';
 import { isWholeObjectSubresource, type KindRow } from '../convert/kinds.ts';
 import { TENANT_LABEL } from '../convert/prefix.ts';
-import { isProtobuf, protobufBodyToUpstream } from '../convert/protobuf.ts';
-import { protobufObjectToJson } from '../convert/protobuf-decode.ts';
+import { protobufBodyToUpstream } from '../convert/protobuf/to-upstream.ts';
+import { protobufObjectToJson } from '../convert/protobuf/decode.ts';
 import type { RequestInfo } from '../convert/request-info.ts';
 import { isObject } from '../convert/rules/json.ts';
 import { nameMappingOfRow, nameToUpstream, namespaceToUpstream, objectToTenant, objectToUpstream, type ConvertContext } from '../convert/rules/index.ts';
@@ -20,6 +20,7 @@ import type { Stage } from './stage.ts';
 import { readBody, tenantStatusError } from './read-body.ts';
 import { validatedByRealKind } from './stored-kind-validation.ts';
 import type { TenantConversions } from './tenant-conversions.ts';
+import { isProtobuf } from '../convert/protobuf/envelope.ts';
 
 /** The apiserver's own limit for a request body. */
 export const MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024;

@@ -4,11 +4,11 @@ import type { Duplex } from 'node:stream';
 import { log } from '../log.ts';
 import type { RequestContext } from './context.ts';
 import { asStatusError, type StatusError } from '../errors/status-error.ts';
-import { protobufStatus } from '../convert/protobuf-made.ts';
-import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
+import { protobufStatus } from '../convert/protobuf/made.ts';
 import { acceptsOnlyProtobuf, protobufAnswerOf } from './negotiation.ts';
 import { choosesYaml, YAML_MEDIA_TYPE } from './yaml-answer.ts';
 import { jsonTextToYaml } from '../convert/json-yaml.ts';
+import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf/envelope.ts';
 
 /** A bug, not bad input: the client learns nothing of it, the operator learns everything. */
 function logBug(error: unknown): void {

@@ -5,8 +5,8 @@ import { StringDecoder } from 'node:string_decoder';
 import { Writable } from 'node:stream';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { JsonToYaml } from '../convert/json-yaml.ts';
-import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf.ts';
 import { mediaRanges } from './media-ranges.ts';
+import { PROTOBUF_MEDIA_TYPE } from '../convert/protobuf/envelope.ts';
 
 export const YAML_MEDIA_TYPE = 'application/yaml';
 

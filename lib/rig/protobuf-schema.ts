@@ -1,10 +1,10 @@
-// Generates lib/convert/k8s-proto-schema.ts, the message schema the protobuf encoder writes with, from the
+// Generates lib/convert/protobuf/k8s-proto-schema.ts, the message schema the protobuf encoder writes with, from the
 // generated.proto files and Go struct tags of the rig's Go module cache. Never invents a field: a .proto field
 // whose JSON name no Go tag gives is an error, unless its message is one the encoder writes by hand.
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { ProtoSchema, SchemaField } from '../convert/proto-schema.ts';
+import type { ProtoSchema, SchemaField } from '../convert/protobuf/proto-schema.ts';
 import { goModuleCache, K8S_MODULE_VERSION, readGoFieldTags, readGroupName, readProtoFile } from './k8s-proto-files.ts';
 
 /** The API packages whose kinds tenantgate may answer in protobuf by itself (the watch cache's groups, Status). */
@@ -35,7 +35,7 @@ const HAND_WRITTEN = new Set([
   'k8s.io.apimachinery.pkg.runtime.TypeMeta',
 ]);
 
-export const PROTO_SCHEMA_MODULE = 'lib/convert/k8s-proto-schema.ts';
+export const PROTO_SCHEMA_MODULE = 'lib/convert/protobuf/k8s-proto-schema.ts';
 
 /** The schema of SCHEMA_API_PACKAGES and every file they import, read from the Go module cache. */
 export function generateProtoSchema(moduleCache: string): ProtoSchema {

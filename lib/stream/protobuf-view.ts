@@ -1,10 +1,10 @@
 // Protobuf lists and watch streams of the upstream rewritten to a tenant's view as their bytes arrive, as streams:
-// the wire-level engine (lib/convert/protobuf-response.ts) behind a Transform with the rewriters' counters.
+// the wire-level engine (lib/convert/protobuf/to-tenant.ts) behind a Transform with the rewriters' counters.
 // Never passes a byte of an upstream item or event on before the engine has converted it; a watch is written in whole frames.
 import { performance } from 'node:perf_hooks';
 import { Transform, type TransformCallback } from 'node:stream';
 import type { KindRow } from '../convert/kinds.ts';
-import { ProtobufListToTenant, ProtobufWatchToTenant } from '../convert/protobuf-streams.ts';
+import { ProtobufListToTenant, ProtobufWatchToTenant } from '../convert/protobuf/streams.ts';
 import type { ConvertContext } from '../convert/rules/index.ts';
 import type { RewriteCounters } from '../metrics/metrics.ts';
 import { failWhenSourceCut } from './tenant-view.ts';

@@ -24,7 +24,7 @@ export interface WatcherPolicy {
 
 /**
  * What a watcher of `selection` in `encoding` receives for `event` (a JSON line or a protobuf frame), or null: selected
- * neither before nor after the change. Throws when the object cannot be written in protobuf (protobuf-encode.ts).
+ * neither before nor after the change. Throws when the object cannot be written in protobuf (protobuf/encode.ts).
  */
 export function lineFor(selection: Selection, event: CacheEvent, encoding: CacheEncoding = 'json'): Buffer | null {
   const selected = selects(selection, event.object);

@@ -2,13 +2,13 @@
 // (made the first time a protobuf client needs them, kept on the object or event: once per event per encoding).
 // Never encodes per watcher, and never answers protobuf for a kind the apiserver would answer in JSON.
 import type { KindRow } from '../convert/kinds.ts';
-import { encodeObject, encodeWatchFrame, protobufMessageOf } from '../convert/protobuf-encode.ts';
-import { protobufResponseSupported } from '../convert/protobuf-response.ts';
+import { encodeObject, encodeWatchFrame, protobufMessageOf } from '../convert/protobuf/encode.ts';
+import { protobufResponseSupported } from '../convert/protobuf/to-tenant.ts';
 import type { StatusError } from '../errors/status-error.ts';
 import { firstPlainMediaType, prefersProtobuf } from '../request/negotiation.ts';
-import { protobufEnvelope } from '../convert/protobuf.ts';
 import { eventLine, type CachedObject, type CacheEvent } from './cached-object.ts';
 import type { ResourceCache } from './resource-cache.ts';
+import { protobufEnvelope } from '../convert/protobuf/envelope.ts';
 
 export type CacheEncoding = 'json' | 'protobuf';
 

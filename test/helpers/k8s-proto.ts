@@ -2,8 +2,8 @@
 // apiextensions-apiserver at the rig's version, parsed into a schema that encodes JSON objects and decodes them back.
 // Never guesses a field: a JSON key without a .proto field throws, so a test cannot pass on a made-up field number.
 import type { Test } from 'tap';
-import type { WireSchema } from '../../lib/convert/protobuf.ts';
 import { goModuleCache, K8S_MODULE_VERSION, loadProtoMessages as loadProtoFiles, type ProtoField, type ProtoMessages } from '../../lib/rig/k8s-proto-files.ts';
+import { type WireSchema } from '../../lib/convert/protobuf/skeleton.ts';
 
 export { goModuleCache, K8S_MODULE_VERSION, type ProtoField, type ProtoMessages };
 
@@ -351,7 +351,7 @@ export function decodeWatchFrames(messages: ProtoMessages, type: string, stream:
 export const INLINE_MEMBERS: ReadonlySet<string> = new Set(['persistentVolumeSource', 'rule', 'ruleWithOperations']);
 
 /**
- * Asserts that every field of a wire schema (lib/convert/protobuf.ts) is the field of that name in `message` of the
+ * Asserts that every field of a wire schema (lib/convert/protobuf/to-upstream.ts) is the field of that name in `message` of the
  * .proto files: its number, whether it repeats, its type, nested schemas in turn. Returns the fields checked.
  */
 export function checkWireSchema(t: Test, messages: ProtoMessages, schema: WireSchema, message: string, path: string): number {

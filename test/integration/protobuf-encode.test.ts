@@ -1,9 +1,9 @@
-// The JSON → protobuf encoder (lib/convert/protobuf-encode.ts) against the apiserver's own protobuf: for objects of
+// The JSON → protobuf encoder (lib/convert/protobuf/encode.ts) against the apiserver's own protobuf: for objects of
 // every kind the watch cache keeps, made on the real rig, the encoder's bytes of the apiserver's JSON decode to what
 // the apiserver's protobuf answer for the same object decodes to (zero values aside: Go reads absent as zero).
 import type { ClientHttp2Session } from 'node:http2';
 import t from 'tap';
-import { encodeObject, protobufMessageOf } from '../../lib/convert/protobuf-encode.ts';
+import { encodeObject, protobufMessageOf } from '../../lib/convert/protobuf/encode.ts';
 import { connectH2, credentialsOf, h2Request } from '../helpers/http.ts';
 import { decodeBody, goModuleCache, loadProtoMessages, withoutZeroValues } from '../helpers/k8s-proto.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';

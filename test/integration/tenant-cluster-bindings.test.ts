@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { ensureHelm } from '../../lib/rig/helm.ts';
 import { runCommand } from '../../lib/rig/process.ts';
-import { encodeObject } from '../../lib/convert/protobuf-encode.ts';
+import { encodeObject } from '../../lib/convert/protobuf/encode.ts';
 import { connectH2, credentialsOf, h1Request, h2Request } from '../helpers/http.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { createTestTenant, type TestTenant } from '../helpers/tenants.ts';

@@ -4,7 +4,7 @@
 // of the classes show its default as the default.
 import t from 'tap';
 import { kindOf, type KindRow } from '../../lib/convert/kinds.ts';
-import { protobufBodyToUpstream } from '../../lib/convert/protobuf.ts';
+import { protobufBodyToUpstream } from '../../lib/convert/protobuf/to-upstream.ts';
 import { objectToTenant, objectToUpstream, type ConvertContext } from '../../lib/convert/rules/index.ts';
 import { tableToTenant } from '../../lib/convert/table.ts';
 import { encodeBody, decodeBody, goModuleCache, loadProtoMessages } from '../helpers/k8s-proto.ts';

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { openapiV2ToTenant } from '../../lib/convert/openapi.ts';
-import { openapiV2ToProtobuf } from '../../lib/convert/openapi-v2-protobuf.ts';
+import { openapiV2ToProtobuf } from '../../lib/convert/protobuf/openapi-v2.ts';
 import { closeOffload, convertOffThread } from '../../lib/request/offload.ts';
 import { StatusError } from '../../lib/errors/status-error.ts';
 import { Readable, type Transform, Writable } from 'node:stream';

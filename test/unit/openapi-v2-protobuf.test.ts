@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { openapiV2ToTenant } from '../../lib/convert/openapi.ts';
-import { openapiV2ToProtobuf, prefersOpenApiV2Protobuf } from '../../lib/convert/openapi-v2-protobuf.ts';
+import { openapiV2ToProtobuf, prefersOpenApiV2Protobuf } from '../../lib/convert/protobuf/openapi-v2.ts';
 
 const fixture = (name: string) => readFileSync(new URL(`../fixtures/${name}`, import.meta.url));
 const KUBECTL_ACCEPT = 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf';

@@ -1,7 +1,7 @@
 // The tenant's PartialObjectMetadata(List) in the apiserver's protobuf: which Accept headers ask for it, and that the
 // bytes decode (with the .proto files of k8s.io/apimachinery) to exactly the JSON view, items without kind.
 import t from 'tap';
-import { partialObjectMetadataListToProtobuf, preferredPartialMetadataProtobuf } from '../../lib/convert/partial-metadata-protobuf.ts';
+import { partialObjectMetadataListToProtobuf, preferredPartialMetadataProtobuf } from '../../lib/convert/protobuf/partial-metadata.ts';
 import { decodeBody, goModuleCache, loadProtoMessages } from '../helpers/k8s-proto.ts';
 
 t.test('only a first choice of protobuf as=PartialObjectMetadata(List) of meta.k8s.io/v1 asks for it', async (t) => {

@@ -2,7 +2,7 @@
 // upstream's to refuse, tenants/priority-policy.ts), and any other class passes as the tenant wrote it.
 import t from 'tap';
 import { kindOf, type KindRow } from '../../lib/convert/kinds.ts';
-import { protobufBodyToUpstream } from '../../lib/convert/protobuf.ts';
+import { protobufBodyToUpstream } from '../../lib/convert/protobuf/to-upstream.ts';
 import { objectToUpstream, type ConvertContext } from '../../lib/convert/rules/index.ts';
 import { HIGHEST_USER_DEFINABLE_PRIORITY, PLATFORM_CRITICAL_PRIORITY_CLASSES } from '../../lib/convert/rules/platform-classes.ts';
 import { TENANT_PRIORITY_POLICY } from '../../lib/tenants/priority-policy.ts';

@@ -5,8 +5,8 @@
 import { Readable } from 'node:stream';
 import t from 'tap';
 import { kindOf, type KindRow } from '../../lib/convert/kinds.ts';
-import { protobufBodyToUpstream } from '../../lib/convert/protobuf.ts';
-import { protobufListToTenant } from '../../lib/convert/protobuf-streams.ts';
+import { protobufBodyToUpstream } from '../../lib/convert/protobuf/to-upstream.ts';
+import { protobufListToTenant } from '../../lib/convert/protobuf/streams.ts';
 import { upstreamResourceTarget } from '../../lib/convert/request.ts';
 import { parseRequestInfo } from '../../lib/convert/request-info.ts';
 import { objectToTenant, objectToUpstream, type ConvertContext } from '../../lib/convert/rules/index.ts';

@@ -2,8 +2,8 @@
 // read independently by test/helpers/k8s-proto.ts) to the JSON it was given, for every message of its schema; the
 // committed schema is what the generator makes from the module cache today; a key the schema lacks is refused.
 import t from 'tap';
-import { K8S_PROTO_SCHEMA } from '../../lib/convert/k8s-proto-schema.ts';
-import { encodeMessage, encodeObject, encodeWatchFrame, goDurationNanos, protobufMessageOf } from '../../lib/convert/protobuf-encode.ts';
+import { K8S_PROTO_SCHEMA } from '../../lib/convert/protobuf/k8s-proto-schema.ts';
+import { encodeMessage, encodeObject, encodeWatchFrame, goDurationNanos, protobufMessageOf } from '../../lib/convert/protobuf/encode.ts';
 import { generateProtoSchema, protoSchemaModuleText } from '../../lib/rig/protobuf-schema.ts';
 import { realisticConfigMap, realisticPod, seededRandom } from '../../bench/k8s-payloads.ts';
 import { decodeBody, decodeMessage, decodeWatchFrames, goModuleCache, loadProtoMessages, type ProtoMessages } from '../helpers/k8s-proto.ts';
@@ -77,7 +77,7 @@ function randomObject(message: string, random: () => number, depth = 0): Json {
 }
 
 t.test('the committed schema is what the generator makes from the module cache today', NEEDS_PROTO, async (t) => {
-  const committed = readFileSync(new URL('../../lib/convert/k8s-proto-schema.ts', import.meta.url), 'utf8');
+  const committed = readFileSync(new URL('../../lib/convert/protobuf/k8s-proto-schema.ts', import.meta.url), 'utf8');
   t.equal(committed, protoSchemaModuleText(generateProtoSchema(moduleCache!)), 'regenerate with `node lib/rig/protobuf-schema.ts`');
 });
 

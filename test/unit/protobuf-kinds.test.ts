@@ -5,12 +5,13 @@ import forge from 'node-forge';
 import t from 'tap';
 import { kindOf, type KindRow } from '../../lib/convert/kinds.ts';
 import { TENANT_LABEL } from '../../lib/convert/prefix.ts';
-import { protobufBodyToUpstream, WIRE_SCHEMAS, type ProtobufBodyOptions } from '../../lib/convert/protobuf.ts';
+import { protobufBodyToUpstream, type ProtobufBodyOptions } from '../../lib/convert/protobuf/to-upstream.ts';
 import { objectToTenant, objectToUpstream, type ConvertContext } from '../../lib/convert/rules/index.ts';
 import { StatusError } from '../../lib/errors/status-error.ts';
 import { mutate, seededRandom } from '../helpers/fuzz.ts';
 import { thrownStatus } from '../helpers/status-error.ts';
 import { checkWireSchema, decodeBody, encodeBody, goModuleCache, loadProtoMessages, type ProtoMessages } from '../helpers/k8s-proto.ts';
+import { WIRE_SCHEMAS } from '../../lib/convert/protobuf/kind-schemas.ts';
 
 const TENANT = 'abc123';
 type Json = Record<string, unknown>;

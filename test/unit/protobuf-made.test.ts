@@ -1,9 +1,9 @@
-// The protobuf answers tenantgate makes itself (lib/convert/protobuf-made.ts): Status errors and empty lists as the
+// The protobuf answers tenantgate makes itself (lib/convert/protobuf/made.ts): Status errors and empty lists as the
 // .proto files read them, and an upstream list page read item by item, in any pieces, to the tenant's items only.
 import t from 'tap';
 import { kindOf } from '../../lib/convert/kinds.ts';
 import { TENANT_LABEL } from '../../lib/convert/prefix.ts';
-import { listMetaField, protobufEmptyList, protobufListHead, protobufStatus, ProtobufListPage, type ConvertedItem } from '../../lib/convert/protobuf-made.ts';
+import { listMetaField, protobufEmptyList, protobufListHead, protobufStatus, ProtobufListPage, type ConvertedItem } from '../../lib/convert/protobuf/made.ts';
 import type { ConvertContext } from '../../lib/convert/rules/index.ts';
 import { forbidden, notFound, tooManyRequests } from '../../lib/errors/status-error.ts';
 import {

@@ -5,20 +5,15 @@ import t from 'tap';
 import { kindOf, type KindRow } from '../../lib/convert/kinds.ts';
 import { TENANT_LABEL } from '../../lib/convert/prefix.ts';
 import {
-  CAREFUL_PATH,
-  NOT_THE_TENANTS_OBJECT,
   RESPONSE_SCHEMAS,
   STATUS_CONDITIONS,
-  fastViewOf,
   objectPartsToTenant,
-  objectSplices,
   protobufBodyToTenant,
   protobufResponseSupported,
   protobufStatusToTenant,
-} from '../../lib/convert/protobuf-response.ts';
-import { Output, Splices } from '../../lib/convert/protobuf-splice.ts';
-import { ProtobufListToTenant, ProtobufWatchToTenant, protobufListToTenant, protobufWatchEventToTenant } from '../../lib/convert/protobuf-streams.ts';
-import { TEMPLATES, WIRE_SCHEMAS } from '../../lib/convert/protobuf.ts';
+} from '../../lib/convert/protobuf/to-tenant.ts';
+import { Output, Splices } from '../../lib/convert/protobuf/splice.ts';
+import { ProtobufListToTenant, ProtobufWatchToTenant, protobufListToTenant, protobufWatchEventToTenant } from '../../lib/convert/protobuf/streams.ts';
 import { objectToTenant, objectToUpstream, type ConvertContext } from '../../lib/convert/rules/index.ts';
 import { statusToTenant } from '../../lib/convert/status.ts';
 import { StatusError } from '../../lib/errors/status-error.ts';
@@ -37,6 +32,9 @@ import {
   type ProtoMessages,
 } from '../helpers/k8s-proto.ts';
 import { feedInPieces } from '../helpers/scan-in-pieces.ts';
+import { TEMPLATES } from '../../lib/convert/protobuf/pod-spec.ts';
+import { WIRE_SCHEMAS } from '../../lib/convert/protobuf/kind-schemas.ts';
+import { CAREFUL_PATH, NOT_THE_TENANTS_OBJECT, fastViewOf, objectSplices } from '../../lib/convert/protobuf/fast-view.ts';
 
 const TENANT = 'abc123';
 const OTHER = 'zzz999';

@@ -1,7 +1,7 @@
 // The searches of the protobuf fast path find what a plain indexOf of the range finds: the first occurrence wholly
 // inside it, or none, whatever the range, the needle's bytes around it, and the order ranges are asked in.
 import t from 'tap';
-import { ForwardSearch, rangeIndexOf, SkipSearch } from '../../lib/convert/protobuf-splice.ts';
+import { ForwardSearch, rangeIndexOf, SkipSearch } from '../../lib/convert/protobuf/splice.ts';
 import { seededRandom } from '../helpers/fuzz.ts';
 
 /** Text of few distinct bytes, the needle's among them, with the needle itself (and pieces of it) now and then. */

@@ -1,7 +1,7 @@
 // The one varint reader every protobuf path uses (request bodies, upstream answers, streams, the splicing fast path):
 // what it reads, where it stops, and its two answers for bytes that hold no whole varint.
 import t from 'tap';
-import { pushVarint, VARINT_CUT, VARINT_TOO_LONG, varintAt, varintBitsAt, varintEnd } from '../../lib/convert/protobuf-wire.ts';
+import { pushVarint, VARINT_CUT, VARINT_TOO_LONG, varintAt, varintBitsAt, varintEnd } from '../../lib/convert/protobuf/wire.ts';
 
 const encoded = (value: number) => {
   const out: number[] = [];

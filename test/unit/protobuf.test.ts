@@ -2,11 +2,12 @@ import t from 'tap';
 import { isDeepStrictEqual } from 'node:util';
 import { carriesTenantLabel, KINDS, kindOf, type KindRow } from '../../lib/convert/kinds.ts';
 import { TENANT_LABEL } from '../../lib/convert/prefix.ts';
-import { isProtobuf, protobufBodyToUpstream, type ProtobufBodyOptions } from '../../lib/convert/protobuf.ts';
+import { protobufBodyToUpstream, type ProtobufBodyOptions } from '../../lib/convert/protobuf/to-upstream.ts';
 import { objectToUpstream } from '../../lib/convert/rules/index.ts';
 import { StatusError } from '../../lib/errors/status-error.ts';
 import { mutate, seededRandom } from '../helpers/fuzz.ts';
 import { thrownStatus } from '../helpers/status-error.ts';
+import { isProtobuf } from '../../lib/convert/protobuf/envelope.ts';
 
 const TENANT = 'abc123';
 

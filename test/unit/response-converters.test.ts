@@ -5,10 +5,9 @@ import t from 'tap';
 import { AccessReviews } from '../../lib/auth/access-review.ts';
 import type { Identity } from '../../lib/auth/identity.ts';
 import { kindOf } from '../../lib/convert/kinds.ts';
-import { partialObjectMetadataListToProtobuf } from '../../lib/convert/partial-metadata-protobuf.ts';
+import { partialObjectMetadataListToProtobuf } from '../../lib/convert/protobuf/partial-metadata.ts';
 import { TENANT_LABEL } from '../../lib/convert/prefix.ts';
-import { PROTOBUF_MEDIA_TYPE } from '../../lib/convert/protobuf.ts';
-import { encodeObject } from '../../lib/convert/protobuf-encode.ts';
+import { encodeObject } from '../../lib/convert/protobuf/encode.ts';
 import { notFound } from '../../lib/errors/status-error.ts';
 import { parseRequestInfo } from '../../lib/convert/request-info.ts';
 import { RESPONSE_CONVERTERS, responseConverterFor, type UpstreamAnswer } from '../../lib/request/answers.ts';
@@ -19,6 +18,7 @@ import { sendStatus } from '../../lib/request/status.ts';
 import { DiscoveryCache } from '../../lib/upstream/discovery.ts';
 import { UpstreamPool } from '../../lib/upstream/pool.ts';
 import { RecordingContext } from '../helpers/recording-context.ts';
+import { PROTOBUF_MEDIA_TYPE } from '../../lib/convert/protobuf/envelope.ts';
 
 // A loopback port nothing listens on: no converter tested here asks the upstream anything.
 const pool = new UpstreamPool({ server: `https://127.0.0.1:${await freePort()}` });

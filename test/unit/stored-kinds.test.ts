@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import t from 'tap';
 import { kindOf, kindOfUpstream, STORED_FLOWCONTROL_GROUP, STORED_RBAC_GROUP, type KindRow } from '../../lib/convert/kinds.ts';
 import { TENANT_LABEL } from '../../lib/convert/prefix.ts';
-import { DECODED_KINDS, protobufObjectToJson, type DecodedMessage } from '../../lib/convert/protobuf-decode.ts';
+import { DECODED_KINDS, protobufObjectToJson, type DecodedMessage } from '../../lib/convert/protobuf/decode.ts';
 import { parseRequestInfo } from '../../lib/convert/request-info.ts';
 import { upstreamNonResourcePath, upstreamResourceTarget } from '../../lib/convert/request.ts';
 import {

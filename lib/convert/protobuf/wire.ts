@@ -1,6 +1,6 @@
 // The Kubernetes protobuf wire primitives every protobuf module here shares: wire types, the `k8s\0` envelope magic,
-// the one varint reader and varint writing, strict UTF-8 and the one 400 for a malformed body. Knows no message: never interprets a field itself.
-import { badRequest, type StatusError } from '../errors/status-error.ts';
+// the one varint reader and varint writing, strict UTF-8, the one 400 for a malformed body and the one 415 for an unconverted one. Knows no message: never interprets a field itself.
+import { badRequest, unsupportedMediaType, type StatusError } from '../../errors/status-error.ts';
 
 export const VARINT = 0;
 export const FIXED64 = 1;
@@ -13,6 +13,11 @@ export const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 export function malformed(what: string, why: string): StatusError {
   return badRequest(`the protobuf request body is malformed: ${what}: ${why}`);
+}
+
+/** A body whose conversion in protobuf is not written (a kind, a version, a rule's output): 415, send it as JSON. */
+export function unsupported(what: string): StatusError {
+  return unsupportedMediaType(`tenantgate cannot convert ${what} sent as protobuf; send it as JSON (application/json)`);
 }
 
 /** Appends `value` (a safe non-negative integer) as a varint. */

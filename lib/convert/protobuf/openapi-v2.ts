@@ -8,8 +8,8 @@
 // (proto3), as Go's proto.Marshal does: for a document gnostic parses without error (kube-openapi serves no other)
 // the bytes are the ones kube-openapi would serve. Oneofs are decided by the keys gnostic tells them apart by, not
 // by its full validation; values of a shape gnostic would refuse are left out, never a crash.
-import { goYaml, jsonScalarText } from './go-yaml.ts';
-import { ProtobufWriter } from './protobuf-writer.ts';
+import { goYaml, jsonScalarText } from '../go-yaml.ts';
+import { ProtobufWriter } from './writer.ts';
 
 /** The type kube-openapi answers with (it also accepts the older `...spec.v2@v1.0+protobuf` in Accept). */
 export const OPENAPI_V2_PROTOBUF = 'application/com.github.proto-openapi.spec.v2.v1.0+protobuf';

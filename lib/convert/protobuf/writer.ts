@@ -1,6 +1,7 @@
-// Writes protobuf fields into one growing buffer: the writer the JSON → protobuf encoders share (OpenAPI v2, the
-// built-in kinds). Knows no message: never decides a field number or which fields to write.
-import { FIXED64, LENGTH_DELIMITED, VARINT } from './protobuf-wire.ts';
+// Writes protobuf fields into one growing buffer: the one writer of messages (the JSON → protobuf encoders of OpenAPI v2,
+// the built-in kinds and PartialObjectMetadata) and of the heads the careful path puts beside payloads; splices of
+// upstream bytes are splice.ts's Output. Knows no message: never decides a field number or which fields to write.
+import { FIXED64, LENGTH_DELIMITED, VARINT } from './wire.ts';
 
 /** A growing buffer; a nested message's length is written in front of it once it is known. */
 export class ProtobufWriter {
@@ -29,7 +30,8 @@ export class ProtobufWriter {
     this.buffer[this.position++] = value;
   }
 
-  private tag(number: number, wireType: number): void {
+  /** A field's tag alone (its payload written by the caller). */
+  tag(number: number, wireType: number): void {
     this.varint(number * 8 + wireType);
   }
 
@@ -145,4 +147,21 @@ export class ProtobufWriter {
   bytes(): Buffer {
     return this.buffer.subarray(0, this.position);
   }
+}
+
+/** The writer of short pieces: written, copied out, reused (it never holds more than the piece being made). */
+const PIECES = new ProtobufWriter(64);
+
+/** A length-delimited field's tag and length as a Buffer of its own, for a caller that puts the payload beside it. */
+export function lengthDelimitedHead(number: number, length: number): Buffer {
+  PIECES.truncate(0);
+  PIECES.head(number, length);
+  return Buffer.from(PIECES.bytes());
+}
+
+/** A field's tag as a Buffer of its own (a field to search for, or to write by hand). */
+export function tagBytes(number: number, wireType: number): Buffer {
+  PIECES.truncate(0);
+  PIECES.tag(number, wireType);
+  return Buffer.from(PIECES.bytes());
 }

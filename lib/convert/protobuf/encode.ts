@@ -1,8 +1,8 @@
 // Writes the Kubernetes protobuf encoding of a JSON object of a built-in kind, field by field from the message schema
 // generated from k8s.io/api's .proto files (k8s-proto-schema.ts). Never guesses a field: a JSON key the schema lacks throws.
 import { K8S_PROTO_SCHEMA } from './k8s-proto-schema.ts';
-import { MAGIC } from './protobuf-wire.ts';
-import { ProtobufWriter } from './protobuf-writer.ts';
+import { MAGIC } from './wire.ts';
+import { ProtobufWriter } from './writer.ts';
 
 const META_V1 = 'k8s.io.apimachinery.pkg.apis.meta.v1';
 const TIME = `${META_V1}.Time`;

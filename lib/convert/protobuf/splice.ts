@@ -1,7 +1,7 @@
 // Allocation-free wire tools for the hot path of protobuf answers: a reusable field scanner, a list of splices over one
 // source buffer (deletions and re-encoded heads) and an output buffer written once per chunk. Never judges an object;
 // never accepts bytes the MessageEdit parser would refuse (anything it is unsure of is reported, for the careful path).
-import { LENGTH_DELIMITED, varintAt, varintEnd } from './protobuf-wire.ts';
+import { LENGTH_DELIMITED, varintAt, varintEnd } from './wire.ts';
 
 /** The read position of `shortVarintAt` (a module variable: no object per varint). */
 let position = 0;

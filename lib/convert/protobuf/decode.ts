@@ -2,23 +2,12 @@
 // upstream takes as JSON only: decoded into the JSON object Go's encoder writes for the same typed object, by the field
 // numbers of k8s.io/api flowcontrol/v1, rbac/v1 and apimachinery meta/v1 generated.proto (v0.36), checked by the unit test.
 // Never invents a value: a field it does not know is dropped, as Go's generated Unmarshal skips it; a malformed one is 400.
-import { badRequest, StatusError, unsupportedMediaType } from '../errors/status-error.ts';
-import type { KindRow } from './kinds.ts';
-import { protobufEnvelope } from './protobuf.ts';
-import {
-  FIXED32,
-  FIXED64,
-  LENGTH_DELIMITED,
-  malformed,
-  utf8,
-  VARINT,
-  VARINT_CUT,
-  VARINT_TOO_LONG,
-  varintAt,
-  varintBitsAt,
-  varintEnd,
-} from './protobuf-wire.ts';
-import type { Json } from './rules/rule.ts';
+import { badRequest, StatusError, unsupportedMediaType } from '../../errors/status-error.ts';
+import type { KindRow } from '../kinds.ts';
+import { FIXED32, FIXED64, LENGTH_DELIMITED, malformed, utf8, VARINT, VARINT_CUT, VARINT_TOO_LONG, varintAt, varintBitsAt, varintEnd } from './wire.ts';
+import type { Json } from '../rules/rule.ts';
+import { protobufEnvelope } from './envelope.ts';
+import { MANAGED_FIELDS_ENTRY, OBJECT_META, OWNER_REFERENCE } from './field-numbers.ts';
 
 /** Scalars as their JSON: `time` is meta/v1 Time (RFC 3339, seconds), `fieldsV1` its raw JSON (managedFields). */
 type Scalar = 'string' | 'int32' | 'int64' | 'bool' | 'time' | 'fieldsV1';
@@ -44,40 +33,40 @@ const stringMap = (number: number): DecodedField => ({ number, type: 'string', m
 
 // ---- apimachinery pkg/apis/meta/v1 ----
 
-const FIELDS_V1: DecodedField = field(7, 'fieldsV1');
-const MANAGED_FIELDS_ENTRY: DecodedMessage = {
-  manager: field(1, 'string'),
-  operation: field(2, 'string'),
-  apiVersion: field(3, 'string'),
-  time: pointer(4, 'time'),
-  fieldsType: field(6, 'string'),
-  fieldsV1: FIELDS_V1,
-  subresource: field(8, 'string'),
+// Their numbers from the generated schema (field-numbers.ts); which Go fields are pointers, from k8s.io/apimachinery.
+const MANAGED_FIELDS_ENTRY_MESSAGE: DecodedMessage = {
+  manager: field(MANAGED_FIELDS_ENTRY.manager, 'string'),
+  operation: field(MANAGED_FIELDS_ENTRY.operation, 'string'),
+  apiVersion: field(MANAGED_FIELDS_ENTRY.apiVersion, 'string'),
+  time: pointer(MANAGED_FIELDS_ENTRY.time, 'time'),
+  fieldsType: field(MANAGED_FIELDS_ENTRY.fieldsType, 'string'),
+  fieldsV1: field(MANAGED_FIELDS_ENTRY.fieldsV1, 'fieldsV1'),
+  subresource: field(MANAGED_FIELDS_ENTRY.subresource, 'string'),
 };
-const OWNER_REFERENCE: DecodedMessage = {
-  apiVersion: field(5, 'string'),
-  kind: field(1, 'string'),
-  name: field(3, 'string'),
-  uid: field(4, 'string'),
-  controller: pointer(6, 'bool'),
-  blockOwnerDeletion: pointer(7, 'bool'),
+const OWNER_REFERENCE_MESSAGE: DecodedMessage = {
+  apiVersion: field(OWNER_REFERENCE.apiVersion, 'string'),
+  kind: field(OWNER_REFERENCE.kind, 'string'),
+  name: field(OWNER_REFERENCE.name, 'string'),
+  uid: field(OWNER_REFERENCE.uid, 'string'),
+  controller: pointer(OWNER_REFERENCE.controller, 'bool'),
+  blockOwnerDeletion: pointer(OWNER_REFERENCE.blockOwnerDeletion, 'bool'),
 };
-export const OBJECT_META: DecodedMessage = {
-  name: field(1, 'string'),
-  generateName: field(2, 'string'),
-  namespace: field(3, 'string'),
-  selfLink: field(4, 'string'),
-  uid: field(5, 'string'),
-  resourceVersion: field(6, 'string'),
-  generation: field(7, 'int64'),
-  creationTimestamp: field(8, 'time'),
-  deletionTimestamp: pointer(9, 'time'),
-  deletionGracePeriodSeconds: pointer(10, 'int64'),
-  labels: stringMap(11),
-  annotations: stringMap(12),
-  ownerReferences: repeated(13, OWNER_REFERENCE),
-  finalizers: repeated(14, 'string'),
-  managedFields: repeated(17, MANAGED_FIELDS_ENTRY),
+const OBJECT_META_MESSAGE: DecodedMessage = {
+  name: field(OBJECT_META.name, 'string'),
+  generateName: field(OBJECT_META.generateName, 'string'),
+  namespace: field(OBJECT_META.namespace, 'string'),
+  selfLink: field(OBJECT_META.selfLink, 'string'),
+  uid: field(OBJECT_META.uid, 'string'),
+  resourceVersion: field(OBJECT_META.resourceVersion, 'string'),
+  generation: field(OBJECT_META.generation, 'int64'),
+  creationTimestamp: field(OBJECT_META.creationTimestamp, 'time'),
+  deletionTimestamp: pointer(OBJECT_META.deletionTimestamp, 'time'),
+  deletionGracePeriodSeconds: pointer(OBJECT_META.deletionGracePeriodSeconds, 'int64'),
+  labels: stringMap(OBJECT_META.labels),
+  annotations: stringMap(OBJECT_META.annotations),
+  ownerReferences: repeated(OBJECT_META.ownerReferences, OWNER_REFERENCE_MESSAGE),
+  finalizers: repeated(OBJECT_META.finalizers, 'string'),
+  managedFields: repeated(OBJECT_META.managedFields, MANAGED_FIELDS_ENTRY_MESSAGE),
 };
 
 // ---- k8s.io/api flowcontrol/v1 ----
@@ -141,20 +130,23 @@ export const DECODED_KINDS: ReadonlyMap<string, { readonly apiVersion: string; r
 >([
   [
     'flowcontrol.apiserver.k8s.io/FlowSchema',
-    { apiVersion: 'flowcontrol.apiserver.k8s.io/v1', message: { metadata: field(1, OBJECT_META), spec: field(2, FLOW_SCHEMA_SPEC), status: field(3, STATUS) } },
+    {
+      apiVersion: 'flowcontrol.apiserver.k8s.io/v1',
+      message: { metadata: field(1, OBJECT_META_MESSAGE), spec: field(2, FLOW_SCHEMA_SPEC), status: field(3, STATUS) },
+    },
   ],
   [
     'rbac.authorization.k8s.io/ClusterRoleBinding',
     {
       apiVersion: 'rbac.authorization.k8s.io/v1',
-      message: { metadata: field(1, OBJECT_META), subjects: repeated(2, RBAC_SUBJECT), roleRef: field(3, ROLE_REF) },
+      message: { metadata: field(1, OBJECT_META_MESSAGE), subjects: repeated(2, RBAC_SUBJECT), roleRef: field(3, ROLE_REF) },
     },
   ],
   [
     'flowcontrol.apiserver.k8s.io/PriorityLevelConfiguration',
     {
       apiVersion: 'flowcontrol.apiserver.k8s.io/v1',
-      message: { metadata: field(1, OBJECT_META), spec: field(2, PRIORITY_LEVEL_SPEC), status: field(3, STATUS) },
+      message: { metadata: field(1, OBJECT_META_MESSAGE), spec: field(2, PRIORITY_LEVEL_SPEC), status: field(3, STATUS) },
     },
   ],
 ]);

@@ -1,13 +1,14 @@
 // Protobuf answers tenantgate makes itself, for clients that prefer protobuf: Status errors, empty lists, and a list
 // merged from upstream pages (its head, its ListMeta, the pages' items converted one by one). Never writes a byte of
-// an upstream object the engine (protobuf-response.ts) has not converted and judged the tenant's.
-import { MessageEdit } from './protobuf.ts';
-import { encodeMessage, encodeObject } from './protobuf-encode.ts';
-import { fromUpstream, objectPartsToTenant } from './protobuf-response.ts';
-import { ProtobufListReader, upstreamMalformed, type FieldHead } from './protobuf-streams.ts';
-import { ProtobufWriter } from './protobuf-writer.ts';
-import { LENGTH_DELIMITED, MAGIC, pushVarint } from './protobuf-wire.ts';
-import type { Json } from './rules/rule.ts';
+// an upstream object the engine (to-tenant.ts) has not converted and judged the tenant's.
+import { encodeMessage, encodeObject } from './encode.ts';
+import { objectPartsToTenant } from './to-tenant.ts';
+import { ProtobufListReader, upstreamMalformed, type FieldHead } from './streams.ts';
+import { lengthDelimitedHead, ProtobufWriter } from './writer.ts';
+import { LENGTH_DELIMITED, MAGIC } from './wire.ts';
+import type { Json } from '../rules/rule.ts';
+import { MessageEdit } from './message-edit.ts';
+import { fromUpstream } from './conversion.ts';
 
 // ---- writing: Status and ListMeta by the schema-driven encoder; the envelope of any kind's list by its writer
 
@@ -120,11 +121,9 @@ export class ProtobufListPage extends ProtobufListReader {
     if (parts === null) return null;
     let length = 0;
     for (const part of parts) length += part.length;
-    const head: number[] = [];
-    pushVarint(head, 2 * 8 + LENGTH_DELIMITED);
-    pushVarint(head, length);
+    const head = lengthDelimitedHead(2, length);
     this.kept++;
     this.keptBytes += length + head.length;
-    return { parts: [Buffer.from(head), ...parts], length: length + head.length };
+    return { parts: [head, ...parts], length: length + head.length };
   }
 }

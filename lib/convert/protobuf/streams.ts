@@ -1,26 +1,20 @@
 // Protobuf lists and watch streams of the upstream as the tenant reads them, converted as their bytes arrive, object by
-// object (protobuf-response.ts). Never emits a byte of an item or event before the whole of it has been judged.
-import { badGateway, type StatusError } from '../errors/status-error.ts';
-import type { KindRow } from './kinds.ts';
-import { EMPTY, META, MessageEdit, parseEnvelope } from './protobuf.ts';
-import {
-  bodyPartsToTenant,
-  CAREFUL_PATH,
-  checkSupported,
-  fastViewOf,
-  forgetSearchedBuffer,
-  fromUpstream,
-  joined,
-  NOT_THE_TENANTS_OBJECT,
-  objectPartsToTenant,
-  objectSplices,
-  protobufStatusToTenant,
-  type FastView,
-} from './protobuf-response.ts';
-import { ANOMALY, FieldScan, headSize, isAsciiRange, Output, rangeEquals, Splices, varintSize } from './protobuf-splice.ts';
-import { LENGTH_DELIMITED, MAGIC, pushVarint, VARINT_TOO_LONG, varintAt, varintEnd } from './protobuf-wire.ts';
-import type { ConvertContext } from './rules/rule.ts';
-import type { StatusScope } from './status.ts';
+// object (to-tenant.ts). Never emits a byte of an item or event before the whole of it has been judged.
+import { badGateway, type StatusError } from '../../errors/status-error.ts';
+import type { KindRow } from '../kinds.ts';
+import { bodyPartsToTenant, checkSupported, joined, objectPartsToTenant, protobufStatusToTenant } from './to-tenant.ts';
+import { ANOMALY, FieldScan, headSize, isAsciiRange, Output, rangeEquals, Splices, varintSize } from './splice.ts';
+import { LENGTH_DELIMITED, MAGIC, VARINT_TOO_LONG, varintAt, varintEnd } from './wire.ts';
+import { tagBytes } from './writer.ts';
+import type { ConvertContext } from '../rules/rule.ts';
+import type { StatusScope } from '../status.ts';
+import { EMPTY, MessageEdit } from './message-edit.ts';
+import { parseEnvelope } from './envelope.ts';
+
+import { CAREFUL_PATH, fastViewOf, NOT_THE_TENANTS_OBJECT, objectSplices, type FastView } from './fast-view.ts';
+import { forgetSearchedBuffer } from './pod-spec.ts';
+import { fromUpstream } from './conversion.ts';
+import { OBJECT_META } from './field-numbers.ts';
 
 // ---- lists, fed in chunks ----
 
@@ -34,11 +28,7 @@ const DEFAULT_MAX_ITEM_BYTES = 16 * 1024 * 1024;
  * longer than the upstream object (the rules only remove prefixes, labels and objects); one that is fails the list (502).
  */
 const PADDING_FIELD = 2 ** 29 - 1;
-const PADDING_TAG: readonly number[] = (() => {
-  const tag: number[] = [];
-  pushVarint(tag, PADDING_FIELD * 8 + LENGTH_DELIMITED);
-  return tag;
-})();
+const PADDING_TAG = tagBytes(PADDING_FIELD, LENGTH_DELIMITED);
 /** The smallest padding field: its tag and a zero length. */
 export const PADDING_RESERVE = PADDING_TAG.length + 1;
 
@@ -520,7 +510,7 @@ function bookmarkNamesNothing(body: Buffer): boolean {
     const meta = object.single(1, 'metadata');
     if (meta === undefined) return true;
     const metadata = new MessageEdit(object.payload(meta), 'metadata');
-    return metadata.stringOf(META.name, 'name') === '' && metadata.stringOf(META.namespace, 'namespace') === '';
+    return metadata.stringOf(OBJECT_META.name, 'name') === '' && metadata.stringOf(OBJECT_META.namespace, 'namespace') === '';
   });
 }
 
