@@ -143,3 +143,22 @@ t.test('a pod list, toward the tenant: the fast path reads pod specs as the JSON
 function podSpecOf(object: Json): Json {
   return object.spec?.jobTemplate?.spec?.template?.spec ?? object.spec?.template?.spec ?? object.template?.spec ?? object.spec;
 }
+
+t.test("a chunk buffer used again for other bytes: the fast path reads the new pod's priority class", NEEDS_PROTO, async (t) => {
+  const pods = rowOf('', 'pods');
+  const listOf = (spec: Json) => {
+    const { apiVersion, kind, ...item } = objectToUpstream(withMetadata({ apiVersion: 'v1', kind: 'Pod', spec }, 'p'), CTX, pods);
+    return encodeBody(messages, 'k8s.io.api.core.v1.PodList', { apiVersion: 'v1', kind: 'PodList', metadata: {}, items: [item] });
+  };
+  // The tenant's own class, and nothing else of the rule's; then a pod without a class, padded to the same length.
+  const withClass = listOf({ containers: [{ name: 'c', image: 'x' }], priorityClassName: 'mine' });
+  const image = Array.from({ length: 40 }, (_, pad) => 'x'.repeat(pad + 1)).find(
+    (name) => listOf({ containers: [{ name: 'c', image: name }] }).length === withClass.length,
+  );
+  t.ok(image !== undefined, 'a pod without a class encodes to the same length');
+  const reused = Buffer.from(listOf({ containers: [{ name: 'c', image: image! }] }));
+  protobufListToTenant(reused, pods, CTX, 'v1');
+  withClass.copy(reused);
+  const view = decodeBody(messages, 'k8s.io.api.core.v1.PodList', protobufListToTenant(reused, pods, CTX, 'v1'));
+  t.equal((view.items as Json[])[0]?.spec?.priorityClassName, 'mine', 'the class without the upstream prefix');
+});

@@ -222,6 +222,7 @@ const VOLUME_SOURCE_FIELDS = new FieldScan();
 export function forgetSearchedBuffer(): void {
   AFFINITY_TAG_SEARCH.forget();
   EPHEMERAL_TAG_SEARCH.forget();
+  PRIORITY_CLASS_TAG_SEARCH.forget();
 }
 
 /**
