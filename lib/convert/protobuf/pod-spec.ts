@@ -57,10 +57,11 @@ export const EPHEMERAL_CLAIM_TEMPLATES: readonly Step[] = [POD_SPEC.volumes, '*'
 const AFFINITY_TAG = tagBytes(POD_SPEC.affinity, LENGTH_DELIMITED);
 const EPHEMERAL_TAG = tagBytes(VOLUME_SOURCE.ephemeral, LENGTH_DELIMITED);
 const PRIORITY_CLASS_TAG = tagBytes(POD_SPEC.priorityClassName, LENGTH_DELIMITED);
-/** The same tags searched in the fast path's buffers (their first bytes, not ASCII, are rare: see ForwardSearch). */
-const AFFINITY_TAG_SEARCH = new ForwardSearch(AFFINITY_TAG);
-const EPHEMERAL_TAG_SEARCH = new ForwardSearch(EPHEMERAL_TAG);
-const PRIORITY_CLASS_TAG_SEARCH = new ForwardSearch(PRIORITY_CLASS_TAG);
+/**
+ * The same tags searched in the fast path's buffers (their first bytes, not ASCII, are rare: see ForwardSearch). One
+ * list, so forgetSearchedBuffer forgets every search the test reads.
+ */
+const TAG_SEARCHES = [AFFINITY_TAG, EPHEMERAL_TAG, PRIORITY_CLASS_TAG].map((tag) => new ForwardSearch(tag));
 
 // ---- toward the upstream ----
 
@@ -220,9 +221,7 @@ const VOLUME_SOURCE_FIELDS = new FieldScan();
 
 /** Forgets the buffer the searches last read: call before its bytes may change, or to let it go. */
 export function forgetSearchedBuffer(): void {
-  AFFINITY_TAG_SEARCH.forget();
-  EPHEMERAL_TAG_SEARCH.forget();
-  PRIORITY_CLASS_TAG_SEARCH.forget();
+  for (const search of TAG_SEARCHES) search.forget();
 }
 
 /**
@@ -231,13 +230,10 @@ export function forgetSearchedBuffer(): void {
  * by it: then the careful path converts it.
  */
 export function podSpecNeedsCare(bytes: Buffer, from: number, to: number, tenant: Buffer): boolean {
-  // podSpecToTenant's own test first: a spec without either tag's bytes is left as it is. One that has them
+  // podSpecToTenant's own test first: a spec without any of the tags' bytes is left as it is. One that has them
   // (a length of 146 or 234 will do) is walked: most are still left as they are.
-  const hasTags =
-    AFFINITY_TAG_SEARCH.indexIn(bytes, from, to) !== -1 ||
-    EPHEMERAL_TAG_SEARCH.indexIn(bytes, from, to) !== -1 ||
-    PRIORITY_CLASS_TAG_SEARCH.indexIn(bytes, from, to) !== -1;
-  return hasTags && podSpecFieldsNeedCare(bytes, from, to, tenant);
+  for (const search of TAG_SEARCHES) if (search.indexIn(bytes, from, to) !== -1) return podSpecFieldsNeedCare(bytes, from, to, tenant);
+  return false;
 }
 
 /** podSpecNeedsCare once the spec has one of the tags: its fields read. */
